@@ -1,0 +1,1 @@
+"""Colony Context Engine: the shared package every Cloud Function deploys with."""

@@ -1,0 +1,173 @@
+"""Embedder adapters: offline (deterministic, not semantic), OpenAI and Gemini.
+
+``embedder_from_settings`` is the one place that picks an adapter.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from colony.errors import DimensionMismatch, ProviderError, ValidationFailed
+from colony.settings import Settings
+
+_WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
+MAX_INPUT_CHARS = 30_000  # ~8k tokens: above every provider's per-input limit
+
+
+def _check_inputs(texts: Sequence[str]) -> list[str]:
+    items = list(texts)
+    for i, text in enumerate(items):
+        if not isinstance(text, str) or not text.strip():
+            raise ValidationFailed(f"text #{i} to embed is empty")
+        if len(text) > MAX_INPUT_CHARS:
+            raise ValidationFailed(
+                f"text #{i} to embed has {len(text)} characters; the limit is {MAX_INPUT_CHARS}"
+            )
+    return items
+
+
+def _normalise(matrix: np.ndarray, dim: int) -> np.ndarray:
+    if matrix.ndim != 2 or matrix.shape[1] != dim:
+        raise DimensionMismatch(f"embeddings have shape {matrix.shape}, expected (n, {dim})")
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return (matrix / norms).astype(np.float32)
+
+
+class OfflineHashEmbedder:
+    """Deterministic feature-hashing embedder: words, word pairs and character trigrams.
+
+    NOT semantic: texts sharing words and spellings land near each other, synonyms do not.
+    It exists so everything runs with no key and no download; results are reproducible.
+    """
+
+    def __init__(self, dim: int = 1536, model: str = "offline-hash-v1") -> None:
+        self.dim = dim
+        self.model = model
+
+    def _features(self, text: str) -> list[tuple[str, float]]:
+        words = _WORD.findall(text.lower())
+        features = [(w, 1.0) for w in words]
+        features += [(f"{a} {b}", 0.5) for a, b in zip(words, words[1:], strict=False)]
+        for word in words:
+            padded = f"#{word}#"
+            features += [(padded[i : i + 3], 0.25) for i in range(len(padded) - 2)]
+        return features
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        items = _check_inputs(texts)
+        out = np.zeros((len(items), self.dim), dtype=np.float64)
+        for row, text in enumerate(items):
+            for feature, weight in self._features(text):
+                digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
+                value = int.from_bytes(digest, "little")
+                sign = 1.0 if value & 1 else -1.0
+                out[row, (value >> 1) % self.dim] += sign * weight
+        return _normalise(out, self.dim)
+
+
+class OpenAIEmbedder:
+    """OpenAI embeddings (``text-embedding-3-small``, 1536 dims) in batched requests."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        model: str = "text-embedding-3-small",
+        dim: int = 1536,
+        base_url: str | None = None,
+        batch_size: int = 256,
+        client: Any = None,
+    ) -> None:
+        self.model, self.dim, self.batch_size = model, dim, batch_size
+        if client is None:
+            import openai
+
+            client = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=3)
+        self._client = client
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        items = _check_inputs(texts)
+        rows: list[list[float]] = []
+        for start in range(0, len(items), self.batch_size):
+            batch = items[start : start + self.batch_size]
+            try:
+                response = self._client.embeddings.create(
+                    model=self.model, input=batch, dimensions=self.dim, encoding_format="float"
+                )
+            except Exception as error:  # the SDK's own error tree; re-raised as ours
+                raise ProviderError(f"OpenAI embeddings failed: {type(error).__name__}") from error
+            ordered = sorted(response.data, key=lambda item: item.index)
+            if len(ordered) != len(batch):
+                raise ProviderError(f"OpenAI returned {len(ordered)} embeddings for {len(batch)}")
+            rows += [list(item.embedding) for item in ordered]
+        return _normalise(np.array(rows, dtype=np.float64), self.dim)
+
+
+class GeminiEmbedder:
+    """Gemini embeddings through ``google-genai`` with ``output_dimensionality``."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str,
+        model: str = "gemini-embedding-001",
+        dim: int = 1536,
+        base_url: str | None = None,
+        batch_size: int = 100,
+        client: Any = None,
+    ) -> None:
+        self.model, self.dim, self.batch_size = model, dim, batch_size
+        if client is None:
+            from google import genai
+            from google.genai import types
+
+            http_options = types.HttpOptions(base_url=base_url) if base_url else None
+            client = genai.Client(api_key=api_key, http_options=http_options)
+        self._client = client
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        from google.genai import types
+
+        items = _check_inputs(texts)
+        rows: list[list[float]] = []
+        config = types.EmbedContentConfig(output_dimensionality=self.dim)
+        for start in range(0, len(items), self.batch_size):
+            batch = items[start : start + self.batch_size]
+            try:
+                response = self._client.models.embed_content(
+                    model=self.model, contents=batch, config=config
+                )
+            except Exception as error:  # the SDK's own error tree; re-raised as ours
+                raise ProviderError(f"Gemini embeddings failed: {type(error).__name__}") from error
+            embeddings = response.embeddings or []
+            if len(embeddings) != len(batch):
+                raise ProviderError(f"Gemini returned {len(embeddings)} embeddings for {len(batch)}")
+            rows += [list(e.values or []) for e in embeddings]
+        # Gemini only normalises its full 3072-d output; truncated ones must be normalised here.
+        return _normalise(np.array(rows, dtype=np.float64), self.dim)
+
+
+def embedder_from_settings(settings: Settings) -> OfflineHashEmbedder | OpenAIEmbedder | GeminiEmbedder:
+    if settings.embedding_provider == "openai":
+        assert settings.openai_api_key  # Settings.from_env requires it for this provider
+        return OpenAIEmbedder(
+            api_key=settings.openai_api_key,
+            model=settings.embedding_model,
+            dim=settings.embedding_dim,
+            base_url=settings.openai_base_url,
+        )
+    if settings.embedding_provider == "gemini":
+        assert settings.gemini_api_key
+        return GeminiEmbedder(
+            api_key=settings.gemini_api_key,
+            model=settings.embedding_model,
+            dim=settings.embedding_dim,
+            base_url=settings.gemini_base_url,
+        )
+    return OfflineHashEmbedder(dim=settings.embedding_dim, model=settings.embedding_model)

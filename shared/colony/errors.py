@@ -1,0 +1,64 @@
+"""One error root for the whole package.
+
+    ColonyError
+    ├── CallerError              the input is wrong; retrying the same input cannot help
+    │   ├── ConfigError          a setting is missing or malformed (names the variable)
+    │   ├── ValidationFailed     a value broke a contract (names the field)
+    │   │   ├── UnknownDomain    a Knowledge Core domain id that is not KC-01..KC-10
+    │   │   └── DimensionMismatch  an embedding of the wrong length
+    │   ├── OrgScopeError        no org, or an org that is not the caller's (CONST-003)
+    │   └── NotFound             a referenced row does not exist in the caller's org
+    └── UpstreamError            something we depend on failed; a retry may help
+        ├── DatabaseError        PostgreSQL refused or could not be reached
+        └── ProviderError        an LLM / embedding provider failed after its retries
+
+HTTP status mapping lives only in the function adapters: CallerError → 4xx, UpstreamError → 5xx.
+"""
+
+from __future__ import annotations
+
+
+class ColonyError(Exception):
+    """Root of every error this package raises on purpose."""
+
+    code = "colony_error"
+
+
+class CallerError(ColonyError):
+    code = "bad_request"
+
+
+class ConfigError(CallerError):
+    code = "config_error"
+
+
+class ValidationFailed(CallerError):
+    code = "validation_failed"
+
+
+class UnknownDomain(ValidationFailed):
+    code = "unknown_domain"
+
+
+class DimensionMismatch(ValidationFailed):
+    code = "dimension_mismatch"
+
+
+class OrgScopeError(CallerError):
+    code = "org_scope"
+
+
+class NotFound(CallerError):
+    code = "not_found"
+
+
+class UpstreamError(ColonyError):
+    code = "upstream_error"
+
+
+class DatabaseError(UpstreamError):
+    code = "database_error"
+
+
+class ProviderError(UpstreamError):
+    code = "provider_error"

@@ -1,0 +1,240 @@
+"""The Knowledge Core store (ENT-007) over PostgreSQL + pgvector.
+
+Every method takes the org and runs inside ``Database.transaction(org_id)``, so row-level
+security scopes it; no query here filters on ``org_id`` by itself, and none needs to.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from colony.errors import DimensionMismatch, ValidationFailed
+from colony.ports import Embedder
+from colony.registry import check_domains
+from colony.store.db import Database, fetch_all
+
+Source = Literal["notion", "approval", "seed"]
+SOURCES: tuple[str, ...] = ("notion", "approval", "seed")
+MAX_CHUNK_CHARS = 20_000
+MAX_K = 50
+
+# Scan settings for filtered HNSW searches, set with the org scope (no extra round trip).
+# relaxed_order lets pgvector keep scanning the graph until LIMIT rows survive the RLS and
+# model filters; the outer ORDER BY restores exact order among what the scan returned.
+SEARCH_SETTINGS = {
+    "hnsw.iterative_scan": "relaxed_order",
+    "hnsw.ef_search": "100",
+    "hnsw.max_scan_tuples": "40000",
+}
+
+_EXISTING = """
+SELECT chunk_index, content_hash, embedding_model FROM kc_chunks
+WHERE source = %s AND source_id = %s
+"""
+_UPSERT = """
+INSERT INTO kc_chunks (org_id, domain, source, source_id, chunk_index, title, content,
+                       content_hash, tags, embedding_model, embedding)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s)
+ON CONFLICT (org_id, source, source_id, chunk_index) DO UPDATE SET
+    domain = EXCLUDED.domain, title = EXCLUDED.title, content = EXCLUDED.content,
+    content_hash = EXCLUDED.content_hash, tags = EXCLUDED.tags,
+    embedding_model = EXCLUDED.embedding_model, embedding = EXCLUDED.embedding,
+    updated_at = now()
+"""
+_RETAG = """
+UPDATE kc_chunks SET domain = %s, title = %s, tags = %s::jsonb, updated_at = now()
+WHERE source = %s AND source_id = %s AND chunk_index = %s
+  AND (domain, title, tags) IS DISTINCT FROM (%s, %s, %s::jsonb)
+"""
+_DELETE_FROM = "DELETE FROM kc_chunks WHERE source = %s AND source_id = %s AND chunk_index >= %s"
+_DELETE_SOURCE = "DELETE FROM kc_chunks WHERE source = %s AND source_id = %s"
+
+# One branch per requested domain, the domain as a literal (whitelisted by check_domains) so
+# each branch can use that domain's partial HNSW index; raw `<=>` ascending with a LIMIT in the
+# inner query, similarity computed outside it.
+_BRANCH = """(SELECT id, domain, source, source_id, chunk_index, title, content, tags,
+        embedding <=> (SELECT v FROM q) AS distance
+ FROM kc_chunks
+ WHERE domain = '{domain}' AND embedding_model = %s
+ ORDER BY embedding <=> (SELECT v FROM q)
+ LIMIT %s)"""
+_RETRIEVE = """WITH q AS MATERIALIZED (SELECT %s::vector AS v)
+SELECT id, domain, source, source_id, chunk_index, title, content, tags,
+       1 - distance AS similarity
+FROM (
+{branches}
+) hits
+ORDER BY domain, distance"""
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkIn:
+    """One chunk of a source document, as it should be stored."""
+
+    domain: str
+    content: str
+    title: str | None = None
+    tags: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Retrieved:
+    id: int
+    domain: str
+    source: str
+    source_id: str
+    chunk_index: int
+    title: str | None
+    content: str
+    tags: dict[str, Any]
+    similarity: float
+
+
+@dataclass(frozen=True, slots=True)
+class SyncResult:
+    embedded: int
+    unchanged: int
+    deleted: int
+
+
+def retrieve_sql(domains: Sequence[str]) -> str:
+    """The one-round-trip query for ``domains`` (pure; domains must be validated ids)."""
+    branches = "\nUNION ALL\n".join(_BRANCH.format(domain=d) for d in check_domains(domains))
+    return _RETRIEVE.format(branches=branches)
+
+
+class KnowledgeStore:
+    def __init__(self, db: Database, embedder: Embedder) -> None:
+        self._db = db
+        self._embedder = embedder
+
+    @property
+    def model(self) -> str:
+        return self._embedder.model
+
+    def sync_source(
+        self, org_id: str, source: Source, source_id: str, chunks: Sequence[ChunkIn]
+    ) -> SyncResult:
+        """Make the stored chunks of one source document equal ``chunks``, in one transaction.
+
+        Only chunks whose content hash changed (or that were embedded by another model) are
+        embedded again; metadata-only changes are applied without an embedding call; chunks
+        past the new end are deleted. An empty ``chunks`` removes the source.
+        """
+        _check_source(source, source_id)
+        for i, chunk in enumerate(chunks):
+            check_domains([chunk.domain])
+            if not chunk.content.strip():
+                raise ValidationFailed(f"chunk #{i} of {source}:{source_id!r} is empty")
+            if len(chunk.content) > MAX_CHUNK_CHARS:
+                raise ValidationFailed(
+                    f"chunk #{i} of {source}:{source_id!r} has {len(chunk.content)} characters;"
+                    f" the limit is {MAX_CHUNK_CHARS}"
+                )
+        hashes = [content_hash(c.content) for c in chunks]
+        with self._db.transaction(org_id) as cur:
+            existing = {
+                r["chunk_index"]: (r["content_hash"], r["embedding_model"])
+                for r in fetch_all(cur, _EXISTING, (source, source_id))
+            }
+            stale = [
+                i for i, h in enumerate(hashes) if existing.get(i) != (h, self._embedder.model)
+            ]
+            vectors = self._embed([chunks[i].content for i in stale]) if stale else None
+            for row, i in enumerate(stale):
+                chunk = chunks[i]
+                assert vectors is not None
+                cur.execute(
+                    _UPSERT,
+                    (
+                        org_id, chunk.domain, source, source_id, i, chunk.title, chunk.content,
+                        hashes[i], json.dumps(dict(chunk.tags), sort_keys=True),
+                        self._embedder.model, vectors[row],
+                    ),
+                )
+            for i in set(range(len(chunks))) - set(stale):
+                chunk = chunks[i]
+                tags = json.dumps(dict(chunk.tags), sort_keys=True)
+                cur.execute(
+                    _RETAG,
+                    (chunk.domain, chunk.title, tags, source, source_id, i,
+                     chunk.domain, chunk.title, tags),
+                )
+            cur.execute(_DELETE_FROM, (source, source_id, len(chunks)))
+            deleted = max(cur.rowcount, 0)
+        return SyncResult(embedded=len(stale), unchanged=len(chunks) - len(stale), deleted=deleted)
+
+    def delete_source(self, org_id: str, source: Source, source_id: str) -> int:
+        _check_source(source, source_id)
+        with self._db.transaction(org_id) as cur:
+            cur.execute(_DELETE_SOURCE, (source, source_id))
+            return max(cur.rowcount, 0)
+
+    def retrieve(
+        self,
+        org_id: str,
+        query: str | np.ndarray,
+        domains: Sequence[str],
+        k_per_domain: int = 3,
+        *,
+        model: str | None = None,
+    ) -> dict[str, list[Retrieved]]:
+        """Top ``k_per_domain`` chunks for each domain, most similar first, in one query.
+
+        ``query`` is a text (embedded here) or a vector, which must then name the ``model``
+        that made it: vectors of different models are not comparable, so a mismatch raises.
+        """
+        domains = check_domains(domains)
+        if not isinstance(k_per_domain, int) or not 1 <= k_per_domain <= MAX_K:
+            raise ValidationFailed(f"k_per_domain must be an integer in 1..{MAX_K}")
+        if isinstance(query, str):
+            vector = self._embed([query])[0]
+        elif model != self._embedder.model:
+            raise ValidationFailed(
+                f"query vector from model {model!r} cannot search chunks embedded with"
+                f" {self._embedder.model!r}; embedding models are never mixed in one query"
+            )
+        else:
+            vector = self._check_vector(query)
+            if vector.ndim != 1:
+                raise DimensionMismatch(f"query must be one vector, got shape {vector.shape}")
+        params: list[Any] = [vector]
+        for _ in domains:
+            params += [self._embedder.model, k_per_domain]
+        with self._db.transaction(org_id, settings=SEARCH_SETTINGS) as cur:
+            rows = fetch_all(cur, retrieve_sql(domains), params)
+        out: dict[str, list[Retrieved]] = {d: [] for d in domains}
+        for r in rows:
+            out[r["domain"]].append(Retrieved(**{**r, "similarity": float(r["similarity"])}))
+        return out
+
+    def _embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self._check_vector(self._embedder.embed(texts))
+
+    def _check_vector(self, vectors: np.ndarray) -> np.ndarray:
+        array = np.asarray(vectors, dtype=np.float32)
+        if array.shape[-1] != self._embedder.dim or array.ndim not in (1, 2):
+            raise DimensionMismatch(
+                f"embedding has shape {array.shape}; this store holds {self._embedder.dim}-d"
+                f" vectors of {self._embedder.model!r}"
+            )
+        if not np.all(np.isfinite(array)):
+            raise ValidationFailed("embedding contains NaN or infinite values")
+        return array
+
+
+def _check_source(source: str, source_id: str) -> None:
+    if source not in SOURCES:
+        raise ValidationFailed(f"unknown source {source!r}; expected one of {', '.join(SOURCES)}")
+    if not isinstance(source_id, str) or not source_id.strip():
+        raise ValidationFailed("source_id must be a non-empty string")

