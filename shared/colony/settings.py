@@ -91,9 +91,7 @@ class Settings:
             env=cast(Literal["local", "production"], deploy_env),
             data_dir=Path(get("COLONY_DATA_DIR") or ".colony"),
             db_mode=mode,
-            db_dsn=require("COLONY_DB_DSN", "when COLONY_DB_MODE=dsn")
-            if mode == "dsn"
-            else None,
+            db_dsn=require("COLONY_DB_DSN", "when COLONY_DB_MODE=dsn") if mode == "dsn" else None,
             db_owner_dsn=get("COLONY_DB_OWNER_DSN"),
             cloudsql_instance=require(
                 "COLONY_CLOUDSQL_INSTANCE",

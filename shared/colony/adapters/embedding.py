@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -20,6 +21,8 @@ MAX_INPUT_CHARS = 30_000  # ~8k tokens: above every provider's per-input limit
 
 
 def _check_inputs(texts: Sequence[str]) -> list[str]:
+    if isinstance(texts, str):  # a str is a Sequence[str]: it would embed one row per character
+        raise ValidationFailed("texts to embed must be a sequence of strings, not one string")
     items = list(texts)
     for i, text in enumerate(items):
         if not isinstance(text, str) or not text.strip():
@@ -29,6 +32,17 @@ def _check_inputs(texts: Sequence[str]) -> list[str]:
                 f"text #{i} to embed has {len(text)} characters; the limit is {MAX_INPUT_CHARS}"
             )
     return items
+
+
+def _provider_rows(rows: list[list[float]], dim: int, provider: str) -> np.ndarray:
+    """Stack a provider's rows, checking every row's length (ragged rows included)."""
+    for i, row in enumerate(rows):
+        if len(row) != dim:
+            raise DimensionMismatch(f"{provider} returned a {len(row)}-d embedding for text #{i}")
+    matrix = np.array(rows, dtype=np.float64).reshape(len(rows), dim)
+    if not np.all(np.isfinite(matrix)):
+        raise ProviderError(f"{provider} returned an embedding with NaN or infinite values")
+    return matrix
 
 
 def _normalise(matrix: np.ndarray, dim: int) -> np.ndarray:
@@ -53,7 +67,7 @@ class OfflineHashEmbedder:
     def _features(self, text: str) -> list[tuple[str, float]]:
         words = _WORD.findall(text.lower())
         features = [(w, 1.0) for w in words]
-        features += [(f"{a} {b}", 0.5) for a, b in zip(words, words[1:], strict=False)]
+        features += [(f"{a} {b}", 0.5) for a, b in pairwise(words)]
         for word in words:
             padded = f"#{word}#"
             features += [(padded[i : i + 3], 0.25) for i in range(len(padded) - 2)]
@@ -85,11 +99,18 @@ class OpenAIEmbedder:
         client: Any = None,
     ) -> None:
         self.model, self.dim, self.batch_size = model, dim, batch_size
+        owns_client = client is None
         if client is None:
             import openai
 
             client = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=3)
         self._client = client
+        self._owns_client = owns_client
+
+    def close(self) -> None:
+        """Close the HTTP client this adapter created (an injected one is the caller's)."""
+        if self._owns_client:
+            self._client.close()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         items = _check_inputs(texts)
@@ -103,10 +124,13 @@ class OpenAIEmbedder:
             except Exception as error:  # the SDK's own error tree; re-raised as ours
                 raise ProviderError(f"OpenAI embeddings failed: {type(error).__name__}") from error
             ordered = sorted(response.data, key=lambda item: item.index)
-            if len(ordered) != len(batch):
-                raise ProviderError(f"OpenAI returned {len(ordered)} embeddings for {len(batch)}")
+            if [item.index for item in ordered] != list(range(len(batch))):
+                raise ProviderError(
+                    f"OpenAI returned embeddings {[item.index for item in ordered]}"
+                    f" for {len(batch)} inputs"
+                )
             rows += [list(item.embedding) for item in ordered]
-        return _normalise(np.array(rows, dtype=np.float64), self.dim)
+        return _normalise(_provider_rows(rows, self.dim, "OpenAI"), self.dim)
 
 
 class GeminiEmbedder:
@@ -123,13 +147,24 @@ class GeminiEmbedder:
         client: Any = None,
     ) -> None:
         self.model, self.dim, self.batch_size = model, dim, batch_size
+        owns_client = client is None
         if client is None:
             from google import genai
             from google.genai import types
 
-            http_options = types.HttpOptions(base_url=base_url) if base_url else None
+            # google-genai never retries unless told to; 4 attempts matches OpenAI's 3 retries
+            # (exponential back-off from 1 s on 408/429/5xx and connection errors).
+            http_options = types.HttpOptions(
+                base_url=base_url, retry_options=types.HttpRetryOptions(attempts=4)
+            )
             client = genai.Client(api_key=api_key, http_options=http_options)
         self._client = client
+        self._owns_client = owns_client
+
+    def close(self) -> None:
+        """Close the HTTP client this adapter created (an injected one is the caller's)."""
+        if self._owns_client:
+            self._client.close()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         from google.genai import types
@@ -147,13 +182,17 @@ class GeminiEmbedder:
                 raise ProviderError(f"Gemini embeddings failed: {type(error).__name__}") from error
             embeddings = response.embeddings or []
             if len(embeddings) != len(batch):
-                raise ProviderError(f"Gemini returned {len(embeddings)} embeddings for {len(batch)}")
+                raise ProviderError(
+                    f"Gemini returned {len(embeddings)} embeddings for {len(batch)}"
+                )
             rows += [list(e.values or []) for e in embeddings]
         # Gemini only normalises its full 3072-d output; truncated ones must be normalised here.
-        return _normalise(np.array(rows, dtype=np.float64), self.dim)
+        return _normalise(_provider_rows(rows, self.dim, "Gemini"), self.dim)
 
 
-def embedder_from_settings(settings: Settings) -> OfflineHashEmbedder | OpenAIEmbedder | GeminiEmbedder:
+def embedder_from_settings(
+    settings: Settings,
+) -> OfflineHashEmbedder | OpenAIEmbedder | GeminiEmbedder:
     if settings.embedding_provider == "openai":
         assert settings.openai_api_key  # Settings.from_env requires it for this provider
         return OpenAIEmbedder(

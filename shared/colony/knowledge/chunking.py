@@ -23,9 +23,7 @@ def chunk_text(text: str, *, max_words: int = 180) -> list[str]:
             continue
         for sentence in _SENTENCE.split(paragraph):
             words = sentence.split()
-            pieces += [
-                " ".join(words[i : i + max_words]) for i in range(0, len(words), max_words)
-            ]
+            pieces += [" ".join(words[i : i + max_words]) for i in range(0, len(words), max_words)]
     chunks: list[str] = []
     current: list[str] = []
     count = 0

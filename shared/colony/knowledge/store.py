@@ -157,9 +157,17 @@ class KnowledgeStore:
                 cur.execute(
                     _UPSERT,
                     (
-                        org_id, chunk.domain, source, source_id, i, chunk.title, chunk.content,
-                        hashes[i], json.dumps(dict(chunk.tags), sort_keys=True),
-                        self._embedder.model, vectors[row],
+                        org_id,
+                        chunk.domain,
+                        source,
+                        source_id,
+                        i,
+                        chunk.title,
+                        chunk.content,
+                        hashes[i],
+                        json.dumps(dict(chunk.tags), sort_keys=True),
+                        self._embedder.model,
+                        vectors[row],
                     ),
                 )
             for i in set(range(len(chunks))) - set(stale):
@@ -167,8 +175,17 @@ class KnowledgeStore:
                 tags = json.dumps(dict(chunk.tags), sort_keys=True)
                 cur.execute(
                     _RETAG,
-                    (chunk.domain, chunk.title, tags, source, source_id, i,
-                     chunk.domain, chunk.title, tags),
+                    (
+                        chunk.domain,
+                        chunk.title,
+                        tags,
+                        source,
+                        source_id,
+                        i,
+                        chunk.domain,
+                        chunk.title,
+                        tags,
+                    ),
                 )
             cur.execute(_DELETE_FROM, (source, source_id, len(chunks)))
             deleted = max(cur.rowcount, 0)

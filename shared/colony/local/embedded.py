@@ -73,11 +73,15 @@ def embedded_dsn(settings: Settings, role: str) -> str:
 
 
 def stop(settings: Settings) -> bool:
-    """Stop the embedded server if it runs; return whether it did."""
-    pgdata = (settings.data_dir / "pgdata").resolve()
+    """Stop the local stack's embedded server if it runs; return whether it did."""
+    return stop_cluster((settings.data_dir / "pgdata").resolve())
+
+
+def stop_cluster(pgdata: Path) -> bool:
+    """Stop the embedded server of ``pgdata`` if it runs; return whether it did."""
     if not (pgdata / "postmaster.pid").exists():
         return False
-    from pgserver import pg_ctl
+    from pgserver import pg_ctl  # type: ignore[attr-defined]  # re-exported at runtime
 
     pg_ctl(["-w", "stop"], pgdata=pgdata, user="pgserver" if os.geteuid() == 0 else None)
     _started.pop(pgdata, None)

@@ -1,4 +1,4 @@
-"""Ids used everywhere (code, traces, terraform checks, the knowledge graph): one source of truth."""
+"""Ids used everywhere (code, traces, terraform, the knowledge graph): one source of truth."""
 
 from colony.registry.domains import DOMAINS, NOTION_SYNCED, Domain, check_domains
 

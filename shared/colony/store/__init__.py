@@ -1,6 +1,6 @@
 """PostgreSQL access: connection modes, org-scoped transactions, migrations."""
 
-from colony.store.db import Database, Row, connect_factory, fetch_all, fetch_one
+from colony.store.db import Database, Row, connect_factory, fetch_all, fetch_one, fetch_value
 from colony.store.migrate import ensure_app_role_grants, migrate
 
 __all__ = [
@@ -10,5 +10,6 @@ __all__ = [
     "ensure_app_role_grants",
     "fetch_all",
     "fetch_one",
+    "fetch_value",
     "migrate",
 ]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any, Literal
 from urllib.parse import parse_qs, unquote, urlparse
 
@@ -107,6 +107,7 @@ def _cloudsql_factory(settings: Settings, role: Role) -> Connect:
         user, password = settings.db_owner_user, settings.db_owner_password
     connector = Connector(refresh_strategy="lazy")
     instance = settings.cloudsql_instance
+    assert instance  # Settings.from_env requires it in cloudsql mode
 
     def connect() -> pg8000.dbapi.Connection:
         extra: dict[str, Any] = {"password": password} if password else {"enable_iam_auth": True}
@@ -153,10 +154,8 @@ class Database:
             if healthy and len(self._idle) < self._pool_size:
                 self._idle.append(conn)
                 return
-        try:
+        with suppress(Exception):  # closing a broken connection may itself fail
             conn.close()
-        except Exception:  # noqa: BLE001 - closing a broken connection may itself fail
-            pass
 
     @contextmanager
     def transaction(
@@ -203,7 +202,7 @@ def _rollback(conn: pg8000.dbapi.Connection) -> bool:
     try:
         conn.rollback()
         return True
-    except Exception:  # noqa: BLE001 - the connection is unusable; drop it
+    except Exception:  # the connection is unusable; the caller drops it
         return False
 
 
@@ -228,3 +227,10 @@ def fetch_all(cur: pg8000.dbapi.Cursor, sql: str, params: Sequence[Any] = ()) ->
 def fetch_one(cur: pg8000.dbapi.Cursor, sql: str, params: Sequence[Any] = ()) -> Row | None:
     rows = fetch_all(cur, sql, params)
     return rows[0] if rows else None
+
+
+def fetch_value(cur: pg8000.dbapi.Cursor, sql: str, params: Sequence[Any] = ()) -> Any:
+    """Execute ``sql`` and return the first column of its first row (None if no row)."""
+    cur.execute(sql, tuple(params))
+    row = cur.fetchone()
+    return row[0] if row else None

@@ -327,9 +327,7 @@ def migrations(dim: int) -> list[Migration]:
     """The ordered migration list; ``dim`` sizes the embedding column."""
     if not isinstance(dim, int) or not 1 <= dim <= 16000:
         raise ConfigError(f"embedding dimension {dim!r} must be an integer in 1..16000")
-    hnsw = "\n".join(
-        _HNSW.format(suffix=f"kc{n:02d}", domain=f"KC-{n:02d}") for n in range(1, 11)
-    )
+    hnsw = "\n".join(_HNSW.format(suffix=f"kc{n:02d}", domain=f"KC-{n:02d}") for n in range(1, 11))
     return [
         Migration("0001_core_entities", _CORE),
         Migration("0002_knowledge_core", _KNOWLEDGE_CORE.format(dim=dim, hnsw=hnsw)),

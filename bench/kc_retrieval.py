@@ -1,0 +1,155 @@
+"""Knowledge Core retrieval benchmark: filtered HNSW vs the exact baseline, side by side.
+
+Builds N chunks (default 100,000) over 5 orgs × 10 domains with skewed domain sizes (30% down
+to 1%), clustered 1536-d vectors, loaded with binary COPY into a scratch database of the
+embedded PostgreSQL; builds the indexes; then runs 3-domain queries (k=10 per domain, one org)
+through ``KnowledgeStore.retrieve`` and through the exact baseline (btree on org and domain,
+exact distance sort, no vector index), alternating so both see the same machine load.
+Prints one JSON line.
+
+    python bench/kc_retrieval.py [--rows 100000] [--dim 1536] [--queries 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pg8000.dbapi
+
+from colony.knowledge import KnowledgeStore
+from colony.knowledge.bulk import bulk_load
+from colony.knowledge.store import SEARCH_SETTINGS, retrieve_sql
+from colony.local import embedded
+from colony.settings import Settings
+from colony.store import Database, connect_factory, ensure_app_role_grants, fetch_all, migrate
+from colony.store.db import parse_dsn
+from colony.testing.fakes import CountingEmbedder
+from colony.testing.vectors import clustered_corpus
+
+TRIPLES = [
+    ("KC-01", "KC-04", "KC-08"),
+    ("KC-02", "KC-05", "KC-10"),
+    ("KC-03", "KC-06", "KC-09"),
+    ("KC-01", "KC-07", "KC-10"),
+]
+EXACT = {"enable_indexscan": "off"}  # leaves the (org, domain) btree bitmap scan + exact sort
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def percentile(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p * (len(ordered) - 1)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--dim", type=int, default=1536)
+    parser.add_argument("--queries", type=int, default=200)
+    parser.add_argument("--k", type=int, default=10)
+    args = parser.parse_args()
+    os.environ.setdefault("XDG_RUNTIME_DIR", f"/tmp/colony-runtime-{os.getuid()}")
+
+    base = Settings.from_env()
+    pgdata = (base.data_dir / "pgdata").resolve()
+    embedded.ensure_database(pgdata, base.db_name, base.db_app_role)
+    name = f"bench_kc_{uuid.uuid4().hex[:8]}"
+    admin = pg8000.dbapi.connect(**parse_dsn(embedded.socket_dsn(pgdata, "postgres", "postgres")))
+    admin.autocommit = True
+    admin.cursor().execute(f"CREATE DATABASE {name}")
+    try:
+        settings = Settings.from_env(
+            {
+                "COLONY_DB_MODE": "dsn",
+                "COLONY_DB_DSN": embedded.socket_dsn(pgdata, base.db_app_role, name),
+                "COLONY_DB_OWNER_DSN": embedded.socket_dsn(pgdata, "postgres", name),
+                "COLONY_EMBEDDING_DIM": str(args.dim),
+            }
+        )
+        run(settings, args)
+    finally:
+        admin.cursor().execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        admin.close()
+
+
+def run(settings: Settings, args: argparse.Namespace) -> None:
+    owner = connect_factory(settings, "owner")()
+    migrate(owner, dim=args.dim)
+    ensure_app_role_grants(owner, settings.db_app_role)
+    log(f"generating {args.rows:,} clustered {args.dim}-d vectors…")
+    corpus = clustered_corpus(args.rows, args.dim, orgs=5, clusters=400, seed=11)
+    orgs = sorted(set(corpus.orgs.tolist()))
+    cur = owner.cursor()
+    for org in orgs:
+        cur.execute("INSERT INTO organizations (id, name) VALUES (%s, %s)", (org, org))
+    owner.commit()
+    log("loading with binary COPY, then building the HNSW indexes…")
+    rows, load_s, build_s = bulk_load(owner, corpus.chunks(10_000))
+    owner.close()
+    log(f"loaded {rows:,} rows in {load_s:.1f}s, indexes built in {build_s:.1f}s")
+
+    db = Database(connect_factory(settings, "app"))
+    store = KnowledgeStore(db, CountingEmbedder(dim=args.dim, model=corpus.model))
+    queries = corpus.queries(args.queries, seed=5)
+    ours: list[float] = []
+    exact: list[float] = []
+    found = expected = 0
+    min_returned = args.k * 10
+    for i, q in enumerate(queries):
+        org, domains = orgs[i % len(orgs)], TRIPLES[i % len(TRIPLES)]
+        params = [q]
+        for _ in domains:
+            params += [corpus.model, args.k]
+        started = time.perf_counter()
+        hits = store.retrieve(org, q, domains, args.k, model=corpus.model)
+        ours.append((time.perf_counter() - started) * 1000)
+        started = time.perf_counter()
+        with db.transaction(org, settings={**SEARCH_SETTINGS, **EXACT}) as cur:
+            truth = fetch_all(cur, retrieve_sql(domains), params)
+        exact.append((time.perf_counter() - started) * 1000)
+        for domain in domains:
+            got = {h.id for h in hits[domain]}
+            want = {r["id"] for r in truth if r["domain"] == domain}
+            found += len(got & want)
+            expected += len(want)
+            min_returned = min(min_returned, len(got))
+        if (i + 1) % 50 == 0:
+            log(f"  {i + 1}/{len(queries)} queries")
+    db.close()
+    p50, p50_exact = statistics.median(ours), statistics.median(exact)
+    print(
+        json.dumps(
+            {
+                "bench": "kc_retrieval",
+                "rows": rows,
+                "dim": args.dim,
+                "queries": len(queries),
+                "k": args.k,
+                "domains_per_query": 3,
+                "load_s": round(load_s, 2),
+                "build_s": round(build_s, 2),
+                "p50_ms": round(p50, 2),
+                "p95_ms": round(percentile(ours, 0.95), 2),
+                "exact_p50_ms": round(p50_exact, 2),
+                "exact_p95_ms": round(percentile(exact, 0.95), 2),
+                "ratio_p50": round(p50 / p50_exact, 3),
+                "recall_at_k": round(found / expected, 4),
+                "min_returned_per_org_domain": min_returned,
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    main()

@@ -1,0 +1,142 @@
+"""The ``colony`` command: local stack, migrations, demo scenario, Knowledge Core queries."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from colony.errors import ColonyError
+from colony.settings import Settings
+
+if TYPE_CHECKING:
+    from colony.knowledge import KnowledgeStore, Retrieved
+    from colony.store import Database
+
+
+def _say(message: str) -> None:
+    print(message, flush=True)
+
+
+def _migrate(settings: Settings) -> list[str]:
+    from colony.store import connect_factory, ensure_app_role_grants, migrate
+
+    conn = connect_factory(settings, "owner")()
+    try:
+        applied = migrate(conn, dim=settings.embedding_dim, progress=lambda n: _say(f"  + {n}"))
+        ensure_app_role_grants(conn, settings.db_app_role)
+    finally:
+        conn.close()
+    return applied
+
+
+def cmd_db_migrate(settings: Settings, _: argparse.Namespace) -> int:
+    applied = _migrate(settings)
+    _say(f"migrations: {len(applied)} applied" if applied else "migrations: up to date")
+    return 0
+
+
+def cmd_db_stop(settings: Settings, _: argparse.Namespace) -> int:
+    from colony.local.embedded import stop
+
+    _say("embedded PostgreSQL stopped" if stop(settings) else "embedded PostgreSQL not running")
+    return 0
+
+
+def _stores(settings: Settings) -> tuple[Database, KnowledgeStore]:
+    from colony.adapters.embedding import embedder_from_settings
+    from colony.knowledge import KnowledgeStore
+    from colony.store import Database, connect_factory
+
+    db = Database(connect_factory(settings, "app"))
+    return db, KnowledgeStore(db, embedder_from_settings(settings))
+
+
+def _print_hits(hits: dict[str, list[Retrieved]], elapsed_ms: float) -> None:
+    for domain, items in hits.items():
+        _say(f"    {domain}: {len(items)} hit(s) in {elapsed_ms:.1f} ms")
+        for h in items:
+            snippet = " ".join(h.content.split())[:96]
+            _say(f"      {h.similarity:+.3f}  {h.title or h.source_id}: {snippet}…")
+
+
+def cmd_kc_query(settings: Settings, args: argparse.Namespace) -> int:
+    from colony.local.demo import read_json
+
+    db, knowledge = _stores(settings)
+    org = args.org or read_json("org.json")["id"]
+    started = time.perf_counter()
+    hits = knowledge.retrieve(org, args.text, args.domain, args.k)
+    _print_hits(hits, (time.perf_counter() - started) * 1000)
+    db.close()
+    return 0
+
+
+def cmd_demo(settings: Settings, _: argparse.Namespace) -> int:
+    from colony.local.demo import load_demo, read_json
+    from colony.local.stack import update_stack
+
+    if settings.db_mode == "embedded":
+        from colony.local.embedded import embedded_dsn
+
+        started = time.perf_counter()
+        _say("starting the embedded PostgreSQL 18 + pgvector…")
+        dsns = {role: embedded_dsn(settings, role) for role in ("app", "owner")}
+        _say(f"  ready in {time.perf_counter() - started:.2f}s")
+        update_stack(settings, database={"mode": "embedded", **dsns})
+    _say("migrating…")
+    applied = _migrate(settings)
+    _say(f"  {len(applied)} migration(s) applied" if applied else "  schema up to date")
+    _say("loading the ZoomProp demo org…")
+    db, knowledge = _stores(settings)
+    summary = load_demo(db, knowledge, say=_say)
+    update_stack(settings, demo_org_id=summary.org_id)
+    _say(f"querying the Knowledge Core ({knowledge.model}, offline embedder is not semantic)…")
+    for domain, queries in read_json("queries.json").items():
+        for text in queries:
+            _say(f"  [{domain}] {text!r}")
+            started = time.perf_counter()
+            hits = knowledge.retrieve(summary.org_id, text, [domain], 2)
+            _print_hits(hits, (time.perf_counter() - started) * 1000)
+    db.close()
+    _say(f"done. The local stack is described in {settings.data_dir / 'stack.json'}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="colony", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("demo", help="set up the local stack and run the demo scenario").set_defaults(
+        run=cmd_demo
+    )
+    db = sub.add_parser("db", help="database commands").add_subparsers(dest="db", required=True)
+    db.add_parser("migrate", help="apply pending migrations as the owner role").set_defaults(
+        run=cmd_db_migrate
+    )
+    db.add_parser("stop", help="stop the embedded PostgreSQL").set_defaults(run=cmd_db_stop)
+    kc = sub.add_parser("kc", help="Knowledge Core").add_subparsers(dest="kc", required=True)
+    query = kc.add_parser("query", help="retrieve the top-k chunks per domain")
+    query.add_argument("text")
+    query.add_argument("--domain", action="append", required=True, help="KC-01..KC-10")
+    query.add_argument("--k", type=int, default=3)
+    query.add_argument("--org", help="org id (default: the demo org)")
+    query.set_defaults(run=cmd_kc_query)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = Settings.from_env()
+        return int(args.run(settings, args))
+    except ColonyError as error:
+        print(f"colony: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,161 @@
+"""Load the ZoomProp demo org (data files under ``demo/``) through the application role.
+
+Idempotent: loading twice leaves the same rows (upserts by external id; Knowledge Core
+documents are synced by content hash, so unchanged ones are not embedded again).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from colony.knowledge import ChunkIn, KnowledgeStore, chunk_text
+from colony.local.progress import Progress
+from colony.store import Database
+
+DEMO_DIR = Path(__file__).parent / "demo"
+
+_ORG = """
+INSERT INTO organizations (id, name) VALUES (%s, %s)
+ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name
+"""
+_ICP = """
+INSERT INTO icp_definitions (org_id, version, description, rubric, anti_icp_rules, active)
+VALUES (%s, 1, %s, %s::jsonb, %s::jsonb, true)
+ON CONFLICT (org_id, version) DO UPDATE SET description = EXCLUDED.description,
+    rubric = EXCLUDED.rubric, anti_icp_rules = EXCLUDED.anti_icp_rules
+"""
+_SEQUENCE = """
+INSERT INTO sequences (org_id, angle, tier, step, delay_days, guidance)
+VALUES (%s, %s, %s, %s, %s, %s)
+ON CONFLICT (org_id, angle, tier, step) DO UPDATE SET delay_days = EXCLUDED.delay_days,
+    guidance = EXCLUDED.guidance
+"""
+_CONTACT = """
+INSERT INTO contacts (org_id, external_id, name, title, email, company, company_domain,
+                      enrichment, raw_enrichment_html, signals)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s::jsonb)
+ON CONFLICT (org_id, external_id) DO UPDATE SET name = EXCLUDED.name, title = EXCLUDED.title,
+    email = EXCLUDED.email, company = EXCLUDED.company, company_domain = EXCLUDED.company_domain,
+    enrichment = EXCLUDED.enrichment, raw_enrichment_html = EXCLUDED.raw_enrichment_html,
+    signals = EXCLUDED.signals, updated_at = now()
+"""
+_DEAL = """
+INSERT INTO deals (org_id, external_id, contact_id, name, stage, value, next_action, close_date)
+VALUES (%s, %s, (SELECT id FROM contacts WHERE external_id = %s), %s, %s, %s, %s, %s::date)
+ON CONFLICT (org_id, external_id) DO UPDATE SET contact_id = EXCLUDED.contact_id,
+    name = EXCLUDED.name, stage = EXCLUDED.stage, value = EXCLUDED.value,
+    next_action = EXCLUDED.next_action, close_date = EXCLUDED.close_date, updated_at = now()
+"""
+
+
+@dataclass(frozen=True)
+class KcDocument:
+    domain: str
+    slug: str
+    title: str
+    meta: dict[str, str]
+    body: str
+
+
+@dataclass(frozen=True)
+class DemoSummary:
+    org_id: str
+    contacts: int
+    deals: int
+    sequences: int
+    documents: int
+    chunks_embedded: int
+    chunks_unchanged: int
+
+
+def read_json(name: str) -> Any:
+    return json.loads((DEMO_DIR / name).read_text())
+
+
+def parse_front_matter(text: str) -> tuple[dict[str, str], str]:
+    """Split ``---``-delimited ``key: value`` lines from a Markdown body."""
+    if not text.startswith("---\n"):
+        return {}, text
+    head, _, body = text[4:].partition("\n---\n")
+    meta: dict[str, str] = {}
+    for line in head.splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            meta[key.strip()] = value.strip()
+    return meta, body.strip()
+
+
+def kc_documents() -> list[KcDocument]:
+    docs = []
+    for path in sorted((DEMO_DIR / "kc").glob("KC-*/*.md")):
+        meta, body = parse_front_matter(path.read_text())
+        title = meta.pop("title", path.stem)
+        docs.append(KcDocument(path.parent.name, path.stem, title, meta, body))
+    return docs
+
+
+def document_chunks(doc: KcDocument) -> list[ChunkIn]:
+    """KC-08 exemplars stay whole (one approved message each); other documents are chunked."""
+    pieces = [doc.body] if doc.domain == "KC-08" else chunk_text(doc.body)
+    return [ChunkIn(doc.domain, piece, title=doc.title, tags=doc.meta) for piece in pieces]
+
+
+def load_demo(
+    db: Database, knowledge: KnowledgeStore, *, say: Callable[[str], None] = print
+) -> DemoSummary:
+    org = read_json("org.json")
+    org_id = org["id"]
+    icp = read_json("icp.json")
+    contacts = read_json("contacts.json")
+    deals = read_json("deals.json")
+    sequences = read_json("sequences.json")
+    with db.transaction(org_id) as cur:
+        cur.execute(_ORG, (org_id, org["name"]))
+        cur.execute(
+            _ICP,
+            (org_id, icp["description"], json.dumps(icp["rubric"]),
+             json.dumps(icp["anti_icp_rules"])),
+        )  # fmt: skip
+        for s in sequences:
+            cur.execute(
+                _SEQUENCE,
+                (org_id, s["angle"], s["tier"], s["step"], s["delay_days"], s["guidance"]),
+            )
+        for c in contacts:
+            cur.execute(
+                _CONTACT,
+                (org_id, c["external_id"], c["name"], c.get("title"), c.get("email"),
+                 c["company"], c.get("company_domain"), json.dumps(c.get("enrichment", {})),
+                 c.get("raw_enrichment_html"), json.dumps(c.get("signals", []))),
+            )  # fmt: skip
+        for d in deals:
+            cur.execute(
+                _DEAL,
+                (org_id, d["external_id"], d["contact_external_id"], d["name"], d["stage"],
+                 d.get("value"), d.get("next_action"), d.get("close_date")),
+            )  # fmt: skip
+    say(
+        f"  org {org_id}: {len(contacts)} contacts, {len(deals)} deals, "
+        f"{len(sequences)} sequence steps, ICP with {len(icp['anti_icp_rules'])} anti-ICP rules"
+    )
+    docs = kc_documents()
+    progress = Progress("Knowledge Core docs", len(docs))
+    embedded = unchanged = 0
+    for doc in docs:
+        result = knowledge.sync_source(
+            org_id, "seed", f"{doc.domain}/{doc.slug}", document_chunks(doc)
+        )
+        embedded += result.embedded
+        unchanged += result.unchanged
+        progress.advance(doc.domain)
+    say(
+        f"  {len(docs)} documents: {embedded} chunks embedded, {unchanged} unchanged"
+        f" ({progress.elapsed():.1f}s)"
+    )
+    return DemoSummary(
+        org_id, len(contacts), len(deals), len(sequences), len(docs), embedded, unchanged
+    )

@@ -1,0 +1,1 @@
+"""Fakes and local stand-ins shared by tests and local runs."""

@@ -1,0 +1,116 @@
+"""Shared fixtures: one real embedded PostgreSQL 18 + pgvector per test session.
+
+Each test that needs a database gets a fresh one, cloned from a template that was migrated
+once (``CREATE DATABASE ... TEMPLATE`` takes milliseconds; migrating takes longer).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pg8000.dbapi
+import pytest
+
+from colony.local import embedded
+from colony.settings import Settings
+from colony.store import Database, connect_factory, ensure_app_role_grants, migrate
+from colony.store.db import parse_dsn
+
+APP_ROLE = "colony_app"
+
+
+@dataclass
+class PgDB:
+    name: str
+    pgdata: Path
+    dim: int
+    opened: list[Database] = field(default_factory=list)
+
+    def dsn(self, user: str) -> str:
+        return embedded.socket_dsn(self.pgdata, user, self.name)
+
+    @property
+    def settings(self) -> Settings:
+        return Settings.from_env(
+            {
+                "COLONY_DB_MODE": "dsn",
+                "COLONY_DB_DSN": self.dsn(APP_ROLE),
+                "COLONY_DB_OWNER_DSN": self.dsn("postgres"),
+                "COLONY_EMBEDDING_DIM": str(self.dim),
+            }
+        )
+
+    def app(self) -> Database:
+        """A pool for the application role; closed when the test ends."""
+        db = Database(connect_factory(self.settings, "app"))
+        self.opened.append(db)
+        return db
+
+    def owner_connection(self) -> pg8000.dbapi.Connection:
+        return connect_factory(self.settings, "owner")()
+
+
+def _admin(pgdata: Path) -> pg8000.dbapi.Connection:
+    conn = pg8000.dbapi.connect(**parse_dsn(embedded.socket_dsn(pgdata, "postgres", "postgres")))
+    conn.autocommit = True
+    return conn
+
+
+@pytest.fixture(scope="session")
+def pg_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    pgdata = tmp_path_factory.mktemp("pg") / "data"
+    embedded.ensure_database(pgdata, "colony", APP_ROLE)
+    yield pgdata
+    embedded.stop_cluster(pgdata)
+
+
+@pytest.fixture(scope="session")
+def _templates(pg_cluster: Path) -> dict[int, str]:
+    return {}
+
+
+@pytest.fixture
+def make_db(pg_cluster: Path, _templates: dict[int, str]) -> Iterator[Callable[..., PgDB]]:
+    created: list[PgDB] = []
+    admin = _admin(pg_cluster)
+
+    def make(dim: int = 1536, *, migrated: bool = True) -> PgDB:
+        name = f"t_{uuid.uuid4().hex[:12]}"
+        if not migrated:
+            admin.cursor().execute(f"CREATE DATABASE {name}")
+        else:
+            if dim not in _templates:
+                template = f"tpl_{dim}"
+                admin.cursor().execute(f"CREATE DATABASE {template}")
+                owner = PgDB(template, pg_cluster, dim).owner_connection()
+                migrate(owner, dim=dim)
+                ensure_app_role_grants(owner, APP_ROLE)
+                owner.close()
+                _templates[dim] = template
+            admin.cursor().execute(f"CREATE DATABASE {name} TEMPLATE {_templates[dim]}")
+        db = PgDB(name, pg_cluster, dim)
+        created.append(db)
+        return db
+
+    yield make
+    for db in created:
+        for pool in db.opened:
+            pool.close()
+        admin.cursor().execute(f"DROP DATABASE IF EXISTS {db.name} WITH (FORCE)")
+    admin.close()
+
+
+@pytest.fixture
+def testdb(make_db: Callable[..., PgDB]) -> PgDB:
+    return make_db()
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _runtime_dir() -> None:
+    path = Path(f"/tmp/colony-runtime-{os.getuid()}")
+    path.mkdir(mode=0o700, exist_ok=True)
+    os.environ.setdefault("XDG_RUNTIME_DIR", str(path))

@@ -1,0 +1,108 @@
+"""Migrations from a blank database, and the shape of what they build."""
+
+from collections.abc import Callable
+
+from colony.store import migrate
+from colony.store.db import fetch_all, fetch_value
+from colony.store.migrations import ORG_SCOPED_TABLES, migrations
+from tests.conftest import APP_ROLE, PgDB
+
+ENTITY_TABLES = {
+    "organizations",  # ENT-001
+    "contacts",  # ENT-002
+    "deals",  # ENT-003
+    "sequences",  # ENT-004
+    "campaigns",  # ENT-005
+    "campaign_runs",
+    "run_steps",
+    "recordings",  # ENT-006
+    "kc_chunks",  # ENT-007
+    "chat_sessions",  # ENT-008
+    "chat_turns",
+    "daily_briefs",  # ENT-009
+    "icp_definitions",  # ENT-010
+    "approval_items",  # ENT-011
+    "outbox",  # ENT-012
+    "processed_events",
+    "llm_calls",
+}
+
+
+def test_blank_database_migrates_to_the_full_schema(make_db: Callable[..., PgDB]) -> None:
+    db = make_db(dim=384, migrated=False)
+    conn = db.owner_connection()
+    applied = migrate(conn, dim=384)
+    assert applied == [m.name for m in migrations(384)]
+    cur = conn.cursor()
+    tables = {
+        r["table_name"]
+        for r in fetch_all(
+            cur, "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
+        )
+    }
+    assert ENTITY_TABLES | {"colony_migrations", "campaign_contacts"} == tables
+    # the embedding column is sized by the configured dimension
+    typmod = fetch_value(
+        cur,
+        "SELECT atttypmod FROM pg_attribute WHERE attrelid = 'kc_chunks'::regclass"
+        " AND attname = 'embedding'",
+    )
+    assert typmod == 384
+    # one partial HNSW index per domain, with the cosine opclass
+    indexes = fetch_all(
+        cur, "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'kc_chunks'"
+    )
+    hnsw = [i["indexdef"] for i in indexes if "hnsw" in i["indexdef"]]
+    assert len(hnsw) == 10
+    assert all("vector_cosine_ops" in d and "WHERE (domain = 'KC-" in d for d in hnsw)
+    # a chat turn may be a summary, and nothing else outside the known roles
+    check = fetch_value(
+        cur,
+        "SELECT pg_get_constraintdef(oid) FROM pg_constraint"
+        " WHERE conrelid = 'chat_turns'::regclass AND contype = 'c'",
+    )
+    assert "'summary'" in check
+    conn.commit()
+    # migrating again applies nothing
+    assert migrate(conn, dim=384) == []
+    conn.close()
+
+
+def test_every_org_table_has_forced_row_level_security(testdb: PgDB) -> None:
+    conn = testdb.owner_connection()
+    cur = conn.cursor()
+    with_org = {
+        r["table_name"]
+        for r in fetch_all(
+            cur,
+            "SELECT table_name FROM information_schema.columns"
+            " WHERE table_schema = 'public' AND column_name = 'org_id'",
+        )
+    }
+    # a new org-scoped table that forgets to register for RLS fails here
+    assert with_org == set(ORG_SCOPED_TABLES)
+    rls = fetch_all(
+        cur,
+        "SELECT relname, relrowsecurity, relforcerowsecurity FROM pg_class"
+        " WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace AND relname = ANY(%s)",
+        (list(with_org | {"organizations"}),),
+    )
+    assert len(rls) == len(with_org) + 1
+    assert all(r["relrowsecurity"] and r["relforcerowsecurity"] for r in rls)
+    conn.close()
+
+
+def test_application_role_cannot_skip_rls(testdb: PgDB) -> None:
+    conn = testdb.owner_connection()
+    role = fetch_all(
+        conn.cursor(),
+        "SELECT rolsuper, rolbypassrls FROM pg_roles WHERE rolname = %s",
+        (APP_ROLE,),
+    )
+    assert role == [{"rolsuper": False, "rolbypassrls": False}]
+    owners = fetch_all(
+        conn.cursor(),
+        "SELECT DISTINCT tableowner FROM pg_tables WHERE schemaname = 'public'",
+    )
+    assert APP_ROLE not in {r["tableowner"] for r in owners}
+    conn.close()

@@ -1,0 +1,48 @@
+from pathlib import Path
+
+import pytest
+
+from colony.errors import ConfigError
+from colony.settings import Settings
+
+
+def test_defaults_need_no_cloud_and_no_key() -> None:
+    s = Settings.from_env({})
+    assert (s.env, s.db_mode, s.embedding_provider) == ("local", "embedded", "offline")
+    assert s.embedding_dim == 1536 and s.data_dir == Path(".colony")
+
+
+@pytest.mark.parametrize(
+    ("env", "named"),
+    [
+        ({"COLONY_DB_MODE": "dsn"}, "COLONY_DB_DSN"),
+        ({"COLONY_DB_MODE": "cloudsql"}, "COLONY_CLOUDSQL_INSTANCE"),
+        ({"COLONY_EMBEDDING_PROVIDER": "openai"}, "OPENAI_API_KEY"),
+        ({"COLONY_EMBEDDING_PROVIDER": "gemini"}, "GEMINI_API_KEY"),
+        ({"COLONY_DB_MODE": "sqlite"}, "COLONY_DB_MODE"),
+        ({"COLONY_EMBEDDING_DIM": "12x"}, "COLONY_EMBEDDING_DIM"),
+        ({"COLONY_DB_APP_ROLE": "app; drop table x"}, "COLONY_DB_APP_ROLE"),
+        ({"COLONY_ENV": "production"}, "COLONY_DB_MODE"),
+    ],
+)
+def test_bad_or_missing_values_name_the_variable(env: dict[str, str], named: str) -> None:
+    with pytest.raises(ConfigError, match=named):
+        Settings.from_env(env)
+
+
+def test_provider_picks_its_default_model() -> None:
+    s = Settings.from_env({"COLONY_EMBEDDING_PROVIDER": "openai", "OPENAI_API_KEY": "sk-x"})
+    assert s.embedding_model == "text-embedding-3-small"
+
+
+def test_repr_never_shows_secrets() -> None:
+    s = Settings.from_env(
+        {
+            "COLONY_DB_MODE": "dsn",
+            "COLONY_DB_DSN": "postgresql://u:hunter2@h/db",
+            "OPENAI_API_KEY": "sk-secret-123",
+        }
+    )
+    text = repr(s)
+    assert "hunter2" not in text and "sk-secret-123" not in text
+    assert "db_mode='dsn'" in text
