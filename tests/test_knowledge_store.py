@@ -124,7 +124,9 @@ def test_chunking_keeps_every_word_within_the_limit() -> None:
     assert " ".join(chunks).replace(".", "").split() == words
 
 
-def test_rare_domain_in_a_big_store_returns_exactly_k(make_db: Callable[..., PgDB]) -> None:
+def test_rare_domain_in_a_big_store_returns_exactly_k(
+    make_db: Callable[..., PgDB], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """pgvector post-filters HNSW candidates; a rare (org, domain) must still fill k."""
     dim, k = 32, 10
     testdb = make_db(dim=dim)
@@ -166,11 +168,15 @@ def test_rare_domain_in_a_big_store_returns_exactly_k(make_db: Callable[..., PgD
     assert found / exact >= 0.95
 
     # The test is meaningful: plain post-filtered HNSW (no iterative scan) under-returns on
-    # the big domain, where the planner walks the HNSW graph and the org filter drops ~4/5.
-    plain = {**SEARCH_SETTINGS, "hnsw.iterative_scan": "off", "hnsw.ef_search": "40"}
+    # the big domain, where the graph walk meets ~4/5 rows of other orgs ...
+    plain = {**SEARCH_SETTINGS, "hnsw.iterative_scan": "off"}
     shortfalls = 0
     for q in queries:
         with db.transaction(orgs[0], settings=plain) as cur:
             rows = fetch_all(cur, retrieve_sql(["KC-01"]), [q, corpus.model, k])
         shortfalls += len(rows) < k
     assert shortfalls > 0
+    # ... and even then retrieve() fills k, through its exact fallback for short domains.
+    monkeypatch.setattr("colony.knowledge.store.SEARCH_SETTINGS", plain)
+    for q in queries:
+        assert len(store.retrieve(orgs[0], q, ["KC-01"], k, model=corpus.model)["KC-01"]) == k

@@ -7,10 +7,13 @@
     │   │   ├── UnknownDomain    a Knowledge Core domain id that is not KC-01..KC-10
     │   │   └── DimensionMismatch  an embedding of the wrong length
     │   ├── OrgScopeError        no org, or an org that is not the caller's (CONST-003)
-    │   └── NotFound             a referenced row does not exist in the caller's org
+    │   ├── NotFound             a referenced row does not exist in the caller's org
+    │   └── ContextBudgetExceeded  a prompt section cannot fit its budget (names the section)
     └── UpstreamError            something we depend on failed; a retry may help
         ├── DatabaseError        PostgreSQL refused or could not be reached
-        └── ProviderError        an LLM / embedding provider failed after its retries
+        └── ProviderError        an LLM / embedding provider failed
+            ├── ProviderUnavailable  429, 5xx or a timeout: retried with backoff
+            └── OutputInvalid        the answer broke its contract, even after one repair
 
 HTTP status mapping lives only in the function adapters: CallerError → 4xx, UpstreamError → 5xx.
 """
@@ -52,6 +55,14 @@ class NotFound(CallerError):
     code = "not_found"
 
 
+class ContextBudgetExceeded(CallerError):
+    code = "context_budget_exceeded"
+
+    def __init__(self, message: str, *, section: str, tokens: int, budget: int) -> None:
+        super().__init__(message)
+        self.section, self.tokens, self.budget = section, tokens, budget
+
+
 class UpstreamError(ColonyError):
     code = "upstream_error"
 
@@ -62,3 +73,17 @@ class DatabaseError(UpstreamError):
 
 class ProviderError(UpstreamError):
     code = "provider_error"
+
+
+class ProviderUnavailable(ProviderError):
+    """Rate-limited, failing or timing out; worth retrying (after ``retry_after`` seconds)."""
+
+    code = "provider_unavailable"
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class OutputInvalid(ProviderError):
+    code = "output_invalid"

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
@@ -16,3 +17,67 @@ class Embedder(Protocol):
     dim: int
 
     def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: Role
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    name: str
+    arguments: Mapping[str, Any]
+    id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """One structured-output call.
+
+    ``output_name`` names the contract (``colony.contracts.OUTPUT_CONTRACTS``) and
+    ``output_schema`` is its JSON schema. ``context`` holds the structured inputs the prompt
+    was rendered from (agent id, task, entities, exemplars, org context): real providers read
+    only ``messages``; the offline provider computes its answer from ``context``.
+    ``metadata`` carries trace ids (org_id, run_id, agent_id, kc_domains_queried,
+    context_budget_used), never prompt text.
+    """
+
+    model: str
+    messages: tuple[Message, ...]
+    output_name: str
+    output_schema: Mapping[str, Any]
+    tools: tuple[Mapping[str, Any], ...] = ()
+    max_output_tokens: int = 1024
+    temperature: float = 0.0
+    context: Mapping[str, Any] = field(default_factory=dict)
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    tokens_in: int
+    tokens_out: int
+
+
+@dataclass(frozen=True, slots=True)
+class ModelResponse:
+    """The raw answer: JSON text for the contract (or tool calls) and real token usage."""
+
+    text: str
+    usage: Usage
+    model: str
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """The one-method LLM port. Adapters raise ``ProviderUnavailable`` for 429/5xx/timeouts
+    (the runner retries those) and ``ProviderError`` for anything else; they do not retry
+    themselves and do not validate the answer (the runner does)."""
+
+    def request(self, request: ModelRequest) -> ModelResponse: ...

@@ -23,10 +23,10 @@ INSERT INTO organizations (id, name) VALUES (%s, %s)
 ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name
 """
 _ICP = """
-INSERT INTO icp_definitions (org_id, version, description, rubric, anti_icp_rules, active)
-VALUES (%s, 1, %s, %s::jsonb, %s::jsonb, true)
+INSERT INTO icp_definitions (org_id, version, description, rubric, anti_icp_rules, tiers, active)
+VALUES (%s, 1, %s, %s::jsonb, %s::jsonb, %s::jsonb, true)
 ON CONFLICT (org_id, version) DO UPDATE SET description = EXCLUDED.description,
-    rubric = EXCLUDED.rubric, anti_icp_rules = EXCLUDED.anti_icp_rules
+    rubric = EXCLUDED.rubric, anti_icp_rules = EXCLUDED.anti_icp_rules, tiers = EXCLUDED.tiers
 """
 _SEQUENCE = """
 INSERT INTO sequences (org_id, angle, tier, step, delay_days, guidance)
@@ -118,7 +118,7 @@ def load_demo(
         cur.execute(
             _ICP,
             (org_id, icp["description"], json.dumps(icp["rubric"]),
-             json.dumps(icp["anti_icp_rules"])),
+             json.dumps(icp["anti_icp_rules"]), json.dumps(icp.get("tiers", []))),
         )  # fmt: skip
         for s in sequences:
             cur.execute(

@@ -58,7 +58,8 @@ def parse_dsn(dsn: str) -> dict[str, Any]:
 
 
 def _vector_text(value: np.ndarray) -> str:
-    return "[" + ",".join(repr(float(x)) for x in value.ravel()) + "]"
+    # 9 significant digits round-trip a float32 exactly, and format faster than repr.
+    return "[" + ",".join(map("{:.9g}".format, value.ravel().tolist())) + "]"
 
 
 def _parse_vector(text: str) -> np.ndarray:

@@ -335,4 +335,8 @@ def migrations(dim: int) -> list[Migration]:
             "0003_row_level_security",
             _rls("organizations", key="id") + "".join(_rls(t) for t in ORG_SCOPED_TABLES),
         ),
+        Migration(
+            "0004_icp_tiers",
+            "ALTER TABLE icp_definitions ADD COLUMN tiers jsonb NOT NULL DEFAULT '[]';",
+        ),
     ]

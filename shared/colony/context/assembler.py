@@ -1,0 +1,228 @@
+"""The one assembler every LLM call goes through (SPEC §5; seed §5.1, §6.2, §7.3).
+
+Pure: given the agent profile, retrieved exemplars, entities, history and the task, it renders
+the four-section system prompt (role, domain grounding with ICP and anti-ICP, behavioural
+constraints, a delimited context block) and the task message, and returns them with a
+per-section token account counted by the target model's tokenizer.
+
+Each section must fit its budget. Over budget, in this order of what gives way:
+  entity   non-essential fields (raw enrichment HTML, full transcript text) are stripped;
+  kc       the least similar exemplars are dropped, never below one;
+  history  the oldest turns are dropped (the caller folds them into a summary, seed §6.3);
+  task     optional payload fields (those not named by the template) are stripped.
+The role, the constraints and the template's required task fields are never cut; a section
+that still cannot fit raises ``ContextBudgetExceeded`` naming it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from colony.context import templates
+from colony.context.budgets import Budget, BudgetBook
+from colony.context.serialize import NON_ESSENTIAL, compact, dumps
+from colony.context.tokens import TokenCounter
+from colony.contracts import AgentContextBundle, Exemplar, OrgContext, ToolDefinition
+from colony.errors import ContextBudgetExceeded, ValidationFailed
+from colony.ports import Message
+from colony.registry.agents import AGENTS, PROFILES, agent
+
+_COMPUTED = frozenset({"task_json"})
+# Agents whose job is to read raw enrichment (AGT-003 reads ENT-002 raw): they get the
+# non-essential fields while the budget allows. Everyone else never sees them.
+RAW_READERS = frozenset({"AGT-003"})
+
+
+@dataclass(frozen=True)
+class AssemblyRequest:
+    profile: str  # "AGT-005", or a pass such as "AGT-006/pass1"
+    org_id: str
+    run_id: str
+    org: OrgContext
+    exemplars: Sequence[Exemplar] = ()  # best first
+    entities: Mapping[str, Any] = field(default_factory=dict)  # name → row or list of rows
+    history: Sequence[Message] = ()  # oldest first
+    task: Mapping[str, Any] = field(default_factory=dict)
+    tools: Sequence[ToolDefinition] = ()
+
+
+@dataclass(frozen=True)
+class AssembledContext:
+    bundle: AgentContextBundle
+    messages: tuple[Message, ...]
+    account: dict[str, int]
+    budget: Budget
+    output_name: str
+    kc_domains: tuple[str, ...]
+    trimmed: dict[str, int]
+    tokenizer: str
+
+    @property
+    def tokens_in(self) -> int:
+        return sum(self.account.values())
+
+
+def profile_of(profile: str) -> tuple[str, str, str]:
+    """(agent id, output contract, template) for a profile."""
+    if profile in PROFILES:
+        return PROFILES[profile]
+    a = agent(profile)
+    return a.id, a.output, a.template
+
+
+def _check(section: str, tokens: int, budget: Budget, what: str) -> None:
+    limit = budget.of(section)
+    if tokens > limit:
+        raise ContextBudgetExceeded(
+            f"the {section} section needs {tokens} tokens but its budget is {limit} ({what})",
+            section=section,
+            tokens=tokens,
+            budget=limit,
+        )
+
+
+def _system(req: AssemblyRequest, agent_id: str) -> str:
+    a = AGENTS[agent_id]
+    icp = req.org.icp
+    rules = icp.anti_icp_rules if icp else []
+    anti = "\n".join(_rule_text(r) for r in rules)
+    constraints = "\n".join(templates.load(f"constraints/{c}").strip() for c in a.constraints)
+    return templates.render(
+        "system",
+        {
+            "agent_name": a.name,
+            "primary_task": a.primary_task,
+            "product_description": req.org.product_description,
+            "icp_definition": icp.description if icp else "(no ICP definition on record)",
+            "anti_icp_list": anti or "- (none on record)",
+            "org_id": req.org_id,
+            "agent_constraints": constraints,
+        },
+    )
+
+
+_OPS = {"eq": "=", "neq": "≠", "lt": "<", "lte": "≤", "gt": ">", "gte": "≥", "in": "in",
+        "not_in": "not in", "contains": "contains"}  # fmt: skip
+
+
+def _rule_text(rule: Mapping[str, Any]) -> str:
+    """An anti-ICP rule as its condition: denser and more exact than its prose reason."""
+    field, op = rule.get("field", "?"), rule.get("op", "?")
+    if op == "missing":
+        condition = f"{field} is missing"
+    else:
+        condition = f"{field} {_OPS.get(op, op)} {dumps(rule.get('value'))}"
+    return f"- {rule.get('id', '?')}: {condition}"
+
+
+def _kc_block(exemplars: Sequence[Exemplar]) -> str:
+    if not exemplars:
+        return ""
+    parts = ["KNOWLEDGE CORE EXEMPLARS:"]
+    for e in exemplars:
+        tags = ", ".join(f"{k}={v}" for k, v in sorted(e.tags.items()))
+        head = f"--- [{e.domain}] {e.title or ''}{f' ({tags})' if tags else ''}".rstrip()
+        parts.append(f"{head}\n{e.content.strip()}")
+    return "\n".join(parts) + "\n---"
+
+
+def _entity_block(entities: Mapping[str, Any], strip: frozenset[str]) -> str:
+    if not entities:
+        return ""
+    lines = ["ENTITY DATA:"]
+    lines += [f"{name}: {dumps(compact(value, strip=strip))}" for name, value in entities.items()]
+    return "\n".join(lines)
+
+
+def _task_text(template: str, task: Mapping[str, Any], optional: Mapping[str, Any]) -> str:
+    names = templates.fields(template)
+    variables: dict[str, Any] = {}
+    missing = sorted(n for n in names - _COMPUTED if n not in task)
+    if missing:
+        raise ValidationFailed(
+            f"task for template {template!r} lacks required field(s): {', '.join(missing)}"
+        )
+    for name in names - _COMPUTED:
+        value = task[name]
+        variables[name] = value if isinstance(value, str) else dumps(compact(value))
+    if "task_json" in names:
+        variables["task_json"] = dumps(compact(dict(optional))) if optional else "{}"
+    return templates.render(template, variables)
+
+
+def assemble(
+    req: AssemblyRequest, *, budgets: BudgetBook, counter: TokenCounter
+) -> AssembledContext:
+    agent_id, output_name, template = profile_of(req.profile)
+    budget = budgets.for_profile(req.profile)
+    trimmed = {"entity_fields_stripped": 0, "exemplars_dropped": 0, "history_dropped": 0,
+               "task_fields_stripped": 0}  # fmt: skip
+    count = counter.count
+
+    system = _system(req, agent_id)
+    _check("system", count(system), budget, "role, grounding and constraints are never cut")
+
+    # kc: drop the least similar exemplars; never below one while the budget allows any.
+    kept = list(req.exemplars) if budget.kc > 0 else []
+    kc = _kc_block(kept)
+    while len(kept) > 1 and count(kc) > budget.kc:
+        kept.pop()
+        kc = _kc_block(kept)
+    _check("kc", count(kc), budget, f"{len(kept)} exemplar(s) left")
+    trimmed["exemplars_dropped"] = len(req.exemplars) - len(kept)
+
+    # entity: compact; non-essential fields go first when over budget (or when unused).
+    keep_raw = agent_id in RAW_READERS
+    entity = _entity_block(req.entities, frozenset() if keep_raw else NON_ESSENTIAL)
+    if keep_raw and count(entity) > budget.entity:
+        entity = _entity_block(req.entities, NON_ESSENTIAL)
+        trimmed["entity_fields_stripped"] = 1
+    _check("entity", count(entity), budget, "after stripping non-essential fields")
+
+    # history: newest turns first, until the budget is spent.
+    history: list[Message] = []
+    spent = 0
+    for turn in reversed(req.history):
+        tokens = count(turn.content)
+        if budget.history == 0 or spent + tokens > budget.history:
+            break
+        history.insert(0, turn)
+        spent += tokens
+    trimmed["history_dropped"] = len(req.history) - len(history)
+
+    # task: required (template) fields are never cut; optional ones go first, largest first.
+    required = templates.fields(template) - _COMPUTED
+    optional = {k: v for k, v in req.task.items() if k not in required}
+    task = _task_text(template, req.task, optional)
+    while optional and count(task) > budget.task:
+        largest = max(optional, key=lambda k: len(dumps(compact(optional[k]))))
+        del optional[largest]
+        trimmed["task_fields_stripped"] += 1
+        task = _task_text(template, req.task, optional)
+    _check("task", count(task), budget, "required task fields are never cut")
+
+    context_block = "\n\n".join(part for part in (kc, entity) if part)
+    system_message = f"{system}\n{context_block}" if context_block else system
+    messages = (
+        Message("system", system_message),
+        *(Message("system" if t.role == "summary" else t.role, t.content) for t in history),
+        Message("user", task),
+    )
+    account = {"system": count(system), "kc": count(kc), "entity": count(entity),
+               "history": spent, "task": count(task)}  # fmt: skip
+    bundle = AgentContextBundle(
+        org_id=req.org_id,
+        run_id=req.run_id,
+        agent_role=agent_id,
+        system_prompt=system_message,
+        knowledge_core_exemplars=kept,
+        org_context=req.org,
+        task_payload=dict(req.task),
+        tool_definitions=list(req.tools),
+    )
+    domains = tuple(dict.fromkeys(e.domain for e in req.exemplars))
+    return AssembledContext(
+        bundle, messages, account, budget, output_name, domains, trimmed, counter.label
+    )

@@ -1,0 +1,21 @@
+"""Base model and the small vocabularies every contract shares."""
+
+from __future__ import annotations
+
+from typing import Literal, get_args
+
+from pydantic import BaseModel, ConfigDict
+
+OutboundAngle = Literal["Signal", "Pain", "Referral", "PatternBreak", "Insight"]
+SequenceTier = Literal["T1", "T2", "T3", "T4", "T5"]
+ANGLES: tuple[str, ...] = get_args(OutboundAngle)
+TIERS: tuple[str, ...] = get_args(SequenceTier)
+KcDomainId = Literal[
+    "KC-01", "KC-02", "KC-03", "KC-04", "KC-05", "KC-06", "KC-07", "KC-08", "KC-09", "KC-10"
+]
+
+
+class Strict(BaseModel):
+    """Boundary model: unknown fields are an error, instances are immutable."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)

@@ -1,0 +1,196 @@
+"""The assembler: four sections, budgets by priority, exact token accounts (pure, no DB)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from colony.context import templates
+from colony.context.assembler import AssemblyRequest, assemble, profile_of
+from colony.context.budgets import SECTIONS, Budget, BudgetBook, load_budgets
+from colony.context.serialize import compact, dumps
+from colony.context.tokens import counter_for
+from colony.contracts import Exemplar, IcpDefinition, OrgContext
+from colony.errors import ContextBudgetExceeded, ValidationFailed
+from colony.local.demo import read_json
+from colony.ports import Message
+from colony.registry.agents import AGENTS, PROFILES
+
+COUNTER = counter_for("gpt-4o")
+BUDGETS = load_budgets()
+ICP = IcpDefinition(**read_json("icp.json"))
+ORG = OrgContext(org_name="ZoomProp", icp=ICP)
+CONTACT = read_json("contacts.json")[0]
+
+
+def words(n: int, seed: str = "w") -> str:
+    return " ".join(f"{seed}{i}" for i in range(n))
+
+
+def exemplar(i: int, n_words: int = 60) -> Exemplar:
+    return Exemplar(domain="KC-08", title=f"Exemplar {i}", content=words(n_words, f"e{i}x"))
+
+
+def request(**changes) -> AssemblyRequest:
+    base = dict(
+        profile="AGT-005", org_id="org_demo", run_id="run-1", org=ORG,
+        exemplars=[exemplar(i) for i in range(3)], entities={"contact": CONTACT},
+        task={"angle": "Signal", "tier": "T1", "step": 1},
+    )  # fmt: skip
+    return AssemblyRequest(**{**base, **changes})
+
+
+def test_four_sections_in_order_with_a_delimited_context_block() -> None:
+    out = assemble(request(), budgets=BUDGETS, counter=COUNTER)
+    system = out.messages[0].content
+    order = [system.index(h) for h in ("[ROLE DECLARATION]", "[DOMAIN GROUNDING]",
+                                        "[BEHAVIORAL CONSTRAINTS]", "[CONTEXT BLOCK]")]  # fmt: skip
+    assert order == sorted(order)
+    assert "Message Generator" in system and "AICP-03" in system and "CONST-006" in system
+    assert "KNOWLEDGE CORE EXEMPLARS:" in system and "ENTITY DATA:" in system
+    assert (
+        out.messages[-1].role == "user" and "Angle: Signal  |  Tier: T1" in out.messages[-1].content
+    )
+    assert out.bundle.agent_role == "AGT-005" and len(out.bundle.knowledge_core_exemplars) == 3
+    assert out.output_name == "outbound_message" and out.kc_domains == ("KC-08",)
+    # the account is the real tokenizer's count of each section
+    assert out.account["task"] == COUNTER.count(out.messages[-1].content)
+    assert all(out.account[s] <= out.budget.of(s) for s in SECTIONS)
+
+
+def test_compact_entities_drop_audit_fields_ids_nulls_and_raw_html() -> None:
+    row = {**CONTACT, "id": "c-1", "org_id": "org_demo", "created_at": "2026-01-01",
+           "contact_id": "x", "icp_score": None, "signals": []}  # fmt: skip
+    out = assemble(request(entities={"contact": row}), budgets=BUDGETS, counter=COUNTER)
+    system = out.messages[0].content
+    assert '"id":"c-1"' in system and "P-001" in system
+    for gone in ("created_at", 'org_id"', "contact_id", "icp_score", "<html", "raw_enrichment"):
+        assert gone not in system.split("ENTITY DATA:")[1]
+
+
+def test_raw_readers_keep_raw_html_until_the_budget_needs_it() -> None:
+    task = {}
+    roomy = assemble(request(profile="AGT-003", task=task), budgets=BUDGETS, counter=COUNTER)
+    assert "raw_enrichment_html" in roomy.messages[0].content
+    tight = BudgetBook({"AGT-003": Budget(1000, 1000, 500, 0, 300),
+                        "default": BUDGETS.for_profile("default")}, {})  # fmt: skip
+    stripped = assemble(request(profile="AGT-003", task=task), budgets=tight, counter=COUNTER)
+    assert "raw_enrichment_html" not in stripped.messages[0].content
+    assert stripped.trimmed["entity_fields_stripped"] == 1
+    assert '"name":"Dana Whitfield"' in stripped.messages[0].content
+
+
+def test_exemplars_are_dropped_least_similar_first_but_never_below_one() -> None:
+    many = [exemplar(i, 150) for i in range(12)]
+    out = assemble(request(exemplars=many), budgets=BUDGETS, counter=COUNTER)
+    kept = out.bundle.knowledge_core_exemplars
+    assert 1 <= len(kept) < 12 and kept == many[: len(kept)]
+    assert out.trimmed["exemplars_dropped"] == 12 - len(kept)
+    huge = [exemplar(0, 1500), exemplar(1, 10)]
+    with pytest.raises(ContextBudgetExceeded) as info:
+        assemble(request(exemplars=huge), budgets=BUDGETS, counter=COUNTER)
+    assert info.value.section == "kc"
+
+
+def test_oldest_history_goes_first() -> None:
+    history = [
+        Message("user" if i % 2 else "assistant", f"turn {i} " + words(80)) for i in range(60)
+    ]
+    out = assemble(
+        request(profile="AGT-001", task={"message": "status?"}, history=history, exemplars=[]),
+        budgets=BUDGETS, counter=COUNTER,
+    )  # fmt: skip
+    kept = [m.content for m in out.messages[1:-1]]
+    assert kept and kept == [m.content for m in history[-len(kept) :]]
+    assert out.account["history"] <= 2000 and out.trimmed["history_dropped"] == 60 - len(kept)
+
+
+def test_required_task_fields_are_never_cut() -> None:
+    chunk = words(2500)
+    with pytest.raises(ContextBudgetExceeded) as info:
+        assemble(
+            request(profile="AGT-006/pass1", exemplars=[], entities={},
+                    task={"chunk": chunk, "segment_label": "1/1"}),
+            budgets=BUDGETS, counter=COUNTER,
+        )  # fmt: skip
+    assert info.value.section == "task" and info.value.budget == 3000
+    ok = assemble(
+        request(profile="AGT-006/pass1", exemplars=[], entities={},
+                task={"chunk": words(400), "segment_label": "1/1", "notes": words(5000)}),
+        budgets=BUDGETS, counter=COUNTER,
+    )  # fmt: skip
+    assert words(400) in ok.messages[-1].content  # required kept, optional stripped
+    with pytest.raises(ValidationFailed, match="angle"):
+        assemble(request(task={"tier": "T1", "step": 1}), budgets=BUDGETS, counter=COUNTER)
+
+
+def test_system_section_over_budget_names_the_section() -> None:
+    big = OrgContext(icp=IcpDefinition(description=words(900), rubric={}))
+    with pytest.raises(ContextBudgetExceeded) as info:
+        assemble(request(org=big), budgets=BUDGETS, counter=COUNTER)
+    assert info.value.section == "system" and "system" in str(info.value)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    profile=st.sampled_from(["AGT-001", "AGT-004", "AGT-005", "AGT-008", "AGT-010"]),
+    n_exemplars=st.integers(0, 8),
+    exemplar_words=st.integers(1, 700),
+    history_turns=st.integers(0, 30),
+    turn_words=st.integers(1, 400),
+    html_words=st.integers(0, 3000),
+    extra_words=st.integers(0, 600),
+)
+def test_no_section_ever_exceeds_its_budget(
+    profile, n_exemplars, exemplar_words, history_turns, turn_words, html_words, extra_words
+) -> None:
+    _, _, template = profile_of(profile)
+    required = {n: "x" for n in templates.fields(template) - {"task_json"}}
+    req = request(
+        profile=profile,
+        exemplars=[exemplar(i, exemplar_words) for i in range(n_exemplars)],
+        entities={"contact": {**CONTACT, "raw_enrichment_html": words(html_words, "h")}},
+        history=[Message("user", words(turn_words, f"t{i}")) for i in range(history_turns)],
+        task={**required, "extra": words(extra_words, "x")},
+    )
+    try:
+        out = assemble(req, budgets=BUDGETS, counter=COUNTER)
+    except ContextBudgetExceeded as error:
+        # only a section whose irreducible content is over budget may fail
+        assert error.section in ("kc", "entity") and error.tokens > error.budget
+        if error.section == "kc":
+            assert COUNTER.count(req.exemplars[0].content) > error.budget - 20
+        return
+    for section in SECTIONS:
+        assert out.account[section] <= out.budget.of(section), section
+    system = out.messages[0].content
+    assert "[ROLE DECLARATION]" in system and "[BEHAVIORAL CONSTRAINTS]" in system
+    if n_exemplars and out.budget.kc:
+        assert len(out.bundle.knowledge_core_exemplars) >= 1
+
+
+def test_every_agent_and_profile_has_a_template_and_a_budget() -> None:
+    for profile in [*AGENTS, *PROFILES]:
+        _, _, template = profile_of(profile)
+        assert templates.load(template) and BUDGETS.for_profile(profile)
+    assert BUDGETS.for_profile("AGT-006/pass1").task == 3000
+    assert BUDGETS.for_profile("AGT-007") == BUDGETS.for_profile("default")
+
+
+def test_templates_are_strict() -> None:
+    with pytest.raises(templates.TemplateError, match="missing"):
+        templates.render("daily_brief", {"snapshot_json": "{}"})
+    with pytest.raises(templates.TemplateError, match="unexpected"):
+        templates.render("daily_brief", {"snapshot_json": "{}", "prior_brief": "", "x": 1})
+    assert '{ "subject"' in templates.render(
+        "message_generator", {"angle": "Pain", "tier": "T3", "step": 2, "task_json": "{}"}
+    )
+
+
+def test_token_counts_are_the_models_tokenizer() -> None:
+    assert counter_for("gpt-4o").count("hello world") == 2
+    assert counter_for("gpt-4").encoding == "cl100k_base" and counter_for("gpt-4").exact
+    gemini = counter_for("gemini-2.5-pro")
+    assert not gemini.exact and "estimate" in gemini.label
+    assert dumps(compact({"a": None, "b": [], "c": {"d": ""}, "e": 1})) == '{"e":1}'
