@@ -180,9 +180,9 @@ def test_every_agent_and_profile_has_a_template_and_a_budget() -> None:
 
 def test_templates_are_strict() -> None:
     with pytest.raises(templates.TemplateError, match="missing"):
-        templates.render("daily_brief", {"snapshot_json": "{}"})
+        templates.render("content", {"format": "blog_post"})
     with pytest.raises(templates.TemplateError, match="unexpected"):
-        templates.render("daily_brief", {"snapshot_json": "{}", "prior_brief": "", "x": 1})
+        templates.render("daily_brief", {"brief_date": "2026-11-30", "x": 1})
     assert '{ "subject"' in templates.render(
         "message_generator", {"angle": "Pain", "tier": "T3", "step": 2, "task_json": "{}"}
     )

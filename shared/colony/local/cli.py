@@ -100,9 +100,28 @@ def cmd_demo(settings: Settings, _: argparse.Namespace) -> int:
             started = time.perf_counter()
             hits = knowledge.retrieve(summary.org_id, text, [domain], 2)
             _print_hits(hits, (time.perf_counter() - started) * 1000)
+    _print_bundles(db, knowledge, summary.org_id)
     db.close()
     _say(f"done. The local stack is described in {settings.data_dir / 'stack.json'}")
     return 0
+
+
+def _print_bundles(db: Database, knowledge: KnowledgeStore, org_id: str) -> None:
+    from colony.context.assembler import assemble
+    from colony.context.budgets import SECTIONS, load_budgets
+    from colony.context.tokens import counter_for
+    from colony.local.scenario import demo_requests
+
+    budgets = load_budgets()
+    counter = counter_for(budgets.model_for("openai"))
+    _say(f"assembling one context bundle per agent (tokens: {counter.label}, used/budget)…")
+    _say(f"  {'profile':<16}" + "".join(f"{s:>13}" for s in SECTIONS) + "   trimmed")
+    for profile, request in demo_requests(db, knowledge, org_id).items():
+        out = assemble(request, budgets=budgets, counter=counter)
+        cells = "".join(f"{f'{out.account[s]}/{out.budget.of(s)}':>13}" for s in SECTIONS)
+        cut = ", ".join(f"{k}={v}" for k, v in out.trimmed.items() if v) or "-"
+        _say(f"  {profile:<16}{cells}   {cut}")
+    _say("  (AGT-002 makes no LLM call: its anti-ICP filter and handoffs are deterministic)")
 
 
 def build_parser() -> argparse.ArgumentParser:
