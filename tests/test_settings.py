@@ -19,6 +19,8 @@ def test_defaults_need_no_cloud_and_no_key() -> None:
         ({"COLONY_DB_MODE": "cloudsql"}, "COLONY_CLOUDSQL_INSTANCE"),
         ({"COLONY_EMBEDDING_PROVIDER": "openai"}, "OPENAI_API_KEY"),
         ({"COLONY_EMBEDDING_PROVIDER": "gemini"}, "GEMINI_API_KEY"),
+        ({"COLONY_LLM_PROVIDER": "openai"}, "OPENAI_API_KEY"),
+        ({"COLONY_LLM_PROVIDER": "claude"}, "COLONY_LLM_PROVIDER"),
         ({"COLONY_DB_MODE": "sqlite"}, "COLONY_DB_MODE"),
         ({"COLONY_EMBEDDING_DIM": "12x"}, "COLONY_EMBEDDING_DIM"),
         ({"COLONY_DB_APP_ROLE": "app; drop table x"}, "COLONY_DB_APP_ROLE"),

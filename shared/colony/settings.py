@@ -43,10 +43,17 @@ class Settings:
     embedding_provider: EmbeddingProvider = "offline"
     embedding_model: str = DEFAULT_EMBEDDING_MODELS["offline"]
     embedding_dim: int = 1536
+    llm_provider: EmbeddingProvider = "offline"
+    llm_model: str | None = None  # None: the budgets file's default model for the provider
+    budgets_file: Path | None = None
     openai_api_key: str | None = None
     openai_base_url: str | None = None
     gemini_api_key: str | None = None
     gemini_base_url: str | None = None
+    langfuse_public_key: str | None = None
+    langfuse_secret_key: str | None = None
+    langfuse_host: str | None = None
+    sentry_dsn: str | None = None
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -80,12 +87,21 @@ class Settings:
             EmbeddingProvider,
             choice("COLONY_EMBEDDING_PROVIDER", ("offline", "openai", "gemini"), "offline"),
         )
+        llm = cast(
+            EmbeddingProvider,
+            choice("COLONY_LLM_PROVIDER", ("offline", "openai", "gemini"), "offline"),
+        )
+        uses = {provider, llm}
         dim_text = get("COLONY_EMBEDDING_DIM") or "1536"
         if not dim_text.isdigit() or not 1 <= int(dim_text) <= 16000:
             raise ConfigError(f"COLONY_EMBEDDING_DIM={dim_text!r} must be an integer in 1..16000")
         role = get("COLONY_DB_APP_ROLE") or "colony_app"
         if not _ROLE.match(role):
             raise ConfigError(f"COLONY_DB_APP_ROLE={role!r} must be a lower-case SQL identifier")
+        langfuse_keys = {name: get(name) for name in ("LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY")}
+        if any(langfuse_keys.values()) and not all(langfuse_keys.values()):
+            missing = next(name for name, value in langfuse_keys.items() if not value)
+            raise ConfigError(f"{missing} is required when the other Langfuse key is set")
 
         settings = cls(
             env=cast(Literal["local", "production"], deploy_env),
@@ -107,19 +123,27 @@ class Settings:
             embedding_provider=provider,
             embedding_model=get("COLONY_EMBEDDING_MODEL") or DEFAULT_EMBEDDING_MODELS[provider],
             embedding_dim=int(dim_text),
-            openai_api_key=require("OPENAI_API_KEY", "when COLONY_EMBEDDING_PROVIDER=openai")
-            if provider == "openai"
+            llm_provider=llm,
+            llm_model=get("COLONY_LLM_MODEL"),
+            budgets_file=Path(p) if (p := get("COLONY_BUDGETS_FILE")) else None,
+            openai_api_key=require("OPENAI_API_KEY", "when a COLONY_*_PROVIDER is openai")
+            if "openai" in uses
             else get("OPENAI_API_KEY"),
             openai_base_url=get("COLONY_OPENAI_BASE_URL"),
-            gemini_api_key=require("GEMINI_API_KEY", "when COLONY_EMBEDDING_PROVIDER=gemini")
-            if provider == "gemini"
+            gemini_api_key=require("GEMINI_API_KEY", "when a COLONY_*_PROVIDER is gemini")
+            if "gemini" in uses
             else get("GEMINI_API_KEY"),
             gemini_base_url=get("COLONY_GEMINI_BASE_URL"),
+            langfuse_public_key=langfuse_keys["LANGFUSE_PUBLIC_KEY"],
+            langfuse_secret_key=langfuse_keys["LANGFUSE_SECRET_KEY"],
+            langfuse_host=get("LANGFUSE_HOST"),
+            sentry_dsn=get("SENTRY_DSN"),
         )
         return settings
 
     def __repr__(self) -> str:  # never print a secret
         hidden = {"db_password", "db_owner_password", "openai_api_key", "gemini_api_key"}
+        hidden |= {"langfuse_secret_key"}  # sentry_dsn is hidden by its *dsn suffix
         parts = []
         for name in self.__dataclass_fields__:
             value = getattr(self, name)

@@ -43,7 +43,7 @@ class AssemblyRequest:
     org: OrgContext
     exemplars: Sequence[Exemplar] = ()  # best first
     entities: Mapping[str, Any] = field(default_factory=dict)  # name → row or list of rows
-    history: Sequence[Message] = ()  # oldest first
+    history: Sequence[Message] = ()  # oldest first; a summary turn arrives as "system"
     task: Mapping[str, Any] = field(default_factory=dict)
     tools: Sequence[ToolDefinition] = ()
 
@@ -207,7 +207,7 @@ def assemble(
     system_message = f"{system}\n{context_block}" if context_block else system
     messages = (
         Message("system", system_message),
-        *(Message("system" if t.role == "summary" else t.role, t.content) for t in history),
+        *history,
         Message("user", task),
     )
     account = {"system": count(system), "kc": count(kc), "entity": count(entity),

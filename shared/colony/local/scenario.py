@@ -118,7 +118,7 @@ def demo_requests(
             "AGT-010", exemplars=exemplars("AGT-010"),
             entities={"data_snapshot": {"deals_by_stage": {d["stage"]: 1 for d in deals},
                                         "approval_queue_count": 0}},
-            history=[Message("summary", "Yesterday's brief: no brief on record.")],
+            history=[Message("system", "Yesterday's brief: no brief on record.")],
             task={"brief_date": today},
         ),
         "AGT-001/summary": req(

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
 from colony.adapters.embedding import OfflineHashEmbedder
+from colony.ports import ModelRequest, ModelResponse, Usage
 
 
 class CountingEmbedder:
@@ -24,3 +28,50 @@ class CountingEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         self.calls.append(list(texts))
         return self._inner.embed(texts)
+
+
+SCRIPTED_USAGE = Usage(tokens_in=10, tokens_out=5)
+ScriptItem = ModelResponse | str | Mapping[str, Any] | BaseException | Callable[[ModelRequest], Any]
+
+
+class ScriptedChatModel:
+    """A ``ChatModel`` answering each request with the next scripted item, recording requests.
+
+    An item is a ``ModelResponse`` (returned as is), a ``str`` (the answer text), a mapping
+    (dumped to JSON as the answer text), an exception (raised: e.g. ``ProviderUnavailable``)
+    or a callable taking the ``ModelRequest`` and returning any of those. Text answers get
+    ``usage`` and ``model``. Running out of items is an ``AssertionError``.
+    """
+
+    def __init__(
+        self,
+        *script: ScriptItem,
+        model: str = "scripted-model",
+        usage: Usage = SCRIPTED_USAGE,
+    ) -> None:
+        self.model, self.usage = model, usage
+        self._script: deque[ScriptItem] = deque(script)
+        self.requests: list[ModelRequest] = []
+
+    def push(self, *items: ScriptItem) -> None:
+        self._script.extend(items)
+
+    @property
+    def pending(self) -> int:
+        return len(self._script)
+
+    def request(self, request: ModelRequest) -> ModelResponse:
+        self.requests.append(request)
+        if not self._script:
+            raise AssertionError(
+                f"ScriptedChatModel: no answer left for request #{len(self.requests)}"
+            )
+        item: Any = self._script.popleft()
+        if callable(item) and not isinstance(item, BaseException | ModelResponse):
+            item = item(request)
+        if isinstance(item, BaseException):
+            raise item
+        if isinstance(item, ModelResponse):
+            return item
+        text = item if isinstance(item, str) else json.dumps(dict(item))
+        return ModelResponse(text=text, usage=self.usage, model=self.model)

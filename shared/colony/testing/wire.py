@@ -9,14 +9,20 @@ body). Each request is answered by the next scripted reply if any is queued (``s
 Routes spoken today:
 
 * OpenAI ``POST /v1/embeddings``
+* OpenAI ``POST /v1/chat/completions``
 * Gemini Developer API ``POST /{v1beta|v1|v1alpha}/models/{model}:batchEmbedContents``
   (what ``google-genai``'s ``client.models.embed_content`` sends, for one text or many)
+* Gemini Developer API ``POST /{v1beta|v1|v1alpha}/models/{model}:generateContent``
+  (``google-genai`` 3.x sends ``v1`` unless told otherwise)
 
-New endpoints (OpenAI ``/v1/chat/completions``, Gemini ``:generateContent``) are one more
-``Route`` each: append to ``DEFAULT_ROUTES`` or pass ``routes=`` / call ``add_route``.
+More endpoints are one more ``Route`` each: append to ``DEFAULT_ROUTES`` or pass ``routes=`` /
+call ``add_route``.
 
 Default embeddings are deterministic, derived from the text and the requested dimension, and
 deliberately NOT unit length (see ``fake_vector``), so callers' normalisation is exercised.
+Default chat answers are JSON built from the request's schema (``sample_from_schema``): valid
+for the schema, not meaningful. Script a specific answer with ``openai_chat_reply`` /
+``gemini_content_reply`` (``Reply`` objects in the real response shapes).
 """
 
 from __future__ import annotations
@@ -180,13 +186,214 @@ def gemini_batch_embed_contents(request: RecordedRequest) -> Reply:
     return Reply(200, {"embeddings": embeddings})
 
 
+def _resolve_ref(ref: str, root: Mapping[str, Any]) -> Any:
+    node: Any = root
+    for key in ref.removeprefix("#/").split("/"):
+        node = node[key]
+    return node
+
+
+def sample_from_schema(schema: Mapping[str, Any], root: Mapping[str, Any] | None = None) -> Any:
+    """A small deterministic value valid for ``schema`` (JSON Schema or Gemini's OpenAPI kind).
+
+    Objects get every property (null where null is allowed), arrays ``minItems`` items,
+    strings ``"x"`` repeated to ``minLength``, numbers their ``minimum`` (or 0), enums their
+    first value. Enough for answers that parse and validate; not meant to be meaningful.
+    """
+    root = schema if root is None else root
+    if "$ref" in schema:
+        return sample_from_schema(_resolve_ref(schema["$ref"], root), root)
+    if "const" in schema:
+        return schema["const"]
+    if schema.get("enum"):
+        return schema["enum"][0]
+    options = schema.get("anyOf") or schema.get("oneOf") or schema.get("any_of")
+    if options:
+        for option in options:
+            if str(option.get("type", "")).lower() == "null":
+                return None
+        return sample_from_schema(options[0], root)
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        if "null" in kind or schema.get("nullable"):
+            return None
+        kind = kind[0] if kind else None
+    if schema.get("nullable"):
+        return None
+    kind = str(kind).lower() if kind is not None else ("object" if "properties" in schema else "")
+    if kind == "object":
+        properties = schema.get("properties") or {}
+        return {name: sample_from_schema(sub, root) for name, sub in properties.items()}
+    if kind == "array":
+        items = schema.get("items") or {}
+        return [sample_from_schema(items, root) for _ in range(int(schema.get("minItems") or 0))]
+    if kind in ("integer", "number"):
+        low = schema.get("minimum", schema.get("exclusiveMinimum", 0))
+        value = low + 1 if "exclusiveMinimum" in schema and "minimum" not in schema else low
+        return int(value) if kind == "integer" else float(value)
+    if kind == "boolean":
+        return False
+    if kind == "null":
+        return None
+    if schema.get("format") == "date":
+        return "2024-01-01"
+    if schema.get("format") == "date-time":
+        return "2024-01-01T00:00:00Z"
+    return "x" * max(1, int(schema.get("minLength") or 1))
+
+
+def _words(value: Any) -> int:
+    """A deterministic stand-in for a token count: whitespace-separated words."""
+    if isinstance(value, str):
+        return len(value.split())
+    if isinstance(value, dict):
+        return sum(_words(v) for v in value.values())
+    if isinstance(value, list):
+        return sum(_words(v) for v in value)
+    return 0
+
+
+def openai_chat_reply(
+    content: str | None,
+    *,
+    model: str = "gpt-test",
+    prompt_tokens: int = 0,
+    completion_tokens: int | None = None,
+    tool_calls: Iterable[tuple[str, Mapping[str, Any]]] = (),
+    finish_reason: str | None = None,
+) -> Reply:
+    """A ``chat.completion`` object answering with ``content`` and/or ``(name, args)`` calls."""
+    calls = [
+        {
+            "id": f"call_{i}",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(dict(arguments))},
+        }
+        for i, (name, arguments) in enumerate(tool_calls)
+    ]
+    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
+    if calls:
+        message["tool_calls"] = calls
+    completion = _words(content) if completion_tokens is None else completion_tokens
+    return Reply(
+        200,
+        {
+            "id": "chatcmpl-wire",
+            "object": "chat.completion",
+            "created": 1_700_000_000,
+            "model": model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "logprobs": None,
+                    "finish_reason": finish_reason or ("tool_calls" if calls else "stop"),
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion,
+                "total_tokens": prompt_tokens + completion,
+            },
+        },
+    )
+
+
+def openai_chat_completions(request: RecordedRequest) -> Reply:
+    """Default answer to OpenAI ``POST /v1/chat/completions``: JSON sampled from the schema."""
+    body = request.body if isinstance(request.body, dict) else {}
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages or not body.get("model"):
+        return error_reply(400, "'model' and a non-empty 'messages' array are required")
+    response_format = body.get("response_format") or {}
+    schema = (response_format.get("json_schema") or {}).get("schema")
+    if isinstance(schema, dict):
+        content = json.dumps(sample_from_schema(schema))
+    elif response_format.get("type") == "json_object":
+        content = "{}"
+    else:
+        content = "ok"
+    return openai_chat_reply(
+        content,
+        model=str(body["model"]),
+        prompt_tokens=sum(_words(m.get("content")) for m in messages if isinstance(m, dict)),
+    )
+
+
+def gemini_content_reply(
+    text: str | None,
+    *,
+    model_version: str = "gemini-test",
+    prompt_tokens: int = 0,
+    candidates_tokens: int | None = None,
+    function_calls: Iterable[tuple[str, Mapping[str, Any]]] = (),
+    finish_reason: str = "STOP",
+) -> Reply:
+    """A ``GenerateContentResponse`` answering with ``text`` and/or ``(name, args)`` calls."""
+    parts: list[dict[str, Any]] = []
+    if text is not None:
+        parts.append({"text": text})
+    parts += [{"functionCall": {"name": name, "args": dict(args)}} for name, args in function_calls]
+    candidates = candidates_tokens if candidates_tokens is not None else _words(text)
+    return Reply(
+        200,
+        {
+            "candidates": [
+                {
+                    "content": {"role": "model", "parts": parts},
+                    "finishReason": finish_reason,
+                    "index": 0,
+                }
+            ],
+            "usageMetadata": {
+                "promptTokenCount": prompt_tokens,
+                "candidatesTokenCount": candidates,
+                "totalTokenCount": prompt_tokens + candidates,
+            },
+            "modelVersion": model_version,
+            "responseId": "wire-response",
+        },
+    )
+
+
+def gemini_generate_content(request: RecordedRequest) -> Reply:
+    """Default answer to Gemini ``POST /{version}/models/{model}:generateContent``."""
+    body = request.body if isinstance(request.body, dict) else {}
+    contents = body.get("contents")
+    if not isinstance(contents, list) or not contents:
+        return error_reply(400, "'contents' must be a non-empty array")
+    config = body.get("generationConfig") or {}
+    schema = config.get("responseJsonSchema") or config.get("responseSchema")
+    if isinstance(schema, dict):
+        text = json.dumps(sample_from_schema(schema))
+    elif config.get("responseMimeType") == "application/json":
+        text = "{}"
+    else:
+        text = "ok"
+    prompt = [body.get("systemInstruction") or {}, *contents]
+    return gemini_content_reply(
+        text,
+        model_version=request.params.get("model", ""),
+        prompt_tokens=sum(
+            _words(p.get("text")) for c in prompt for p in (c.get("parts") or []) if "text" in p
+        ),
+    )
+
+
 DEFAULT_ROUTES: tuple[Route, ...] = (
     Route.of("openai.embeddings", "POST", r"/v1/embeddings", openai_embeddings),
+    Route.of("openai.chat.completions", "POST", r"/v1/chat/completions", openai_chat_completions),
     Route.of(
         "gemini.batchEmbedContents",
         "POST",
         r"/(?P<version>v1(?:alpha|beta)?)/models/(?P<model>[^/:]+):batchEmbedContents",
         gemini_batch_embed_contents,
+    ),
+    Route.of(
+        "gemini.generateContent",
+        "POST",
+        r"/(?P<version>v1(?:alpha|beta)?)/models/(?P<model>[^/:]+):generateContent",
+        gemini_generate_content,
     ),
 )
 
@@ -212,15 +419,18 @@ class _Handler(BaseHTTPRequestHandler):
         wire = cast(_HTTPServer, self.server).wire
         reply = wire._dispatch(self.command, self.path, headers, raw)
         payload = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
-        self.send_response(reply.status)
-        names = {name.lower() for name in reply.headers}
-        if "content-type" not in names:
-            self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(payload)))
-        for name, value in reply.headers.items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(payload)
+        try:
+            self.send_response(reply.status)
+            names = {name.lower() for name in reply.headers}
+            if "content-type" not in names:
+                self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            for name, value in reply.headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(payload)
+        except ConnectionError:
+            self.close_connection = True  # the client gave up (e.g. its timeout): nobody to tell
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
 
@@ -295,7 +505,7 @@ class WireServer:
 
     @property
     def gemini_base_url(self) -> str:
-        """For ``HttpOptions(base_url=...)``: the SDK appends ``/v1beta/models/...``."""
+        """For ``HttpOptions(base_url=...)``: the SDK appends ``/v1/models/...`` (its default)."""
         return self.base_url
 
     # -- scripting ----------------------------------------------------------------------------

@@ -1,0 +1,247 @@
+"""The ``ChatModel`` port over Gemini ``generateContent`` (``google-genai``), JSON-schema output.
+
+The schema goes out as ``generationConfig.responseJsonSchema`` (``response_json_schema``:
+the SDK passes it through unchanged) rather than ``responseSchema``, whose OpenAPI subset
+cannot express ``$defs``/``$ref`` the way pydantic writes them. ``google-genai`` never
+retries unless given ``HttpRetryOptions``, and none are given: ``colony.llm.StructuredRunner``
+retries ``ProviderUnavailable``. Exception messages carry types and status codes only.
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from colony.adapters.openai_chat import retry_after_seconds
+from colony.errors import ProviderError, ProviderUnavailable, ValidationFailed
+from colony.ports import Message, ModelRequest, ModelResponse, ToolCall, Usage
+
+# What ``responseJsonSchema`` supports (google-genai's GenerationConfig docs); anything else
+# (default, minLength, maxLength, pattern, exclusiveMinimum, ...) is dropped.
+GEMINI_SCHEMA_KEYWORDS = frozenset(
+    {
+        "$id",
+        "$defs",
+        "$ref",
+        "$anchor",
+        "type",
+        "format",
+        "description",
+        "enum",
+        "items",
+        "prefixItems",
+        "minItems",
+        "maxItems",
+        "minimum",
+        "maximum",
+        "anyOf",
+        "properties",
+        "additionalProperties",
+        "required",
+        "propertyOrdering",
+    }
+)
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
+
+
+def gemini_json_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a pydantic JSON schema restricted to what ``responseJsonSchema`` supports.
+
+    ``const`` becomes a one-value ``enum``, ``oneOf`` becomes ``anyOf``, a ``$ref`` keeps
+    only its ``$``-siblings (Gemini allows no others) and ``required`` is left as it is
+    (Gemini, unlike OpenAI strict mode, lets optional properties be omitted).
+    """
+    return _gemini_node(copy.deepcopy(dict(schema)))
+
+
+def _gemini_node(node: Any) -> Any:
+    if not isinstance(node, dict):
+        return node
+    if "$ref" in node:
+        return {k: v for k, v in node.items() if k.startswith("$") and k != "$defs"}
+    if "oneOf" in node and "anyOf" not in node:
+        node["anyOf"] = node.pop("oneOf")
+    if "const" in node and "enum" not in node:
+        node["enum"] = [node["const"]]
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key not in GEMINI_SCHEMA_KEYWORDS:
+            continue
+        if key in ("$defs", "properties"):
+            out[key] = {name: _gemini_node(sub) for name, sub in value.items()}
+        elif key in ("items", "additionalProperties"):
+            out[key] = _gemini_node(value)
+        elif key in ("anyOf", "prefixItems"):
+            out[key] = [_gemini_node(sub) for sub in value]
+        else:
+            out[key] = value
+    return out
+
+
+def _transport_errors() -> tuple[type[BaseException], ...]:
+    """Timeouts and network failures of whichever httpx the SDK runs on (httpx2 or httpx)."""
+    found: list[type[BaseException]] = []
+    for name in ("httpx2", "httpx"):
+        try:
+            module = importlib.import_module(name)
+        except ImportError:
+            continue
+        found += [module.TimeoutException, module.NetworkError, module.RemoteProtocolError]
+    return tuple(found)
+
+
+def _retry_delay_from_details(details: Any) -> float | None:
+    """``google.rpc.RetryInfo.retryDelay`` (e.g. ``"13s"``) from an error body, if any."""
+    error = details.get("error", details) if isinstance(details, dict) else None
+    for item in (error or {}).get("details") or ():
+        if isinstance(item, dict) and str(item.get("@type", "")).endswith("RetryInfo"):
+            found = _DURATION.match(str(item.get("retryDelay", "")))
+            if found:
+                return float(found.group(1))
+    return None
+
+
+def map_gemini_error(error: Exception) -> ProviderError:
+    """``google.genai.errors.APIError`` and transport failures, re-expressed as ours."""
+    from google.genai import errors
+
+    name = type(error).__name__
+    if isinstance(error, errors.APIError):
+        code = int(error.code or 0)
+        detail = f"Gemini generate_content failed: {name} (HTTP {code}"
+        detail += f", {error.status})" if error.status else ")"
+        if code in (408, 429) or code >= 500:
+            retry_after = retry_after_seconds(getattr(error.response, "headers", None))
+            if retry_after is None:
+                retry_after = _retry_delay_from_details(error.details)
+            return ProviderUnavailable(detail, retry_after=retry_after)
+        return ProviderError(detail)
+    if isinstance(error, _transport_errors()):
+        return ProviderUnavailable(f"Gemini generate_content failed: {name}")
+    return ProviderError(f"Gemini generate_content failed: {name}")
+
+
+class GeminiChatModel:
+    """``ChatModel`` over ``client.models.generate_content`` with ``response_json_schema``."""
+
+    def __init__(
+        self,
+        api_key: str,
+        base_url: str | None = None,
+        client: Any = None,
+        *,
+        timeout: float = 120.0,
+        api_version: str | None = None,
+    ) -> None:
+        owns_client = client is None
+        if client is None:
+            from google import genai
+            from google.genai import types
+
+            # No retry_options: google-genai then makes exactly one attempt per call.
+            http_options = types.HttpOptions(
+                base_url=base_url, api_version=api_version, timeout=int(timeout * 1000)
+            )
+            client = genai.Client(api_key=api_key, http_options=http_options)
+        self._client = client
+        self._owns_client = owns_client
+
+    def close(self) -> None:
+        """Close the HTTP client this adapter created (an injected one is the caller's)."""
+        if self._owns_client:
+            self._client.close()
+
+    def __enter__(self) -> GeminiChatModel:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def request(self, request: ModelRequest) -> ModelResponse:
+        from google.genai import types
+
+        system = "\n\n".join(m.content for m in request.messages if m.role == "system")
+        contents = _gemini_contents(request.messages)
+        if not contents:
+            raise ValidationFailed("a Gemini request needs at least one user or assistant message")
+        config = types.GenerateContentConfig(
+            system_instruction=system or None,
+            response_mime_type="application/json",
+            response_json_schema=gemini_json_schema(request.output_schema),
+            max_output_tokens=request.max_output_tokens,
+            temperature=request.temperature,
+            tools=_gemini_tools(request.tools) if request.tools else None,
+        )
+        try:
+            response = self._client.models.generate_content(
+                model=request.model, contents=contents, config=config
+            )
+        except Exception as error:  # the SDK's own error tree; re-raised as ours
+            raise map_gemini_error(error) from error
+        return _model_response(response, request.model)
+
+
+def _gemini_contents(messages: tuple[Message, ...]) -> list[Any]:
+    from google.genai import types
+
+    contents: list[Any] = []
+    for message in messages:
+        if message.role == "system":
+            continue
+        role = "model" if message.role == "assistant" else "user"
+        text = message.content
+        if message.role == "tool":
+            text = f"Tool result:\n{text}"
+        contents.append(types.Content(role=role, parts=[types.Part(text=text)]))
+    return contents
+
+
+def _gemini_tools(tools: tuple[Mapping[str, Any], ...]) -> list[Any]:
+    from google.genai import types
+
+    declarations = [
+        types.FunctionDeclaration(
+            name=tool["name"],
+            description=tool.get("description") or None,
+            parameters_json_schema=dict(
+                tool.get("parameters") or {"type": "object", "properties": {}}
+            ),
+        )
+        for tool in tools
+    ]
+    return [types.Tool(function_declarations=declarations)]
+
+
+def _model_response(response: Any, requested_model: str) -> ModelResponse:
+    candidates = getattr(response, "candidates", None) or []
+    if not candidates:
+        feedback = getattr(response, "prompt_feedback", None)
+        reason = getattr(feedback, "block_reason", None)
+        suffix = f" (prompt blocked: {getattr(reason, 'value', reason)})" if reason else ""
+        raise ProviderError(f"Gemini returned no candidates{suffix}")
+    content = getattr(candidates[0], "content", None)
+    texts: list[str] = []
+    tool_calls: list[ToolCall] = []
+    for part in getattr(content, "parts", None) or []:
+        call = getattr(part, "function_call", None)
+        if call is not None:
+            tool_calls.append(
+                ToolCall(name=call.name or "", arguments=dict(call.args or {}), id=call.id)
+            )
+        elif getattr(part, "text", None) and not getattr(part, "thought", False):
+            texts.append(part.text)
+    usage = getattr(response, "usage_metadata", None)
+    # Thinking tokens are billed as output (as OpenAI's completion_tokens include reasoning).
+    tokens_out = int(getattr(usage, "candidates_token_count", 0) or 0)
+    tokens_out += int(getattr(usage, "thoughts_token_count", 0) or 0)
+    return ModelResponse(
+        text="".join(texts),
+        usage=Usage(
+            tokens_in=int(getattr(usage, "prompt_token_count", 0) or 0), tokens_out=tokens_out
+        ),
+        model=getattr(response, "model_version", None) or requested_model,
+        tool_calls=tuple(tool_calls),
+    )

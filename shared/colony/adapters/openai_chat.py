@@ -1,0 +1,309 @@
+"""The ``ChatModel`` port over OpenAI Chat Completions, with strict structured output.
+
+The SDK's own retries are off (``max_retries=0``): ``colony.llm.StructuredRunner`` retries
+``ProviderUnavailable`` with its own back-off, so one ``request`` is exactly one HTTP call.
+Exception messages carry error types, status codes and OpenAI's error codes, never prompt text.
+"""
+
+from __future__ import annotations
+
+import copy
+import email.utils
+import json
+import math
+import re
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from colony.errors import OutputInvalid, ProviderError, ProviderUnavailable
+from colony.ports import Message, ModelRequest, ModelResponse, ToolCall, Usage
+
+# What OpenAI's strict mode accepts in a schema node. Everything else (default, format,
+# minLength, maxLength, title, examples, uniqueItems, ...) is dropped; the runner validates
+# the answer against the full pydantic contract anyway.
+STRICT_KEYWORDS = frozenset(
+    {
+        "type",
+        "properties",
+        "required",
+        "additionalProperties",
+        "items",
+        "anyOf",
+        "enum",
+        "$ref",
+        "$defs",
+        "description",
+        "pattern",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "multipleOf",
+        "minItems",
+        "maxItems",
+    }
+)
+_SCHEMA_NAME_BAD_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
+_NULL = {"type": "null"}
+
+
+def strict_json_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of a pydantic JSON schema that OpenAI's ``strict: true`` accepts.
+
+    * every object gets ``additionalProperties: false`` and lists every property in
+      ``required``;
+    * a property that was optional with a ``None`` default (or that already admits null)
+      becomes required-and-nullable; one that was optional with a non-null default (a
+      ``default_factory=list``, a ``Literal`` tag) becomes required without null, since
+      null is not a valid value for it;
+    * ``const`` becomes a one-value ``enum``, ``oneOf`` becomes ``anyOf``, a one-item
+      ``allOf`` is inlined, ``$ref`` loses its siblings, ``$defs`` are kept (and converted);
+    * keywords outside ``STRICT_KEYWORDS`` are dropped.
+
+    The input is not modified.
+    """
+    return _strict_node(copy.deepcopy(dict(schema)))
+
+
+def _strict_node(node: Any) -> Any:
+    if not isinstance(node, dict):
+        return node
+    if "$ref" in node:  # OpenAI allows no siblings next to a $ref
+        return {"$ref": node["$ref"]}
+    if "allOf" in node and len(node["allOf"]) == 1:
+        merged = {k: v for k, v in node.items() if k != "allOf"}
+        return _strict_node({**node["allOf"][0], **merged})
+    if "oneOf" in node and "anyOf" not in node:
+        node["anyOf"] = node.pop("oneOf")
+    if "const" in node and "enum" not in node:
+        node["enum"] = [node["const"]]
+
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key not in STRICT_KEYWORDS:
+            continue
+        if key == "$defs":
+            out[key] = {name: _strict_node(sub) for name, sub in value.items()}
+        elif key == "items":
+            out[key] = _strict_node(value)
+        elif key == "anyOf":
+            out[key] = [_strict_node(sub) for sub in value]
+        elif key in ("properties", "required", "additionalProperties"):
+            continue  # rebuilt below
+        else:
+            out[key] = value
+
+    is_object = node.get("type") == "object" or "properties" in node
+    if is_object:
+        properties: dict[str, Any] = node.get("properties") or {}
+        required = set(node.get("required") or ())
+        converted: dict[str, Any] = {}
+        for name, sub in properties.items():
+            strict_sub = _strict_node(sub)
+            if name not in required and _defaults_to_null(sub):
+                strict_sub = _nullable(strict_sub)
+            converted[name] = strict_sub
+        out["type"] = "object"
+        out["properties"] = converted
+        out["required"] = list(converted)
+        out["additionalProperties"] = False
+    return out
+
+
+def _defaults_to_null(schema: Any) -> bool:
+    """Optional with a ``None`` default, or no default at all and null already allowed."""
+    if not isinstance(schema, dict):
+        return False
+    if "default" in schema:
+        return schema["default"] is None
+    return _admits_null(schema)
+
+
+def _admits_null(schema: Mapping[str, Any]) -> bool:
+    kind = schema.get("type")
+    if kind == "null" or (isinstance(kind, list) and "null" in kind):
+        return True
+    return any(isinstance(s, dict) and _admits_null(s) for s in schema.get("anyOf") or ())
+
+
+def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
+    if _admits_null(schema):
+        return schema
+    if "anyOf" in schema:
+        return {**schema, "anyOf": [*schema["anyOf"], dict(_NULL)]}
+    kind = schema.get("type")
+    if "$ref" in schema or kind is None:
+        return {"anyOf": [schema, dict(_NULL)]}
+    out = dict(schema)
+    out["type"] = [*kind, "null"] if isinstance(kind, list) else [kind, "null"]
+    if "enum" in out:
+        out["enum"] = [*out["enum"], None]
+    return out
+
+
+def schema_name(output_name: str) -> str:
+    """``json_schema.name`` must match ``^[a-zA-Z0-9_-]{1,64}$``."""
+    return _SCHEMA_NAME_BAD_CHARS.sub("_", output_name)[:64] or "output"
+
+
+def retry_after_seconds(headers: Any) -> float | None:
+    """Seconds to wait from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date).
+
+    ``headers`` is any mapping (an httpx ``Headers`` is case-insensitive; a plain dict is
+    searched case-insensitively). ``None`` when absent, unparseable or negative.
+    """
+    if headers is None:
+        return None
+    try:
+        items = {str(k).lower(): str(v) for k, v in headers.items()}
+    except (AttributeError, TypeError):
+        return None
+    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        raw = items.get(name)
+        if raw is None:
+            continue
+        try:
+            value = float(raw) / divisor
+        except ValueError:
+            if name == "retry-after-ms":
+                continue
+            try:
+                when = email.utils.parsedate_to_datetime(raw)
+            except (TypeError, ValueError):
+                continue
+            value = when.timestamp() - time.time()
+        if math.isfinite(value) and value >= 0:
+            return value
+    return None
+
+
+def _openai_messages(messages: tuple[Message, ...]) -> list[dict[str, str]]:
+    out: list[dict[str, str]] = []
+    for message in messages:
+        if message.role == "tool":
+            # A ``tool`` message needs a tool_call_id the port does not carry: send the result
+            # as user text instead.
+            out.append({"role": "user", "content": f"Tool result:\n{message.content}"})
+        else:
+            out.append({"role": message.role, "content": message.content})
+    return out
+
+
+def _openai_tools(tools: tuple[Mapping[str, Any], ...]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for tool in tools:
+        function: dict[str, Any] = {"name": tool["name"]}
+        if tool.get("description"):
+            function["description"] = tool["description"]
+        function["parameters"] = dict(
+            tool.get("parameters") or {"type": "object", "properties": {}}
+        )
+        out.append({"type": "function", "function": function})
+    return out
+
+
+def map_openai_error(error: Exception) -> ProviderError:
+    """The SDK's exception tree, re-expressed as ours (type, status and error code only)."""
+    import openai
+
+    name = type(error).__name__
+    if isinstance(error, openai.APITimeoutError | openai.APIConnectionError):
+        return ProviderUnavailable(f"OpenAI chat completion failed: {name}")
+    if isinstance(error, openai.APIStatusError):
+        status = error.status_code
+        detail = f"OpenAI chat completion failed: {name} (HTTP {status}"
+        detail += f", code {error.code})" if error.code else ")"
+        if isinstance(error, openai.RateLimitError) or status == 408 or status >= 500:
+            return ProviderUnavailable(
+                detail, retry_after=retry_after_seconds(error.response.headers)
+            )
+        return ProviderError(detail)
+    return ProviderError(f"OpenAI chat completion failed: {name}")
+
+
+class OpenAIChatModel:
+    """``ChatModel`` over ``client.chat.completions.create`` with a strict JSON schema."""
+
+    def __init__(
+        self,
+        api_key: str,
+        base_url: str | None = None,
+        timeout: float = 120.0,
+        client: Any = None,
+    ) -> None:
+        owns_client = client is None
+        if client is None:
+            import openai
+
+            client = openai.OpenAI(
+                api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
+            )
+        self._client = client
+        self._owns_client = owns_client
+
+    def close(self) -> None:
+        """Close the HTTP client this adapter created (an injected one is the caller's)."""
+        if self._owns_client:
+            self._client.close()
+
+    def __enter__(self) -> OpenAIChatModel:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def request(self, request: ModelRequest) -> ModelResponse:
+        options: dict[str, Any] = {
+            "model": request.model,
+            "messages": _openai_messages(request.messages),
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": schema_name(request.output_name),
+                    "schema": strict_json_schema(request.output_schema),
+                    "strict": True,
+                },
+            },
+            "max_completion_tokens": request.max_output_tokens,
+            "temperature": request.temperature,
+        }
+        if request.tools:
+            options["tools"] = _openai_tools(request.tools)
+        try:
+            response = self._client.chat.completions.create(**options)
+        except Exception as error:  # the SDK's own error tree; re-raised as ours
+            raise map_openai_error(error) from error
+        return _model_response(response, request.model)
+
+
+def _model_response(response: Any, requested_model: str) -> ModelResponse:
+    choices = getattr(response, "choices", None) or []
+    if not choices:
+        raise ProviderError("OpenAI returned a chat completion without choices")
+    message = choices[0].message
+    usage = getattr(response, "usage", None)
+    tool_calls: list[ToolCall] = []
+    for call in getattr(message, "tool_calls", None) or []:
+        if getattr(call, "type", "function") != "function":
+            continue
+        try:
+            arguments = json.loads(call.function.arguments or "{}")
+        except json.JSONDecodeError as error:
+            raise OutputInvalid(
+                f"OpenAI tool call {call.function.name!r} has arguments that are not JSON"
+            ) from error
+        if not isinstance(arguments, dict):
+            raise OutputInvalid(
+                f"OpenAI tool call {call.function.name!r} has arguments that are not an object"
+            )
+        tool_calls.append(ToolCall(name=call.function.name, arguments=arguments, id=call.id))
+    return ModelResponse(
+        text=message.content or "",
+        usage=Usage(
+            tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
+            tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
+        ),
+        model=getattr(response, "model", None) or requested_model,
+        tool_calls=tuple(tool_calls),
+    )

@@ -1,0 +1,105 @@
+"""The one path every agent's LLM call takes: assemble → traced model → validated contract.
+
+``LlmDeps`` is built once per function instance (the composition root); ``call_agent`` is what
+flows call. The provider sees the assembled messages; the offline provider reads the
+``provider_context`` (the structured inputs the prompt was rendered from) instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+
+from colony.context.assembler import AssembledContext, AssemblyRequest, assemble
+from colony.context.budgets import BudgetBook, load_budgets
+from colony.context.tokens import counter_for
+from colony.contracts import OUTPUT_CONTRACTS
+from colony.llm.runner import StructuredRunner
+from colony.ports import ChatModel, ModelRequest, ToolCall, Usage
+from colony.settings import Settings
+from colony.store import Database
+
+
+@dataclass(frozen=True)
+class LlmDeps:
+    chat: ChatModel  # already wrapped by tracing
+    model: str
+    budgets: BudgetBook
+    runner: StructuredRunner
+
+
+@dataclass(frozen=True)
+class AgentResult:
+    assembled: AssembledContext
+    output: BaseModel | None
+    usage: Usage
+    model: str
+    attempts: int
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+def call_agent(
+    deps: LlmDeps,
+    request: AssemblyRequest,
+    *,
+    provider_context: Mapping[str, Any],
+    check: Callable[[Any], Sequence[str]] | None = None,
+    max_output_tokens: int = 1024,
+) -> AgentResult:
+    """Assemble the context for ``request`` and run it to a validated output contract."""
+    assembled = assemble(request, budgets=deps.budgets, counter=counter_for(deps.model))
+    contract = OUTPUT_CONTRACTS[assembled.output_name]
+    model_request = ModelRequest(
+        model=deps.model,
+        messages=assembled.messages,
+        output_name=assembled.output_name,
+        output_schema=contract.model_json_schema(),
+        tools=tuple(t.model_dump() for t in request.tools),
+        max_output_tokens=max_output_tokens,
+        context=provider_context,
+        metadata={
+            "org_id": request.org_id,
+            "run_id": request.run_id,
+            "agent_id": assembled.bundle.agent_role,
+            "kc_domains_queried": list(assembled.kc_domains),
+            "context_budget_used": dict(assembled.account),
+        },
+    )
+    result = deps.runner.run(model_request, contract, check=check)
+    return AgentResult(
+        assembled, result.output, result.usage, result.model, result.attempts, result.tool_calls
+    )
+
+
+def chat_model_from_settings(settings: Settings) -> ChatModel:
+    """The configured provider's adapter (SDKs imported only for the one chosen)."""
+    if settings.llm_provider == "openai":
+        from colony.adapters.openai_chat import OpenAIChatModel
+
+        assert settings.openai_api_key  # Settings requires it for this provider
+        return OpenAIChatModel(api_key=settings.openai_api_key, base_url=settings.openai_base_url)
+    if settings.llm_provider == "gemini":
+        from colony.adapters.gemini_chat import GeminiChatModel
+
+        assert settings.gemini_api_key
+        return GeminiChatModel(api_key=settings.gemini_api_key, base_url=settings.gemini_base_url)
+    from colony.adapters.offline_llm import OfflineChatModel
+
+    return OfflineChatModel()
+
+
+def llm_from_settings(settings: Settings, db: Database | None = None) -> LlmDeps:
+    """Composition root for LLM calls: provider, tracing (no-op without keys), call records."""
+    from colony.observability.tracing import CallRecorder, TracedChatModel, tracer_from_settings
+
+    budgets = load_budgets(settings.budgets_file)
+    model = settings.llm_model or budgets.model_for(settings.llm_provider)
+    chat = TracedChatModel(
+        chat_model_from_settings(settings),
+        tracer_from_settings(settings),
+        CallRecorder(db) if db is not None else None,
+    )
+    return LlmDeps(chat, model, budgets, StructuredRunner(chat))

@@ -1,0 +1,190 @@
+"""Structured calls over the ``ChatModel`` port: back-off, validation, one repair.
+
+``StructuredRunner.run`` sends a ``ModelRequest`` and returns the answer validated against a
+pydantic contract:
+
+* ``ProviderUnavailable`` (429, 5xx, timeouts) is retried with capped exponential back-off
+  (``retry_after`` when the provider sent one, capped at ``max_delay``) up to ``max_attempts``
+  calls, then re-raised. Any other ``ProviderError`` propagates at once.
+* The answer text is parsed as JSON and validated with ``contract.model_validate``, then by
+  the optional ``check`` (deterministic policy rules returning problem strings).
+* A parse, validation or check failure is repaired ONCE: the conversation is extended with
+  the invalid answer and a user message listing the problems (locations and messages, never
+  input values); a second failure raises ``OutputInvalid``.
+* An answer with tool calls and no text is returned as it is, with ``output=None``.
+
+Usage is summed over every answer received (the repair included). Exception messages name the
+contract and the problems, never prompt text.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from colony.errors import OutputInvalid, ProviderUnavailable
+from colony.ports import ChatModel, Message, ModelRequest, ModelResponse, ToolCall, Usage
+
+T = TypeVar("T", bound=BaseModel)
+Check = Callable[[T], Sequence[str]]
+
+MAX_LISTED_PROBLEMS = 10  # in the repair prompt
+MAX_REPORTED_PROBLEMS = 3  # in the OutputInvalid message
+
+
+@dataclass(frozen=True, slots=True)
+class RunResult(Generic[T]):
+    """A validated answer (``output``), or ``output=None`` with the model's ``tool_calls``.
+
+    ``attempts`` counts every request sent to the model (back-off retries and the repair
+    included); ``repaired`` is true when the first answer was rejected and the repair taken.
+    """
+
+    output: T | None
+    usage: Usage
+    model: str
+    attempts: int
+    repaired: bool
+    tool_calls: tuple[ToolCall, ...] = ()
+
+
+def validation_problems(error: ValidationError) -> list[str]:
+    """``loc: message`` for each pydantic error, without the offending input values."""
+    problems: list[str] = []
+    for item in error.errors(include_url=False, include_input=False, include_context=False):
+        location = ".".join(str(part) for part in item["loc"]) or "(root)"
+        problems.append(f"{location}: {item['msg']}")
+    return problems
+
+
+def repair_message(output_name: str, problems: Sequence[str]) -> str:
+    listed = "\n".join(f"- {p}" for p in problems[:MAX_LISTED_PROBLEMS])
+    more = len(problems) - MAX_LISTED_PROBLEMS
+    if more > 0:
+        listed += f"\n- ... and {more} more"
+    return (
+        f"Your previous answer is not a valid `{output_name}` object:\n{listed}\n"
+        "Reply with the corrected JSON object only: no prose, no code fences, "
+        "matching the schema exactly."
+    )
+
+
+class StructuredRunner:
+    """Runs structured requests through a ``ChatModel`` (see the module docstring)."""
+
+    def __init__(
+        self,
+        model: ChatModel,
+        *,
+        max_attempts: int = 4,
+        base_delay: float = 0.5,
+        max_delay: float = 8.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if max_attempts < 1:
+            raise ValueError("max_attempts must be at least 1")
+        self.model = model
+        self.max_attempts = max_attempts
+        self.base_delay = base_delay
+        self.max_delay = max_delay
+        self._sleep = sleep
+
+    def backoff(self, retry: int, retry_after: float | None) -> float:
+        """Seconds to wait before retry number ``retry`` (0 for the first retry)."""
+        if retry_after is not None:
+            return max(0.0, min(retry_after, self.max_delay))
+        return min(self.base_delay * 2**retry, self.max_delay)
+
+    def run(
+        self,
+        request: ModelRequest,
+        contract: type[T],
+        *,
+        check: Check[T] | None = None,
+    ) -> RunResult[T]:
+        calls = _Calls()
+        response = self._call(request, calls)
+        if response.tool_calls and not response.text.strip():
+            return calls.result(None, response, repaired=False)
+        output, problems = _evaluate(response.text, contract, check)
+        if output is not None and not problems:
+            return calls.result(output, response, repaired=False)
+
+        repair = replace(
+            request,
+            messages=(
+                *request.messages,
+                Message("assistant", response.text or "(empty answer)"),
+                Message("user", repair_message(request.output_name, problems)),
+            ),
+        )
+        response = self._call(repair, calls)
+        if response.tool_calls and not response.text.strip():
+            return calls.result(None, response, repaired=True)
+        output, problems = _evaluate(response.text, contract, check)
+        if output is not None and not problems:
+            return calls.result(output, response, repaired=True)
+        shown = "; ".join(problems[:MAX_REPORTED_PROBLEMS])
+        more = len(problems) - MAX_REPORTED_PROBLEMS
+        if more > 0:
+            shown += f"; and {more} more"
+        raise OutputInvalid(
+            f"{contract.__name__} answer still invalid after one repair attempt: {shown}"
+        )
+
+    def _call(self, request: ModelRequest, calls: _Calls) -> ModelResponse:
+        for attempt in range(self.max_attempts):
+            calls.attempts += 1
+            try:
+                response = self.model.request(request)
+            except ProviderUnavailable as error:
+                if attempt + 1 >= self.max_attempts:
+                    raise
+                self._sleep(self.backoff(attempt, error.retry_after))
+                continue
+            calls.add(response.usage)
+            return response
+        raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
+
+
+class _Calls:
+    """Running totals for one ``run``."""
+
+    def __init__(self) -> None:
+        self.attempts = 0
+        self.tokens_in = 0
+        self.tokens_out = 0
+
+    def add(self, usage: Usage) -> None:
+        self.tokens_in += usage.tokens_in
+        self.tokens_out += usage.tokens_out
+
+    def result(self, output: T | None, response: ModelResponse, *, repaired: bool) -> RunResult[T]:
+        return RunResult(
+            output=output,
+            usage=Usage(self.tokens_in, self.tokens_out),
+            model=response.model,
+            attempts=self.attempts,
+            repaired=repaired,
+            tool_calls=response.tool_calls,
+        )
+
+
+def _evaluate(text: str, contract: type[T], check: Check[T] | None) -> tuple[T | None, list[str]]:
+    """The validated output and its problems (parse errors, validation errors, check rules)."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as error:
+        where = f"line {error.lineno} column {error.colno}"
+        return None, [f"(root): the answer is not valid JSON ({error.msg} at {where})"]
+    try:
+        output = contract.model_validate(data)
+    except ValidationError as error:
+        return None, validation_problems(error)
+    problems = [str(p) for p in check(output)] if check is not None else []
+    return output, problems

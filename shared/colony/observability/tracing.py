@@ -1,0 +1,387 @@
+"""LLM call tracing at the ``ChatModel`` port (SPEC §7).
+
+``TracedChatModel`` wraps any ``ChatModel``: every call becomes one Langfuse *generation*
+carrying the mandatory metadata (org_id, agent_id, run_id, kc_domains_queried, tokens_in,
+tokens_out, model, context_budget_used per section, latency_ms) and, through ``CallRecorder``,
+the same record becomes one ``llm_calls`` row, so the numbers can be analysed without Langfuse.
+The logic above the port never sees any of this.
+
+Prompts and answers carry customer data, so neither is sent to Langfuse unless a tracer is
+built with ``capture_content=True``; a failed call is marked with the error's type and code
+only (``error_summary``), never its message, which may quote the prompt.
+
+Without Langfuse keys ``tracer_from_settings`` returns ``NoopTracer``: no import of the
+Langfuse SDK, no thread, no network, no measurable latency.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from colony.errors import ColonyError, ValidationFailed
+from colony.ports import ChatModel, ModelRequest, ModelResponse
+
+if TYPE_CHECKING:
+    from langfuse import Langfuse, LangfuseGeneration
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SpanExporter
+
+    from colony.settings import Settings
+    from colony.store.db import Database
+
+
+def error_summary(error: BaseException) -> str:
+    """The only description of an error that leaves the process: its type and our code.
+
+    The message is left out on purpose: provider errors and validation failures may quote
+    the prompt or the model's answer.
+    """
+    name = type(error).__name__
+    return f"{name} ({error.code})" if isinstance(error, ColonyError) else name
+
+
+@dataclass(frozen=True, slots=True)
+class LlmCallRecord:
+    """The metadata of one LLM call, as sent to Langfuse and kept in ``llm_calls``."""
+
+    org_id: str
+    agent_id: str
+    run_id: str | None
+    model: str
+    kc_domains_queried: tuple[str, ...]
+    tokens_in: int
+    tokens_out: int
+    context_budget_used: Mapping[str, int] = field(default_factory=dict)
+    latency_ms: float | None = None
+
+    def metadata(self) -> dict[str, Any]:
+        """The mandatory trace metadata (JSON-ready)."""
+        return {
+            "org_id": self.org_id,
+            "agent_id": self.agent_id,
+            "run_id": self.run_id,
+            "model": self.model,
+            "kc_domains_queried": list(self.kc_domains_queried),
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "context_budget_used": dict(self.context_budget_used),
+            "latency_ms": self.latency_ms,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CallContext:
+    """The trace ids a request carries in ``ModelRequest.metadata``, validated."""
+
+    org_id: str
+    agent_id: str
+    run_id: str | None
+    kc_domains_queried: tuple[str, ...]
+    context_budget_used: Mapping[str, int]
+
+    @classmethod
+    def of(cls, request: ModelRequest) -> CallContext:
+        meta = request.metadata
+        org_id, agent_id, run_id = meta.get("org_id"), meta.get("agent_id"), meta.get("run_id")
+        for name, value in (("org_id", org_id), ("agent_id", agent_id)):
+            if not isinstance(value, str) or not value.strip():
+                raise ValidationFailed(f"ModelRequest.metadata.{name} must be a non-empty string")
+        if run_id is not None and not isinstance(run_id, str):
+            raise ValidationFailed("ModelRequest.metadata.run_id must be a string or absent")
+        domains = meta.get("kc_domains_queried") or ()
+        if isinstance(domains, str) or not isinstance(domains, Sequence):
+            raise ValidationFailed("ModelRequest.metadata.kc_domains_queried must be a list")
+        if not all(isinstance(d, str) for d in domains):
+            raise ValidationFailed("ModelRequest.metadata.kc_domains_queried must hold strings")
+        budget = meta.get("context_budget_used") or {}
+        if not isinstance(budget, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
+            for k, v in budget.items()
+        ):
+            raise ValidationFailed(
+                "ModelRequest.metadata.context_budget_used must map section names to tokens"
+            )
+        assert isinstance(org_id, str) and isinstance(agent_id, str)  # checked above
+        return cls(org_id, agent_id, run_id, tuple(domains), dict(budget))
+
+    def metadata(self) -> dict[str, Any]:
+        return {
+            "org_id": self.org_id,
+            "agent_id": self.agent_id,
+            "run_id": self.run_id,
+            "kc_domains_queried": list(self.kc_domains_queried),
+            "context_budget_used": dict(self.context_budget_used),
+        }
+
+    def record(
+        self, response: ModelResponse, request: ModelRequest, latency_ms: float
+    ) -> LlmCallRecord:
+        return LlmCallRecord(
+            org_id=self.org_id,
+            agent_id=self.agent_id,
+            run_id=self.run_id,
+            model=response.model or request.model,
+            kc_domains_queried=self.kc_domains_queried,
+            tokens_in=response.usage.tokens_in,
+            tokens_out=response.usage.tokens_out,
+            context_budget_used=self.context_budget_used,
+            latency_ms=latency_ms,
+        )
+
+
+class Generation(Protocol):
+    """One traced LLM call, open while the inner model runs."""
+
+    def succeed(self, record: LlmCallRecord, response: ModelResponse) -> None: ...
+
+    def fail(self, status_message: str) -> None: ...
+
+
+class Tracer(Protocol):
+    """Opens a ``Generation`` per call.
+
+    Contract: an exception raised inside ``generation(...)`` leaves it unchanged (same
+    object), and the tracer records nothing of it beyond what ``Generation.fail`` was told.
+    """
+
+    def generation(
+        self, request: ModelRequest, context: CallContext
+    ) -> AbstractContextManager[Generation]: ...
+
+    def flush(self) -> None: ...
+
+    def shutdown(self) -> None: ...
+
+
+class _NoopGeneration:
+    __slots__ = ()
+
+    def succeed(self, record: LlmCallRecord, response: ModelResponse) -> None:
+        return None
+
+    def fail(self, status_message: str) -> None:
+        return None
+
+
+_NOOP_GENERATION = _NoopGeneration()
+_NOOP_CONTEXT: AbstractContextManager[Generation] = nullcontext(_NOOP_GENERATION)
+
+
+class NoopTracer:
+    """The tracer when Langfuse is not configured: does nothing, imports nothing."""
+
+    def generation(
+        self, request: ModelRequest, context: CallContext
+    ) -> AbstractContextManager[Generation]:
+        return _NOOP_CONTEXT
+
+    def flush(self) -> None:
+        return None
+
+    def shutdown(self) -> None:
+        return None
+
+
+class _LangfuseGeneration:
+    def __init__(self, observation: LangfuseGeneration, capture_content: bool) -> None:
+        self._observation = observation
+        self._capture_content = capture_content
+        self.failed = False
+
+    def succeed(self, record: LlmCallRecord, response: ModelResponse) -> None:
+        self._observation.update(
+            model=record.model,
+            # Langfuse sums every usage key containing "input" into the input total, so the
+            # per-section counts live in metadata, not here.
+            usage_details={"input": record.tokens_in, "output": record.tokens_out},
+            metadata=record.metadata(),
+            output=_answer(response) if self._capture_content else None,
+        )
+
+    def fail(self, status_message: str) -> None:
+        self.failed = True
+        self._observation.update(level="ERROR", status_message=status_message)
+
+
+def _prompt(request: ModelRequest) -> list[dict[str, str]]:
+    return [{"role": m.role, "content": m.content} for m in request.messages]
+
+
+def _answer(response: ModelResponse) -> dict[str, Any]:
+    calls = [{"name": c.name, "arguments": dict(c.arguments)} for c in response.tool_calls]
+    return {"text": response.text, "tool_calls": calls} if calls else {"text": response.text}
+
+
+class LangfuseTracer:
+    """Langfuse v5 (OpenTelemetry based): one ``generation`` observation per call.
+
+    The client gets its own ``TracerProvider`` unless one is passed (tests pass one with an
+    in-memory exporter), so the process-wide OpenTelemetry provider is never replaced.
+    ``span_exporter`` replaces the OTLP exporter to Langfuse (tests: an in-memory one).
+    """
+
+    def __init__(
+        self,
+        *,
+        public_key: str,
+        secret_key: str,
+        host: str | None = None,
+        capture_content: bool = False,
+        environment: str | None = None,
+        tracer_provider: TracerProvider | None = None,
+        span_exporter: SpanExporter | None = None,
+    ) -> None:
+        from langfuse import Langfuse
+        from opentelemetry.sdk.trace import TracerProvider
+
+        self._owns_provider = tracer_provider is None
+        self._provider = tracer_provider or TracerProvider()
+        self.capture_content = capture_content
+        self._client: Langfuse = Langfuse(
+            public_key=public_key,
+            secret_key=secret_key,
+            # base_url, not host: the SDK lets LANGFUSE_BASE_URL override ``host``.
+            base_url=host,
+            environment=environment,
+            tracer_provider=self._provider,
+            span_exporter=span_exporter,
+        )
+
+    @property
+    def client(self) -> Langfuse:
+        """The Langfuse client, e.g. to open a run-level span the generations nest under."""
+        return self._client
+
+    @contextmanager
+    def generation(self, request: ModelRequest, context: CallContext) -> Iterator[Generation]:
+        failure: BaseException | None = None
+        with self._client.start_as_current_observation(
+            name=f"{context.agent_id}.{request.output_name}",
+            as_type="generation",
+            model=request.model,
+            model_parameters={
+                "temperature": request.temperature,
+                "max_output_tokens": request.max_output_tokens,
+            },
+            metadata={**context.metadata(), "output_name": request.output_name},
+            input=_prompt(request) if self.capture_content else None,
+        ) as observation:
+            generation = _LangfuseGeneration(observation, self.capture_content)
+            try:
+                yield generation
+            except BaseException as error:
+                # Caught inside the span so that OpenTelemetry's own exception recording
+                # (which copies the message and traceback into the span) never sees it.
+                failure = error
+                if not generation.failed:
+                    generation.fail(error_summary(error))
+        if failure is not None:
+            raise failure
+
+    def flush(self) -> None:
+        self._client.flush()
+
+    def shutdown(self) -> None:
+        """Flush, stop the SDK's background threads and (if ours) the tracer provider."""
+        from langfuse._client.resource_manager import LangfuseResourceManager
+
+        resources = self._client._resources
+        self._client.shutdown()  # flushes; joins the media-upload and score threads
+        if self._owns_provider:
+            self._provider.shutdown()  # joins the span processor's export thread
+        if resources is None:
+            return
+        # Langfuse's own shutdown leaves the prompt-cache refresh thread running until atexit
+        # and keeps one resource manager per public key for the life of the process, handing
+        # this shut-down one to any later client with the same key. Undo both.
+        resources.prompt_cache._task_manager.shutdown()
+        resources.httpx_client.close()  # the SDK made it (no custom client is passed)
+        with LangfuseResourceManager._lock:
+            if LangfuseResourceManager._instances.get(resources.public_key) is resources:
+                del LangfuseResourceManager._instances[resources.public_key]
+
+
+def tracer_from_settings(settings: Settings, *, capture_content: bool = False) -> Tracer:
+    """``LangfuseTracer`` when both Langfuse keys are set, else ``NoopTracer``."""
+    if settings.langfuse_public_key and settings.langfuse_secret_key:
+        return LangfuseTracer(
+            public_key=settings.langfuse_public_key,
+            secret_key=settings.langfuse_secret_key,
+            host=settings.langfuse_host,
+            capture_content=capture_content,
+            environment=settings.env,
+        )
+    return NoopTracer()
+
+
+INSERT_LLM_CALL = """
+INSERT INTO llm_calls (
+    org_id, agent_id, run_id, model, kc_domains_queried,
+    tokens_in, tokens_out, context_budget_used, latency_ms
+)
+VALUES (%s, %s, %s, %s, %s::text[], %s, %s, %s::jsonb, %s)
+"""
+
+
+class CallRecorder:
+    """Keeps each call's record in ``llm_calls``, in its own org-scoped transaction."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def record(self, record: LlmCallRecord) -> None:
+        with self._db.transaction(record.org_id) as cur:
+            cur.execute(
+                INSERT_LLM_CALL,
+                (
+                    record.org_id,
+                    record.agent_id,
+                    record.run_id,
+                    record.model,
+                    list(record.kc_domains_queried),
+                    record.tokens_in,
+                    record.tokens_out,
+                    json.dumps(dict(record.context_budget_used)),
+                    record.latency_ms,
+                ),
+            )
+
+
+class TracedChatModel:
+    """A ``ChatModel`` that traces and records every call of the one it wraps.
+
+    Errors from the inner model propagate unchanged; only successful calls (the ones with
+    real token usage) are recorded in ``llm_calls``. A recorder failure propagates too: the
+    record is the system of record for usage.
+    """
+
+    def __init__(
+        self,
+        inner: ChatModel,
+        tracer: Tracer | None = None,
+        recorder: CallRecorder | None = None,
+    ) -> None:
+        self._inner = inner
+        self._tracer: Tracer = tracer if tracer is not None else NoopTracer()
+        self._recorder = recorder
+
+    def request(self, request: ModelRequest) -> ModelResponse:
+        context = CallContext.of(request)
+        with self._tracer.generation(request, context) as generation:
+            started = time.perf_counter()
+            try:
+                response = self._inner.request(request)
+            except Exception as error:
+                generation.fail(error_summary(error))
+                raise
+            latency_ms = (time.perf_counter() - started) * 1000.0
+            record = context.record(response, request, latency_ms)
+            generation.succeed(record, response)
+        if self._recorder is not None:
+            self._recorder.record(record)
+        return response

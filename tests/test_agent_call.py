@@ -1,0 +1,63 @@
+"""One LLM call end to end: assembler → traced offline model → runner → contract, recorded."""
+
+from __future__ import annotations
+
+import pytest
+
+from colony.adapters.embedding import OfflineHashEmbedder
+from colony.contracts import OutboundMessage, QualificationScore
+from colony.knowledge import KnowledgeStore
+from colony.llm.agent_call import call_agent, llm_from_settings
+from colony.local.demo import load_demo, read_json
+from colony.local.scenario import demo_requests
+from colony.policy.outbound import check_outbound
+from colony.settings import Settings
+from colony.store.db import fetch_all
+from tests.conftest import PgDB
+
+ORG = "org_zoomprop_demo"
+
+
+@pytest.fixture
+def demo(testdb: PgDB):
+    db = testdb.app()
+    knowledge = KnowledgeStore(db, OfflineHashEmbedder())
+    load_demo(db, knowledge, say=lambda _: None)
+    return db, knowledge
+
+
+def test_qualification_and_message_calls_validate_and_are_recorded(demo) -> None:
+    db, knowledge = demo
+    deps = llm_from_settings(Settings.from_env({}), db)
+    requests = demo_requests(db, knowledge, ORG, run_id="run-42")
+    icp = read_json("icp.json")
+    contact = read_json("contacts.json")[0]
+
+    scored = call_agent(
+        deps, requests["AGT-004"],
+        provider_context={"contact": contact, "icp": icp, "today": "2026-11-30"},
+    )  # fmt: skip
+    assert isinstance(scored.output, QualificationScore)
+    assert scored.output.total_score > 0 and not scored.output.disqualifiers
+
+    exemplars = [e.model_dump() for e in requests["AGT-005"].exemplars]
+    competitors = ["CareSpace Analytics", "FacilityIQ", "LeaseLogic Health"]
+    signals = [s["detail"] for s in contact["signals"]]
+    message = call_agent(
+        deps, requests["AGT-005"],
+        provider_context={"contact": contact, "angle": "Signal", "tier": "T1", "step": 1,
+                          "exemplars": exemplars, "competitors": competitors},
+        check=lambda m: check_outbound(m, tier="T1", contact_signals=signals,
+                                       competitors=competitors),
+    )  # fmt: skip
+    assert isinstance(message.output, OutboundMessage)
+    assert message.output.signal_referenced in signals
+
+    with db.transaction(ORG) as cur:
+        rows = fetch_all(cur, "SELECT * FROM llm_calls ORDER BY id")
+    assert [r["agent_id"] for r in rows] == ["AGT-004", "AGT-005"]
+    assert all(r["run_id"] == "run-42" and r["model"] == "offline-deterministic-v1" for r in rows)
+    assert rows[0]["context_budget_used"] == scored.assembled.account
+    assert rows[1]["kc_domains_queried"] == list(message.assembled.kc_domains)
+    with db.transaction("org_other") as cur:
+        assert fetch_all(cur, "SELECT * FROM llm_calls") == []
