@@ -194,3 +194,26 @@ def test_token_counts_are_the_models_tokenizer() -> None:
     gemini = counter_for("gemini-2.5-pro")
     assert not gemini.exact and "estimate" in gemini.label
     assert dumps(compact({"a": None, "b": [], "c": {"d": ""}, "e": 1})) == '{"e":1}'
+
+
+def test_gemini_counts_come_from_count_tokens_when_a_key_exists() -> None:
+    from google import genai
+    from google.genai import types
+
+    from colony.context.tokens import GeminiTokenCounter
+    from colony.testing.wire import WireServer
+
+    with WireServer() as wire:
+        client = genai.Client(
+            api_key="test-key", http_options=types.HttpOptions(base_url=wire.gemini_base_url)
+        )
+        counter = GeminiTokenCounter(client, "gemini-2.5-pro")
+        assert counter.count("one two three four") == 4  # the server's count, not ours
+        assert counter.count("one two three four") == 4  # cached: no second request
+        calls = wire.requests_to("gemini.countTokens")
+        assert len(calls) == 1 and "gemini-2.5-pro" in calls[0].path
+        assert calls[0].header("x-goog-api-key") == "test-key"
+        out = assemble(request(), budgets=BUDGETS, counter=counter)
+        assert out.tokenizer == "gemini countTokens (gemini-2.5-pro)"
+        assert out.account["task"] == len(out.messages[-1].content.split())
+        client.close()

@@ -180,3 +180,17 @@ def test_rare_domain_in_a_big_store_returns_exactly_k(
     monkeypatch.setattr("colony.knowledge.store.SEARCH_SETTINGS", plain)
     for q in queries:
         assert len(store.retrieve(orgs[0], q, ["KC-01"], k, model=corpus.model)["KC-01"]) == k
+
+
+def test_bucket_hints_limit_retrieval_to_the_agents_hinted_domains() -> None:
+    from colony.knowledge.exemplars import hinted_domains
+    from colony.registry.agents import AGENTS
+
+    message_generator = AGENTS["AGT-005"].kc_domains  # KC-08, KC-04, KC-07
+    assert hinted_domains(message_generator, ["KC-08", "KC-04"]) == ("KC-08", "KC-04")
+    # a hint the agent may not read does not widen its reads
+    assert hinted_domains(message_generator, ["KC-10", "KC-08"]) == ("KC-08",)
+    assert hinted_domains(message_generator, []) == message_generator
+    assert hinted_domains((), ["KC-03"]) == ("KC-03",)
+    with pytest.raises(UnknownDomain):
+        hinted_domains(message_generator, ["KC-99"])

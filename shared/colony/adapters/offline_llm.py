@@ -30,9 +30,12 @@ Context shapes (callers build exactly these; a missing required key raises
   detail, date}]}, "angle", "tier", "step", "exemplars": [{"content", "tags": {"angle",
   "tier", ...}}], "competitors": [names]}``. The most recent signal (by date, undated last)
   is the one referenced: its first sentence opens the body verbatim (competitor names
-  redacted). The exemplar of the same angle (and tier, when there is one) supplies the
-  sign-off; no exemplar sentence is copied, because exemplars name other prospects. The
-  draft is checked with ``colony.policy.outbound.check_outbound`` before it is returned.
+  redacted), then one angle sentence about the decision that signal type forces, for T3-T5 a
+  sentence built from ``enrichment.facilities_count``, and one ask; the subject comes from the
+  signal type (at most 8 words). The exemplar of the same angle (and tier, when there is one)
+  supplies the sign-off; no exemplar sentence is copied, because exemplars name other
+  prospects and carry their numbers. The draft is checked with
+  ``colony.policy.outbound.check_outbound`` before it is returned.
   Callers route missing data to ``MissingData`` first: a contact without ``name`` or
   ``signals`` raises ``ValidationFailed`` naming the field.
 - ``call_signals``: ``{"chunk": str, "competitors": [names]?}``. Pattern rules per signal type
@@ -41,8 +44,9 @@ Context shapes (callers build exactly these; a missing required key raises
   first), reported in transcript order. Competitors default to CareSpace Analytics,
   FacilityIQ and LeaseLogic Health.
 - ``call_summary``: ``{"signals": [{type, quote, confidence}], "deal": {"name", "stage",
-  "value", "next_action"}}``. Three extractive sentences (overview, strongest signal, next
-  strongest of another type); ``crm_updates.next_action`` from the strongest timeline signal,
+  "value", "next_action"}}``. Three sentences: signal counts by type, the strongest budget /
+  timeline / stakeholder quote, the strongest objection / competitor / gap quote (quotes
+  flattened to one sentence); ``crm_updates.next_action`` from the strongest timeline signal,
   ``close_date`` only from a full date in a quote about signing or closing, ``deal_stage``
   always null (a stage change needs a person); one KC-09 candidate per distinct objection.
 - ``follow_up_draft``: ``{"recording_summary": str, "deal": {...}?, "contact": {"name", ...},

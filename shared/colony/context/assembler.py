@@ -23,7 +23,7 @@ from typing import Any
 from colony.context import templates
 from colony.context.budgets import Budget, BudgetBook
 from colony.context.serialize import NON_ESSENTIAL, compact, dumps
-from colony.context.tokens import TokenCounter
+from colony.context.tokens import Counter
 from colony.contracts import AgentContextBundle, Exemplar, OrgContext, ToolDefinition
 from colony.errors import ContextBudgetExceeded, ValidationFailed
 from colony.ports import Message
@@ -152,9 +152,7 @@ def _task_text(template: str, task: Mapping[str, Any], optional: Mapping[str, An
     return templates.render(template, variables)
 
 
-def assemble(
-    req: AssemblyRequest, *, budgets: BudgetBook, counter: TokenCounter
-) -> AssembledContext:
+def assemble(req: AssemblyRequest, *, budgets: BudgetBook, counter: Counter) -> AssembledContext:
     agent_id, output_name, template = profile_of(req.profile)
     budget = budgets.for_profile(req.profile)
     trimmed = {"entity_fields_stripped": 0, "exemplars_dropped": 0, "history_dropped": 0,

