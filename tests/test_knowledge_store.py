@@ -1,6 +1,7 @@
 """The Knowledge Core store against the real embedded PostgreSQL + pgvector."""
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -8,6 +9,7 @@ import pytest
 from colony.errors import DimensionMismatch, OrgScopeError, UnknownDomain, ValidationFailed
 from colony.knowledge import ChunkIn, KnowledgeStore, chunk_text
 from colony.knowledge.bulk import bulk_load
+from colony.knowledge.indexes import index_name, provision_org_indexes
 from colony.knowledge.store import SEARCH_SETTINGS, retrieve_sql
 from colony.store.db import fetch_all, fetch_value
 from colony.testing.fakes import CountingEmbedder
@@ -127,7 +129,7 @@ def test_chunking_keeps_every_word_within_the_limit() -> None:
 def test_rare_domain_in_a_big_store_returns_exactly_k(
     make_db: Callable[..., PgDB], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """pgvector post-filters HNSW candidates; a rare (org, domain) must still fill k."""
+    """Selective filters (one org of five, a 1% domain) never under-return."""
     dim, k = 32, 10
     testdb = make_db(dim=dim)
     corpus = clustered_corpus(20_000, dim, orgs=5, clusters=60, seed=3)
@@ -140,6 +142,9 @@ def test_rare_domain_in_a_big_store_returns_exactly_k(
         cur.execute("INSERT INTO organizations (id, name) VALUES (%s, %s)", (org, org))
     owner.commit()
     assert bulk_load(owner, corpus.chunks())[0] == len(corpus.vectors)
+    provisioned = orgs[:4]  # the fifth org has no HNSW indexes: answered by exact scans
+    for org in provisioned:
+        assert len(provision_org_indexes(owner, org)) == 10
     owner.close()
 
     store = KnowledgeStore(db, CountingEmbedder(dim=dim, model=corpus.model))
@@ -152,14 +157,20 @@ def test_rare_domain_in_a_big_store_returns_exactly_k(
             assert [len(hits[d]) for d in domains] == [k, k, k]
             assert all(h.domain == d for d in domains for h in hits[d])
 
-    # Recall against the exact answer (sequential scan, no index)
+    # The provisioned org's own graph serves its query (not a scan of the domain)
+    with db.transaction(orgs[0], settings=SEARCH_SETTINGS) as cur:
+        plan = fetch_all(cur, "EXPLAIN " + retrieve_sql(orgs[0], ["KC-01"]),
+                         [queries[0], corpus.model, k])  # fmt: skip
+    assert index_name(orgs[0], "KC-01") in " ".join(r["QUERY PLAN"] for r in plan)
+
+    # Recall against the exact answer (no index)
     found = exact = 0
     for q in queries:
-        hits = store.retrieve(orgs[0], q, ["KC-10"], k, model=corpus.model)["KC-10"]
+        hits = store.retrieve(orgs[0], q, ["KC-01"], k, model=corpus.model)["KC-01"]
         with db.transaction(orgs[0], settings={"enable_indexscan": "off"}) as cur:
             truth = fetch_all(
                 cur,
-                "SELECT id FROM kc_chunks WHERE domain = 'KC-10'"
+                "SELECT id FROM kc_chunks WHERE domain = 'KC-01'"
                 " ORDER BY embedding <=> %s LIMIT %s",
                 (q, k),
             )
@@ -167,19 +178,40 @@ def test_rare_domain_in_a_big_store_returns_exactly_k(
         exact += len(truth)
     assert found / exact >= 0.95
 
-    # The test is meaningful: plain post-filtered HNSW (no iterative scan) under-returns on
-    # the big domain, where the graph walk meets ~4/5 rows of other orgs ...
+
+def test_a_graph_walk_that_comes_back_short_is_completed_exactly(
+    make_db: Callable[..., PgDB], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rows of an older embedding model crowd the org's graph; retrieve() still fills k."""
+    dim, k = 16, 10
+    testdb = make_db(dim=dim)
+    corpus = clustered_corpus(3_000, dim, orgs=1, clusters=20, seed=5, weights={"KC-04": 1.0})
+    owner = testdb.owner_connection()
+    owner.cursor().execute("INSERT INTO organizations (id, name) VALUES ('org_0', 'o')")
+    owner.commit()
+    # 95% of the rows were embedded by a model the store no longer uses
+    chunks = [
+        replace(c, embedding_model=corpus.model if i % 20 == 0 else "old-model")
+        for batch in corpus.chunks()
+        for i, c in enumerate(batch)
+    ]
+    bulk_load(owner, [chunks])
+    provision_org_indexes(owner, "org_0")
+    owner.close()
+    db = testdb.app()
+    store = KnowledgeStore(db, CountingEmbedder(dim=dim, model=corpus.model))
+    # a walk without iterative scans sees ~40 candidates, ~2 of them of the current model
     plain = {**SEARCH_SETTINGS, "hnsw.iterative_scan": "off"}
+    monkeypatch.setattr("colony.knowledge.store.SEARCH_SETTINGS", plain)
+    queries = corpus.queries(10, seed=2)
     shortfalls = 0
     for q in queries:
-        with db.transaction(orgs[0], settings=plain) as cur:
-            rows = fetch_all(cur, retrieve_sql(["KC-01"]), [q, corpus.model, k])
+        with db.transaction("org_0", settings=plain) as cur:
+            rows = fetch_all(cur, retrieve_sql("org_0", ["KC-04"]), [q, corpus.model, k])
         shortfalls += len(rows) < k
-    assert shortfalls > 0
-    # ... and even then retrieve() fills k, through its exact fallback for short domains.
-    monkeypatch.setattr("colony.knowledge.store.SEARCH_SETTINGS", plain)
-    for q in queries:
-        assert len(store.retrieve(orgs[0], q, ["KC-01"], k, model=corpus.model)["KC-01"]) == k
+        hits = store.retrieve("org_0", q, ["KC-04"], k, model=corpus.model)["KC-04"]
+        assert len(hits) == k  # the exact fallback completed it
+    assert shortfalls > 0  # the test exercised the fallback
 
 
 def test_bucket_hints_limit_retrieval_to_the_agents_hinted_domains() -> None:

@@ -2,6 +2,7 @@
 
 from collections.abc import Callable
 
+from colony.knowledge.indexes import provision_org_indexes
 from colony.store import migrate
 from colony.store.db import fetch_all, fetch_value
 from colony.store.migrations import ORG_SCOPED_TABLES, migrations
@@ -48,13 +49,22 @@ def test_blank_database_migrates_to_the_full_schema(make_db: Callable[..., PgDB]
         " AND attname = 'embedding'",
     )
     assert typmod == 384
-    # one partial HNSW index per domain, with the cosine opclass
+    # HNSW indexes are per (org, domain), made when an org is provisioned: none yet
     indexes = fetch_all(
         cur, "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'kc_chunks'"
     )
-    hnsw = [i["indexdef"] for i in indexes if "hnsw" in i["indexdef"]]
+    assert not [i for i in indexes if "hnsw" in i["indexdef"]]
+    cur.execute("INSERT INTO organizations (id, name) VALUES ('org_x', 'X')")
+    conn.commit()
+    assert len(provision_org_indexes(conn, "org_x")) == 10
+    assert provision_org_indexes(conn, "org_x") == []  # idempotent
+    hnsw = [
+        i["indexdef"]
+        for i in fetch_all(cur, "SELECT indexdef FROM pg_indexes WHERE tablename = 'kc_chunks'")
+        if "hnsw" in i["indexdef"]
+    ]
     assert len(hnsw) == 10
-    assert all("vector_cosine_ops" in d and "WHERE (domain = 'KC-" in d for d in hnsw)
+    assert all("vector_cosine_ops" in d and "org_id = 'org_x'" in d for d in hnsw)
     # a chat turn may be a summary, and nothing else outside the known roles
     check = fetch_value(
         cur,

@@ -81,3 +81,19 @@ class ChatModel(Protocol):
     themselves and do not validate the answer (the runner does)."""
 
     def request(self, request: ModelRequest) -> ModelResponse: ...
+
+
+@runtime_checkable
+class Transport(Protocol):
+    """How functions reach each other: Pub/Sub topics and Cloud Tasks queues.
+
+    ``publish`` returns the message id (the idempotency key downstream). ``schedule`` creates
+    an HTTP task for ``target`` (a function name) after ``delay_seconds``; ``task_id`` names
+    the task so the same logical task is never created twice.
+    """
+
+    def publish(self, topic: str, data: bytes, attributes: Mapping[str, str]) -> str: ...
+
+    def schedule(
+        self, queue: str, target: str, body: bytes, *, task_id: str, delay_seconds: float = 0.0
+    ) -> str: ...

@@ -15,6 +15,7 @@ from typing import Any, Literal
 import numpy as np
 
 from colony.errors import DimensionMismatch, ValidationFailed
+from colony.knowledge.indexes import check_org_literal
 from colony.ports import Embedder
 from colony.registry import check_domains
 from colony.store.db import Database, fetch_all
@@ -24,13 +25,12 @@ SOURCES: tuple[str, ...] = ("notion", "approval", "seed")
 MAX_CHUNK_CHARS = 20_000
 MAX_K = 50
 
-# Scan settings for filtered HNSW searches, set with the org scope (no extra round trip).
-# relaxed_order lets pgvector keep scanning the graph until LIMIT rows survive the RLS and
-# model filters; the outer ORDER BY restores exact order among what the scan returned.
-# Without seq and bitmap scans the planner chooses between the domain's HNSW graph and the
-# (org, domain) btree followed by an exact sort, which it prefers for small sets: both
-# answers are fine, and neither reads the whole domain. (Measured in bench/kc_retrieval.py:
-# left to itself the planner sorts thousands of TOASTed vectors exactly, ~7x slower.)
+# Scan settings, set with the org scope (no extra round trip). relaxed_order lets pgvector
+# keep walking the graph until LIMIT rows survive the model filter (the outer ORDER BY
+# restores exact order). Without seq and bitmap scans the planner chooses between the
+# (org, domain) HNSW graph and the (org, domain) btree followed by an exact sort, which it
+# prefers for small sets: both answers are right. (Measured in bench/kc_retrieval.py: left
+# to itself the planner sorts thousands of TOASTed vectors exactly, several times slower.)
 SEARCH_SETTINGS = {
     "hnsw.iterative_scan": "relaxed_order",
     "hnsw.ef_search": "40",
@@ -61,13 +61,13 @@ WHERE source = %s AND source_id = %s AND chunk_index = %s
 _DELETE_FROM = "DELETE FROM kc_chunks WHERE source = %s AND source_id = %s AND chunk_index >= %s"
 _DELETE_SOURCE = "DELETE FROM kc_chunks WHERE source = %s AND source_id = %s"
 
-# One branch per requested domain, the domain as a literal (whitelisted by check_domains) so
-# each branch can use that domain's partial HNSW index; raw `<=>` ascending with a LIMIT in the
-# inner query, similarity computed outside it.
+# One branch per requested domain with the org and the domain as literals (validated), so
+# each branch can use that (org, domain)'s partial HNSW index (see knowledge.indexes); raw
+# `<=>` ascending with a LIMIT in the inner query, similarity computed outside it.
 _BRANCH = """(SELECT id, domain, source, source_id, chunk_index, title, content, tags,
         embedding <=> (SELECT v FROM q) AS distance
  FROM kc_chunks
- WHERE domain = '{domain}' AND embedding_model = %s
+ WHERE org_id = '{org}' AND domain = '{domain}' AND embedding_model = %s
  ORDER BY embedding <=> (SELECT v FROM q)
  LIMIT %s)"""
 # The exact fallback: `+ 0` makes the sort key an expression no vector index can serve, so
@@ -118,11 +118,12 @@ class SyncResult:
     deleted: int
 
 
-def retrieve_sql(domains: Sequence[str], *, exact: bool = False) -> str:
-    """The one-round-trip query for ``domains`` (pure; domains must be validated ids)."""
+def retrieve_sql(org_id: str, domains: Sequence[str], *, exact: bool = False) -> str:
+    """The one-round-trip query for ``domains`` of ``org_id`` (pure; both are validated)."""
+    org = check_org_literal(org_id)
     branch = _EXACT_BRANCH if exact else _BRANCH
-    branches = "\nUNION ALL\n".join(branch.format(domain=d) for d in check_domains(domains))
-    return _RETRIEVE.format(branches=branches)
+    parts = (branch.format(org=org, domain=d) for d in check_domains(domains))
+    return _RETRIEVE.format(branches="\nUNION ALL\n".join(parts))
 
 
 class KnowledgeStore:
@@ -239,23 +240,30 @@ class KnowledgeStore:
             if vector.ndim != 1:
                 raise DimensionMismatch(f"query must be one vector, got shape {vector.shape}")
         with self._db.transaction(org_id, settings=SEARCH_SETTINGS) as cur:
-            out = self._search(cur, vector, domains, k, exact=False)
+            out = self._search(cur, org_id, vector, domains, k, exact=False)
             # A graph walk can stop short (max_scan_tuples) when the org is a small part of
             # a big domain. Any domain that came back short is answered exactly instead, so
             # the result is always k rows or every row there is.
             short = [d for d in domains if len(out[d]) < k]
             if short:
-                out.update(self._search(cur, vector, short, k, exact=True))
+                out.update(self._search(cur, org_id, vector, short, k, exact=True))
         return out
 
     def _search(
-        self, cur: Any, vector: np.ndarray, domains: Sequence[str], k: int, *, exact: bool
+        self,
+        cur: Any,
+        org_id: str,
+        vector: np.ndarray,
+        domains: Sequence[str],
+        k: int,
+        *,
+        exact: bool,
     ) -> dict[str, list[Retrieved]]:
         params: list[Any] = [vector]
         for _ in domains:
             params += [self._embedder.model, k]
         out: dict[str, list[Retrieved]] = {d: [] for d in domains}
-        for r in fetch_all(cur, retrieve_sql(domains, exact=exact), params):
+        for r in fetch_all(cur, retrieve_sql(org_id, domains, exact=exact), params):
             out[r["domain"]].append(Retrieved(**{**r, "similarity": float(r["similarity"])}))
         return out
 

@@ -38,6 +38,26 @@ def cmd_db_migrate(settings: Settings, _: argparse.Namespace) -> int:
     return 0
 
 
+def _provision(settings: Settings, org_id: str) -> list[str]:
+    from colony.knowledge.indexes import provision_org_indexes
+    from colony.store import connect_factory
+
+    conn = connect_factory(settings, "owner")()
+    try:
+        created = provision_org_indexes(conn, org_id)
+    finally:
+        conn.close()
+    if created:
+        _say(f"  built {len(created)} HNSW indexes for {org_id} (one per KC domain)")
+    return created
+
+
+def cmd_org_provision(settings: Settings, args: argparse.Namespace) -> int:
+    created = _provision(settings, args.org_id)
+    _say(f"{args.org_id}: {len(created)} index(es) created" if created else "already provisioned")
+    return 0
+
+
 def cmd_db_stop(settings: Settings, _: argparse.Namespace) -> int:
     from colony.local.embedded import stop
 
@@ -92,6 +112,7 @@ def cmd_demo(settings: Settings, _: argparse.Namespace) -> int:
     _say("loading the ZoomProp demo org…")
     db, knowledge = _stores(settings)
     summary = load_demo(db, knowledge, say=_say)
+    _provision(settings, summary.org_id)
     update_stack(settings, demo_org_id=summary.org_id)
     _say(f"querying the Knowledge Core ({knowledge.model}, offline embedder is not semantic)…")
     for domain, queries in read_json("queries.json").items():
@@ -135,6 +156,10 @@ def build_parser() -> argparse.ArgumentParser:
         run=cmd_db_migrate
     )
     db.add_parser("stop", help="stop the embedded PostgreSQL").set_defaults(run=cmd_db_stop)
+    org = sub.add_parser("org", help="org administration").add_subparsers(dest="org", required=True)
+    provision = org.add_parser("provision", help="build an org's Knowledge Core vector indexes")
+    provision.add_argument("org_id")
+    provision.set_defaults(run=cmd_org_provision)
     kc = sub.add_parser("kc", help="Knowledge Core").add_subparsers(dest="kc", required=True)
     query = kc.add_parser("query", help="retrieve the top-k chunks per domain")
     query.add_argument("text")

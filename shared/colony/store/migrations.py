@@ -281,10 +281,9 @@ CREATE INDEX llm_calls_org_agent ON llm_calls (org_id, agent_id, created_at);
 # ENT-007 Knowledge Core. ``{dim}`` is the configured embedding dimension (an int, validated).
 #
 # How pgvector must be queried here: order by the raw ``<=>`` operator ascending with a LIMIT,
-# with the domain as a *literal* so the planner can pick that domain's partial HNSW index; the
-# org filter (RLS) is applied while the index is scanned, and ``hnsw.iterative_scan`` keeps the
-# scan going until LIMIT rows have passed it, so a rare (org, domain) never under-returns.
-# One partial index per domain keeps each graph small and every filtered search inside it.
+# with the org and domain as *literals* so the planner can pick the matching partial HNSW
+# index. (The per-domain indexes made here were superseded by per-(org, domain) ones in 0005;
+# see colony.knowledge.indexes.)
 _KNOWLEDGE_CORE = """
 CREATE TABLE kc_chunks (
     id               bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -338,5 +337,11 @@ def migrations(dim: int) -> list[Migration]:
         Migration(
             "0004_icp_tiers",
             "ALTER TABLE icp_definitions ADD COLUMN tiers jsonb NOT NULL DEFAULT '[]';",
+        ),
+        # Shared per-domain graphs are replaced by per-(org, domain) ones created when an org
+        # is provisioned (colony.knowledge.indexes): a query then walks only its own org's rows.
+        Migration(
+            "0005_per_org_hnsw",
+            "".join(f"DROP INDEX IF EXISTS kc_chunks_hnsw_kc{n:02d};\n" for n in range(1, 11)),
         ),
     ]
