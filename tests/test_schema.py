@@ -26,6 +26,8 @@ ENTITY_TABLES = {
     "outbox",  # ENT-012
     "processed_events",
     "llm_calls",
+    "dead_letters",
+    "rejected_deliveries",
 }
 
 

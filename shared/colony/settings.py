@@ -7,10 +7,11 @@ start-up naming the variable and how to set it; nothing insecure is defaulted.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, cast
 
@@ -54,6 +55,19 @@ class Settings:
     langfuse_secret_key: str | None = None
     langfuse_host: str | None = None
     sentry_dsn: str | None = None
+    # how functions reach each other
+    transport: Literal["local", "gcp"] = "local"
+    function_urls: Mapping[str, str] = field(default_factory=dict)  # function name → URL
+    gcp_project: str = "colony-local"
+    gcp_region: str = "us-central1"
+    tasks_emulator_host: str | None = None
+    invoker_service_account: str | None = None  # OIDC identity for Cloud Tasks / Scheduler
+    # who is calling
+    jwt_public_key: str | None = None  # PEM; local mode signs with .colony/jwt_private.pem
+    jwt_jwks_url: str | None = None  # production (Clerk)
+    jwt_issuer: str | None = None
+    approval_token_key: str | None = None  # HMAC key for signed approval links
+    delivery_webhook_secret: str | None = None  # HMAC key of the ESP's delivery events
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -138,12 +152,26 @@ class Settings:
             langfuse_secret_key=langfuse_keys["LANGFUSE_SECRET_KEY"],
             langfuse_host=get("LANGFUSE_HOST"),
             sentry_dsn=get("SENTRY_DSN"),
+            transport=cast(
+                Literal["local", "gcp"], choice("COLONY_TRANSPORT", ("local", "gcp"), "local")
+            ),
+            function_urls=_urls(get("COLONY_FUNCTION_URLS")),
+            gcp_project=get("COLONY_GCP_PROJECT") or get("GOOGLE_CLOUD_PROJECT") or "colony-local",
+            gcp_region=get("COLONY_GCP_REGION") or "us-central1",
+            tasks_emulator_host=get("COLONY_TASKS_EMULATOR_HOST"),
+            invoker_service_account=get("COLONY_INVOKER_SERVICE_ACCOUNT"),
+            jwt_public_key=get("COLONY_JWT_PUBLIC_KEY"),
+            jwt_jwks_url=get("COLONY_JWT_JWKS_URL"),
+            jwt_issuer=get("COLONY_JWT_ISSUER"),
+            approval_token_key=get("COLONY_APPROVAL_TOKEN_KEY"),
+            delivery_webhook_secret=get("COLONY_DELIVERY_WEBHOOK_SECRET"),
         )
         return settings
 
     def __repr__(self) -> str:  # never print a secret
         hidden = {"db_password", "db_owner_password", "openai_api_key", "gemini_api_key"}
-        hidden |= {"langfuse_secret_key"}  # sentry_dsn is hidden by its *dsn suffix
+        hidden |= {"langfuse_secret_key", "approval_token_key", "delivery_webhook_secret"}
+        # sentry_dsn is hidden by its *dsn suffix
         parts = []
         for name in self.__dataclass_fields__:
             value = getattr(self, name)
@@ -151,3 +179,19 @@ class Settings:
                 value = "***" if value else None
             parts.append(f"{name}={value!r}")
         return f"Settings({', '.join(parts)})"
+
+
+def _urls(text: str | None) -> dict[str, str]:
+    """``COLONY_FUNCTION_URLS``: a JSON object mapping function names to base URLs."""
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise ConfigError(f"COLONY_FUNCTION_URLS is not JSON: {error}") from error
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and v.startswith(("http://", "https://"))
+        for k, v in value.items()
+    ):
+        raise ConfigError('COLONY_FUNCTION_URLS must map names to URLs: {"campaign": "http://…"}')
+    return value

@@ -52,6 +52,7 @@ def ensure_app_role_grants(conn: pg8000.dbapi.Connection, role: str) -> None:
         f"GRANT USAGE ON SCHEMA public TO {role};"
         f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role};"
         f"REVOKE ALL ON colony_migrations FROM {role};"
+        f"REVOKE SELECT, UPDATE, DELETE ON rejected_deliveries FROM {role};"
         f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role};"
     )
     conn.commit()

@@ -24,9 +24,9 @@ class Migration:
     sql: str
 
 
-# Tables whose rows belong to exactly one org, through their ``org_id`` column
-# (``organizations`` is scoped on its own ``id``).
-ORG_SCOPED_TABLES: tuple[str, ...] = (
+# Tables put under row-level security by migration 0003. Frozen: a migration's SQL must never
+# change once it has run, so later tables get their policy in their own migration.
+_RLS_0003: tuple[str, ...] = (
     "icp_definitions",
     "contacts",
     "deals",
@@ -45,6 +45,10 @@ ORG_SCOPED_TABLES: tuple[str, ...] = (
     "processed_events",
     "llm_calls",
 )
+
+# Every table whose rows belong to exactly one org through its ``org_id`` column
+# (``organizations`` is scoped on its own ``id``); a schema test keeps this complete.
+ORG_SCOPED_TABLES: tuple[str, ...] = (*_RLS_0003, "dead_letters")
 
 _CORE = """
 CREATE EXTENSION IF NOT EXISTS vector;
@@ -306,6 +310,33 @@ CREATE INDEX kc_chunks_org_domain ON kc_chunks (org_id, domain);
 {hnsw}
 """
 
+# Messages that exhausted their delivery attempts (the local transport's dead-letter topic),
+# and pushes rejected as unrecoverable (bad payload): acknowledged, never retried, recorded.
+# Rejections keep ids and the reason only, never the payload (it may hold another org's data),
+# and the application role may insert them but not read them (see ensure_app_role_grants).
+_DELIVERY_FAILURES = """
+CREATE TABLE dead_letters (
+    id           bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    org_id       text NOT NULL REFERENCES organizations(id),
+    topic        text NOT NULL,
+    message_id   text NOT NULL,
+    data         jsonb,
+    attributes   jsonb NOT NULL DEFAULT '{}',
+    attempts     integer NOT NULL,
+    last_error   text NOT NULL,
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    UNIQUE (topic, message_id)
+);
+CREATE TABLE rejected_deliveries (
+    id              bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    function        text NOT NULL,
+    event_id        text,
+    claimed_org_id  text,
+    reason          text NOT NULL,
+    received_at     timestamptz NOT NULL DEFAULT now()
+);
+"""
+
 _HNSW = (
     "CREATE INDEX kc_chunks_hnsw_{suffix} ON kc_chunks "
     "USING hnsw (embedding vector_cosine_ops) WHERE domain = '{domain}';"
@@ -332,7 +363,7 @@ def migrations(dim: int) -> list[Migration]:
         Migration("0002_knowledge_core", _KNOWLEDGE_CORE.format(dim=dim, hnsw=hnsw)),
         Migration(
             "0003_row_level_security",
-            _rls("organizations", key="id") + "".join(_rls(t) for t in ORG_SCOPED_TABLES),
+            _rls("organizations", key="id") + "".join(_rls(t) for t in _RLS_0003),
         ),
         Migration(
             "0004_icp_tiers",
@@ -344,4 +375,5 @@ def migrations(dim: int) -> list[Migration]:
             "0005_per_org_hnsw",
             "".join(f"DROP INDEX IF EXISTS kc_chunks_hnsw_kc{n:02d};\n" for n in range(1, 11)),
         ),
+        Migration("0006_delivery_failures", _DELIVERY_FAILURES + _rls("dead_letters")),
     ]
