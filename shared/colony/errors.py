@@ -8,6 +8,8 @@
     │   │   └── DimensionMismatch  an embedding of the wrong length
     │   ├── OrgScopeError        no org, or an org that is not the caller's (CONST-003)
     │   ├── NotFound             a referenced row does not exist in the caller's org
+    │   ├── Unauthorized         no credentials, or credentials that do not verify
+    │   ├── Conflict             the request clashes with the current state of a row
     │   └── ContextBudgetExceeded  a prompt section cannot fit its budget (names the section)
     └── UpstreamError            something we depend on failed; a retry may help
         ├── DatabaseError        PostgreSQL refused or could not be reached
@@ -87,3 +89,21 @@ class ProviderUnavailable(ProviderError):
 
 class OutputInvalid(ProviderError):
     code = "output_invalid"
+
+
+class Unauthorized(CallerError):
+    """Missing, malformed, expired or unverifiable credentials (HTTP 401)."""
+
+    code = "unauthorized"
+
+
+class Conflict(CallerError):
+    """The request clashes with the current state (e.g. an item already decided; HTTP 409)."""
+
+    code = "conflict"
+
+
+class TransportUnavailable(UpstreamError):
+    """Pub/Sub or Cloud Tasks failed transiently (unavailable, timed out, throttled); retry."""
+
+    code = "transport_unavailable"

@@ -58,6 +58,9 @@ UPDATE kc_chunks SET domain = %s, title = %s, tags = %s::jsonb, updated_at = now
 WHERE source = %s AND source_id = %s AND chunk_index = %s
   AND (domain, title, tags) IS DISTINCT FROM (%s, %s, %s::jsonb)
 """
+_TAG_VALUES = """
+SELECT DISTINCT tags->>%s AS value FROM kc_chunks WHERE domain = %s AND tags ? %s
+"""
 _DELETE_FROM = "DELETE FROM kc_chunks WHERE source = %s AND source_id = %s AND chunk_index >= %s"
 _DELETE_SOURCE = "DELETE FROM kc_chunks WHERE source = %s AND source_id = %s"
 
@@ -203,6 +206,15 @@ class KnowledgeStore:
             cur.execute(_DELETE_FROM, (source, source_id, len(chunks)))
             deleted = max(cur.rowcount, 0)
         return SyncResult(embedded=len(stale), unchanged=len(chunks) - len(stale), deleted=deleted)
+
+    def tag_values(self, org_id: str, domain: str, tag: str) -> list[str]:
+        """Distinct comma-separated values of ``tag`` over a domain's chunks (e.g. KC-06
+        ``competitors``), sorted."""
+        check_domains([domain])
+        with self._db.transaction(org_id) as cur:
+            rows = fetch_all(cur, _TAG_VALUES, (tag, domain, tag))
+        values = {v.strip() for r in rows for v in str(r["value"]).split(",") if v.strip()}
+        return sorted(values)
 
     def delete_source(self, org_id: str, source: Source, source_id: str) -> int:
         _check_source(source, source_id)

@@ -1,0 +1,104 @@
+"""Flow 5, the approval callback (CONST-001; SPEC §6.5).
+
+``decide`` approves, rejects or edits one approval item. Applying is idempotent: the outbox
+row is unique per approval item, and deciding an already-decided item the same way again
+returns its state unchanged; deciding it differently is a conflict.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from colony.contracts import OutboundMessage
+from colony.errors import Conflict, NotFound, ValidationFailed
+from colony.flows.deps import FlowDeps
+from colony.policy.outbound import check_shape
+from colony.store import fetch_one
+
+Action = Literal["approve", "reject", "edit"]
+
+ITEM_FOR_UPDATE = """
+SELECT id, kind, status, payload, edited_payload, run_id, subject_id
+FROM approval_items WHERE id = %s FOR UPDATE
+"""
+DECIDE = """
+UPDATE approval_items SET status = %s, edited_payload = COALESCE(%s::jsonb, edited_payload),
+    decided_by = %s, decided_at = now() WHERE id = %s
+"""
+CAMPAIGN_STATUS = "SELECT status FROM campaigns WHERE id = %s"
+TO_OUTBOX = """
+INSERT INTO outbox (org_id, approval_item_id, campaign_id, contact_id, subject, body, status)
+VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (approval_item_id) DO NOTHING
+"""
+FINAL = {"approve": "applied", "edit": "applied", "reject": "rejected"}
+
+
+def decide(
+    deps: FlowDeps,
+    org_id: str,
+    item_id: str,
+    action: Action,
+    *,
+    decided_by: str,
+    edited: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    if action not in FINAL:
+        raise ValidationFailed(f"unknown action {action!r}; expected approve, reject or edit")
+    if action == "edit" and not edited:
+        raise ValidationFailed("an edit needs the edited fields")
+    if action != "edit" and edited:
+        raise ValidationFailed("edited fields are only accepted with action 'edit'")
+    with deps.db.transaction(org_id) as cur:
+        item = fetch_one(cur, ITEM_FOR_UPDATE, (item_id,))
+        if item is None:
+            raise NotFound(f"approval item {item_id!r} does not exist in this org")
+        if item["status"] in ("applied", "rejected"):
+            if item["status"] == FINAL[action] and action != "edit":
+                return {"id": item_id, "status": item["status"], "changed": False}
+            raise Conflict(f"approval item {item_id!r} was already {item['status']}")
+        payload = dict(item["payload"])
+        if action == "edit":
+            payload = _edited(item["kind"], payload, edited or {})
+        status = FINAL[action]
+        cur.execute(
+            DECIDE,
+            (status, json.dumps(payload) if action == "edit" else None, decided_by, item_id),
+        )
+        if status == "applied":
+            _apply(cur, org_id, item_id, item["kind"], payload)
+    return {"id": item_id, "status": status, "changed": True}
+
+
+def _edited(kind: str, payload: dict[str, Any], edited: Mapping[str, Any]) -> dict[str, Any]:
+    if kind != "outbound_message":
+        return {**payload, **edited}
+    allowed = {"subject", "body"}
+    if set(edited) - allowed:
+        raise ValidationFailed(f"only {sorted(allowed)} of a message can be edited")
+    merged = {**payload, **edited}
+    message = OutboundMessage.model_validate(
+        {k: merged[k] for k in ("subject", "body", "angle_used", "signal_referenced")}
+    )
+    problems = check_shape(
+        message.subject, message.body, tier=str(merged.get("tier", "T3")), competitors=[]
+    )
+    if problems:
+        raise ValidationFailed("the edited message breaks CONST-006: " + "; ".join(problems))
+    return merged
+
+
+def _apply(cur: Any, org_id: str, item_id: str, kind: str, payload: Mapping[str, Any]) -> None:
+    if kind == "outbound_message":
+        campaign_id = payload.get("campaign_id")
+        paused = False
+        if campaign_id:
+            row = fetch_one(cur, CAMPAIGN_STATUS, (campaign_id,))
+            paused = bool(row and row["status"] == "paused")
+        cur.execute(
+            TO_OUTBOX,
+            (org_id, item_id, campaign_id, payload.get("contact_id"), payload["subject"],
+             payload["body"], "blocked" if paused else "queued"),
+        )  # fmt: skip
+    # Other kinds (deal updates, KC upserts, content) are applied by their own flows.

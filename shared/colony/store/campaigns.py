@@ -1,0 +1,86 @@
+"""ENT-005 campaigns and runs, ENT-011 approval items, ENT-012 outbox: named SQL.
+
+Every statement runs under ``Database.transaction(org_id)``: RLS scopes it.
+"""
+
+from __future__ import annotations
+
+CREATE_CAMPAIGN = """
+INSERT INTO campaigns (org_id, name, angle, tier, status, bounce_threshold, complaint_threshold)
+VALUES (%s, %s, %s, %s, 'active', %s, %s) RETURNING id
+"""
+ADD_CONTACT = """
+INSERT INTO campaign_contacts (org_id, campaign_id, contact_id) VALUES (%s, %s, %s)
+ON CONFLICT DO NOTHING
+"""
+CAMPAIGN = """
+SELECT id, name, angle, tier, status, bounce_threshold, complaint_threshold
+FROM campaigns WHERE id = %s
+"""
+CAMPAIGN_CONTACTS = """
+SELECT c.id, c.external_id, c.name, c.title, c.email, c.company, c.company_domain,
+       c.enrichment, c.signals
+FROM campaign_contacts cc JOIN contacts c ON c.id = cc.contact_id
+WHERE cc.campaign_id = %s ORDER BY c.external_id NULLS LAST, c.id
+"""
+CONTACT = """
+SELECT id, external_id, name, title, email, company, company_domain, enrichment,
+       raw_enrichment_html, signals, icp_score, icp_disqualifiers, icp_recommendation
+FROM contacts WHERE id = %s
+"""
+START_RUN = """
+INSERT INTO campaign_runs (id, org_id, campaign_id, status, contacts_total)
+VALUES (%s, %s, %s, 'running', %s) ON CONFLICT (id) DO NOTHING
+"""
+RUN = """
+SELECT r.id, r.campaign_id, r.status, r.contacts_total, r.contacts_done, r.paused_reason,
+       c.angle, c.tier, c.status AS campaign_status
+FROM campaign_runs r JOIN campaigns c ON c.id = r.campaign_id WHERE r.id = %s
+"""
+CONTACT_DONE = """
+UPDATE campaign_runs SET contacts_done = contacts_done + 1,
+    status = CASE WHEN contacts_done + 1 >= contacts_total AND status = 'running'
+                  THEN 'completed' ELSE status END,
+    finished_at = CASE WHEN contacts_done + 1 >= contacts_total AND status = 'running'
+                       THEN now() ELSE finished_at END
+WHERE id = %s
+"""
+COMPLETE_IF_DONE = """
+UPDATE campaign_runs SET status = 'completed', finished_at = now()
+WHERE id = %s AND status = 'running' AND contacts_done >= contacts_total
+"""
+SET_SCORE = """
+UPDATE contacts SET icp_score = %s, icp_disqualifiers = %s::jsonb, icp_recommendation = %s,
+    updated_at = now() WHERE id = %s
+"""
+SET_ENRICHMENT = """
+UPDATE contacts SET enrichment = enrichment || %s::jsonb, updated_at = now() WHERE id = %s
+"""
+ADD_APPROVAL = """
+INSERT INTO approval_items (org_id, kind, source_agent, run_id, subject_id, payload)
+VALUES (%s, %s, %s, %s, %s, %s::jsonb) RETURNING id
+"""
+PAUSE_CAMPAIGN = """
+UPDATE campaigns SET status = 'paused' WHERE id = %s AND status = 'active'
+"""
+PAUSE_RUNS = """
+UPDATE campaign_runs SET status = 'paused', paused_reason = %s
+WHERE campaign_id = %s AND status = 'running' RETURNING id
+"""
+BLOCK_OUTBOX = """
+UPDATE outbox SET status = 'blocked', updated_at = now()
+WHERE campaign_id = %s AND status = 'queued'
+"""
+RESUME_RUN = """
+UPDATE campaign_runs SET status = 'running', paused_reason = NULL
+WHERE id = %s AND status = 'paused' RETURNING campaign_id
+"""
+ACTIVATE_CAMPAIGN = "UPDATE campaigns SET status = 'active' WHERE id = %s AND status = 'paused'"
+UNBLOCK_OUTBOX = """
+UPDATE outbox SET status = 'queued', updated_at = now()
+WHERE campaign_id = %s AND status = 'blocked'
+"""
+APPROVAL_QUEUE = """
+SELECT id, kind, status, source_agent, run_id, subject_id, payload, created_at
+FROM approval_items WHERE (%s::text IS NULL OR run_id = %s) ORDER BY created_at, id
+"""

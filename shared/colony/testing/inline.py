@@ -1,0 +1,113 @@
+"""An in-process transport and flow deps: the campaign chain without HTTP, for fast flow
+tests and benchmarks. Delivery semantics mirror Pub/Sub's: at least once (``duplicates``
+delivers every message that many times), a failing delivery is retried up to
+``max_attempts`` and then dead-lettered, a caller error is rejected (acked, not retried).
+The end-to-end tests drive the same flows through real functions-framework servers.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import date
+from typing import Any
+
+from colony.contracts.events import EVENT_ADAPTER
+from colony.errors import CallerError, UpstreamError
+from colony.flows.handlers import PUBSUB_HANDLERS
+from colony.knowledge import KnowledgeStore
+from colony.llm.agent_call import LlmDeps
+from colony.registry.functions import FUNCTIONS
+from colony.runtime.faults import Faults
+from colony.settings import Settings
+from colony.store import Database
+
+TOPIC_FUNCTIONS = {f.topic: f.name for f in FUNCTIONS.values() if f.topic}
+
+
+@dataclass(frozen=True)
+class Sent:
+    topic: str
+    data: bytes
+    attributes: Mapping[str, str]
+    message_id: str
+
+
+@dataclass(frozen=True)
+class Task:
+    queue: str
+    target: str
+    body: bytes
+    task_id: str
+    delay_seconds: float
+
+
+class InlineTransport:
+    def __init__(self) -> None:
+        self.pending: deque[Sent] = deque()
+        self.tasks: dict[str, Task] = {}
+        self.published = 0
+        self._ids = itertools.count(1)
+
+    def publish(self, topic: str, data: bytes, attributes: Mapping[str, str]) -> str:
+        message = Sent(topic, data, dict(attributes), f"msg-{next(self._ids)}")
+        self.pending.append(message)
+        self.published += 1
+        return message.message_id
+
+    def schedule(
+        self, queue: str, target: str, body: bytes, *, task_id: str, delay_seconds: float = 0.0
+    ) -> str:
+        self.tasks.setdefault(task_id, Task(queue, target, body, task_id, delay_seconds))
+        return task_id
+
+
+@dataclass
+class Delivery:
+    delivered: int = 0
+    retried: int = 0
+    rejected: list[tuple[str, str]] = field(default_factory=list)
+    dead_letters: list[Sent] = field(default_factory=list)
+
+
+def run_until_idle(
+    deps: Any, transport: InlineTransport, *, duplicates: int = 1, max_attempts: int = 5
+) -> Delivery:
+    """Deliver every published message (and what its handlers publish) until none is left."""
+    stats = Delivery()
+    while transport.pending:
+        message = transport.pending.popleft()
+        handler = PUBSUB_HANDLERS[TOPIC_FUNCTIONS[message.topic]]
+        event = EVENT_ADAPTER.validate_json(message.data)
+        for _ in range(duplicates):
+            for attempt in range(1, max_attempts + 1):
+                try:
+                    handler(deps, event, message.message_id)
+                    stats.delivered += 1
+                    break
+                except CallerError as error:
+                    stats.rejected.append((message.message_id, error.code))
+                    break
+                except UpstreamError:
+                    stats.retried += 1
+                    if attempt == max_attempts:
+                        stats.dead_letters.append(message)
+    return stats
+
+
+@dataclass
+class LocalDeps:
+    """A FlowDeps for tests and benchmarks."""
+
+    settings: Settings
+    db: Database
+    transport: Any
+    llm: LlmDeps
+    knowledge: KnowledgeStore
+    faults: Faults = field(default_factory=Faults)
+    day: date = date(2026, 11, 30)
+
+    def today(self) -> date:
+        return self.day

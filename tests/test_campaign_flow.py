@@ -1,0 +1,217 @@
+"""The campaign pipeline's flows in-process (real PostgreSQL, offline LLM, inline transport).
+
+The same flows run behind real functions-framework servers in test_functions_e2e.py; here
+the delivery semantics are driven directly: duplicates, injected crashes, pauses.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from colony.adapters.embedding import OfflineHashEmbedder
+from colony.contracts.events import EVENT_ADAPTER, CampaignResume
+from colony.flows import approval, campaign, delivery
+from colony.flows.handlers import PUBSUB_HANDLERS
+from colony.knowledge import KnowledgeStore
+from colony.llm.agent_call import llm_from_settings
+from colony.local.demo import load_demo, read_json
+from colony.runtime.faults import Faults
+from colony.settings import Settings
+from colony.store import fetch_all, fetch_one
+from colony.testing.inline import InlineTransport, LocalDeps, run_until_idle
+from tests.conftest import PgDB
+
+ORG = "org_zoomprop_demo"
+ANTI_ICP = read_json("anti_icp_expected.json")
+
+
+def make_deps(testdb: PgDB, faults: Faults | None = None) -> LocalDeps:
+    db = testdb.app()
+    knowledge = KnowledgeStore(db, OfflineHashEmbedder())
+    load_demo(db, knowledge, say=lambda _: None)
+    return LocalDeps(
+        Settings.from_env({}), db, InlineTransport(), llm_from_settings(Settings.from_env({}), db),
+        knowledge, faults or Faults(),
+    )  # fmt: skip
+
+
+def all_contacts_campaign(deps: LocalDeps, tier: str = "T1") -> str:
+    with deps.db.transaction(ORG) as cur:
+        ids = [r["id"] for r in fetch_all(cur, "SELECT id FROM contacts ORDER BY external_id")]
+    return campaign.create_campaign(
+        deps, ORG, name="Signal T1", angle="Signal", tier=tier, contact_ids=ids
+    )
+
+
+def llm_calls(deps: LocalDeps) -> dict[str, int]:
+    with deps.db.transaction(ORG) as cur:
+        rows = fetch_all(cur, "SELECT agent_id, count(*) AS n FROM llm_calls GROUP BY agent_id")
+    return {r["agent_id"]: r["n"] for r in rows}
+
+
+def snapshot(deps: LocalDeps, run_id: str) -> dict:
+    with deps.db.transaction(ORG) as cur:
+        run = fetch_one(cur, "SELECT status, contacts_total, contacts_done FROM campaign_runs"
+                             " WHERE id = %s", (run_id,))  # fmt: skip
+        items = fetch_all(cur, "SELECT subject_id FROM approval_items WHERE run_id = %s", (run_id,))
+        scored = fetch_all(
+            cur, "SELECT external_id, icp_score, icp_disqualifiers, icp_recommendation"
+                 " FROM contacts ORDER BY external_id")  # fmt: skip
+    return {"run": run, "items": sorted(i["subject_id"] for i in items), "scored": scored}
+
+
+def run_campaign(deps: LocalDeps, **delivery) -> tuple[str, dict]:
+    campaign_id = all_contacts_campaign(deps)
+    run_id = campaign.launch(deps, ORG, campaign_id)
+    stats = run_until_idle(deps, deps.transport, **delivery)
+    assert not stats.dead_letters and not stats.rejected
+    return run_id, snapshot(deps, run_id)
+
+
+def test_campaign_runs_to_the_approval_queue_with_no_tokens_on_anti_icp(testdb: PgDB) -> None:
+    deps = make_deps(testdb)
+    run_id, state = run_campaign(deps)
+    assert state["run"] == {"status": "completed", "contacts_total": 36, "contacts_done": 36}
+    calls = llm_calls(deps)
+    # CONST-002: the 8 anti-ICP contacts cost no LLM call at all
+    assert calls["AGT-003"] == calls["AGT-004"] == 36 - len(ANTI_ICP)
+    by_id = {r["external_id"]: r for r in state["scored"]}
+    for external_id, rules in ANTI_ICP.items():
+        assert by_id[external_id]["icp_score"] == 0
+        assert by_id[external_id]["icp_disqualifiers"] == rules
+    qualified = [r for r in state["scored"] if r["icp_recommendation"] == "qualify"]
+    assert calls["AGT-005"] == len(state["items"]) > 0
+    assert calls["AGT-005"] <= len(qualified)  # qualified without signals end as missing data
+    with deps.db.transaction(ORG) as cur:
+        payloads = fetch_all(cur, "SELECT payload FROM approval_items WHERE run_id = %s", (run_id,))
+    for p in (r["payload"] for r in payloads):
+        assert {"subject", "body", "angle_used", "signal_referenced", "contact_id"} <= set(p)
+        assert p["angle_used"] == "Signal"
+
+
+def test_every_message_delivered_three_times_has_its_effects_once(testdb: PgDB) -> None:
+    deps = make_deps(testdb)
+    run_id, state = run_campaign(deps, duplicates=3)
+    assert state["run"] == {"status": "completed", "contacts_total": 36, "contacts_done": 36}
+    calls = llm_calls(deps)
+    assert calls["AGT-003"] == calls["AGT-004"] == 36 - len(ANTI_ICP)
+    assert calls["AGT-005"] == len(state["items"]) == len(set(state["items"]))
+    with deps.db.transaction(ORG) as cur:
+        steps = fetch_all(cur, "SELECT step_key FROM run_steps WHERE run_id = %s", (run_id,))
+    assert sum(s["step_key"].startswith("done:") for s in steps) == 36
+
+
+@pytest.mark.parametrize(
+    "point", ["prospect-enrichment.after_step", "qualification.after_step",
+              "message-generator.after_step"],
+)  # fmt: skip
+def test_a_crash_after_each_step_recomputes_nothing(testdb: PgDB, point: str) -> None:
+    deps = make_deps(testdb, Faults(frozenset({point})))
+    campaign_id = all_contacts_campaign(deps)
+    run_id = campaign.launch(deps, ORG, campaign_id)
+    stats = run_until_idle(deps, deps.transport)
+    assert stats.retried > 0  # the injected crashes happened and were redelivered
+    state = snapshot(deps, run_id)
+    assert state["run"]["status"] == "completed" and state["run"]["contacts_done"] == 36
+    calls = llm_calls(deps)
+    # one LLM call per contact per agent, crash or not
+    assert calls["AGT-003"] == calls["AGT-004"] == 36 - len(ANTI_ICP)
+    assert calls["AGT-005"] == len(state["items"]) == len(set(state["items"]))
+
+
+def test_circuit_breaker_pauses_blocks_sends_and_resume_completes(testdb: PgDB) -> None:
+    deps = make_deps(testdb)
+    run_id, _ = run_campaign(deps)
+    with deps.db.transaction(ORG) as cur:
+        items = fetch_all(cur, "SELECT id FROM approval_items WHERE run_id = %s ORDER BY id",
+                          (run_id,))  # fmt: skip
+    assert len(items) >= 12
+    for item in items[:-1]:
+        approval.decide(deps, ORG, item["id"], "approve", decided_by="founder")
+    with deps.db.transaction(ORG) as cur:
+        outbox = fetch_all(cur, "SELECT id, status FROM outbox ORDER BY id")
+    assert {o["status"] for o in outbox} == {"queued"}
+    # 10 delivered, then bounces until the 5% threshold trips
+    outcomes = ["delivered"] * 9 + ["bounced"] * 2
+    results = [
+        delivery.record(deps, ORG, o["id"], event, f"evt-{i}")
+        for i, (o, event) in enumerate(zip(outbox, outcomes, strict=False))
+    ]
+    assert any(r.get("paused") for r in results)
+    with deps.db.transaction(ORG) as cur:
+        status = fetch_one(cur, "SELECT c.status, r.status AS run FROM campaigns c"
+                                " JOIN campaign_runs r ON r.campaign_id = c.id WHERE r.id = %s",
+                           (run_id,))  # fmt: skip
+        held = fetch_all(cur, "SELECT status FROM outbox WHERE status = 'queued'")
+    # the run had completed before the bounces, so only the campaign pauses; sends stop
+    assert status["status"] == "paused" and not held
+    # an approval while paused is held back, not sent
+    approval.decide(deps, ORG, items[-1]["id"], "approve", decided_by="founder")
+    with deps.db.transaction(ORG) as cur:
+        last = fetch_one(cur, "SELECT status FROM outbox WHERE approval_item_id = %s",
+                         (items[-1]["id"],))  # fmt: skip
+    assert last["status"] == "blocked"
+    # the same delivery event again changes nothing
+    assert delivery.record(deps, ORG, outbox[0]["id"], "delivered", "evt-0") == {"duplicate": True}
+
+
+def test_a_paused_run_does_no_work_and_resume_completes_without_recomputing(testdb: PgDB) -> None:
+    deps = make_deps(testdb)
+    campaign_id = all_contacts_campaign(deps)
+    run_id = campaign.launch(deps, ORG, campaign_id)
+    # deliver only the start: the handoffs to AGT-003 are now queued
+    start = deps.transport.pending.popleft()
+    PUBSUB_HANDLERS["campaign"](deps, EVENT_ADAPTER.validate_json(start.data),
+                                start.message_id)  # fmt: skip
+    # let a few contacts through enrichment, then pause the run (as the breaker does)
+    for _ in range(5):
+        message = deps.transport.pending.popleft()
+        PUBSUB_HANDLERS["enrichment"](deps, EVENT_ADAPTER.validate_json(message.data),
+                                      message.message_id)  # fmt: skip
+    with deps.db.transaction(ORG) as cur:
+        cur.execute("UPDATE campaign_runs SET status = 'paused' WHERE id = %s", (run_id,))
+        cur.execute("UPDATE campaigns SET status = 'paused' WHERE id = %s", (campaign_id,))
+    calls_at_pause = llm_calls(deps)
+    run_until_idle(deps, deps.transport)  # everything still queued is skipped
+    assert llm_calls(deps) == calls_at_pause
+    result = campaign.resume(deps, CampaignResume(org_id=ORG, run_id=run_id), "resume-1")
+    assert result["redispatched"] == 36 - len(ANTI_ICP)
+    run_until_idle(deps, deps.transport)
+    state = snapshot(deps, run_id)
+    assert state["run"]["status"] == "completed" and state["run"]["contacts_done"] == 36
+    calls = llm_calls(deps)
+    assert calls["AGT-003"] == calls["AGT-004"] == 36 - len(ANTI_ICP)  # nothing recomputed
+
+
+def test_approval_is_idempotent_and_conflicts_are_refused(testdb: PgDB) -> None:
+    from colony.errors import Conflict, NotFound, ValidationFailed
+
+    deps = make_deps(testdb)
+    run_id, _ = run_campaign(deps)
+    with deps.db.transaction(ORG) as cur:
+        first, second = fetch_all(cur, "SELECT id, payload FROM approval_items WHERE run_id = %s"
+                                       " ORDER BY id LIMIT 2", (run_id,))  # fmt: skip
+    assert approval.decide(deps, ORG, first["id"], "approve", decided_by="u")["changed"]
+    assert not approval.decide(deps, ORG, first["id"], "approve", decided_by="u")["changed"]
+    with pytest.raises(Conflict):
+        approval.decide(deps, ORG, first["id"], "reject", decided_by="u")
+    with pytest.raises(NotFound):
+        approval.decide(deps, "org_other", first["id"], "approve", decided_by="u")
+    with pytest.raises(ValidationFailed, match="CONST-006"):
+        approval.decide(
+            deps,
+            ORG,
+            second["id"],
+            "edit",
+            decided_by="u",
+            edited={"subject": "one two three four five six seven eight nine"},
+        )
+    edited = approval.decide(deps, ORG, second["id"], "edit", decided_by="u",
+                             edited={"subject": "A shorter subject"})  # fmt: skip
+    assert edited["status"] == "applied"
+    with deps.db.transaction(ORG) as cur:
+        rows = fetch_all(cur, "SELECT subject FROM outbox ORDER BY created_at")
+    assert [r["subject"] for r in rows][-1] == "A shorter subject" and len(rows) == 2
+    assert json.dumps(second["payload"])  # the original draft is kept alongside the edit
