@@ -230,12 +230,12 @@ def _qualify(deps: FlowDeps, org: str, campaign: Row, run_id: str, contact_id: s
         return "missing_data"
 
     def compute() -> dict[str, Any]:
+        today = deps.clock().date().isoformat()
         request = _request(
             deps, org, run_id, "AGT-004", envelope,
-            {"contact": contact, "icp_rubric": icp["rubric"]},
-            {"today": deps.today().isoformat()},
+            {"contact": contact, "icp_rubric": icp["rubric"]}, {"today": today},
         )  # fmt: skip
-        context = {"contact": _as_prospect(contact), "icp": icp, "today": deps.today().isoformat()}
+        context = {"contact": _as_prospect(contact), "icp": icp, "today": today}
         result = call_agent(deps.llm, request, provider_context=context)
         assert result.output is not None
         return result.output.model_dump(mode="json")

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import date
+from collections.abc import Callable
+from datetime import datetime
 from typing import Protocol
 
 from colony.knowledge import KnowledgeStore
@@ -26,5 +27,5 @@ class FlowDeps(Protocol):
     def knowledge(self) -> KnowledgeStore: ...
     @property
     def faults(self) -> Faults: ...
-
-    def today(self) -> date: ...
+    @property
+    def clock(self) -> Callable[[], datetime]: ...

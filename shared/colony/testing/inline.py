@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import UTC, datetime
 from typing import Any
 
 from colony.contracts.events import EVENT_ADAPTER
@@ -107,7 +107,4 @@ class LocalDeps:
     llm: LlmDeps
     knowledge: KnowledgeStore
     faults: Faults = field(default_factory=Faults)
-    day: date = date(2026, 11, 30)
-
-    def today(self) -> date:
-        return self.day
+    clock: Callable[[], datetime] = lambda: datetime(2026, 11, 30, 9, 0, tzinfo=UTC)

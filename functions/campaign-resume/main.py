@@ -1,0 +1,20 @@
+"""Cloud Tasks target: resume a campaign run the circuit breaker paused (OIDC in production)."""
+
+import functions_framework
+
+from colony.runtime.edge import deps, http_json
+
+
+@functions_framework.http
+@http_json
+def handle(request):
+    from colony.contracts.events import CampaignResume
+    from colony.flows import campaign
+    from colony.runtime.auth import verify_google_oidc
+
+    d = deps()
+    verify_google_oidc(request.authorization, d.settings.function_urls.get("campaign-resume", ""),
+                       d.settings)  # fmt: skip
+    event = request.parse(CampaignResume)
+    task = request.headers.get("X-CloudTasks-TaskName") or f"manual-{event.run_id}"
+    return campaign.resume(d, event, task)

@@ -1,0 +1,13 @@
+"""AGT-005 Message Generator: handoff envelopes from Pub/Sub."""
+
+import functions_framework
+
+from colony.runtime.edge import deps, pubsub_handler
+
+
+@functions_framework.cloud_event
+@pubsub_handler("message-generator")
+def handle(event, event_id):
+    from colony.flows.handlers import PUBSUB_HANDLERS
+
+    return PUBSUB_HANDLERS["message-generator"](deps(), event, event_id)

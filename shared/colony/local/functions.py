@@ -1,0 +1,119 @@
+"""Run the deployed functions locally: one real functions-framework server per function.
+
+Each server is a subprocess (``functions-framework --source functions/<name>/main.py``) on a
+free loopback port, configured like the deployment: its database DSN, the transport, and
+every other function's URL in ``COLONY_FUNCTION_URLS`` so the local transport can push to it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import IO
+
+from colony.errors import ConfigError
+from colony.registry.functions import FUNCTIONS
+
+REPO = Path(__file__).resolve().parents[3]
+FUNCTIONS_DIR = REPO / "functions"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_listening(
+    port: int, process: subprocess.Popen[bytes], name: str, deadline: float
+) -> None:
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise ConfigError(f"function {name!r} exited with {process.returncode} on start-up")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)  # polling a port that is not open yet, bounded by the deadline
+    raise ConfigError(f"function {name!r} did not listen on port {port} in time")
+
+
+class FunctionServers:
+    """Start ``names`` (default: every registered function); ``urls`` maps name → base URL."""
+
+    def __init__(
+        self,
+        env: Mapping[str, str],
+        names: Iterable[str] | None = None,
+        *,
+        log_dir: Path | None = None,
+        startup_timeout: float = 30.0,
+    ) -> None:
+        self.names = list(names or FUNCTIONS)
+        self.urls = {n: f"http://127.0.0.1:{free_port()}" for n in self.names}
+        self._env = dict(env)
+        self._log_dir = log_dir
+        self._timeout = startup_timeout
+        self._processes: dict[str, subprocess.Popen[bytes]] = {}
+        self._logs: list[IO[bytes]] = []
+
+    def start(self) -> FunctionServers:
+        env = {**os.environ, **self._env, "COLONY_FUNCTION_URLS": json.dumps(self.urls)}
+        env.setdefault("THREADS", "8")
+        binary = Path(sys.executable).parent / "functions-framework"
+        for name in self.names:
+            function = FUNCTIONS[name]
+            port = self.urls[name].rsplit(":", 1)[1]
+            log: IO[bytes] | int = subprocess.DEVNULL
+            if self._log_dir:
+                log = open(self._log_dir / f"{name}.log", "ab")  # noqa: SIM115 - closed on stop
+                self._logs.append(log)
+            self._processes[name] = subprocess.Popen(
+                [str(binary), "--source", str(FUNCTIONS_DIR / name / "main.py"),
+                 "--target", function.entry_point, "--host", "127.0.0.1", "--port", port,
+                 "--signature-type", "cloudevent" if function.trigger == "pubsub" else "http"],
+                env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                cwd=str(REPO),
+            )  # fmt: skip
+        deadline = time.monotonic() + self._timeout
+        try:
+            for name, process in self._processes.items():
+                _wait_listening(int(self.urls[name].rsplit(":", 1)[1]), process, name, deadline)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        for process in self._processes.values():
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in self._processes.values():
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+        for log in self._logs:
+            log.close()
+        self._processes.clear()
+        self._logs.clear()
+
+    def __enter__(self) -> FunctionServers:
+        return self.start()
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> None:
+        self.stop()

@@ -1,0 +1,655 @@
+"""The edge of every deployed function: JSON over HTTP, Pub/Sub push decoding, error → status
+mapping, and one composition root per process.
+
+HTTP functions wrap a handler with ``http_json``; Pub/Sub functions wrap a flow with
+``pubsub_handler``. Both map errors the same way (``error_response``), and every error body is
+``{"error": {"code": "<snake_case>", "message": "<sentence>"}}`` — never HTML, never a
+traceback, never an exception's text unless it is one of our caller-facing messages.
+
+Pub/Sub acknowledges any 2xx and redelivers on anything else, so ``pubsub_handler`` answers:
+
+- a delivery that can never succeed (not base64, not JSON, unknown kind, schema-invalid, no
+  org) or a flow's ``CallerError``: recorded in ``rejected_deliveries`` and acknowledged;
+- an ``UpstreamError``, a ``ConfigError`` (ours to fix) or any other exception: re-raised, so
+  functions-framework answers 500 and Pub/Sub retries (then dead-letters after its bounded
+  attempts). Nothing is swallowed.
+
+Logs carry ids, error types and codes (``error_summary``), never payloads or messages that
+might quote one.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+import json
+import logging
+import math
+import threading
+import traceback
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
+
+import flask
+import pydantic
+from werkzeug.datastructures import Headers
+from werkzeug.exceptions import HTTPException
+from werkzeug.wrappers import Response as WerkzeugResponse
+
+from colony.contracts.events import EVENT_ADAPTER, Event
+from colony.errors import (
+    CallerError,
+    ColonyError,
+    ConfigError,
+    Conflict,
+    NotFound,
+    OrgScopeError,
+    ProviderUnavailable,
+    Unauthorized,
+    UpstreamError,
+    ValidationFailed,
+)
+from colony.observability.sentry import error_scope
+from colony.observability.tracing import error_summary
+from colony.registry.functions import function as registered_function
+from colony.runtime.faults import Faults
+
+if TYPE_CHECKING:
+    from colony.knowledge import KnowledgeStore
+    from colony.llm.agent_call import LlmDeps
+    from colony.ports import Transport
+    from colony.settings import Settings
+    from colony.store import Database
+
+logger = logging.getLogger("colony.runtime")
+
+M = TypeVar("M", bound=pydantic.BaseModel)
+
+
+# ----------------------------------------------------------------------------- errors → HTTP
+
+
+class BadJson(ValidationFailed):
+    code = "bad_json"
+
+
+class UnsupportedMediaType(CallerError):
+    code = "unsupported_media_type"
+
+
+class MethodNotAllowed(CallerError):
+    code = "method_not_allowed"
+
+    def __init__(self, message: str, *, allow: Sequence[str]) -> None:
+        super().__init__(message)
+        self.allow = tuple(allow)
+
+
+# First match wins: subclasses before their parents.
+_STATUS: tuple[tuple[type[ColonyError], int], ...] = (
+    (ConfigError, 500),
+    (Unauthorized, 401),
+    (OrgScopeError, 403),
+    (NotFound, 404),
+    (MethodNotAllowed, 405),
+    (Conflict, 409),
+    (UnsupportedMediaType, 415),
+    (CallerError, 400),
+    (UpstreamError, 503),
+)
+_INTERNAL = "an unexpected error occurred; it has been logged"
+_MISCONFIGURED = "the service is misconfigured; it has been logged"
+_UNAVAILABLE = "a service we depend on is unavailable; please retry shortly"
+_HTTP_MESSAGES = {
+    400: "the request could not be understood",
+    404: "there is nothing at this path",
+    405: "this method is not allowed here",
+    413: "the request body is too large",
+    415: "the request body must be JSON",
+}
+
+
+def error_body(code: str, message: str) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message}}
+
+
+def error_response(error: BaseException) -> tuple[dict[str, Any], int]:
+    """The JSON error body and HTTP status for ``error``.
+
+    Only ``CallerError`` messages reach the caller (they are written for them); upstream
+    failures, misconfiguration and bugs get a fixed sentence, so a provider's reply or a stack
+    trace can never leak.
+    """
+    if isinstance(error, ColonyError):
+        status = next((s for cls, s in _STATUS if isinstance(error, cls)), 500)
+        if isinstance(error, ConfigError):
+            return error_body(error.code, _MISCONFIGURED), status
+        if isinstance(error, CallerError):
+            return error_body(error.code, str(error) or "the request was refused"), status
+        if isinstance(error, UpstreamError):
+            return error_body(error.code, _UNAVAILABLE), status
+    if isinstance(error, HTTPException) and error.code and 400 <= error.code < 500:
+        code = (error.name or "bad request").lower().replace(" ", "_").replace("'", "")
+        return error_body(code, _HTTP_MESSAGES.get(error.code, error.name)), error.code
+    return error_body("internal", _INTERNAL), 500
+
+
+def json_response(
+    body: Any, status: int = 200, headers: Mapping[str, str] | None = None
+) -> flask.Response:
+    if isinstance(body, pydantic.BaseModel):
+        body = body.model_dump(mode="json")
+    response = flask.Response(
+        json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False),
+        status=status,
+        mimetype="application/json",
+    )
+    response.headers.update(headers or {})
+    return response
+
+
+def _error_reply(error: BaseException) -> flask.Response:
+    body, status = error_response(error)
+    headers: dict[str, str] = {}
+    if isinstance(error, Unauthorized):
+        headers["WWW-Authenticate"] = "Bearer"
+    if isinstance(error, MethodNotAllowed):
+        headers["Allow"] = ", ".join(error.allow)
+    if isinstance(error, ProviderUnavailable) and error.retry_after:
+        headers["Retry-After"] = str(max(1, math.ceil(error.retry_after)))
+    return json_response(body, status, headers)
+
+
+def _log_failure(what: str, error: BaseException) -> None:
+    """Log type, code and stack frames — not the message, which might quote a payload."""
+    frames = "".join(traceback.format_tb(error.__traceback__))
+    logger.error("%s: %s\n%s", what, error_summary(error), frames.rstrip())
+    error._colony_logged = True  # type: ignore[attr-defined]  # so Flask's hook skips it
+
+
+def _log_crash(exc_info: Any) -> None:
+    """Replaces Flask's ``log_exception``, which would print the exception's message."""
+    error = exc_info[1] if isinstance(exc_info, tuple) else None
+    if error is not None and not getattr(error, "_colony_logged", False):
+        _log_failure(f"{flask.request.method} {flask.request.path} crashed", error)
+
+
+def install_json_errors(app: flask.Flask) -> None:
+    """Make the app's own errors (unrouted paths, wrong methods, crashes) JSON too.
+
+    ``http_json`` and ``pubsub_handler`` call this when they are applied inside
+    functions-framework's ``create_app`` (it loads the source inside an app context), which
+    replaces its plain-text crash handler that would echo the exception's text.
+    """
+    app.register_error_handler(HTTPException, _http_exception_reply)
+    app.register_error_handler(500, _crash_reply)
+    app.log_exception = _log_crash  # type: ignore[method-assign]
+
+
+def _install_on_current_app() -> None:
+    if flask.has_app_context():
+        install_json_errors(flask.current_app)
+
+
+def _http_exception_reply(error: HTTPException) -> flask.Response:
+    return _error_reply(error)
+
+
+def _crash_reply(error: HTTPException) -> flask.Response:
+    original = getattr(error, "original_exception", None) or error
+    body, _ = error_response(original)
+    # 500 (not 503) is what Pub/Sub and the framework's logging expect of a crash.
+    return json_response(body, 500, {"X-Google-Status": "crash"})
+
+
+# ----------------------------------------------------------------------------- HTTP functions
+
+
+@dataclass(frozen=True)
+class JsonRequest:
+    """What an HTTP handler sees: the method, normalised path, headers and the JSON body."""
+
+    method: str
+    path: str
+    headers: Headers  # case-insensitive
+    args: Mapping[str, str]
+    body: Any  # the parsed JSON value; None when the request had no body
+    raw: flask.Request
+
+    @property
+    def authorization(self) -> str | None:
+        return self.headers.get("Authorization")
+
+    def parse(self, model: type[M]) -> M:
+        """Validate the body into ``model``; failures name fields, never echo values."""
+        if self.body is None:
+            raise ValidationFailed("a JSON body is required")
+        try:
+            return model.model_validate(self.body)
+        except pydantic.ValidationError as error:
+            raise ValidationFailed(f"invalid body: {describe_validation(error)}") from None
+
+
+def describe_validation(error: pydantic.ValidationError, limit: int = 3) -> str:
+    """Field locations and messages of a validation error, without the input values."""
+    issues = error.errors(include_url=False, include_input=False, include_context=False)
+    parts = [f"{'.'.join(map(str, e['loc'])) or '(root)'}: {e['msg']}" for e in issues[:limit]]
+    if len(issues) > limit:
+        parts.append(f"and {len(issues) - limit} more")
+    return "; ".join(parts)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _read_json(request: flask.Request) -> Any:
+    data = request.get_data(cache=True)
+    if not data:
+        return None
+    mimetype = request.mimetype
+    charset = request.mimetype_params.get("charset", "utf-8").lower()
+    if (mimetype != "application/json" and not mimetype.endswith("+json")) or charset not in (
+        "utf-8",
+        "utf8",
+    ):
+        raise UnsupportedMediaType("send the body as application/json (UTF-8)")
+    try:
+        return json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        raise BadJson("the request body is not valid JSON") from None
+
+
+JsonHandler = Callable[[JsonRequest], Any]
+HttpFunction = Callable[[flask.Request], WerkzeugResponse]
+
+
+@overload
+def http_json(handler: JsonHandler, /) -> HttpFunction: ...
+@overload
+def http_json(
+    *, methods: Sequence[str] = ..., paths: Sequence[str] | None = ...
+) -> Callable[[JsonHandler], HttpFunction]: ...
+def http_json(
+    handler: JsonHandler | None = None,
+    /,
+    *,
+    methods: Sequence[str] = ("POST",),
+    paths: Sequence[str] | None = ("/",),
+) -> HttpFunction | Callable[[JsonHandler], HttpFunction]:
+    """Turn ``handler(JsonRequest)`` into a functions-framework HTTP function.
+
+    The handler returns a JSON-able value or pydantic model (200), ``(value, status)``, a
+    ready ``flask.Response`` (e.g. a stream or redirect), or None (204). Requests outside
+    ``methods`` get 405, outside ``paths`` (exact, trailing slash ignored; None: any) 404.
+    A body must be ``application/json`` (else 415) and parse (else 400 ``bad_json``).
+    Authentication is the handler's first line (``colony.runtime.auth``).
+    """
+    allowed = tuple(m.upper() for m in methods)
+    routes = None if paths is None else {_normalise_path(p) for p in paths}
+
+    def decorate(fn: JsonHandler) -> HttpFunction:
+        _install_on_current_app()
+
+        @functools.wraps(fn)
+        def entry(request: flask.Request) -> WerkzeugResponse:
+            path = _normalise_path(request.path)
+            try:
+                if routes is not None and path not in routes:
+                    raise NotFound("there is nothing at this path")
+                if request.method.upper() not in allowed:
+                    raise MethodNotAllowed("this method is not allowed here", allow=allowed)
+                req = JsonRequest(
+                    method=request.method.upper(),
+                    path=path,
+                    headers=request.headers,
+                    args=request.args,
+                    body=_read_json(request),
+                    raw=request,
+                )
+                with error_scope(None, None, None):
+                    return _to_response(fn(req))
+            except Exception as error:
+                reply = _error_reply(error)
+                if reply.status_code >= 500:
+                    _log_failure(f"{request.method} {path} failed", error)
+                else:
+                    logger.info(
+                        "%s %s -> %d %s",
+                        request.method,
+                        path,
+                        reply.status_code,
+                        error_response(error)[0]["error"]["code"],
+                    )
+                return reply
+
+        return entry
+
+    return decorate(handler) if handler is not None else decorate
+
+
+def _normalise_path(path: str) -> str:
+    return "/" + path.strip("/")
+
+
+def _to_response(result: Any) -> WerkzeugResponse:
+    if isinstance(result, WerkzeugResponse):
+        return result
+    if result is None:
+        return flask.Response(status=204)
+    if isinstance(result, tuple):
+        body, status = result
+        return json_response(body, int(status))
+    return json_response(result)
+
+
+# ----------------------------------------------------------------------------- Pub/Sub push
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """Why a delivery can never be processed: a snake_case code and a short detail."""
+
+    code: str
+    detail: str
+
+    def __str__(self) -> str:
+        return f"{self.code}: {self.detail}"
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    """A decoded push. ``org_id`` is verified when ``payload`` is set, merely claimed if not."""
+
+    event_id: str | None
+    org_id: str | None
+    payload: Event | None
+    attributes: Mapping[str, str] = field(default_factory=dict)
+    problem: Problem | None = None
+
+
+_TAG_ERRORS = {"union_tag_invalid", "union_tag_not_found"}
+_MAX_ID = 200
+
+
+def decode_push(cloud_event: Any) -> Decoded:
+    """Decode a functions-framework CloudEvent carrying a Pub/Sub message into an ``Event``.
+
+    Bad deliveries come back with ``problem`` set (never raised): they cannot succeed on
+    retry. Accepts Eventarc's ``messagePublished`` events and raw push bodies (which the
+    framework converts to the same shape).
+    """
+    data = getattr(cloud_event, "data", None)
+    message = data.get("message") if isinstance(data, Mapping) else None
+    if not isinstance(message, Mapping):
+        event_id = _clip(_attribute(cloud_event, "id"))
+        return Decoded(event_id, None, None, {}, Problem("bad_envelope", "no Pub/Sub message"))
+    event_id = _clip(
+        _attribute(cloud_event, "id") or _text(message.get("messageId"))
+        or _text(message.get("message_id"))
+    )  # fmt: skip
+    raw_attributes = message.get("attributes")
+    attributes = {
+        str(k): str(v)
+        for k, v in (raw_attributes.items() if isinstance(raw_attributes, Mapping) else ())
+        if isinstance(k, str) and isinstance(v, str)
+    }
+    claimed = _clip(attributes.get("org_id"))
+
+    def problem(code: str, detail: str, org: str | None = claimed) -> Decoded:
+        return Decoded(event_id, org, None, attributes, Problem(code, detail))
+
+    if not event_id:
+        return problem("no_event_id", "the delivery has no event or message id")
+    raw = message.get("data")
+    if not isinstance(raw, str) or not raw:
+        return problem("no_data", "the message has no data")
+    try:
+        blob = base64.b64decode(raw, validate=True)
+    except (binascii.Error, ValueError):
+        return problem("not_base64", "the message data is not base64")
+    try:
+        value = json.loads(blob.decode("utf-8"), parse_constant=_reject_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return problem("not_json", "the message data is not UTF-8 JSON")
+    if not isinstance(value, dict):
+        return problem("schema_invalid", "the event is not a JSON object")
+    org = value.get("org_id")
+    claimed = _clip(org) if isinstance(org, str) else claimed
+    try:
+        payload = EVENT_ADAPTER.validate_python(value)
+    except pydantic.ValidationError as error:
+        issues = error.errors(include_url=False, include_input=False)
+        if any(e["type"] in _TAG_ERRORS for e in issues):
+            return problem("unknown_kind", "the event kind is not one we know", claimed)
+        if any(e["loc"][-1:] == ("org_id",) for e in issues):
+            return problem("missing_org", "the event carries no org_id", claimed)
+        return problem("schema_invalid", describe_validation(error), claimed)
+    if not payload.org_id.strip():
+        return problem("missing_org", "the event carries a blank org_id", claimed)
+    if attributes.get("org_id", payload.org_id) != payload.org_id:
+        return problem("org_mismatch", "the attributes and the event name different orgs")
+    return Decoded(event_id, payload.org_id, payload, attributes, None)
+
+
+def _attribute(cloud_event: Any, name: str) -> str | None:
+    try:
+        return _text(cloud_event[name])
+    except (KeyError, TypeError, IndexError):
+        return None
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _clip(value: str | None, limit: int = _MAX_ID) -> str | None:
+    return value[:limit] if value else None
+
+
+class RejectionRecorder(Protocol):
+    """Where unrecoverable deliveries are recorded (ids and a reason, never the payload)."""
+
+    def record(
+        self, function: str, event_id: str | None, claimed_org_id: str | None, reason: str
+    ) -> None: ...
+
+
+# The application role may INSERT here but not SELECT (so no RETURNING): a rejected payload's
+# claimed org is unverified, and no org should read another's failures.
+INSERT_REJECTION = (
+    "INSERT INTO rejected_deliveries (function, event_id, claimed_org_id, reason) "
+    "VALUES (%s, %s, %s, %s)"
+)
+_MAX_REASON = 500
+
+
+class DbRejections:
+    """``RejectionRecorder`` writing to ``rejected_deliveries`` as the application role."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def record(
+        self, function: str, event_id: str | None, claimed_org_id: str | None, reason: str
+    ) -> None:
+        params = (function, _clip(event_id), _clip(claimed_org_id), reason[:_MAX_REASON])
+        with self._db.transaction(None) as cur:
+            cur.execute(INSERT_REJECTION, params)
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    function: str
+    event_id: str | None
+    claimed_org_id: str | None
+    reason: str
+
+
+class MemoryRejections:
+    """The in-memory ``RejectionRecorder`` fake: keeps what was recorded, in order."""
+
+    def __init__(self) -> None:
+        self.rejections: list[Rejection] = []
+
+    def record(
+        self, function: str, event_id: str | None, claimed_org_id: str | None, reason: str
+    ) -> None:
+        self.rejections.append(Rejection(function, event_id, claimed_org_id, reason))
+
+
+Flow = Callable[[Any, str], object]  # (the validated Event, its event id)
+CloudEventFunction = Callable[[Any], None]
+
+
+@overload
+def pubsub_handler(
+    function_name: str, handle: Flow, *, recorder: Callable[[], RejectionRecorder] | None = ...
+) -> CloudEventFunction: ...
+@overload
+def pubsub_handler(
+    function_name: str, *, recorder: Callable[[], RejectionRecorder] | None = ...
+) -> Callable[[Flow], CloudEventFunction]: ...
+def pubsub_handler(
+    function_name: str,
+    handle: Flow | None = None,
+    *,
+    recorder: Callable[[], RejectionRecorder] | None = None,
+) -> CloudEventFunction | Callable[[Flow], CloudEventFunction]:
+    """Turn ``handle(event, event_id)`` into a functions-framework CloudEvent function.
+
+    ``function_name`` is the registry name (``colony.registry.functions``). Rejections go to
+    ``recorder()`` (default: ``deps().rejections``), resolved only when one happens.
+    """
+    spec = registered_function(function_name)
+    rejections = recorder or (lambda: deps().rejections)
+
+    def decorate(flow: Flow) -> CloudEventFunction:
+        _install_on_current_app()
+
+        @functools.wraps(flow)
+        def entry(cloud_event: Any) -> None:
+            decoded = decode_push(cloud_event)
+            if decoded.problem is not None or decoded.payload is None or not decoded.event_id:
+                problem = decoded.problem or Problem("undecodable", "no event")
+                _reject(decoded.event_id, decoded.org_id, str(problem))
+                return
+            payload = decoded.payload
+            run_id = getattr(payload, "run_id", None)
+            if run_id is None and payload.kind == "handoff":
+                run_id = payload.envelope.parent_run_id
+            try:
+                with error_scope(decoded.org_id, run_id, spec.agent):
+                    flow(payload, decoded.event_id)
+            except ConfigError as error:
+                _log_failure(f"{function_name} event {decoded.event_id} misconfigured", error)
+                raise
+            except CallerError as error:
+                _reject(decoded.event_id, decoded.org_id, f"{error.code}: {error}")
+            except Exception as error:
+                _log_failure(f"{function_name} event {decoded.event_id} failed; retrying", error)
+                raise
+
+        return entry
+
+    def _reject(event_id: str | None, org_id: str | None, reason: str) -> None:
+        code = reason.split(":", 1)[0]
+        logger.warning(
+            "%s rejected event %s (claimed org %s): %s", function_name, event_id, org_id, code
+        )
+        rejections().record(function_name, event_id, org_id, reason)
+
+    return decorate(handle) if handle is not None else decorate
+
+
+# ----------------------------------------------------------------------------- composition root
+
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True)
+class Deps:
+    """Everything a flow needs, built once per function instance."""
+
+    settings: Settings
+    db: Database  # the application role
+    transport: Transport
+    llm: LlmDeps
+    knowledge: KnowledgeStore
+    rejections: RejectionRecorder
+    clock: Clock = utc_now
+    faults: Faults = field(default_factory=Faults.from_env)  # crash injection, tests only
+
+
+def build_deps(
+    settings: Settings,
+    *,
+    db: Database | None = None,
+    transport: Transport | None = None,
+    llm: LlmDeps | None = None,
+    knowledge: KnowledgeStore | None = None,
+    rejections: RejectionRecorder | None = None,
+    clock: Clock | None = None,
+) -> Deps:
+    """Build the parts not given. Imports live here so a cold start loads only what it uses."""
+    if db is None:
+        from colony.store import Database, connect_factory
+
+        db = Database(connect_factory(settings, "app"))
+    if transport is None:
+        from colony.adapters.transport import transport_from_settings
+
+        transport = transport_from_settings(settings, db=db)
+    if llm is None:
+        from colony.llm.agent_call import llm_from_settings
+
+        llm = llm_from_settings(settings, db)
+    if knowledge is None:
+        from colony.adapters.embedding import embedder_from_settings
+        from colony.knowledge import KnowledgeStore
+
+        knowledge = KnowledgeStore(db, embedder_from_settings(settings))
+    return Deps(
+        settings=settings,
+        db=db,
+        transport=transport,
+        llm=llm,
+        knowledge=knowledge,
+        rejections=rejections if rejections is not None else DbRejections(db),
+        clock=clock or utc_now,
+    )
+
+
+_deps: Deps | None = None
+_deps_lock = threading.Lock()
+
+
+def deps() -> Deps:
+    """This process's ``Deps``: settings from the environment, built on first use, once."""
+    global _deps
+    current = _deps
+    if current is None:
+        with _deps_lock:
+            if _deps is None:
+                from colony.observability.sentry import init_sentry
+                from colony.settings import Settings
+
+                settings = Settings.from_env()
+                init_sentry(settings)
+                _deps = build_deps(settings)
+            current = _deps
+    return current
+
+
+def set_deps_for_tests(value: Deps | None) -> None:
+    """Install ``value`` as this process's ``Deps`` (None: build from the environment again)."""
+    global _deps
+    with _deps_lock:
+        _deps = value

@@ -1,0 +1,232 @@
+"""The campaign pipeline through real functions-framework servers over HTTP.
+
+Every function runs as its own `functions-framework` subprocess against the embedded
+PostgreSQL; the local transport pushes the same Pub/Sub envelopes GCP would, and the test
+drives HTTP only (approvals, delivery events, raw pushes). With `gcloud` on the machine the
+same chain also runs through the real Pub/Sub emulator with push subscriptions.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from colony.adapters.embedding import OfflineHashEmbedder
+from colony.adapters.transport_local import LocalTransport
+from colony.flows import campaign
+from colony.knowledge import KnowledgeStore
+from colony.llm.agent_call import llm_from_settings
+from colony.local.demo import load_demo
+from colony.local.functions import FunctionServers
+from colony.runtime.approvals import sign_delivery
+from colony.runtime.auth import mint_local_token
+from colony.settings import Settings
+from colony.store import fetch_all, fetch_one
+from colony.testing.inline import LocalDeps
+from tests.conftest import APP_ROLE, PgDB
+
+ORG = "org_zoomprop_demo"
+SECRET = "test-delivery-secret"
+PICK = ["P-001", "P-002", "P-003", "P-004", "P-005", "P-006", "P-007", "P-012"]  # 2 anti-ICP
+
+
+def wait_for(condition, timeout: float = 90.0, what: str = "condition"):
+    """Wait for an observable state with a deadline (the functions work asynchronously)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture
+def stack(testdb: PgDB, tmp_path: Path) -> Iterator[tuple[FunctionServers, LocalDeps, Path]]:
+    db = testdb.app()
+    knowledge = KnowledgeStore(db, OfflineHashEmbedder())
+    load_demo(db, knowledge, say=lambda _: None)
+    env = {
+        "COLONY_DB_MODE": "dsn",
+        "COLONY_DB_DSN": testdb.dsn(APP_ROLE),
+        "COLONY_TRANSPORT": "local",
+        "COLONY_DATA_DIR": str(tmp_path),
+        "COLONY_DELIVERY_WEBHOOK_SECRET": SECRET,
+        "COLONY_APPROVAL_TOKEN_KEY": "test-approval-key",
+    }
+    with FunctionServers(env, log_dir=tmp_path) as servers:
+        transport = LocalTransport(servers.urls)
+        settings = Settings.from_env({})
+        deps = LocalDeps(settings, db, transport, llm_from_settings(settings, db), knowledge)
+        try:
+            yield servers, deps, tmp_path
+        finally:
+            transport.close()
+
+
+def contact_ids(deps: LocalDeps, external: list[str]) -> list[str]:
+    with deps.db.transaction(ORG) as cur:
+        rows = fetch_all(cur, "SELECT id FROM contacts WHERE external_id = ANY(%s)", (external,))
+    return [r["id"] for r in rows]
+
+
+def run_state(deps: LocalDeps, run_id: str):
+    with deps.db.transaction(ORG) as cur:
+        return fetch_one(cur, "SELECT status, contacts_total, contacts_done FROM campaign_runs"
+                              " WHERE id = %s", (run_id,))  # fmt: skip
+
+
+def llm_calls(deps: LocalDeps) -> dict[str, int]:
+    with deps.db.transaction(ORG) as cur:
+        rows = fetch_all(cur, "SELECT agent_id, count(*) AS n FROM llm_calls GROUP BY agent_id")
+    return {r["agent_id"]: r["n"] for r in rows}
+
+
+def test_campaign_over_http_to_approval_outbox_and_delivery(stack) -> None:
+    servers, deps, data_dir = stack
+    campaign_id = campaign.create_campaign(
+        deps, ORG, name="e2e", angle="Signal", tier="T1", contact_ids=contact_ids(deps, PICK)
+    )
+    run_id = campaign.launch(deps, ORG, campaign_id)
+    state = wait_for(lambda: (s := run_state(deps, run_id)) and s["status"] == "completed" and s,
+                     what="the run to complete")  # fmt: skip
+    assert state["contacts_done"] == state["contacts_total"] == len(PICK)
+    calls = llm_calls(deps)
+    assert calls["AGT-003"] == calls["AGT-004"] == len(PICK) - 2  # anti-ICP cost nothing
+    with deps.db.transaction(ORG) as cur:
+        items = fetch_all(cur, "SELECT id FROM approval_items WHERE run_id = %s", (run_id,))
+    assert len(items) == calls.get("AGT-005", 0) > 0
+
+    approve = servers.urls["approval"]
+    token = mint_local_token(data_dir, ORG)
+    auth = {"Authorization": f"Bearer {token}"}
+    with httpx.Client(timeout=30) as http:
+        body = {"item_id": items[0]["id"], "action": "approve"}
+        first = http.post(approve, json=body, headers=auth)
+        again = http.post(approve, json=body, headers=auth)
+        assert first.status_code == 200 and first.json()["status"] == "applied"
+        assert again.status_code == 200 and again.json()["changed"] is False
+        # no token, a forged token, another org's token: JSON errors, nothing applied
+        assert http.post(approve, json=body).status_code == 401
+        forged = http.post(approve, json=body, headers={"Authorization": "Bearer x.y.z"})
+        assert forged.status_code == 401 and forged.json()["error"]["code"] == "unauthorized"
+        other = {"Authorization": f"Bearer {mint_local_token(data_dir, 'org_other')}"}
+        assert http.post(approve, json=body, headers=other).status_code == 404
+        assert http.post(approve, content=b"{nope", headers={**auth, "Content-Type":
+                         "application/json"}).json()["error"]["code"] == "bad_json"  # fmt: skip
+
+        with deps.db.transaction(ORG) as cur:
+            outbox = fetch_one(cur, "SELECT id, status FROM outbox")
+        assert outbox["status"] == "queued"
+        event = json.dumps({"org_id": ORG, "outbox_id": outbox["id"], "event": "delivered",
+                            "event_id": "esp-1"}).encode()  # fmt: skip
+        signed = {"X-Colony-Signature": sign_delivery(SECRET, event),
+                  "Content-Type": "application/json"}  # fmt: skip
+        assert http.post(servers.urls["delivery-events"], content=event, headers=signed).is_success
+        bad = {**signed, "X-Colony-Signature": sign_delivery("wrong", event)}
+        assert (
+            http.post(servers.urls["delivery-events"], content=event, headers=bad).status_code
+            == 401
+        )
+    with deps.db.transaction(ORG) as cur:
+        assert fetch_one(cur, "SELECT status FROM outbox")["status"] == "delivered"
+
+
+def test_duplicate_and_malformed_pushes(stack, testdb: PgDB) -> None:
+    servers, deps, _ = stack
+    ids = contact_ids(deps, ["P-001"])
+    campaign_id = campaign.create_campaign(
+        deps, ORG, name="dup", angle="Pain", tier="T3", contact_ids=ids
+    )
+    run_id = campaign.launch(deps, ORG, campaign_id)
+    wait_for(lambda: (s := run_state(deps, run_id)) and s["status"] == "completed",
+             what="the run to complete")  # fmt: skip
+    before = llm_calls(deps)
+    # the same handoff pushed three times (same message id) is processed once
+    handoff = {"kind": "handoff", "org_id": ORG, "campaign_id": campaign_id, "envelope": {
+        "parent_run_id": run_id, "downstream_agent": "qualification", "entity_ids": ids,
+        "angle": "Pain", "tier": "T3", "kc_bucket_hints": ["KC-02"]}}  # fmt: skip
+
+    def push(data: bytes, message_id: str) -> httpx.Response:
+        envelope = {
+            "message": {
+                "data": base64.b64encode(data).decode(),
+                "messageId": message_id,
+                "attributes": {"org_id": ORG},
+            },
+            "subscription": "projects/colony-local/subscriptions/colony-qualification",
+        }
+        return httpx.post(servers.urls["qualification"], json=envelope, timeout=30)  # fmt: skip
+
+    for _ in range(3):
+        assert push(json.dumps(handoff).encode(), "dup-1").is_success
+    assert llm_calls(deps) == before  # the finished step replayed; nothing recomputed
+    # unrecoverable payloads are acknowledged (never retried forever) and recorded
+    assert push(b"\xff\xfe not json", "bad-1").is_success
+    assert push(json.dumps({"kind": "nonsense", "org_id": ORG}).encode(), "bad-2").is_success
+    owner = testdb.owner_connection()
+    rejected = fetch_all(owner.cursor(), "SELECT event_id, reason FROM rejected_deliveries")
+    owner.close()
+    assert {r["event_id"] for r in rejected} >= {"bad-1", "bad-2"}
+
+
+@pytest.mark.skipif(shutil.which("gcloud") is None,
+                    reason="gcloud (Pub/Sub emulator) not installed: the local-transport"
+                           " tests above run the same chain")  # fmt: skip
+def test_campaign_through_the_real_pubsub_emulator(testdb: PgDB, tmp_path: Path) -> None:
+    from google.cloud import pubsub_v1
+
+    from colony.adapters.transport_gcp import GcpTransport
+    from colony.registry.functions import FUNCTIONS
+    from colony.testing.emulators import pubsub_emulator
+
+    db = testdb.app()
+    knowledge = KnowledgeStore(db, OfflineHashEmbedder())
+    load_demo(db, knowledge, say=lambda _: None)
+    project = "colony-e2e"
+    with pubsub_emulator(project=project) as host:
+        env = {"COLONY_DB_MODE": "dsn", "COLONY_DB_DSN": testdb.dsn(APP_ROLE),
+               "COLONY_TRANSPORT": "gcp", "COLONY_GCP_PROJECT": project,
+               "PUBSUB_EMULATOR_HOST": host, "COLONY_DATA_DIR": str(tmp_path)}  # fmt: skip
+        import os
+
+        os.environ["PUBSUB_EMULATOR_HOST"] = host  # for this process's clients
+        try:
+            with FunctionServers(env, log_dir=tmp_path) as servers:
+                publisher = pubsub_v1.PublisherClient()
+                subscriber = pubsub_v1.SubscriberClient()
+                for function in FUNCTIONS.values():
+                    if function.topic:
+                        topic = publisher.topic_path(project, function.topic)
+                        publisher.create_topic(name=topic)
+                        subscriber.create_subscription(
+                            name=subscriber.subscription_path(project, f"{function.name}-push"),
+                            topic=topic,
+                            push_config={"push_endpoint": servers.urls[function.name]},
+                        )
+                transport = GcpTransport(project, "us-central1", function_urls=servers.urls)
+                settings = Settings.from_env({})
+                deps = LocalDeps(settings, db, transport, llm_from_settings(settings, db),
+                                 knowledge)  # fmt: skip
+                picked = contact_ids(deps, ["P-001", "P-002", "P-007"])
+                campaign_id = campaign.create_campaign(
+                    deps, ORG, name="emu", angle="Signal", tier="T1", contact_ids=picked
+                )
+                run_id = campaign.launch(deps, ORG, campaign_id)
+                state = wait_for(
+                    lambda: (s := run_state(deps, run_id)) and s["status"] == "completed" and s,
+                    what="the run to complete through the emulator",
+                )
+                assert state["contacts_done"] == 3
+                calls = llm_calls(deps)
+                assert calls["AGT-003"] == calls["AGT-004"] == 2  # P-007 is anti-ICP
+                subscriber.close()
+        finally:
+            os.environ.pop("PUBSUB_EMULATOR_HOST", None)
