@@ -7,6 +7,8 @@ once (``CREATE DATABASE ... TEMPLATE`` takes milliseconds; migrating takes longe
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -61,11 +63,15 @@ def _admin(pgdata: Path) -> pg8000.dbapi.Connection:
 
 
 @pytest.fixture(scope="session")
-def pg_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    pgdata = tmp_path_factory.mktemp("pg") / "data"
+def pg_cluster() -> Iterator[Path]:
+    # Not under pytest's tmp_path: pytest prunes old basetemp folders, and a second pytest
+    # session on the machine would delete this one's data directory under the server.
+    root = Path(tempfile.mkdtemp(prefix="colony-pg-"))
+    pgdata = root / "data"
     embedded.ensure_database(pgdata, "colony", APP_ROLE)
     yield pgdata
     embedded.stop_cluster(pgdata)
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

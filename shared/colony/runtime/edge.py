@@ -34,12 +34,10 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
 
 import flask
-import pydantic
 from werkzeug.datastructures import Headers
 from werkzeug.exceptions import HTTPException
 from werkzeug.wrappers import Response as WerkzeugResponse
 
-from colony.contracts.events import EVENT_ADAPTER, Event
 from colony.errors import (
     CallerError,
     ColonyError,
@@ -53,11 +51,13 @@ from colony.errors import (
     ValidationFailed,
 )
 from colony.observability.sentry import error_scope
-from colony.observability.tracing import error_summary
 from colony.registry.functions import function as registered_function
 from colony.runtime.faults import Faults
 
 if TYPE_CHECKING:
+    import pydantic
+
+    from colony.contracts.events import Event
     from colony.knowledge import KnowledgeStore
     from colony.llm.agent_call import LlmDeps
     from colony.ports import Transport
@@ -66,7 +66,7 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("colony.runtime")
 
-M = TypeVar("M", bound=pydantic.BaseModel)
+M = TypeVar("M", bound="pydantic.BaseModel")
 
 
 # ----------------------------------------------------------------------------- errors → HTTP
@@ -140,7 +140,7 @@ def error_response(error: BaseException) -> tuple[dict[str, Any], int]:
 def json_response(
     body: Any, status: int = 200, headers: Mapping[str, str] | None = None
 ) -> flask.Response:
-    if isinstance(body, pydantic.BaseModel):
+    if hasattr(body, "model_dump"):  # a pydantic model (pydantic loads on first use)
         body = body.model_dump(mode="json")
     response = flask.Response(
         json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False),
@@ -166,6 +166,8 @@ def _error_reply(error: BaseException) -> flask.Response:
 def _log_failure(what: str, error: BaseException) -> None:
     """Log type, code and stack frames — not the message, which might quote a payload."""
     frames = "".join(traceback.format_tb(error.__traceback__))
+    from colony.observability.tracing import error_summary
+
     logger.error("%s: %s\n%s", what, error_summary(error), frames.rstrip())
     error._colony_logged = True  # type: ignore[attr-defined]  # so Flask's hook skips it
 
@@ -225,11 +227,13 @@ class JsonRequest:
 
     def parse(self, model: type[M]) -> M:
         """Validate the body into ``model``; failures name fields, never echo values."""
+        from pydantic import ValidationError
+
         if self.body is None:
             raise ValidationFailed("a JSON body is required")
         try:
             return model.model_validate(self.body)
-        except pydantic.ValidationError as error:
+        except ValidationError as error:
             raise ValidationFailed(f"invalid body: {describe_validation(error)}") from None
 
 
@@ -419,9 +423,13 @@ def decode_push(cloud_event: Any) -> Decoded:
         return problem("schema_invalid", "the event is not a JSON object")
     org = value.get("org_id")
     claimed = _clip(org) if isinstance(org, str) else claimed
+    from pydantic import ValidationError
+
+    from colony.contracts.events import EVENT_ADAPTER  # pydantic models load on first event
+
     try:
         payload = EVENT_ADAPTER.validate_python(value)
-    except pydantic.ValidationError as error:
+    except ValidationError as error:
         issues = error.errors(include_url=False, include_input=False)
         if any(e["type"] in _TAG_ERRORS for e in issues):
             return problem("unknown_kind", "the event kind is not one we know", claimed)

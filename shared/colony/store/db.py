@@ -18,14 +18,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import parse_qs, unquote, urlparse
 
-import numpy as np
 import pg8000.dbapi
 
 from colony.errors import ConfigError, DatabaseError, OrgScopeError, ValidationFailed
 from colony.settings import Settings
+
+if TYPE_CHECKING:
+    import numpy as np
 
 Row = dict[str, Any]
 Connect = Callable[[], pg8000.dbapi.Connection]
@@ -63,11 +65,15 @@ def _vector_text(value: np.ndarray) -> str:
 
 
 def _parse_vector(text: str) -> np.ndarray:
+    import numpy as np
+
     return np.array(text[1:-1].split(","), dtype=np.float32)
 
 
 def register_vector(conn: pg8000.dbapi.Connection) -> None:
     """Teach a connection to send numpy arrays as ``vector`` and read ``vector`` as numpy."""
+    import numpy as np  # here, not at import: functions that never touch vectors skip it
+
     cur = conn.cursor()
     cur.execute(_VECTOR_OID)
     row = cur.fetchone()

@@ -1,0 +1,131 @@
+"""Transport adapters (``colony.ports.Transport``): how functions reach each other.
+
+- ``GcpTransport`` (``transport_gcp``): Pub/Sub topics and Cloud Tasks queues through the
+  Google client libraries (or their emulators: ``PUBSUB_EMULATOR_HOST``,
+  ``COLONY_TASKS_EMULATOR_HOST``);
+- ``LocalTransport`` (``transport_local``): in-process queues and worker threads that POST the
+  same Pub/Sub push envelopes and Cloud Tasks requests to the functions' local URLs, with
+  retries and dead-lettering.
+
+``transport_from_settings`` is the one place that picks one. The helpers below are shared by
+both so the two name things identically (task names, topic paths, target URLs).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from colony.errors import ConfigError, ValidationFailed
+from colony.registry.functions import FUNCTIONS, QUEUES, TOPICS, Function
+from colony.settings import Settings
+
+if TYPE_CHECKING:
+    from colony.ports import Transport
+    from colony.store.db import Database
+
+_TASK_ID_OK = re.compile(r"^[A-Za-z0-9_-]{1,500}$")
+_TASK_ID_BAD = re.compile(r"[^A-Za-z0-9_-]")
+MAX_TASK_ID = 500  # Cloud Tasks' limit on the task id
+
+
+def task_id_for(task_id: str) -> str:
+    """A Cloud Tasks task id for ``task_id``: only ``[A-Za-z0-9_-]``, at most 500 characters.
+
+    A valid id is kept as it is. Otherwise the disallowed characters become ``-`` and a short
+    hash of the original is appended, so ids that differ only in those characters (``a:b`` and
+    ``a/b``) still name different tasks, and the same input always names the same task.
+    """
+    if not isinstance(task_id, str) or not task_id:
+        raise ValidationFailed("task_id must be a non-empty string")
+    if _TASK_ID_OK.match(task_id):
+        return task_id
+    digest = hashlib.sha256(task_id.encode()).hexdigest()[:16]
+    cleaned = _TASK_ID_BAD.sub("-", task_id)[: MAX_TASK_ID - len(digest) - 1]
+    return f"{cleaned}-{digest}"
+
+
+def topic_path(project: str, topic: str) -> str:
+    return f"projects/{project}/topics/{topic}"
+
+
+def queue_path(project: str, region: str, queue: str) -> str:
+    return f"projects/{project}/locations/{region}/queues/{queue}"
+
+
+def check_topic(topic: str) -> None:
+    if topic not in TOPICS:
+        raise ValidationFailed(f"unknown topic {topic!r}; known: {', '.join(sorted(TOPICS))}")
+
+
+def check_attributes(attributes: Mapping[str, str]) -> dict[str, str]:
+    """Pub/Sub attributes: non-empty string keys (not ``goog``-prefixed), string values."""
+    out: dict[str, str] = {}
+    for key, value in attributes.items():
+        if not isinstance(key, str) or not key or key.startswith("goog"):
+            raise ValidationFailed(f"invalid Pub/Sub attribute name {key!r}")
+        if not isinstance(value, str):
+            raise ValidationFailed(f"Pub/Sub attribute {key!r} must be a string")
+        out[key] = value
+    return out
+
+
+def check_data(data: bytes) -> bytes:
+    if not isinstance(data, bytes | bytearray):
+        raise ValidationFailed("message data must be bytes")
+    return bytes(data)
+
+
+def subscriber_of(topic: str) -> Function | None:
+    """The function subscribed to ``topic`` in the registry (None: no subscriber)."""
+    return next((f for f in FUNCTIONS.values() if f.topic == topic), None)
+
+
+def function_url(function_urls: Mapping[str, str], name: str) -> str:
+    url = function_urls.get(name)
+    if not url:
+        raise ConfigError(
+            f"no URL for function {name!r}; set it in COLONY_FUNCTION_URLS "
+            '(a JSON object such as {"' + name + '": "http://127.0.0.1:8081"})'
+        )
+    return url
+
+
+def task_target(function_urls: Mapping[str, str], queue: str, target: str) -> str:
+    """Check a Cloud Tasks queue and target function; return the target's URL."""
+    if queue not in QUEUES:
+        raise ValidationFailed(f"unknown queue {queue!r}; known: {', '.join(sorted(QUEUES))}")
+    function = FUNCTIONS.get(target)
+    if function is None:
+        raise ValidationFailed(f"unknown function {target!r}")
+    if function.trigger != "http":
+        raise ValidationFailed(f"function {target!r} is not HTTP-triggered; tasks cannot reach it")
+    return function_url(function_urls, target)
+
+
+def transport_from_settings(settings: Settings, *, db: Database | None = None) -> Transport:
+    """The configured transport: ``gcp`` (Pub/Sub + Cloud Tasks) or ``local``.
+
+    Locally, messages that exhaust their attempts are recorded in ``dead_letters`` when ``db``
+    is given (``DbDeadLetters``), otherwise logged and kept in memory by the transport.
+    """
+    if settings.transport == "gcp":
+        from colony.adapters.transport_gcp import GcpTransport
+
+        return GcpTransport(
+            settings.gcp_project,
+            settings.gcp_region,
+            function_urls=settings.function_urls,
+            invoker_service_account=settings.invoker_service_account,
+            tasks_emulator_host=settings.tasks_emulator_host,
+        )
+    from colony.adapters.transport_local import DbDeadLetters, LocalTransport
+
+    return LocalTransport(
+        settings.function_urls,
+        project=settings.gcp_project,
+        region=settings.gcp_region,
+        dead_letter=DbDeadLetters(db) if db is not None else None,
+    )

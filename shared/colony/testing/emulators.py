@@ -1,0 +1,214 @@
+"""Real Google emulators as subprocesses, for tests and benches.
+
+- ``pubsub_emulator()``: ``gcloud beta emulators pubsub start`` (the Java Pub/Sub fake that
+  ships with the Cloud SDK), ready when its HTTP root answers ``Ok``;
+- ``tasks_emulator()``: ``gcloud-tasks-emulator`` from PyPI. It pins ``protobuf<5``, so it lives
+  in its own virtualenv, ``.venv-tasks`` at the repo root (``make tasks-emulator-venv``); ready
+  when its gRPC port accepts connections.
+
+Each starts on a free loopback port in a new process group, waits for readiness by polling
+with a bounded deadline (failing at once, with the emulator's output, if it exits), yields
+``host:port``, and on exit stops the whole group and reaps it. A missing tool raises
+``EmulatorUnavailable`` naming what to install.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import IO
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+TASKS_VENV = REPO_ROOT / ".venv-tasks"
+TASKS_EMULATOR = TASKS_VENV / "bin" / "gcloud-tasks-emulator"
+_POLL = 0.05  # seconds between readiness probes
+STARTUP_SECONDS: dict[str, float] = {}  # emulator name → seconds its last start took
+
+
+class EmulatorUnavailable(RuntimeError):
+    """The emulator's tool is not installed here."""
+
+
+class EmulatorFailed(RuntimeError):
+    """The emulator exited, or did not become ready before its deadline."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def _group_members(pgid: int) -> list[int]:
+    """Pids in process group ``pgid`` (Linux /proc; empty where there is none)."""
+    pids = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return []
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == pgid and fields[0] != "Z":
+            pids.append(int(entry))
+    return pids
+
+
+def _signal(pid: int, sig: int, *, group: bool = False) -> None:
+    with suppress(ProcessLookupError, PermissionError):
+        (os.killpg if group else os.kill)(pid, sig)
+
+
+def stop_process_group(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
+    """Stop ``proc`` and everything in its process group, and reap ``proc``.
+
+    The leader's children are asked first (so the leader, e.g. the ``gcloud`` wrapper, reaps
+    them and exits by itself); then the leader; then anything left is killed.
+    """
+    pgid = proc.pid
+    if proc.poll() is None:
+        children = [pid for pid in _group_members(pgid) if pid != pgid]
+        for pid in children:
+            _signal(pid, signal.SIGTERM)
+        if not children:
+            _signal(pgid, signal.SIGTERM, group=True)
+        try:
+            proc.wait(grace)
+        except subprocess.TimeoutExpired:
+            _signal(pgid, signal.SIGTERM, group=True)
+            try:
+                proc.wait(grace)
+            except subprocess.TimeoutExpired:
+                _signal(pgid, signal.SIGKILL, group=True)
+                proc.wait()
+    for pid in _group_members(pgid):  # orphans the leader did not take with it
+        _signal(pid, signal.SIGKILL)
+
+
+def _tail(log: IO[bytes], limit: int = 4000) -> str:
+    log.flush()
+    log.seek(0)
+    return log.read().decode("utf-8", "replace")[-limit:]
+
+
+@contextmanager
+def _running(
+    name: str,
+    cmd: Sequence[str],
+    ready: Callable[[], bool],
+    *,
+    timeout: float,
+    env: dict[str, str] | None = None,
+) -> Iterator[subprocess.Popen[bytes]]:
+    with tempfile.TemporaryFile() as log:
+        started = time.monotonic()
+        proc = subprocess.Popen(
+            list(cmd),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env=env,
+        )
+        try:
+            deadline = started + timeout
+            while not ready():
+                if proc.poll() is not None:
+                    raise EmulatorFailed(
+                        f"{name} exited with code {proc.returncode} before it was ready:\n"
+                        f"{_tail(log)}"
+                    )
+                if time.monotonic() > deadline:
+                    raise EmulatorFailed(
+                        f"{name} was not ready within {timeout:.0f}s:\n{_tail(log)}"
+                    )
+                time.sleep(_POLL)  # readiness probe interval, bounded by the deadline
+            STARTUP_SECONDS[name] = time.monotonic() - started
+            yield proc
+        finally:
+            stop_process_group(proc)
+
+
+def _http_ok(url: str) -> Callable[[], bool]:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+    def probe() -> bool:
+        try:
+            with opener.open(url, timeout=1.0) as response:
+                return bool(response.status == 200)
+        except urllib.error.HTTPError as error:
+            error.close()
+            return False
+        except OSError:
+            return False
+
+    return probe
+
+
+def _tcp_open(host: str, port: int) -> Callable[[], bool]:
+    def probe() -> bool:
+        try:
+            with socket.create_connection((host, port), timeout=1.0):
+                return True
+        except OSError:
+            return False
+
+    return probe
+
+
+@contextmanager
+def pubsub_emulator(project: str = "colony-test", *, timeout: float = 90.0) -> Iterator[str]:
+    """Run the Cloud SDK's Pub/Sub emulator; yield its ``host:port`` (PUBSUB_EMULATOR_HOST)."""
+    gcloud = shutil.which("gcloud")
+    if gcloud is None:
+        raise EmulatorUnavailable(
+            "gcloud is not on PATH: install the Google Cloud CLI with its Pub/Sub emulator "
+            "(Debian: google-cloud-cli google-cloud-cli-pubsub-emulator, plus a Java runtime)"
+        )
+    host = "127.0.0.1"
+    port = free_port(host)
+    env = dict(os.environ, CLOUDSDK_CORE_DISABLE_PROMPTS="1")
+    env.pop("PUBSUB_EMULATOR_HOST", None)
+    with tempfile.TemporaryDirectory(prefix="pubsub-emulator-") as data_dir:
+        cmd = [
+            gcloud, "beta", "emulators", "pubsub", "start",
+            f"--host-port={host}:{port}", f"--project={project}", f"--data-dir={data_dir}",
+        ]  # fmt: skip
+        with _running("the Pub/Sub emulator", cmd, _http_ok(f"http://{host}:{port}/"),
+                      timeout=timeout, env=env):  # fmt: skip
+            yield f"{host}:{port}"
+
+
+@contextmanager
+def tasks_emulator(*, max_retries: int = 3, timeout: float = 60.0) -> Iterator[str]:
+    """Run ``gcloud-tasks-emulator`` from ``.venv-tasks``; yield its gRPC ``host:port``.
+
+    It dispatches HTTP tasks to their URLs (ignoring OIDC tokens), retrying a failed task
+    every 0.1 s; ``max_retries`` bounds that (``-r``; -1 retries forever). It does NOT enforce
+    task-name uniqueness (no ALREADY_EXISTS).
+    """
+    if not TASKS_EMULATOR.exists():
+        raise EmulatorUnavailable(
+            f"{TASKS_EMULATOR} is missing: run `make tasks-emulator-venv` (it creates "
+            ".venv-tasks and installs gcloud-tasks-emulator, which needs protobuf<5)"
+        )
+    host = "127.0.0.1"
+    port = free_port(host)
+    cmd = [str(TASKS_EMULATOR), "start", "--port", str(port), "-r", str(max_retries), "-q"]
+    with _running("gcloud-tasks-emulator", cmd, _tcp_open(host, port), timeout=timeout):
+        yield f"{host}:{port}"

@@ -1,0 +1,547 @@
+"""Transports against real receivers: functions-framework apps served over real HTTP.
+
+- ``LocalTransport``: delivery, redelivery, dead-lettering into ``dead_letters`` and
+  scheduled tasks, against a functions-framework CloudEvent function (it turns the Pub/Sub push
+  JSON into a CloudEvent, as Cloud Functions does) and an HTTP function.
+- ``GcpTransport`` with the real ``google-cloud-pubsub`` client against the real Pub/Sub
+  emulator (``gcloud beta emulators pubsub start``) pushing to the receiver, and with the real
+  ``google-cloud-tasks`` client against ``gcloud-tasks-emulator`` dispatching to it.
+
+No test sleeps to synchronise: receivers signal a condition variable, the local transport's
+``drain`` waits on one, and every wait has a deadline.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import functions_framework
+import pytest
+from werkzeug.serving import WSGIRequestHandler, make_server
+
+from colony.adapters.transport import (
+    queue_path,
+    task_id_for,
+    topic_path,
+    transport_from_settings,
+)
+from colony.adapters.transport_gcp import GcpTransport
+from colony.adapters.transport_local import DbDeadLetters, DeadLetter, LocalTransport
+from colony.errors import ConfigError, TransportUnavailable, UpstreamError, ValidationFailed
+from colony.settings import Settings
+from colony.store.db import fetch_all
+from colony.testing import emulators
+from tests.conftest import PgDB
+
+PROJECT = "colony-test"
+REGION = "us-central1"
+TOPIC = "colony-enrichment"  # subscribed by the "enrichment" function
+QUEUE = "colony-campaign-resume"
+TARGET = "campaign-resume"  # an HTTP function
+WAIT = 30.0  # deadline for any one wait
+
+_SOURCE = """
+import functions_framework
+
+HOOKS = []
+
+
+@functions_framework.cloud_event
+def receive_event(event):
+    HOOKS[0](event)
+
+
+@functions_framework.http
+def receive_request(request):
+    return HOOKS[0](request)
+"""
+
+
+@dataclass
+class Hit:
+    key: str  # message id (CloudEvent id) or task id
+    data: bytes
+    attributes: dict[str, str] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+    at: float = field(default_factory=time.monotonic)
+
+
+class Receiver:
+    """Records every delivery; ``fail(hit, nth_delivery_of_its_key)`` makes it answer 500."""
+
+    def __init__(self, fail: Callable[[Hit, int], bool] | None = None) -> None:
+        self.hits: list[Hit] = []
+        self.fail = fail or (lambda hit, n: False)
+        self._cond = threading.Condition()
+
+    def record(self, hit: Hit) -> bool:
+        with self._cond:
+            self.hits.append(hit)
+            nth = sum(1 for h in self.hits if h.key == hit.key)
+            self._cond.notify_all()
+        return self.fail(hit, nth)
+
+    def wait_for(self, predicate: Callable[[list[Hit]], bool], timeout: float = WAIT) -> bool:
+        with self._cond:
+            return self._cond.wait_for(lambda: predicate(self.hits), timeout)
+
+    def of(self, key: str) -> list[Hit]:
+        with self._cond:
+            return [h for h in self.hits if h.key == key]
+
+    # -- the two function bodies --------------------------------------------------------
+
+    def on_event(self, event: Any) -> None:
+        message = event.data["message"]
+        hit = Hit(
+            event["id"],
+            base64.b64decode(message["data"]),
+            dict(message.get("attributes") or {}),
+            {"type": event["type"], "source": event["source"], "message": message},
+        )
+        if self.record(hit):
+            raise RuntimeError("this receiver was told to fail")
+
+    def on_request(self, request: Any) -> tuple[str, int]:
+        body = request.get_data()
+        key = request.headers.get("X-CloudTasks-TaskName")
+        if key is None:  # a raw Pub/Sub push envelope
+            key = json.loads(body)["message"]["messageId"]
+        if self.record(Hit(key, body, {}, {"headers": dict(request.headers)})):
+            return "told to fail", 500
+        return "", 204
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_request(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+
+@contextmanager
+def serve_function(
+    tmp_path: Path, kind: Literal["cloudevent", "http"], receiver: Receiver
+) -> Iterator[str]:
+    """A functions-framework app (from a source file, as ``functions-framework --source``
+    loads it) served over HTTP on a free port in a thread; yields its URL."""
+    name = f"colony_receiver_{uuid.uuid4().hex[:12]}"
+    source = tmp_path / f"{name}.py"
+    source.write_text(_SOURCE)
+    target = "receive_event" if kind == "cloudevent" else "receive_request"
+    app = functions_framework.create_app(target=target, source=str(source), signature_type=kind)
+    sys.modules[name].HOOKS.append(
+        receiver.on_event if kind == "cloudevent" else receiver.on_request
+    )
+    server = make_server("127.0.0.1", 0, app, threaded=True, request_handler=_QuietHandler)
+    thread = threading.Thread(target=server.serve_forever, name=name, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}/"
+    finally:
+        server.shutdown()
+        thread.join()
+        server.server_close()
+        sys.modules.pop(name, None)
+        if str(tmp_path) in sys.path:
+            sys.path.remove(str(tmp_path))
+
+
+def _payload(i: int) -> bytes:
+    return json.dumps({"n": i, "text": f"message {i} ✓"}).encode()
+
+
+# -- LocalTransport -------------------------------------------------------------------------
+
+
+def test_local_publish_delivers_each_message_once_as_a_cloudevent(tmp_path: Path) -> None:
+    receiver = Receiver()
+    with (
+        serve_function(tmp_path, "cloudevent", receiver) as url,
+        LocalTransport({"enrichment": url}, project=PROJECT) as transport,
+    ):
+        sent = {
+            transport.publish(TOPIC, _payload(i), {"org_id": "org_a", "n": str(i)}): i
+            for i in range(25)
+        }
+        assert transport.drain(WAIT)
+        assert transport.acked == 25 and transport.dead_letters == []
+    assert len(sent) == 25  # distinct ids
+    assert sorted(h.key for h in receiver.hits) == sorted(sent)  # each exactly once
+    for hit in receiver.hits:
+        i = sent[hit.key]
+        assert hit.data == _payload(i)
+        assert hit.attributes == {"org_id": "org_a", "n": str(i)}
+        assert hit.meta["type"] == "google.cloud.pubsub.topic.v1.messagePublished"
+        assert hit.meta["source"].startswith("//pubsub.googleapis.com/")
+
+
+def test_local_publish_posts_the_pubsub_push_envelope(tmp_path: Path) -> None:
+    receiver = Receiver()
+    with (
+        serve_function(tmp_path, "http", receiver) as url,
+        LocalTransport({"enrichment": url}, project=PROJECT) as transport,
+    ):
+        message_id = transport.publish(TOPIC, b"\x00\xffraw", {"org_id": "org_a"})
+        assert transport.drain(WAIT)
+    [hit] = receiver.hits
+    assert hit.meta["headers"]["Content-Type"] == "application/json"
+    envelope = json.loads(hit.data)
+    assert set(envelope) == {"message", "subscription", "deliveryAttempt"}
+    assert envelope["subscription"] == f"projects/{PROJECT}/subscriptions/{TOPIC}-push"
+    assert envelope["deliveryAttempt"] == 1
+    message = envelope["message"]
+    assert set(message) == {
+        "data", "attributes", "messageId", "message_id", "publishTime", "publish_time",
+    }  # fmt: skip
+    assert message["messageId"] == message["message_id"] == message_id
+    assert base64.b64decode(message["data"]) == b"\x00\xffraw"
+    assert message["attributes"] == {"org_id": "org_a"}
+    assert message["publishTime"] == message["publish_time"]
+    assert message["publishTime"].endswith("Z")
+
+
+def test_local_redelivers_a_nacked_message_with_the_same_id(tmp_path: Path) -> None:
+    receiver = Receiver(fail=lambda hit, nth: nth <= 2)  # 500 twice, then ack
+    with (
+        serve_function(tmp_path, "cloudevent", receiver) as url,
+        LocalTransport({"enrichment": url}, backoff=(0.01, 0.05)) as transport,
+    ):
+        message_id = transport.publish(TOPIC, b'{"k": 1}', {"org_id": "org_a"})
+        assert transport.drain(WAIT)
+        assert transport.acked == 1 and transport.dead_letters == []
+    hits = receiver.of(message_id)
+    assert len(hits) == 3 and len(receiver.hits) == 3
+    assert all(h.data == b'{"k": 1}' and h.attributes == {"org_id": "org_a"} for h in hits)
+    assert [h.meta["message"]["messageId"] for h in hits] == [message_id] * 3
+
+
+def test_local_dead_letters_into_the_org_and_loses_nothing(
+    tmp_path: Path, testdb: PgDB, caplog: pytest.LogCaptureFixture
+) -> None:
+    db = testdb.app()
+    for org in ("org_a", "org_b"):
+        with db.transaction(org) as cur:
+            cur.execute("INSERT INTO organizations (id, name) VALUES (%s, %s)", (org, org))
+    sink = DbDeadLetters(db)
+    receiver = Receiver(fail=lambda hit, nth: hit.attributes.get("poison") == "1")
+    with (
+        serve_function(tmp_path, "cloudevent", receiver) as url,
+        LocalTransport(
+            {"enrichment": url}, max_attempts=3, backoff=(0.01, 0.02), dead_letter=sink
+        ) as transport,
+    ):
+        good = [transport.publish(TOPIC, _payload(i), {"org_id": "org_a"}) for i in range(5)]
+        bad = transport.publish(TOPIC, b'{"x": 1}', {"org_id": "org_a", "poison": "1"})
+        orphan = transport.publish(TOPIC, b"\xff not json", {"poison": "1"})  # no org
+        with caplog.at_level(logging.ERROR, logger="colony.adapters.transport_local"):
+            assert transport.drain(WAIT)
+        assert transport.acked == 5
+        assert {d.message_id for d in transport.dead_letters} == {bad, orphan}
+    assert all(len(receiver.of(m)) == 1 for m in good)
+    assert len(receiver.of(bad)) == 3 and len(receiver.of(orphan)) == 3  # max_attempts each
+    with db.transaction("org_a") as cur:
+        rows = fetch_all(cur, "SELECT * FROM dead_letters")
+    assert len(rows) == 1
+    row = rows[0]
+    assert (row["org_id"], row["topic"], row["message_id"]) == ("org_a", TOPIC, bad)
+    assert row["data"] == {"x": 1}
+    assert row["attributes"] == {"org_id": "org_a", "poison": "1"}
+    assert row["attempts"] == 3 and row["last_error"].startswith("HTTP 500")
+    with db.transaction("org_b") as cur:
+        assert fetch_all(cur, "SELECT * FROM dead_letters") == []
+    [kept] = sink.unrecorded
+    assert kept.message_id == orphan and kept.data == b"\xff not json" and kept.attempts == 3
+    assert any("no org_id" in r.getMessage() and orphan in r.getMessage() for r in caplog.records)
+
+
+def test_local_schedule_delivers_once_after_the_delay(tmp_path: Path) -> None:
+    receiver = Receiver()
+    body = json.dumps({"org_id": "org_a", "run_id": "run-1"}).encode()
+    with (
+        serve_function(tmp_path, "http", receiver) as url,
+        LocalTransport({TARGET: url}, project=PROJECT, region=REGION) as transport,
+    ):
+        start = time.monotonic()
+        first = transport.schedule(QUEUE, TARGET, body, task_id="run-1/resume", delay_seconds=0.3)
+        again = transport.schedule(QUEUE, TARGET, body, task_id="run-1/resume", delay_seconds=0.3)
+        assert first == again
+        assert first == f"{queue_path(PROJECT, REGION, QUEUE)}/tasks/{task_id_for('run-1/resume')}"
+        assert transport.pending() == 1
+        assert transport.drain(WAIT)
+    [hit] = receiver.hits
+    assert hit.key == first.rsplit("/", 1)[-1]
+    assert hit.data == body
+    assert hit.at - start >= 0.3
+    headers = hit.meta["headers"]
+    assert headers["Content-Type"] == "application/json"
+    assert headers["X-Cloudtasks-Queuename"] == QUEUE
+    assert headers["X-Cloudtasks-Taskretrycount"] == "0"
+
+
+def test_local_drain_does_not_wait_for_tasks_due_later_and_close_reports_them(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    receiver = Receiver()
+    with serve_function(tmp_path, "http", receiver) as url:
+        transport = LocalTransport({TARGET: url})
+        name = transport.schedule(QUEUE, TARGET, b"{}", task_id="later", delay_seconds=3600)
+        assert transport.drain(0.5)  # nothing due within the window
+        assert transport.pending() == 1
+        with caplog.at_level(logging.WARNING, logger="colony.adapters.transport_local"):
+            transport.close()
+    assert receiver.hits == []
+    assert [d.message_id for d in transport.undelivered] == [name]
+    assert any("undelivered" in r.getMessage() for r in caplog.records)
+
+
+def test_local_rejects_what_it_cannot_route() -> None:
+    with LocalTransport({}) as transport:
+        with pytest.raises(ValidationFailed, match="unknown topic"):
+            transport.publish("nope", b"{}", {})
+        with pytest.raises(ConfigError, match="COLONY_FUNCTION_URLS"):
+            transport.publish(TOPIC, b"{}", {"org_id": "org_a"})
+        with pytest.raises(ValidationFailed, match="not HTTP-triggered"):
+            transport.schedule(QUEUE, "enrichment", b"{}", task_id="t")
+        with pytest.raises(ValidationFailed, match="unknown queue"):
+            transport.schedule("nope", TARGET, b"{}", task_id="t")
+        with pytest.raises(ValidationFailed, match="attribute"):
+            transport.publish(TOPIC, b"{}", {"org_id": 1})  # type: ignore[dict-item]
+
+
+# -- GcpTransport against the real emulators ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pubsub_host() -> Iterator[str]:
+    try:
+        with emulators.pubsub_emulator(PROJECT) as host:
+            yield host
+    except emulators.EmulatorUnavailable as missing:
+        pytest.skip(
+            f"Pub/Sub emulator NOT run: {missing}. The same publish scenario runs on "
+            "LocalTransport in test_local_publish_delivers_each_message_once_as_a_cloudevent."
+        )
+
+
+@pytest.fixture(scope="module")
+def tasks_host() -> Iterator[str]:
+    try:
+        with emulators.tasks_emulator(max_retries=3) as host:
+            yield host
+    except emulators.EmulatorUnavailable as missing:
+        pytest.skip(
+            f"Cloud Tasks emulator NOT run: {missing}. The schedule scenario runs on "
+            "LocalTransport in test_local_schedule_delivers_once_after_the_delay."
+        )
+
+
+def test_gcp_publish_through_the_pubsub_emulator_reaches_the_function(
+    pubsub_host: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from google.cloud import pubsub_v1
+
+    monkeypatch.setenv("PUBSUB_EMULATOR_HOST", pubsub_host)
+    receiver = Receiver()
+    with serve_function(tmp_path, "cloudevent", receiver) as url:
+        publisher, subscriber = pubsub_v1.PublisherClient(), pubsub_v1.SubscriberClient()
+        try:
+            topic = topic_path(PROJECT, TOPIC)
+            publisher.create_topic(name=topic)
+            subscriber.create_subscription(
+                name=f"projects/{PROJECT}/subscriptions/{TOPIC}-push",
+                topic=topic,
+                push_config={"push_endpoint": url},
+            )
+        finally:
+            publisher.transport.close()
+            subscriber.close()
+        with GcpTransport(PROJECT, REGION, function_urls={"enrichment": url}) as transport:
+            sent = {
+                transport.publish(TOPIC, _payload(i), {"org_id": "org_a", "n": str(i)}): i
+                for i in range(3)
+            }
+        assert receiver.wait_for(lambda hits: {h.key for h in hits} >= set(sent))
+    assert len(sent) == 3
+    for message_id, i in sent.items():
+        hit = receiver.of(message_id)[0]  # push is at-least-once; the emulator sent it once
+        assert hit.data == _payload(i)
+        assert hit.attributes == {"org_id": "org_a", "n": str(i)}
+        assert hit.meta["type"] == "google.cloud.pubsub.topic.v1.messagePublished"
+
+
+def test_gcp_schedule_through_the_tasks_emulator_reaches_the_function(
+    tasks_host: str, tmp_path: Path
+) -> None:
+    import grpc
+    from google.cloud import tasks_v2
+    from google.cloud.tasks_v2.services.cloud_tasks.transports import CloudTasksGrpcTransport
+
+    receiver = Receiver()
+    admin = tasks_v2.CloudTasksClient(
+        transport=CloudTasksGrpcTransport(channel=grpc.insecure_channel(tasks_host))
+    )
+    body = json.dumps({"org_id": "org_a", "run_id": "run-7"}).encode()
+    try:
+        admin.create_queue(
+            parent=f"projects/{PROJECT}/locations/{REGION}",
+            queue={"name": queue_path(PROJECT, REGION, QUEUE)},
+        )
+        with (
+            serve_function(tmp_path, "http", receiver) as url,
+            GcpTransport(
+                PROJECT,
+                REGION,
+                function_urls={TARGET: url},
+                invoker_service_account="invoker@colony-test.iam.gserviceaccount.com",
+                tasks_emulator_host=tasks_host,
+            ) as transport,
+        ):
+            start = time.monotonic()
+            first = transport.schedule(QUEUE, TARGET, body, task_id="run-7/resume", delay_seconds=1)
+            again = transport.schedule(QUEUE, TARGET, body, task_id="run-7/resume", delay_seconds=1)
+            # Due after the task above, in the same queue: once it has arrived, any second copy
+            # of the first task would have arrived too.
+            sentinel = transport.schedule(QUEUE, TARGET, b"{}", task_id="sentinel", delay_seconds=2)
+            assert receiver.wait_for(lambda hits: any(h.key == "sentinel" for h in hits))
+    finally:
+        admin.transport.close()
+    assert (
+        first
+        == again
+        == f"{queue_path(PROJECT, REGION, QUEUE)}/tasks/{task_id_for('run-7/resume')}"
+    )
+    assert sentinel.endswith("/tasks/sentinel")
+    [hit] = receiver.of(task_id_for("run-7/resume"))
+    assert hit.data == body
+    assert hit.at - start >= 1.0
+    assert hit.meta["headers"]["Content-Type"] == "application/json"
+
+
+# -- GcpTransport request shape and error mapping (stub clients: no emulator needed) -------
+
+
+class _StubTasks:
+    def __init__(self, error: Exception | None = None) -> None:
+        self.error, self.calls = error, []  # type: ignore[var-annotated]
+
+    def create_task(self, *, parent: str, task: dict[str, Any], timeout: float) -> Any:
+        self.calls.append((parent, task))
+        if self.error:
+            raise self.error
+        return type("Task", (), {"name": task["name"]})()
+
+
+class _Future:
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def result(self, timeout: float) -> str:
+        raise self.error
+
+
+class _StubPublisher:
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def publish(self, topic: str, data: bytes, **attributes: str) -> _Future:
+        return _Future(self.error)
+
+
+def test_gcp_schedule_builds_an_oidc_http_task_and_treats_already_exists_as_done() -> None:
+    from google.api_core.exceptions import AlreadyExists
+
+    stub = _StubTasks(AlreadyExists("task exists"))
+    transport = GcpTransport(
+        PROJECT, REGION, function_urls={TARGET: "https://resume.example/"},
+        invoker_service_account="invoker@p.iam.gserviceaccount.com", tasks_client=stub,
+    )  # fmt: skip
+    name = transport.schedule(QUEUE, TARGET, b'{"a": 1}', task_id="run:1", delay_seconds=5)
+    assert name == f"{queue_path(PROJECT, REGION, QUEUE)}/tasks/{task_id_for('run:1')}"
+    [(parent, task)] = stub.calls
+    assert parent == queue_path(PROJECT, REGION, QUEUE) and task["name"] == name
+    assert task["http_request"] == {
+        "http_method": "POST",
+        "url": "https://resume.example/",
+        "headers": {"Content-Type": "application/json"},
+        "body": b'{"a": 1}',
+        "oidc_token": {
+            "service_account_email": "invoker@p.iam.gserviceaccount.com",
+            "audience": "https://resume.example/",
+        },
+    }
+    assert transport.schedule(QUEUE, TARGET, b"{}", task_id="run:1") == name
+    assert len(stub.calls) == 1  # this instance knows it created it
+
+
+def test_gcp_maps_transient_and_permanent_failures() -> None:
+    from google.api_core import exceptions as gexc
+
+    urls = {"enrichment": "https://x.example/"}
+    flaky = GcpTransport(
+        PROJECT, REGION, function_urls=urls, publisher=_StubPublisher(gexc.ServiceUnavailable("x"))
+    )
+    with pytest.raises(TransportUnavailable):
+        flaky.publish(TOPIC, b"{}", {"org_id": "org_a"})
+    denied = GcpTransport(
+        PROJECT, REGION, function_urls=urls, publisher=_StubPublisher(gexc.PermissionDenied("no"))
+    )
+    with pytest.raises(UpstreamError) as caught:
+        denied.publish(TOPIC, b"{}", {"org_id": "org_a"})
+    assert not isinstance(caught.value, TransportUnavailable)
+    slow = GcpTransport(
+        PROJECT, REGION, function_urls=urls, publisher=_StubPublisher(TimeoutError())
+    )
+    with pytest.raises(TransportUnavailable, match="timed out"):
+        slow.publish(TOPIC, b"{}", {})
+    with pytest.raises(ValidationFailed, match="unknown topic"):
+        flaky.publish("not-a-topic", b"{}", {})
+    tasks = GcpTransport(
+        PROJECT, REGION, function_urls={TARGET: "https://r.example/"},
+        tasks_client=_StubTasks(gexc.DeadlineExceeded("slow")),
+    )  # fmt: skip
+    with pytest.raises(TransportUnavailable):
+        tasks.schedule(QUEUE, TARGET, b"{}", task_id="t")
+
+
+def test_task_ids_are_sanitized_deterministically() -> None:
+    assert task_id_for("run-1_resume") == "run-1_resume"
+    colon, slash = task_id_for("run:1"), task_id_for("run/1")
+    assert colon != slash and colon == task_id_for("run:1")
+    for value in (colon, slash, task_id_for("x" * 900 + "/"), task_id_for("ünï cödé")):
+        assert len(value) <= 500 and all(c.isascii() and (c.isalnum() or c in "-_") for c in value)
+    with pytest.raises(ValidationFailed):
+        task_id_for("")
+
+
+def test_transport_from_settings_picks_the_adapter() -> None:
+    urls = '{"enrichment": "http://127.0.0.1:1/"}'
+    gcp = transport_from_settings(
+        Settings.from_env({"COLONY_TRANSPORT": "gcp", "COLONY_FUNCTION_URLS": urls})
+    )
+    assert isinstance(gcp, GcpTransport) and gcp.function_urls == {
+        "enrichment": "http://127.0.0.1:1/"
+    }
+    gcp.close()  # built no client: nothing to close
+    local = transport_from_settings(Settings.from_env({"COLONY_FUNCTION_URLS": urls}))
+    assert isinstance(local, LocalTransport) and local.dead_letter is None
+    local.close()
+
+
+def test_dead_letter_without_an_org_is_kept_not_dropped(testdb: PgDB) -> None:
+    sink = DbDeadLetters(testdb.app())
+    letter = DeadLetter(TOPIC, "m-1", b"{}", {}, 5, "HTTP 500")
+    sink(letter)
+    assert sink.unrecorded == [letter]
+    unknown_org = DeadLetter(TOPIC, "m-2", b"{}", {"org_id": "org_missing"}, 5, "HTTP 500")
+    sink(unknown_org)  # the FK refuses it: logged and kept
+    assert sink.unrecorded == [letter, unknown_org]
