@@ -201,8 +201,13 @@ def test_local_publish_posts_the_pubsub_push_envelope(tmp_path: Path) -> None:
     assert envelope["deliveryAttempt"] == 1
     message = envelope["message"]
     assert set(message) == {
-        "data", "attributes", "messageId", "message_id", "publishTime", "publish_time",
-    }  # fmt: skip
+        "data",
+        "attributes",
+        "messageId",
+        "message_id",
+        "publishTime",
+        "publish_time",
+    }
     assert message["messageId"] == message["message_id"] == message_id
     assert base64.b64decode(message["data"]) == b"\x00\xffraw"
     assert message["attributes"] == {"org_id": "org_a"}
@@ -262,6 +267,16 @@ def test_local_dead_letters_into_the_org_and_loses_nothing(
     [kept] = sink.unrecorded
     assert kept.message_id == orphan and kept.data == b"\xff not json" and kept.attempts == 3
     assert any("no org_id" in r.getMessage() and orphan in r.getMessage() for r in caplog.records)
+
+
+def test_local_dead_letters_when_the_function_is_unreachable() -> None:
+    url = f"http://127.0.0.1:{emulators.free_port()}/"  # nothing listens there
+    with LocalTransport({"enrichment": url}, max_attempts=2, backoff=(0.01, 0.01)) as transport:
+        message_id = transport.publish(TOPIC, b"{}", {"org_id": "org_a"})
+        assert transport.drain(WAIT)
+    [letter] = transport.dead_letters
+    assert (letter.message_id, letter.attempts) == (message_id, 2)
+    assert "refused" in letter.last_error.lower()
 
 
 def test_local_schedule_delivers_once_after_the_delay(tmp_path: Path) -> None:
@@ -462,9 +477,12 @@ def test_gcp_schedule_builds_an_oidc_http_task_and_treats_already_exists_as_done
 
     stub = _StubTasks(AlreadyExists("task exists"))
     transport = GcpTransport(
-        PROJECT, REGION, function_urls={TARGET: "https://resume.example/"},
-        invoker_service_account="invoker@p.iam.gserviceaccount.com", tasks_client=stub,
-    )  # fmt: skip
+        PROJECT,
+        REGION,
+        function_urls={TARGET: "https://resume.example/"},
+        invoker_service_account="invoker@p.iam.gserviceaccount.com",
+        tasks_client=stub,
+    )
     name = transport.schedule(QUEUE, TARGET, b'{"a": 1}', task_id="run:1", delay_seconds=5)
     assert name == f"{queue_path(PROJECT, REGION, QUEUE)}/tasks/{task_id_for('run:1')}"
     [(parent, task)] = stub.calls
@@ -506,9 +524,11 @@ def test_gcp_maps_transient_and_permanent_failures() -> None:
     with pytest.raises(ValidationFailed, match="unknown topic"):
         flaky.publish("not-a-topic", b"{}", {})
     tasks = GcpTransport(
-        PROJECT, REGION, function_urls={TARGET: "https://r.example/"},
+        PROJECT,
+        REGION,
+        function_urls={TARGET: "https://r.example/"},
         tasks_client=_StubTasks(gexc.DeadlineExceeded("slow")),
-    )  # fmt: skip
+    )
     with pytest.raises(TransportUnavailable):
         tasks.schedule(QUEUE, TARGET, b"{}", task_id="t")
 

@@ -57,6 +57,7 @@ class Settings:
     sentry_dsn: str | None = None
     # how functions reach each other
     transport: Literal["local", "gcp"] = "local"
+    local_delivery_copies: int = 1  # the local transport delivers each message this many times
     function_urls: Mapping[str, str] = field(default_factory=dict)  # function name → URL
     gcp_project: str = "colony-local"
     gcp_region: str = "us-central1"
@@ -156,6 +157,7 @@ class Settings:
                 Literal["local", "gcp"], choice("COLONY_TRANSPORT", ("local", "gcp"), "local")
             ),
             function_urls=_urls(get("COLONY_FUNCTION_URLS")),
+            local_delivery_copies=_copies(get("COLONY_LOCAL_DELIVERY_COPIES")),
             gcp_project=get("COLONY_GCP_PROJECT") or get("GOOGLE_CLOUD_PROJECT") or "colony-local",
             gcp_region=get("COLONY_GCP_REGION") or "us-central1",
             tasks_emulator_host=get("COLONY_TASKS_EMULATOR_HOST"),
@@ -195,3 +197,11 @@ def _urls(text: str | None) -> dict[str, str]:
     ):
         raise ConfigError('COLONY_FUNCTION_URLS must map names to URLs: {"campaign": "http://…"}')
     return value
+
+
+def _copies(text: str | None) -> int:
+    if text is None:
+        return 1
+    if not text.isdigit() or not 1 <= int(text) <= 10:
+        raise ConfigError(f"COLONY_LOCAL_DELIVERY_COPIES={text!r} must be an integer in 1..10")
+    return int(text)

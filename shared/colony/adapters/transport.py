@@ -128,4 +128,5 @@ def transport_from_settings(settings: Settings, *, db: Database | None = None) -
         project=settings.gcp_project,
         region=settings.gcp_region,
         dead_letter=DbDeadLetters(db) if db is not None else None,
+        copies=settings.local_delivery_copies,
     )

@@ -33,13 +33,13 @@ import logging
 import random
 import threading
 import time
+import urllib.error
+import urllib.request
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
-
-import httpx
 
 from colony.adapters.transport import (
     check_attributes,
@@ -109,6 +109,7 @@ class LocalTransport:
         workers: int = 4,
         dead_letter: DeadLetterSink | None = None,
         request_timeout: float = 30.0,
+        copies: int = 1,
         clock: Callable[[], float] = time.monotonic,
         jitter: Callable[[], float] = random.random,
     ) -> None:
@@ -116,6 +117,11 @@ class LocalTransport:
             raise ValidationFailed("max_attempts must be at least 1")
         if workers < 1:
             raise ValidationFailed("workers must be at least 1")
+        if not 1 <= copies <= 10:
+            raise ValidationFailed("copies must be between 1 and 10")
+        # Pub/Sub delivers at least once; copies > 1 makes every message arrive that many
+        # times with the same message id (duplicate-delivery tests and benchmarks).
+        self.copies = copies
         base, cap = backoff
         if base < 0 or cap < base:
             raise ValidationFailed("backoff must be (base, cap) with 0 <= base <= cap")
@@ -128,7 +134,10 @@ class LocalTransport:
         self.undelivered: list[DeadLetter] = []  # what close() found still queued
         self._workers = workers
         self._clock, self._jitter = clock, jitter
-        self._http = httpx.Client(timeout=request_timeout, trust_env=False)
+        # No proxies from the environment (the functions are local), no redirects (Pub/Sub push
+        # does not follow them either: a 3xx is a nack).
+        self._opener = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
+        self._request_timeout = request_timeout
         self._cond = threading.Condition()
         self._heap: list[tuple[float, int, _Delivery]] = []
         self._seq = itertools.count()
@@ -147,14 +156,16 @@ class LocalTransport:
         subscriber = subscriber_of(topic)
         if subscriber is None:
             # Pub/Sub would accept it and, with no subscription, keep it nowhere: say so.
-            letter = DeadLetter(topic, message_id, payload, attrs, 0, f"no function subscribes "
-                                f"to {topic!r}")  # fmt: skip
+            why = f"no function subscribes to {topic!r}"
+            letter = DeadLetter(topic, message_id, payload, attrs, 0, why)
             log.warning("published to %s, which no function subscribes to", topic)
             self._record_dead(letter)
             return message_id
         url = function_url(self.function_urls, subscriber.name)
-        delivery = _Delivery("message", topic, message_id, url, payload, attrs, datetime.now(UTC))
-        self._enqueue(delivery, self._clock())
+        published = datetime.now(UTC)
+        for _ in range(self.copies):
+            delivery = _Delivery("message", topic, message_id, url, payload, attrs, published)
+            self._enqueue(delivery, self._clock())
         return message_id
 
     def schedule(
@@ -167,14 +178,20 @@ class LocalTransport:
         name = f"{queue_path(self.project, self.region, queue)}/tasks/{task_id_for(task_id)}"
         now = datetime.now(UTC)
         delivery = _Delivery(
-            "task", queue, name, url, payload, {"target": target}, now,
+            "task",
+            queue,
+            name,
+            url,
+            payload,
+            {"target": target},
+            now,
             eta=now.timestamp() + delay_seconds,
-        )  # fmt: skip
-        with self._cond:
+        )
+        with self._cond:  # re-entrant: _enqueue takes it again
             if name in self._task_names:
                 return name
+            self._enqueue(delivery, self._clock() + delay_seconds)
             self._task_names.add(name)
-        self._enqueue(delivery, self._clock() + delay_seconds)
         return name
 
     # -- waiting and stopping -------------------------------------------------------------
@@ -212,14 +229,14 @@ class LocalTransport:
             threads, self._threads = self._threads, []
         for thread in threads:
             thread.join()
-        self._http.close()
         for item in left:
             self.undelivered.append(_letter(item, item.last_error or "transport closed first"))
         if left:
             log.warning(
                 "local transport closed with %d undelivered deliveries: %s",
-                len(left), ", ".join(f"{i.topic}/{i.message_id}" for i in left),
-            )  # fmt: skip
+                len(left),
+                ", ".join(f"{i.topic}/{i.message_id}" for i in left),
+            )
 
     def __enter__(self) -> LocalTransport:
         return self
@@ -292,8 +309,11 @@ class LocalTransport:
                 return
         log.warning(
             "dead-lettering %s %s after %d attempts: %s",
-            item.topic, item.message_id, item.attempts, error,
-        )  # fmt: skip
+            item.topic,
+            item.message_id,
+            item.attempts,
+            error,
+        )
         self._record_dead(_letter(item, error))  # never raises
         self._finish()
 
@@ -308,16 +328,20 @@ class LocalTransport:
         if self.dead_letter is None:
             log.error(
                 "dead letter %s/%s (%d attempts): %s; no dead-letter sink is configured",
-                letter.topic, letter.message_id, letter.attempts, letter.last_error,
-            )  # fmt: skip
+                letter.topic,
+                letter.message_id,
+                letter.attempts,
+                letter.last_error,
+            )
             return
         try:
             self.dead_letter(letter)
         except Exception:
             log.exception(
                 "the dead-letter sink failed on %s/%s; it stays in LocalTransport.dead_letters",
-                letter.topic, letter.message_id,
-            )  # fmt: skip
+                letter.topic,
+                letter.message_id,
+            )
 
     def _request(self, item: _Delivery) -> tuple[bytes, dict[str, str]]:
         if item.kind == "task":
@@ -346,13 +370,23 @@ class LocalTransport:
     def _post(self, item: _Delivery) -> str | None:
         """POST one attempt; None when acked (2xx), else what went wrong."""
         body, headers = self._request(item)
+        request = urllib.request.Request(item.url, data=body, headers=headers, method="POST")
         try:
-            response = self._http.post(item.url, content=body, headers=headers)
-        except httpx.HTTPError as error:
+            with self._opener.open(request, timeout=self._request_timeout) as response:
+                response.read()
+                status = int(response.status)
+        except urllib.error.HTTPError as error:  # any status outside 2xx
+            with error:
+                detail = error.read(300).decode("utf-8", "replace")
+            return f"HTTP {error.code}: {detail}"
+        except OSError as error:  # URLError, refused, reset, timed out
             return f"{type(error).__name__}: {error}"
-        if 200 <= response.status_code < 300:
-            return None
-        return f"HTTP {response.status_code}: {response.text[:300]}"
+        return None if 200 <= status < 300 else f"HTTP {status}"
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args: object, **kwargs: object) -> None:
+        return None
 
 
 def _letter(item: _Delivery, error: str) -> DeadLetter:
@@ -394,22 +428,31 @@ class DbDeadLetters:
         if not org_id:
             log.error(
                 "dead letter %s/%s has no org_id attribute; kept in memory, not recorded",
-                letter.topic, letter.message_id,
-            )  # fmt: skip
+                letter.topic,
+                letter.message_id,
+            )
             self._keep(letter)
             return
         params = (
-            org_id, letter.topic, letter.message_id, dead_letter_data(letter.data),
-            json.dumps(dict(letter.attributes)), letter.attempts, letter.last_error,
-        )  # fmt: skip
+            org_id,
+            letter.topic,
+            letter.message_id,
+            dead_letter_data(letter.data),
+            json.dumps(dict(letter.attributes)),
+            letter.attempts,
+            letter.last_error,
+        )
         try:
             with self.db.transaction(org_id) as cur:
                 cur.execute(INSERT_DEAD_LETTER, params)
         except ColonyError as error:
             log.error(
                 "could not record dead letter %s/%s for org %s: %s; kept in memory",
-                letter.topic, letter.message_id, org_id, error,
-            )  # fmt: skip
+                letter.topic,
+                letter.message_id,
+                org_id,
+                error,
+            )
             self._keep(letter)
 
     def _keep(self, letter: DeadLetter) -> None:

@@ -186,11 +186,22 @@ def pubsub_emulator(project: str = "colony-test", *, timeout: float = 90.0) -> I
     env.pop("PUBSUB_EMULATOR_HOST", None)
     with tempfile.TemporaryDirectory(prefix="pubsub-emulator-") as data_dir:
         cmd = [
-            gcloud, "beta", "emulators", "pubsub", "start",
-            f"--host-port={host}:{port}", f"--project={project}", f"--data-dir={data_dir}",
-        ]  # fmt: skip
-        with _running("the Pub/Sub emulator", cmd, _http_ok(f"http://{host}:{port}/"),
-                      timeout=timeout, env=env):  # fmt: skip
+            gcloud,
+            "beta",
+            "emulators",
+            "pubsub",
+            "start",
+            f"--host-port={host}:{port}",
+            f"--project={project}",
+            f"--data-dir={data_dir}",
+        ]
+        with _running(
+            "the Pub/Sub emulator",
+            cmd,
+            _http_ok(f"http://{host}:{port}/"),
+            timeout=timeout,
+            env=env,
+        ):
             yield f"{host}:{port}"
 
 
