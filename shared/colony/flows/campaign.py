@@ -137,7 +137,8 @@ def resume(deps: FlowDeps, event: CampaignResume, event_id: str) -> dict[str, An
             r["step_key"][len("done:") :]
             for r in fetch_all(
                 cur,
-                "SELECT step_key FROM run_steps WHERE run_id = %s AND step_key LIKE 'done:%%'",
+                "SELECT step_key FROM run_steps WHERE run_id = %s AND status = 'done'"
+                " AND step_key LIKE 'done:%%'",
                 (run_id,),
             )
         }

@@ -376,4 +376,14 @@ def migrations(dim: int) -> list[Migration]:
             "".join(f"DROP INDEX IF EXISTS kc_chunks_hnsw_kc{n:02d};\n" for n in range(1, 11)),
         ),
         Migration("0006_delivery_failures", _DELIVERY_FAILURES + _rls("dead_letters")),
+        # A step is claimed (status 'running', with a lease) before its work starts, so a
+        # concurrent duplicate delivery waits instead of repeating the LLM call.
+        Migration(
+            "0007_step_leases",
+            "ALTER TABLE run_steps ALTER COLUMN output DROP NOT NULL;\n"
+            "ALTER TABLE run_steps ADD COLUMN status text NOT NULL DEFAULT 'done'"
+            " CHECK (status IN ('running', 'done'));\n"
+            "ALTER TABLE run_steps ADD COLUMN claim text;\n"
+            "ALTER TABLE run_steps ADD COLUMN lease_until timestamptz;\n",
+        ),
     ]
