@@ -23,10 +23,7 @@ import json
 import os
 import sys
 import time
-import uuid
 from typing import Any
-
-import pg8000.dbapi
 
 from colony.adapters.embedding import OfflineHashEmbedder
 from colony.adapters.transport_local import LocalTransport
@@ -39,8 +36,7 @@ from colony.local.demo import load_demo, read_json
 from colony.local.functions import FunctionServers
 from colony.policy.anti_icp import match_rules
 from colony.settings import Settings
-from colony.store import Database, connect_factory, ensure_app_role_grants, fetch_all, migrate
-from colony.store.db import parse_dsn
+from colony.store import Database, connect_factory, fetch_all
 from colony.testing.inline import LocalDeps
 
 ORG = "org_zoomprop_demo"
@@ -112,24 +108,8 @@ def main() -> None:
     parser.add_argument("--sample", type=int, default=150)
     args = parser.parse_args()
     os.environ.setdefault("XDG_RUNTIME_DIR", f"/tmp/colony-runtime-{os.getuid()}")
-    base = Settings.from_env()
-    pgdata = (base.data_dir / "pgdata").resolve()
-    embedded.ensure_database(pgdata, base.db_name, base.db_app_role)
-    name = f"bench_campaign_{uuid.uuid4().hex[:8]}"
-    admin = pg8000.dbapi.connect(**parse_dsn(embedded.socket_dsn(pgdata, "postgres", "postgres")))
-    admin.autocommit = True
-    admin.cursor().execute(f"CREATE DATABASE {name}")
-    try:
-        app_dsn = embedded.socket_dsn(pgdata, base.db_app_role, name)
-        settings = Settings.from_env({
-            "COLONY_DB_MODE": "dsn", "COLONY_DB_DSN": app_dsn,
-            "COLONY_DB_OWNER_DSN": embedded.socket_dsn(pgdata, "postgres", name),
-            "COLONY_DATA_DIR": str(base.data_dir),
-        })  # fmt: skip
-        owner = connect_factory(settings, "owner")()
-        migrate(owner, dim=settings.embedding_dim)
-        ensure_app_role_grants(owner, settings.db_app_role)
-        owner.close()
+    with embedded.scratch_database(Settings.from_env(), "bench_campaign") as settings:
+        app_dsn = settings.db_dsn or ""
         db = Database(connect_factory(settings, "app"))
         knowledge = KnowledgeStore(db, OfflineHashEmbedder())
         load_demo(db, knowledge, say=log)
@@ -177,9 +157,6 @@ def main() -> None:
                       "steps_recomputed": recomputed},
         }))  # fmt: skip
         db.close()
-    finally:
-        admin.cursor().execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        admin.close()
 
 
 if __name__ == "__main__":

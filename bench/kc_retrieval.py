@@ -19,10 +19,7 @@ import os
 import statistics
 import sys
 import time
-import uuid
 from pathlib import Path
-
-import pg8000.dbapi
 
 from colony.knowledge import KnowledgeStore
 from colony.knowledge.bulk import bulk_load
@@ -30,8 +27,7 @@ from colony.knowledge.indexes import provision_org_indexes
 from colony.knowledge.store import retrieve_sql
 from colony.local import embedded
 from colony.settings import Settings
-from colony.store import Database, connect_factory, ensure_app_role_grants, fetch_all, migrate
-from colony.store.db import parse_dsn
+from colony.store import Database, connect_factory, fetch_all
 from colony.testing.fakes import CountingEmbedder
 from colony.testing.vectors import clustered_corpus
 
@@ -61,32 +57,12 @@ def main() -> None:
     args = parser.parse_args()
     os.environ.setdefault("XDG_RUNTIME_DIR", f"/tmp/colony-runtime-{os.getuid()}")
 
-    base = Settings.from_env()
-    pgdata = (base.data_dir / "pgdata").resolve()
-    embedded.ensure_database(pgdata, base.db_name, base.db_app_role)
-    name = f"bench_kc_{uuid.uuid4().hex[:8]}"
-    admin = pg8000.dbapi.connect(**parse_dsn(embedded.socket_dsn(pgdata, "postgres", "postgres")))
-    admin.autocommit = True
-    admin.cursor().execute(f"CREATE DATABASE {name}")
-    try:
-        settings = Settings.from_env(
-            {
-                "COLONY_DB_MODE": "dsn",
-                "COLONY_DB_DSN": embedded.socket_dsn(pgdata, base.db_app_role, name),
-                "COLONY_DB_OWNER_DSN": embedded.socket_dsn(pgdata, "postgres", name),
-                "COLONY_EMBEDDING_DIM": str(args.dim),
-            }
-        )
+    with embedded.scratch_database(Settings.from_env(), "bench_kc", dim=args.dim) as settings:
         run(settings, args)
-    finally:
-        admin.cursor().execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
-        admin.close()
 
 
 def run(settings: Settings, args: argparse.Namespace) -> None:
     owner = connect_factory(settings, "owner")()
-    migrate(owner, dim=args.dim)
-    ensure_app_role_grants(owner, settings.db_app_role)
     log(f"generating {args.rows:,} clustered {args.dim}-d vectors…")
     corpus = clustered_corpus(args.rows, args.dim, orgs=5, clusters=400, seed=11)
     orgs = sorted(set(corpus.orgs.tolist()))

@@ -10,6 +10,9 @@ from __future__ import annotations
 import os
 import re
 import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -115,3 +118,39 @@ def stop_cluster(pgdata: Path) -> bool:
     pg_ctl(["-w", "stop"], pgdata=pgdata, user="pgserver" if os.geteuid() == 0 else None)
     _started.pop(pgdata, None)
     return True
+
+
+@contextmanager
+def scratch_database(base: Settings, prefix: str, *, dim: int | None = None) -> Iterator[Settings]:
+    """A new, migrated database in the local stack's cluster, dropped on exit (benchmarks).
+
+    Yields settings in ``dsn`` mode for it (application and owner roles), with the local
+    stack's data directory and the embedding dimension ``dim`` (default: the base's).
+    """
+    from colony.store import connect_factory, ensure_app_role_grants, migrate
+
+    pgdata = (base.data_dir / "pgdata").resolve()
+    ensure_database(pgdata, base.db_name, base.db_app_role)
+    name = f"{prefix}_{uuid.uuid4().hex[:8]}"
+    admin = _admin(pgdata)
+    admin.cursor().execute(f"CREATE DATABASE {name}")
+    try:
+        settings = Settings.from_env(
+            {
+                "COLONY_DB_MODE": "dsn",
+                "COLONY_DB_DSN": socket_dsn(pgdata, base.db_app_role, name),
+                "COLONY_DB_OWNER_DSN": socket_dsn(pgdata, "postgres", name),
+                "COLONY_DATA_DIR": str(base.data_dir),
+                "COLONY_EMBEDDING_DIM": str(dim or base.embedding_dim),
+            }
+        )
+        owner = connect_factory(settings, "owner")()
+        try:
+            migrate(owner, dim=settings.embedding_dim)
+            ensure_app_role_grants(owner, settings.db_app_role)
+        finally:
+            owner.close()
+        yield settings
+    finally:
+        admin.cursor().execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+        admin.close()
