@@ -24,9 +24,14 @@ _lock = threading.Lock()
 _IDENT = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
 
-def _server(pgdata: Path) -> Any:
+def _runtime_dir() -> None:
+    """pgserver keeps its lock under XDG_RUNTIME_DIR and warns when it is unset."""
     os.environ.setdefault("XDG_RUNTIME_DIR", f"/tmp/colony-runtime-{os.getuid()}")
     Path(os.environ["XDG_RUNTIME_DIR"]).mkdir(mode=0o700, parents=True, exist_ok=True)
+
+
+def _server(pgdata: Path) -> Any:
+    _runtime_dir()
     import pgserver
 
     with _lock:
@@ -113,6 +118,7 @@ def stop_cluster(pgdata: Path) -> bool:
     """Stop the embedded server of ``pgdata`` if it runs; return whether it did."""
     if not (pgdata / "postmaster.pid").exists():
         return False
+    _runtime_dir()
     from pgserver import pg_ctl  # type: ignore[attr-defined]  # re-exported at runtime
 
     pg_ctl(["-w", "stop"], pgdata=pgdata, user="pgserver" if os.geteuid() == 0 else None)
