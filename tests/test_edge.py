@@ -33,17 +33,10 @@ from colony.errors import (
     UpstreamError,
     ValidationFailed,
 )
+from colony.runtime import deps as deps_module
 from colony.runtime import edge
-from colony.runtime.edge import (
-    DbRejections,
-    Deps,
-    MemoryRejections,
-    build_deps,
-    decode_push,
-    deps,
-    error_response,
-    set_deps_for_tests,
-)
+from colony.runtime.deps import Deps, build_deps, deps, set_deps_for_tests
+from colony.runtime.edge import DbRejections, MemoryRejections, decode_push, error_response
 from colony.settings import Settings
 
 SECRET = "prompt text: the customer's private notes"
@@ -514,7 +507,7 @@ def test_deps_are_built_once_per_process(monkeypatch: pytest.MonkeyPatch) -> Non
         built.append(settings)
         return Deps(settings, None, FakeTransport(), None, None, MemoryRejections())  # type: ignore[arg-type]
 
-    monkeypatch.setattr(edge, "build_deps", fake_build)
+    monkeypatch.setattr(deps_module, "build_deps", fake_build)
     set_deps_for_tests(None)
     results: list[Deps] = []
     threads = [threading.Thread(target=lambda: results.append(deps())) for _ in range(8)]

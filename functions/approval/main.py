@@ -6,7 +6,8 @@ approval-link token; there is no unauthenticated path.
 
 import functions_framework
 
-from colony.runtime.edge import deps, http_json
+from colony.runtime.deps import deps
+from colony.runtime.edge import http_json
 
 
 @functions_framework.http

@@ -3,7 +3,8 @@ circuit breaker (CONST-005)."""
 
 import functions_framework
 
-from colony.runtime.edge import deps, http_json
+from colony.runtime.deps import deps
+from colony.runtime.edge import http_json
 
 
 @functions_framework.http

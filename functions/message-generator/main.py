@@ -2,7 +2,8 @@
 
 import functions_framework
 
-from colony.runtime.edge import deps, pubsub_handler
+from colony.runtime.deps import deps
+from colony.runtime.edge import pubsub_handler
 
 
 @functions_framework.cloud_event

@@ -1,4 +1,4 @@
-"""What flows need from the composition root (``colony.runtime.edge.Deps`` provides it)."""
+"""What flows need from the composition root (``colony.runtime.deps.Deps`` provides it)."""
 
 from __future__ import annotations
 
