@@ -155,6 +155,23 @@ def test_circuit_breaker_pauses_blocks_sends_and_resume_completes(testdb: PgDB) 
     assert last["status"] == "blocked"
     # the same delivery event again changes nothing
     assert delivery.record(deps, ORG, outbox[0]["id"], "delivered", "evt-0") == {"duplicate": True}
+    # a late "delivered" never erases a bounce (the breaker would forget it)
+    bounced = outbox[9]["id"]
+    late = delivery.record(deps, ORG, bounced, "delivered", "evt-late")
+    assert late["ignored"] == "delivered" and late["status"] == "bounced"
+    # the pause scheduled exactly one resume, named by the pause, however many events came
+    assert len(deps.transport.tasks) == 1
+    task = next(iter(deps.transport.tasks.values()))
+    assert task.target == "campaign-resume" and task.delay_seconds == delivery.RESUME_AFTER_SECONDS
+    resumed = campaign.resume(deps, EVENT_ADAPTER.validate_json(task.body), task.task_id)
+    assert resumed["campaign_id"] == status_campaign(deps, run_id)
+    with deps.db.transaction(ORG) as cur:
+        assert fetch_one(cur, "SELECT status FROM campaigns WHERE id = %s",
+                         (resumed["campaign_id"],))["status"] == "active"  # fmt: skip
+        assert not fetch_all(cur, "SELECT 1 FROM outbox WHERE status = 'blocked'")
+    # rates are judged again from the resume on: old bounces do not re-trip it at once
+    again = delivery.record(deps, ORG, outbox[0]["id"], "replied", "evt-after")
+    assert not again.get("paused")
 
 
 def test_a_paused_run_does_no_work_and_resume_completes_without_recomputing(testdb: PgDB) -> None:
@@ -176,8 +193,11 @@ def test_a_paused_run_does_no_work_and_resume_completes_without_recomputing(test
     calls_at_pause = llm_calls(deps)
     run_until_idle(deps, deps.transport)  # everything still queued is skipped
     assert llm_calls(deps) == calls_at_pause
-    result = campaign.resume(deps, CampaignResume(org_id=ORG, run_id=run_id), "resume-1")
-    assert result["redispatched"] == 36 - len(ANTI_ICP)
+    resume = CampaignResume(org_id=ORG, campaign_id=campaign_id, run_id=run_id)
+    result = campaign.resume(deps, resume, "resume-1")
+    assert result["redispatched"] == 36 - len(ANTI_ICP) and result["resumed_runs"] == [run_id]
+    # a duplicate resume re-dispatches nothing
+    assert campaign.resume(deps, resume, "resume-2")["redispatched"] == 0
     run_until_idle(deps, deps.transport)
     state = snapshot(deps, run_id)
     assert state["run"]["status"] == "completed" and state["run"]["contacts_done"] == 36
@@ -215,3 +235,32 @@ def test_approval_is_idempotent_and_conflicts_are_refused(testdb: PgDB) -> None:
         rows = fetch_all(cur, "SELECT subject FROM outbox ORDER BY created_at")
     assert [r["subject"] for r in rows][-1] == "A shorter subject" and len(rows) == 2
     assert json.dumps(second["payload"])  # the original draft is kept alongside the edit
+
+
+def status_campaign(deps: LocalDeps, run_id: str) -> str:
+    with deps.db.transaction(ORG) as cur:
+        return fetch_one(cur, "SELECT campaign_id FROM campaign_runs WHERE id = %s",
+                         (run_id,))["campaign_id"]  # fmt: skip
+
+
+def test_a_contact_whose_answer_stays_invalid_ends_the_chain_and_the_run_completes(
+    testdb: PgDB, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from colony.errors import OutputInvalid
+
+    deps = make_deps(testdb)
+
+    def invalid(*args, **kwargs):
+        raise OutputInvalid("qualification_score stayed invalid after one repair")
+
+    monkeypatch.setattr("colony.flows.campaign.call_agent", invalid)
+    run_id, state = run_campaign(deps)
+    assert state["run"]["status"] == "completed" and state["run"]["contacts_done"] == 36
+    with deps.db.transaction(ORG) as cur:
+        failed = fetch_all(
+            cur,
+            "SELECT 1 FROM run_steps WHERE run_id = %s"
+            " AND output->>'outcome' = 'failed:output_invalid'",
+            (run_id,),
+        )
+    assert len(failed) == 36 - len(ANTI_ICP)

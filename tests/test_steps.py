@@ -103,3 +103,14 @@ def test_an_expired_lease_is_taken_over(db) -> None:
     # writes no effect of its own
     assert outcome == [{"n": 3}]
     assert effects(db) == 1 and stored(db, ORG, "run-1", "k") == {"n": 3}
+
+
+def test_effects_that_fail_free_the_step_for_the_redelivery(db) -> None:
+    def failing_apply(cur, output):
+        raise RuntimeError("constraint broke")
+
+    with pytest.raises(RuntimeError):
+        step(db, ORG, "run-1", "k", lambda: {"n": 1}, failing_apply)
+    # not blocked by a stale lease: the redelivery runs it and applies the effects
+    assert step(db, ORG, "run-1", "k", lambda: {"n": 4}, record_effect) == {"n": 4}
+    assert effects(db) == 1

@@ -17,5 +17,5 @@ def handle(request):
     verify_google_oidc(request.authorization, d.settings.function_urls.get("campaign-resume", ""),
                        d.settings)  # fmt: skip
     event = request.parse(CampaignResume)
-    task = request.headers.get("X-CloudTasks-TaskName") or f"manual-{event.run_id}"
+    task = request.headers.get("X-CloudTasks-TaskName") or f"manual-{event.campaign_id}"
     return campaign.resume(d, event, task)

@@ -113,6 +113,11 @@ class Settings:
         role = get("COLONY_DB_APP_ROLE") or "colony_app"
         if not _ROLE.match(role):
             raise ConfigError(f"COLONY_DB_APP_ROLE={role!r} must be a lower-case SQL identifier")
+        if deploy_env == "production" and not get("COLONY_INVOKER_SERVICE_ACCOUNT"):
+            raise ConfigError(
+                "COLONY_INVOKER_SERVICE_ACCOUNT is required when COLONY_ENV=production: it is"
+                " the only identity whose OIDC tokens may call Cloud Tasks and Scheduler targets"
+            )
         langfuse_keys = {name: get(name) for name in ("LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY")}
         if any(langfuse_keys.values()) and not all(langfuse_keys.values()):
             missing = next(name for name, value in langfuse_keys.items() if not value)

@@ -24,9 +24,12 @@ class CampaignStart(Strict):
 
 
 class CampaignResume(Strict):
+    """Re-activate a paused campaign and its paused runs (or just ``run_id`` of them)."""
+
     kind: Literal["campaign.resume"] = "campaign.resume"
     org_id: str = _ID
-    run_id: str = _ID
+    campaign_id: str = _ID
+    run_id: str | None = Field(default=None, min_length=1, max_length=200)
 
 
 class Handoff(Strict):

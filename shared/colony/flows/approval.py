@@ -27,7 +27,8 @@ DECIDE = """
 UPDATE approval_items SET status = %s, edited_payload = COALESCE(%s::jsonb, edited_payload),
     decided_by = %s, decided_at = now() WHERE id = %s
 """
-CAMPAIGN_STATUS = "SELECT status FROM campaigns WHERE id = %s"
+# FOR SHARE: a breaker pause cannot commit between this read and the outbox insert.
+CAMPAIGN_STATUS = "SELECT status FROM campaigns WHERE id = %s FOR SHARE"
 TO_OUTBOX = """
 INSERT INTO outbox (org_id, approval_item_id, campaign_id, contact_id, subject, body, status)
 VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (approval_item_id) DO NOTHING

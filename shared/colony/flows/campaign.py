@@ -20,7 +20,7 @@ from typing import Any
 
 from colony.contracts import HandoffEnvelope
 from colony.contracts.events import CampaignResume, CampaignStart, Handoff
-from colony.errors import NotFound, ValidationFailed
+from colony.errors import CallerError, NotFound, OutputInvalid, ValidationFailed
 from colony.flows.deps import FlowDeps
 from colony.knowledge.exemplars import hinted_domains, to_exemplars
 from colony.llm.agent_call import call_agent
@@ -90,7 +90,9 @@ def start(deps: FlowDeps, event: CampaignStart, event_id: str) -> dict[str, Any]
             raise NotFound(f"campaign {event.campaign_id!r} does not exist in this org")
         contacts = fetch_all(cur, sql.CAMPAIGN_CONTACTS, (event.campaign_id,))
         icp = orgdata.active_icp(cur)
-        cur.execute(sql.START_RUN, (run_id, org, event.campaign_id, len(contacts)))
+        # A run launched while the campaign is paused waits for its resume (CONST-005).
+        status = "paused" if campaign["status"] == "paused" else "running"
+        cur.execute(sql.START_RUN, (run_id, org, event.campaign_id, status, len(contacts)))
 
     rules = (icp or {}).get("anti_icp_rules") or []
 
@@ -122,33 +124,38 @@ def start(deps: FlowDeps, event: CampaignStart, event_id: str) -> dict[str, Any]
 
 
 def resume(deps: FlowDeps, event: CampaignResume, event_id: str) -> dict[str, Any]:
-    """Resume a paused run: unblock its outbox and re-dispatch every unfinished contact."""
-    org, run_id = event.org_id, event.run_id
+    """Re-activate a paused campaign: unblock its outbox and resume its paused runs (or the
+    one named), re-dispatching each resumed run's unfinished contacts.
+
+    Idempotent: only runs this call moved from paused to running are re-dispatched, so a
+    duplicate or late resume does nothing.
+    """
+    org = event.org_id
     with deps.db.transaction(org) as cur:
-        resumed = fetch_one(cur, sql.RESUME_RUN, (run_id,))
-        if resumed is not None:
-            cur.execute(sql.ACTIVATE_CAMPAIGN, (resumed["campaign_id"],))
-            cur.execute(sql.UNBLOCK_OUTBOX, (resumed["campaign_id"],))
-        run = fetch_one(cur, sql.RUN, (run_id,))
-        if run is None:
-            raise NotFound(f"run {run_id!r} does not exist in this org")
-        contacts = fetch_all(cur, sql.CAMPAIGN_CONTACTS, (run["campaign_id"],))
+        campaign = fetch_one(cur, sql.CAMPAIGN, (event.campaign_id,))
+        if campaign is None:
+            raise NotFound(f"campaign {event.campaign_id!r} does not exist in this org")
+        cur.execute(sql.ACTIVATE_CAMPAIGN, (event.campaign_id,))
+        cur.execute(sql.UNBLOCK_OUTBOX, (event.campaign_id,))
+        runs = [r["id"] for r in fetch_all(
+            cur, sql.RESUME_RUNS, (event.campaign_id, event.run_id, event.run_id))]  # fmt: skip
+        contacts = fetch_all(cur, sql.CAMPAIGN_CONTACTS, (event.campaign_id,))
         finished = {
-            r["step_key"][len("done:") :]
+            (r["run_id"], r["step_key"][len("done:") :])
             for r in fetch_all(
                 cur,
-                "SELECT step_key FROM run_steps WHERE run_id = %s AND status = 'done'"
-                " AND step_key LIKE 'done:%%'",
-                (run_id,),
+                "SELECT run_id, step_key FROM run_steps WHERE run_id = ANY(%s)"
+                " AND status = 'done' AND step_key LIKE 'done:%%'",
+                (runs,),
             )
         }
-        campaign = fetch_one(cur, sql.CAMPAIGN, (run["campaign_id"],))
-    if run["status"] != "running" or campaign is None:
-        return {"run_id": run_id, "status": run["status"], "redispatched": 0}
-    pending = [c["id"] for c in contacts if c["id"] not in finished]
-    for contact_id in pending:
-        _handoff(deps, org, campaign, run_id, contact_id, "AGT-003")
-    return {"run_id": run_id, "status": "running", "redispatched": len(pending)}
+    redispatched = 0
+    for run_id in runs:
+        for contact in contacts:
+            if (run_id, contact["id"]) not in finished:
+                _handoff(deps, org, campaign, run_id, contact["id"], "AGT-003")
+                redispatched += 1
+    return {"campaign_id": event.campaign_id, "resumed_runs": runs, "redispatched": redispatched}
 
 
 def contact_done(deps: FlowDeps, org: str, run_id: str, contact_id: str, outcome: str) -> None:
@@ -196,7 +203,15 @@ def _specialist(
         return {"skipped": run["status"]}
     results = []
     for contact_id in envelope.entity_ids:
-        results.append(work(deps, org, campaign, run_id, contact_id, envelope))
+        try:
+            results.append(work(deps, org, campaign, run_id, contact_id, envelope))
+        except (CallerError, OutputInvalid) as error:
+            # Permanent for this contact: count it as finished so the run can complete.
+            # A caller error is still raised, so the delivery is recorded as rejected.
+            contact_done(deps, org, run_id, contact_id, f"failed:{error.code}")
+            if isinstance(error, CallerError):
+                raise
+            results.append(f"failed:{error.code}")
         deps.faults.check(f"{handler}.after_step", event_id)
     idempotency.mark(deps.db, org, handler, event_id)
     return {"results": results}

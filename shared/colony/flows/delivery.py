@@ -1,9 +1,12 @@
 """Delivery events and the circuit breaker (CONST-005; SPEC §6.2).
 
 An ESP reports delivered / bounced / complained / replied for outbox messages. Each event
-(idempotent on its id) updates the message, then the campaign's bounce and complaint rates;
-crossing a threshold (with enough messages to judge) pauses the campaign: its runs stop
-taking new work, queued outbox rows are blocked, and a Cloud Tasks resume is scheduled.
+(idempotent on its id, recorded in the same transaction as its effects) moves the message
+forward, never back (a late "delivered" cannot erase a bounce), then the campaign's bounce and
+complaint rates since its last resume are judged; crossing a threshold with enough messages
+to judge pauses the campaign: its running runs stop taking new work, queued outbox rows are
+blocked, and a Cloud Tasks resume is scheduled, named by the pause so that every pause gets
+its own resume and a redelivered event never schedules a second one.
 """
 
 from __future__ import annotations
@@ -23,17 +26,25 @@ EVENTS: tuple[str, ...] = ("delivered", "bounced", "complained", "replied")
 MIN_SAMPLE = 10  # messages with an outcome before a rate can trip the breaker
 RESUME_AFTER_SECONDS = 24 * 3600
 RESUME_QUEUE = "colony-campaign-resume"
+HANDLER = "delivery-events"
 
+# Forward only: bounced and complained are final; replied is not undone by a late delivered.
 SET_STATUS = """
-UPDATE outbox SET status = %s, updated_at = now() WHERE id = %s RETURNING campaign_id
+UPDATE outbox SET status = %s, updated_at = now()
+WHERE id = %s AND status NOT IN ('bounced', 'complained')
+  AND NOT (status = 'replied' AND %s = 'delivered')
+RETURNING campaign_id
 """
+MESSAGE = "SELECT campaign_id, status FROM outbox WHERE id = %s"
 RATES = """
-SELECT count(*) FILTER (WHERE status IN ('delivered', 'bounced', 'complained', 'replied'))
+SELECT count(*) FILTER (WHERE o.status IN ('delivered', 'bounced', 'complained', 'replied'))
            AS judged,
-       count(*) FILTER (WHERE status = 'bounced') AS bounced,
-       count(*) FILTER (WHERE status = 'complained') AS complained
-FROM outbox WHERE campaign_id = %s
+       count(*) FILTER (WHERE o.status = 'bounced') AS bounced,
+       count(*) FILTER (WHERE o.status = 'complained') AS complained
+FROM outbox o JOIN campaigns c ON c.id = o.campaign_id
+WHERE o.campaign_id = %s AND (c.resumed_at IS NULL OR o.updated_at >= c.resumed_at)
 """
+PAUSED = "SELECT status, paused_at FROM campaigns WHERE id = %s"
 
 
 def record(
@@ -41,28 +52,36 @@ def record(
 ) -> dict[str, Any]:
     if event not in EVENTS:
         raise ValidationFailed(f"unknown delivery event {event!r}; expected {', '.join(EVENTS)}")
-    if idempotency.seen(deps.db, org_id, "delivery-events", event_id):
-        return {"duplicate": True}
+    outcome: dict[str, Any]
     with deps.db.transaction(org_id) as cur:
-        row = fetch_one(cur, SET_STATUS, (event, outbox_id))
-        if row is None:
+        message = fetch_one(cur, MESSAGE, (outbox_id,))
+        if message is None:
             raise NotFound(f"outbox message {outbox_id!r} does not exist in this org")
-        campaign_id = row["campaign_id"]
-        outcome: dict[str, Any] = {"outbox_id": outbox_id, "status": event}
-        if campaign_id:
-            outcome.update(_breaker(deps, cur, org_id, campaign_id))
-    idempotency.mark(deps.db, org_id, "delivery-events", event_id)
-    for run_id in outcome.get("paused_runs", []):
-        resume = CampaignResume(org_id=org_id, run_id=run_id)
+        campaign_id = message["campaign_id"]
+        cur.execute(idempotency.MARK, (org_id, HANDLER, event_id, "done", event))
+        if cur.rowcount == 0:
+            outcome = {"duplicate": True}
+        elif fetch_one(cur, SET_STATUS, (event, outbox_id, event)) is None:
+            outcome = {"outbox_id": outbox_id, "status": message["status"], "ignored": event}
+        else:
+            outcome = {"outbox_id": outbox_id, "status": event}
+            if campaign_id:
+                outcome.update(_breaker(cur, campaign_id))
+        paused = fetch_one(cur, PAUSED, (campaign_id,)) if campaign_id else None
+    if paused and paused["status"] == "paused" and paused["paused_at"] is not None:
+        # Every event of a paused campaign re-asks for its resume: the task name is the
+        # pause's, so this is created once, even after a crash right after the pause.
+        resume = CampaignResume(org_id=org_id, campaign_id=campaign_id)
         deps.transport.schedule(
             RESUME_QUEUE, "campaign-resume",
             json.dumps(resume.model_dump(mode="json")).encode(),
-            task_id=f"resume-{run_id}", delay_seconds=RESUME_AFTER_SECONDS,
+            task_id=f"resume-{campaign_id}-{int(paused['paused_at'].timestamp())}",
+            delay_seconds=RESUME_AFTER_SECONDS,
         )  # fmt: skip
     return outcome
 
 
-def _breaker(deps: FlowDeps, cur: Any, org_id: str, campaign_id: str) -> dict[str, Any]:
+def _breaker(cur: Any, campaign_id: str) -> dict[str, Any]:
     campaign = fetch_one(cur, sql.CAMPAIGN, (campaign_id,))
     rates = fetch_one(cur, RATES, (campaign_id,))
     if campaign is None or rates is None or rates["judged"] < MIN_SAMPLE:

@@ -31,7 +31,7 @@ ORG_ID = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 
 def check_org_literal(org_id: str) -> str:
     """An org id safe to inline as a SQL literal (Clerk ids are ``org_`` + base62)."""
-    if not isinstance(org_id, str) or not ORG_ID.match(org_id):
+    if not isinstance(org_id, str) or not ORG_ID.fullmatch(org_id):
         raise OrgScopeError(f"org id {org_id!r} is not a valid org identifier")
     return org_id
 

@@ -68,6 +68,7 @@ def verify_delivery_signature(raw: bytes, headers: Mapping[str, str], settings: 
     time. The org named in the body is trusted only because the signature covers it."""
     if not settings.delivery_webhook_secret:
         raise ConfigError("COLONY_DELIVERY_WEBHOOK_SECRET is not set; delivery events are refused")
-    given = headers.get(SIGNATURE_HEADER) or ""
-    if not hmac.compare_digest(sign_delivery(settings.delivery_webhook_secret, raw), given):
+    given = (headers.get(SIGNATURE_HEADER) or "").encode("utf-8", "replace")
+    expected = sign_delivery(settings.delivery_webhook_secret, raw).encode()
+    if not hmac.compare_digest(expected, given):
         raise Unauthorized(f"the {SIGNATURE_HEADER} header does not match the body")

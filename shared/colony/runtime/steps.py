@@ -83,13 +83,20 @@ def step(
         with db.transaction(org_id) as cur:  # let the redelivery start it afresh
             cur.execute(RELEASE, (run_id, key, claim))
         raise
-    with db.transaction(org_id) as cur:
-        cur.execute(FINISH, (json.dumps(output), run_id, key, claim))
-        if cur.rowcount == 1:
-            if apply is not None:
-                apply(cur, output)
-            return output
-        row = fetch_one(cur, GET, (run_id, key))
+    try:
+        with db.transaction(org_id) as cur:
+            cur.execute(FINISH, (json.dumps(output), run_id, key, claim))
+            if cur.rowcount == 1:
+                if apply is not None:
+                    apply(cur, output)
+                return output
+            row = fetch_one(cur, GET, (run_id, key))
+    except BaseException:
+        # The effects did not commit, so neither did the output: free the step at once
+        # rather than leaving a live lease that blocks every redelivery.
+        with db.transaction(org_id) as cur:
+            cur.execute(RELEASE, (run_id, key, claim))
+        raise
     if row and row["status"] == "done":  # our lease lapsed and another claimant finished
         return row["output"]
     raise StepBusy(f"step {key!r} of run {run_id!r} was taken over before it finished")

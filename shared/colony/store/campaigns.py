@@ -30,7 +30,7 @@ FROM contacts WHERE id = %s
 """
 START_RUN = """
 INSERT INTO campaign_runs (id, org_id, campaign_id, status, contacts_total)
-VALUES (%s, %s, %s, 'running', %s) ON CONFLICT (id) DO NOTHING
+VALUES (%s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING
 """
 RUN = """
 SELECT r.id, r.campaign_id, r.status, r.contacts_total, r.contacts_done, r.paused_reason,
@@ -61,7 +61,7 @@ INSERT INTO approval_items (org_id, kind, source_agent, run_id, subject_id, payl
 VALUES (%s, %s, %s, %s, %s, %s::jsonb) RETURNING id
 """
 PAUSE_CAMPAIGN = """
-UPDATE campaigns SET status = 'paused' WHERE id = %s AND status = 'active'
+UPDATE campaigns SET status = 'paused', paused_at = now() WHERE id = %s AND status = 'active'
 """
 PAUSE_RUNS = """
 UPDATE campaign_runs SET status = 'paused', paused_reason = %s
@@ -71,11 +71,13 @@ BLOCK_OUTBOX = """
 UPDATE outbox SET status = 'blocked', updated_at = now()
 WHERE campaign_id = %s AND status = 'queued'
 """
-RESUME_RUN = """
+RESUME_RUNS = """
 UPDATE campaign_runs SET status = 'running', paused_reason = NULL
-WHERE id = %s AND status = 'paused' RETURNING campaign_id
+WHERE campaign_id = %s AND status = 'paused' AND (%s::text IS NULL OR id = %s) RETURNING id
 """
-ACTIVATE_CAMPAIGN = "UPDATE campaigns SET status = 'active' WHERE id = %s AND status = 'paused'"
+ACTIVATE_CAMPAIGN = """
+UPDATE campaigns SET status = 'active', resumed_at = now() WHERE id = %s AND status = 'paused'
+"""
 UNBLOCK_OUTBOX = """
 UPDATE outbox SET status = 'queued', updated_at = now()
 WHERE campaign_id = %s AND status = 'blocked'

@@ -386,4 +386,11 @@ def migrations(dim: int) -> list[Migration]:
             "ALTER TABLE run_steps ADD COLUMN claim text;\n"
             "ALTER TABLE run_steps ADD COLUMN lease_until timestamptz;\n",
         ),
+        # When the breaker paused a campaign (names its resume task) and when it was last
+        # resumed (rates are judged on what happened since).
+        Migration(
+            "0008_campaign_pauses",
+            "ALTER TABLE campaigns ADD COLUMN paused_at timestamptz;\n"
+            "ALTER TABLE campaigns ADD COLUMN resumed_at timestamptz;\n",
+        ),
     ]
