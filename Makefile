@@ -18,10 +18,10 @@ $(STAMP): pyproject.toml constraints.txt | $(TASKS_STAMP)
 	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
 	@touch $(STAMP)
 
-$(TASKS_STAMP):
+$(TASKS_STAMP): constraints-tasks.txt
 	@test -x $(TASKS_VENV)/bin/python || $(PYTHON) -m venv $(TASKS_VENV)
 	@echo "installing gcloud-tasks-emulator into $(TASKS_VENV)…"
-	@$(TASKS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check 'gcloud-tasks-emulator==0.6.2'
+	@$(TASKS_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -c constraints-tasks.txt 'gcloud-tasks-emulator==0.6.2'
 	@touch $(TASKS_STAMP)
 
 tasks-emulator-venv: $(TASKS_STAMP)
