@@ -21,6 +21,7 @@ from colony.local import embedded
 from colony.settings import Settings
 from colony.store import Database, connect_factory, ensure_app_role_grants, migrate
 from colony.store.db import parse_dsn
+from colony.testing.wire import WireServer
 
 APP_ROLE = "colony_app"
 
@@ -120,3 +121,21 @@ def _runtime_dir() -> None:
     path = Path(f"/tmp/colony-runtime-{os.getuid()}")
     path.mkdir(mode=0o700, exist_ok=True)
     os.environ.setdefault("XDG_RUNTIME_DIR", str(path))
+
+
+@pytest.fixture
+def no_ambient_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Proxies or SDK switches in the environment must not redirect requests to local
+    wire-protocol servers."""
+    for name in (
+        "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",
+        "OPENAI_BASE_URL", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_API_VERSION",
+    ):  # fmt: skip
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def server() -> Iterator[WireServer]:
+    """A local server speaking the OpenAI and Gemini wire protocols."""
+    with WireServer() as wire:
+        yield wire

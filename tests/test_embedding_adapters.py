@@ -52,27 +52,8 @@ def assert_unit_rows(matrix: np.ndarray, n: int, dim: int = DIM) -> None:
     np.testing.assert_allclose(np.linalg.norm(matrix, axis=1), 1.0, rtol=1e-6)
 
 
-@pytest.fixture(autouse=True)
-def _no_ambient_config(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Proxies or SDK switches in the environment must not redirect the local requests."""
-    for name in (
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "ALL_PROXY",
-        "http_proxy",
-        "https_proxy",
-        "all_proxy",
-        "OPENAI_BASE_URL",
-        "GOOGLE_GENAI_USE_VERTEXAI",
-        "GOOGLE_GENAI_API_VERSION",
-    ):
-        monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture
-def server() -> Iterator[WireServer]:
-    with WireServer() as wire:
-        yield wire
+# The local wire-protocol server (`server`) and a clean environment come from conftest.
+pytestmark = pytest.mark.usefixtures("no_ambient_config")
 
 
 @pytest.fixture

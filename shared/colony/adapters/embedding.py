@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from colony.adapters.client import OwnsClient
 from colony.errors import DimensionMismatch, ProviderError, ValidationFailed
 from colony.settings import Settings
 
@@ -85,7 +86,7 @@ class OfflineHashEmbedder:
         return _normalise(out, self.dim)
 
 
-class OpenAIEmbedder:
+class OpenAIEmbedder(OwnsClient):
     """OpenAI embeddings (``text-embedding-3-small``, 1536 dims) in batched requests."""
 
     def __init__(
@@ -106,11 +107,6 @@ class OpenAIEmbedder:
             client = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=3)
         self._client = client
         self._owns_client = owns_client
-
-    def close(self) -> None:
-        """Close the HTTP client this adapter created (an injected one is the caller's)."""
-        if self._owns_client:
-            self._client.close()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         items = _check_inputs(texts)
@@ -133,7 +129,7 @@ class OpenAIEmbedder:
         return _normalise(_provider_rows(rows, self.dim, "OpenAI"), self.dim)
 
 
-class GeminiEmbedder:
+class GeminiEmbedder(OwnsClient):
     """Gemini embeddings through ``google-genai`` with ``output_dimensionality``."""
 
     def __init__(
@@ -160,11 +156,6 @@ class GeminiEmbedder:
             client = genai.Client(api_key=api_key, http_options=http_options)
         self._client = client
         self._owns_client = owns_client
-
-    def close(self) -> None:
-        """Close the HTTP client this adapter created (an injected one is the caller's)."""
-        if self._owns_client:
-            self._client.close()
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         from google.genai import types

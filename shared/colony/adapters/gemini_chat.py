@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from colony.adapters.client import OwnsClient
 from colony.adapters.openai_chat import retry_after_seconds
 from colony.errors import ProviderError, ProviderUnavailable, ValidationFailed
 from colony.ports import Message, ModelRequest, ModelResponse, ToolCall, Usage
@@ -124,7 +125,7 @@ def map_gemini_error(error: Exception) -> ProviderError:
     return ProviderError(f"Gemini generate_content failed: {name}")
 
 
-class GeminiChatModel:
+class GeminiChatModel(OwnsClient):
     """``ChatModel`` over ``client.models.generate_content`` with ``response_json_schema``."""
 
     def __init__(
@@ -148,17 +149,6 @@ class GeminiChatModel:
             client = genai.Client(api_key=api_key, http_options=http_options)
         self._client = client
         self._owns_client = owns_client
-
-    def close(self) -> None:
-        """Close the HTTP client this adapter created (an injected one is the caller's)."""
-        if self._owns_client:
-            self._client.close()
-
-    def __enter__(self) -> GeminiChatModel:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def request(self, request: ModelRequest) -> ModelResponse:
         from google.genai import types

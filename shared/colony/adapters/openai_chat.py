@@ -16,6 +16,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from colony.adapters.client import OwnsClient
 from colony.errors import OutputInvalid, ProviderError, ProviderUnavailable
 from colony.ports import Message, ModelRequest, ModelResponse, ToolCall, Usage
 
@@ -222,7 +223,7 @@ def map_openai_error(error: Exception) -> ProviderError:
     return ProviderError(f"OpenAI chat completion failed: {name}")
 
 
-class OpenAIChatModel:
+class OpenAIChatModel(OwnsClient):
     """``ChatModel`` over ``client.chat.completions.create`` with a strict JSON schema."""
 
     def __init__(
@@ -241,17 +242,6 @@ class OpenAIChatModel:
             )
         self._client = client
         self._owns_client = owns_client
-
-    def close(self) -> None:
-        """Close the HTTP client this adapter created (an injected one is the caller's)."""
-        if self._owns_client:
-            self._client.close()
-
-    def __enter__(self) -> OpenAIChatModel:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def request(self, request: ModelRequest) -> ModelResponse:
         options: dict[str, Any] = {
