@@ -58,6 +58,23 @@ def cmd_org_provision(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_graph(settings: Settings, args: argparse.Namespace) -> int:
+    from colony.registry.graph import build_graph
+
+    graph = build_graph()
+    if args.query == "who-reads":
+        _say("\n".join(graph.who("reads from", args.id)) or "(nothing)")
+    elif args.query == "what-constrains":
+        _say("\n".join(graph.of(args.id, "constrained by")) or "(nothing)")
+    elif args.query == "impact":
+        _say("\n".join(graph.impact(args.id)) or "(nothing)")
+    elif args.query == "export":
+        _say(graph.to_mermaid() if args.id == "mermaid" else graph.to_json())
+    else:
+        _say(f"{len(graph.nodes)} nodes, {len(graph.edges)} edges")
+    return 0
+
+
 def cmd_db_stop(settings: Settings, _: argparse.Namespace) -> int:
     from colony.local.embedded import stop
 
@@ -131,6 +148,13 @@ def cmd_demo(settings: Settings, _: argparse.Namespace) -> int:
         app_dsn = embedded_dsn(settings, "app")
     run_demo_campaign(settings, db, knowledge, summary.org_id, app_dsn, _say)
     db.close()
+    from colony.registry.graph import build_graph
+
+    graph = build_graph()
+    _say(f"knowledge graph (from the registries): {len(graph.nodes)} nodes, {len(graph.edges)}"
+         f" edges; who reads ENT-007: {', '.join(graph.who('reads from', 'ENT-007'))};"
+         f" impact of KC-08: {', '.join(graph.impact('KC-08'))}"
+         "  (colony graph --help)")  # fmt: skip
     _say(f"done. The local stack is described in {settings.data_dir / 'stack.json'}")
     return 0
 
@@ -168,6 +192,11 @@ def build_parser() -> argparse.ArgumentParser:
     provision = org.add_parser("provision", help="build an org's Knowledge Core vector indexes")
     provision.add_argument("org_id")
     provision.set_defaults(run=cmd_org_provision)
+    graph = sub.add_parser("graph", help="query the knowledge graph of the system itself")
+    graph.add_argument("query", choices=("who-reads", "what-constrains", "impact", "export",
+                                         "summary"))  # fmt: skip
+    graph.add_argument("id", nargs="?", default="json", help="a node id, or json|mermaid")
+    graph.set_defaults(run=cmd_graph)
     kc = sub.add_parser("kc", help="Knowledge Core").add_subparsers(dest="kc", required=True)
     query = kc.add_parser("query", help="retrieve the top-k chunks per domain")
     query.add_argument("text")
