@@ -30,6 +30,7 @@ from colony.contracts import OUTPUT_CONTRACTS, QualificationScore
 from colony.errors import OutputInvalid, ProviderError, ProviderUnavailable
 from colony.llm import StructuredRunner
 from colony.ports import Message, ModelRequest
+from colony.testing.fakes import RecordingSleep
 from colony.testing.wire import (
     Reply,
     WireServer,
@@ -79,14 +80,6 @@ def make_request(model: str, **overrides: Any) -> ModelRequest:
         **overrides,
     }
     return ModelRequest(**options)
-
-
-class RecordingSleep:
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-
-    def __call__(self, seconds: float) -> None:
-        self.delays.append(seconds)
 
 
 def walk(node: Any) -> Iterator[dict[str, Any]]:

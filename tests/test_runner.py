@@ -12,7 +12,7 @@ from colony.contracts import DailyBrief, OutboundMessage, QualificationScore
 from colony.errors import OutputInvalid, ProviderError, ProviderUnavailable
 from colony.llm import RunResult, StructuredRunner, validation_problems
 from colony.ports import ChatModel, Message, ModelRequest, ModelResponse, ToolCall, Usage
-from colony.testing.fakes import SCRIPTED_USAGE, ScriptedChatModel
+from colony.testing.fakes import SCRIPTED_USAGE, RecordingSleep, ScriptedChatModel
 
 PROMPT_SECRET = "PROMPT-SECRET-91c2"
 VALID = {
@@ -42,14 +42,6 @@ def make_request(**overrides: Any) -> ModelRequest:
         **overrides,
     }
     return ModelRequest(**options)
-
-
-class RecordingSleep:
-    def __init__(self) -> None:
-        self.delays: list[float] = []
-
-    def __call__(self, seconds: float) -> None:
-        self.delays.append(seconds)
 
 
 def runner(model: ChatModel, **kwargs: Any) -> tuple[StructuredRunner, RecordingSleep]:

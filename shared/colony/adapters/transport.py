@@ -93,6 +93,25 @@ def function_url(function_urls: Mapping[str, str], name: str) -> str:
     return url
 
 
+def task_request(
+    function_urls: Mapping[str, str],
+    project: str,
+    region: str,
+    queue: str,
+    target: str,
+    body: bytes,
+    task_id: str,
+    delay_seconds: float,
+) -> tuple[str, bytes, str]:
+    """Check a task both transports are asked to schedule; return (target URL, body, the
+    full task name) so that both name it identically."""
+    url = task_target(function_urls, queue, target)
+    payload = check_data(body)
+    if delay_seconds < 0:
+        raise ValidationFailed("delay_seconds must be >= 0")
+    return url, payload, f"{queue_path(project, region, queue)}/tasks/{task_id_for(task_id)}"
+
+
 def task_target(function_urls: Mapping[str, str], queue: str, target: str) -> str:
     """Check a Cloud Tasks queue and target function; return the target's URL."""
     if queue not in QUEUES:

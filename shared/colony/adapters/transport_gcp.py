@@ -25,8 +25,7 @@ from colony.adapters.transport import (
     check_data,
     check_topic,
     queue_path,
-    task_id_for,
-    task_target,
+    task_request,
     topic_path,
 )
 from colony.errors import TransportUnavailable, UpstreamError, ValidationFailed
@@ -138,12 +137,11 @@ class GcpTransport:
     def schedule(
         self, queue: str, target: str, body: bytes, *, task_id: str, delay_seconds: float = 0.0
     ) -> str:
-        url = task_target(self.function_urls, queue, target)
-        payload = check_data(body)
-        if delay_seconds < 0:
-            raise ValidationFailed("delay_seconds must be >= 0")
+        url, payload, name = task_request(
+            self.function_urls, self.project, self.region, queue, target, body, task_id,
+            delay_seconds,
+        )  # fmt: skip
         parent = queue_path(self.project, self.region, queue)
-        name = f"{parent}/tasks/{task_id_for(task_id)}"
         with self._lock:
             if name in self._created:
                 return name

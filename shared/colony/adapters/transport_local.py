@@ -46,10 +46,8 @@ from colony.adapters.transport import (
     check_data,
     check_topic,
     function_url,
-    queue_path,
     subscriber_of,
-    task_id_for,
-    task_target,
+    task_request,
 )
 from colony.errors import ColonyError, UpstreamError, ValidationFailed
 from colony.store.db import Database
@@ -171,11 +169,10 @@ class LocalTransport:
     def schedule(
         self, queue: str, target: str, body: bytes, *, task_id: str, delay_seconds: float = 0.0
     ) -> str:
-        url = task_target(self.function_urls, queue, target)
-        payload = check_data(body)
-        if delay_seconds < 0:
-            raise ValidationFailed("delay_seconds must be >= 0")
-        name = f"{queue_path(self.project, self.region, queue)}/tasks/{task_id_for(task_id)}"
+        url, payload, name = task_request(
+            self.function_urls, self.project, self.region, queue, target, body, task_id,
+            delay_seconds,
+        )  # fmt: skip
         now = datetime.now(UTC)
         delivery = _Delivery(
             "task",

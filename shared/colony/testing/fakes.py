@@ -75,3 +75,13 @@ class ScriptedChatModel:
             return item
         text = item if isinstance(item, str) else json.dumps(dict(item))
         return ModelResponse(text=text, usage=self.usage, model=self.model)
+
+
+class RecordingSleep:
+    """A ``sleep`` that records the delays it is asked for instead of waiting."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    def __call__(self, seconds: float) -> None:
+        self.delays.append(seconds)
