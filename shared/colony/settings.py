@@ -69,6 +69,18 @@ class Settings:
     jwt_issuer: str | None = None
     approval_token_key: str | None = None  # HMAC key for signed approval links
     delivery_webhook_secret: str | None = None  # HMAC key of the ESP's delivery events
+    # knowledge webhooks (Drive recordings, Notion sync)
+    drive_channel_token: str | None = None  # the token we set on the Drive watch channel
+    drive_base_url: str | None = None  # None: https://www.googleapis.com (local: a stand-in)
+    notion_signing_secret: str | None = None  # verifies X-Notion-Signature
+    notion_token: str | None = None  # the integration token the re-embed worker reads with
+    notion_base_url: str | None = None  # None: https://api.notion.com (local: a stand-in)
+    notion_domains: Mapping[str, str] = field(default_factory=dict)  # Notion id → KC-01..07
+    recording_parallelism: int = 4  # AGT-006 pass-1 chunks in flight at once
+    # assets (GCS): transcripts, deployment kits
+    assets_bucket: str = "colony-assets"
+    signed_url_ttl_seconds: int = 3600
+    signing_key_file: Path | None = None  # local service-account key for V4 signed URLs
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -172,12 +184,31 @@ class Settings:
             jwt_issuer=get("COLONY_JWT_ISSUER"),
             approval_token_key=get("COLONY_APPROVAL_TOKEN_KEY"),
             delivery_webhook_secret=get("COLONY_DELIVERY_WEBHOOK_SECRET"),
+            drive_channel_token=get("COLONY_DRIVE_CHANNEL_TOKEN"),
+            drive_base_url=get("COLONY_DRIVE_BASE_URL"),
+            notion_signing_secret=get("COLONY_NOTION_SIGNING_SECRET"),
+            notion_token=get("COLONY_NOTION_TOKEN"),
+            notion_base_url=get("COLONY_NOTION_BASE_URL"),
+            notion_domains=_notion_domains(get("COLONY_NOTION_DOMAINS")),
+            recording_parallelism=_bounded_int(
+                "COLONY_RECORDING_PARALLELISM", get("COLONY_RECORDING_PARALLELISM"), 4, 1, 32
+            ),
+            assets_bucket=get("COLONY_ASSETS_BUCKET") or "colony-assets",
+            signed_url_ttl_seconds=_bounded_int(  # V4 signed URLs live at most seven days
+                "COLONY_SIGNED_URL_TTL_SECONDS",
+                get("COLONY_SIGNED_URL_TTL_SECONDS"),
+                3600,
+                1,
+                604800,
+            ),
+            signing_key_file=Path(k) if (k := get("COLONY_SIGNING_KEY_FILE")) else None,
         )
         return settings
 
     def __repr__(self) -> str:  # never print a secret
         hidden = {"db_password", "db_owner_password", "openai_api_key", "gemini_api_key"}
         hidden |= {"langfuse_secret_key", "approval_token_key", "delivery_webhook_secret"}
+        hidden |= {"drive_channel_token", "notion_signing_secret", "notion_token"}
         # sentry_dsn is hidden by its *dsn suffix
         parts = []
         for name in self.__dataclass_fields__:
@@ -210,3 +241,31 @@ def _copies(text: str | None) -> int:
     if not text.isdigit() or not 1 <= int(text) <= 10:
         raise ConfigError(f"COLONY_LOCAL_DELIVERY_COPIES={text!r} must be an integer in 1..10")
     return int(text)
+
+
+def _bounded_int(name: str, text: str | None, default: int, low: int, high: int) -> int:
+    if text is None:
+        return default
+    if not text.isdigit() or not low <= int(text) <= high:
+        raise ConfigError(f"{name}={text!r} must be an integer in {low}..{high}")
+    return int(text)
+
+
+_KC_NOTION = re.compile(r"^KC-0[1-7]$")
+
+
+def _notion_domains(text: str | None) -> dict[str, str]:
+    """``COLONY_NOTION_DOMAINS``: JSON mapping Notion page/database ids to KC-01..KC-07."""
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise ConfigError(f"COLONY_NOTION_DOMAINS is not JSON: {error}") from error
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and _KC_NOTION.match(v) for k, v in value.items()
+    ):
+        raise ConfigError(
+            'COLONY_NOTION_DOMAINS must map Notion ids to KC-01..KC-07: {"<page id>": "KC-01"}'
+        )
+    return {k.replace("-", ""): v for k, v in value.items()}

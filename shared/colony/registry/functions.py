@@ -48,6 +48,8 @@ TOPICS: dict[str, Topic] = {
         Topic("colony-enrichment", "handoffs to prospect enrichment (AGT-003)"),
         Topic("colony-qualification", "handoffs to qualification (AGT-004)"),
         Topic("colony-message-generator", "handoffs to the message generator (AGT-005)"),
+        # knowledge pipelines (issue 6) add their topics here
+        # content / onboarding (issue 7) add their topics here
         Topic(DEAD_LETTER_TOPIC, "messages that exhausted their delivery attempts", 0),
     )
 }
@@ -56,6 +58,7 @@ QUEUES: dict[str, Queue] = {
     q.name: q
     for q in (
         Queue("colony-campaign-resume", "circuit-breaker resumes of paused campaigns", 5, 1.0),
+        # knowledge pipelines (issue 6) add their queues here
     )
 }
 
@@ -72,6 +75,9 @@ FUNCTIONS: dict[str, Function] = {
         Function("campaign-resume", "http", None, "AGT-002", "Cloud Tasks target: resume a run"),
         Function("approval", "http", None, None, "approve / reject / edit approval items"),
         Function("delivery-events", "http", None, None, "delivered/bounced/complained/replied"),
+        # chat (issue 5) adds its function here
+        # knowledge pipelines (issue 6) add their functions here
+        # brief / content / onboarding (issue 7) add their functions here
     )
 }  # fmt: skip
 

@@ -393,4 +393,7 @@ def migrations(dim: int) -> list[Migration]:
             "ALTER TABLE campaigns ADD COLUMN paused_at timestamptz;\n"
             "ALTER TABLE campaigns ADD COLUMN resumed_at timestamptz;\n",
         ),
+        # 0009_* chat (issue 5) goes here
+        # 0010_* knowledge pipelines (issue 6) go here
+        # 0011_* brief / content / onboarding (issue 7) go here
     ]
