@@ -98,3 +98,22 @@ class Transport(Protocol):
     def schedule(
         self, queue: str, target: str, body: bytes, *, task_id: str, delay_seconds: float = 0.0
     ) -> str: ...
+
+
+@runtime_checkable
+class BlobStore(Protocol):
+    """Objects in the assets bucket (GCS): transcripts, deployment kits. Agents are handed
+    V4 signed URLs, never raw bytes (seed §3.4). Adapters raise ``NotFound`` for a missing
+    object and ``ProviderUnavailable`` when the store cannot be reached."""
+
+    bucket: str
+
+    def put(self, name: str, data: bytes, content_type: str) -> str:
+        """Store ``data`` under ``name``; returns ``gs://<bucket>/<name>``."""
+        ...
+
+    def get(self, name: str) -> bytes: ...
+
+    def signed_url(self, name: str, ttl_seconds: int) -> str:
+        """A V4 signed GET URL for ``name`` that expires after ``ttl_seconds``."""
+        ...

@@ -7,8 +7,9 @@ returns its state unchanged; deciding it differently is a conflict.
 
 from __future__ import annotations
 
+import importlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from colony.contracts import OutboundMessage
@@ -68,7 +69,7 @@ def decide(
             (status, json.dumps(payload) if action == "edit" else None, decided_by, item_id),
         )
         if status == "applied":
-            _apply(cur, org_id, item_id, item["kind"], payload)
+            _apply(deps, cur, org_id, item_id, item["kind"], payload)
     return {"id": item_id, "status": status, "changed": True}
 
 
@@ -90,16 +91,46 @@ def _edited(kind: str, payload: dict[str, Any], edited: Mapping[str, Any]) -> di
     return merged
 
 
-def _apply(cur: Any, org_id: str, item_id: str, kind: str, payload: Mapping[str, Any]) -> None:
-    if kind == "outbound_message":
-        campaign_id = payload.get("campaign_id")
-        paused = False
-        if campaign_id:
-            row = fetch_one(cur, CAMPAIGN_STATUS, (campaign_id,))
-            paused = bool(row and row["status"] == "paused")
-        cur.execute(
-            TO_OUTBOX,
-            (org_id, item_id, campaign_id, payload.get("contact_id"), payload["subject"],
-             payload["body"], "blocked" if paused else "queued"),
-        )  # fmt: skip
-    # Other kinds (deal updates, KC upserts, content) are applied by their own flows.
+def _to_outbox(
+    deps: FlowDeps, cur: Any, org_id: str, item_id: str, payload: Mapping[str, Any]
+) -> None:
+    campaign_id = payload.get("campaign_id")
+    paused = False
+    if campaign_id:
+        row = fetch_one(cur, CAMPAIGN_STATUS, (campaign_id,))
+        paused = bool(row and row["status"] == "paused")
+    cur.execute(
+        TO_OUTBOX,
+        (org_id, item_id, campaign_id, payload.get("contact_id"), payload["subject"],
+         payload["body"], "blocked" if paused else "queued"),
+    )  # fmt: skip
+
+
+# What applying an approved item of each kind does. Each applier runs inside the decision's
+# transaction (same cursor, same org) and must be idempotent. Named as "module:function" so
+# the approval function imports only the flow the item needs.
+Applier = Callable[[FlowDeps, Any, str, str, Mapping[str, Any]], None]
+APPLIERS: dict[str, str] = {
+    "outbound_message": "colony.flows.approval:_to_outbox",
+    # "kc_update_candidate": issue 6 (KC update lifecycle)
+    # "follow_up": issue 6 (post-call follow-up)
+    # "deal_update", "content_piece", "deployment_kit": issue 7
+    # "tool_action": issue 5 (chat approval gates)
+}
+
+
+def applier(kind: str) -> Applier | None:
+    target = APPLIERS.get(kind)
+    if target is None:
+        return None
+    module, name = target.split(":")
+    found: Applier = getattr(importlib.import_module(module), name)
+    return found
+
+
+def _apply(
+    deps: FlowDeps, cur: Any, org_id: str, item_id: str, kind: str, payload: Mapping[str, Any]
+) -> None:
+    apply = applier(kind)
+    if apply is not None:
+        apply(deps, cur, org_id, item_id, payload)

@@ -8,7 +8,7 @@ from typing import Protocol
 
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import LlmDeps
-from colony.ports import Transport
+from colony.ports import BlobStore, Transport
 from colony.runtime.faults import Faults
 from colony.settings import Settings
 from colony.store import Database
@@ -29,3 +29,5 @@ class FlowDeps(Protocol):
     def faults(self) -> Faults: ...
     @property
     def clock(self) -> Callable[[], datetime]: ...
+    @property
+    def blobs(self) -> BlobStore: ...

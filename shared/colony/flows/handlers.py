@@ -36,4 +36,6 @@ PUBSUB_HANDLERS: dict[str, Handler] = {
     "enrichment": _handoff(campaign.enrich),
     "qualification": _handoff(campaign.qualify),
     "message-generator": _handoff(campaign.write_message),
+    # knowledge pipelines (issue 6) add their Pub/Sub functions here
+    # content / onboarding (issue 7) add theirs here
 }

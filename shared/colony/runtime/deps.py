@@ -10,6 +10,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 from colony.runtime.edge import DbRejections, RejectionRecorder
@@ -18,7 +19,7 @@ from colony.runtime.faults import Faults
 if TYPE_CHECKING:
     from colony.knowledge import KnowledgeStore
     from colony.llm.agent_call import LlmDeps
-    from colony.ports import Transport
+    from colony.ports import BlobStore, Transport
     from colony.settings import Settings
     from colony.store import Database
 
@@ -42,6 +43,17 @@ class Deps:
     rejections: RejectionRecorder
     clock: Clock = utc_now
     faults: Faults = field(default_factory=Faults.from_env)  # crash injection, tests only
+    blob_store: BlobStore | None = None  # None: built from the settings on first use
+
+    @cached_property
+    def blobs(self) -> BlobStore:
+        """The assets bucket; built on first use so functions that never touch GCS never
+        import its SDK."""
+        if self.blob_store is not None:
+            return self.blob_store
+        from colony.adapters.storage import blob_store_from_settings
+
+        return blob_store_from_settings(self.settings)
 
 
 def build_deps(
@@ -53,6 +65,7 @@ def build_deps(
     knowledge: KnowledgeStore | None = None,
     rejections: RejectionRecorder | None = None,
     clock: Clock | None = None,
+    blobs: BlobStore | None = None,
 ) -> Deps:
     """Build the parts not given. Imports live here so a cold start loads only what it uses."""
     if db is None:
@@ -80,6 +93,7 @@ def build_deps(
         knowledge=knowledge,
         rejections=rejections if rejections is not None else DbRejections(db),
         clock=clock or utc_now,
+        blob_store=blobs,
     )
 
 

@@ -108,3 +108,4 @@ class LocalDeps:
     knowledge: KnowledgeStore
     faults: Faults = field(default_factory=Faults)
     clock: Callable[[], datetime] = lambda: datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+    blobs: Any = None  # a BlobStore, for flows that store assets
