@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import httpx
@@ -51,17 +52,13 @@ def wait_for_run(db: Database, org_id: str, run_id: str, total: int, timeout: fl
     raise ConfigError(f"the demo campaign did not finish within {timeout:.0f}s")
 
 
-def run_demo_campaign(
-    settings: Settings,
-    db: Database,
-    knowledge: KnowledgeStore,
-    org_id: str,
-    app_dsn: str,
-    say: Callable[[str], None],
-) -> None:
-    from colony.adapters.transport_local import LocalTransport
+@contextmanager
+def demo_functions(
+    settings: Settings, org_id: str, app_dsn: str, say: Callable[[str], None]
+) -> Iterator[tuple[FunctionServers, str]]:
+    """Every registered function served locally (one functions-framework process each) and
+    a local JWT for the demo org; both recorded in ``.colony/stack.json``."""
     from colony.runtime.auth import mint_local_token
-    from colony.testing.inline import LocalDeps
 
     logs = settings.data_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -71,53 +68,66 @@ def run_demo_campaign(
         say(f"  ready in {time.perf_counter() - started:.1f}s")
         token = mint_local_token(settings.data_dir, org_id)
         update_stack(settings, functions=servers.urls, demo_jwt=token)
-        transport = LocalTransport(servers.urls)
-        deps = LocalDeps(settings, db, transport, llm_from_settings(settings, db), knowledge)
-        try:
-            with db.transaction(org_id) as cur:
-                ids = [
-                    r["id"] for r in fetch_all(cur, "SELECT id FROM contacts ORDER BY external_id")
-                ]
-                before = _llm_calls(cur)
-            campaign_id = campaign.create_campaign(
-                deps, org_id, name="Demo: Signal outreach, T1", angle="Signal", tier="T1",
-                contact_ids=ids,
-            )  # fmt: skip
-            run_id = campaign.launch(deps, org_id, campaign_id)
-            say(f"campaign {campaign_id} launched as run {run_id} over {len(ids)} prospects…")
-            started = time.perf_counter()
-            run = wait_for_run(db, org_id, run_id, len(ids), timeout=600)
-            elapsed = time.perf_counter() - started
-        finally:
-            transport.close()
+        yield servers, token
+
+
+def run_demo_campaign(
+    settings: Settings,
+    db: Database,
+    knowledge: KnowledgeStore,
+    org_id: str,
+    servers: FunctionServers,
+    token: str,
+    say: Callable[[str], None],
+) -> None:
+    from colony.adapters.transport_local import LocalTransport
+    from colony.testing.inline import LocalDeps
+
+    transport = LocalTransport(servers.urls)
+    deps = LocalDeps(settings, db, transport, llm_from_settings(settings, db), knowledge)
+    try:
         with db.transaction(org_id) as cur:
-            calls = {k: v - before.get(k, 0) for k, v in _llm_calls(cur).items()}
-            anti = fetch_one(cur, "SELECT count(*) AS n FROM run_steps WHERE run_id = %s AND"
-                                  " output->>'outcome' = 'anti_icp'", (run_id,))  # fmt: skip
-            queue = fetch_all(cur, "SELECT a.id, a.payload, c.name, c.company FROM approval_items a"
-                                   " JOIN contacts c ON c.id = a.subject_id WHERE a.run_id = %s"
-                                   " ORDER BY c.external_id", (run_id,))  # fmt: skip
-        done = f"{run['contacts_done']}/{run['contacts_total']}"
-        say(f"  run {run['status']} in {elapsed:.1f}s: {done} contacts;"
-            f" anti-ICP (no LLM call): {anti['n'] if anti else 0}; LLM calls: "
-            + ", ".join(f"{k}={v}" for k, v in sorted(calls.items())))  # fmt: skip
-        say(f"approval queue ({len(queue)} outbound drafts awaiting a human, CONST-001):")
-        for item in queue:
-            p = item["payload"]
-            say(f"  • {item['name']} ({item['company']}) — “{p['subject']}”")
-            say(f"      {' '.join(p['body'].split())[:150]}…")
-            say(f"      signal: {p['signal_referenced'][:100]}")
-        if queue:
-            response = httpx.post(
-                servers.urls["approval"], json={"item_id": queue[0]["id"], "action": "approve"},
-                headers={"Authorization": f"Bearer {token}"}, timeout=30,
-            )  # fmt: skip
-            say(f"approved the first draft over HTTP (approval function): {response.status_code}"
-                f" {response.json()}")  # fmt: skip
-            with db.transaction(org_id) as cur:
-                outbox = fetch_all(cur, "SELECT subject, status FROM outbox ORDER BY created_at")
-            say(f"  outbox now holds {len(outbox)} message(s): "
-                + "; ".join(f"{o['status']}: {o['subject']}" for o in outbox[-3:]))  # fmt: skip
+            ids = [r["id"] for r in fetch_all(cur, "SELECT id FROM contacts ORDER BY external_id")]
+            before = _llm_calls(cur)
+        campaign_id = campaign.create_campaign(
+            deps, org_id, name="Demo: Signal outreach, T1", angle="Signal", tier="T1",
+            contact_ids=ids,
+        )  # fmt: skip
+        run_id = campaign.launch(deps, org_id, campaign_id)
+        say(f"campaign {campaign_id} launched as run {run_id} over {len(ids)} prospects…")
+        started = time.perf_counter()
+        run = wait_for_run(db, org_id, run_id, len(ids), timeout=600)
+        elapsed = time.perf_counter() - started
+    finally:
+        transport.close()
+    with db.transaction(org_id) as cur:
+        calls = {k: v - before.get(k, 0) for k, v in _llm_calls(cur).items()}
+        anti = fetch_one(cur, "SELECT count(*) AS n FROM run_steps WHERE run_id = %s AND"
+                              " output->>'outcome' = 'anti_icp'", (run_id,))  # fmt: skip
+        queue = fetch_all(cur, "SELECT a.id, a.payload, c.name, c.company FROM approval_items a"
+                               " JOIN contacts c ON c.id = a.subject_id WHERE a.run_id = %s"
+                               " ORDER BY c.external_id", (run_id,))  # fmt: skip
+    done = f"{run['contacts_done']}/{run['contacts_total']}"
+    say(f"  run {run['status']} in {elapsed:.1f}s: {done} contacts;"
+        f" anti-ICP (no LLM call): {anti['n'] if anti else 0}; LLM calls: "
+        + ", ".join(f"{k}={v}" for k, v in sorted(calls.items())))  # fmt: skip
+    say(f"approval queue ({len(queue)} outbound drafts awaiting a human, CONST-001):")
+    for item in queue:
+        p = item["payload"]
+        say(f"  • {item['name']} ({item['company']}) — “{p['subject']}”")
+        say(f"      {' '.join(p['body'].split())[:150]}…")
+        say(f"      signal: {p['signal_referenced'][:100]}")
+    if queue:
+        response = httpx.post(
+            servers.urls["approval"], json={"item_id": queue[0]["id"], "action": "approve"},
+            headers={"Authorization": f"Bearer {token}"}, timeout=30,
+        )  # fmt: skip
+        say(f"approved the first draft over HTTP (approval function): {response.status_code}"
+            f" {response.json()}")  # fmt: skip
+        with db.transaction(org_id) as cur:
+            outbox = fetch_all(cur, "SELECT subject, status FROM outbox ORDER BY created_at")
+        say(f"  outbox now holds {len(outbox)} message(s): "
+            + "; ".join(f"{o['status']}: {o['subject']}" for o in outbox[-3:]))  # fmt: skip
 
 
 def _llm_calls(cur: Any) -> dict[str, int]:

@@ -139,14 +139,15 @@ def cmd_demo(settings: Settings, _: argparse.Namespace) -> int:
             hits = knowledge.retrieve(summary.org_id, text, [domain], 2)
             _print_hits(hits, (time.perf_counter() - started) * 1000)
     _print_bundles(db, knowledge, summary.org_id)
-    from colony.local.campaign_demo import run_demo_campaign
+    from colony.local.campaign_demo import demo_functions, run_demo_campaign
 
     app_dsn = settings.db_dsn or ""
     if settings.db_mode == "embedded":
         from colony.local.embedded import embedded_dsn
 
         app_dsn = embedded_dsn(settings, "app")
-    run_demo_campaign(settings, db, knowledge, summary.org_id, app_dsn, _say)
+    with demo_functions(settings, summary.org_id, app_dsn, _say) as (servers, token):
+        run_demo_campaign(settings, db, knowledge, summary.org_id, servers, token, _say)
     db.close()
     from colony.registry.graph import build_graph
 
