@@ -6,9 +6,14 @@ STAMP  := $(VENV)/.installed
 # gcloud-tasks-emulator pins protobuf<5, so it gets a virtualenv of its own.
 TASKS_VENV  := .venv-tasks
 TASKS_STAMP := $(TASKS_VENV)/.installed
+# checkov's dependency tree conflicts with our pins, so it gets one too (under build/, which
+# git, ruff and pytest ignore).
+CHECKOV_VENV  := build/venv-checkov
+CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
+TERRAFORM ?= terraform
 export XDG_RUNTIME_DIR ?= /tmp/colony-runtime-$(shell id -u)
 
-.PHONY: run test lint typecheck unit bench setup clean tasks-emulator-venv
+.PHONY: run test lint typecheck unit bench setup clean tasks-emulator-venv package infra-check browser
 
 $(STAMP): pyproject.toml constraints.txt | $(TASKS_STAMP)
 	@mkdir -p $(XDG_RUNTIME_DIR) && chmod 700 $(XDG_RUNTIME_DIR)
@@ -26,6 +31,24 @@ $(TASKS_STAMP): constraints-tasks.txt
 
 tasks-emulator-venv: $(TASKS_STAMP)
 
+$(CHECKOV_STAMP): constraints-checkov.txt
+	@test -x $(CHECKOV_VENV)/bin/python || $(PYTHON) -m venv $(CHECKOV_VENV)
+	@echo "installing checkov into $(CHECKOV_VENV)…"
+	@$(CHECKOV_VENV)/bin/python -m pip install --quiet --disable-pip-version-check -c constraints-checkov.txt 'checkov==3.3.30'
+	@touch $(CHECKOV_STAMP)
+
+# Per-function bundles under build/functions/ (and terraform/registry.auto.tfvars.json).
+package: $(STAMP)
+	$(BIN)/python -m colony.deploy package
+
+# Offline infrastructure checks: formatting (and syntax), then checkov's policies. The
+# structural checks over the parsed HCL are tests (tests/test_deploy_terraform.py).
+infra-check: $(CHECKOV_STAMP)
+	@command -v $(TERRAFORM) >/dev/null || { echo "terraform is required for the fmt check" \
+		"(it is on our machines at /usr/local/bin/terraform)"; exit 1; }
+	TF_CLI_CONFIG_FILE=/dev/null $(TERRAFORM) -chdir=terraform fmt -check -recursive -diff
+	$(CHECKOV_VENV)/bin/checkov -d terraform --framework terraform --skip-download --quiet --compact
+
 setup: $(STAMP)
 
 run: $(STAMP)
@@ -38,13 +61,22 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-unit: $(STAMP)
+# The /overview browser test (tests/test_overview_browser.py) drives Debian's Chromium with
+# its chromedriver; installed here when missing (as root, or through sudo).
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
+		echo "installing chromium and chromium-driver (Debian packages) for the browser test…"; \
+		SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
+		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install \
+			-y -qq --no-install-recommends chromium chromium-driver >/dev/null; }
+
+unit: $(STAMP) browser
 	$(BIN)/pytest -q
 
-test: lint typecheck unit
+test: lint typecheck infra-check unit
 
 bench: $(STAMP)
 	$(BIN)/python bench/kc_retrieval.py
 
 clean:
-	rm -rf $(VENV) $(TASKS_VENV) .colony .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(TASKS_VENV) build .colony .pytest_cache .mypy_cache .ruff_cache

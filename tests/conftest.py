@@ -139,3 +139,49 @@ def server() -> Iterator[WireServer]:
     """A local server speaking the OpenAI and Gemini wire protocols."""
     with WireServer() as wire:
         yield wire
+
+
+# GCS (issue 7): one in-memory gcp-storage-emulator per session, a fresh bucket per test.
+@pytest.fixture(scope="session")
+def storage_emulator_url() -> Iterator[str]:
+    """``http://host:port`` of a session-wide ``gcp-storage-emulator`` (STORAGE_EMULATOR_HOST)."""
+    from colony.testing.emulators import storage_emulator
+
+    with storage_emulator(bucket=None) as url:
+        yield url
+
+
+@dataclass
+class Gcs:
+    """A fresh bucket on the emulator, the key that signs its URLs, and a store for it."""
+
+    url: str  # STORAGE_EMULATOR_HOST
+    bucket: str
+    key_file: Path  # service-account key (JSON) the signed URLs are signed with
+    store: object  # colony.adapters.storage.GcsBlobStore
+
+    @property
+    def env(self) -> dict[str, str]:
+        """Environment for a function process using this bucket."""
+        return {
+            "STORAGE_EMULATOR_HOST": self.url,
+            "COLONY_ASSETS_BUCKET": self.bucket,
+            "COLONY_SIGNING_KEY_FILE": str(self.key_file),
+        }
+
+
+@pytest.fixture
+def gcs(storage_emulator_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Gcs:
+    """``STORAGE_EMULATOR_HOST`` set for this test, a new bucket created, a GcsBlobStore on it
+    (built by ``blob_store_from_settings``, so the same path as production code)."""
+    from colony.adapters.storage import blob_store_from_settings
+
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", storage_emulator_url)
+    bucket = f"t-{uuid.uuid4().hex[:12]}"
+    key_file = tmp_path / "gcs-signing-key.json"
+    settings = Settings.from_env(
+        {"COLONY_ASSETS_BUCKET": bucket, "COLONY_SIGNING_KEY_FILE": str(key_file)}
+    )
+    store = blob_store_from_settings(settings, retry_seconds=2.0)
+    store.ensure_bucket()
+    return Gcs(storage_emulator_url, bucket, key_file, store)

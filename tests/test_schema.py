@@ -20,7 +20,10 @@ ENTITY_TABLES = {
     "kc_chunks",  # ENT-007
     "chat_sessions",  # ENT-008
     "chat_turns",
+    "chat_events",  # every streamed event of a turn, replayed on reconnect
     "daily_briefs",  # ENT-009
+    "published_content",  # approved AGT-008 pieces, counted by the brief
+    "deployment_kits",  # AGT-009 kits in GCS, one per closed-won deal
     "icp_definitions",  # ENT-010
     "approval_items",  # ENT-011
     "outbox",  # ENT-012
@@ -28,6 +31,7 @@ ENTITY_TABLES = {
     "llm_calls",
     "dead_letters",
     "rejected_deliveries",
+    "notion_verifications",  # issue 6: Notion handshake tokens (no org yet)
 }
 
 

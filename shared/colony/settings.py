@@ -27,6 +27,28 @@ DEFAULT_EMBEDDING_MODELS: dict[str, str] = {
 }
 _ROLE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 
+# Every credential the settings read: environment name → Secret Manager secret id. The one
+# list that secret resolution (colony.runtime.secret_manager), the generated terraform and the
+# deploy tests share. A deployed function lists the names it needs in COLONY_SECRETS (set by
+# terraform from the function registry) and reads them from Secret Manager once per instance;
+# locally they come from the environment.
+SECRETS: dict[str, str] = {
+    "COLONY_DB_PASSWORD": "colony-db-password",
+    "COLONY_DB_OWNER_PASSWORD": "colony-db-owner-password",
+    "OPENAI_API_KEY": "colony-openai-api-key",
+    "GEMINI_API_KEY": "colony-gemini-api-key",
+    "LANGFUSE_PUBLIC_KEY": "colony-langfuse-public-key",
+    "LANGFUSE_SECRET_KEY": "colony-langfuse-secret-key",
+    "SENTRY_DSN": "colony-sentry-dsn",
+    "COLONY_JWT_ISSUER": "colony-jwt-issuer",
+    "COLONY_JWT_JWKS_URL": "colony-jwt-jwks-url",
+    "COLONY_APPROVAL_TOKEN_KEY": "colony-approval-token-key",
+    "COLONY_DELIVERY_WEBHOOK_SECRET": "colony-delivery-webhook-secret",
+    "COLONY_DRIVE_CHANNEL_TOKEN": "colony-drive-channel-token",
+    "COLONY_NOTION_SIGNING_SECRET": "colony-notion-signing-secret",
+    "COLONY_NOTION_TOKEN": "colony-notion-token",
+}
+
 
 @dataclass(frozen=True, slots=True)
 class Settings:
@@ -76,7 +98,8 @@ class Settings:
     notion_token: str | None = None  # the integration token the re-embed worker reads with
     notion_base_url: str | None = None  # None: https://api.notion.com (local: a stand-in)
     notion_domains: Mapping[str, str] = field(default_factory=dict)  # Notion id → KC-01..07
-    recording_parallelism: int = 4  # AGT-006 pass-1 chunks in flight at once
+    notion_org_id: str | None = None  # the org the Notion workspace (and its secret) belongs to
+    recording_parallelism: int = 8  # AGT-006 pass-1 chunks in flight at once
     # assets (GCS): transcripts, deployment kits
     assets_bucket: str = "colony-assets"
     signed_url_ttl_seconds: int = 3600
@@ -86,6 +109,10 @@ class Settings:
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         """Build the settings from ``environ`` (default: the process environment)."""
         env = os.environ if environ is None else environ
+        if env.get("COLONY_SECRETS", "").strip():  # deployed: credentials from Secret Manager
+            from colony.runtime.secret_manager import with_secrets
+
+            env = with_secrets(env)
 
         def get(name: str) -> str | None:
             value = env.get(name, "").strip()
@@ -190,8 +217,9 @@ class Settings:
             notion_token=get("COLONY_NOTION_TOKEN"),
             notion_base_url=get("COLONY_NOTION_BASE_URL"),
             notion_domains=_notion_domains(get("COLONY_NOTION_DOMAINS")),
+            notion_org_id=get("COLONY_NOTION_ORG_ID"),
             recording_parallelism=_bounded_int(
-                "COLONY_RECORDING_PARALLELISM", get("COLONY_RECORDING_PARALLELISM"), 4, 1, 32
+                "COLONY_RECORDING_PARALLELISM", get("COLONY_RECORDING_PARALLELISM"), 8, 1, 32
             ),
             assets_bucket=get("COLONY_ASSETS_BUCKET") or "colony-assets",
             signed_url_ttl_seconds=_bounded_int(  # V4 signed URLs live at most seven days

@@ -69,6 +69,23 @@ Context shapes (callers build exactly these; a missing required key raises
   words, entity ids (``P-001``, ``AGT-005``, UUIDs), pending-work words and (user turns only)
   preference words; the previous summary's items come first, duplicates dropped, each list
   capped and the whole kept under ~300 estimated tokens by dropping the oldest items.
+- ``orchestrator_reply`` (AGT-001's chat turn; the contract is
+  ``colony.contracts.chat.OrchestratorReply``): ``{"message": str, "tool_results": [{"name",
+  "ok", "result" | "error"}], "tools": [names offered], "pending_approvals": [{id, kind,
+  summary}], "daily_brief": str | None, "knowledge": [{"domain", "title"}]}``. With tool
+  results from this turn it answers by describing them (counts, ids and names copied from
+  the results; a failed tool is reported with its error message). Otherwise it maps the
+  message's intent to one tool call, checked in this order, and only to tools offered:
+  ``approve``/``reject`` + an item id → ``decide_approval``; ``launch`` … ``campaign`` →
+  ``launch_campaign`` (the first angle word named, default Signal; the tier as written —
+  ``T9`` is passed through so the flow's argument check rejects it; ``P-001``-style ids as
+  ``contact_external_ids``, else omitted); ``pipeline``/``deals``/``snapshot`` →
+  ``pipeline_snapshot``; ``approval``/``queue``/``pending`` → ``list_approvals``;
+  ``write``/``draft``/``post``/``blog``/``newsletter``/``one-pager`` →
+  ``ask_content_agent`` (format from the word); ``search``/``find``/``knowledge``/a KC id →
+  ``search_knowledge`` (that domain when named). Anything else gets a text answer from the
+  context: the brief's first sentence, the knowledge titles and the queue size. The tool
+  call comes back as ``ModelResponse.tool_calls`` with empty text, as real providers do.
 - ``missing_data``: ``{"missing_fields": [str], "reason": str?}``.
 - ``kc_update_candidate``: ``{"domain": "KC-xx", "content": str, "confidence": float?}``.
 """
@@ -98,7 +115,7 @@ from colony.policy.outbound import (
     sentence_spans,
     split_sentences,
 )
-from colony.ports import ModelRequest, ModelResponse, Usage
+from colony.ports import ModelRequest, ModelResponse, ToolCall, Usage
 
 MODEL_NAME = "offline-deterministic-v1"
 DEFAULT_COMPETITORS = ("CareSpace Analytics", "FacilityIQ", "LeaseLogic Health")
@@ -124,6 +141,8 @@ class OfflineChatModel:
     model = MODEL_NAME
 
     def request(self, request: ModelRequest) -> ModelResponse:
+        if request.output_name == ORCHESTRATOR_OUTPUT:
+            return _orchestrator_response(request)
         handler = _HANDLERS.get(request.output_name)
         contract = OUTPUT_CONTRACTS.get(request.output_name)
         if handler is None or contract is None:
@@ -1343,3 +1362,144 @@ _HANDLERS: dict[str, Handler] = {
     "missing_data": _missing_data,
     "kc_update_candidate": _kc_candidate,
 }
+
+
+# -- orchestrator_reply (AGT-001 chat turn) ----------------------------------------------------
+
+ORCHESTRATOR_OUTPUT = "orchestrator_reply"
+_ITEM_ID = re.compile(r"\b(approve|reject)\b\s+(?:item\s+)?([0-9a-f][0-9a-f-]{7,})", _I)
+_TIER = re.compile(r"\bT(\d{1,2})\b")
+_CONTACT_ID = re.compile(r"\bP-\d{3,6}\b")
+_KC_ID = re.compile(r"\bKC-(0[1-9]|10)\b")
+_FORMATS = (("newsletter", "email_newsletter"), ("blog", "blog_post"),
+            ("one-pager", "one_pager"), ("one pager", "one_pager"))  # fmt: skip
+
+
+def _orchestrator_response(request: ModelRequest) -> ModelResponse:
+    ctx = request.context
+    if not isinstance(ctx, Mapping):
+        raise ValidationFailed("request.context must be an object")
+    offered = {str(t.get("name")) for t in request.tools if isinstance(t, Mapping)}
+    decision = _orchestrate(ctx, offered)
+    prompt = "".join(message.content for message in request.messages)
+    calls: tuple[ToolCall, ...] = ()
+    if isinstance(decision, ToolCall):
+        text, calls = "", (decision,)
+        out = json.dumps({"name": decision.name, "arguments": dict(decision.arguments)})
+    else:
+        from colony.contracts.chat import OrchestratorReply
+
+        text = OrchestratorReply.model_validate(decision).model_dump_json()
+        out = text
+    return ModelResponse(
+        text=text,
+        usage=Usage(tokens_in=estimate_tokens(prompt), tokens_out=estimate_tokens(out)),
+        model=MODEL_NAME,
+        tool_calls=calls,
+    )
+
+
+def _orchestrate(ctx: Mapping[str, Any], offered: set[str]) -> ToolCall | dict[str, Any]:
+    message = " ".join(_text(ctx, "message").split())
+    results = _items(ctx, "tool_results")
+    if results:
+        return {"answer": _clip(" ".join(_describe(r) for r in results), 4000)}
+    low = message.casefold()
+
+    def call(name: str, arguments: dict[str, Any]) -> ToolCall | None:
+        return ToolCall(name=name, arguments=arguments) if name in offered else None
+
+    decided = _ITEM_ID.search(message)
+    candidates: list[ToolCall | None] = []
+    if decided:
+        candidates.append(
+            call(
+                "decide_approval", {"item_id": decided.group(2), "action": decided.group(1).lower()}
+            )
+        )
+    if "launch" in low and "campaign" in low:
+        angle = next((a for a in ANGLES if a.casefold() in low), "Signal")
+        tier = _TIER.search(message)
+        arguments: dict[str, Any] = {"angle": angle, "tier": f"T{tier.group(1)}" if tier else "T1"}
+        contacts = list(dict.fromkeys(_CONTACT_ID.findall(message)))
+        if contacts:
+            arguments["contact_external_ids"] = contacts
+        candidates.append(call("launch_campaign", arguments))
+    if any(w in low for w in ("pipeline", "deals", "snapshot")):
+        candidates.append(call("pipeline_snapshot", {}))
+    if any(w in low for w in ("approval", "queue", "pending")):
+        candidates.append(call("list_approvals", {}))
+    if re.search(r"\b(write|draft|post|blog|newsletter|one[- ]pager)\b", low):
+        fmt = next((f for word, f in _FORMATS if word in low), "linkedin_post")
+        candidates.append(call("ask_content_agent", {"topic": _clip(message, 300), "format": fmt}))
+    if re.search(r"\b(search|find|knowledge|what do we know)\b", low) or _KC_ID.search(message):
+        arguments = {"query": _clip(message, 500)}
+        domain = _KC_ID.search(message)
+        if domain:
+            arguments["domain"] = domain.group(0)
+        candidates.append(call("search_knowledge", arguments))
+    chosen = next((c for c in candidates if c is not None), None)
+    if chosen is not None:
+        return chosen
+    return {"answer": _plain_answer(ctx)}
+
+
+def _plain_answer(ctx: Mapping[str, Any]) -> str:
+    parts = ["Offline orchestrator here (deterministic, not a language model)."]
+    brief = _opt_str(ctx, "daily_brief")
+    if brief:
+        first = split_sentences(brief)
+        parts.append(f"Today's brief opens: {_clip(first[0] if first else brief, 240)}")
+    else:
+        parts.append("No daily brief has been written today.")
+    titles = [str(k.get("title") or k.get("domain")) for k in _items(ctx, "knowledge")]
+    if titles:
+        parts.append("Related knowledge: " + "; ".join(titles[:3]) + ".")
+    queue = _items(ctx, "pending_approvals")
+    parts.append(f"{len(queue)} approval item{'s' if len(queue) != 1 else ''} pending.")
+    parts.append("Ask me for the pipeline, a knowledge search, the approval queue, a content "
+                 "piece or a campaign launch.")  # fmt: skip
+    return " ".join(parts)
+
+
+def _describe(item: Mapping[str, Any]) -> str:
+    name = str(item.get("name") or "tool")
+    if not item.get("ok"):
+        error = item.get("error") if isinstance(item.get("error"), Mapping) else {}
+        return f"I could not run {name}: {(error or {}).get('message', 'it failed')}."
+    r = item.get("result") if isinstance(item.get("result"), Mapping) else {}
+    r = r or {}
+    if name == "launch_campaign":
+        return (
+            f"Launched campaign {r.get('name')!s} ({r.get('angle')}, {r.get('tier')}) as "
+            f"run {r.get('run_id')} over {r.get('contacts')} prospects; AGT-002 has it."
+        )
+    if name == "pipeline_snapshot":
+        stages = r.get("deals_by_stage") or {}
+        listed = ", ".join(f"{_humanise(str(k))} {v.get('deals')} (${v.get('value', 0):,.0f})"
+                           for k, v in stages.items()) or "no deals"  # fmt: skip
+        runs = ", ".join(f"{k} {v}" for k, v in (r.get("runs") or {}).items()) or "none"
+        return (
+            f"Pipeline: {listed}. Campaign runs: {runs}. "
+            f"{r.get('approvals_pending', 0)} approval items pending."
+        )
+    if name == "search_knowledge":
+        found = [f"[{x.get('domain')}] {x.get('title') or 'untitled'}"
+                 for x in r.get("results") or []]  # fmt: skip
+        return ("Knowledge Core: " + "; ".join(found) + ".") if found else \
+            "The Knowledge Core has nothing on that."  # fmt: skip
+    if name == "list_approvals":
+        items = [f"{x.get('id')} ({x.get('kind')}: {x.get('summary')})"
+                 for x in (r.get("items") or [])[:5]]  # fmt: skip
+        return f"{r.get('pending_total', 0)} pending approval items" + (
+            ": " + "; ".join(items) + "." if items else "."
+        )
+    if name == "decide_approval":
+        return f"Approval item {r.get('id')} is now {r.get('status')}."
+    if name == "ask_content_agent":
+        return (
+            f"Asked the content agent for a {_humanise(str(r.get('format')))} on "
+            f"\u201c{r.get('topic')}\u201d (request {r.get('request_id')}); its draft "
+            "will land in the approval queue."
+        )
+    return f"{name} finished."

@@ -51,7 +51,67 @@ class ContactDone(Strict):
     outcome: Literal["message_queued", "not_qualified", "anti_icp", "missing_data"]
 
 
+# -- knowledge pipelines (issue 6) -------------------------------------------------------------
+
+
+class RecordingReceived(Strict):
+    """The Drive webhook stored a transcript and created its ENT-006 row: run AGT-006."""
+
+    kind: Literal["recording.received"] = "recording.received"
+    org_id: str = _ID
+    recording_id: str = _ID
+
+
+class RecordingProcessed(Strict):
+    """AGT-006 finished a recording (signals and summary written): run AGT-007."""
+
+    kind: Literal["recording.processed"] = "recording.processed"
+    org_id: str = _ID
+    recording_id: str = _ID
+
+
+class NotionReembed(Strict):
+    """The Cloud Tasks body of one re-embed job: sync one Notion page into its KC domain.
+
+    Not a Pub/Sub event (not in ``Event``); the webhook resolved org and domain from its
+    configuration, so the worker trusts only its OIDC-verified caller, never a user.
+    """
+
+    kind: Literal["notion.reembed"] = "notion.reembed"
+    org_id: str = _ID
+    page_id: str = Field(min_length=1, max_length=64)
+    domain: Literal["KC-01", "KC-02", "KC-03", "KC-04", "KC-05", "KC-06", "KC-07"]
+    edited_time: str = Field(min_length=1, max_length=64)
+
+
+class ContentRequest(Strict):
+    """Ask AGT-008 for one content piece (the orchestrator's tool); ``request_id`` keys it, so
+    a redelivered or repeated request never queues a second piece."""
+
+    kind: Literal["content.request"] = "content.request"
+    org_id: str = _ID
+    request_id: str = _ID
+    topic: str = Field(min_length=3, max_length=300)
+    format: Literal["linkedin_post", "blog_post", "one_pager", "email_newsletter"]
+
+
+class DealClosedWon(Strict):
+    """A deal moved to closed_won (an approved deal update): AGT-009 builds its kit."""
+
+    kind: Literal["deal.closed_won"] = "deal.closed_won"
+    org_id: str = _ID
+    deal_id: str = _ID
+
+
 Event = Annotated[
-    CampaignStart | CampaignResume | Handoff | ContactDone, Field(discriminator="kind")
+    CampaignStart
+    | CampaignResume
+    | Handoff
+    | ContactDone
+    | RecordingReceived
+    | RecordingProcessed
+    | ContentRequest
+    | DealClosedWon,
+    Field(discriminator="kind"),
 ]
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)

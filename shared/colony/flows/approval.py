@@ -112,10 +112,12 @@ def _to_outbox(
 Applier = Callable[[FlowDeps, Any, str, str, Mapping[str, Any]], None]
 APPLIERS: dict[str, str] = {
     "outbound_message": "colony.flows.approval:_to_outbox",
-    # "kc_update_candidate": issue 6 (KC update lifecycle)
-    # "follow_up": issue 6 (post-call follow-up)
-    # "deal_update", "content_piece", "deployment_kit": issue 7
-    # "tool_action": issue 5 (chat approval gates)
+    "kc_update_candidate": "colony.flows.kc_lifecycle:apply_kc_candidate",  # issue 6
+    "follow_up": "colony.flows.recording:apply_follow_up",  # issue 6
+    "deal_update": "colony.flows.deals:apply_deal_update",  # issue 7
+    "content_piece": "colony.flows.content:apply_content_piece",  # issue 7
+    "deployment_kit": "colony.flows.onboarding:apply_deployment_kit",  # issue 7
+    "tool_action": "colony.flows.chat:apply_tool_action",  # resumes the paused chat turn
 }
 
 

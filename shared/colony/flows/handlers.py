@@ -8,7 +8,7 @@ from typing import Any
 
 from colony.contracts.events import CampaignResume, CampaignStart, Handoff
 from colony.errors import ValidationFailed
-from colony.flows import campaign
+from colony.flows import campaign, content, onboarding, recording
 from colony.flows.deps import FlowDeps
 
 Handler = Callable[[FlowDeps, Any, str], dict[str, Any]]
@@ -36,6 +36,8 @@ PUBSUB_HANDLERS: dict[str, Handler] = {
     "enrichment": _handoff(campaign.enrich),
     "qualification": _handoff(campaign.qualify),
     "message-generator": _handoff(campaign.write_message),
-    # knowledge pipelines (issue 6) add their Pub/Sub functions here
-    # content / onboarding (issue 7) add theirs here
+    "recording-intelligence": recording.analyse_event,  # AGT-006 (issue 6)
+    "follow-up": recording.follow_up_event,  # AGT-007 (issue 6)
+    "content": content.content_event,  # AGT-008 (issue 7)
+    "onboarding": onboarding.onboarding_event,  # AGT-009 (issue 7)
 }

@@ -53,6 +53,10 @@ ON CONFLICT (org_id, source, source_id, chunk_index) DO UPDATE SET
     embedding_model = EXCLUDED.embedding_model, embedding = EXCLUDED.embedding,
     updated_at = now()
 """
+_VECTORS = """
+SELECT DISTINCT ON (content_hash) content_hash, embedding FROM kc_chunks
+WHERE source = %s AND source_id = %s AND content_hash = ANY(%s) AND embedding_model = %s
+"""
 _RETAG = """
 UPDATE kc_chunks SET domain = %s, title = %s, tags = %s::jsonb, updated_at = now()
 WHERE source = %s AND source_id = %s AND chunk_index = %s
@@ -147,6 +151,17 @@ class KnowledgeStore:
         embedded again; metadata-only changes are applied without an embedding call; chunks
         past the new end are deleted. An empty ``chunks`` removes the source.
         """
+        with self._db.transaction(org_id) as cur:
+            return self.sync_in(cur, org_id, source, source_id, chunks)
+
+    def sync_in(
+        self, cur: Any, org_id: str, source: Source, source_id: str, chunks: Sequence[ChunkIn]
+    ) -> SyncResult:
+        """``sync_source`` inside the caller's transaction (``cur`` scoped to ``org_id``).
+
+        For callers whose write must commit or roll back with their own (an approved KC
+        candidate is upserted in its approval decision's transaction, seed §6.4).
+        """
         _check_source(source, source_id)
         for i, chunk in enumerate(chunks):
             check_domains([chunk.domain])
@@ -158,54 +173,58 @@ class KnowledgeStore:
                     f" the limit is {MAX_CHUNK_CHARS}"
                 )
         hashes = [content_hash(c.content) for c in chunks]
-        with self._db.transaction(org_id) as cur:
-            existing = {
-                r["chunk_index"]: (r["content_hash"], r["embedding_model"])
-                for r in fetch_all(cur, _EXISTING, (source, source_id))
-            }
-            stale = [
-                i for i, h in enumerate(hashes) if existing.get(i) != (h, self._embedder.model)
-            ]
-            vectors = self._embed([chunks[i].content for i in stale]) if stale else None
-            for row, i in enumerate(stale):
-                chunk = chunks[i]
-                assert vectors is not None
-                cur.execute(
-                    _UPSERT,
-                    (
-                        org_id,
-                        chunk.domain,
-                        source,
-                        source_id,
-                        i,
-                        chunk.title,
-                        chunk.content,
-                        hashes[i],
-                        json.dumps(dict(chunk.tags), sort_keys=True),
-                        self._embedder.model,
-                        vectors[row],
-                    ),
-                )
-            for i in set(range(len(chunks))) - set(stale):
-                chunk = chunks[i]
-                tags = json.dumps(dict(chunk.tags), sort_keys=True)
-                cur.execute(
-                    _RETAG,
-                    (
-                        chunk.domain,
-                        chunk.title,
-                        tags,
-                        source,
-                        source_id,
-                        i,
-                        chunk.domain,
-                        chunk.title,
-                        tags,
-                    ),
-                )
-            cur.execute(_DELETE_FROM, (source, source_id, len(chunks)))
-            deleted = max(cur.rowcount, 0)
-        return SyncResult(embedded=len(stale), unchanged=len(chunks) - len(stale), deleted=deleted)
+        existing = {
+            r["chunk_index"]: (r["content_hash"], r["embedding_model"])
+            for r in fetch_all(cur, _EXISTING, (source, source_id))
+        }
+        stale = [i for i, h in enumerate(hashes) if existing.get(i) != (h, self._embedder.model)]
+        # A chunk that only moved (a paragraph inserted above it) keeps its stored vector.
+        moved = {h for i, h in enumerate(hashes) if i in stale} & {
+            h for h, model in existing.values() if model == self._embedder.model
+        }
+        known = {
+            r["content_hash"]: r["embedding"]
+            for r in (
+                fetch_all(cur, _VECTORS, (source, source_id, sorted(moved), self._embedder.model))
+                if moved
+                else []
+            )
+        }
+        fresh = [i for i in stale if hashes[i] not in known]
+        embedded = self._embed([chunks[i].content for i in fresh]) if fresh else None
+        vectors = {i: known[hashes[i]] for i in stale if hashes[i] in known}
+        vectors.update(
+            {i: embedded[row] for row, i in enumerate(fresh)} if embedded is not None else {}
+        )
+        for i in stale:
+            chunk = chunks[i]
+            cur.execute(
+                _UPSERT,
+                (
+                    org_id,
+                    chunk.domain,
+                    source,
+                    source_id,
+                    i,
+                    chunk.title,
+                    chunk.content,
+                    hashes[i],
+                    json.dumps(dict(chunk.tags), sort_keys=True),
+                    self._embedder.model,
+                    vectors[i],
+                ),
+            )
+        for i in set(range(len(chunks))) - set(stale):
+            chunk = chunks[i]
+            tags = json.dumps(dict(chunk.tags), sort_keys=True)
+            cur.execute(
+                _RETAG,
+                (chunk.domain, chunk.title, tags, source, source_id, i, chunk.domain,
+                 chunk.title, tags),
+            )  # fmt: skip
+        cur.execute(_DELETE_FROM, (source, source_id, len(chunks)))
+        deleted = max(cur.rowcount, 0)
+        return SyncResult(embedded=len(fresh), unchanged=len(chunks) - len(fresh), deleted=deleted)
 
     def tag_values(self, org_id: str, domain: str, tag: str) -> list[str]:
         """Distinct comma-separated values of ``tag`` over a domain's chunks (e.g. KC-06

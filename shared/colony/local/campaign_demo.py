@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -54,17 +54,24 @@ def wait_for_run(db: Database, org_id: str, run_id: str, total: int, timeout: fl
 
 @contextmanager
 def demo_functions(
-    settings: Settings, org_id: str, app_dsn: str, say: Callable[[str], None]
+    settings: Settings,
+    org_id: str,
+    app_dsn: str,
+    say: Callable[[str], None],
+    *,
+    extra_env: Mapping[str, str] | None = None,
 ) -> Iterator[tuple[FunctionServers, str]]:
     """Every registered function served locally (one functions-framework process each) and
-    a local JWT for the demo org; both recorded in ``.colony/stack.json``."""
+    a local JWT for the demo org; both recorded in ``.colony/stack.json``. ``extra_env``
+    points the functions at local stand-ins (Drive, Notion)."""
     from colony.runtime.auth import mint_local_token
 
     logs = settings.data_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)
     say(f"starting {len(FUNCTIONS)} functions, one functions-framework server each (logs: {logs})…")
     started = time.perf_counter()
-    with FunctionServers(function_env(settings, app_dsn), log_dir=logs) as servers:
+    env = {**function_env(settings, app_dsn), **(extra_env or {})}
+    with FunctionServers(env, log_dir=logs) as servers:
         say(f"  ready in {time.perf_counter() - started:.1f}s")
         token = mint_local_token(settings.data_dir, org_id)
         update_stack(settings, functions=servers.urls, demo_jwt=token)

@@ -59,19 +59,18 @@ def cmd_org_provision(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_graph(settings: Settings, args: argparse.Namespace) -> int:
-    from colony.registry.graph import build_graph
+    from colony.registry.graph import build_graph, run_query
 
-    graph = build_graph()
-    if args.query == "who-reads":
-        _say("\n".join(graph.who("reads from", args.id)) or "(nothing)")
-    elif args.query == "what-constrains":
-        _say("\n".join(graph.of(args.id, "constrained by")) or "(nothing)")
-    elif args.query == "impact":
-        _say("\n".join(graph.impact(args.id)) or "(nothing)")
-    elif args.query == "export":
-        _say(graph.to_mermaid() if args.id == "mermaid" else graph.to_json())
-    else:
-        _say(f"{len(graph.nodes)} nodes, {len(graph.edges)} edges")
+    _say(run_query(build_graph(), args.query, args.id))
+    return 0
+
+
+def cmd_token(settings: Settings, args: argparse.Namespace) -> int:
+    """Print a local bearer token (the chat and approval functions accept it locally)."""
+    from colony.local.demo import read_json
+    from colony.runtime.auth import mint_token_command
+
+    print(mint_token_command(settings, args.org or read_json("org.json")["id"]))
     return 0
 
 
@@ -111,7 +110,7 @@ def cmd_kc_query(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_demo(settings: Settings, _: argparse.Namespace) -> int:
+def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
     from colony.local.demo import load_demo, read_json
     from colony.local.stack import update_stack
 
@@ -146,17 +145,23 @@ def cmd_demo(settings: Settings, _: argparse.Namespace) -> int:
         from colony.local.embedded import embedded_dsn
 
         app_dsn = embedded_dsn(settings, "app")
-    with demo_functions(settings, summary.org_id, app_dsn, _say) as (servers, token):
-        run_demo_campaign(settings, db, knowledge, summary.org_id, servers, token, _say)
-    db.close()
-    from colony.registry.graph import build_graph
+    from colony.local.brief_demo import local_storage, run_brief_demo
+    from colony.local.chat_demo import run_chat_demo
+    from colony.local.knowledge_demo import knowledge_stand_ins, run_knowledge_demo
 
-    graph = build_graph()
-    _say(f"knowledge graph (from the registries): {len(graph.nodes)} nodes, {len(graph.edges)}"
-         f" edges; who reads ENT-007: {', '.join(graph.who('reads from', 'ENT-007'))};"
-         f" impact of KC-08: {', '.join(graph.impact('KC-08'))}"
-         "  (colony graph --help)")  # fmt: skip
-    _say(f"done. The local stack is described in {settings.data_dir / 'stack.json'}")
+    org_id = summary.org_id
+    with (
+        local_storage(settings, _say),
+        knowledge_stand_ins(settings, org_id) as stand_ins,
+        demo_functions(settings, org_id, app_dsn, _say, extra_env=stand_ins) as (servers, token),
+    ):
+        run_demo_campaign(settings, db, knowledge, org_id, servers, token, _say)
+        run_knowledge_demo(settings, db, knowledge, org_id, servers, token, _say)
+        run_brief_demo(settings, db, org_id, servers, token, _say)
+        db.close()
+        _say(f"the local stack is described in {settings.data_dir / 'stack.json'}")
+        run_chat_demo(settings, servers, token, _say, serve=args.serve)
+    _say("done.")
     return 0
 
 
@@ -181,9 +186,12 @@ def _print_bundles(db: Database, knowledge: KnowledgeStore, org_id: str) -> None
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="colony", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("demo", help="set up the local stack and run the demo scenario").set_defaults(
-        run=cmd_demo
-    )
+    demo = sub.add_parser("demo", help="set up the local stack and run the demo scenario")
+    demo.add_argument(
+        "--no-serve", dest="serve", action="store_false",
+        help="stop after the scenario instead of serving /overview until Ctrl-C",
+    )  # fmt: skip
+    demo.set_defaults(run=cmd_demo)
     db = sub.add_parser("db", help="database commands").add_subparsers(dest="db", required=True)
     db.add_parser("migrate", help="apply pending migrations as the owner role").set_defaults(
         run=cmd_db_migrate
@@ -194,10 +202,15 @@ def build_parser() -> argparse.ArgumentParser:
     provision.add_argument("org_id")
     provision.set_defaults(run=cmd_org_provision)
     graph = sub.add_parser("graph", help="query the knowledge graph of the system itself")
-    graph.add_argument("query", choices=("who-reads", "what-constrains", "impact", "export",
-                                         "summary"))  # fmt: skip
-    graph.add_argument("id", nargs="?", default="json", help="a node id, or json|mermaid")
+    graph.add_argument("query", choices=("who-reads", "what-constrains", "impact", "tested-by",
+                                         "export", "summary"))  # fmt: skip
+    graph.add_argument("id", nargs="?", default=None,
+                       help="a node id (ENT-007, AGT-005, KC-08, fn:onboarding), or for export:"
+                            " json | mermaid | dot")  # fmt: skip
     graph.set_defaults(run=cmd_graph)
+    token = sub.add_parser("token", help="mint a local bearer token (JWT) for an org")
+    token.add_argument("--org", help="org id (default: the demo org)")
+    token.set_defaults(run=cmd_token)
     kc = sub.add_parser("kc", help="Knowledge Core").add_subparsers(dest="kc", required=True)
     query = kc.add_parser("query", help="retrieve the top-k chunks per domain")
     query.add_argument("text")

@@ -30,13 +30,49 @@ class Queue:
 
 
 @dataclass(frozen=True, slots=True)
+class Grant:
+    """A project-level IAM role a function's service account holds, and why it needs it."""
+
+    role: str
+    why: str
+
+
+# What every function's composition root (colony.runtime.deps) reads: the database password of
+# the application role, the LLM / embedding provider keys, tracing and error reporting. Names
+# are settings environment names; colony.settings.SECRETS maps them to Secret Manager ids.
+RUNTIME_SECRETS: tuple[str, ...] = (
+    "COLONY_DB_PASSWORD",
+    "OPENAI_API_KEY",
+    "GEMINI_API_KEY",
+    "LANGFUSE_PUBLIC_KEY",
+    "LANGFUSE_SECRET_KEY",
+    "SENTRY_DSN",
+)
+JWT_SECRETS: tuple[str, ...] = ("COLONY_JWT_ISSUER", "COLONY_JWT_JWKS_URL")  # user-facing HTTP
+
+
+@dataclass(frozen=True, slots=True)
 class Function:
+    """One deployed Cloud Function (gen2). The fields after ``entry_point`` are deployment
+    facts: ``terraform/registry.auto.tfvars.json`` is generated from them (colony.deploy)."""
+
     name: str  # folder under functions/ and the deployed function's name
     trigger: Trigger
     topic: str | None  # for pubsub-triggered functions
     agent: str | None  # AGT id it runs, if any
     purpose: str
     entry_point: str = "handle"
+    memory: str = "512Mi"
+    cpu: str = "1"
+    timeout_seconds: int = 120  # Pub/Sub's ack deadline follows it (at most 600)
+    concurrency: int = 8  # requests one instance serves at once (I/O-bound: LLM, database)
+    max_instances: int = 20
+    secrets: tuple[str, ...] = RUNTIME_SECRETS  # only these are readable by its account
+    publishes: tuple[str, ...] = ()  # topics it publishes to (publisher on these topics only)
+    enqueues: tuple[str, ...] = ()  # Cloud Tasks queues it adds tasks to
+    assets: Literal["none", "read", "write"] = "none"  # access to the colony-assets bucket
+    public: bool = False  # anyone may invoke: the function authenticates callers itself
+    roles: tuple[Grant, ...] = ()  # further project roles, each with its reason
 
 
 DEAD_LETTER_TOPIC = "colony-dead-letter"
@@ -48,8 +84,10 @@ TOPICS: dict[str, Topic] = {
         Topic("colony-enrichment", "handoffs to prospect enrichment (AGT-003)"),
         Topic("colony-qualification", "handoffs to qualification (AGT-004)"),
         Topic("colony-message-generator", "handoffs to the message generator (AGT-005)"),
-        # knowledge pipelines (issue 6) add their topics here
-        # content / onboarding (issue 7) add their topics here
+        Topic("colony-recording-intelligence", "recordings stored by the Drive webhook (AGT-006)"),
+        Topic("colony-follow-up", "recordings AGT-006 finished, for the follow-up (AGT-007)"),
+        Topic("colony-content", "content requests for the content agent (AGT-008)"),
+        Topic("colony-onboarding", "deals moved to closed_won, for deployment kits (AGT-009)"),
         Topic(DEAD_LETTER_TOPIC, "messages that exhausted their delivery attempts", 0),
     )
 }
@@ -58,26 +96,65 @@ QUEUES: dict[str, Queue] = {
     q.name: q
     for q in (
         Queue("colony-campaign-resume", "circuit-breaker resumes of paused campaigns", 5, 1.0),
-        # knowledge pipelines (issue 6) add their queues here
+        Queue("colony-notion-reembed", "Notion page re-embed jobs (named by page + edit)", 5, 3.0),
     )
 }
 
 FUNCTIONS: dict[str, Function] = {
     f.name: f
     for f in (
-        Function("campaign", "pubsub", "colony-campaign", "AGT-002", "campaign orchestrator"),
-        Function("enrichment", "pubsub", "colony-enrichment", "AGT-003", "prospect enrichment"),
-        Function("qualification", "pubsub", "colony-qualification", "AGT-004", "ICP scoring"),
+        Function("campaign", "pubsub", "colony-campaign", "AGT-002", "campaign orchestrator",
+                 publishes=("colony-enrichment",)),
+        Function("enrichment", "pubsub", "colony-enrichment", "AGT-003", "prospect enrichment",
+                 publishes=("colony-qualification",)),
+        Function("qualification", "pubsub", "colony-qualification", "AGT-004", "ICP scoring",
+                 publishes=("colony-message-generator",)),
         Function(
             "message-generator", "pubsub", "colony-message-generator", "AGT-005",
             "outbound message drafts into the approval queue",
         ),
-        Function("campaign-resume", "http", None, "AGT-002", "Cloud Tasks target: resume a run"),
-        Function("approval", "http", None, None, "approve / reject / edit approval items"),
-        Function("delivery-events", "http", None, None, "delivered/bounced/complained/replied"),
-        # chat (issue 5) adds its function here
-        # knowledge pipelines (issue 6) add their functions here
-        # brief / content / onboarding (issue 7) add their functions here
+        Function("campaign-resume", "http", None, "AGT-002", "Cloud Tasks target: resume a run",
+                 publishes=("colony-enrichment",)),
+        Function("approval", "http", None, None, "approve / reject / edit approval items",
+                 secrets=(*RUNTIME_SECRETS, *JWT_SECRETS, "COLONY_APPROVAL_TOKEN_KEY"),
+                 # an approved chat tool resumes its turn here (launch, content request)
+                 publishes=("colony-onboarding", "colony-campaign", "colony-content"),
+                 public=True),
+        Function("delivery-events", "http", None, None, "delivered/bounced/complained/replied",
+                 secrets=(*RUNTIME_SECRETS, "COLONY_DELIVERY_WEBHOOK_SECRET"),
+                 enqueues=("colony-campaign-resume",), public=True),
+        Function("chat", "http", None, "AGT-001", "GTM orchestrator chat (SSE) and /overview",
+                 secrets=(*RUNTIME_SECRETS, *JWT_SECRETS),
+                 publishes=("colony-campaign", "colony-content"), public=True,
+                 timeout_seconds=300),
+        Function("drive-webhook", "http", None, None, "Drive push: transcript to GCS + ENT-006",
+                 secrets=(*RUNTIME_SECRETS, "COLONY_DRIVE_CHANNEL_TOKEN"), assets="write",
+                 publishes=("colony-recording-intelligence",), public=True),
+        Function(
+            "recording-intelligence", "pubsub", "colony-recording-intelligence", "AGT-006",
+            "two-pass call intelligence: signals, summary, approval items",
+            memory="1Gi", timeout_seconds=540, assets="read", publishes=("colony-follow-up",),
+        ),
+        Function(
+            "follow-up", "pubsub", "colony-follow-up", "AGT-007",
+            "post-call follow-up drafts into the approval queue",
+        ),
+        Function("notion-webhook", "http", None, None, "Notion events → re-embed tasks",
+                 secrets=(*RUNTIME_SECRETS, "COLONY_NOTION_SIGNING_SECRET"),
+                 enqueues=("colony-notion-reembed",), public=True),
+        Function("reembed", "http", None, None, "Cloud Tasks target: re-embed one Notion page",
+                 secrets=(*RUNTIME_SECRETS, "COLONY_NOTION_TOKEN"), timeout_seconds=300),
+        Function("daily-brief", "http", None, "AGT-010", "Cloud Scheduler target: daily brief",
+                 timeout_seconds=300),
+        Function(
+            "content", "pubsub", "colony-content", "AGT-008",
+            "content pieces grounded in KC-01/05/07 into the approval queue",
+        ),
+        Function(
+            "onboarding", "pubsub", "colony-onboarding", "AGT-009",
+            "deployment kit in GCS (signed URL) for a closed-won deal",
+            assets="write", timeout_seconds=300,
+        ),
     )
 }  # fmt: skip
 

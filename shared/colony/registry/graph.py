@@ -1,10 +1,21 @@
 """The knowledge graph (SPEC §8, seed §9), derived from the code's own declarations.
 
-Nodes are components (AGT, ENT, KC, CONST, TECH ids), deployed functions and documents; edges
-are traceability (deployed as, defined in) and data flow (reads from, writes to, constrained
-by, triggered by, part of, indexed as). Everything comes from the agent, domain, entity and
-function registries, so the graph cannot drift from the code; ``build_graph`` refuses a
-declaration that names an unknown id.
+Nodes: **components** (every AGT, ENT, KC, CONST and TECH id), **functions** (every deployed
+Cloud Function, ``fn:<name>``) and **documents** (the design documents, and each test file
+that declares what it verifies, ``test:<path>``).
+
+Edges:
+- traceability: ``implements`` (an agent implements its entry in the design document's agent
+  inventory), ``defined in``, ``deployed as`` (agent → function → TECH-002) and ``tested by``;
+- data flow: ``reads from``, ``writes to``, ``constrained by`` (the agent registry),
+  ``triggered by`` (a function's Pub/Sub topic, checked against the topic registry),
+  ``queried by`` (a Knowledge Core domain → the agents that query it), plus ``part of``
+  (KC-xx → ENT-007) and ``indexed as`` (ENT-007 → TECH-001).
+
+Everything comes from the agent, domain, entity, function and topic registries and from
+``TEST_SPECS`` below, so the graph cannot drift from the code: ``build_graph`` refuses a
+declaration naming an unknown id, and the graph test fails when a declared test file is gone
+or a registered function has no node.
 """
 
 from __future__ import annotations
@@ -17,17 +28,48 @@ from colony.errors import ValidationFailed
 from colony.registry.agents import AGENTS, Agent
 from colony.registry.domains import DOMAINS
 from colony.registry.entities import CONSTRAINTS, ENTITIES, TECHNOLOGIES
-from colony.registry.functions import FUNCTIONS, Function
+from colony.registry.functions import FUNCTIONS, TOPICS, Function, Topic
 
-DATA_FLOW = ("reads from", "writes to", "constrained by", "triggered by", "part of", "indexed as")
-TRACEABILITY = ("deployed as", "defined in")
+DATA_FLOW = (
+    "reads from", "writes to", "constrained by", "triggered by", "queried by", "part of",
+    "indexed as",
+)  # fmt: skip
+TRACEABILITY = ("implements", "defined in", "deployed as", "tested by")
 
-# Where each component is defined (documents are nodes too).
+# The design documents (outside the repo, in the team handbook, except the registry).
 DOCUMENTS: dict[str, str] = {
     "doc:spec": "SPEC.md (the team's product specification)",
     "doc:design": "Colony Context Engine design document (seed)",
+    "doc:architecture": "ARCHITECTURE.md (the shape and its dependency directions)",
     "doc:registry": "shared/colony/registry (the declarations this graph is built from)",
 }
+
+# What each test file verifies (the "tested by" edges): repo-relative path → node ids. A test
+# checks every path exists, and ``build_graph`` that every id is known.
+TEST_SPECS: dict[str, tuple[str, ...]] = {
+    "tests/test_campaign_flow.py": (
+        "AGT-002", "AGT-003", "AGT-004", "AGT-005", "ENT-002", "ENT-005", "ENT-011",
+        "CONST-002", "CONST-005",
+    ),
+    "tests/test_functions_e2e.py": (
+        "fn:campaign", "fn:enrichment", "fn:qualification", "fn:message-generator",
+        "fn:approval", "fn:delivery-events", "ENT-012", "CONST-001", "TECH-003",
+    ),
+    "tests/test_assembler.py": ("ENT-007", "CONST-004"),
+    "tests/test_knowledge_store.py": ("ENT-007", "TECH-001"),
+    "tests/test_org_isolation.py": ("CONST-003", "ENT-001"),
+    "tests/test_policy.py": ("CONST-002", "CONST-006"),
+    "tests/test_transport.py": ("TECH-003", "TECH-004"),
+    "tests/test_observability.py": ("TECH-006", "TECH-007"),
+    "tests/test_llm_adapters.py": ("TECH-008",),
+    "tests/test_brief.py": ("AGT-010", "ENT-009", "fn:daily-brief"),
+    "tests/test_content_onboarding.py": (
+        "AGT-008", "AGT-009", "ENT-003", "ENT-011", "TECH-005", "fn:content",
+        "fn:onboarding", "fn:approval",
+    ),
+    "tests/test_storage.py": ("TECH-005",),
+    "tests/test_graph.py": ("doc:registry",),
+}  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,10 +92,14 @@ class Graph:
     edges: list[Edge] = field(default_factory=list)
 
     def add(self, source: str, relation: str, target: str) -> None:
+        if relation not in DATA_FLOW + TRACEABILITY:
+            raise ValidationFailed(f"unknown graph relation {relation!r}")
         for end in (source, target):
             if end not in self.nodes:
                 raise ValidationFailed(f"graph declaration names unknown id {end!r}")
-        self.edges.append(Edge(source, relation, target))
+        edge = Edge(source, relation, target)
+        if edge not in self.edges:
+            self.edges.append(edge)
 
     def who(self, relation: str, target: str) -> list[str]:
         """Sources with ``relation`` to ``target`` (``who reads ENT-007``). Reading a part
@@ -86,12 +132,30 @@ class Graph:
         }
         return sorted(readers | {d for d in deployed if self.nodes[d].type == "function"})
 
+    def tests_of(self, node: str) -> list[str]:
+        """The test files that verify ``node`` (and, for an agent, its functions)."""
+        self._known(node)
+        subjects = {node, *(d for d in self.of(node, "deployed as") if d.startswith("fn:"))}
+        return sorted(
+            {e.target for e in self.edges if e.relation == "tested by" and e.source in subjects}
+        )
+
     def _parts(self, whole: str) -> set[str]:
         return {e.source for e in self.edges if e.relation == "part of" and e.target == whole}
 
     def _known(self, node: str) -> None:
         if node not in self.nodes:
             raise ValidationFailed(f"unknown graph node {node!r}")
+
+    def summary(self) -> str:
+        kinds = {t: sum(n.type == t for n in self.nodes.values()) for t in _NODE_TYPES}
+        return (
+            f"{len(self.nodes)} nodes ({', '.join(f'{n} {t}s' for t, n in kinds.items())}), "
+            f"{len(self.edges)} edges; who reads ENT-007: "
+            f"{', '.join(self.who('reads from', 'ENT-007'))}; what constrains AGT-005: "
+            f"{', '.join(self.of('AGT-005', 'constrained by'))}; impact of KC-08: "
+            f"{', '.join(self.impact('KC-08'))}"
+        )
 
     def to_json(self) -> str:
         return json.dumps(
@@ -101,13 +165,37 @@ class Graph:
         )  # fmt: skip
 
     def to_mermaid(self) -> str:
-        def key(node: str) -> str:
-            return node.replace("-", "_").replace(":", "_")
-
         lines = ["graph LR"]
-        lines += [f'    {key(n.id)}["{n.id}: {n.label}"]' for n in self.nodes.values()]
-        lines += [f"    {key(e.source)} -->|{e.relation}| {key(e.target)}" for e in self.edges]
+        lines += [f'    {_key(n.id)}["{n.id}: {_quote(n.label)}"]' for n in self.nodes.values()]
+        lines += [f"    {_key(e.source)} -->|{e.relation}| {_key(e.target)}" for e in self.edges]
         return "\n".join(lines)
+
+    def to_dot(self) -> str:
+        shapes = {"component": "box", "function": "ellipse", "document": "note"}
+        lines = ["digraph colony {", "    rankdir=LR;"]
+        lines += [
+            f'    "{n.id}" [label="{n.id}\\n{_quote(n.label)}", shape={shapes[n.type]}];'
+            for n in self.nodes.values()
+        ]
+        lines += [f'    "{e.source}" -> "{e.target}" [label="{e.relation}"];' for e in self.edges]
+        return "\n".join([*lines, "}"])
+
+    def export(self, fmt: str) -> str:
+        exporters = {"json": self.to_json, "mermaid": self.to_mermaid, "dot": self.to_dot}
+        if fmt not in exporters:
+            raise ValidationFailed(f"unknown export format {fmt!r}; expected json, mermaid or dot")
+        return exporters[fmt]()
+
+
+_NODE_TYPES = ("component", "function", "document")
+
+
+def _key(node: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in node)
+
+
+def _quote(text: str) -> str:
+    return text.replace('"', "'")
 
 
 def vars_of(item: Node | Edge) -> dict[str, str]:
@@ -117,6 +205,8 @@ def vars_of(item: Node | Edge) -> dict[str, str]:
 def build_graph(
     agents: Mapping[str, Agent] = AGENTS,
     functions: Mapping[str, Function] = FUNCTIONS,
+    topics: Mapping[str, Topic] = TOPICS,
+    test_specs: Mapping[str, Iterable[str]] = TEST_SPECS,
 ) -> Graph:
     graph = Graph()
 
@@ -131,27 +221,64 @@ def build_graph(
     nodes("component", TECHNOLOGIES.items())
     nodes("function", ((f"fn:{f.name}", f.purpose) for f in functions.values()))
     nodes("document", DOCUMENTS.items())
+    nodes("document", ((f"test:{path}", f"test file {path}") for path in test_specs))
 
     for a in agents.values():
         for entity in a.reads:
             graph.add(a.id, "reads from", entity)
         for domain in a.kc_domains:
             graph.add(a.id, "reads from", domain)
+            graph.add(domain, "queried by", a.id)
+            graph.add("ENT-007", "queried by", a.id)
         for entity in a.writes:
             graph.add(a.id, "writes to", entity)
         for constraint in a.constraints:
             graph.add(a.id, "constrained by", constraint)
+        graph.add(a.id, "implements", "doc:design")
         graph.add(a.id, "defined in", "doc:registry")
+        graph.add(a.id, "defined in", "doc:spec")
     for domain in DOMAINS:
         graph.add(domain, "part of", "ENT-007")
+        graph.add(domain, "defined in", "doc:spec")
     graph.add("ENT-007", "indexed as", "TECH-001")
     for f in functions.values():
         node = f"fn:{f.name}"
         graph.add(node, "deployed as", "TECH-002")
+        graph.add(node, "defined in", "doc:registry")
         if f.agent:
             graph.add(f.agent, "deployed as", node)
         if f.topic:
+            if f.topic not in topics:
+                raise ValidationFailed(f"function {f.name!r} names unknown topic {f.topic!r}")
             graph.add(node, "triggered by", "TECH-003")
     for node in (*ENTITIES, *CONSTRAINTS):
         graph.add(node, "defined in", "doc:spec")
+    for node in TECHNOLOGIES:
+        graph.add(node, "defined in", "doc:architecture")
+    for path, covered in test_specs.items():
+        for node in covered:
+            graph.add(node, "tested by", f"test:{path}")
     return graph
+
+
+QUERIES = ("who-reads", "what-constrains", "impact", "tested-by", "export", "summary")
+
+
+def run_query(graph: Graph, query: str, arg: str | None) -> str:
+    """One CLI query's output: ids one per line (or ``(nothing)``), an export, or the
+    summary. An unknown id or format raises ``ValidationFailed``."""
+    if query == "summary":
+        return graph.summary()
+    if query == "export":
+        return graph.export(arg or "json")
+    if not arg:
+        raise ValidationFailed(f"{query} needs a node id, e.g. ENT-007")
+    answers = {
+        "who-reads": lambda: graph.who("reads from", arg),
+        "what-constrains": lambda: graph.of(arg, "constrained by"),
+        "impact": lambda: graph.impact(arg),
+        "tested-by": lambda: graph.tests_of(arg),
+    }
+    if query not in answers:
+        raise ValidationFailed(f"unknown query {query!r}; expected one of {', '.join(QUERIES)}")
+    return "\n".join(answers[query]()) or "(nothing)"

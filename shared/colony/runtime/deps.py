@@ -71,7 +71,10 @@ def build_deps(
     if db is None:
         from colony.store import Database, connect_factory
 
-        db = Database(connect_factory(settings, "app"))
+        # AGT-006 keeps one connection per pass-1 worker busy; other functions use fewer.
+        db = Database(
+            connect_factory(settings, "app"), pool_size=settings.recording_parallelism + 2
+        )
     if transport is None:
         from colony.adapters.transport import transport_from_settings
 

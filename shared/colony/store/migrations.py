@@ -48,7 +48,13 @@ _RLS_0003: tuple[str, ...] = (
 
 # Every table whose rows belong to exactly one org through its ``org_id`` column
 # (``organizations`` is scoped on its own ``id``); a schema test keeps this complete.
-ORG_SCOPED_TABLES: tuple[str, ...] = (*_RLS_0003, "dead_letters")
+ORG_SCOPED_TABLES: tuple[str, ...] = (
+    *_RLS_0003,
+    "dead_letters",
+    "chat_events",
+    "published_content",
+    "deployment_kits",
+)
 
 _CORE = """
 CREATE EXTENSION IF NOT EXISTS vector;
@@ -337,6 +343,24 @@ CREATE TABLE rejected_deliveries (
 );
 """
 
+# Chat (issue 5). ``chat_sessions.last_seq`` hands out event ids (the row update also
+# serialises concurrent appends); ``chat_events`` keeps every SSE event for replay.
+_CHAT_EVENTS = """
+ALTER TABLE chat_sessions ADD COLUMN last_seq bigint NOT NULL DEFAULT 0;
+ALTER TABLE chat_turns ADD COLUMN turn_id text;
+CREATE TABLE chat_events (
+    org_id      text NOT NULL REFERENCES organizations(id),
+    session_id  text NOT NULL REFERENCES chat_sessions(id),
+    seq         bigint NOT NULL CHECK (seq > 0),
+    turn_id     text NOT NULL,
+    type        text NOT NULL CHECK (type IN ('accepted', 'delta', 'tool_call', 'tool_result',
+                                              'approval_required', 'error', 'done')),
+    data        jsonb NOT NULL,
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (session_id, seq)
+);
+"""
+
 _HNSW = (
     "CREATE INDEX kc_chunks_hnsw_{suffix} ON kc_chunks "
     "USING hnsw (embedding vector_cosine_ops) WHERE domain = '{domain}';"
@@ -393,7 +417,51 @@ def migrations(dim: int) -> list[Migration]:
             "ALTER TABLE campaigns ADD COLUMN paused_at timestamptz;\n"
             "ALTER TABLE campaigns ADD COLUMN resumed_at timestamptz;\n",
         ),
-        # 0009_* chat (issue 5) goes here
-        # 0010_* knowledge pipelines (issue 6) go here
-        # 0011_* brief / content / onboarding (issue 7) go here
+        # Chat (issue 5): every streamed event of a turn, numbered per session, so a client
+        # that drops reconnects with Last-Event-ID; turns remember which request wrote them.
+        Migration("0009_chat_events", _CHAT_EVENTS + _rls("chat_events")),
+        # Knowledge pipelines (issue 6): how AGT-006 split a transcript (for the record and
+        # the benchmark), and Notion verification handshakes kept for the operator (the token
+        # is Notion's signing secret: it is stored, never logged; no org owns it yet).
+        Migration(
+            "0010_knowledge_pipelines",
+            "ALTER TABLE recordings ADD COLUMN transcript_tokens integer;\n"
+            "ALTER TABLE recordings ADD COLUMN chunk_count integer;\n"
+            "ALTER TABLE recordings ADD COLUMN processed_at timestamptz;\n"
+            "CREATE TABLE notion_verifications (\n"
+            "    id                  bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,\n"
+            "    verification_token  text NOT NULL,\n"
+            "    received_at         timestamptz NOT NULL DEFAULT now()\n"
+            ");\n",
+        ),
+        # Brief / content / onboarding (issue 7): content that an approved content_piece
+        # published (the daily brief counts it), and one deployment kit per deal, its
+        # document in GCS; the kit row and its approval item are written together.
+        Migration(
+            "0011_content_and_kits",
+            "CREATE TABLE published_content (\n"
+            "    id                text PRIMARY KEY DEFAULT gen_random_uuid()::text,\n"
+            "    org_id            text NOT NULL REFERENCES organizations(id),\n"
+            "    approval_item_id  text NOT NULL UNIQUE REFERENCES approval_items(id),\n"
+            "    title             text NOT NULL,\n"
+            "    format            text NOT NULL,\n"
+            "    body              text NOT NULL,\n"
+            "    published_at      timestamptz NOT NULL DEFAULT now()\n"
+            ");\n"
+            "CREATE INDEX published_content_org_time ON published_content (org_id, published_at);\n"
+            "CREATE TABLE deployment_kits (\n"
+            "    id                text PRIMARY KEY DEFAULT gen_random_uuid()::text,\n"
+            "    org_id            text NOT NULL REFERENCES organizations(id),\n"
+            "    deal_id           text NOT NULL REFERENCES deals(id),\n"
+            "    approval_item_id  text NOT NULL UNIQUE REFERENCES approval_items(id),\n"
+            "    title             text NOT NULL,\n"
+            "    object_name       text NOT NULL,\n"
+            "    gcs_uri           text NOT NULL,\n"
+            "    status            text NOT NULL DEFAULT 'pending'\n"
+            "                      CHECK (status IN ('pending', 'released')),\n"
+            "    released_at       timestamptz,\n"
+            "    created_at        timestamptz NOT NULL DEFAULT now(),\n"
+            "    UNIQUE (org_id, deal_id)\n"
+            ");\n" + _rls("published_content") + _rls("deployment_kits"),
+        ),
     ]

@@ -4,7 +4,9 @@
   ships with the Cloud SDK), ready when its HTTP root answers ``Ok``;
 - ``tasks_emulator()``: ``gcloud-tasks-emulator`` from PyPI. It pins ``protobuf<5``, so it lives
   in its own virtualenv, ``.venv-tasks`` at the repo root (``make tasks-emulator-venv``); ready
-  when its gRPC port accepts connections.
+  when its gRPC port accepts connections;
+- ``storage_emulator()``: ``gcp-storage-emulator`` from PyPI (in-memory), ready when its
+  health endpoint answers; yields the URL for ``STORAGE_EMULATOR_HOST``.
 
 Each starts on a free loopback port in a new process group, waits for readiness by polling
 with a bounded deadline (failing at once, with the emulator's output, if it exits), yields
@@ -19,6 +21,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import urllib.error
@@ -223,3 +226,35 @@ def tasks_emulator(*, max_retries: int = 3, timeout: float = 60.0) -> Iterator[s
     cmd = [str(TASKS_EMULATOR), "start", "--port", str(port), "-r", str(max_retries), "-q"]
     with _running("gcloud-tasks-emulator", cmd, _tcp_open(host, port), timeout=timeout):
         yield f"{host}:{port}"
+
+
+STORAGE_EMULATOR = Path(sys.executable).parent / "gcp-storage-emulator"
+
+
+@contextmanager
+def storage_emulator(
+    bucket: str | None = "colony-assets", *, timeout: float = 30.0
+) -> Iterator[str]:
+    """Run ``gcp-storage-emulator`` in memory; yield ``http://host:port`` (the value for
+    ``STORAGE_EMULATOR_HOST``, which google-cloud-storage reads itself).
+
+    ``bucket`` is created at start. The emulator serves V4 signed URLs as plain downloads: it
+    does NOT check their signatures (tests verify those themselves).
+    """
+    tool = STORAGE_EMULATOR if STORAGE_EMULATOR.exists() else shutil.which("gcp-storage-emulator")
+    if tool is None:
+        raise EmulatorUnavailable(
+            "gcp-storage-emulator is not installed: `pip install gcp-storage-emulator` "
+            "(it is in the project's dev and local extras)"
+        )
+    host = "127.0.0.1"
+    port = free_port(host)
+    cmd = [str(tool), "start", "--host", host, "--port", str(port), "--in-memory", "-q"]
+    if bucket:
+        cmd += ["--default-bucket", bucket]
+    env = dict(os.environ)
+    env.pop("STORAGE_EMULATOR_HOST", None)
+    with _running(
+        "gcp-storage-emulator", cmd, _http_ok(f"http://{host}:{port}/"), timeout=timeout, env=env
+    ):
+        yield f"http://{host}:{port}"

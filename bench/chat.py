@@ -1,0 +1,205 @@
+"""Chat benchmark: N turns of one session against the running chat function (offline model).
+
+The chat function runs as a real functions-framework server on a scratch database (the demo
+org); its database connections pass through a small counting proxy that sees every message
+the driver sends, so DB round trips (Query + Sync messages) per turn are measured, not
+estimated. Reported: p50/p95 ms from sending the POST to the first event (``accepted``) and
+to ``done`` (server overhead: the offline provider answers in microseconds), the largest
+stored history after any turn against AGT-001's history budget (it must not exceed it), the
+summaries kept (one rolling summary), and DB round trips per turn. One JSON line.
+
+    python bench/chat.py [--turns 300]
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import socket
+import statistics
+import struct
+import sys
+import threading
+import time
+from urllib.parse import urlparse
+
+import httpx
+
+from colony.adapters.embedding import OfflineHashEmbedder
+from colony.chat import history
+from colony.knowledge import KnowledgeStore
+from colony.llm.agent_call import llm_from_settings
+from colony.local import embedded
+from colony.local.campaign_demo import function_env
+from colony.local.chat_demo import read_sse
+from colony.local.demo import load_demo
+from colony.local.functions import FunctionServers
+from colony.runtime.auth import mint_local_token
+from colony.settings import Settings
+from colony.store import Database, connect_factory, fetch_all
+from colony.store.db import parse_dsn
+
+ORG = "org_zoomprop_demo"
+MESSAGES = [
+    "Good morning, what should I focus on today? I prefer short answers.",
+    "What does our pipeline look like?",
+    "Search the knowledge core for objections about price",
+    "Show the approval queue",
+    "We decided to prioritise lease expiry signals; remind me tomorrow about P-004.",
+    "Find case studies in KC-05 about consolidation",
+    "Thanks, anything on AGT-005 drafts I should know?",
+]
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+class CountingProxy:
+    """TCP → PostgreSQL unix socket relay counting the client's Query ('Q') and Sync ('S')
+    messages: each is one round trip to the server."""
+
+    def __init__(self, unix_path: str) -> None:
+        self.unix_path = unix_path
+        self.round_trips = 0
+        self._lock = threading.Lock()
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.port = self._server.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            client, _ = self._server.accept()
+            # Without this, Nagle's algorithm holds small replies for a delayed ACK (~40 ms).
+            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            upstream = socket.socket(socket.AF_UNIX)
+            upstream.connect(self.unix_path)
+            threading.Thread(target=self._pipe, args=(upstream, client), daemon=True).start()
+            threading.Thread(target=self._count, args=(client, upstream), daemon=True).start()
+
+    def _pipe(self, source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            sink.close()
+
+    def _count(self, source: socket.socket, sink: socket.socket) -> None:
+        buffer, started = b"", False
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+                buffer += data
+                while True:
+                    if not started:  # untyped packets: int32 length first, no type byte
+                        if len(buffer) < 8:
+                            break
+                        size, code = struct.unpack("!ii", buffer[:8])
+                        if len(buffer) < size:
+                            break
+                        # An SSL / GSS encryption request precedes the real startup packet.
+                        buffer, started = buffer[size:], code not in _NEGOTIATION
+                        continue
+                    if len(buffer) < 5:
+                        break
+                    kind, (size,) = buffer[:1], struct.unpack("!i", buffer[1:5])
+                    if len(buffer) < 1 + size:
+                        break
+                    if kind in (b"Q", b"S"):
+                        with self._lock:
+                            self.round_trips += 1
+                    buffer = buffer[1 + size :]
+        except OSError:
+            pass
+        finally:
+            sink.close()
+
+
+_NEGOTIATION = (80877103, 80877104)  # SSLRequest, GSSENCRequest
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=300)
+    args = parser.parse_args()
+    os.environ.setdefault("XDG_RUNTIME_DIR", f"/tmp/colony-runtime-{os.getuid()}")
+    with embedded.scratch_database(Settings.from_env(), "bench_chat") as settings:
+        app_dsn = settings.db_dsn or ""
+        db = Database(connect_factory(settings, "app"))
+        knowledge = KnowledgeStore(db, OfflineHashEmbedder())
+        load_demo(db, knowledge, say=log)
+        llm = llm_from_settings(settings, db)
+        budget = llm.budgets.for_profile("AGT-001").history
+        target = parse_dsn(app_dsn)
+        proxy = CountingProxy(target["unix_sock"])
+        url = urlparse(app_dsn)
+        proxied = f"postgresql://{url.username}@127.0.0.1:{proxy.port}{url.path}"
+        env = {**function_env(settings, proxied), "COLONY_TRANSPORT": "local"}
+        token = mint_local_token(settings.data_dir, ORG)
+        headers = {"Authorization": f"Bearer {token}"}
+        first_ms: list[float] = []
+        done_ms: list[float] = []
+        trips: list[int] = []
+        max_history = 0
+        with FunctionServers(env, ["chat"], log_dir=settings.data_dir / "logs") as servers, \
+                httpx.Client(timeout=60) as http:  # fmt: skip
+            base = servers.urls["chat"]
+            session = http.post(f"{base}/sessions", headers=headers).json()["session_id"]
+            log(f"{args.turns} turns in session {session}…")
+            for n, message in zip(range(args.turns), itertools.cycle(MESSAGES), strict=False):
+                before = proxy.round_trips
+                started = time.perf_counter()
+                first = None
+                body = {"session_id": session, "message": message}
+                with http.stream("POST", f"{base}/turns", json=body, headers=headers) as r:
+                    for event in read_sse(r.iter_lines()):
+                        if first is None:
+                            first = time.perf_counter()
+                        if event.type == "done":
+                            break
+                end = time.perf_counter()
+                assert first is not None and event.type == "done", f"turn {n} did not finish"
+                trips.append(proxy.round_trips - before)
+                first_ms.append((first - started) * 1000)
+                done_ms.append((end - started) * 1000)
+                with db.transaction(ORG) as cur:
+                    rows = history.load(cur, session)
+                max_history = max(max_history, history.tokens(rows, llm.counter.count))
+                if (n + 1) % 50 == 0:
+                    log(f"  {n + 1} turns")
+        summaries = sum(1 for r in rows if r.role == "summary")
+        with db.transaction(ORG) as cur:
+            kinds = {r["type"]: int(r["n"]) for r in fetch_all(
+                cur, "SELECT type, count(*) AS n FROM chat_events GROUP BY type")}  # fmt: skip
+            errors = fetch_all(cur, "SELECT data FROM chat_events WHERE type = 'error' LIMIT 3")
+        log(f"events by type: {kinds}; proxy saw {proxy.round_trips} round trips; {errors}")
+        print(json.dumps({
+            "bench": "chat",
+            "turns": args.turns,
+            "provider": "offline",
+            "first_event_ms": {"p50": round(statistics.median(first_ms), 1),
+                               "p95": round(percentile(first_ms, 0.95), 1)},
+            "done_ms": {"p50": round(statistics.median(done_ms), 1),
+                        "p95": round(percentile(done_ms, 0.95), 1)},
+            "history_tokens_max": max_history,
+            "history_budget": budget,
+            "within_budget": max_history <= budget,
+            "summaries_kept": summaries,
+            "db_round_trips_per_turn": {"mean": round(statistics.mean(trips), 1),
+                                        "max": max(trips)},
+            "tokenizer": llm.counter.label,
+        }))  # fmt: skip
+        db.close()
+
+
+if __name__ == "__main__":
+    main()

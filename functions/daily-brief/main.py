@@ -1,0 +1,24 @@
+"""AGT-010 daily brief: the Cloud Scheduler target (OIDC-verified in production).
+
+The scheduler job's body names the org (one job per org) and may name the day:
+``{"org_id": "...", "brief_date": "YYYY-MM-DD"?}``. Running it twice the same day returns
+the stored brief.
+"""
+
+import functions_framework
+
+from colony.runtime.deps import deps
+from colony.runtime.edge import http_json
+
+
+@functions_framework.http
+@http_json
+def handle(request):
+    from colony.flows.brief import BriefRequest, daily_brief
+    from colony.runtime.auth import verify_google_oidc
+
+    d = deps()
+    verify_google_oidc(request.authorization, d.settings.function_urls.get("daily-brief", ""),
+                       d.settings)  # fmt: skip
+    body = request.parse(BriefRequest)
+    return daily_brief(d, body.org_id, body.brief_date)

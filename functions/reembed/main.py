@@ -1,0 +1,26 @@
+"""Cloud Tasks target: re-embed one Notion page into its KC domain (OIDC in production)."""
+
+import functions_framework
+
+from colony.runtime.deps import deps
+from colony.runtime.edge import http_json
+
+_notion = None
+
+
+@functions_framework.http
+@http_json
+def handle(request):
+    from colony.adapters.notion import notion_from_settings
+    from colony.contracts.events import NotionReembed
+    from colony.flows.notion_sync import reembed
+    from colony.runtime.auth import verify_google_oidc
+
+    global _notion
+    d = deps()
+    verify_google_oidc(request.authorization, d.settings.function_urls.get("reembed", ""),
+                       d.settings)  # fmt: skip
+    job = request.parse(NotionReembed)
+    if _notion is None:
+        _notion = notion_from_settings(d.settings)
+    return reembed(d, job, _notion)

@@ -1,0 +1,173 @@
+"""The Notion API (version 2022-06-28): pages, their block trees, and webhook signatures.
+
+``NotionClient`` is the port the re-embed worker sees; ``HttpNotion`` speaks the public REST
+shapes (``GET /v1/pages/{id}``, ``GET /v1/blocks/{id}/children`` with ``start_cursor`` /
+``page_size`` pagination, children fetched for blocks with ``has_children``), honours 429
+``Retry-After`` through ``RestClient``, and runs against ``https://api.notion.com`` or a local
+stand-in (``colony.testing.notion_server``).
+
+Webhook bodies are signed: ``X-Notion-Signature: sha256=<hex HMAC-SHA256(verification
+token, raw body)>``; ``verify_signature`` checks it in constant time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from colony.adapters.rest import RestClient
+from colony.errors import ConfigError, Unauthorized
+from colony.settings import Settings
+
+NOTION_VERSION = "2022-06-28"
+MAX_BLOCKS = 5_000  # a page past this is not a knowledge document; refuse rather than page on
+MAX_DEPTH = 4
+
+# Block types whose rich text is knowledge, and how each is written out as text.
+_PREFIX = {
+    "paragraph": "", "quote": "> ", "callout": "", "toggle": "",
+    "heading_1": "# ", "heading_2": "## ", "heading_3": "### ",
+    "bulleted_list_item": "- ", "numbered_list_item": "1. ", "to_do": "- ", "code": "",
+}  # fmt: skip
+# Structure without text of its own (its children are read); everything else is unsupported.
+_CONTAINERS = frozenset({"column_list", "column", "synced_block", "table", "table_row"})
+
+
+@dataclass(frozen=True, slots=True)
+class NotionPage:
+    id: str
+    title: str
+    last_edited_time: str
+    gone: bool  # archived or in the trash: its chunks must go
+    parent_id: str | None
+
+
+@dataclass
+class PageText:
+    """A page's blocks as paragraphs of text, with what could not be read."""
+
+    paragraphs: list[str]
+    unsupported: dict[str, int] = field(default_factory=dict)
+    blocks: int = 0
+
+
+class NotionClient(Protocol):
+    def page(self, page_id: str) -> NotionPage: ...
+
+    def page_text(self, page_id: str) -> PageText: ...
+
+
+def compact_id(notion_id: str) -> str:
+    """Notion ids with or without dashes name the same object; we store them without."""
+    return notion_id.replace("-", "").lower()
+
+
+class HttpNotion:
+    """``NotionClient`` over the REST API."""
+
+    def __init__(self, rest: RestClient) -> None:
+        self._rest = rest
+
+    def page(self, page_id: str) -> NotionPage:
+        body = self._rest.send("GET", f"/v1/pages/{page_id}").json()
+        parent = body.get("parent") or {}
+        parent_id = parent.get(str(parent.get("type"))) if isinstance(parent, dict) else None
+        return NotionPage(
+            id=compact_id(str(body["id"])),
+            title=_title(body.get("properties") or {}),
+            last_edited_time=str(body.get("last_edited_time") or ""),
+            gone=bool(body.get("archived") or body.get("in_trash")),
+            parent_id=compact_id(parent_id) if isinstance(parent_id, str) else None,
+        )
+
+    def page_text(self, page_id: str) -> PageText:
+        out = PageText([])
+        self._walk(page_id, 0, out)
+        return out
+
+    def _walk(self, block_id: str, depth: int, out: PageText) -> None:
+        cursor: str | None = None
+        while True:
+            params: dict[str, Any] = {"page_size": 100}
+            if cursor:
+                params["start_cursor"] = cursor
+            body = self._rest.send("GET", f"/v1/blocks/{block_id}/children", params=params).json()
+            for block in body.get("results") or []:
+                out.blocks += 1
+                if out.blocks > MAX_BLOCKS:
+                    from colony.errors import ValidationFailed
+
+                    raise ValidationFailed(f"Notion page has more than {MAX_BLOCKS} blocks")
+                kind = str(block.get("type") or "unsupported")
+                text = block_text(block)
+                if text is not None:
+                    if text.strip():
+                        out.paragraphs.append(text)
+                elif kind not in _CONTAINERS:
+                    out.unsupported[kind] = out.unsupported.get(kind, 0) + 1
+                    continue  # an unsupported block's children are not read either
+                if block.get("has_children") and depth < MAX_DEPTH and kind != "child_page":
+                    self._walk(str(block["id"]), depth + 1, out)
+            if not body.get("has_more") or not body.get("next_cursor"):
+                return
+            cursor = str(body["next_cursor"])
+
+    def close(self) -> None:
+        self._rest.close()
+
+
+def block_text(block: Mapping[str, Any]) -> str | None:
+    """The text of a supported block (None for anything else)."""
+    kind = block.get("type")
+    if kind not in _PREFIX:
+        return None
+    content = block.get(str(kind)) or {}
+    text = "".join(
+        str(part.get("plain_text") or (part.get("text") or {}).get("content") or "")
+        for part in content.get("rich_text") or []
+        if isinstance(part, Mapping)
+    )
+    if kind == "to_do":
+        return f"- [{'x' if content.get('checked') else ' '}] {text}"
+    return _PREFIX[str(kind)] + text if text.strip() else ""
+
+
+def _title(properties: Mapping[str, Any]) -> str:
+    for prop in properties.values():
+        if isinstance(prop, Mapping) and prop.get("type") == "title":
+            return "".join(str(p.get("plain_text") or "") for p in prop.get("title") or [])
+    return ""
+
+
+def sign(secret: str, body: bytes) -> str:
+    """The ``X-Notion-Signature`` value Notion sends for ``body``."""
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def verify_signature(secret: str | None, body: bytes, header: str | None) -> None:
+    """``Unauthorized`` unless ``header`` is Notion's signature of exactly ``body``."""
+    if not secret:
+        raise ConfigError("COLONY_NOTION_SIGNING_SECRET is required to accept Notion events")
+    if not header:
+        raise Unauthorized("the Notion event is not signed (no X-Notion-Signature)")
+    if not hmac.compare_digest(sign(secret, body).encode(), header.strip().encode()):
+        raise Unauthorized("the X-Notion-Signature does not match the body")
+
+
+def notion_from_settings(
+    settings: Settings, *, sleep: Callable[[float], None] | None = None
+) -> HttpNotion:
+    if not settings.notion_token:
+        raise ConfigError("COLONY_NOTION_TOKEN is required to read Notion pages")
+    extra: dict[str, Any] = {"sleep": sleep} if sleep else {}
+    rest = RestClient(
+        "Notion",
+        settings.notion_base_url or "https://api.notion.com",
+        lambda: str(settings.notion_token),
+        headers={"Notion-Version": NOTION_VERSION},
+        **extra,
+    )
+    return HttpNotion(rest)

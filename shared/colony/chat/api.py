@@ -1,0 +1,194 @@
+"""The chat function's HTTP surface (``functions/chat/main.py`` hands every request here).
+
+    GET  /overview                  the page (static; it asks for a bearer token itself)
+    POST /turns                     {"session_id"?, "message"} → SSE stream of the turn
+    POST /sessions                  a new session → {"session_id"}
+    GET  /sessions/<id>             its turns and last event id
+    GET  /sessions/<id>/events      SSE: replay after Last-Event-ID (or ?after=), then follow
+                                    (``?until=done`` ends the stream after the next ``done``)
+    GET  /brief                     today's daily brief, or null
+    GET  /approvals                 pending approval items
+    POST /approvals                 {"item_id", "action"} → the approval flow (same as the
+                                    approval function), with the page's bearer token
+
+Everything but the page needs ``Authorization: Bearer <JWT>`` with the org in its claims.
+Errors before a stream starts are JSON (SPEC §10); inside a stream they are ``error`` events.
+A turn runs on a worker thread: it finishes (and persists every event) even if the client
+disconnects, and the response only relays its events.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import re
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import flask
+
+from colony.chat import events as ev
+from colony.errors import NotFound, ValidationFailed
+from colony.runtime.edge import JsonRequest, MethodNotAllowed
+
+log = logging.getLogger("colony.chat")
+
+HEARTBEAT_SECONDS = 15.0
+PAGE = Path(__file__).with_name("overview.html")
+_SESSION = re.compile(r"^/sessions/([A-Za-z0-9_.:-]{1,200})(/events)?$")
+_STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+_END = object()
+
+
+def handle(deps: Any, request: JsonRequest) -> Any:
+    path, method = request.path, request.method
+    if path == "/overview":
+        _allow(method, "GET")
+        return _page()
+    from colony.runtime.auth import verify_bearer
+
+    who = verify_bearer(request.authorization, deps.settings)
+    if path == "/turns":
+        _allow(method, "POST")
+        return _turn(deps, who.org_id, who.user_id, request)
+    if path == "/sessions":
+        _allow(method, "POST")
+        from colony.flows.chat import create_session
+
+        return {"session_id": create_session(deps, who.org_id, who.user_id)}, 201
+    if path == "/brief":
+        _allow(method, "GET")
+        from colony.flows.chat import today_brief
+
+        return {"brief": today_brief(deps, who.org_id)}
+    if path == "/approvals":
+        _allow(method, "GET", "POST")
+        return _approvals(deps, who.org_id, who.user_id, request)
+    match = _SESSION.match(path)
+    if match:
+        _allow(method, "GET")
+        if match.group(2):
+            return _follow(deps, who.org_id, match.group(1), request)
+        from colony.flows.chat import transcript
+
+        return transcript(deps, who.org_id, match.group(1))
+    raise NotFound("there is nothing at this path")
+
+
+def _allow(method: str, *allowed: str) -> None:
+    if method not in allowed:
+        raise MethodNotAllowed("this method is not allowed here", allow=allowed)
+
+
+def _page() -> flask.Response:
+    response = flask.Response(PAGE.read_bytes(), mimetype="text/html")
+    # The page makes no request anywhere but here (SPEC: the machines have no network).
+    response.headers["Content-Security-Policy"] = (
+        "default-src 'self'; script-src 'self' 'unsafe-inline'; "
+        "style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'"
+    )
+    response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def _turn(deps: Any, org_id: str, user_id: str, request: JsonRequest) -> flask.Response:
+    from colony.contracts.chat import TurnRequest
+    from colony.flows.chat import check_message, create_session, require_session, run_turn
+
+    body = request.parse(TurnRequest)
+    message = check_message(deps, body.message)
+    if body.session_id is None:
+        session_id = create_session(deps, org_id, user_id)
+    else:
+        session_id = body.session_id
+        require_session(deps, org_id, session_id)
+    relay: queue.Queue[Any] = queue.Queue()
+
+    def sink(stored: Any) -> None:
+        for event in stored:
+            relay.put(event)
+
+    def work() -> None:
+        try:
+            run_turn(deps, org_id, user_id, session_id, message, sink=sink)
+        except Exception as error:  # persisted events are intact; tell this client, and log
+            from colony.observability.tracing import error_summary
+            from colony.runtime.edge import error_response
+
+            log.error("chat turn in session %s crashed: %s", session_id, error_summary(error))
+            relay.put(error_response(error)[0])
+        finally:
+            relay.put(_END)
+
+    threading.Thread(target=work, name="chat-turn", daemon=True).start()
+
+    def stream() -> Iterator[str]:
+        yield f"retry: 2000\n: session {session_id}\n\n"
+        while True:
+            try:
+                item = relay.get(timeout=HEARTBEAT_SECONDS)
+            except queue.Empty:
+                yield ev.sse_comment("waiting")
+                continue
+            if item is _END:
+                return
+            if isinstance(item, dict):  # a crash outside the turn's own error handling
+                import json
+
+                yield f"event: error\ndata: {json.dumps(item)}\n\n"
+                continue
+            yield item.sse()
+
+    headers = {**_STREAM_HEADERS, "X-Colony-Session": session_id}
+    return flask.Response(stream(), mimetype="text/event-stream", headers=headers)
+
+
+def _follow(deps: Any, org_id: str, session_id: str, request: JsonRequest) -> flask.Response:
+    from colony.chat.hub import hub_for
+    from colony.flows.chat import require_session
+    from colony.store import connect_factory
+
+    after = ev.parse_last_event_id(
+        [request.headers.get("Last-Event-ID"), request.args.get("after")]
+    )
+    until = request.args.get("until")
+    if until not in (None, "done"):
+        raise ValidationFailed("until must be 'done' or absent")
+    require_session(deps, org_id, session_id)
+    hub = hub_for(connect_factory(deps.settings, "app"))
+
+    def stream() -> Iterator[str]:
+        yield "retry: 2000\n\n"
+        last = after
+        while True:
+            with deps.db.transaction(org_id) as cur:
+                batch = ev.after(cur, session_id, last)
+            for event in batch:
+                yield event.sse()
+                last = event.seq
+                if until == "done" and event.type == "done":
+                    return
+            if batch:
+                continue  # there may be more than one page
+            if not hub.wait_past(session_id, last, HEARTBEAT_SECONDS):
+                yield ev.sse_comment("keep-alive")
+
+    return flask.Response(stream(), mimetype="text/event-stream", headers=_STREAM_HEADERS)
+
+
+def _approvals(deps: Any, org_id: str, user_id: str, request: JsonRequest) -> Any:
+    if request.method == "GET":
+        from colony.chat.tools import APPROVALS, approval_summary
+        from colony.store import fetch_all
+
+        with deps.db.transaction(org_id) as cur:
+            rows = fetch_all(cur, APPROVALS, (None, None, 50))
+        return {"items": [{"id": r["id"], "kind": r["kind"], "source_agent": r["source_agent"],
+                           "summary": approval_summary(r)} for r in rows]}  # fmt: skip
+    from colony.contracts.chat import DecisionRequest
+    from colony.flows.approval import decide
+
+    body = request.parse(DecisionRequest)
+    return decide(deps, org_id, body.item_id, body.action, decided_by=user_id)

@@ -1,0 +1,324 @@
+"""The tools AGT-001 may call: definitions (JSON schema from the argument models) and runners.
+
+    tool                 gated  what it does
+    launch_campaign      yes    creates the campaign and its run row, dispatches AGT-002
+    pipeline_snapshot    no     SQL aggregates (deals by stage, runs, queue, outbox)
+    search_knowledge     no     Knowledge Core top-k, optionally one domain
+    list_approvals       no     the approval queue
+    decide_approval      no     approve / reject an item the founder named (never a tool
+                                action: those wait for a person's click, CONST-001)
+    ask_content_agent    no     dispatch only: a request on ``colony-content`` (AGT-008)
+
+A gated tool never runs inside the turn: the turn writes a ``tool_action`` approval item and
+pauses; approving the item runs the tool (``colony.flows.chat.apply_tool_action``). Every
+runner is idempotent on its call id (deterministic ids, ``ON CONFLICT DO NOTHING``), because
+an approval may be retried after a failed commit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from colony.contracts.chat import (
+    AskContentArgs,
+    DecideApprovalArgs,
+    LaunchCampaignArgs,
+    ListApprovalsArgs,
+    PipelineSnapshotArgs,
+    SearchKnowledgeArgs,
+)
+from colony.errors import CallerError, ConfigError, NotFound, ValidationFailed
+from colony.flows.deps import FlowDeps
+from colony.store import fetch_all, fetch_one, fetch_value
+
+CONTENT_TOPIC = "colony-content"
+CAMPAIGN_TOPIC = "colony-campaign"
+SNIPPET_CHARS = 240
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    deps: FlowDeps
+    org_id: str
+    user_id: str
+    session_id: str
+    call_id: str
+
+
+Runner = Callable[[ToolContext, Any], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Tool:
+    name: str
+    description: str
+    args: type[BaseModel]
+    run: Runner
+    gated: bool = False
+
+    def definition(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "parameters": self.args.model_json_schema(),
+        }
+
+
+class InvalidToolArguments(ValidationFailed):
+    code = "invalid_tool_arguments"
+
+
+class UnknownTool(ValidationFailed):
+    code = "unknown_tool"
+
+
+def parse_args(tool_name: str, arguments: Mapping[str, Any]) -> tuple[Tool, BaseModel]:
+    """The tool and its validated arguments; errors name fields, never echo values."""
+    tool = TOOLS.get(tool_name)
+    if tool is None:
+        raise UnknownTool(f"there is no tool named {tool_name!r}")
+    try:
+        return tool, tool.args.model_validate(dict(arguments))
+    except ValidationError as error:
+        from colony.runtime.edge import describe_validation
+
+        raise InvalidToolArguments(
+            f"invalid arguments for {tool_name}: {describe_validation(error)}"
+        ) from None
+
+
+def _stable_id(prefix: str, *parts: str) -> str:
+    digest = hashlib.sha256("\x1f".join(parts).encode()).hexdigest()[:16]
+    return f"{prefix}-{digest}"
+
+
+# ─── launch_campaign (gated) ─────────────────────────────────────────────────────────────
+
+CONTACTS_FOR_LAUNCH = """
+SELECT id FROM contacts WHERE (%s::text[] IS NULL OR external_id = ANY(%s::text[]))
+ORDER BY external_id NULLS LAST, id LIMIT 500
+"""
+CREATE_CAMPAIGN = """
+INSERT INTO campaigns (id, org_id, name, angle, tier, status)
+VALUES (%s, %s, %s, %s, %s, 'active') ON CONFLICT (id) DO NOTHING
+"""
+ADD_CONTACT = """
+INSERT INTO campaign_contacts (org_id, campaign_id, contact_id) VALUES (%s, %s, %s)
+ON CONFLICT DO NOTHING
+"""
+# The run row is written here (seed §4.2: the tool invocation is serialised to campaign_runs);
+# AGT-002's start inserts the same id with ON CONFLICT DO NOTHING, so the two agree.
+CREATE_RUN = """
+INSERT INTO campaign_runs (id, org_id, campaign_id, status, contacts_total)
+SELECT %s, %s, c.id, CASE WHEN c.status = 'paused' THEN 'paused' ELSE 'running' END,
+       (SELECT count(*) FROM campaign_contacts cc WHERE cc.campaign_id = c.id)
+FROM campaigns c WHERE c.id = %s
+ON CONFLICT (id) DO NOTHING
+"""
+
+
+def launch_campaign(ctx: ToolContext, args: LaunchCampaignArgs) -> dict[str, Any]:
+    from colony.contracts.events import CampaignStart
+
+    campaign_id = _stable_id("cmp", ctx.org_id, ctx.call_id)
+    run_id = _stable_id("run", ctx.org_id, ctx.call_id)
+    wanted = args.contact_external_ids
+    name = args.name or f"{args.angle} outreach, {args.tier}"
+    # Its own transaction, committed before the dispatch: AGT-002 must find the rows.
+    with ctx.deps.db.transaction(ctx.org_id) as cur:
+        ids = [r["id"] for r in fetch_all(cur, CONTACTS_FOR_LAUNCH, (wanted, wanted))]
+        if not ids:
+            raise ValidationFailed("no prospects match; name existing contacts (P-001…)")
+        cur.execute(CREATE_CAMPAIGN, (campaign_id, ctx.org_id, name, args.angle, args.tier))
+        for contact_id in ids:
+            cur.execute(ADD_CONTACT, (ctx.org_id, campaign_id, contact_id))
+        cur.execute(CREATE_RUN, (run_id, ctx.org_id, campaign_id))
+    event = CampaignStart(org_id=ctx.org_id, campaign_id=campaign_id, run_id=run_id)
+    data = json.dumps(event.model_dump(mode="json"), separators=(",", ":")).encode()
+    message_id = ctx.deps.transport.publish(
+        CAMPAIGN_TOPIC, data, {"org_id": ctx.org_id, "kind": event.kind}
+    )
+    return {"campaign_id": campaign_id, "run_id": run_id, "name": name, "contacts": len(ids),
+            "angle": args.angle, "tier": args.tier, "dispatched": message_id}  # fmt: skip
+
+
+# ─── pipeline_snapshot ───────────────────────────────────────────────────────────────────
+
+SNAPSHOT = """
+SELECT
+  (SELECT coalesce(jsonb_object_agg(stage, jsonb_build_object('deals', n, 'value', v)), '{}')
+     FROM (SELECT stage, count(*) AS n, coalesce(sum(value), 0) AS v
+           FROM deals GROUP BY stage) d) AS deals_by_stage,
+  (SELECT coalesce(jsonb_object_agg(status, n), '{}')
+     FROM (SELECT status, count(*) AS n FROM campaign_runs GROUP BY status) r) AS runs,
+  (SELECT count(*) FROM approval_items WHERE status = 'pending') AS approvals_pending,
+  (SELECT coalesce(jsonb_object_agg(status, n), '{}')
+     FROM (SELECT status, count(*) AS n FROM outbox GROUP BY status) o) AS outbox,
+  (SELECT count(*) FROM contacts) AS contacts
+"""
+
+
+def pipeline_snapshot(ctx: ToolContext, args: PipelineSnapshotArgs) -> dict[str, Any]:
+    with ctx.deps.db.transaction(ctx.org_id) as cur:
+        row = fetch_one(cur, SNAPSHOT)
+    assert row is not None
+    stages = {
+        k: {"deals": int(v["deals"]), "value": float(v["value"])}
+        for k, v in (row["deals_by_stage"] or {}).items()
+    }
+    return {"deals_by_stage": stages, "runs": row["runs"], "outbox": row["outbox"],
+            "approvals_pending": int(row["approvals_pending"]),
+            "contacts": int(row["contacts"])}  # fmt: skip
+
+
+# ─── search_knowledge ────────────────────────────────────────────────────────────────────
+
+ALL_DOMAINS = tuple(f"KC-{n:02d}" for n in range(1, 11))
+
+
+def search_knowledge(ctx: ToolContext, args: SearchKnowledgeArgs) -> dict[str, Any]:
+    from colony.knowledge.exemplars import to_exemplars
+
+    domains = [args.domain] if args.domain else list(ALL_DOMAINS)
+    hits = ctx.deps.knowledge.retrieve(ctx.org_id, args.query, domains, args.k)
+    found = to_exemplars(hits, top=args.k)
+    return {
+        "query": args.query,
+        "results": [
+            {"domain": e.domain, "title": e.title, "similarity": e.similarity,
+             "snippet": _snippet(e.content)}
+            for e in found
+        ],
+    }  # fmt: skip
+
+
+def _snippet(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= SNIPPET_CHARS else flat[: SNIPPET_CHARS - 1] + "…"
+
+
+# ─── approvals ───────────────────────────────────────────────────────────────────────────
+
+APPROVALS = """
+SELECT id, kind, source_agent, subject_id, payload, created_at FROM approval_items
+WHERE status = 'pending' AND (%s::text IS NULL OR kind = %s)
+ORDER BY created_at DESC, id LIMIT %s
+"""
+APPROVALS_COUNT = "SELECT count(*) FROM approval_items WHERE status = 'pending'"
+
+
+def approval_summary(item: Mapping[str, Any]) -> str:
+    """One line describing a pending item, for cards, tool results and hydration."""
+    payload = item.get("payload") or {}
+    if item.get("kind") == "tool_action":
+        args = json.dumps(payload.get("arguments") or {}, separators=(",", ":"))
+        return f"run {payload.get('tool')} {args}"
+    for key in ("subject", "title", "summary", "content"):
+        if isinstance(payload.get(key), str):
+            return _snippet(payload[key])[:120]
+    return str(item.get("kind"))
+
+
+def list_approvals(ctx: ToolContext, args: ListApprovalsArgs) -> dict[str, Any]:
+    with ctx.deps.db.transaction(ctx.org_id) as cur:
+        rows = fetch_all(cur, APPROVALS, (args.kind, args.kind, args.limit))
+        total = int(fetch_value(cur, APPROVALS_COUNT))
+    return {
+        "pending_total": total,
+        "items": [
+            {"id": r["id"], "kind": r["kind"], "source_agent": r["source_agent"],
+             "summary": approval_summary(r)}
+            for r in rows
+        ],
+    }  # fmt: skip
+
+
+ITEM_KIND = "SELECT kind FROM approval_items WHERE id = %s"
+
+
+def decide_approval(ctx: ToolContext, args: DecideApprovalArgs) -> dict[str, Any]:
+    from colony.flows.approval import decide
+
+    with ctx.deps.db.transaction(ctx.org_id) as cur:
+        row = fetch_one(cur, ITEM_KIND, (args.item_id,))
+    if row is None:
+        raise NotFound(f"approval item {args.item_id!r} does not exist in this org")
+    if row["kind"] == "tool_action":
+        # CONST-001: the orchestrator may not approve its own gated actions.
+        raise ValidationFailed("tool actions are decided by a person on their approval card")
+    result = decide(ctx.deps, ctx.org_id, args.item_id, args.action, decided_by=ctx.user_id)
+    return dict(result)
+
+
+# ─── ask_content_agent (dispatch only) ───────────────────────────────────────────────────
+
+
+def ask_content_agent(ctx: ToolContext, args: AskContentArgs) -> dict[str, Any]:
+    from colony.registry.functions import TOPICS
+
+    if CONTENT_TOPIC not in TOPICS:
+        raise ValidationFailed("the content agent (AGT-008) is not deployed yet")
+    from colony.contracts.events import ContentRequest
+
+    request_id = _stable_id("content", ctx.org_id, ctx.call_id)
+    event = ContentRequest(
+        org_id=ctx.org_id, request_id=request_id, topic=args.topic, format=args.format
+    )
+    data = json.dumps(event.model_dump(mode="json"), separators=(",", ":")).encode()
+    message_id = ctx.deps.transport.publish(
+        CONTENT_TOPIC, data, {"org_id": ctx.org_id, "kind": "content.request"}
+    )
+    return {"request_id": request_id, "dispatched": message_id, "topic": args.topic,
+            "format": args.format}  # fmt: skip
+
+
+TOOLS: dict[str, Tool] = {
+    t.name: t
+    for t in (
+        Tool("launch_campaign",
+             "Launch an outbound campaign (angle × tier) over named prospects or all of them. "
+             "Needs a person's approval before it runs.",
+             LaunchCampaignArgs, launch_campaign, gated=True),
+        Tool("pipeline_snapshot",
+             "Current pipeline: deals by stage with value, campaign runs, approval queue, "
+             "outbox. SQL, exact numbers.", PipelineSnapshotArgs, pipeline_snapshot),
+        Tool("search_knowledge",
+             "Search the Knowledge Core (optionally one domain KC-01..KC-10).",
+             SearchKnowledgeArgs, search_knowledge),
+        Tool("list_approvals", "List pending approval items.", ListApprovalsArgs,
+             list_approvals),
+        Tool("decide_approval",
+             "Approve or reject a pending approval item the user named explicitly.",
+             DecideApprovalArgs, decide_approval),
+        Tool("ask_content_agent",
+             "Ask the content agent (AGT-008) for a piece; its draft lands in the approval "
+             "queue.", AskContentArgs, ask_content_agent),
+    )
+}  # fmt: skip
+
+
+def definitions() -> list[dict[str, Any]]:
+    return [t.definition() for t in TOOLS.values()]
+
+
+def run(tool: Tool, ctx: ToolContext, args: BaseModel) -> dict[str, Any]:
+    """Run a tool: its result, or ``{"error": {...}}`` for a caller error (the model sees
+    it and can explain it; nothing half-done, since every runner writes in one transaction
+    before it dispatches)."""
+    try:
+        return {"ok": True, "result": tool.run(ctx, args)}
+    except ConfigError:
+        raise  # ours to fix, not the model's to explain
+    except CallerError as error:
+        return {"ok": False, "error": {"code": error.code, "message": str(error)}}
+
+
+def new_call_id() -> str:
+    return f"call-{uuid.uuid4().hex[:16]}"

@@ -1,0 +1,82 @@
+"""AGT-001 chat contracts: the HTTP bodies, the orchestrator's answer and its tool arguments.
+
+Each tool's argument model is its JSON schema (``ToolDefinition.parameters``) and the gate the
+model's arguments pass before anything runs: a model that sends arguments breaking the schema
+gets a clear ``invalid_tool_arguments`` error, never a half-run tool.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from colony.contracts.common import Strict
+
+Angle = Literal["Signal", "Pain", "Referral", "PatternBreak", "Insight"]
+Tier = Literal["T1", "T2", "T3", "T4", "T5"]
+KcDomain = Literal["KC-01", "KC-02", "KC-03", "KC-04", "KC-05", "KC-06", "KC-07", "KC-08",
+                   "KC-09", "KC-10"]  # fmt: skip
+ContentFormat = Literal["linkedin_post", "blog_post", "one_pager", "email_newsletter"]
+
+MAX_MESSAGE_CHARS = 4000  # a hard cap before tokenizing; the task budget is the real limit
+
+
+class TurnRequest(Strict):
+    """POST /turns: a message for a session (a new session when ``session_id`` is absent)."""
+
+    session_id: str | None = Field(default=None, min_length=1, max_length=200)
+    message: str = Field(max_length=MAX_MESSAGE_CHARS)
+
+
+class DecisionRequest(Strict):
+    """POST /approvals: approve or reject an item from its inline card."""
+
+    item_id: str = Field(min_length=1, max_length=200)
+    action: Literal["approve", "reject"]
+
+
+class OrchestratorReply(Strict):
+    """The orchestrator's answer when it calls no tool (contract ``orchestrator_reply``)."""
+
+    answer: str = Field(min_length=1, max_length=4000)
+
+
+class LaunchCampaignArgs(Strict):
+    name: str | None = Field(default=None, min_length=1, max_length=120)
+    angle: Angle
+    tier: Tier
+    contact_external_ids: list[str] | None = Field(
+        default=None, min_length=1, max_length=200,
+        description="prospects by external id (P-001…); omit for every prospect of the org",
+    )  # fmt: skip
+
+
+class PipelineSnapshotArgs(Strict):
+    pass
+
+
+class SearchKnowledgeArgs(Strict):
+    query: str = Field(min_length=1, max_length=500)
+    domain: KcDomain | None = None
+    k: int = Field(default=3, ge=1, le=5)
+
+
+class ListApprovalsArgs(Strict):
+    kind: str | None = Field(default=None, max_length=40)
+    limit: int = Field(default=10, ge=1, le=20)
+
+
+class DecideApprovalArgs(Strict):
+    item_id: str = Field(min_length=1, max_length=200)
+    action: Literal["approve", "reject"]
+
+
+class AskContentArgs(Strict):
+    topic: str = Field(min_length=3, max_length=300)
+    format: ContentFormat = "linkedin_post"
+
+
+EventType = Literal[
+    "accepted", "delta", "tool_call", "tool_result", "approval_required", "error", "done"
+]

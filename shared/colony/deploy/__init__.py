@@ -1,0 +1,1 @@
+"""Build-time deployment tooling: bundles and terraform inputs from the registries."""

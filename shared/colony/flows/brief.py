@@ -1,0 +1,207 @@
+"""Flow 6, the daily brief (AGT-010; SPEC §6.6; seed §5.5, §7.6).
+
+    Cloud Scheduler ─► daily-brief ─► SQL aggregates (the numbers, never the LLM's)
+        ─► the prior brief for continuity ─► AGT-010 ─► ≤250 words, five sections ─► ENT-009
+
+One brief per org and day (``daily_briefs`` is unique on both): a second run the same day
+returns the stored brief without calling the model, and two racing runs store one. Days are
+UTC; "yesterday" is the 24 hours before the brief's day began.
+
+What the numbers mean (each one SQL constant below):
+- pipeline: deals by stage, now;
+- queue: approval items pending, now;
+- messages sent: outbox rows created yesterday that left the outbox (any status past
+  ``queued`` / ``blocked``); bounce and reply rates are over those messages (0 when none);
+- content published: content pieces whose approval published them yesterday;
+- circuit breaker: ``open`` while any campaign is paused by it, else ``closed``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
+
+from pydantic import Field
+
+from colony.contracts.common import Strict
+from colony.contracts.outputs import DailyBrief
+from colony.errors import NotFound
+from colony.flows.deps import FlowDeps
+from colony.llm.agent_call import call_agent
+from colony.ports import Message
+from colony.store import fetch_all, fetch_one, orgdata
+
+AGENT = "AGT-010"
+MAX_WORDS = 250
+SECTIONS: tuple[tuple[str, str], ...] = (
+    ("pipeline", "Pipeline"),
+    ("alerts", "Alerts"),
+    ("queue", "Queue"),
+    ("yesterday", "Yesterday"),
+    ("todays_priorities", "Today's Priorities"),
+)
+
+ORG = "SELECT id FROM organizations WHERE id = %s"
+STORED = """
+SELECT brief_date, content, sections, data_snapshot, created_at
+FROM daily_briefs WHERE brief_date = %s
+"""
+PRIOR = """
+SELECT brief_date, content FROM daily_briefs WHERE brief_date < %s
+ORDER BY brief_date DESC LIMIT 1
+"""
+DEALS_BY_STAGE = "SELECT stage, count(*) AS n FROM deals GROUP BY stage ORDER BY stage"
+QUEUE = "SELECT count(*) AS n FROM approval_items WHERE status = 'pending'"
+SENT = """
+SELECT count(*) AS sent,
+       count(*) FILTER (WHERE status = 'bounced') AS bounced,
+       count(*) FILTER (WHERE status = 'replied') AS replied
+FROM outbox
+WHERE created_at >= %s AND created_at < %s AND status NOT IN ('queued', 'blocked')
+"""
+PUBLISHED = """
+SELECT count(*) AS n FROM published_content WHERE published_at >= %s AND published_at < %s
+"""
+PAUSED = "SELECT count(*) AS n FROM campaigns WHERE status = 'paused'"
+STORE = """
+INSERT INTO daily_briefs (org_id, brief_date, content, sections, data_snapshot)
+VALUES (%s, %s, %s, %s::jsonb, %s::jsonb)
+ON CONFLICT (org_id, brief_date) DO NOTHING
+RETURNING brief_date
+"""
+
+
+class BriefRequest(Strict):
+    """The scheduler job's body: which org (one job per org), optionally which day."""
+
+    org_id: str = Field(min_length=1, max_length=200)
+    brief_date: date | None = None
+
+
+def day_window(day: date) -> tuple[datetime, datetime]:
+    """Yesterday relative to ``day``: [day - 1 at 00:00 UTC, day at 00:00 UTC)."""
+    end = datetime.combine(day, time(0), tzinfo=UTC)
+    return end - timedelta(days=1), end
+
+
+def snapshot(cur: Any, day: date) -> dict[str, Any]:
+    """The brief's numbers, every one computed by SQL inside the org's transaction."""
+    start, end = day_window(day)
+    stages = {r["stage"]: int(r["n"]) for r in fetch_all(cur, DEALS_BY_STAGE)}
+    queue = fetch_one(cur, QUEUE)
+    sent = fetch_one(cur, SENT, (start, end))
+    published = fetch_one(cur, PUBLISHED, (start, end))
+    paused = fetch_one(cur, PAUSED)
+    assert queue and sent and published and paused  # aggregates always return a row
+    n_sent = int(sent["sent"])
+    n_paused = int(paused["n"])
+    return {
+        "deals_by_stage": stages,
+        "approval_queue_count": int(queue["n"]),
+        "messages_sent": n_sent,
+        "content_published": int(published["n"]),
+        "circuit_breaker": (
+            f"open ({n_paused} campaign{'s' if n_paused != 1 else ''} paused)"
+            if n_paused
+            else "closed"
+        ),
+        "bounce_rate": round(int(sent["bounced"]) / n_sent, 4) if n_sent else 0.0,
+        "reply_rate": round(int(sent["replied"]) / n_sent, 4) if n_sent else 0.0,
+    }
+
+
+def render(brief: Mapping[str, str]) -> str:
+    """The stored text: one line per section, headed by its name (seed §5.5 order)."""
+    return "\n".join(f"{title}: {brief[key].strip()}" for key, title in SECTIONS)
+
+
+def word_count(text: str) -> int:
+    return len(text.split())
+
+
+def daily_brief(deps: FlowDeps, org_id: str, day: date | None = None) -> dict[str, Any]:
+    """The org's brief for ``day`` (default: today, UTC), generated once and then stored.
+
+    Raises ``NotFound`` for an org with no record. An org with no activity still gets a brief:
+    its numbers are zeros and it says so.
+    """
+    day = day or deps.clock().astimezone(UTC).date()
+    with deps.db.transaction(org_id) as cur:
+        if fetch_one(cur, ORG, (org_id,)) is None:
+            raise NotFound(f"organization {org_id!r} has no record; there is nothing to brief")
+        stored = fetch_one(cur, STORED, (day,))
+        if stored is not None:
+            return _result(stored, created=False)
+        data = snapshot(cur, day)
+        prior = fetch_one(cur, PRIOR, (day,))
+        icp = orgdata.active_icp(cur)
+        name = orgdata.org_name(cur)
+
+    sections = _generate(deps, org_id, day, data, prior, icp, name)
+    content = render(sections)
+    with deps.db.transaction(org_id) as cur:
+        inserted = fetch_one(
+            cur, STORE, (org_id, day, content, json.dumps(sections), json.dumps(data))
+        )
+        stored = fetch_one(cur, STORED, (day,))
+    assert stored is not None
+    return _result(stored, created=inserted is not None)
+
+
+def _generate(
+    deps: FlowDeps,
+    org_id: str,
+    day: date,
+    data: Mapping[str, Any],
+    prior: Mapping[str, Any] | None,
+    icp: Mapping[str, Any] | None,
+    name: str | None,
+) -> dict[str, str]:
+    from colony.context.assembler import AssemblyRequest
+    from colony.contracts import IcpDefinition, OrgContext
+    from colony.knowledge.exemplars import to_exemplars
+
+    prior_text = str(prior["content"]) if prior else None
+    history = (
+        [Message("system", f"Yesterday's brief ({prior['brief_date']}): {prior_text}")]
+        if prior
+        else [Message("system", "Yesterday's brief: none on record.")]
+    )
+    hits = deps.knowledge.retrieve(org_id, "product positioning summary", ("KC-01",), 1)
+    request = AssemblyRequest(
+        AGENT,
+        org_id,
+        f"brief:{day.isoformat()}",
+        OrgContext(org_name=name, icp=IcpDefinition(**icp) if icp else None),
+        to_exemplars(hits, top=1),
+        {"data_snapshot": dict(data)},
+        history,
+        {"brief_date": day.isoformat()},
+    )
+
+    def fits(brief: DailyBrief) -> list[str]:
+        words = word_count(render(brief.model_dump()))
+        if words <= MAX_WORDS:
+            return []
+        return [f"the brief has {words} words with its headings; the limit is {MAX_WORDS}"]
+
+    result = call_agent(
+        deps.llm,
+        request,
+        provider_context={"snapshot": dict(data), "prior_brief": prior_text},
+        check=fits,
+    )
+    assert isinstance(result.output, DailyBrief)
+    return {key: str(value) for key, value in result.output.model_dump().items()}
+
+
+def _result(row: Mapping[str, Any], *, created: bool) -> dict[str, Any]:
+    return {
+        "brief_date": row["brief_date"].isoformat(),
+        "created": created,
+        "content": row["content"],
+        "sections": row["sections"],
+        "data_snapshot": row["data_snapshot"],
+    }

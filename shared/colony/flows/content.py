@@ -1,0 +1,140 @@
+"""AGT-008 content (SPEC §4): one marketing piece per request, grounded in KC-01/05/07, into
+the approval queue; publishing it takes an approved ``content_piece`` item (CONST-001).
+
+    content.request ─► retrieve KC-01 product, KC-05 proof points, KC-07 brand voice
+        ─► AGT-008 ─► no competitor named ─► ENT-011 content_piece ─(approved)─► published
+
+The piece is a durable step keyed by the request id, so a redelivered event, or the same
+request sent twice, queues one item and calls the model once. No grounding material at all
+is a clear error (CONST-004), never an ungrounded piece.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from colony.contracts.events import ContentRequest
+from colony.contracts.outputs import ContentPiece
+from colony.errors import ValidationFailed
+from colony.flows.deps import FlowDeps
+from colony.llm.agent_call import call_agent
+from colony.policy.outbound import competitor_mentions
+from colony.runtime import idempotency
+from colony.runtime.steps import step
+from colony.store import fetch_one, orgdata
+
+AGENT = "AGT-008"
+HANDLER = "content"
+TOPIC = "colony-content"
+GROUNDING = ("KC-01", "KC-05", "KC-07")
+PER_DOMAIN = 2
+DEFAULT_COMPETITORS = ("CareSpace Analytics", "FacilityIQ", "LeaseLogic Health")
+
+ADD_ITEM = """
+INSERT INTO approval_items (org_id, kind, source_agent, run_id, subject_id, payload)
+VALUES (%s, 'content_piece', %s, %s, %s, %s::jsonb)
+"""
+PUBLISH = """
+INSERT INTO published_content (org_id, approval_item_id, title, format, body)
+VALUES (%s, %s, %s, %s, %s) ON CONFLICT (approval_item_id) DO NOTHING
+"""
+ITEM = "SELECT id, status, payload FROM approval_items WHERE run_id = %s AND kind = 'content_piece'"
+
+
+def request_content(deps: FlowDeps, org_id: str, topic: str, piece_format: str) -> str:
+    """Publish a content request (the orchestrator's tool); returns its request id."""
+    event = ContentRequest(
+        org_id=org_id,
+        request_id=f"content-{uuid.uuid4().hex[:16]}",
+        topic=topic,
+        format=piece_format,  # type: ignore[arg-type]  # validated by the model
+    )
+    data = json.dumps(event.model_dump(mode="json"), separators=(",", ":")).encode()
+    deps.transport.publish(TOPIC, data, {"org_id": org_id, "kind": event.kind})
+    return event.request_id
+
+
+def write_piece(deps: FlowDeps, event: ContentRequest, event_id: str) -> dict[str, Any]:
+    org = event.org_id
+    if idempotency.seen(deps.db, org, HANDLER, event_id):
+        return {"duplicate": True}
+    run_id = f"content:{event.request_id}"
+    competitors = deps.knowledge.tag_values(org, "KC-06", "competitors") or list(
+        DEFAULT_COMPETITORS
+    )
+
+    def compute() -> dict[str, Any]:
+        from colony.context.assembler import AssemblyRequest
+        from colony.contracts import IcpDefinition, OrgContext
+        from colony.knowledge.exemplars import to_exemplars
+
+        hits = deps.knowledge.retrieve(org, event.topic, GROUNDING, PER_DOMAIN)
+        exemplars = to_exemplars(hits)
+        if not exemplars:
+            raise ValidationFailed(
+                "no Knowledge Core material in KC-01, KC-05 or KC-07 to ground a content piece"
+            )
+        with deps.db.transaction(org) as cur:
+            icp = orgdata.active_icp(cur)
+            name = orgdata.org_name(cur)
+        org_context = OrgContext(org_name=name, icp=IcpDefinition(**icp) if icp else None)
+        request = AssemblyRequest(
+            AGENT, org, run_id, org_context, exemplars, {}, (),
+            {"format": event.format, "topic": event.topic},
+        )  # fmt: skip
+        context = {
+            "topic": event.topic,
+            "format": event.format,
+            "exemplars": [{"title": e.title, "content": e.content} for e in exemplars],
+            "competitors": competitors,
+        }
+
+        def no_competitor(piece: ContentPiece) -> list[str]:
+            named = competitor_mentions(f"{piece.title}\n{piece.body}", competitors)
+            return [f"the piece names a competitor: {', '.join(named)}"] if named else []
+
+        result = call_agent(deps.llm, request, provider_context=context, check=no_competitor)
+        assert result.output is not None
+        grounding = [{"domain": e.domain, "title": e.title} for e in exemplars]
+        return {**result.output.model_dump(mode="json"), "topic": event.topic,
+                "grounding": grounding}  # fmt: skip
+
+    def queue(cur: Any, output: Mapping[str, Any]) -> None:
+        cur.execute(ADD_ITEM, (org, AGENT, run_id, event.request_id, json.dumps(output)))
+
+    piece = step(deps.db, org, run_id, "piece", compute, queue)
+    idempotency.mark(deps.db, org, HANDLER, event_id)
+    return {"request_id": event.request_id, "title": piece["title"], "format": piece["format"]}
+
+
+def queued_item(deps: FlowDeps, org_id: str, request_id: str) -> dict[str, Any] | None:
+    """The approval item a content request queued (None until it has)."""
+    with deps.db.transaction(org_id) as cur:
+        return fetch_one(cur, ITEM, (f"content:{request_id}",))
+
+
+def apply_content_piece(
+    deps: FlowDeps, cur: Any, org_id: str, item_id: str, payload: Mapping[str, Any]
+) -> None:
+    """Approved (possibly edited) piece → published; once per item (the daily brief counts
+    it as content published)."""
+    try:
+        piece = ContentPiece.model_validate(
+            {k: payload.get(k) for k in ("title", "format", "body")}
+        )
+    except ValidationError as error:
+        raise ValidationFailed(f"the content piece is not publishable: {error.error_count()} "
+                               "invalid field(s) among title, format, body") from None  # fmt: skip
+    cur.execute(PUBLISH, (org_id, item_id, piece.title, piece.format, piece.body))
+
+
+def content_event(deps: FlowDeps, event: Any, event_id: str) -> dict[str, Any]:
+    """The ``content`` function's Pub/Sub handler."""
+    if not isinstance(event, ContentRequest):
+        raise ValidationFailed(f"the content function does not take {type(event).__name__} events")
+    return write_piece(deps, event, event_id)

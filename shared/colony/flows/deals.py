@@ -1,0 +1,111 @@
+"""Deal updates (ENT-003) through the approval queue (CONST-001; SPEC §6.5).
+
+A ``deal_update`` item carries ``{"deal_id", "changes": {stage?, value?, next_action?,
+close_date?}, "source": {...}}`` (AGT-006's CRM recommendations, or a person). Applying it
+updates the deal; a deal that becomes ``closed_won`` publishes ``deal.closed_won`` for AGT-009
+(the onboarding kit). The publish happens inside the decision's transaction: if it fails,
+nothing is applied; if the transaction fails after it, the onboarding flow finds the deal
+not closed and retries until the platform gives up. Delivery is at least once, so the
+onboarding flow is idempotent per deal.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import date
+from decimal import Decimal
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from colony.contracts.common import Strict
+from colony.contracts.events import DealClosedWon
+from colony.errors import NotFound, ValidationFailed
+from colony.flows.deps import FlowDeps
+from colony.store import fetch_one
+
+ONBOARDING_TOPIC = "colony-onboarding"
+Stage = Literal["discovery", "demo", "proposal", "negotiation", "closed_won", "closed_lost"]
+
+DEAL_FOR_UPDATE = "SELECT id, stage FROM deals WHERE id = %s FOR UPDATE"
+UPDATE_DEAL = """
+UPDATE deals SET stage = COALESCE(%s, stage), value = COALESCE(%s, value),
+    next_action = COALESCE(%s, next_action), close_date = COALESCE(%s::date, close_date),
+    updated_at = now()
+WHERE id = %s
+"""
+ADD_ITEM = """
+INSERT INTO approval_items (org_id, kind, source_agent, subject_id, payload)
+VALUES (%s, 'deal_update', %s, %s, %s::jsonb) RETURNING id
+"""
+
+
+class DealChanges(Strict):
+    stage: Stage | None = None
+    value: Decimal | None = Field(default=None, ge=0, max_digits=14, decimal_places=2)
+    next_action: str | None = Field(default=None, min_length=1, max_length=2000)
+    close_date: date | None = None
+
+
+class DealUpdate(BaseModel):
+    """The payload; other top-level keys (a rationale, say) are kept but not applied."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    deal_id: str = Field(min_length=1, max_length=200)
+    changes: DealChanges
+    source: dict[str, Any] = Field(default_factory=dict)
+
+
+def parse_update(payload: Mapping[str, Any]) -> DealUpdate:
+    try:
+        update = DealUpdate.model_validate(dict(payload))
+    except ValidationError as error:
+        fields = ", ".join(
+            ".".join(map(str, e["loc"])) for e in error.errors(include_input=False)[:3]
+        )
+        raise ValidationFailed(f"the deal update is invalid at: {fields}") from None
+    if not update.changes.model_dump(exclude_none=True):
+        raise ValidationFailed("the deal update changes nothing")
+    return update
+
+
+def propose_deal_update(
+    deps: FlowDeps,
+    org_id: str,
+    deal_id: str,
+    changes: Mapping[str, Any],
+    *,
+    source: Mapping[str, Any] | None = None,
+    source_agent: str = "AGT-006",
+) -> str:
+    """Queue a ``deal_update`` approval item; returns its id."""
+    update = parse_update({"deal_id": deal_id, "changes": dict(changes), "source": source or {}})
+    payload = update.model_dump(mode="json", exclude_none=True)
+    with deps.db.transaction(org_id) as cur:
+        if fetch_one(cur, "SELECT id FROM deals WHERE id = %s", (deal_id,)) is None:
+            raise NotFound(f"deal {deal_id!r} does not exist in this org")
+        row = fetch_one(cur, ADD_ITEM, (org_id, source_agent, deal_id, json.dumps(payload)))
+    assert row is not None
+    return str(row["id"])
+
+
+def apply_deal_update(
+    deps: FlowDeps, cur: Any, org_id: str, item_id: str, payload: Mapping[str, Any]
+) -> None:
+    """Approved deal update → the deal row; closed-won → the onboarding event."""
+    update = parse_update(payload)
+    deal = fetch_one(cur, DEAL_FOR_UPDATE, (update.deal_id,))
+    if deal is None:
+        raise NotFound(f"deal {update.deal_id!r} does not exist in this org")
+    c = update.changes
+    cur.execute(
+        UPDATE_DEAL,
+        (c.stage, c.value, c.next_action, c.close_date.isoformat() if c.close_date else None,
+         update.deal_id),
+    )  # fmt: skip
+    if c.stage == "closed_won" and deal["stage"] != "closed_won":
+        event = DealClosedWon(org_id=org_id, deal_id=update.deal_id)
+        data = json.dumps(event.model_dump(mode="json"), separators=(",", ":")).encode()
+        deps.transport.publish(ONBOARDING_TOPIC, data, {"org_id": org_id, "kind": event.kind})

@@ -1,0 +1,47 @@
+"""Flow 7, the Knowledge Core update lifecycle (SPEC §6.7; seed §6.4).
+
+An agent's ``kc_update_candidate`` waits in the approval queue (CONST-001). Approving it runs
+``apply_kc_candidate`` inside the decision's transaction: the content is embedded and
+upserted into its domain and org through ``KnowledgeStore.sync_in`` — the same content-hash
+path the Notion re-embed worker uses — so the approval and the new knowledge commit together
+(or not at all) and the very next retrieval sees it. Re-applying is a no-op: the chunk is
+keyed by the approval item and its hash is unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from colony.errors import ValidationFailed
+from colony.flows.deps import FlowDeps
+from colony.knowledge.store import ChunkIn
+
+
+def apply_kc_candidate(
+    deps: FlowDeps, cur: Any, org_id: str, item_id: str, payload: Mapping[str, Any]
+) -> None:
+    from colony.contracts import KcUpdateCandidate
+
+    try:
+        candidate = KcUpdateCandidate.model_validate(
+            {k: payload.get(k) for k in ("domain", "content", "confidence")}
+        )
+    except ValidationError as error:
+        from colony.runtime.edge import describe_validation
+
+        raise ValidationFailed(
+            f"the KC candidate is invalid: {describe_validation(error)}"
+        ) from None
+    raw_source = payload.get("source")
+    source: Mapping[str, Any] = raw_source if isinstance(raw_source, Mapping) else {}
+    tags = {"approval_item": item_id, "confidence": str(candidate.confidence)}
+    if isinstance(source.get("recording_id"), str):
+        tags["recording_id"] = source["recording_id"]
+    chunk = ChunkIn(
+        candidate.domain, candidate.content.strip(), title=f"Approved insight ({candidate.domain})",
+        tags=tags,
+    )  # fmt: skip
+    deps.knowledge.sync_in(cur, org_id, "approval", item_id, [chunk])

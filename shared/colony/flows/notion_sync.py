@@ -1,0 +1,133 @@
+"""Flow 4, Notion sync (SPEC §6.4; seed §3.2): webhook → Cloud Tasks → re-embed one page.
+
+    Notion event ─► receive: answer the verification handshake, verify X-Notion-Signature over
+        the raw body, ignore replays (event id), map the page (or its database) to KC-01..07
+        ─► one Cloud Tasks job per page, named by page id + event time (a burst of edits to
+        one page collapses into one task per edit time; stale jobs are harmless: the worker
+        always reads the page as it is now)
+    re-embed worker ─► fetch the page and its block tree ─► chunk ─► ``KnowledgeStore.sync_source``
+        (content hashes: only changed chunks embedded, in one batch; vanished chunks deleted;
+        all in ONE transaction per page) ─► a trashed, archived or unreachable page is removed
+
+The org is the one the Notion integration is configured for (``COLONY_NOTION_ORG_ID``): the
+signing secret belongs to one subscription, hence one workspace, hence one org.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from colony.adapters.notion import NotionClient, compact_id, verify_signature
+from colony.contracts.events import NotionReembed
+from colony.errors import ConfigError, NotFound, ValidationFailed
+from colony.flows.deps import FlowDeps
+from colony.knowledge.chunking import chunk_text
+from colony.knowledge.store import ChunkIn, SyncResult
+from colony.runtime import idempotency
+
+QUEUE = "colony-notion-reembed"
+TARGET = "reembed"
+HANDLER = "notion-webhook"
+ADD_VERIFICATION = "INSERT INTO notion_verifications (verification_token) VALUES (%s)"
+# Events that change what a page says (or whether it exists); others (comments, views...)
+# are acknowledged and ignored.
+PAGE_EVENTS = frozenset({
+    "page.created", "page.content_updated", "page.properties_updated", "page.moved",
+    "page.deleted", "page.undeleted", "page.locked", "page.unlocked",
+})  # fmt: skip
+
+
+def receive(deps: FlowDeps, raw: bytes, signature: str | None) -> dict[str, Any]:
+    """Handle one Notion webhook delivery (``raw``: the exact body bytes)."""
+    body = _json(raw)
+    if signature is None and isinstance(body, dict) and set(body) == {"verification_token"}:
+        return _verification(deps, body["verification_token"])
+    verify_signature(deps.settings.notion_signing_secret, raw, signature)
+    org = deps.settings.notion_org_id
+    if not org:
+        raise ConfigError("COLONY_NOTION_ORG_ID is required to accept Notion events")
+    if not isinstance(body, dict):
+        raise ValidationFailed("a Notion event is a JSON object")
+    event_id, kind = body.get("id"), body.get("type")
+    entity = _object(body.get("entity"))
+    if not isinstance(event_id, str) or not event_id or not isinstance(kind, str):
+        raise ValidationFailed("a Notion event needs an id and a type")
+    if kind not in PAGE_EVENTS or entity.get("type") != "page":
+        return {"status": "ignored", "reason": f"{kind} is not a page content event"}
+    page_id = compact_id(str(entity.get("id") or ""))
+    if len(page_id) != 32 or not all(c in "0123456789abcdef" for c in page_id):
+        raise ValidationFailed("entity.id is not a Notion page id")
+    event_key = event_id[:200]
+    if idempotency.seen(deps.db, org, HANDLER, event_key):
+        return {"status": "duplicate"}
+    parent = _object(_object(body.get("data")).get("parent"))
+    domain = domain_for(deps.settings.notion_domains, page_id, parent.get("id"))
+    if domain is None:
+        idempotency.mark(deps.db, org, HANDLER, event_key, detail="unmapped")
+        return {"status": "ignored", "reason": "the page is not mapped to a KC domain"}
+    edited = str(body.get("timestamp") or event_id)[:64]
+    job = NotionReembed(org_id=org, page_id=page_id, domain=domain, edited_time=edited)  # type: ignore[arg-type]
+    task = deps.transport.schedule(
+        QUEUE, TARGET, json.dumps(job.model_dump(mode="json")).encode(),
+        task_id=f"notion-{page_id}-{edited}",
+    )  # fmt: skip
+    idempotency.mark(deps.db, org, HANDLER, event_key, detail=task[-200:])
+    return {"status": "queued", "page_id": page_id, "domain": domain}
+
+
+def domain_for(mapping: Mapping[str, str], page_id: str, parent_id: Any) -> str | None:
+    """The KC domain configured for the page itself, else for its parent database/page."""
+    if page_id in mapping:
+        return mapping[page_id]
+    if isinstance(parent_id, str):
+        return mapping.get(compact_id(parent_id))
+    return None
+
+
+def reembed(deps: FlowDeps, job: NotionReembed, notion: NotionClient) -> dict[str, Any]:
+    """Make the KC chunks of one Notion page equal the page as it is now."""
+    source_id = job.page_id
+    try:
+        page = notion.page(job.page_id)
+    except NotFound:  # deleted for good, or no longer shared with the integration
+        removed = deps.knowledge.delete_source(job.org_id, "notion", source_id)
+        return {"page_id": job.page_id, "removed": removed}
+    if page.gone:
+        removed = deps.knowledge.delete_source(job.org_id, "notion", source_id)
+        return {"page_id": job.page_id, "removed": removed}
+    text = notion.page_text(job.page_id)
+    chunks = [
+        ChunkIn(job.domain, piece, title=page.title or None,
+                tags={"notion_page": job.page_id, "edited": page.last_edited_time})
+        for piece in chunk_text("\n\n".join(text.paragraphs))
+    ]  # fmt: skip
+    # Everything was fetched first: the store writes it in one transaction, or nothing.
+    result: SyncResult = deps.knowledge.sync_source(job.org_id, "notion", source_id, chunks)
+    return {
+        "page_id": job.page_id, "domain": job.domain, "chunks": len(chunks),
+        "embedded": result.embedded, "unchanged": result.unchanged, "deleted": result.deleted,
+        "unsupported_blocks": text.unsupported,
+    }  # fmt: skip
+
+
+def _verification(deps: FlowDeps, token: Any) -> dict[str, Any]:
+    """Notion's one-time handshake: keep the token for the operator (it becomes the signing
+    secret once pasted back into Notion); never log or echo it."""
+    if not isinstance(token, str) or not 1 <= len(token) <= 200:
+        raise ValidationFailed("verification_token must be a short string")
+    with deps.db.transaction(None) as cur:
+        cur.execute(ADD_VERIFICATION, (token,))
+    return {"status": "verification_received"}
+
+
+def _object(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _json(raw: bytes) -> Any:
+    try:
+        return json.loads(raw.decode("utf-8")) if raw else None
+    except (UnicodeDecodeError, ValueError):
+        return None  # an unsigned non-JSON body is refused by the signature check

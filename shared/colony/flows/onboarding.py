@@ -1,0 +1,171 @@
+"""AGT-009 onboarding: a deployment kit for a deal that closed (SPEC §4; seed §3.4).
+
+    deal.closed_won ─► the deal + KC-10 onboarding playbooks ─► AGT-009 ─► kit document
+        ─► GCS (assets bucket) ─► V4 signed URL ─► ENT-011 deployment_kit item + kit row
+
+One kit per deal. Order matters for failure: the model's output is a durable step (a retry
+never pays for it twice), then the document goes to GCS (same name, same bytes: a retried
+upload overwrites itself), and only then are the kit row and its approval item written, in
+one transaction under a lock on the deal. A GCS failure therefore leaves no kit or item
+behind, and the redelivery completes it once. Agents and people get the signed URL, never
+the bytes; the ``gs://`` URI stays on the row so a fresh link can be signed later.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from colony.contracts.events import DealClosedWon
+from colony.errors import NotFound, UpstreamError, ValidationFailed
+from colony.flows.deps import FlowDeps
+from colony.llm.agent_call import call_agent
+from colony.runtime import idempotency
+from colony.runtime.steps import step
+from colony.store import fetch_one, orgdata
+
+AGENT = "AGT-009"
+HANDLER = "onboarding"
+PLAYBOOKS = 3
+CONTENT_TYPE = "text/markdown; charset=utf-8"
+
+DEAL = """
+SELECT d.id, d.name, d.stage, d.value, d.next_action, d.close_date, c.name AS contact_name,
+       c.company
+FROM deals d LEFT JOIN contacts c ON c.id = d.contact_id WHERE d.id = %s
+"""
+LOCK_DEAL = "SELECT id FROM deals WHERE id = %s FOR UPDATE"
+KIT_OF_DEAL = """
+SELECT id, approval_item_id, object_name, gcs_uri, title, status FROM deployment_kits
+WHERE deal_id = %s
+"""
+ADD_ITEM = """
+INSERT INTO approval_items (org_id, kind, source_agent, run_id, subject_id, payload)
+VALUES (%s, 'deployment_kit', %s, %s, %s, %s::jsonb) RETURNING id
+"""
+ADD_KIT = """
+INSERT INTO deployment_kits (org_id, deal_id, approval_item_id, title, object_name, gcs_uri)
+VALUES (%s, %s, %s, %s, %s, %s) RETURNING id
+"""
+RELEASE = """
+UPDATE deployment_kits SET status = 'released', released_at = COALESCE(released_at, now())
+WHERE approval_item_id = %s
+"""
+
+
+class DealNotReady(UpstreamError):
+    """The deal is not closed_won (yet): the approval that closed it may still be committing,
+    so the event is retried rather than dropped; the platform's attempts bound it."""
+
+    code = "deal_not_ready"
+
+
+def object_name(org_id: str, deal_id: str) -> str:
+    return f"deployment-kits/{org_id}/{deal_id}.md"
+
+
+def render_kit(kit: Mapping[str, Any]) -> str:
+    """The kit document: Markdown, a title and one section per heading."""
+    parts = [f"# {kit['title']}"]
+    parts += [f"## {s['heading']}\n\n{s['body'].strip()}" for s in kit["sections"]]
+    return "\n\n".join(parts) + "\n"
+
+
+def build_kit(deps: FlowDeps, event: DealClosedWon, event_id: str) -> dict[str, Any]:
+    org, deal_id = event.org_id, event.deal_id
+    if idempotency.seen(deps.db, org, HANDLER, event_id):
+        return {"duplicate": True}
+    with deps.db.transaction(org) as cur:
+        deal = fetch_one(cur, DEAL, (deal_id,))
+        existing = fetch_one(cur, KIT_OF_DEAL, (deal_id,))
+    if deal is None:
+        raise NotFound(f"deal {deal_id!r} does not exist in this org; no kit was built")
+    if existing is not None:  # an earlier event already built it: nothing more to do
+        idempotency.mark(deps.db, org, HANDLER, event_id, detail="kit exists")
+        return {"kit_id": existing["id"], "approval_item_id": existing["approval_item_id"],
+                "created": False}  # fmt: skip
+    if deal["stage"] != "closed_won":
+        raise DealNotReady(f"deal {deal_id!r} is {deal['stage']!r}, not closed_won")
+
+    run_id = f"onboarding:{deal_id}"
+    kit = step(deps.db, org, run_id, "kit", lambda: _compose(deps, org, run_id, deal))
+    name = object_name(org, deal_id)
+    gcs_uri = deps.blobs.put(name, render_kit(kit).encode("utf-8"), CONTENT_TYPE)
+    ttl = deps.settings.signed_url_ttl_seconds
+    url = deps.blobs.signed_url(name, ttl)
+    payload = {
+        "deal_id": deal_id,
+        "deal_name": deal["name"],
+        "title": kit["title"],
+        "sections": [s["heading"] for s in kit["sections"]],
+        "gcs_uri": gcs_uri,
+        "signed_url": url,
+        "url_expires_in_seconds": ttl,
+        "url_expires_at": (datetime.now(UTC) + timedelta(seconds=ttl)).isoformat(),
+        "playbooks": kit.get("playbooks", []),
+    }
+    with deps.db.transaction(org) as cur:
+        fetch_one(cur, LOCK_DEAL, (deal_id,))  # racing deliveries queue here
+        raced = fetch_one(cur, KIT_OF_DEAL, (deal_id,))
+        if raced is None:
+            item = fetch_one(cur, ADD_ITEM, (org, AGENT, run_id, deal_id, json.dumps(payload)))
+            assert item is not None
+            row = fetch_one(cur, ADD_KIT, (org, deal_id, item["id"], kit["title"], name, gcs_uri))
+            assert row is not None
+            result = {"kit_id": row["id"], "approval_item_id": item["id"], "created": True}
+        else:
+            result = {"kit_id": raced["id"], "approval_item_id": raced["approval_item_id"],
+                      "created": False}  # fmt: skip
+    idempotency.mark(deps.db, org, HANDLER, event_id)
+    return {**result, "signed_url": url, "gcs_uri": gcs_uri}
+
+
+def _compose(deps: FlowDeps, org: str, run_id: str, deal: Mapping[str, Any]) -> dict[str, Any]:
+    from colony.context.assembler import AssemblyRequest
+    from colony.contracts import IcpDefinition, OrgContext
+    from colony.knowledge.exemplars import to_exemplars
+
+    query = " ".join(str(deal.get(k) or "") for k in ("name", "next_action", "company"))
+    exemplars = to_exemplars(deps.knowledge.retrieve(org, query, ("KC-10",), PLAYBOOKS))
+    if not exemplars:
+        raise ValidationFailed("KC-10 holds no onboarding playbooks to build a kit from")
+    with deps.db.transaction(org) as cur:
+        icp = orgdata.active_icp(cur)
+        name = orgdata.org_name(cur)
+    facts = {
+        "name": deal["name"],
+        "stage": deal["stage"],
+        "value": float(deal["value"]) if deal.get("value") is not None else None,
+        "next_action": deal.get("next_action"),
+        "close_date": deal["close_date"].isoformat() if deal.get("close_date") else None,
+        "company": deal.get("company"),
+        "contact_name": deal.get("contact_name"),
+    }
+    org_context = OrgContext(org_name=name, icp=IcpDefinition(**icp) if icp else None)
+    request = AssemblyRequest(AGENT, org, run_id, org_context, exemplars, {"deal": facts}, (), {})
+    context = {
+        "deal": {k: v for k, v in facts.items() if v is not None},
+        "exemplars": [{"title": e.title or e.domain, "content": e.content} for e in exemplars],
+    }
+    result = call_agent(deps.llm, request, provider_context=context, max_output_tokens=4096)
+    assert result.output is not None
+    return {**result.output.model_dump(mode="json"),
+            "playbooks": sorted({e.title for e in exemplars if e.title})}  # fmt: skip
+
+
+def apply_deployment_kit(
+    deps: FlowDeps, cur: Any, org_id: str, item_id: str, payload: Mapping[str, Any]
+) -> None:
+    """Approved kit → released to the customer (idempotent: released once, stays released)."""
+    cur.execute(RELEASE, (item_id,))
+    if cur.rowcount != 1:
+        raise NotFound(f"approval item {item_id!r} has no deployment kit in this org")
+
+
+def onboarding_event(deps: FlowDeps, event: Any, event_id: str) -> dict[str, Any]:
+    """The ``onboarding`` function's Pub/Sub handler."""
+    if not isinstance(event, DealClosedWon):
+        raise ValidationFailed(f"onboarding does not take {type(event).__name__} events")
+    return build_kit(deps, event, event_id)

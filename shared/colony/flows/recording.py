@@ -1,0 +1,450 @@
+"""Flow 3, the recording (SPEC §6.3; seed §5.3, §7.4): Drive → AGT-006 → AGT-007.
+
+    Drive push ─► ingest: verify channel token, dedupe (channel, message number), list the
+        folder, transcript → GCS, ENT-006 row ─► colony-recording-intelligence
+    AGT-006 analyse: check the transcript ─► split by tokens (overlap) ─► pass 1 per chunk,
+        ``recording_parallelism`` at a time, each a durable step ─► aggregate ─► pass 2
+        (durable; its effects in one transaction: signals + summary on the recording,
+        deal_update and kc_update_candidate approval items) ─► colony-follow-up
+    AGT-007 follow_up: the draft (KC-05/KC-04 grounding) ─► a follow_up approval item
+
+A transcript that is empty, binary or too long ends as a ``failed`` recording with the reason
+in ``error``: recorded and visible, acknowledged, never retried. Handlers are idempotent on
+their event ids and the durable steps make a redelivery recompute nothing finished.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from colony.adapters.drive import (
+    MAX_TRANSCRIPT_BYTES,
+    DriveClient,
+    folder_of,
+    is_transcript,
+    org_from_token,
+)
+from colony.contracts.events import RecordingProcessed, RecordingReceived
+from colony.errors import (
+    ContextBudgetExceeded,
+    NotFound,
+    ValidationFailed,
+)
+from colony.flows import transcripts
+from colony.flows.deps import FlowDeps
+from colony.registry.functions import AGENT_TOPICS
+from colony.runtime import idempotency
+from colony.runtime.steps import step
+from colony.store import fetch_all, fetch_one, orgdata
+
+PASS1_CHUNK_TOKENS = 1500  # focused, short context (seed §5.3), well inside the 3000 budget
+OVERLAP_TOKENS = 120
+EXEMPLARS_PER_DOMAIN = 1
+COMPETITORS = ("CareSpace Analytics", "FacilityIQ", "LeaseLogic Health")
+
+RECORDING = """
+SELECT id, deal_id, source_file_id, title, transcript_uri, status, signals, summary, error
+FROM recordings WHERE id = %s
+"""
+KNOWN_FILES = "SELECT id, source_file_id, status FROM recordings WHERE source_file_id = ANY(%s)"
+ADD_RECORDING = """
+INSERT INTO recordings (org_id, deal_id, source_file_id, title, transcript_uri, status, error)
+VALUES (%s, %s, %s, %s, %s, %s, %s)
+ON CONFLICT (org_id, source_file_id) DO NOTHING RETURNING id
+"""
+# The deal a call was about: the one open deal whose contact's company the title names.
+DEAL_FOR_TITLE = """
+SELECT d.id FROM deals d JOIN contacts c ON c.id = d.contact_id
+WHERE strpos(lower(%s), lower(c.company)) > 0
+  AND d.stage NOT IN ('closed_won', 'closed_lost')
+"""
+DEAL = """
+SELECT d.id, d.name, d.stage, d.value, d.next_action, d.close_date, d.contact_id,
+       c.name AS contact_name, c.title AS contact_title, c.email AS contact_email,
+       c.company AS contact_company
+FROM deals d LEFT JOIN contacts c ON c.id = d.contact_id WHERE d.id = %s
+"""
+START = "UPDATE recordings SET status = 'processing' WHERE id = %s AND status = 'received'"
+FAIL = "UPDATE recordings SET status = 'failed', error = %s WHERE id = %s AND status <> 'processed'"
+FINISH = """
+UPDATE recordings SET status = 'processed', signals = %s::jsonb, summary = %s, error = NULL,
+    transcript_tokens = %s, chunk_count = %s, processed_at = now()
+WHERE id = %s
+"""
+ADD_APPROVAL = """
+INSERT INTO approval_items (org_id, kind, source_agent, run_id, subject_id, payload)
+VALUES (%s, %s, %s, %s, %s, %s::jsonb)
+"""
+TO_OUTBOX = """
+INSERT INTO outbox (org_id, approval_item_id, contact_id, subject, body, status)
+VALUES (%s, %s, %s, %s, %s, 'queued') ON CONFLICT (approval_item_id) DO NOTHING
+"""
+
+
+# ─── Drive webhook: notification → transcript in GCS → ENT-006 → AGT-006 ───────────────
+
+
+def ingest(deps: FlowDeps, headers: Mapping[str, str], drive: DriveClient) -> dict[str, Any]:
+    """Handle one Drive push notification (headers only; Drive sends no body)."""
+    org = org_from_token(deps.settings.drive_channel_token, headers.get("X-Goog-Channel-Token"))
+    state = headers.get("X-Goog-Resource-State", "")
+    if state == "sync":  # the handshake Drive sends when a channel is created
+        return {"status": "sync"}
+    channel, number = headers.get("X-Goog-Channel-ID"), headers.get("X-Goog-Message-Number")
+    if not channel or not number or not number.isdigit():
+        raise ValidationFailed("a Drive notification needs X-Goog-Channel-ID and a message number")
+    folder = folder_of(headers.get("X-Goog-Resource-URI"))
+    if folder is None:
+        raise ValidationFailed("X-Goog-Resource-URI does not name a watched Drive folder")
+    event_id = f"{channel[:100]}:{number}"
+    if idempotency.seen(deps.db, org, "drive-webhook", event_id):
+        return {"status": "duplicate"}
+    if state in ("trash", "remove"):  # the folder itself went away: nothing to fetch
+        idempotency.mark(deps.db, org, "drive-webhook", event_id, detail=state)
+        return {"status": state}
+    files = [f for f in drive.list_folder(folder) if is_transcript(f)]
+    with deps.db.transaction(org) as cur:
+        known = {
+            r["source_file_id"]: r for r in fetch_all(cur, KNOWN_FILES, ([f.id for f in files],))
+        }
+    published: list[str] = []
+    for file in files:
+        row = known.get(file.id)
+        if row is not None:
+            if row["status"] == "received":  # stored earlier, its publish may have been lost
+                published.append(_publish_received(deps, org, row["id"]))
+            continue
+        recording_id = _store(deps, org, drive, file)
+        if recording_id is not None:
+            published.append(recording_id)
+    idempotency.mark(deps.db, org, "drive-webhook", event_id)
+    return {"status": "accepted", "recordings": published}
+
+
+def _store(deps: FlowDeps, org: str, drive: DriveClient, file: Any) -> str | None:
+    from colony.adapters.rest import ResponseTooLarge
+
+    uri, status, error = None, "received", None
+    try:
+        data = drive.download_text(file, MAX_TRANSCRIPT_BYTES)
+    except ResponseTooLarge:
+        status, error = "failed", f"the transcript is larger than {MAX_TRANSCRIPT_BYTES} bytes"
+    except NotFound:
+        return None  # deleted between the listing and the download
+    else:
+        uri = deps.blobs.put(f"transcripts/{org}/{file.id}.txt", data, "text/plain; charset=utf-8")
+    with deps.db.transaction(org) as cur:
+        deals = fetch_all(cur, DEAL_FOR_TITLE, (file.name,))
+        deal_id = deals[0]["id"] if len(deals) == 1 else None
+        row = fetch_one(cur, ADD_RECORDING, (org, deal_id, file.id, file.name[:500], uri, status,
+                                             error))  # fmt: skip
+    if row is None or status == "failed":
+        return None
+    return _publish_received(deps, org, row["id"])
+
+
+def _publish_received(deps: FlowDeps, org: str, recording_id: str) -> str:
+    event = RecordingReceived(org_id=org, recording_id=recording_id)
+    _publish(deps, AGENT_TOPICS["AGT-006"], event.model_dump(mode="json"), org)
+    return recording_id
+
+
+# ─── AGT-006: two-pass recording intelligence ──────────────────────────────────────────
+
+
+def analyse_event(deps: FlowDeps, event: Any, event_id: str) -> dict[str, Any]:
+    if not isinstance(event, RecordingReceived):
+        raise ValidationFailed(f"AGT-006 does not take {type(event).__name__} events")
+    return analyse(deps, event.org_id, event.recording_id, event_id)
+
+
+def analyse(deps: FlowDeps, org: str, recording_id: str, event_id: str) -> dict[str, Any]:
+    handler = "recording-intelligence"
+    if idempotency.seen(deps.db, org, handler, event_id):
+        return {"duplicate": True}
+    with deps.db.transaction(org) as cur:
+        recording = fetch_one(cur, RECORDING, (recording_id,))
+        if recording is None:
+            raise NotFound(f"recording {recording_id!r} does not exist in this org")
+        cur.execute(START, (recording_id,))
+    if recording["status"] == "failed":
+        idempotency.mark(deps.db, org, handler, event_id, detail="failed earlier")
+        return {"status": "failed", "error": recording["error"]}
+    if recording["status"] != "processed":
+        try:
+            outcome = _two_passes(deps, org, recording)
+        except transcripts.TranscriptRejected as error:
+            with deps.db.transaction(org) as cur:
+                cur.execute(FAIL, (f"{error.code}: {error}", recording_id))
+            idempotency.mark(deps.db, org, handler, event_id, detail=error.code)
+            return {"status": "failed", "error": str(error)}
+    else:
+        outcome = {"status": "processed"}
+    # Processed (now or by an earlier delivery whose publish may have been lost): AGT-007.
+    event = RecordingProcessed(org_id=org, recording_id=recording_id)
+    _publish(deps, AGENT_TOPICS["AGT-007"], event.model_dump(mode="json"), org)
+    idempotency.mark(deps.db, org, handler, event_id)
+    return outcome
+
+
+def _two_passes(deps: FlowDeps, org: str, recording: Mapping[str, Any]) -> dict[str, Any]:
+    from colony.context.tokens import counter_for
+
+    recording_id = recording["id"]
+    if not recording["transcript_uri"]:
+        raise transcripts.TranscriptRejected("the recording has no stored transcript")
+    name = str(recording["transcript_uri"]).split("/", 3)[-1]
+    try:
+        data = deps.blobs.get(name)
+    except NotFound:
+        raise transcripts.TranscriptRejected("the stored transcript object is missing") from None
+    tokens = counter_for(deps.llm.model)  # local tokenizer: splitting must not cost API calls
+    text, count = transcripts.decode(data, tokens)
+    chunks = transcripts.split(text, tokens, max_tokens=chunk_tokens(deps), overlap=OVERLAP_TOKENS)
+    run_id = f"rec:{recording_id}"
+    with deps.db.transaction(org) as cur:
+        org_context = _org_context(cur)
+        deal = fetch_one(cur, DEAL, (recording["deal_id"],)) if recording["deal_id"] else None
+
+    def pass1(chunk: transcripts.Chunk) -> list[dict[str, Any]]:
+        def compute() -> dict[str, Any]:
+            from colony.context.assembler import AssemblyRequest
+            from colony.llm.agent_call import call_agent
+
+            request = AssemblyRequest(
+                "AGT-006/pass1", org, run_id, org_context,
+                task={"chunk": chunk.text, "segment_label": f"{chunk.index + 1} of {len(chunks)}"},
+            )  # fmt: skip
+            context = {"chunk": chunk.text, "competitors": list(COMPETITORS)}
+            result = call_agent(deps.llm, request, provider_context=context)
+            assert result.output is not None
+            return result.output.model_dump(mode="json")
+
+        output = step(deps.db, org, run_id, f"pass1:{chunk.index}", compute)
+        deps.faults.check("recording-intelligence.after_chunk", f"{recording_id}:{chunk.index}")
+        return list(output["signals"])
+
+    workers = max(1, min(deps.settings.recording_parallelism, len(chunks)))
+    with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="agt006-pass1") as pool:
+        per_chunk = list(pool.map(pass1, chunks))
+    signals = transcripts.aggregate(per_chunk)
+
+    def compute_pass2() -> dict[str, Any]:
+        return _pass2(deps, org, run_id, org_context, signals, deal)
+
+    def apply(cur: Any, output: Mapping[str, Any]) -> None:
+        cur.execute(FINISH, (json.dumps(signals), output["executive_summary"], count,
+                             len(chunks), recording_id))  # fmt: skip
+        changes = deal_changes(deal, output["crm_updates"])
+        if deal is not None and changes:
+            payload = {"deal_id": deal["id"], "changes": changes,
+                       "source": {"recording_id": recording_id}}  # fmt: skip
+            cur.execute(ADD_APPROVAL, (org, "deal_update", "AGT-006", run_id, deal["id"],
+                                       json.dumps(payload)))  # fmt: skip
+        for candidate in output["kc_updates"]:
+            payload = {**candidate, "source": {"recording_id": recording_id}}
+            cur.execute(ADD_APPROVAL, (org, "kc_update_candidate", "AGT-006", run_id,
+                                       recording_id, json.dumps(payload)))  # fmt: skip
+
+    output = step(deps.db, org, run_id, "pass2", compute_pass2, apply)
+    return {
+        "status": "processed", "chunks": len(chunks), "signals": len(signals),
+        "kc_candidates": len(output["kc_updates"]), "transcript_tokens": count,
+    }  # fmt: skip
+
+
+def chunk_tokens(deps: FlowDeps) -> int:
+    """Pass-1 chunk size: ``PASS1_CHUNK_TOKENS``, or less if the configured task budget is
+    smaller (the template's own words and a margin are left for)."""
+    budget = deps.llm.budgets.for_profile("AGT-006/pass1").task
+    return max(16, min(PASS1_CHUNK_TOKENS, budget - 150))
+
+
+def _pass2(
+    deps: FlowDeps,
+    org: str,
+    run_id: str,
+    org_context: Any,
+    signals: list[dict[str, Any]],
+    deal: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """Pass 2 over the aggregated signals, strongest first, dropping the weakest until the
+    task fits its budget (the transcript itself never reaches pass 2)."""
+    from colony.context.assembler import AssemblyRequest
+    from colony.knowledge.exemplars import to_exemplars
+    from colony.llm.agent_call import call_agent
+
+    ranked = transcripts.for_pass2(signals)
+    deal_view = _deal_view(deal)
+    deal_context = (
+        " | ".join(str(deal_view.get(k) or "unknown") for k in ("stage", "value", "next_action"))
+        if deal_view else "no deal on record"
+    )  # fmt: skip
+    query = " ".join(s["quote"] for s in ranked[:6]) or "sales call"
+    hits = deps.knowledge.retrieve(org, query, ("KC-09", "KC-04", "KC-06"), EXEMPLARS_PER_DOMAIN)
+    exemplars = to_exemplars(hits)
+    while True:
+        request = AssemblyRequest(
+            "AGT-006/pass2", org, run_id, org_context, exemplars,
+            {"deal": deal_view} if deal_view else {},
+            task={"signals_json": ranked, "deal_context": deal_context},
+        )  # fmt: skip
+        try:
+            result = call_agent(
+                deps.llm, request, provider_context={"signals": ranked, "deal": deal_view}
+            )
+            break
+        except ContextBudgetExceeded as error:
+            if error.section != "task" or not ranked:
+                raise
+            ranked = ranked[: max(0, len(ranked) - max(1, len(ranked) // 8))]
+    assert result.output is not None
+    return result.output.model_dump(mode="json")
+
+
+def deal_changes(deal: Mapping[str, Any] | None, crm: Mapping[str, Any]) -> dict[str, Any]:
+    """CRM recommendations as a ``deal_update`` change set: only fields that would change."""
+    if deal is None:
+        return {}
+    close = str(deal["close_date"]) if deal.get("close_date") else None
+    wanted = {
+        "stage": crm.get("deal_stage"),
+        "next_action": crm.get("next_action"),
+        "close_date": crm.get("close_date"),
+    }
+    current = {
+        "stage": deal.get("stage"),
+        "next_action": deal.get("next_action"),
+        "close_date": close,
+    }
+    return {k: v for k, v in wanted.items() if v is not None and v != current[k]}
+
+
+# ─── AGT-007: post-call follow-up ──────────────────────────────────────────────────────
+
+
+def follow_up_event(deps: FlowDeps, event: Any, event_id: str) -> dict[str, Any]:
+    if not isinstance(event, RecordingProcessed):
+        raise ValidationFailed(f"AGT-007 does not take {type(event).__name__} events")
+    org, recording_id = event.org_id, event.recording_id
+    handler = "follow-up"
+    if idempotency.seen(deps.db, org, handler, event_id):
+        return {"duplicate": True}
+    with deps.db.transaction(org) as cur:
+        recording = fetch_one(cur, RECORDING, (recording_id,))
+        if recording is None:
+            raise NotFound(f"recording {recording_id!r} does not exist in this org")
+        deal = fetch_one(cur, DEAL, (recording["deal_id"],)) if recording["deal_id"] else None
+        org_context = _org_context(cur)
+    if recording["status"] != "processed" or not recording["summary"]:
+        raise ValidationFailed(f"recording {recording_id!r} has not been analysed")
+    if deal is None or not deal["contact_name"]:
+        # CONST-004: no contact to write to; the follow-up is not guessed.
+        idempotency.mark(deps.db, org, handler, event_id, detail="missing_data: contact")
+        return {"missing_data": ["contact"]}
+    run_id = f"rec:{recording_id}"
+
+    def compute() -> dict[str, Any]:
+        return _draft(deps, org, run_id, org_context, recording, deal)
+
+    def apply(cur: Any, output: Mapping[str, Any]) -> None:
+        payload = {**output, "recording_id": recording_id, "deal_id": deal["id"],
+                   "contact_id": deal["contact_id"], "to": deal["contact_email"]}  # fmt: skip
+        cur.execute(ADD_APPROVAL, (org, "follow_up", "AGT-007", run_id, deal["contact_id"],
+                                   json.dumps(payload)))  # fmt: skip
+
+    draft = step(deps.db, org, run_id, "follow_up", compute, apply)
+    idempotency.mark(deps.db, org, handler, event_id)
+    return {"subject": draft["subject"]}
+
+
+def _draft(deps: FlowDeps, org: str, run_id: str, org_context: Any,
+           recording: Mapping[str, Any], deal: Mapping[str, Any]) -> dict[str, Any]:  # fmt: skip
+    from colony.context.assembler import AssemblyRequest
+    from colony.knowledge.exemplars import to_exemplars
+    from colony.llm.agent_call import call_agent
+    from colony.policy.outbound import competitor_mentions, redact_competitors
+
+    # CONST-006: the recap quotes the customer, who may name a competitor; the email must not.
+    summary = redact_competitors(str(recording["summary"]), COMPETITORS, "another vendor")
+    summary = _fit(deps, summary)
+    hits = deps.knowledge.retrieve(org, summary, ("KC-05", "KC-04"), EXEMPLARS_PER_DOMAIN)
+    exemplars = to_exemplars(hits)
+    contact = {"name": deal["contact_name"], "title": deal["contact_title"],
+               "company": deal["contact_company"]}  # fmt: skip
+    deal_view = _deal_view(deal)
+    request = AssemblyRequest(
+        "AGT-007", org, run_id, org_context, exemplars, {"deal": deal_view, "contact": contact},
+        task={"recording_summary": summary},
+    )  # fmt: skip
+    context = {
+        "recording_summary": summary, "deal": deal_view, "contact": contact,
+        "exemplars": [{"title": e.title, "content": e.content} for e in exemplars],
+    }  # fmt: skip
+    result = call_agent(
+        deps.llm, request, provider_context=context,
+        check=lambda m: [f"names competitor {c}" for c in competitor_mentions(
+            f"{m.subject}\n{m.body}", COMPETITORS)],
+    )  # fmt: skip
+    assert result.output is not None
+    return result.output.model_dump(mode="json")
+
+
+def _fit(deps: FlowDeps, summary: str) -> str:
+    """The call summary within AGT-007's task budget, cut at a sentence where it must be."""
+    from colony.context.tokens import counter_for
+    from colony.policy.outbound import split_sentences
+
+    room = deps.llm.budgets.for_profile("AGT-007").task - 80  # the template's own words
+    tokens = counter_for(deps.llm.model)
+    if tokens.count(summary) <= room:
+        return summary
+    kept: list[str] = []
+    for sentence in split_sentences(summary):
+        if tokens.count(" ".join([*kept, sentence])) > room:
+            break
+        kept.append(sentence)
+    return " ".join(kept) or tokens.truncate(summary, room)
+
+
+def apply_follow_up(
+    deps: FlowDeps, cur: Any, org_id: str, item_id: str, payload: Mapping[str, Any]
+) -> None:
+    """Approval applier for ``follow_up``: the approved draft goes to the outbox, once."""
+    subject, body = payload.get("subject"), payload.get("body")
+    if not isinstance(subject, str) or not subject.strip() or not isinstance(body, str):
+        raise ValidationFailed("a follow-up needs a subject and a body")
+    from colony.policy.outbound import competitor_mentions
+
+    if competitor_mentions(f"{subject}\n{body}", COMPETITORS):
+        raise ValidationFailed("the follow-up names a competitor (CONST-006)")
+    cur.execute(TO_OUTBOX, (org_id, item_id, payload.get("contact_id"), subject, body))
+
+
+# ─── helpers ───────────────────────────────────────────────────────────────────────────
+
+
+def _org_context(cur: Any) -> Any:
+    from colony.contracts import IcpDefinition, OrgContext
+
+    icp = orgdata.active_icp(cur)
+    return OrgContext(org_name=orgdata.org_name(cur), icp=IcpDefinition(**icp) if icp else None)
+
+
+def _deal_view(deal: Mapping[str, Any] | None) -> dict[str, Any]:
+    if deal is None:
+        return {}
+    value = deal.get("value")
+    return {
+        "name": deal["name"], "stage": deal["stage"],
+        "value": float(value) if value is not None else None,
+        "next_action": deal.get("next_action"),
+    }  # fmt: skip
+
+
+def _publish(deps: FlowDeps, topic: str, event: Mapping[str, Any], org: str) -> str:
+    data = json.dumps(event, separators=(",", ":")).encode()
+    return deps.transport.publish(topic, data, {"org_id": org, "kind": str(event["kind"])})

@@ -1,0 +1,165 @@
+"""``make run``'s knowledge step (issue 6): the demo transcript through the Drive webhook,
+demo Notion pages through the Notion webhook, one KC candidate approved and retrieved.
+
+Drive and Notion are local stand-ins speaking their REST shapes; the functions reach them
+through the environment ``knowledge_env`` adds. Use::
+
+    with knowledge_stand_ins(settings) as env:          # before the functions start
+        ... start the functions with {**function_env(...), **env} ...
+        run_knowledge_demo(settings, db, knowledge, org_id, servers, token, env, say)
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import httpx
+
+from colony.adapters.drive import watch_token
+from colony.errors import ConfigError
+from colony.knowledge import KnowledgeStore
+from colony.local.demo import DEMO_DIR
+from colony.local.functions import FunctionServers
+from colony.settings import Settings
+from colony.store import Database, fetch_all, fetch_one
+
+FOLDER = "meetnotesdemo01"
+TITLE = "Mercy Ridge Health <> ZoomProp | Discovery Call"
+DRIVE_SECRET = "local-drive-channel-secret"  # local stand-ins only; production: Secret Manager
+NOTION_SECRET = "local-notion-signing-secret"
+
+
+def notion_pages() -> dict[str, Any]:
+    return dict(json.loads((DEMO_DIR / "notion" / "pages.json").read_text()))
+
+
+@contextmanager
+def knowledge_stand_ins(settings: Settings, org_id: str) -> Iterator[dict[str, str]]:
+    """Start the Drive and Notion stand-ins with the demo content; yield the environment the
+    functions need to use them."""
+    from colony.testing.drive_server import DriveServer
+    from colony.testing.notion_server import NotionServer, block
+
+    pages = notion_pages()
+    with DriveServer() as drive, NotionServer() as notion:
+        transcript = (DEMO_DIR / "transcripts" / "discovery_mercy_ridge.txt").read_bytes()
+        drive.add_file(FOLDER, "demo-meet-notes-1", TITLE, transcript)
+        for page in pages["pages"]:
+            blocks = [block(kind, text) for kind, text in page["blocks"]]
+            notion.put_page(page["id"], page["title"], blocks, parent_database=page["database"])
+        yield {
+            "COLONY_DRIVE_CHANNEL_TOKEN": DRIVE_SECRET,
+            "COLONY_DRIVE_BASE_URL": drive.url,
+            "COLONY_NOTION_SIGNING_SECRET": NOTION_SECRET,
+            "COLONY_NOTION_TOKEN": "local-notion",
+            "COLONY_NOTION_BASE_URL": notion.url,
+            "COLONY_NOTION_ORG_ID": org_id,
+            "COLONY_NOTION_DOMAINS": json.dumps(pages["databases"]),
+        }
+
+
+def run_knowledge_demo(
+    settings: Settings,
+    db: Database,
+    knowledge: KnowledgeStore,
+    org_id: str,
+    servers: FunctionServers,
+    token: str,
+    say: Callable[[str], None],
+) -> None:
+    from colony.testing.drive_server import push_headers
+    from colony.testing.notion_server import signed_headers, webhook_event
+
+    with httpx.Client(timeout=60) as http:
+        say("Drive: a Meet Notes transcript lands in the watched folder; Drive notifies us…")
+        headers = push_headers(
+            channel_id="demo-channel",
+            token=watch_token(DRIVE_SECRET, org_id),
+            message_number=1,
+            folder_id=FOLDER,
+        )
+        reply = http.post(servers.urls["drive-webhook"], headers=headers).json()
+        say(f"  drive-webhook: {reply}")
+        recording = _wait(
+            db,
+            org_id,
+            "SELECT id, status, chunk_count, transcript_tokens,"
+            " signals, summary, error FROM recordings WHERE status IN"
+            " ('processed', 'failed')",
+            "AGT-006",
+        )
+        say(
+            f"  AGT-006: {recording['transcript_tokens']} tokens in {recording['chunk_count']}"
+            f" pass-1 chunks → {len(recording['signals'])} signals; summary:"
+        )
+        say(f"    {recording['summary']}")
+        follow = _wait(
+            db, org_id, "SELECT payload FROM approval_items WHERE kind = 'follow_up'", "AGT-007"
+        )
+        say(f"  AGT-007 follow-up draft awaiting approval: “{follow['payload']['subject']}”")
+        with db.transaction(org_id) as cur:
+            queue = fetch_all(
+                cur,
+                "SELECT kind, count(*) AS n FROM approval_items WHERE"
+                " source_agent IN ('AGT-006', 'AGT-007') GROUP BY kind",
+            )
+        say("  approval queue: " + ", ".join(f"{r['kind']}={r['n']}" for r in queue))
+
+        say("Notion: two pages edited in the KC-01 / KC-04 databases; Notion calls the webhook…")
+        for page in notion_pages()["pages"]:
+            body = webhook_event(page["id"], parent_database=page["database"])
+            answer = http.post(
+                servers.urls["notion-webhook"],
+                content=body,
+                headers=signed_headers(NOTION_SECRET, body),
+            ).json()
+            say(f"  notion-webhook: {answer}")
+        _wait(
+            db,
+            org_id,
+            "SELECT count(DISTINCT source_id) AS n FROM kc_chunks WHERE"
+            " source = 'notion' HAVING count(DISTINCT source_id) >= 2",
+            "the re-embed tasks",
+        )
+        hits = knowledge.retrieve(org_id, "physicians see this as surveillance", ["KC-04"], 1)
+        say(f"  re-embedded; KC-04 now answers with: {hits['KC-04'][0].title!r}")
+
+        with db.transaction(org_id) as cur:
+            item = fetch_one(
+                cur,
+                "SELECT id, payload FROM approval_items WHERE kind ="
+                " 'kc_update_candidate' ORDER BY created_at LIMIT 1",
+            )
+        if item is None:
+            say("  (no KC candidate was proposed)")
+            return
+        content = item["payload"]["content"]
+        say(f"KC lifecycle: approving KC-09 candidate “{content[:90]}…”")
+        response = http.post(
+            servers.urls["approval"],
+            json={"item_id": item["id"], "action": "approve"},
+            headers={"Authorization": f"Bearer {token}"},
+        )
+        say(f"  approval function: {response.status_code} {response.json().get('status')}")
+        hits = knowledge.retrieve(org_id, content, ["KC-09"], 1)
+        top = hits["KC-09"][0] if hits["KC-09"] else None
+        seen = top is not None and top.content == content
+        say(
+            f"  next KC-09 retrieval returns it first: {seen} (similarity"
+            f" {top.similarity if top else 0:.3f})"
+        )
+
+
+def _wait(db: Database, org_id: str, sql: str, what: str, timeout: float = 180) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with db.transaction(org_id) as cur:
+            row = fetch_one(cur, sql)
+        if row:
+            return row
+        time.sleep(0.2)  # polling the functions' progress for display, bounded by the deadline
+    raise ConfigError(f"the demo waited {timeout:.0f}s for {what}")

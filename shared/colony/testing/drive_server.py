@@ -1,0 +1,153 @@
+"""A local stand-in for Google Drive v3, speaking its REST shapes (``colony.testing.wire``).
+
+Routes: ``GET /drive/v3/files`` (``q="'<folder>' in parents and trashed = false"``,
+``pageSize``/``pageToken`` pagination, ``fields`` accepted), ``GET /drive/v3/files/{id}/export
+?mimeType=text/plain`` (Google Docs) and ``GET /drive/v3/files/{id}?alt=media`` (uploads).
+Every call needs ``Authorization: Bearer ...`` (401 otherwise, in Drive's error shape);
+``rate_limit`` scripts 429s with ``Retry-After``.
+
+``push_headers`` builds the headers Drive sends to a watch channel's address, so tests and
+the demo can deliver notifications the way Drive does (an empty POST).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from colony.testing.wire import RecordedRequest, Reply, Route, WireServer
+
+GOOGLE_DOC = "application/vnd.google-apps.document"
+_PARENT = re.compile(r"'([^']+)' in parents")
+
+
+@dataclass
+class _File:
+    id: str
+    name: str
+    mime_type: str
+    folder: str
+    content: bytes
+    trashed: bool = False
+
+
+def drive_error(status: int, reason: str, message: str) -> Reply:
+    errors = [{"domain": "global", "reason": reason, "message": message}]
+    body = {"error": {"code": status, "message": message, "errors": errors}}
+    return Reply(status, body)
+
+
+class DriveServer(WireServer):
+    """Drive v3 on 127.0.0.1; add files with ``add_file``; use as a context manager."""
+
+    def __init__(self, page_size_cap: int = 100) -> None:
+        self._files: dict[str, _File] = {}
+        self._cap = page_size_cap
+        super().__init__(
+            routes=[
+                Route.of("drive.files.export", "GET", r"/drive/v3/files/(?P<id>[^/]+)/export",
+                         self._export),
+                Route.of("drive.files.get", "GET", r"/drive/v3/files/(?P<id>[^/]+)", self._get),
+                Route.of("drive.files.list", "GET", r"/drive/v3/files", self._list),
+            ]
+        )  # fmt: skip
+
+    def add_file(
+        self, folder: str, file_id: str, name: str, content: bytes, mime_type: str = GOOGLE_DOC
+    ) -> None:
+        self._files[file_id] = _File(file_id, name, mime_type, folder, content)
+
+    def trash(self, file_id: str) -> None:
+        self._files[file_id].trashed = True
+
+    def rate_limit(self, times: int = 1, retry_after: int = 1) -> None:
+        reply = drive_error(429, "rateLimitExceeded", "Rate Limit Exceeded")
+        self.script(*[Reply(429, reply.body, {"Retry-After": str(retry_after)})] * times)
+
+    @property
+    def url(self) -> str:
+        return self.base_url
+
+    # -- routes ---------------------------------------------------------------------------
+
+    def _authorised(self, request: RecordedRequest) -> Reply | None:
+        if not (request.header("authorization") or "").startswith("Bearer "):
+            return drive_error(401, "authError", "Request is missing required authentication")
+        return None
+
+    def _list(self, request: RecordedRequest) -> Reply:
+        if (denied := self._authorised(request)) is not None:
+            return denied
+        query = (request.query.get("q") or [""])[0]
+        match = _PARENT.search(query)
+        if not match:
+            return drive_error(400, "invalid", "Invalid Value: q")
+        files = [f for f in self._files.values() if f.folder == match.group(1)]
+        if "trashed = false" in query:
+            files = [f for f in files if not f.trashed]
+        size = min(int((request.query.get("pageSize") or ["100"])[0]), self._cap)
+        start = int((request.query.get("pageToken") or ["0"])[0])
+        page = files[start : start + size]
+        body: dict[str, Any] = {
+            "kind": "drive#fileList",
+            "incompleteSearch": False,
+            "files": [
+                {"kind": "drive#file", "id": f.id, "name": f.name, "mimeType": f.mime_type,
+                 "modifiedTime": "2026-11-19T19:48:00.000Z"}
+                for f in page
+            ],
+        }  # fmt: skip
+        if start + size < len(files):
+            body["nextPageToken"] = str(start + size)
+        return Reply(200, body)
+
+    def _file(self, request: RecordedRequest) -> _File | Reply:
+        if (denied := self._authorised(request)) is not None:
+            return denied
+        found = self._files.get(request.params["id"])
+        if found is None:
+            return drive_error(404, "notFound", f"File not found: {request.params['id']}.")
+        return found
+
+    def _export(self, request: RecordedRequest) -> Reply:
+        found = self._file(request)
+        if isinstance(found, Reply):
+            return found
+        if found.mime_type != GOOGLE_DOC:
+            return drive_error(403, "fileNotExportable", "Only Google Docs can be exported")
+        if (request.query.get("mimeType") or [""])[0] != "text/plain":
+            return drive_error(400, "badRequest", "Export only supports text/plain here")
+        return Reply(200, found.content, {"Content-Type": "text/plain; charset=utf-8"})
+
+    def _get(self, request: RecordedRequest) -> Reply:
+        found = self._file(request)
+        if isinstance(found, Reply):
+            return found
+        if (request.query.get("alt") or [""])[0] != "media":
+            return Reply(200, {"kind": "drive#file", "id": found.id, "name": found.name,
+                               "mimeType": found.mime_type})  # fmt: skip
+        if found.mime_type == GOOGLE_DOC:
+            return drive_error(403, "fileNotDownloadable", "Use Export with Docs Editors files")
+        return Reply(200, found.content, {"Content-Type": found.mime_type})
+
+
+def push_headers(
+    *, channel_id: str, token: str, message_number: int, folder_id: str,
+    state: str = "update", changed: str = "children",
+) -> dict[str, str]:  # fmt: skip
+    """The headers of one Drive push notification to a ``files.watch`` channel."""
+    headers = {
+        "X-Goog-Channel-ID": channel_id,
+        "X-Goog-Channel-Token": token,
+        "X-Goog-Channel-Expiration": "Tue, 01 Dec 2026 09:00:00 GMT",
+        "X-Goog-Message-Number": str(message_number),
+        "X-Goog-Resource-ID": f"res-{folder_id}",
+        "X-Goog-Resource-URI": (
+            f"https://www.googleapis.com/drive/v3/files/{folder_id}?alt=json&supportsAllDrives=true"
+        ),
+        "X-Goog-Resource-State": state,
+    }
+    if state != "sync":
+        headers["X-Goog-Changed"] = changed
+    return headers

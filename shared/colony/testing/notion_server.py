@@ -1,0 +1,149 @@
+"""A local stand-in for the Notion API (2022-06-28), speaking its REST shapes.
+
+Routes: ``GET /v1/pages/{id}`` and ``GET /v1/blocks/{id}/children`` (``page_size`` at most
+100, ``start_cursor``/``next_cursor``/``has_more`` pagination). Requests need
+``Authorization: Bearer`` and ``Notion-Version``; errors use Notion's shape
+(``{"object": "error", "status", "code", "message"}``); ``rate_limit`` scripts 429
+``rate_limited`` replies with ``Retry-After``.
+
+``webhook_event`` builds an event body as Notion delivers it, and ``signed_headers`` signs it
+the way Notion does, so tests and the demo post exactly what Notion would.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from colony.adapters.notion import sign
+from colony.testing.wire import RecordedRequest, Reply, Route, WireServer
+
+EDITED = "2026-11-20T10:00:00.000Z"
+
+
+def notion_error(status: int, code: str, message: str) -> Reply:
+    return Reply(status, {"object": "error", "status": status, "code": code, "message": message})
+
+
+def dashed(compact: str) -> str:
+    c = compact.replace("-", "")
+    return f"{c[:8]}-{c[8:12]}-{c[12:16]}-{c[16:20]}-{c[20:]}"
+
+
+def block(kind: str, text: str = "", *, children: bool = False, **extra: Any) -> dict[str, Any]:
+    """A block object; ``text`` becomes its rich text (ignored for types without any)."""
+    body: dict[str, Any] = dict(extra)
+    if text:
+        body["rich_text"] = [{"type": "text", "text": {"content": text, "link": None},
+                              "plain_text": text, "href": None}]  # fmt: skip
+    return {"object": "block", "id": str(uuid.uuid4()), "type": kind, "has_children": children,
+            "archived": False, "in_trash": False, kind: body}  # fmt: skip
+
+
+class NotionServer(WireServer):
+    """Notion on 127.0.0.1: ``put_page`` creates or replaces a page and its blocks."""
+
+    def __init__(self) -> None:
+        self._pages: dict[str, dict[str, Any]] = {}
+        self._children: dict[str, list[dict[str, Any]]] = {}
+        super().__init__(
+            routes=[
+                Route.of("notion.pages.retrieve", "GET", r"/v1/pages/(?P<id>[0-9a-fA-F-]{32,36})",
+                         self._page),
+                Route.of("notion.blocks.children", "GET",
+                         r"/v1/blocks/(?P<id>[0-9a-fA-F-]{32,36})/children", self._blocks),
+            ]
+        )  # fmt: skip
+
+    def put_page(
+        self, page_id: str, title: str, blocks: Sequence[dict[str, Any]], *,
+        parent_database: str | None = None, edited: str = EDITED, archived: bool = False,
+    ) -> None:  # fmt: skip
+        pid = page_id.replace("-", "")
+        parent = (
+            {"type": "database_id", "database_id": dashed(parent_database)}
+            if parent_database else {"type": "workspace", "workspace": True}
+        )  # fmt: skip
+        self._pages[pid] = {
+            "object": "page", "id": dashed(pid), "created_time": EDITED,
+            "last_edited_time": edited, "archived": archived, "in_trash": archived,
+            "parent": parent, "url": f"https://www.notion.so/{pid}",
+            "properties": {"title": {"id": "title", "type": "title", "title": [
+                {"type": "text", "text": {"content": title}, "plain_text": title}]}},
+        }  # fmt: skip
+        self._children[pid] = list(blocks)
+
+    def set_children(self, block_id: str, blocks: Sequence[dict[str, Any]]) -> None:
+        self._children[block_id.replace("-", "")] = list(blocks)
+
+    def delete_page(self, page_id: str) -> None:
+        self._pages[page_id.replace("-", "")]["in_trash"] = True
+
+    def rate_limit(self, times: int = 1, retry_after: int = 1) -> None:
+        reply = notion_error(429, "rate_limited", "You have been rate limited.")
+        self.script(*[Reply(429, reply.body, {"Retry-After": str(retry_after)})] * times)
+
+    @property
+    def url(self) -> str:
+        return self.base_url
+
+    def _authorised(self, request: RecordedRequest) -> Reply | None:
+        if not (request.header("authorization") or "").startswith("Bearer "):
+            return notion_error(401, "unauthorized", "API token is invalid.")
+        if not request.header("notion-version"):
+            return notion_error(400, "missing_version", "Notion-Version header is required.")
+        return None
+
+    def _page(self, request: RecordedRequest) -> Reply:
+        if (denied := self._authorised(request)) is not None:
+            return denied
+        page = self._pages.get(request.params["id"].replace("-", ""))
+        if page is None:
+            return notion_error(404, "object_not_found", "Could not find page.")
+        return Reply(200, page)
+
+    def _blocks(self, request: RecordedRequest) -> Reply:
+        if (denied := self._authorised(request)) is not None:
+            return denied
+        key = request.params["id"].replace("-", "")
+        if key not in self._children and not any(
+            b["id"].replace("-", "") == key for bs in self._children.values() for b in bs
+        ):
+            return notion_error(404, "object_not_found", "Could not find block.")
+        items = self._children.get(key, [])
+        size = int((request.query.get("page_size") or ["100"])[0])
+        if not 1 <= size <= 100:
+            return notion_error(400, "validation_error", "page_size should be ≤ 100.")
+        cursor = (request.query.get("start_cursor") or [""])[0]
+        start = next((i for i, b in enumerate(items) if b["id"] == cursor), 0) if cursor else 0
+        page = items[start : start + size]
+        more = start + size < len(items)
+        return Reply(200, {"object": "list", "results": page, "type": "block", "block": {},
+                           "has_more": more,
+                           "next_cursor": items[start + size]["id"] if more else None})  # fmt: skip
+
+
+def webhook_event(
+    page_id: str, *, kind: str = "page.content_updated", parent_database: str | None = None,
+    timestamp: str = EDITED, workspace_id: str = "ws-demo", event_id: str | None = None,
+) -> bytes:  # fmt: skip
+    """A Notion webhook event body (the bytes Notion signs)."""
+    parent = (
+        {"id": dashed(parent_database), "type": "database"} if parent_database
+        else {"id": "workspace", "type": "space"}
+    )  # fmt: skip
+    event = {
+        "id": event_id or str(uuid.uuid4()), "timestamp": timestamp,
+        "workspace_id": workspace_id, "workspace_name": "ZoomProp",
+        "subscription_id": "sub-1", "integration_id": "int-1", "attempt_number": 1,
+        "type": kind, "authors": [{"id": "user-1", "type": "person"}],
+        "entity": {"id": dashed(page_id), "type": "page"},
+        "data": {"parent": parent},
+    }  # fmt: skip
+    return json.dumps(event).encode()
+
+
+def signed_headers(secret: str, body: bytes) -> dict[str, str]:
+    return {"Content-Type": "application/json", "X-Notion-Signature": sign(secret, body)}

@@ -1,0 +1,77 @@
+# One Cloud Function (gen2) per registered function: source zip by content hash, entry point,
+# size and concurrency, plain settings as environment variables and, for credentials, only the
+# names to read from Secret Manager (COLONY_SECRETS): never a secret value.
+
+locals {
+  function_env = {
+    COLONY_ENV                     = "production"
+    COLONY_DB_MODE                 = "cloudsql"
+    COLONY_CLOUDSQL_INSTANCE       = google_sql_database_instance.colony.connection_name
+    COLONY_DB_NAME                 = google_sql_database.colony.name
+    COLONY_DB_APP_ROLE             = google_sql_user.app.name
+    COLONY_TRANSPORT               = "gcp"
+    COLONY_GCP_PROJECT             = var.project_id
+    COLONY_GCP_REGION              = var.region
+    COLONY_FUNCTION_URLS           = jsonencode(local.function_urls)
+    COLONY_INVOKER_SERVICE_ACCOUNT = google_service_account.invoker.email
+    COLONY_ASSETS_BUCKET           = google_storage_bucket.assets.name
+    COLONY_LLM_PROVIDER            = var.llm_provider
+    COLONY_EMBEDDING_PROVIDER      = var.embedding_provider
+    COLONY_EMBEDDING_DIM           = tostring(var.embedding_dim)
+    LANGFUSE_HOST                  = var.langfuse_host
+  }
+}
+
+resource "google_storage_bucket_object" "source" {
+  for_each = var.functions
+  # The object name is the zip's content hash: new code is a new object, hence a new revision.
+  name   = "functions/${var.function_sources[each.key]}"
+  bucket = google_storage_bucket.sources.name
+  source = "${var.bundle_dir}/${var.function_sources[each.key]}"
+}
+
+resource "google_cloudfunctions2_function" "function" {
+  # checkov:skip=CKV_GCP_124:ingress is ALLOW_INTERNAL_ONLY except for functions the registry marks public (webhooks, browser calls), which verify a signature or JWT on every request
+  for_each    = var.functions
+  name        = each.key
+  location    = var.region
+  description = each.value.description
+  labels = {
+    colony  = "function"
+    env     = var.environment
+    trigger = each.value.trigger
+  }
+
+  build_config {
+    runtime     = "python311"
+    entry_point = each.value.entry_point
+    source {
+      storage_source {
+        bucket = google_storage_bucket.sources.name
+        object = google_storage_bucket_object.source[each.key].name
+      }
+    }
+  }
+
+  service_config {
+    service_account_email            = google_service_account.function[each.key].email
+    available_memory                 = each.value.memory
+    available_cpu                    = each.value.cpu
+    timeout_seconds                  = each.value.timeout_seconds
+    max_instance_request_concurrency = each.value.concurrency
+    min_instance_count               = 0
+    max_instance_count               = each.value.max_instances
+    # Pub/Sub push, Cloud Tasks and Cloud Scheduler count as internal traffic; only functions
+    # that authenticate their callers themselves (JWT, HMAC, channel token) are reachable.
+    ingress_settings               = each.value.public ? "ALLOW_ALL" : "ALLOW_INTERNAL_ONLY"
+    all_traffic_on_latest_revision = true
+    environment_variables = merge(local.function_env, {
+      COLONY_SECRETS = join(",", each.value.secrets)
+    })
+  }
+
+  depends_on = [
+    google_project_service.apis,
+    google_secret_manager_secret_iam_member.function,
+  ]
+}

@@ -1,0 +1,159 @@
+# ---------------------------------------------------------------------------------------------
+# Deployment settings (set in terraform.tfvars or with -var; see docs/deploy.md).
+# ---------------------------------------------------------------------------------------------
+
+variable "project_id" {
+  description = "GCP project id to deploy into."
+  type        = string
+}
+
+variable "region" {
+  description = "Region of the functions, queues, database and buckets."
+  type        = string
+  default     = "us-central1"
+}
+
+variable "environment" {
+  description = "Deployment name, used in labels (prod, staging, ...)."
+  type        = string
+  default     = "prod"
+}
+
+variable "bundle_dir" {
+  description = "Where `make package` left the function zips (relative to terraform/)."
+  type        = string
+  default     = "../build/functions"
+}
+
+variable "function_sources" {
+  description = "Function name → zip named by its content hash (build/functions/sources.tfvars.json)."
+  type        = map(string)
+}
+
+variable "deployer_service_account" {
+  description = "Email of the account Cloud Build deploys with; it runs the migrations."
+  type        = string
+}
+
+variable "llm_provider" {
+  description = "COLONY_LLM_PROVIDER: openai or gemini."
+  type        = string
+  default     = "openai"
+}
+
+variable "embedding_provider" {
+  description = "COLONY_EMBEDDING_PROVIDER: openai or gemini."
+  type        = string
+  default     = "openai"
+}
+
+variable "embedding_dim" {
+  description = "Vector dimension of the Knowledge Core (pgvector)."
+  type        = number
+  default     = 1536
+}
+
+variable "langfuse_host" {
+  description = "Langfuse API host (the keys are secrets)."
+  type        = string
+  default     = "https://cloud.langfuse.com"
+}
+
+variable "db_tier" {
+  description = "Cloud SQL machine tier."
+  type        = string
+  default     = "db-custom-2-7680"
+}
+
+variable "db_name" {
+  description = "Database name."
+  type        = string
+  default     = "colony"
+}
+
+variable "db_iam_users" {
+  description = "People (emails) who may log in to the database with IAM authentication."
+  type        = list(string)
+  default     = []
+}
+
+variable "assets_bucket" {
+  description = "Name of the CMEK-encrypted assets bucket (globally unique)."
+  type        = string
+  default     = "colony-assets"
+}
+
+variable "brief_org_ids" {
+  description = "Orgs that get a daily brief: one Cloud Scheduler job each."
+  type        = list(string)
+  default     = []
+}
+
+variable "daily_brief_schedule" {
+  description = "Cron schedule of the daily brief."
+  type        = string
+  default     = "0 6 * * *"
+}
+
+variable "daily_brief_time_zone" {
+  description = "Time zone of the daily brief schedule."
+  type        = string
+  default     = "Etc/UTC"
+}
+
+# ---------------------------------------------------------------------------------------------
+# The code's registries, generated into registry.auto.tfvars.json by `make package`
+# (python -m colony.deploy tfvars). Never edit them here: edit colony/registry/functions.py
+# and colony/settings.py SECRETS, then regenerate.
+# ---------------------------------------------------------------------------------------------
+
+variable "functions" {
+  description = "colony.registry.functions.FUNCTIONS with their deployment facts."
+  type = map(object({
+    account_id            = string
+    entry_point           = string
+    trigger               = string
+    topic                 = optional(string)
+    agent                 = optional(string)
+    description           = string
+    memory                = string
+    cpu                   = string
+    timeout_seconds       = number
+    concurrency           = number
+    max_instances         = number
+    secrets               = list(string)
+    publishes             = list(string)
+    enqueues              = list(string)
+    assets                = string
+    public                = bool
+    roles                 = map(string)
+    max_delivery_attempts = number
+  }))
+}
+
+variable "topics" {
+  description = "colony.registry.functions.TOPICS."
+  type = map(object({
+    purpose               = string
+    max_delivery_attempts = number
+  }))
+}
+
+variable "dead_letter_topic" {
+  description = "Topic that receives messages which exhausted their delivery attempts."
+  type        = string
+}
+
+variable "queues" {
+  description = "colony.registry.functions.QUEUES."
+  type = map(object({
+    purpose                   = string
+    max_attempts              = number
+    max_dispatches_per_second = number
+  }))
+}
+
+variable "secrets" {
+  description = "colony.settings.SECRETS: settings name → Secret Manager secret id."
+  type        = map(string)
+}

@@ -1,0 +1,140 @@
+"""A 300-turn conversation through the chat flow (real PostgreSQL, offline provider, the
+in-process transport): the stored history never exceeds AGT-001's budget, tool calls keep
+their results, pending approvals are never compacted away, and one rolling summary remains.
+Plus the pure compaction planner on hand-made rows."""
+
+from __future__ import annotations
+
+import itertools
+
+from colony.adapters.embedding import OfflineHashEmbedder
+from colony.chat import history
+from colony.context.tokens import counter_for
+from colony.flows import approval
+from colony.flows.chat import create_session, run_turn
+from colony.knowledge import KnowledgeStore
+from colony.llm.agent_call import llm_from_settings
+from colony.local.demo import load_demo
+from colony.settings import Settings
+from colony.store import fetch_all
+from colony.testing.inline import InlineTransport, LocalDeps
+from tests.conftest import PgDB
+
+ORG = "org_zoomprop_demo"
+MESSAGES = [
+    "Hello, how are we doing today? I prefer short answers, please keep them brief.",
+    "What does our pipeline look like?",
+    "Search the knowledge core for objection handling on price",
+    "Show the approval queue",
+    "We decided to focus on lease expiry signals this quarter; remind me tomorrow.",
+    "Launch a Signal campaign for T1 prospects P-001",
+    "Find case studies in KC-05 about consolidation",
+    "Thanks! Anything else I should know about AGT-005 drafts?",
+]
+
+
+def test_300_turns_stay_within_budget_with_pairs_and_pending_approvals(testdb: PgDB) -> None:
+    db = testdb.app()
+    knowledge = KnowledgeStore(db, OfflineHashEmbedder())
+    load_demo(db, knowledge, say=lambda _: None)
+    settings = Settings.from_env({})
+    llm = llm_from_settings(settings, db)
+    deps = LocalDeps(settings, db, InlineTransport(), llm, knowledge)
+    budget = llm.budgets.for_profile("AGT-001").history
+    count = llm.counter.count
+    session = create_session(deps, ORG, "founder")
+    kept_pending: list[str] = []
+    summaries_seen = 0
+    for n, message in zip(range(300), itertools.cycle(MESSAGES), strict=False):
+        events: list = []
+        run_turn(deps, ORG, "founder", session, message, sink=events.extend)
+        assert events[-1].type == "done", events[-1]
+        if events[-1].data["status"] == "paused":
+            item = events[-1].data["approval_id"]
+            if len(kept_pending) < 6:
+                kept_pending.append(item)  # left pending: must survive every compaction
+            else:
+                approval.decide(deps, ORG, item, "approve", decided_by="founder")
+        with db.transaction(ORG) as cur:
+            rows = history.load(cur, session)
+            pending = {r["id"] for r in fetch_all(
+                cur, "SELECT id FROM approval_items WHERE status = 'pending'")}  # fmt: skip
+        assert history.tokens(rows, count) <= budget, f"turn {n}: history over budget"
+        summaries = [r for r in rows if r.role == "summary"]
+        assert len(summaries) <= 1
+        summaries_seen = max(summaries_seen, len(summaries))
+        calls = {r.call_id for r in rows if r.role == "assistant" and r.call_id}
+        answered = {r.call_id for r in rows if r.role == "tool"}
+        assert calls == answered, f"turn {n}: a tool call lost its result (or vice versa)"
+        waiting = {r.awaiting for r in rows if r.awaiting}
+        assert set(kept_pending) <= pending and set(kept_pending) <= waiting
+    assert summaries_seen == 1
+    summary = next(r for r in rows if r.role == "summary")
+    assert summary.content.startswith(history.SUMMARY_HEADER)
+    assert count(summary.content) <= 300
+    # Every model call's history section was within its budget too (the traced account).
+    with db.transaction(ORG) as cur:
+        used = fetch_all(cur, "SELECT (context_budget_used->>'history')::int AS h FROM llm_calls"
+                              " WHERE agent_id = 'AGT-001'")  # fmt: skip
+    assert used and max(u["h"] for u in used) <= budget
+    assert len(kept_pending) == 6
+
+
+def _row(i: int, role: str, text: str, call: dict | None = None, turn: str = "t") -> history.Row:
+    return history.Row(i, role, text, call, turn)
+
+
+def test_planner_keeps_pairs_together_and_pins_pending_and_current() -> None:
+    count = counter_for("gpt-4o").count
+    long = "word " * 120
+    rows = [
+        _row(1, "summary", "CONVERSATION SUMMARY: earlier", {"summary": {}}),
+        _row(2, "user", long, turn="a"),
+        _row(3, "assistant", "[tool call x]", {"id": "c1", "name": "x"}, turn="a"),
+        _row(
+            4,
+            "tool",
+            "[x awaits approval item ap-1]",
+            {"id": "c1", "name": "x", "status": "awaiting", "approval_id": "ap-1"},
+            turn="a",
+        ),
+        _row(5, "user", long, turn="b"),
+        _row(6, "assistant", "[tool call y]", {"id": "c2", "name": "y"}, turn="b"),
+        _row(7, "assistant", long, turn="b"),
+        _row(8, "user", long, turn="c"),
+        _row(9, "tool", long, {"id": "c2", "name": "y", "status": "result"}, turn="c"),
+        _row(10, "user", long, turn="now"),
+    ]
+    assert history.plan(rows, budget=10_000, count=count, pending=set(), current_turn="now") is None
+    folded = history.plan(rows, budget=300, count=count, pending={"ap-1"}, current_turn="now")
+    assert folded is not None
+    ids = {r.id for r in folded}
+    assert 3 not in ids and 4 not in ids, "the call waiting on a pending approval stays"
+    assert 10 not in ids, "the turn in progress stays"
+    assert 1 not in ids, "the summary is folded in by the caller, not planned as a turn"
+    assert (6 in ids) == (9 in ids), "a call and its result go together"
+    released = history.plan(rows, budget=300, count=count, pending=set(), current_turn="now")
+    assert released is not None and {3, 4} <= {r.id for r in released}
+
+
+def test_content_request_is_dispatched_as_the_content_agent_reads_it(testdb: PgDB) -> None:
+    from colony.contracts.events import EVENT_ADAPTER
+
+    db = testdb.app()
+    with db.transaction(ORG) as cur:
+        cur.execute("INSERT INTO organizations (id, name) VALUES (%s, 'ZoomProp')", (ORG,))
+    settings = Settings.from_env({})
+    transport = InlineTransport()
+    deps = LocalDeps(settings, db, transport, llm_from_settings(settings, db),
+                     KnowledgeStore(db, OfflineHashEmbedder()))  # fmt: skip
+    session = create_session(deps, ORG, "founder")
+    events: list = []
+    run_turn(deps, ORG, "founder", session, "Write a blog post about lease expiry planning",
+             sink=events.extend)  # fmt: skip
+    result = next(e for e in events if e.type == "tool_result")
+    assert result.data["name"] == "ask_content_agent" and result.data["ok"], result.data
+    [sent] = [m for m in transport.pending if m.topic == "colony-content"]
+    event = EVENT_ADAPTER.validate_json(sent.data)
+    assert event.kind == "content.request" and event.format == "blog_post"
+    assert event.request_id == result.data["result"]["request_id"]
+    assert events[-1].data["status"] == "completed"

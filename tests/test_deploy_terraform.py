@@ -1,0 +1,290 @@
+"""Structural checks over the parsed terraform (python-hcl2) and its generated registry input.
+
+`terraform validate` needs the provider plugins, which cannot be downloaded here; these tests
+check what matters offline: the resources terraform derives from the code's registries, the
+bindings it grants, and that the generated input is not stale.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import hcl2
+
+from colony.deploy import tfvars
+from colony.registry.functions import DEAD_LETTER_TOPIC, FUNCTIONS, QUEUES, TOPICS
+from colony.settings import SECRETS
+
+REPO = Path(__file__).resolve().parents[1]
+TF = REPO / "terraform"
+PRIMITIVE = re.compile(r"roles/(owner|editor|viewer)\b")
+
+
+def _clean(value: Any) -> Any:
+    """python-hcl2 output without its bookkeeping: quoted keys unquoted, comments dropped,
+    string literals as plain strings, expressions kept as ``${...}``."""
+    if isinstance(value, dict):
+        return {k.strip('"'): _clean(v) for k, v in value.items() if not k.startswith("__")}
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    if isinstance(value, str) and len(value) >= 2 and value[0] == value[-1] == '"':
+        return value[1:-1]
+    return value
+
+
+@cache
+def parsed() -> dict[str, dict[str, dict[str, Any]]]:
+    """resource type → name → body, over every .tf file (each parsed: a syntax gate too)."""
+    resources: dict[str, dict[str, dict[str, Any]]] = {}
+    for path in sorted(TF.glob("*.tf")):
+        with path.open() as handle:
+            document = _clean(hcl2.load(handle))
+        for block in document.get("resource", []):
+            for kind, named in block.items():
+                for name, body in named.items():
+                    assert name not in resources.setdefault(kind, {}), f"{kind}.{name} twice"
+                    resources[kind][name] = {**body, "_file": path.name}
+    return resources
+
+
+@cache
+def local_values() -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for path in sorted(TF.glob("*.tf")):
+        with path.open() as handle:
+            for block in _clean(hcl2.load(handle)).get("locals", []):
+                values.update(block)
+    return values
+
+
+def registry() -> dict[str, Any]:
+    return json.loads((TF / "registry.auto.tfvars.json").read_text())
+
+
+def block(body: dict[str, Any], name: str) -> dict[str, Any]:
+    (only,) = body[name]
+    return only
+
+
+def test_terraform_is_split_by_concern() -> None:
+    files = {p.name for p in TF.glob("*.tf")}
+    assert files >= {
+        "versions.tf", "variables.tf", "outputs.tf", "functions.tf", "pubsub.tf", "tasks.tf",
+        "scheduler.tf", "sql.tf", "storage.tf", "kms.tf", "secrets.tf", "iam.tf",
+    }  # fmt: skip
+    versions = (TF / "versions.tf").read_text()
+    assert re.search(r'source\s*=\s*"hashicorp/google"\s*\n\s*version\s*=\s*"= \d+\.\d+\.\d+"',
+                     versions), "the google provider must be pinned to one version"  # fmt: skip
+    assert {r["_file"] for r in parsed()["google_cloudfunctions2_function"].values()} == {
+        "functions.tf"
+    }
+
+
+def test_generated_registry_input_is_current() -> None:
+    """`make package` (python -m colony.deploy tfvars) regenerates it after a registry change."""
+    assert (TF / "registry.auto.tfvars.json").read_text() == tfvars.render(), (
+        "terraform/registry.auto.tfvars.json is stale: run `make package`"
+    )
+
+
+def test_every_function_folder_has_one_function_with_its_entry_point_and_trigger() -> None:
+    folders = {p.parent.name for p in (REPO / "functions").glob("*/main.py")}
+    functions = registry()["functions"]
+    assert folders == set(FUNCTIONS) == set(functions)
+    (resource,) = parsed()["google_cloudfunctions2_function"].values()
+    assert resource["for_each"] == "${var.functions}"
+    assert resource["name"] == "${each.key}"
+    build = block(resource, "build_config")
+    assert build["entry_point"] == "${each.value.entry_point}"
+    assert block(block(build, "source"), "storage_source")["object"] == (
+        "${google_storage_bucket_object.source[each.key].name}"
+    )
+    source = parsed()["google_storage_bucket_object"]["source"]
+    assert "var.function_sources[each.key]" in source["name"]  # the zip's content-hash name
+    service = block(resource, "service_config")
+    assert service["service_account_email"] == "${google_service_account.function[each.key].email}"
+    assert service["max_instance_request_concurrency"] == "${each.value.concurrency}"
+    assert service["available_memory"] == "${each.value.memory}"
+    assert service["timeout_seconds"] == "${each.value.timeout_seconds}"
+    # Pub/Sub functions get their messages from a push subscription; HTTP ones are called
+    assert 'fn.trigger == "pubsub"' in local_values()["subscribers"]
+    push = parsed()["google_pubsub_subscription"]["push"]
+    assert push["for_each"] == "${local.subscribers}"
+    assert push["topic"] == "${google_pubsub_topic.topic[each.value.topic].id}"
+    assert block(push, "push_config")["push_endpoint"] == "${local.function_urls[each.key]}"
+    for name, spec in functions.items():
+        function = FUNCTIONS[name]
+        assert (spec["entry_point"], spec["trigger"], spec["topic"]) == (
+            function.entry_point, function.trigger, function.topic,
+        ), name  # fmt: skip
+        decorator = "cloud_event" if function.trigger == "pubsub" else "http"
+        assert _entry_decorators(REPO / "functions" / name / "main.py", spec["entry_point"]) >= {
+            f"functions_framework.{decorator}"
+        }, f"{name}: {spec['entry_point']} is not a {decorator} function"
+
+
+def _entry_decorators(main: Path, entry: str) -> set[str]:
+    tree = ast.parse(main.read_text())
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == entry:
+            return {ast.unparse(d) for d in node.decorator_list}
+    raise AssertionError(f"{main} defines no {entry}()")
+
+
+def test_every_topic_and_queue_exists_with_dead_letter_and_retry_settings() -> None:
+    spec = registry()
+    assert spec["topics"] == {
+        name: {"purpose": t.purpose, "max_delivery_attempts": t.max_delivery_attempts}
+        for name, t in TOPICS.items()
+    }
+    assert spec["dead_letter_topic"] == DEAD_LETTER_TOPIC in TOPICS
+    topic = parsed()["google_pubsub_topic"]["topic"]
+    assert topic["for_each"] == "${var.topics}" and topic["name"] == "${each.key}"
+    push = parsed()["google_pubsub_subscription"]["push"]
+    dead_letter = block(push, "dead_letter_policy")
+    assert dead_letter == {
+        "dead_letter_topic": "${google_pubsub_topic.topic[var.dead_letter_topic].id}",
+        "max_delivery_attempts": "${each.value.max_delivery_attempts}",
+    }
+    assert set(block(push, "retry_policy")) == {"minimum_backoff", "maximum_backoff"}
+    assert block(block(push, "push_config"), "oidc_token")["service_account_email"] == (
+        "${google_service_account.invoker.email}"
+    )
+    subscribers = [f for f in spec["functions"].values() if f["trigger"] == "pubsub"]
+    assert subscribers, "no Pub/Sub function registered"
+    for function in subscribers:  # Pub/Sub bounds dead-lettering to 5..100 attempts
+        attempts = function["max_delivery_attempts"]
+        assert attempts == TOPICS[function["topic"]].max_delivery_attempts and 5 <= attempts <= 100
+    # the service agent may move messages to the dead-letter topic
+    assert parsed()["google_pubsub_topic_iam_member"]["dead_letter_publisher"]["role"] == (
+        "roles/pubsub.publisher"
+    )
+    assert spec["queues"] == {
+        name: {"purpose": q.purpose, "max_attempts": q.max_attempts,
+               "max_dispatches_per_second": q.max_dispatches_per_second}
+        for name, q in QUEUES.items()
+    }  # fmt: skip
+    queue = parsed()["google_cloud_tasks_queue"]["queue"]
+    assert queue["for_each"] == "${var.queues}" and queue["name"] == "${each.key}"
+    assert block(queue, "retry_config")["max_attempts"] == "${each.value.max_attempts}"
+    assert block(queue, "rate_limits")["max_dispatches_per_second"] == (
+        "${each.value.max_dispatches_per_second}"
+    )
+
+
+def test_every_secret_exists_and_is_granted_only_to_the_functions_that_read_it() -> None:
+    spec = registry()
+    assert spec["secrets"] == SECRETS
+    secret = parsed()["google_secret_manager_secret"]["secret"]
+    assert secret["for_each"] == "${var.secrets}" and secret["secret_id"] == "${each.value}"
+    grants = parsed()["google_secret_manager_secret_iam_member"]
+    assert set(grants) == {"function", "deployer_owner_password"}
+    assert grants["function"]["for_each"] == "${local.secret_grants}"
+    assert grants["function"]["member"] == (
+        "serviceAccount:${google_service_account.function[each.value.function].email}"
+    )
+    assert "for setting in fn.secrets" in local_values()["secret_grants"]
+    for name, function in spec["functions"].items():
+        assert function["secrets"] == sorted(set(FUNCTIONS[name].secrets)), name
+    readers = {s: {n for n, f in spec["functions"].items() if s in f["secrets"]} for s in SECRETS}
+    assert readers["COLONY_DB_OWNER_PASSWORD"] == set()  # migrations only (the deployer)
+    assert readers["COLONY_DELIVERY_WEBHOOK_SECRET"] == {"delivery-events"}
+    assert "COLONY_APPROVAL_TOKEN_KEY" not in spec["functions"]["enrichment"]["secrets"]
+    # no secret is granted any other way, and no value is ever an environment variable
+    others = [k for k in parsed() if k.startswith("google_secret_manager") and "iam" in k]
+    assert others == ["google_secret_manager_secret_iam_member"]
+    env = block(parsed()["google_cloudfunctions2_function"]["function"], "service_config")
+    names = set(local_values()["function_env"]) | set(env["environment_variables"])
+    assert not names & set(SECRETS)
+    assert env["environment_variables"].endswith(
+        'COLONY_SECRETS = join(",", each.value.secrets)})}'
+    )
+
+
+def test_one_service_account_per_function_and_no_primitive_role() -> None:
+    accounts = parsed()["google_service_account"]["function"]
+    assert accounts["for_each"] == "${var.functions}"
+    ids = [f["account_id"] for f in registry()["functions"].values()]
+    assert len(set(ids)) == len(ids) and all(re.fullmatch(r"[a-z][a-z0-9-]{4,28}[a-z0-9]", i)
+                                             for i in ids)  # fmt: skip
+    for name, function in registry()["functions"].items():
+        assert function["roles"], name
+        assert all(why.strip() for why in function["roles"].values()), f"{name}: a role has no why"
+    everything = json.dumps(parsed()) + (TF / "registry.auto.tfvars.json").read_text()
+    assert not PRIMITIVE.search(everything)
+    project_grants = parsed()["google_project_iam_member"]
+    assert project_grants["function"]["for_each"] == "${local.project_grants}"
+    assert project_grants["function"]["role"] == "${each.value.role}"
+    # publishing and enqueueing are granted per topic / queue, never project-wide
+    roles = {r["role"] for kind, rs in parsed().items() for r in rs.values() if "role" in r}
+    assert "roles/pubsub.publisher" in roles and "roles/cloudtasks.enqueuer" in roles
+    assert all(not r.startswith(("roles/pubsub", "roles/cloudtasks", "roles/storage"))
+               for r in _project_roles())  # fmt: skip
+
+
+def _project_roles() -> set[str]:
+    roles = {g for f in registry()["functions"].values() for g in f["roles"]}
+    return roles | {r["role"] for r in parsed()["google_project_iam_member"].values()
+                    if not r["role"].startswith("${")}  # fmt: skip
+
+
+def test_assets_bucket_has_cmek_public_access_prevention_and_lifecycle() -> None:
+    buckets = parsed()["google_storage_bucket"]
+    assets = buckets["assets"]
+    assert assets["name"] == "${var.assets_bucket}"
+    assert block(assets, "encryption")["default_kms_key_name"] == (
+        "${google_kms_crypto_key.assets.id}"
+    )
+    assert assets["uniform_bucket_level_access"] is True
+    assert {len(assets["lifecycle_rule"])} <= {3}
+    for name, bucket in buckets.items():
+        assert bucket["public_access_prevention"] == "enforced", name
+        assert bucket["uniform_bucket_level_access"] is True, name
+    key = parsed()["google_kms_crypto_key"]["assets"]
+    assert key["rotation_period"] == "7776000s"
+    assert parsed()["google_kms_key_ring"]["colony"]
+
+
+def test_cloud_sql_is_postgres_16_connector_only_with_iam_auth_and_pitr() -> None:
+    instance = parsed()["google_sql_database_instance"]["colony"]
+    assert instance["database_version"] == "POSTGRES_16"
+    settings = block(instance, "settings")
+    network = block(settings, "ip_configuration")
+    assert "authorized_networks" not in network
+    assert settings["connector_enforcement"] == "REQUIRED"
+    backups = block(settings, "backup_configuration")
+    assert backups["enabled"] is True and backups["point_in_time_recovery_enabled"] is True
+    flags = {f["name"]: f["value"] for f in settings["database_flags"]}
+    assert flags["cloudsql.iam_authentication"] == "on"
+    users = parsed()["google_sql_user"]
+    assert users["iam"]["type"] == "CLOUD_IAM_USER"
+    assert {users["owner"]["name"], users["app"]["name"]} == {"colony_owner", "colony_app"}
+    assert "random_password" in users["app"]["password"]  # never a literal
+
+
+def test_daily_brief_scheduler_calls_the_registered_function_with_oidc() -> None:
+    assert "daily-brief" in FUNCTIONS and FUNCTIONS["daily-brief"].trigger == "http"
+    job = parsed()["google_cloud_scheduler_job"]["daily_brief"]
+    target = block(job, "http_target")
+    assert target["uri"] == '${local.function_urls["daily-brief"]}'
+    oidc = block(target, "oidc_token")
+    assert oidc == {"service_account_email": "${google_service_account.invoker.email}",
+                    "audience": '${local.function_urls["daily-brief"]}'}  # fmt: skip
+    assert "org_id" in target["body"]
+
+
+def test_internal_functions_are_invoked_only_by_the_invoker() -> None:
+    invokers = parsed()["google_cloud_run_v2_service_iam_member"]
+    assert (
+        invokers["internal"]["member"] == "serviceAccount:${google_service_account.invoker.email}"
+    )
+    assert "if !fn.public" in invokers["internal"]["for_each"]
+    assert "if fn.public" in invokers["public"]["for_each"]
+    public = {n for n, f in registry()["functions"].items() if f["public"]}
+    assert public and all(FUNCTIONS[n].trigger == "http" for n in public)
+    assert not public & {n for n, f in FUNCTIONS.items() if f.trigger == "pubsub"}

@@ -1,0 +1,346 @@
+"""Flow 3: Drive push → transcript in GCS → AGT-006 two passes → AGT-007 follow-up.
+
+Real parts: embedded PostgreSQL, the GCS emulator through the real adapter, a local server
+speaking Drive v3's REST shapes, the offline provider. The LLM port is wrapped by a spy that
+records each request (and can add a fixed latency) — the only stand-in, because no real
+model runs here.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import httpx
+import pytest
+
+from colony.adapters.drive import HttpDrive, drive_from_settings, org_from_token, watch_token
+from colony.adapters.embedding import OfflineHashEmbedder
+from colony.adapters.rest import RestClient
+from colony.context.tokens import counter_for
+from colony.errors import Unauthorized
+from colony.flows import recording, transcripts
+from colony.knowledge import KnowledgeStore
+from colony.llm.agent_call import llm_from_settings
+from colony.llm.runner import StructuredRunner
+from colony.local.demo import DEMO_DIR, load_demo
+from colony.runtime.faults import Faults
+from colony.settings import Settings
+from colony.store import fetch_all
+from colony.testing.drive_server import DriveServer, push_headers
+from colony.testing.fakes import RecordingSleep
+from colony.testing.inline import InlineTransport, LocalDeps, run_until_idle
+from tests.conftest import PgDB
+
+ORG = "org_zoomprop_demo"
+SECRET = "drive-channel-secret"
+FOLDER = "meetnotes01"
+TITLE = "Mercy Ridge Health <> ZoomProp | Discovery Call"
+TRANSCRIPT = (DEMO_DIR / "transcripts" / "discovery_mercy_ridge.txt").read_bytes()
+
+
+class SpyModel:
+    """Wraps the offline model: records requests, counts calls in flight, optional latency."""
+
+    def __init__(self, inner, latency: float = 0.0) -> None:
+        self.inner, self.latency = inner, latency
+        self.requests: list = []
+        self.active = self.peak = 0
+        self._lock = threading.Lock()
+
+    def request(self, request):
+        with self._lock:
+            self.requests.append(request)
+            self.active += 1
+            self.peak = max(self.peak, self.active)
+        try:
+            if self.latency:
+                time.sleep(self.latency)  # the fake provider's fixed latency, not a sync wait
+            return self.inner.request(request)
+        finally:
+            with self._lock:
+                self.active -= 1
+
+
+@pytest.fixture
+def world(testdb: PgDB, gcs):
+    db = testdb.app()
+    knowledge = KnowledgeStore(db, OfflineHashEmbedder())
+    load_demo(db, knowledge, say=lambda _: None)
+    with DriveServer(page_size_cap=2) as drive_server:
+
+        def make(parallelism: int = 4, latency: float = 0.0, faults: Faults | None = None):
+            settings = Settings.from_env(
+                {
+                    "COLONY_DRIVE_CHANNEL_TOKEN": SECRET,
+                    "COLONY_DRIVE_BASE_URL": drive_server.url,
+                    "COLONY_RECORDING_PARALLELISM": str(parallelism),
+                }
+            )
+            base = llm_from_settings(settings, db)
+            spy = SpyModel(base.chat, latency)
+            llm = replace(base, chat=spy, runner=StructuredRunner(spy))
+            deps = LocalDeps(settings, db, InlineTransport(), llm, knowledge, blobs=gcs.store)
+            if faults is not None:
+                deps.faults = faults
+            return deps, spy
+
+        yield make, drive_server, db
+
+
+def notify(deps, number: int, token: str | None = None, state: str = "update"):
+    headers = push_headers(
+        channel_id="chan-1",
+        token=token or watch_token(SECRET, ORG),
+        message_number=number,
+        folder_id=FOLDER,
+        state=state,
+    )
+    drive = drive_from_settings(deps.settings)
+    try:
+        return recording.ingest(deps, headers, drive)
+    finally:
+        drive.close()
+
+
+def rows(db, sql: str, params=()):
+    with db.transaction(ORG) as cur:
+        return fetch_all(cur, sql, params)
+
+
+def test_transcript_to_signals_summary_approvals_and_follow_up(world) -> None:
+    make, drive, db = world
+    deps, spy = make()
+    drive.add_file(FOLDER, "doc-1", TITLE, TRANSCRIPT)
+    drive.add_file(FOLDER, "vid-1", "Recording.mp4", b"\x00\x01", mime_type="video/mp4")
+    assert notify(deps, 1, state="sync") == {"status": "sync"}
+    first = notify(deps, 2)
+    assert first["status"] == "accepted" and len(first["recordings"]) == 1
+    stats = run_until_idle(deps, deps.transport)
+    assert stats.retried == 0 and not stats.rejected and stats.delivered == 2
+
+    rec = rows(db, "SELECT * FROM recordings")[0]
+    assert rec["status"] == "processed" and rec["transcript_uri"].startswith("gs://")
+    assert deps.blobs.get(f"transcripts/{ORG}/doc-1.txt") == TRANSCRIPT  # really in GCS
+    assert rec["chunk_count"] >= 5 and rec["transcript_tokens"] > 9000
+    types = {s["type"] for s in rec["signals"]}
+    assert {"budget_signals", "timeline_signals", "objection_signals"} <= types
+    assert all(s["chunks"] and s["quote"] in TRANSCRIPT.decode() for s in rec["signals"])
+    assert len(rec["summary"]) > 50
+
+    items = rows(db, "SELECT kind, source_agent, payload FROM approval_items ORDER BY kind")
+    kinds = [i["kind"] for i in items]
+    assert "deal_update" in kinds and "follow_up" in kinds and "kc_update_candidate" in kinds
+    deal = next(i["payload"] for i in items if i["kind"] == "deal_update")
+    assert set(deal) == {"deal_id", "changes", "source"} and deal["source"] == {
+        "recording_id": rec["id"]
+    }
+    assert deal["deal_id"] == rec["deal_id"] and set(deal["changes"]) <= {
+        "stage",
+        "value",
+        "next_action",
+        "close_date",
+    }
+    follow = next(i["payload"] for i in items if i["kind"] == "follow_up")
+    assert follow["to"] and "LeaseLogic" not in follow["body"]  # CONST-006: no competitor
+
+    # No single LLM call receives the whole transcript; every pass-1 call is one chunk.
+    text = TRANSCRIPT.decode()
+    for request in spy.requests:
+        prompt = "\n".join(m.content for m in request.messages)
+        assert text[1000:-1000] not in prompt
+    pass1 = [r for r in spy.requests if r.output_name == "call_signals"]
+    assert len(pass1) == rec["chunk_count"]
+    tokens = counter_for(deps.llm.model)
+    assert max(tokens.count(r.context["chunk"]) for r in pass1) <= recording.chunk_tokens(deps)
+    budget = deps.llm.budgets.for_profile("AGT-006/pass1")
+    calls = rows(db, "SELECT agent_id, context_budget_used FROM llm_calls")
+    for call in calls:
+        if call["agent_id"] == "AGT-006":
+            assert call["context_budget_used"]["task"] <= max(budget.task, 1500)
+
+    # Replays: the same message is a duplicate; a later message finds the file known.
+    assert notify(deps, 2) == {"status": "duplicate"}
+    assert notify(deps, 3)["recordings"] == []
+    assert not deps.transport.pending and len(rows(db, "SELECT id FROM recordings")) == 1
+
+
+def test_wrong_channel_token_and_malformed_notifications(world) -> None:
+    make, _drive, db = world
+    deps, _ = make()
+    with pytest.raises(Unauthorized):
+        notify(deps, 1, token=watch_token("another-secret", ORG))
+    with pytest.raises(Unauthorized):
+        notify(deps, 1, token=f"org_other.{watch_token(SECRET, ORG).split('.')[-1]}")
+    with pytest.raises(Unauthorized):
+        org_from_token(SECRET, None)
+    assert rows(db, "SELECT id FROM recordings") == []
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        (b"   \n\n  ", "empty"),
+        (b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" * 50, "binary"),
+        (b"\xff\xfe\xfa not utf-8", "not UTF-8"),
+        (("[00:00:01] Dana: we reviewed the budget again. " * 13_000).encode(), "tokens"),
+    ],
+)
+def test_bad_transcripts_fail_visibly_without_llm_calls_or_retries(
+    world, content: bytes, reason: str
+) -> None:
+    make, drive, db = world
+    deps, spy = make()
+    drive.add_file(FOLDER, "bad-1", "Broken notes", content, mime_type="text/plain")
+    notify(deps, 1)
+    stats = run_until_idle(deps, deps.transport)
+    assert stats.retried == 0 and stats.dead_letters == [] and stats.rejected == []
+    rec = rows(db, "SELECT status, error FROM recordings")[0]
+    assert rec["status"] == "failed" and reason in rec["error"]
+    assert spy.requests == []  # nothing was sent to a model
+    assert rows(db, "SELECT id FROM approval_items") == []
+
+
+def test_oversized_download_is_recorded_as_failed_at_the_webhook(world, monkeypatch) -> None:
+    make, drive, db = world
+    deps, _ = make()
+    monkeypatch.setattr(recording, "MAX_TRANSCRIPT_BYTES", 10_000)
+    drive.add_file(FOLDER, "big-1", TITLE, b"a line of talk. " * 2_000, mime_type="text/plain")
+    assert notify(deps, 1)["recordings"] == []
+    rec = rows(db, "SELECT status, error, transcript_uri FROM recordings")[0]
+    assert rec["status"] == "failed" and "larger than" in rec["error"]
+    assert rec["transcript_uri"] is None and not deps.transport.pending
+
+
+def test_pass1_chunks_are_durable_steps_and_parallelism_is_bounded(world) -> None:
+    make, drive, db = world
+    deps, spy = make(
+        parallelism=3,
+        latency=0.05,
+        faults=Faults(frozenset({"recording-intelligence.after_chunk"})),
+    )
+    drive.add_file(FOLDER, "doc-1", TITLE, TRANSCRIPT)
+    notify(deps, 1)
+    stats = run_until_idle(deps, deps.transport, max_attempts=20)
+    rec = rows(db, "SELECT status, chunk_count FROM recordings")[0]
+    assert rec["status"] == "processed"
+    assert stats.retried >= 1  # the injected crashes forced redeliveries...
+    pass1 = [r for r in spy.requests if r.output_name == "call_signals"]
+    assert len(pass1) == rec["chunk_count"]  # ...yet no finished chunk was recomputed
+    assert len([r for r in spy.requests if r.output_name == "call_summary"]) == 1
+    assert spy.peak == 3  # parallel, and never past the configured bound
+
+
+def test_split_overlaps_so_a_boundary_signal_is_read_whole() -> None:
+    tokens = counter_for("gpt-4o")
+    filler = "[00:00:01] Tomas: We walked the Westerville building with the contractor today.\n"
+    signal = (
+        "[00:05:00] Dana: Our CFO needs to approve anything over two hundred thousand"
+        " dollars a year before the board meeting in March.\n"
+    )
+    text = filler * 12 + signal + filler * 12
+    chunks = transcripts.split(text, tokens, max_tokens=220, overlap=60)
+    assert len(chunks) >= 3 and all(c.tokens <= 220 for c in chunks)
+    assert all(b.start < a.end for a, b in itertools.pairwise(chunks))  # overlap
+    assert chunks[0].start == 0 and chunks[-1].end == len(text)
+    holding = [c.index for c in chunks if signal.strip() in c.text]
+    assert holding  # the signal line is whole in at least one chunk
+    # One enormous sentence: cut by tokens, yet the overlap hands its cut words on.
+    long = "budget " * 400 + "and the CFO signs off in March."
+    cut = transcripts.split(long, tokens, max_tokens=100, overlap=30)
+    assert all(c.tokens <= 100 for c in cut) and "CFO signs off in March." in cut[-1].text
+    assert all(b.start < a.end for a, b in itertools.pairwise(cut))
+    # The same quote seen by two chunks is one signal with both chunks as provenance.
+    merged = transcripts.aggregate(
+        [
+            [{"type": "budget_signals", "quote": "Our CFO needs to approve it", "confidence": 0.8}],
+            [
+                {
+                    "type": "budget_signals",
+                    "quote": "Our  CFO needs to approve it",
+                    "confidence": 0.9,
+                },
+                {
+                    "type": "timeline_signals",
+                    "quote": "before the board meeting",
+                    "confidence": 0.9,
+                },
+            ],
+        ]
+    )
+    assert len(merged) == 2 and merged[0]["chunks"] == [0, 1] and merged[0]["confidence"] == 0.9
+
+
+def test_drive_client_paginates_and_honours_retry_after() -> None:
+    with DriveServer(page_size_cap=2) as server:
+        for n in range(5):
+            server.add_file("f1", f"doc-{n}", f"Call {n}", f"[00:00:0{n}] A: hi.".encode())
+        server.add_file("f2", "elsewhere", "Other", b"x")
+        sleep = RecordingSleep()
+        drive = HttpDrive(RestClient("Drive", server.url, lambda: "t", sleep=sleep))
+        server.rate_limit(times=2, retry_after=3)
+        files = list(drive.list_folder("f1"))
+        assert [f.id for f in files] == [f"doc-{n}" for n in range(5)]
+        assert sleep.delays == [3.0, 3.0]
+        lists = server.requests_to("drive.files.list")
+        assert [r.query.get("pageToken") for r in lists[2:]] == [None, ["2"], ["4"]]
+        assert all(r.header("authorization") == "Bearer t" for r in lists)
+        assert "'f1' in parents" in lists[-1].query["q"][0]
+        assert drive.download_text(files[0], 1000) == b"[00:00:00] A: hi."
+        assert server.requests[-1].path == "/drive/v3/files/doc-0/export"
+        drive.close()
+
+
+def test_recording_over_real_functions(testdb: PgDB, gcs, tmp_path: Path) -> None:
+    """drive-webhook → recording-intelligence → follow-up as functions-framework servers,
+    the local transport pushing Pub/Sub envelopes between them; then approve the follow-up."""
+    from colony.local.functions import FunctionServers
+    from colony.runtime.auth import mint_local_token
+    from tests.conftest import APP_ROLE
+    from tests.test_functions_e2e import wait_for
+
+    db = testdb.app()
+    load_demo(db, KnowledgeStore(db, OfflineHashEmbedder()), say=lambda _: None)
+    with DriveServer() as drive:
+        drive.add_file(FOLDER, "doc-1", TITLE, TRANSCRIPT)
+        env = {
+            "COLONY_DB_MODE": "dsn",
+            "COLONY_DB_DSN": testdb.dsn(APP_ROLE),
+            "COLONY_TRANSPORT": "local",
+            "COLONY_DATA_DIR": str(tmp_path),
+            "COLONY_DRIVE_CHANNEL_TOKEN": SECRET,
+            "COLONY_DRIVE_BASE_URL": drive.url,
+            "COLONY_APPROVAL_TOKEN_KEY": "k",
+            **gcs.env,
+        }
+        names = ["drive-webhook", "recording-intelligence", "follow-up", "approval"]
+        with FunctionServers(env, names, log_dir=tmp_path) as servers, httpx.Client() as http:
+            url = servers.urls["drive-webhook"]
+            ok = push_headers(
+                channel_id="c1", token=watch_token(SECRET, ORG), message_number=7, folder_id=FOLDER
+            )
+            bad = http.post(url, headers={**ok, "X-Goog-Channel-Token": f"{ORG}.deadbeef"})
+            assert bad.status_code == 401 and bad.json()["error"]["code"] == "unauthorized"
+            reply = http.post(url, headers=ok, timeout=30)
+            assert reply.status_code == 200 and len(reply.json()["recordings"]) == 1
+            assert http.post(url, headers=ok, timeout=30).json() == {"status": "duplicate"}
+            item = wait_for(
+                lambda: next(
+                    iter(rows(db, "SELECT id FROM approval_items WHERE kind = 'follow_up'")), None
+                ),
+                what="the follow-up draft",
+            )
+            assert rows(db, "SELECT status FROM recordings")[0]["status"] == "processed"
+            auth = {"Authorization": f"Bearer {mint_local_token(tmp_path, ORG)}"}
+            decided = http.post(
+                servers.urls["approval"],
+                headers=auth,
+                timeout=30,
+                json={"item_id": item["id"], "action": "approve"},
+            )
+            assert decided.status_code == 200 and decided.json()["status"] == "applied"
+    outbox = rows(db, "SELECT subject, contact_id FROM outbox")
+    assert len(outbox) == 1 and outbox[0]["contact_id"] and outbox[0]["subject"].startswith("Recap")

@@ -1,0 +1,274 @@
+"""Flow 4: Notion webhook → Cloud Tasks → re-embed worker → KC-01..07.
+
+Real parts: embedded PostgreSQL, a local server speaking the Notion API's REST shapes, the
+Cloud Tasks emulator (end to end), functions-framework servers. The embedder is the offline
+one wrapped to count calls (``CountingEmbedder``), so tests can prove what was re-embedded.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+
+from colony.adapters.notion import HttpNotion, sign
+from colony.adapters.rest import RestClient
+from colony.contracts.events import NotionReembed
+from colony.errors import Unauthorized
+from colony.flows import notion_sync
+from colony.knowledge import KnowledgeStore
+from colony.llm.agent_call import llm_from_settings
+from colony.settings import Settings
+from colony.store import fetch_all
+from colony.testing.fakes import CountingEmbedder, RecordingSleep
+from colony.testing.inline import InlineTransport, LocalDeps
+from colony.testing.notion_server import NotionServer, block, signed_headers, webhook_event
+from tests.conftest import PgDB
+
+ORG = "org_zoomprop_demo"
+SECRET = "notion-signing-secret"
+DB_KC01 = "a" * 32  # a Notion database mapped to KC-01
+PAGE = "1" * 32
+OTHER_PAGE = "2" * 32
+PARAGRAPHS = [
+    f"Paragraph {n} about ZoomProp utilization dashboards and lease data." * 12 for n in range(6)
+]
+
+
+def page_blocks(paragraphs: list[str]) -> list[dict]:
+    blocks = [block("heading_1", "Product overview")]
+    for text in paragraphs:
+        blocks += [block("paragraph", text), block("image", external={"url": "https://x/y.png"})]
+    blocks.append(block("embed", url="https://example.com"))
+    blocks.append(block("unsupported"))
+    return blocks
+
+
+@pytest.fixture
+def env(testdb: PgDB):
+    db = testdb.app()
+    with db.transaction(ORG) as cur:
+        cur.execute("INSERT INTO organizations (id, name) VALUES (%s, 'ZoomProp')", (ORG,))
+    embedder = CountingEmbedder()
+    knowledge = KnowledgeStore(db, embedder)
+    with NotionServer() as server:
+        settings = Settings.from_env(
+            {
+                "COLONY_NOTION_SIGNING_SECRET": SECRET,
+                "COLONY_NOTION_TOKEN": "secret_int",
+                "COLONY_NOTION_BASE_URL": server.url,
+                "COLONY_NOTION_ORG_ID": ORG,
+                "COLONY_NOTION_DOMAINS": json.dumps({DB_KC01: "KC-01", OTHER_PAGE: "KC-04"}),
+            }
+        )
+        deps = LocalDeps(settings, db, InlineTransport(), llm_from_settings(settings), knowledge)
+        sleep = RecordingSleep()
+        client = HttpNotion(
+            RestClient(
+                "Notion",
+                server.url,
+                lambda: "secret_int",
+                headers={"Notion-Version": "2022-06-28"},
+                sleep=sleep,
+            )
+        )
+        try:
+            yield deps, server, client, embedder, sleep
+        finally:
+            client.close()
+
+
+def chunks(deps, source_id: str = PAGE):
+    with deps.db.transaction(ORG) as cur:
+        return fetch_all(
+            cur,
+            "SELECT domain, chunk_index, content, title FROM kc_chunks"
+            " WHERE source = 'notion' AND source_id = %s ORDER BY chunk_index",
+            (source_id,),
+        )
+
+
+def job(page: str = PAGE, domain: str = "KC-01") -> NotionReembed:
+    return NotionReembed(org_id=ORG, page_id=page, domain=domain, edited_time="t1")  # type: ignore[arg-type]
+
+
+def test_webhook_verifies_signature_dedupes_and_names_tasks_by_page_and_edit(env) -> None:
+    deps, *_ = env
+    body = webhook_event(PAGE, parent_database=DB_KC01, event_id="evt-1")
+    with pytest.raises(Unauthorized):
+        notion_sync.receive(deps, body, None)
+    with pytest.raises(Unauthorized):
+        notion_sync.receive(deps, body, sign("wrong-secret", body))
+    with pytest.raises(Unauthorized):  # a valid signature of a different body
+        notion_sync.receive(deps, body + b" ", sign(SECRET, body))
+    assert deps.transport.tasks == {}
+
+    first = notion_sync.receive(deps, body, sign(SECRET, body))
+    assert first == {"status": "queued", "page_id": PAGE, "domain": "KC-01"}
+    assert notion_sync.receive(deps, body, sign(SECRET, body)) == {"status": "duplicate"}
+    # A burst: another event for the same page and edit time names the same task.
+    burst = webhook_event(PAGE, parent_database=DB_KC01, event_id="evt-2")
+    notion_sync.receive(deps, burst, sign(SECRET, burst))
+    assert len(deps.transport.tasks) == 1
+    [task] = deps.transport.tasks.values()
+    assert task.queue == "colony-notion-reembed" and task.target == "reembed"
+    assert NotionReembed.model_validate_json(task.body).domain == "KC-01"
+    # Unmapped pages and non-page events are acknowledged and ignored.
+    stray = webhook_event("3" * 32, event_id="evt-3")
+    assert notion_sync.receive(deps, stray, sign(SECRET, stray))["status"] == "ignored"
+    comment = json.dumps(
+        {"id": "evt-4", "type": "comment.created", "entity": {"id": "x", "type": "comment"}}
+    ).encode()
+    assert notion_sync.receive(deps, comment, sign(SECRET, comment))["status"] == "ignored"
+    assert len(deps.transport.tasks) == 1
+
+    # The verification handshake is unsigned; its token is kept for the operator.
+    handshake = json.dumps({"verification_token": "secret_verify_123"}).encode()
+    assert notion_sync.receive(deps, handshake, None) == {"status": "verification_received"}
+    with deps.db.transaction(None) as cur:
+        stored = fetch_all(cur, "SELECT verification_token FROM notion_verifications")
+    assert stored == [{"verification_token": "secret_verify_123"}]
+
+
+def test_reembed_only_changed_chunks_skips_unsupported_blocks_and_removes_deleted(env) -> None:
+    deps, server, client, embedder, sleep = env
+    server.put_page(PAGE, "Product overview", page_blocks(PARAGRAPHS), parent_database=DB_KC01)
+    server.rate_limit(times=1, retry_after=2)
+    first = notion_sync.reembed(deps, job(), client)
+    assert sleep.delays == [2.0]  # 429 Retry-After honoured, then the call succeeded
+    assert first["unsupported_blocks"] == {"image": 6, "embed": 1, "unsupported": 1}
+    stored = chunks(deps)
+    assert len(stored) == first["chunks"] >= 3 and {c["domain"] for c in stored} == {"KC-01"}
+    assert all("https://" not in c["content"] for c in stored)
+    assert len(embedder.calls) == 1  # one batched embedding call for the whole page
+
+    calls = len(embedder.calls)
+    again = notion_sync.reembed(deps, job(), client)
+    assert again["embedded"] == 0 and len(embedder.calls) == calls  # unchanged: no embedding
+
+    edited = list(PARAGRAPHS)
+    edited[4] = edited[4].replace("lease data", "lease abstracts")
+    server.put_page(PAGE, "Product overview", page_blocks(edited), parent_database=DB_KC01)
+    changed = notion_sync.reembed(deps, job(), client)
+    assert changed["embedded"] == 1 and embedder.calls[-1] == [
+        c["content"] for c in chunks(deps) if "lease abstracts" in c["content"]
+    ]
+
+    server.delete_page(PAGE)
+    assert notion_sync.reembed(deps, job(), client)["removed"] == len(stored)
+    assert chunks(deps) == []
+
+
+def test_nested_and_paginated_blocks_are_read(env) -> None:
+    deps, server, client, *_ = env
+    toggle = block("toggle", "Objection: we already have a tool", children=True)
+    server.put_page(
+        OTHER_PAGE,
+        "Objections",
+        [toggle]
+        + [
+            block("bulleted_list_item", f"Point {n} on integrations with Epic.") for n in range(130)
+        ],
+    )
+    server.set_children(toggle["id"], [block("paragraph", "Answer: we ingest its exports.")])
+    result = notion_sync.reembed(deps, job(OTHER_PAGE, "KC-04"), client)
+    text = " ".join(c["content"] for c in chunks(deps, OTHER_PAGE))
+    assert "Answer: we ingest its exports." in text and "Point 129 on" in text
+    assert result["unsupported_blocks"] == {}
+    cursors = [r.query.get("start_cursor") for r in server.requests_to("notion.blocks.children")]
+    assert cursors.count(None) == 2 and len(cursors) == 3  # page 1, the toggle, page 2
+
+
+def test_a_failed_sync_leaves_the_page_as_it_was(env) -> None:
+    deps, server, client, embedder, _ = env
+    server.put_page(PAGE, "Product overview", page_blocks(PARAGRAPHS))
+    notion_sync.reembed(deps, job(), client)
+    before = chunks(deps)
+    server.put_page(PAGE, "Product overview", page_blocks([p + " New." for p in PARAGRAPHS[:3]]))
+
+    def broken(texts):
+        raise RuntimeError("embedding provider fell over")
+
+    embedder.embed = broken  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError):
+        notion_sync.reembed(deps, job(), client)
+    assert chunks(deps) == before  # never a partial KC update
+
+
+def test_notion_webhook_to_cloud_tasks_to_reembed_over_real_functions(
+    testdb: PgDB, tmp_path: Path
+) -> None:
+    import grpc
+    from google.cloud import tasks_v2
+    from google.cloud.tasks_v2.services.cloud_tasks.transports import CloudTasksGrpcTransport
+
+    from colony.adapters.transport import queue_path
+    from colony.local.functions import FunctionServers
+    from colony.testing import emulators
+    from tests.conftest import APP_ROLE
+    from tests.test_functions_e2e import wait_for
+
+    db = testdb.app()
+    with db.transaction(ORG) as cur:
+        cur.execute("INSERT INTO organizations (id, name) VALUES (%s, 'ZoomProp')", (ORG,))
+    try:
+        tasks = emulators.tasks_emulator(max_retries=3)
+        host = tasks.__enter__()
+    except emulators.EmulatorUnavailable as missing:
+        pytest.skip(f"Cloud Tasks emulator NOT run: {missing}; the flow tests above cover it")
+    try:
+        admin = tasks_v2.CloudTasksClient(
+            transport=CloudTasksGrpcTransport(channel=grpc.insecure_channel(host))
+        )
+        admin.create_queue(
+            parent="projects/colony-local/locations/us-central1",
+            queue={"name": queue_path("colony-local", "us-central1", "colony-notion-reembed")},
+        )
+        admin.transport.close()
+        with NotionServer() as notion:
+            notion.put_page(
+                PAGE, "Positioning", page_blocks(PARAGRAPHS[:2]), parent_database=DB_KC01
+            )
+            env = {
+                "COLONY_DB_MODE": "dsn",
+                "COLONY_DB_DSN": testdb.dsn(APP_ROLE),
+                "COLONY_TRANSPORT": "gcp",
+                "COLONY_TASKS_EMULATOR_HOST": host,
+                "COLONY_DATA_DIR": str(tmp_path),
+                "COLONY_NOTION_SIGNING_SECRET": SECRET,
+                "COLONY_NOTION_TOKEN": "secret_int",
+                "COLONY_NOTION_BASE_URL": notion.url,
+                "COLONY_NOTION_ORG_ID": ORG,
+                "COLONY_NOTION_DOMAINS": json.dumps({DB_KC01: "KC-01"}),
+            }
+            names = ["notion-webhook", "reembed"]
+            with FunctionServers(env, names, log_dir=tmp_path) as servers, httpx.Client() as http:
+                url = servers.urls["notion-webhook"]
+                body = webhook_event(PAGE, parent_database=DB_KC01, event_id="evt-e2e")
+                unsigned = http.post(
+                    url, content=body, headers={"Content-Type": "application/json"}
+                )
+                assert unsigned.status_code == 401
+                assert unsigned.json()["error"]["code"] == "unauthorized"
+                forged = http.post(url, content=body, headers=signed_headers("nope", body))
+                assert forged.status_code == 401
+                reply = http.post(
+                    url, content=body, headers=signed_headers(SECRET, body), timeout=30
+                )
+                assert reply.status_code == 200 and reply.json()["status"] == "queued"
+                replay = http.post(url, content=body, headers=signed_headers(SECRET, body))
+                assert replay.json() == {"status": "duplicate"}
+
+                def stored():
+                    with db.transaction(ORG) as cur:
+                        return fetch_all(
+                            cur, "SELECT content FROM kc_chunks WHERE domain = 'KC-01'"
+                        )
+
+                rows = wait_for(stored, what="the re-embed task to run")
+                assert any("Paragraph 1" in r["content"] for r in rows)
+                assert notion.requests_to("notion.pages.retrieve")
+    finally:
+        tasks.__exit__(None, None, None)

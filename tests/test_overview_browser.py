@@ -1,0 +1,95 @@
+"""The /overview page in a real headless Chromium (Debian's ``chromium`` + ``chromium-driver``,
+driven by Selenium with the system chromedriver), against the real chat function.
+
+Send a message, see the streamed answer; ask for a campaign launch, click Approve on the
+inline card, see the resumed result. The screenshot is saved as ``artifacts/overview.png``
+(git-ignored). ``make test`` installs the browser when it is missing; this test does not skip.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.ui import WebDriverWait
+
+from colony.adapters.embedding import OfflineHashEmbedder
+from colony.knowledge import KnowledgeStore
+from colony.local.demo import load_demo
+from colony.local.functions import REPO, FunctionServers
+from colony.runtime.auth import mint_local_token
+from tests.conftest import APP_ROLE, PgDB
+
+ORG = "org_zoomprop_demo"
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+SCREENSHOT = REPO / "artifacts" / "overview.png"
+
+
+@pytest.fixture
+def browser() -> Iterator[webdriver.Chrome]:
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless", "--no-sandbox", "--disable-gpu",
+                 "--disable-background-networking", "--window-size=1280,1000"):  # fmt: skip
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def test_overview_page_streams_and_approves_inline(
+    testdb: PgDB, tmp_path: Path, browser: webdriver.Chrome
+) -> None:
+    db = testdb.app()
+    load_demo(db, KnowledgeStore(db, OfflineHashEmbedder()), say=lambda _: None)
+    with db.transaction(ORG) as cur:
+        cur.execute(
+            "INSERT INTO daily_briefs (org_id, brief_date, content) VALUES"
+            " (%s, (now() AT TIME ZONE 'UTC')::date, %s)",
+            (ORG, f"Brief {uuid.uuid4().hex[:6]}: 5 open deals; 2 items await you."),
+        )
+    env = {"COLONY_DB_MODE": "dsn", "COLONY_DB_DSN": testdb.dsn(APP_ROLE),
+           "COLONY_TRANSPORT": "local", "COLONY_DATA_DIR": str(tmp_path)}  # fmt: skip
+    chain = ["chat", "campaign", "enrichment", "qualification", "message-generator"]
+    with FunctionServers(env, chain, log_dir=tmp_path) as servers:
+        base = servers.urls["chat"]
+        token = mint_local_token(tmp_path, ORG)
+        wait = WebDriverWait(browser, 30)
+        browser.get(f"{base}/overview#token={token}")
+        wait.until(lambda d: "open deals" in d.find_element(By.ID, "brief").text)
+        assert "#token" not in browser.current_url, "the token leaves the address bar"
+
+        box = browser.find_element(By.ID, "message")
+        assert browser.switch_to.active_element == box, "the message box has the focus"
+        box.send_keys("What does our pipeline look like?", Keys.ENTER)
+        wait.until(lambda d: any("Pipeline:" in m.text for m in
+                                 d.find_elements(By.CSS_SELECTOR, ".msg.assistant")))  # fmt: skip
+        assert any("pipeline_snapshot" in t.text
+                   for t in browser.find_elements(By.CSS_SELECTOR, ".tool"))  # fmt: skip
+
+        box.send_keys("Launch a Signal campaign for T1 prospects P-007", Keys.ENTER)
+        approve = wait.until(ec.element_to_be_clickable((By.CSS_SELECTOR, ".card .approve")))
+        assert "launch_campaign" in browser.find_element(By.CSS_SELECTOR, ".card").text
+        assert browser.switch_to.active_element == approve, "the card takes the focus"
+        approve.click()
+        wait.until(lambda d: any("Launched campaign" in m.text for m in
+                                 d.find_elements(By.CSS_SELECTOR, ".msg.assistant")))  # fmt: skip
+        assert "Approved" in browser.find_element(By.CSS_SELECTOR, ".card").text
+
+        SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
+        assert browser.save_screenshot(str(SCREENSHOT))
+        assert SCREENSHOT.stat().st_size > 10_000
+        resources = browser.execute_script(
+            "return performance.getEntriesByType('resource').map(e => e.name)"
+        )
+        assert all(url.startswith(base) for url in resources), resources
