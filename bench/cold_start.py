@@ -51,6 +51,11 @@ FLOWS = {
     "campaign-resume": ["colony.flows.campaign", "colony.runtime.auth"],
     "approval": ["colony.flows.approval", "colony.runtime.approvals"],
     "delivery-events": ["colony.flows.delivery", "colony.runtime.approvals"],
+    "recording-intelligence": ["colony.flows.handlers"],
+    "follow-up": ["colony.flows.handlers"],
+    "content": ["colony.flows.handlers"],
+    "onboarding": ["colony.flows.handlers"],
+    "daily-brief": ["colony.flows.brief", "colony.runtime.auth"],
 }
 
 

@@ -104,7 +104,11 @@ def main() -> None:
         embedder = CountingEmbedder(dim=base.embedding_dim)
         knowledge = KnowledgeStore(db, embedder)
         settings = Settings.from_env(
-            {"COLONY_NOTION_TOKEN": "secret_bench", "COLONY_NOTION_BASE_URL": server.url}
+            {
+                "COLONY_NOTION_TOKEN": "secret_bench",
+                "COLONY_NOTION_BASE_URL": server.url,
+                "COLONY_NOTION_ORG_ID": ORG,
+            }
         )
         deps = LocalDeps(settings, db, InlineTransport(), llm_from_settings(settings), knowledge)
         client = notion_from_settings(settings)

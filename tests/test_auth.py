@@ -28,7 +28,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from cryptography.x509.oid import NameOID
 
-from colony.errors import ConfigError, OrgScopeError, Unauthorized, UpstreamError, ValidationFailed
+from colony.errors import ConfigError, Unauthorized, UpstreamError, ValidationFailed
 from colony.runtime import auth
 from colony.runtime.auth import (
     ApprovalClaim,
@@ -169,14 +169,14 @@ def test_required_claims(settings: Settings, tmp_path: Path, missing: str) -> No
     [{"org_id": None}, {"org_id": ""}, {"org_id": None, "o": {"rol": "x"}}, {"org_id": 7}],
     ids=["none", "blank", "v2-without-id", "not-a-string"],
 )
-def test_no_org_is_403(settings: Settings, tmp_path: Path, org_claims: dict[str, Any]) -> None:
-    with pytest.raises(OrgScopeError):
+def test_no_org_is_401(settings: Settings, tmp_path: Path, org_claims: dict[str, Any]) -> None:
+    with pytest.raises(Unauthorized, match="no organisation"):
         verify_bearer(bearer(sign(tmp_path, claims(**org_claims))), settings)
 
 
 def test_two_different_orgs_are_refused(settings: Settings, tmp_path: Path) -> None:
     token = sign(tmp_path, claims(org_id="org_a", o={"id": "org_b"}))
-    with pytest.raises(OrgScopeError, match="two different"):
+    with pytest.raises(Unauthorized, match="two different"):
         verify_bearer(bearer(token), settings)
 
 
@@ -334,7 +334,7 @@ def test_bearer_errors_over_http(
             401,
             "unauthorized",
         ),
-        bearer(sign(tmp_path, claims(org_id=None))): (403, "org_scope"),
+        bearer(sign(tmp_path, claims(org_id=None))): (401, "unauthorized"),
     }
     for header, (status, code) in cases.items():
         response = client.get("/", headers={"Authorization": header} if header else {})

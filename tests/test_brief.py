@@ -3,14 +3,14 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from pathlib import Path
 
 import httpx
 import pytest
 
 from colony.adapters.embedding import OfflineHashEmbedder
-from colony.errors import NotFound
+from colony.errors import NotFound, ValidationFailed
 from colony.flows.brief import MAX_WORDS, SECTIONS, daily_brief, word_count
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
@@ -202,6 +202,8 @@ def test_an_org_with_no_data_gets_a_clear_brief_and_an_unknown_org_an_error(
     assert "0 messages sent, 0 content pieces published" in text
     with pytest.raises(NotFound, match="org_nobody"):
         daily_brief(deps, "org_nobody")
+    with pytest.raises(ValidationFailed, match="after today"):
+        daily_brief(deps, "org_empty", TODAY + timedelta(days=1))
     with deps.db.transaction("org_nobody") as cur:
         assert fetch_one(cur, "SELECT count(*) AS n FROM daily_briefs")["n"] == 0
 
@@ -235,6 +237,11 @@ def test_the_scheduler_target_over_http(testdb: PgDB, tmp_path: Path) -> None:
         assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
         bad = http.post(url, json={"org": ORG})
         assert bad.status_code == 400 and bad.json()["error"]["code"] == "validation_failed"
+        # a day that has not happened would store today's numbers under it, for good
+        future = http.post(url, json={"org_id": ORG, "brief_date": "2999-01-01"})
+        assert future.status_code == 400, future.text
+        assert future.json()["error"]["code"] == "validation_failed"
+        assert "after today" in future.json()["error"]["message"]
     with deps.db.transaction(ORG) as cur:
         assert fetch_one(cur, "SELECT count(*) AS n FROM daily_briefs")["n"] == 1
 

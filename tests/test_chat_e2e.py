@@ -271,6 +271,19 @@ def test_cross_org_session_access_refused(stack: Stack) -> None:
     assert not stack.rows("SELECT 1 FROM chat_sessions", org=OTHER)
     assert not stack.rows("SELECT 1 FROM chat_events", org=OTHER)
 
+    # The approval route: another org can neither see nor decide this org's paused action.
+    _, events = post_turn(stack.http, stack.chat, stack.token,
+                          "Launch a Referral campaign for T4 prospects P-003", session)  # fmt: skip
+    item = next(e.data["approval"]["id"] for e in events if e.type == "approval_required")
+    listed = stack.http.get(f"{stack.chat}/approvals", headers=other).json()["items"]
+    assert item not in {i["id"] for i in listed}
+    decided = stack.http.post(f"{stack.chat}/approvals", headers=other,
+                              json={"item_id": item, "action": "approve"})  # fmt: skip
+    assert decided.status_code == 404 and decided.json()["error"]["code"] == "not_found"
+    assert stack.rows("SELECT status FROM approval_items WHERE id = %s", (item,)) == [
+        {"status": "pending"}
+    ]
+
     expired = mint_local_token(stack.data_dir, ORG, ttl=timedelta(seconds=-120))
     for headers in ({}, {"Authorization": "Bearer not.a.jwt"}, stack.auth(expired)):
         response = stack.http.post(f"{stack.chat}/turns", json={"message": "hi"},
@@ -295,6 +308,7 @@ def test_bad_input_gets_clear_errors_and_leaves_the_session_consistent(stack: St
         (post(content=b'{"message": "hi"'), 400, "bad_json"),
         (post({"session_id": session, "message": "hi", "org_id": OTHER}), 400, "validation_failed"),
         (post({"session_id": session}), 400, "validation_failed"),
+        (post({"session_id": session, "message": "hi\u0000there"}), 400, "validation_failed"),
     ]
     for response, status, code in cases:
         assert response.status_code == status, response.text

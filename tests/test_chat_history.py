@@ -138,3 +138,129 @@ def test_content_request_is_dispatched_as_the_content_agent_reads_it(testdb: PgD
     assert event.kind == "content.request" and event.format == "blog_post"
     assert event.request_id == result.data["result"]["request_id"]
     assert events[-1].data["status"] == "completed"
+
+
+class _DownTransport(InlineTransport):
+    """A transport whose publish fails the way a real outage or a bug would (a fake: the
+    failure is the point, and Pub/Sub cannot be made to fail on cue here)."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__()
+        self.error = error
+
+    def publish(self, topic: str, data: bytes, attributes: dict) -> str:
+        raise self.error
+
+
+def _stored(db, session: str) -> tuple[list[history.Row], list[dict]]:
+    with db.transaction(ORG) as cur:
+        rows = history.load(cur, session)
+        events = fetch_all(cur, "SELECT seq, type, data FROM chat_events WHERE session_id = %s"
+                                " ORDER BY seq", (session,))  # fmt: skip
+    return rows, events
+
+
+def test_a_failing_tool_ends_the_turn_consistently(testdb: PgDB) -> None:
+    import pytest
+
+    from colony.errors import TransportUnavailable
+
+    db = testdb.app()
+    with db.transaction(ORG) as cur:
+        cur.execute("INSERT INTO organizations (id, name) VALUES (%s, 'ZoomProp')", (ORG,))
+    settings = Settings.from_env({})
+    llm = llm_from_settings(settings, db)
+    knowledge = KnowledgeStore(db, OfflineHashEmbedder())
+    ask = "Write a blog post about lease expiry planning"
+
+    # An upstream outage: an error event and a failed done, and no call without its result.
+    deps = LocalDeps(settings, db, _DownTransport(TransportUnavailable("pubsub down")), llm,
+                     knowledge)  # fmt: skip
+    session = create_session(deps, ORG, "founder")
+    run_turn(deps, ORG, "founder", session, ask, sink=lambda _: None)
+    rows, events = _stored(db, session)
+    assert [e["type"] for e in events][-2:] == ["error", "done"]
+    assert events[-1]["data"]["status"] == "failed"
+    calls = {r.call_id for r in rows if r.role == "assistant" and r.call_id}
+    assert calls == {r.call_id for r in rows if r.role == "tool"}, "a call lost its result"
+
+    # A bug: it still raises (to be logged), but every follower sees the turn end, and the
+    # next turn of the session runs normally.
+    deps = LocalDeps(settings, db, _DownTransport(RuntimeError("a bug")), llm, knowledge)
+    session = create_session(deps, ORG, "founder")
+    with pytest.raises(RuntimeError):
+        run_turn(deps, ORG, "founder", session, ask, sink=lambda _: None)
+    rows, events = _stored(db, session)
+    assert [e["type"] for e in events][-2:] == ["error", "done"]
+    assert events[-2]["data"]["error"]["code"] == "internal"
+    assert "a bug" not in str(events[-2]["data"]), "no exception text reaches the stream"
+    assert events[-1]["data"]["status"] == "failed"
+    calls = {r.call_id for r in rows if r.role == "assistant" and r.call_id}
+    assert calls == {r.call_id for r in rows if r.role == "tool"}, "a call lost its result"
+    run_turn(deps, ORG, "founder", session, "Hello again", sink=lambda _: None)
+    _, events = _stored(db, session)
+    assert events[-1]["data"]["status"] == "completed"
+
+
+def test_compaction_keeps_a_pending_approval_behind_a_long_queue(testdb: PgDB) -> None:
+    """The pending approval a paused call waits on stays pinned however many newer items the
+    org's queue holds (campaigns put one per prospect there)."""
+    db = testdb.app()
+    knowledge = KnowledgeStore(db, OfflineHashEmbedder())
+    load_demo(db, knowledge, say=lambda _: None)
+    settings = Settings.from_env({})
+    deps = LocalDeps(settings, db, InlineTransport(), llm_from_settings(settings, db), knowledge)
+    session = create_session(deps, ORG, "founder")
+    events: list = []
+    run_turn(deps, ORG, "founder", session, "Launch a Signal campaign for T1 prospects P-001",
+             sink=events.extend)  # fmt: skip
+    item = events[-1].data["approval_id"]
+    with db.transaction(ORG) as cur:
+        cur.execute(
+            "INSERT INTO approval_items (org_id, kind, source_agent, payload, created_at)"
+            " SELECT %s, 'outbound_message', 'AGT-003', '{}'::jsonb,"
+            " now() + make_interval(secs => g) FROM generate_series(1, 1001) g", (ORG,),
+        )  # fmt: skip
+    for n in range(60):
+        run_turn(deps, ORG, "founder", session, f"Note {n}: we decided to keep going, P-00{n % 9}"
+                 " stays on the list; remind me tomorrow about lease expiry signals.",
+                 sink=lambda _: None)  # fmt: skip
+        rows, _ = _stored(db, session)
+        if any(r.role == "summary" for r in rows):
+            break
+    else:
+        raise AssertionError("the history never needed compacting")
+    assert item in {r.awaiting for r in rows}, "the paused call was compacted away"
+
+
+def test_an_approval_whose_tool_fails_upstream_stays_pending_for_a_retry(testdb: PgDB) -> None:
+    """The approval callback must not record an item as applied when its gated tool never
+    finished (the dispatch failed): the decision rolls back, and approving again works."""
+    import pytest
+
+    from colony.errors import TransportUnavailable
+
+    db = testdb.app()
+    knowledge = KnowledgeStore(db, OfflineHashEmbedder())
+    load_demo(db, knowledge, say=lambda _: None)
+    settings = Settings.from_env({})
+    llm = llm_from_settings(settings, db)
+    deps = LocalDeps(settings, db, InlineTransport(), llm, knowledge)
+    session = create_session(deps, ORG, "founder")
+    events: list = []
+    run_turn(deps, ORG, "founder", session, "Launch a Signal campaign for T1 prospects P-001",
+             sink=events.extend)  # fmt: skip
+    item = events[-1].data["approval_id"]
+    down = LocalDeps(settings, db, _DownTransport(TransportUnavailable("pubsub down")), llm,
+                     knowledge)  # fmt: skip
+    with pytest.raises(TransportUnavailable):
+        approval.decide(down, ORG, item, "approve", decided_by="founder")
+    with db.transaction(ORG) as cur:
+        status = fetch_all(cur, "SELECT status FROM approval_items WHERE id = %s", (item,))
+    assert status == [{"status": "pending"}]
+    assert approval.decide(deps, ORG, item, "approve", decided_by="founder")["changed"] is True
+    _, stored = _stored(db, session)
+    results = [e for e in stored if e["type"] == "tool_result"]
+    assert len(results) == 1 and results[0]["data"]["ok"]
+    assert stored[-1]["data"]["status"] == "completed"
+    assert [m.topic for m in deps.transport.pending] == ["colony-campaign"]

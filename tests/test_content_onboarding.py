@@ -7,7 +7,8 @@ from __future__ import annotations
 import base64
 import json
 import time
-from datetime import UTC, timedelta
+from datetime import UTC, datetime, timedelta
+from datetime import time as clock_time
 from pathlib import Path
 
 import httpx
@@ -111,7 +112,8 @@ def test_content_piece_is_grounded_queued_once_and_published_on_approval(testdb:
     ]
     # the next day's brief counts it as content published yesterday
     next_day = published[0]["published_at"].astimezone(UTC).date() + timedelta(days=1)
-    assert brief.daily_brief(deps, ORG, next_day)["data_snapshot"]["content_published"] == 1
+    deps.clock = lambda: datetime.combine(next_day, clock_time(6), tzinfo=UTC)
+    assert brief.daily_brief(deps, ORG)["data_snapshot"]["content_published"] == 1
 
 
 def test_content_without_grounding_is_a_clear_rejection(testdb: PgDB) -> None:

@@ -29,6 +29,14 @@ def test_steps_run_in_deploy_order() -> None:
     assert order.index("migrate") < order.index("deploy")
     by_id = {s["id"]: s for s in steps}
     assert "make test" in command(by_id["test"])
+    # `make test` runs `terraform fmt -check`, which the Python image cannot: an earlier step
+    # copies the pinned terraform image's binary into the workspace, and make is pointed at it
+    binary = re.search(r"TERRAFORM=(\S+)", command(by_id["test"]))
+    assert binary, "the test step must tell make where terraform is"
+    copier = by_id["terraform-binary"]
+    assert order.index("terraform-binary") < order.index("test")
+    assert copier["name"] == by_id["terraform-init"]["name"] == "${_TERRAFORM_IMAGE}"
+    assert binary.group(1).removeprefix("/workspace/") in command(copier)
     assert "colony db migrate" in command(by_id["migrate"])
     env = dict(e.split("=", 1) for e in by_id["migrate"]["env"])
     assert env["COLONY_DB_MODE"] == "cloudsql"

@@ -195,6 +195,11 @@ def test_every_secret_exists_and_is_granted_only_to_the_functions_that_read_it()
     assert readers["COLONY_DB_OWNER_PASSWORD"] == set()  # migrations only (the deployer)
     assert readers["COLONY_DELIVERY_WEBHOOK_SECRET"] == {"delivery-events"}
     assert "COLONY_APPROVAL_TOKEN_KEY" not in spec["functions"]["enrichment"]["secrets"]
+    # the Langfuse secret key reads every org's traced prompts: only functions that call a
+    # chat model get it, never the internet-facing webhooks or the model-free task targets
+    untraced = {"delivery-events", "drive-webhook", "notion-webhook", "campaign-resume", "reembed"}
+    assert readers["LANGFUSE_SECRET_KEY"] == set(FUNCTIONS) - untraced
+    assert readers["LANGFUSE_PUBLIC_KEY"] == readers["LANGFUSE_SECRET_KEY"]
     # no secret is granted any other way, and no value is ever an environment variable
     others = [k for k in parsed() if k.startswith("google_secret_manager") and "iam" in k]
     assert others == ["google_secret_manager_secret_iam_member"]
@@ -288,3 +293,22 @@ def test_internal_functions_are_invoked_only_by_the_invoker() -> None:
     public = {n for n, f in registry()["functions"].items() if f["public"]}
     assert public and all(FUNCTIONS[n].trigger == "http" for n in public)
     assert not public & {n for n, f in FUNCTIONS.items() if f.trigger == "pubsub"}
+
+
+def test_every_function_that_decides_approvals_may_publish_what_the_appliers_publish() -> None:
+    """Appliers run in the deciding function (approval, and chat's decide tool and route): a
+    deal moved to closed_won publishes to colony-onboarding from whichever function approved
+    it, so each one needs the approval function's publisher grants or the decision fails."""
+    from colony.deploy.imports import SharedPackage, import_graph
+
+    shared = SharedPackage(REPO / "shared")
+    deciders = {
+        name for name in FUNCTIONS
+        if "colony.flows.approval" in import_graph(REPO / "functions" / name / "main.py",
+                                                   shared).modules
+    }  # fmt: skip
+    assert {"approval", "chat"} <= deciders
+    needed = set(FUNCTIONS["approval"].publishes)
+    assert "colony-onboarding" in needed
+    for name in deciders:
+        assert needed <= set(registry()["functions"][name]["publishes"]), name

@@ -2,15 +2,14 @@
 
 Real parts: embedded PostgreSQL, the GCS emulator through the real adapter, a local server
 speaking Drive v3's REST shapes, the offline provider. The LLM port is wrapped by a spy that
-records each request (and can add a fixed latency) — the only stand-in, because no real
-model runs here.
+records each request (and can hold calls until several are in flight) — the only stand-in,
+because no real model runs here.
 """
 
 from __future__ import annotations
 
 import itertools
 import threading
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -43,22 +42,29 @@ TRANSCRIPT = (DEMO_DIR / "transcripts" / "discovery_mercy_ridge.txt").read_bytes
 
 
 class SpyModel:
-    """Wraps the offline model: records requests, counts calls in flight, optional latency."""
+    """Wraps the offline model: records requests and counts calls in flight.
 
-    def __init__(self, inner, latency: float = 0.0) -> None:
-        self.inner, self.latency = inner, latency
+    ``together=n`` holds the first ``n`` calls until all ``n`` are in flight at once (a
+    barrier, not a sleep): it fails, rather than passes by luck, if they cannot be."""
+
+    def __init__(self, inner, together: int = 0) -> None:
+        self.inner = inner
         self.requests: list = []
         self.active = self.peak = 0
         self._lock = threading.Lock()
+        self._barrier = threading.Barrier(together) if together else None
+        self._to_hold = together
 
     def request(self, request):
         with self._lock:
             self.requests.append(request)
             self.active += 1
             self.peak = max(self.peak, self.active)
+            hold = self._to_hold > 0
+            self._to_hold -= 1 if hold else 0
         try:
-            if self.latency:
-                time.sleep(self.latency)  # the fake provider's fixed latency, not a sync wait
+            if hold and self._barrier is not None:
+                self._barrier.wait(timeout=30)
             return self.inner.request(request)
         finally:
             with self._lock:
@@ -72,7 +78,11 @@ def world(testdb: PgDB, gcs):
     load_demo(db, knowledge, say=lambda _: None)
     with DriveServer(page_size_cap=2) as drive_server:
 
-        def make(parallelism: int = 4, latency: float = 0.0, faults: Faults | None = None):
+        def make(
+            parallelism: int = 4,
+            faults: Faults | None = None,
+            together: int = 0,
+        ):
             settings = Settings.from_env(
                 {
                     "COLONY_DRIVE_CHANNEL_TOKEN": SECRET,
@@ -81,7 +91,7 @@ def world(testdb: PgDB, gcs):
                 }
             )
             base = llm_from_settings(settings, db)
-            spy = SpyModel(base.chat, latency)
+            spy = SpyModel(base.chat, together)
             llm = replace(base, chat=spy, runner=StructuredRunner(spy))
             deps = LocalDeps(settings, db, InlineTransport(), llm, knowledge, blobs=gcs.store)
             if faults is not None:
@@ -91,12 +101,14 @@ def world(testdb: PgDB, gcs):
         yield make, drive_server, db
 
 
-def notify(deps, number: int, token: str | None = None, state: str = "update"):
+def notify(
+    deps, number: int, token: str | None = None, state: str = "update", folder: str = FOLDER
+):
     headers = push_headers(
         channel_id="chan-1",
-        token=token or watch_token(SECRET, ORG),
+        token=token or watch_token(SECRET, ORG, FOLDER),
         message_number=number,
-        folder_id=FOLDER,
+        folder_id=folder,
         state=state,
     )
     drive = drive_from_settings(deps.settings)
@@ -172,12 +184,50 @@ def test_wrong_channel_token_and_malformed_notifications(world) -> None:
     make, _drive, db = world
     deps, _ = make()
     with pytest.raises(Unauthorized):
-        notify(deps, 1, token=watch_token("another-secret", ORG))
+        notify(deps, 1, token=watch_token("another-secret", ORG, FOLDER))
     with pytest.raises(Unauthorized):
-        notify(deps, 1, token=f"org_other.{watch_token(SECRET, ORG).split('.')[-1]}")
+        notify(deps, 1, token=f"org_other.{watch_token(SECRET, ORG, FOLDER).split('.')[-1]}")
     with pytest.raises(Unauthorized):
-        org_from_token(SECRET, None)
+        org_from_token(SECRET, None, FOLDER)
+    with pytest.raises(Unauthorized):  # no folder named: nothing to verify the token for
+        org_from_token(SECRET, watch_token(SECRET, ORG, FOLDER), None)
     assert rows(db, "SELECT id FROM recordings") == []
+
+
+def test_a_token_for_one_orgs_folder_cannot_read_another_orgs_folder(world) -> None:
+    """X-Goog-Resource-URI is unauthenticated: org A's valid token sent with org B's folder
+    in the URI must not list B's folder (read with our Drive credentials) into org A."""
+    make, drive, db = world
+    deps, _ = make()
+    drive.add_file("org-b-folder", "b-doc", "Org B board call", TRANSCRIPT)
+    with pytest.raises(Unauthorized):
+        notify(deps, 1, folder="org-b-folder")  # ORG's token for FOLDER, B's folder
+    assert drive.requests_to("drive.files.list") == []  # B's folder was never listed
+    assert rows(db, "SELECT id FROM recordings") == [] and not deps.transport.pending
+    # The same token with the folder it was issued for is accepted.
+    assert notify(deps, 2)["status"] == "accepted"
+
+
+def test_a_contact_with_a_blank_company_does_not_claim_every_call(world) -> None:
+    """The call's deal is the open deal whose contact's company the title names; an empty
+    company is a substring of every title and must not make the match ambiguous."""
+    make, drive, db = world
+    deps, _ = make()
+    with db.transaction(ORG) as cur:
+        cur.execute(
+            "WITH c AS (INSERT INTO contacts (org_id, name, company) VALUES (%s, 'No Co', '')"
+            " RETURNING id) INSERT INTO deals (org_id, contact_id, name, stage)"
+            " SELECT %s, id, 'Unnamed', 'discovery' FROM c",
+            (ORG, ORG),
+        )
+    drive.add_file(FOLDER, "doc-1", TITLE, TRANSCRIPT)
+    notify(deps, 1)
+    [rec] = rows(
+        db,
+        "SELECT c.company FROM recordings r JOIN deals d ON d.id = r.deal_id"
+        " JOIN contacts c ON c.id = d.contact_id",
+    )
+    assert rec["company"] == "Mercy Ridge Health"
 
 
 @pytest.mark.parametrize(
@@ -219,8 +269,8 @@ def test_pass1_chunks_are_durable_steps_and_parallelism_is_bounded(world) -> Non
     make, drive, db = world
     deps, spy = make(
         parallelism=3,
-        latency=0.05,
         faults=Faults(frozenset({"recording-intelligence.after_chunk"})),
+        together=3,  # the first three pass-1 calls must all be in flight at once
     )
     drive.add_file(FOLDER, "doc-1", TITLE, TRANSCRIPT)
     notify(deps, 1)
@@ -253,6 +303,17 @@ def test_split_overlaps_so_a_boundary_signal_is_read_whole() -> None:
     cut = transcripts.split(long, tokens, max_tokens=100, overlap=30)
     assert all(c.tokens <= 100 for c in cut) and "CFO signs off in March." in cut[-1].text
     assert all(b.start < a.end for a, b in itertools.pairwise(cut))
+    # Speaker turns longer than the overlap (a monologue): the next chunk still starts with
+    # the previous chunk's last ~overlap tokens, cut inside the turn at a word boundary.
+    turn = "[00:01:00] Dana: " + "We reviewed the budget and the CFO wants numbers. " * 14 + "\n"
+    assert tokens.count(turn) > 120
+    text = turn * 40
+    monologue = transcripts.split(text, tokens, max_tokens=1500, overlap=120)
+    assert len(monologue) >= 3 and all(c.tokens <= 1500 for c in monologue)
+    for a, b in itertools.pairwise(monologue):
+        carried = tokens.count(text[b.start : a.end]) if b.start < a.end else 0
+        assert 60 <= carried <= 120, (a.index, carried)
+        assert text[b.start - 1].isspace()  # cut between words, never inside one
     # The same quote seen by two chunks is one signal with both chunks as provenance.
     merged = transcripts.aggregate(
         [
@@ -320,7 +381,10 @@ def test_recording_over_real_functions(testdb: PgDB, gcs, tmp_path: Path) -> Non
         with FunctionServers(env, names, log_dir=tmp_path) as servers, httpx.Client() as http:
             url = servers.urls["drive-webhook"]
             ok = push_headers(
-                channel_id="c1", token=watch_token(SECRET, ORG), message_number=7, folder_id=FOLDER
+                channel_id="c1",
+                token=watch_token(SECRET, ORG, FOLDER),
+                message_number=7,
+                folder_id=FOLDER,
             )
             bad = http.post(url, headers={**ok, "X-Goog-Channel-Token": f"{ORG}.deadbeef"})
             assert bad.status_code == 401 and bad.json()["error"]["code"] == "unauthorized"

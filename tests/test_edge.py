@@ -36,7 +36,13 @@ from colony.errors import (
 from colony.runtime import deps as deps_module
 from colony.runtime import edge
 from colony.runtime.deps import Deps, build_deps, deps, set_deps_for_tests
-from colony.runtime.edge import DbRejections, MemoryRejections, decode_push, error_response
+from colony.runtime.edge import (
+    MAX_BODY_BYTES,
+    DbRejections,
+    MemoryRejections,
+    decode_push,
+    error_response,
+)
 from colony.settings import Settings
 
 SECRET = "prompt text: the customer's private notes"
@@ -191,6 +197,16 @@ def test_wrong_content_type_is_415(http_fn: tuple[Any, ModuleType], content_type
     response = client.post("/", data=b'{"a": 1}', content_type=content_type)
     assert_error(response, 415, "unsupported_media_type")
     assert module.SEEN == []
+
+
+def test_oversized_bodies_are_413_before_the_handler(http_fn: tuple[Any, ModuleType]) -> None:
+    client, module = http_fn
+    body = b'{"a": "' + b"x" * MAX_BODY_BYTES + b'"}'
+    response = client.post("/", data=body, content_type="application/json")
+    assert_error(response, 413, "request_entity_too_large")
+    assert module.SEEN == []
+    fits = client.post("/", data=b'{"a": "' + b"x" * 1000 + b'"}', content_type="application/json")
+    assert fits.status_code == 200
 
 
 def test_json_suffix_media_types_are_accepted(http_fn: tuple[Any, ModuleType]) -> None:

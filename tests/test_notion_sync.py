@@ -8,6 +8,7 @@ one wrapped to count calls (``CountingEmbedder``), so tests can prove what was r
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import httpx
@@ -16,12 +17,14 @@ import pytest
 from colony.adapters.notion import HttpNotion, sign
 from colony.adapters.rest import RestClient
 from colony.contracts.events import NotionReembed
-from colony.errors import Unauthorized
+from colony.errors import DatabaseError, OrgScopeError, Unauthorized
 from colony.flows import notion_sync
 from colony.knowledge import KnowledgeStore
+from colony.knowledge.store import ChunkIn
 from colony.llm.agent_call import llm_from_settings
 from colony.settings import Settings
 from colony.store import fetch_all
+from colony.store.db import fetch_value
 from colony.testing.fakes import CountingEmbedder, RecordingSleep
 from colony.testing.inline import InlineTransport, LocalDeps
 from colony.testing.notion_server import NotionServer, block, signed_headers, webhook_event
@@ -94,7 +97,9 @@ def job(page: str = PAGE, domain: str = "KC-01") -> NotionReembed:
     return NotionReembed(org_id=ORG, page_id=page, domain=domain, edited_time="t1")  # type: ignore[arg-type]
 
 
-def test_webhook_verifies_signature_dedupes_and_names_tasks_by_page_and_edit(env) -> None:
+def test_webhook_verifies_signature_dedupes_and_names_tasks_by_page_and_edit(
+    env, testdb: PgDB
+) -> None:
     deps, *_ = env
     body = webhook_event(PAGE, parent_database=DB_KC01, event_id="evt-1")
     with pytest.raises(Unauthorized):
@@ -127,9 +132,15 @@ def test_webhook_verifies_signature_dedupes_and_names_tasks_by_page_and_edit(env
     # The verification handshake is unsigned; its token is kept for the operator.
     handshake = json.dumps({"verification_token": "secret_verify_123"}).encode()
     assert notion_sync.receive(deps, handshake, None) == {"status": "verification_received"}
-    with deps.db.transaction(None) as cur:
-        stored = fetch_all(cur, "SELECT verification_token FROM notion_verifications")
+    owner = testdb.owner_connection()
+    try:
+        stored = fetch_all(owner.cursor(), "SELECT verification_token FROM notion_verifications")
+    finally:
+        owner.close()
     assert stored == [{"verification_token": "secret_verify_123"}]
+    # The token becomes a signing secret: the application role may write it, never read it.
+    with pytest.raises(DatabaseError, match="42501"), deps.db.transaction(None) as cur:
+        cur.execute("SELECT verification_token FROM notion_verifications")
 
 
 def test_reembed_only_changed_chunks_skips_unsupported_blocks_and_removes_deleted(env) -> None:
@@ -159,6 +170,17 @@ def test_reembed_only_changed_chunks_skips_unsupported_blocks_and_removes_delete
     server.delete_page(PAGE)
     assert notion_sync.reembed(deps, job(), client)["removed"] == len(stored)
     assert chunks(deps) == []
+
+
+def test_a_reembed_job_for_another_org_is_refused(env) -> None:
+    """The workspace belongs to COLONY_NOTION_ORG_ID; a task naming another org (locally no
+    OIDC guards the worker) must not write the workspace's pages into that org."""
+    deps, server, client, embedder, _ = env
+    server.put_page(PAGE, "Product overview", page_blocks(PARAGRAPHS[:2]))
+    other = NotionReembed(org_id="org_other", page_id=PAGE, domain="KC-01", edited_time="t1")  # type: ignore[arg-type]
+    with pytest.raises(OrgScopeError):
+        notion_sync.reembed(deps, other, client)
+    assert embedder.calls == [] and server.requests_to("notion.pages.retrieve") == []
 
 
 def test_nested_and_paginated_blocks_are_read(env) -> None:
@@ -195,6 +217,88 @@ def test_a_failed_sync_leaves_the_page_as_it_was(env) -> None:
     with pytest.raises(RuntimeError):
         notion_sync.reembed(deps, job(), client)
     assert chunks(deps) == before  # never a partial KC update
+
+
+def test_a_page_that_cannot_be_stored_is_a_recorded_failure_not_a_retry_loop(
+    env, testdb: PgDB
+) -> None:
+    """Cloud Tasks retries every non-2xx answer, so content that can never be stored (here a
+    code block holding one 25k-character token, past the store's chunk limit) must end as a
+    recorded failure the worker acknowledges, with the page's chunks left as they were."""
+    deps, server, client, embedder, _ = env
+    server.put_page(PAGE, "Product overview", page_blocks(PARAGRAPHS[:2]))
+    notion_sync.reembed(deps, job(), client)
+    before, calls = chunks(deps), len(embedder.calls)
+    blob = block("code", "x" * 25_000, language="json")
+    server.put_page(PAGE, "Product overview", [*page_blocks(PARAGRAPHS[:2]), blob])
+    result = notion_sync.reembed(deps, job(), client)
+    assert result["status"] == "failed" and "limit" in result["error"]
+    assert chunks(deps) == before and len(embedder.calls) == calls
+    owner = testdb.owner_connection()
+    try:
+        recorded = fetch_all(
+            owner.cursor(), "SELECT function, event_id, claimed_org_id FROM rejected_deliveries"
+        )
+    finally:
+        owner.close()
+    assert recorded == [{"function": "reembed", "event_id": f"{PAGE}@t1", "claimed_org_id": ORG}]
+
+
+class GatedEmbedder(CountingEmbedder):
+    """Holds its first call until ``release`` is set (after saying so with ``entered``), so
+    a test can hold one sync's transaction open while another sync of the page starts."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered, self.release = threading.Event(), threading.Event()
+
+    def embed(self, texts):
+        self.entered.set()
+        assert self.release.wait(30), "the test never released the embedder"
+        return super().embed(texts)
+
+
+def test_concurrent_syncs_of_one_page_end_as_one_whole_version(env, testdb: PgDB) -> None:
+    """Two re-embed tasks for one page may run at once (one per edit time). Each computes
+    what changed from what it read; unless the second waits for the first to commit, the
+    page ends as a mix of both versions (a partial KC update)."""
+    from tests.test_functions_e2e import wait_for
+
+    deps, *_ = env
+    v0 = [f"Version zero, paragraph {n}. " * 20 for n in range(3)]
+    v1 = [v0[0].replace("zero", "one"), v0[1], v0[2]]  # edits paragraph 0
+    v2 = [v0[0], v0[1].replace("zero", "two"), v0[2]]  # a later edit: paragraph 1
+    deps.knowledge.sync_source(ORG, "notion", PAGE, [ChunkIn("KC-01", t) for t in v0])
+    gated = GatedEmbedder()
+    slow = KnowledgeStore(deps.db, gated)
+    errors: list[BaseException] = []
+
+    def sync(store: KnowledgeStore, texts: list[str]) -> None:
+        try:
+            store.sync_source(ORG, "notion", PAGE, [ChunkIn("KC-01", t) for t in texts])
+        except BaseException as error:  # reported by the assertion below
+            errors.append(error)
+
+    first = threading.Thread(target=sync, args=(slow, v1))
+    first.start()
+    assert gated.entered.wait(30)  # the first sync is inside its transaction, embedding
+    second = threading.Thread(target=sync, args=(deps.knowledge, v2))
+    second.start()
+    owner = testdb.owner_connection()
+    try:
+        waiting = "SELECT count(*) FROM pg_locks WHERE NOT granted"
+        wait_for(
+            lambda: not second.is_alive() or fetch_value(owner.cursor(), waiting) > 0,
+            timeout=30,
+            what="the second sync to finish or to wait for the first",
+        )
+    finally:
+        owner.close()
+    gated.release.set()
+    first.join(30)
+    second.join(30)
+    assert not errors and not first.is_alive() and not second.is_alive()
+    assert [c["content"] for c in chunks(deps)] == v2  # the later sync, whole
 
 
 def test_notion_webhook_to_cloud_tasks_to_reembed_over_real_functions(

@@ -6,9 +6,11 @@ shapes (``files.list`` with ``q``/``fields``/``pageToken``, ``files.export`` for
 stand-in (``colony.testing.drive_server``).
 
 Watch channels: each org's folder is watched with ``files.watch``; the channel's ``token``
-(echoed by Drive as ``X-Goog-Channel-Token``) is ``<org id>.<HMAC-SHA256(secret, org id)>``,
-so one configured secret authenticates every channel and names the org it belongs to, and
-the org never comes from an unauthenticated header.
+(echoed by Drive as ``X-Goog-Channel-Token``) is ``<org id>.<HMAC-SHA256(secret, org id,
+a line feed, folder id)>``. One configured secret authenticates every channel, names the
+org, and binds the org to its own folder: the folder comes from ``X-Goog-Resource-URI``, an
+unauthenticated header, so a token issued for org A's folder must never let a notification
+naming org B's folder read B's transcripts into A.
 """
 
 from __future__ import annotations
@@ -110,24 +112,31 @@ def folder_of(resource_uri: str | None) -> str | None:
     return match.group(1) if match else None
 
 
-def watch_token(secret: str, org_id: str) -> str:
-    """The ``token`` to set on an org's ``files.watch`` channel."""
-    mac = hmac.new(secret.encode(), org_id.encode(), hashlib.sha256).hexdigest()
+def watch_token(secret: str, org_id: str, folder_id: str) -> str:
+    """The ``token`` to set on the ``files.watch`` channel of ``org_id``'s ``folder_id``."""
+    if not org_id or not folder_id or "\n" in org_id or "\n" in folder_id:
+        raise ConfigError("a Drive watch token needs an org id and a folder id")
+    message = f"{org_id}\n{folder_id}".encode()
+    mac = hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
     return f"{org_id}.{mac}"
 
 
-def org_from_token(secret: str | None, token: str | None) -> str:
-    """The org a channel token was issued for; ``Unauthorized`` unless it verifies
-    (constant-time)."""
+def org_from_token(secret: str | None, token: str | None, folder_id: str | None) -> str:
+    """The org a channel token was issued for, if it was issued for ``folder_id`` (the folder
+    the notification names); ``Unauthorized`` unless it verifies (constant-time)."""
     if not secret:
         raise ConfigError("COLONY_DRIVE_CHANNEL_TOKEN is required to accept Drive notifications")
     org_id, dot, _ = (token or "").rpartition(".")
     if (
         not dot
         or not org_id
-        or not hmac.compare_digest(watch_token(secret, org_id).encode(), (token or "").encode())
+        or not folder_id
+        or "\n" in org_id
+        or not hmac.compare_digest(
+            watch_token(secret, org_id, folder_id).encode(), (token or "").encode()
+        )
     ):
-        raise Unauthorized("the Drive channel token does not verify")
+        raise Unauthorized("the Drive channel token does not verify for this folder")
     return org_id
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from colony.adapters.rest import RestClient
-from colony.errors import ConfigError, Unauthorized
+from colony.errors import ConfigError, Unauthorized, ValidationFailed
 from colony.settings import Settings
 
 NOTION_VERSION = "2022-06-28"
@@ -98,8 +98,6 @@ class HttpNotion:
             for block in body.get("results") or []:
                 out.blocks += 1
                 if out.blocks > MAX_BLOCKS:
-                    from colony.errors import ValidationFailed
-
                     raise ValidationFailed(f"Notion page has more than {MAX_BLOCKS} blocks")
                 kind = str(block.get("type") or "unsupported")
                 text = block_text(block)

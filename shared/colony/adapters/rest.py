@@ -1,6 +1,7 @@
 """What the Drive and Notion adapters share: one JSON-over-HTTPS call with bounded retries.
 
-Vendors rate-limit with 429 (and fail with 5xx) and say when to come back in ``Retry-After``.
+Vendors rate-limit with 429 (and fail with 5xx) and say when to come back in ``Retry-After``
+(read by the same ``retry_after_seconds`` the LLM adapters use: seconds or an HTTP date).
 ``RestClient.send`` honours that a few times, each wait capped, then raises
 ``ProviderUnavailable`` carrying the last ``Retry-After`` so the platform (Pub/Sub, Cloud
 Tasks) retries the whole job later. Anything else that is not 2xx is a ``ProviderError``
@@ -15,18 +16,10 @@ from typing import Any
 
 import httpx
 
+from colony.adapters.openai_chat import retry_after_seconds
 from colony.errors import NotFound, ProviderError, ProviderUnavailable
 
 RETRYABLE = frozenset({429, 500, 502, 503, 504})
-
-
-def retry_after(response: httpx.Response) -> float | None:
-    """Seconds from ``Retry-After`` (delta-seconds form); None when absent or unparseable."""
-    value = response.headers.get("Retry-After", "").strip()
-    try:
-        return max(0.0, float(value)) if value else None
-    except ValueError:
-        return None
 
 
 class RestClient:
@@ -78,7 +71,7 @@ class RestClient:
                 ) from None
             try:
                 if response.status_code in RETRYABLE:
-                    last = retry_after(response)
+                    last = retry_after_seconds(response.headers)
                     if attempt < self._attempts:
                         wait = min(self._max_wait, last if last is not None else 0.5 * attempt)
                         self.waits.append(wait)

@@ -105,20 +105,24 @@ def _turn(deps: Any, org_id: str, user_id: str, request: JsonRequest) -> flask.R
         session_id = body.session_id
         require_session(deps, org_id, session_id)
     relay: queue.Queue[Any] = queue.Queue()
+    ended = threading.Event()
 
     def sink(stored: Any) -> None:
         for event in stored:
             relay.put(event)
+            if event.type == "done":
+                ended.set()
 
     def work() -> None:
         try:
             run_turn(deps, org_id, user_id, session_id, message, sink=sink)
-        except Exception as error:  # persisted events are intact; tell this client, and log
+        except Exception as error:  # persisted events are intact; log, and tell this client
             from colony.observability.tracing import error_summary
             from colony.runtime.edge import error_response
 
             log.error("chat turn in session %s crashed: %s", session_id, error_summary(error))
-            relay.put(error_response(error)[0])
+            if not ended.is_set():  # the turn could not even record its own end
+                relay.put(error_response(error)[0])
         finally:
             relay.put(_END)
 

@@ -27,7 +27,7 @@ from pydantic import Field
 
 from colony.contracts.common import Strict
 from colony.contracts.outputs import DailyBrief
-from colony.errors import NotFound
+from colony.errors import NotFound, ValidationFailed
 from colony.flows.deps import FlowDeps
 from colony.llm.agent_call import call_agent
 from colony.ports import Message
@@ -124,10 +124,17 @@ def word_count(text: str) -> int:
 def daily_brief(deps: FlowDeps, org_id: str, day: date | None = None) -> dict[str, Any]:
     """The org's brief for ``day`` (default: today, UTC), generated once and then stored.
 
-    Raises ``NotFound`` for an org with no record. An org with no activity still gets a brief:
-    its numbers are zeros and it says so.
+    Raises ``NotFound`` for an org with no record, ``ValidationFailed`` for a day after today
+    (its numbers would be today's, stored under a day that has not happened, and returned
+    forever after). An org with no activity still gets a brief: zeros, and it says so.
     """
-    day = day or deps.clock().astimezone(UTC).date()
+    today = deps.clock().astimezone(UTC).date()
+    day = day or today
+    if day > today:
+        raise ValidationFailed(
+            f"brief_date {day.isoformat()} is after today ({today.isoformat()} UTC); a brief is"
+            " written on or after its day"
+        )
     with deps.db.transaction(org_id) as cur:
         if fetch_one(cur, ORG, (org_id,)) is None:
             raise NotFound(f"organization {org_id!r} has no record; there is nothing to brief")

@@ -8,10 +8,12 @@
         ─► ``tool_result`` ─► back to the model ─► ``delta``… ─► ``done``
 
 Turns of one session are serialised by a transaction-scoped advisory lock on the session
-(held by the database, so it holds across function instances); every event is written to
-``chat_events`` as it happens, in its own short transaction, so a client that drops can
-replay from ``Last-Event-ID`` while the turn goes on. The continuation after an approval is
-written in the approval's own transaction: it appears, all at once, when that commits.
+(held by the database, so it holds across function instances); events are written to
+``chat_events`` as they happen, each step's batch in one short transaction together with its
+history rows, so a client that drops can replay from ``Last-Event-ID`` while the turn goes on.
+A tool call's history row is written with its result, so no failure can leave a call without
+one. The continuation after an approval is written in the approval's own transaction: it
+appears, all at once, when that commits. Whatever fails, a turn ends with ``error`` + ``done``.
 
 Hydration per model call: the history within AGT-001's budget (compacted into one summary
 row when over, ``colony.chat.history``), today's daily brief and the pending approval items
@@ -21,6 +23,7 @@ whose per-section token account goes into the call's trace.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -56,6 +59,8 @@ PENDING = """
 SELECT id, kind, source_agent, subject_id, payload FROM approval_items
 WHERE status = 'pending' ORDER BY created_at DESC, id LIMIT %s
 """
+# The items the session's paused calls wait on, by id: not the queue's newest N, which a
+# long queue (one outbound message per prospect) would push them out of.
 STATUSES = "SELECT id, status FROM approval_items WHERE id = ANY(%s::text[])"
 ADD_APPROVAL = """
 INSERT INTO approval_items (org_id, kind, source_agent, run_id, subject_id, payload)
@@ -91,6 +96,8 @@ def check_message(deps: FlowDeps, message: str) -> str:
     text = message.strip()
     if not text:
         raise EmptyMessage("the message is empty; type something to ask")
+    if "\x00" in text:  # PostgreSQL text cannot hold it: refuse before the stream starts
+        raise ValidationFailed("the message contains a NUL character")
     limit = deps.llm.budgets.for_profile(AGENT).task
     used = deps.llm.counter.count(text)
     if used > limit:
@@ -175,7 +182,6 @@ def run_turn(
     *,
     turn_id: str | None = None,
     sink: Sink | None = None,
-    on_locked: Callable[[], None] | None = None,
 ) -> str:
     """Run one turn to its end (answer, pause or error); returns the turn id.
 
@@ -185,8 +191,6 @@ def run_turn(
     turn_id = turn_id or f"turn-{uuid.uuid4().hex[:16]}"
     with deps.db.transaction(org_id) as lock:
         lock.execute(LOCK, (LOCK_CLASS, session_id))
-        if on_locked:
-            on_locked()
         io = TurnIO(deps, org_id, user_id, session_id, turn_id, message,
                     tx=lambda: deps.db.transaction(org_id), sink=sink)  # fmt: skip
         io.write([("accepted", {"session_id": session_id})], [("user", message, None)])
@@ -195,15 +199,22 @@ def run_turn(
 
 
 def _guarded(io: TurnIO, body: Callable[[], None]) -> None:
+    """Run the turn's body; whatever fails, the turn ends with ``error`` + a failed ``done``
+    in the log, so every follower (and a replay) sees it end."""
+    from colony.runtime.edge import error_response
+
     try:
         body()
     except ColonyError as error:
-        from colony.runtime.edge import error_response
-
         # Caller errors carry their sentence; upstream ones a fixed one (no provider text).
         payload = error_response(error)[0]
         log.warning("chat turn %s failed: %s", io.turn_id, error.code)
         io.write([("error", payload), ("done", {"status": "failed"})])
+    except Exception as error:  # a bug: end the turn (fixed message), then let it raise
+        # Best effort: if the database is what failed, the original error is the one to raise.
+        with contextlib.suppress(Exception):
+            io.write([("error", error_response(error)[0]), ("done", {"status": "failed"})])
+        raise
 
 
 def _loop(io: TurnIO) -> None:
@@ -223,15 +234,28 @@ def _loop(io: TurnIO) -> None:
 
 def _answer(io: TurnIO, text: str) -> None:
     deltas = [("delta", {"text": chunk}) for chunk in _chunks(text)]
-    io.write(deltas, [("assistant", text, None)])
-    _finish(io, {"status": "completed"})
+    _finish(io, {"status": "completed"}, deltas, [("assistant", text, None)])
 
 
-def _finish(io: TurnIO, done: dict[str, Any]) -> None:
-    """Compact the history if the turn took it over budget, then say ``done``: when a client
-    sees ``done``, the stored history is within its budget again."""
-    folded = _compact_if_needed(io, current_turn=None)
-    io.write([("done", {**done, "compacted": folded})])
+def _finish(
+    io: TurnIO, done: dict[str, Any], items: Sequence[tuple[str, dict[str, Any]]] = (),
+    rows: Sequence[tuple[str, str, Mapping[str, Any] | None]] = (),
+) -> None:  # fmt: skip
+    """Write the turn's last rows and events and say ``done``; when a client sees ``done``,
+    the stored history is within its budget. Usually one transaction: only a turn that took
+    the history over budget commits its rows first, then compacts (a model call) and says
+    ``done`` after, so a failed summary never loses the answer."""
+    budget = io.deps.llm.budgets.for_profile(AGENT).history
+    with io.tx() as cur:
+        for role, content, call in rows:
+            history.insert(cur, io.org_id, io.session_id, io.turn_id, role, content, call)
+        stored_rows = history.load(cur, io.session_id)
+        over = history.tokens(stored_rows, io.deps.llm.counter.count) > budget
+        stored = io.emit(cur, [*items, *([] if over else [("done", {**done, "compacted": 0})])])
+    io.deliver(stored)
+    if over:
+        folded = _compact_if_needed(io, current_turn=None)
+        io.write([("done", {**done, "compacted": folded})])
 
 
 def _chunks(text: str) -> Iterator[str]:
@@ -260,16 +284,21 @@ def _tool_call(io: TurnIO, call: ToolCall) -> str:
         return "error"
     if tool.gated:
         return _pause(io, call_id, tool, args, call_row, announce)
-    io.write([announce], [call_row])
+    io.write([announce])
     outcome = tools.run(tool, _ctx(io, call_id), args)
-    _record_result(io, call_id, tool.name, outcome)
+    _record_result(io, call_id, tool.name, outcome, call_row)
     return "ran"
 
 
-def _record_result(io: TurnIO, call_id: str, name: str, outcome: dict[str, Any]) -> None:
+def _record_result(
+    io: TurnIO, call_id: str, name: str, outcome: dict[str, Any], call_row: Any = None
+) -> None:
+    """The result's row and event; with the call's row too (written only now, so a tool that
+    fails never leaves a call without its result in the history)."""
     row = ("tool", _json(_clip_result(outcome)), {"id": call_id, "name": name,
                                                     "status": "result"})  # fmt: skip
-    io.write([("tool_result", {"call_id": call_id, "name": name, **outcome})], [row])
+    io.write([("tool_result", {"call_id": call_id, "name": name, **outcome})],
+             [call_row, row] if call_row else [row])  # fmt: skip
     io.tool_results.append({"name": name, **outcome})
 
 
@@ -340,12 +369,9 @@ def _model_step(io: TurnIO) -> tuple[OrchestratorReply | None, tuple[ToolCall, .
         brief = fetch_one(cur, BRIEF, (deps.clock().date(),))
         icp = orgdata.active_icp(cur)
         org_name = orgdata.org_name(cur)
-        waiting = [a for r in rows if (a := r.awaiting)]
-        decided = {r["id"]: r["status"] for r in fetch_all(cur, STATUSES, (waiting,))} \
-            if waiting else {}  # fmt: skip
-    pending_ids = {str(p["id"]) for p in pending}
-    if history.plan(rows, budget=budget, count=deps.llm.counter.count, pending=pending_ids,
-                    current_turn=io.turn_id):  # fmt: skip
+        decided = _awaited(cur, rows)
+    if history.plan(rows, budget=budget, count=deps.llm.counter.count,
+                    pending=_pending(decided), current_turn=io.turn_id):  # fmt: skip
         _compact_if_needed(io, current_turn=io.turn_id)
         with io.tx() as cur:
             rows = history.load(cur, io.session_id)
@@ -419,6 +445,18 @@ class OrchestratorFailed(ValidationFailed):
     code = "model_output_invalid"
 
 
+def _awaited(cur: Any, rows: Sequence[history.Row]) -> dict[str, str]:
+    """The status of each approval item a paused call in ``rows`` waits on."""
+    waiting = [a for r in rows if (a := r.awaiting)]
+    if not waiting:
+        return {}
+    return {str(r["id"]): r["status"] for r in fetch_all(cur, STATUSES, (waiting,))}
+
+
+def _pending(statuses: Mapping[str, str]) -> set[str]:
+    return {item for item, status in statuses.items() if status == "pending"}
+
+
 def _retrieve(io: TurnIO) -> list[Any]:
     from colony.knowledge.exemplars import to_exemplars
 
@@ -443,9 +481,9 @@ def _compact_if_needed(io: TurnIO, *, current_turn: str | None) -> int:
     budget = deps.llm.budgets.for_profile(AGENT).history
     with io.tx() as cur:
         rows = history.load(cur, io.session_id)
-        pending = {str(p["id"]) for p in fetch_all(cur, PENDING, (1000,))}
         folded = history.plan(rows, budget=budget, count=deps.llm.counter.count,
-                              pending=pending, current_turn=current_turn)  # fmt: skip
+                              pending=_pending(_awaited(cur, rows)),
+                              current_turn=current_turn)  # fmt: skip
         if not folded:
             return 0
         old, previous = history.previous_summary(rows)
@@ -482,7 +520,9 @@ def apply_tool_action(
     a turn in progress), and writes the result, the model's continuation and their events
     on the decision's cursor, so they commit — and reach the session's followers — with the
     decision. Idempotent: a call that already has its result is not run again, and the tool
-    runners themselves are idempotent on the call id.
+    runners themselves are idempotent on the call id. A tool that fails upstream raises (the
+    decision rolls back); once the result is recorded, a failed continuation is an ``error``
+    event and the decision stands.
     """
     session_id = str(payload["session_id"])
     call_id = str(payload["call_id"])
@@ -495,10 +535,8 @@ def apply_tool_action(
     io.write([("accepted", {"session_id": session_id, "resumes": payload.get("turn_id"),
                             "approval_id": item_id})])  # fmt: skip
     tool, args = tools.parse_args(str(payload["tool"]), payload.get("arguments") or {})
-
-    def resume() -> None:
-        outcome = tools.run(tool, _ctx(io, call_id), args)
-        _record_result(io, call_id, tool.name, outcome)
-        _loop(io)
-
-    _guarded(io, resume)
+    # Unguarded: a tool that fails upstream must fail the decision (rolled back, so the item
+    # stays pending and approving again retries it), not commit it as applied.
+    outcome = tools.run(tool, _ctx(io, call_id), args)
+    _record_result(io, call_id, tool.name, outcome)
+    _guarded(io, lambda: _loop(io))

@@ -16,17 +16,19 @@ signing secret belongs to one subscription, hence one workspace, hence one org.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from typing import Any
 
 from colony.adapters.notion import NotionClient, compact_id, verify_signature
 from colony.contracts.events import NotionReembed
-from colony.errors import ConfigError, NotFound, ValidationFailed
+from colony.errors import ConfigError, NotFound, OrgScopeError, ValidationFailed
 from colony.flows.deps import FlowDeps
 from colony.knowledge.chunking import chunk_text
 from colony.knowledge.store import ChunkIn, SyncResult
 from colony.runtime import idempotency
 
+log = logging.getLogger("colony.notion_sync")
 QUEUE = "colony-notion-reembed"
 TARGET = "reembed"
 HANDLER = "notion-webhook"
@@ -88,6 +90,10 @@ def domain_for(mapping: Mapping[str, str], page_id: str, parent_id: Any) -> str 
 
 def reembed(deps: FlowDeps, job: NotionReembed, notion: NotionClient) -> dict[str, Any]:
     """Make the KC chunks of one Notion page equal the page as it is now."""
+    if job.org_id != deps.settings.notion_org_id:
+        # The integration token reads one workspace, which belongs to one org: a job naming
+        # any other org (a forged or misrouted task) must not write that workspace into it.
+        raise OrgScopeError("this re-embed job names an org the Notion workspace is not for")
     source_id = job.page_id
     try:
         page = notion.page(job.page_id)
@@ -97,19 +103,36 @@ def reembed(deps: FlowDeps, job: NotionReembed, notion: NotionClient) -> dict[st
     if page.gone:
         removed = deps.knowledge.delete_source(job.org_id, "notion", source_id)
         return {"page_id": job.page_id, "removed": removed}
-    text = notion.page_text(job.page_id)
-    chunks = [
-        ChunkIn(job.domain, piece, title=page.title or None,
-                tags={"notion_page": job.page_id, "edited": page.last_edited_time})
-        for piece in chunk_text("\n\n".join(text.paragraphs))
-    ]  # fmt: skip
-    # Everything was fetched first: the store writes it in one transaction, or nothing.
-    result: SyncResult = deps.knowledge.sync_source(job.org_id, "notion", source_id, chunks)
+    try:
+        text = notion.page_text(job.page_id)
+        chunks = [
+            ChunkIn(job.domain, piece, title=page.title or None,
+                    tags={"notion_page": job.page_id, "edited": page.last_edited_time})
+            for piece in chunk_text("\n\n".join(text.paragraphs))
+        ]  # fmt: skip
+        # Everything was fetched first: the store writes it in one transaction, or nothing.
+        result: SyncResult = deps.knowledge.sync_source(job.org_id, "notion", source_id, chunks)
+    except ValidationFailed as error:
+        return _failed(deps, job, error)
     return {
         "page_id": job.page_id, "domain": job.domain, "chunks": len(chunks),
         "embedded": result.embedded, "unchanged": result.unchanged, "deleted": result.deleted,
         "unsupported_blocks": text.unsupported,
     }  # fmt: skip
+
+
+def _failed(deps: FlowDeps, job: NotionReembed, error: ValidationFailed) -> dict[str, Any]:
+    """The page's content cannot be stored (too many blocks, a chunk past the store's limit):
+    a retry would fail the same way, and Cloud Tasks retries anything but a 2xx. Recorded for
+    the operator (ids and the reason, never content), acknowledged; the page's chunks stay
+    as they were."""
+    from colony.runtime.edge import DbRejections
+
+    reason = f"{error.code}: {error}"
+    DbRejections(deps.db).record("reembed", f"{job.page_id}@{job.edited_time}", job.org_id,
+                                 reason)  # fmt: skip
+    log.warning("reembed of Notion page %s failed: %s", job.page_id, error.code)
+    return {"page_id": job.page_id, "status": "failed", "error": reason}
 
 
 def _verification(deps: FlowDeps, token: Any) -> dict[str, Any]:

@@ -58,7 +58,7 @@ ON CONFLICT (org_id, source_file_id) DO NOTHING RETURNING id
 # The deal a call was about: the one open deal whose contact's company the title names.
 DEAL_FOR_TITLE = """
 SELECT d.id FROM deals d JOIN contacts c ON c.id = d.contact_id
-WHERE strpos(lower(%s), lower(c.company)) > 0
+WHERE btrim(c.company) <> '' AND strpos(lower(%s), lower(c.company)) > 0
   AND d.stage NOT IN ('closed_won', 'closed_lost')
 """
 DEAL = """
@@ -88,17 +88,21 @@ VALUES (%s, %s, %s, %s, %s, 'queued') ON CONFLICT (approval_item_id) DO NOTHING
 
 
 def ingest(deps: FlowDeps, headers: Mapping[str, str], drive: DriveClient) -> dict[str, Any]:
-    """Handle one Drive push notification (headers only; Drive sends no body)."""
-    org = org_from_token(deps.settings.drive_channel_token, headers.get("X-Goog-Channel-Token"))
+    """Handle one Drive push notification (headers only; Drive sends no body).
+
+    The token is verified first, for the folder the notification names: nothing is read,
+    written or listed before it proves which org owns that folder."""
+    folder = folder_of(headers.get("X-Goog-Resource-URI"))
+    org = org_from_token(
+        deps.settings.drive_channel_token, headers.get("X-Goog-Channel-Token"), folder
+    )
+    assert folder is not None  # a token only verifies for a named folder
     state = headers.get("X-Goog-Resource-State", "")
     if state == "sync":  # the handshake Drive sends when a channel is created
         return {"status": "sync"}
     channel, number = headers.get("X-Goog-Channel-ID"), headers.get("X-Goog-Message-Number")
-    if not channel or not number or not number.isdigit():
+    if not channel or not number or not (number.isascii() and number.isdigit()):
         raise ValidationFailed("a Drive notification needs X-Goog-Channel-ID and a message number")
-    folder = folder_of(headers.get("X-Goog-Resource-URI"))
-    if folder is None:
-        raise ValidationFailed("X-Goog-Resource-URI does not name a watched Drive folder")
     event_id = f"{channel[:100]}:{number}"
     if idempotency.seen(deps.db, org, "drive-webhook", event_id):
         return {"status": "duplicate"}

@@ -75,6 +75,7 @@ def decode(data: bytes, tokens: Tokens, limit: int = MAX_TRANSCRIPT_TOKENS) -> t
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+_SPACE = re.compile(r"\s+")
 
 
 def _segments(text: str, tokens: Tokens, limit: int, cut: int) -> list[tuple[int, int, int]]:
@@ -126,12 +127,17 @@ def split(text: str, tokens: Tokens, *, max_tokens: int, overlap: int) -> list[C
         while first - 1 > previous_first and carried + segments[first - 1][2] <= overlap:
             first -= 1
             carried += segments[first][2]
-        j, total = first, 0
+        start = segments[first][0]
+        if i > 0 and carried < overlap:
+            # The next segment back is too long to carry whole (a speaker turn longer than
+            # the overlap): carry its last words, up to the overlap left.
+            start = _tail_start(text, tokens, segments[first - 1][:2], overlap - carried)
+        j, total = first, tokens.count(text[start : segments[first][0]])
         while j < len(segments) and total + segments[j][2] <= max_tokens:
             total += segments[j][2]
             j += 1
         j = max(j, i + 1)  # always progress
-        start, end = segments[first][0], segments[j - 1][1]
+        end = segments[j - 1][1]
         while tokens.count(text[start:end]) > max_tokens and j - 1 > i:  # joins add a token
             j -= 1
             end = segments[j - 1][1]
@@ -139,6 +145,24 @@ def split(text: str, tokens: Tokens, *, max_tokens: int, overlap: int) -> list[C
         chunks.append(Chunk(len(chunks), body, start, end, tokens.count(body)))
         previous_first, i = first, j
     return chunks
+
+
+def _tail_start(text: str, tokens: Tokens, span: tuple[int, int], budget: int) -> int:
+    """Where the last words of ``text[span]`` holding at most ``budget`` tokens begin (the
+    span's end when not even one word fits). Binary search: a suffix never has more tokens
+    than a longer one."""
+    a, b = span
+    lo, hi = a, b
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if tokens.count(text[mid:b]) <= budget:
+            hi = mid
+        else:
+            lo = mid + 1
+    if lo > a and not text[lo - 1].isspace():  # mid-word: move to the next word
+        space = _SPACE.search(text, lo, b)
+        lo = space.end() if space else b
+    return lo
 
 
 def normalise(quote: str) -> str:

@@ -65,6 +65,10 @@ WHERE source = %s AND source_id = %s AND chunk_index = %s
 _TAG_VALUES = """
 SELECT DISTINCT tags->>%s AS value FROM kc_chunks WHERE domain = %s AND tags ? %s
 """
+# Syncs of one source document take turns (held until their transaction ends): two re-embed
+# tasks for one page (one per edit time) may run at once, and each decides what changed from
+# what it read, so without this the page could end as a mix of both versions.
+_LOCK_SOURCE = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
 _DELETE_FROM = "DELETE FROM kc_chunks WHERE source = %s AND source_id = %s AND chunk_index >= %s"
 _DELETE_SOURCE = "DELETE FROM kc_chunks WHERE source = %s AND source_id = %s"
 
@@ -173,6 +177,7 @@ class KnowledgeStore:
                     f" the limit is {MAX_CHUNK_CHARS}"
                 )
         hashes = [content_hash(c.content) for c in chunks]
+        cur.execute(_LOCK_SOURCE, (_lock_key(org_id, source, source_id),))
         existing = {
             r["chunk_index"]: (r["content_hash"], r["embedding_model"])
             for r in fetch_all(cur, _EXISTING, (source, source_id))
@@ -238,6 +243,7 @@ class KnowledgeStore:
     def delete_source(self, org_id: str, source: Source, source_id: str) -> int:
         _check_source(source, source_id)
         with self._db.transaction(org_id) as cur:
+            cur.execute(_LOCK_SOURCE, (_lock_key(org_id, source, source_id),))
             cur.execute(_DELETE_SOURCE, (source, source_id))
             return max(cur.rowcount, 0)
 
@@ -311,6 +317,10 @@ class KnowledgeStore:
         if not np.all(np.isfinite(array)):
             raise ValidationFailed("embedding contains NaN or infinite values")
         return array
+
+
+def _lock_key(org_id: str, source: str, source_id: str) -> str:
+    return f"kc_chunks\n{org_id}\n{source}\n{source_id}"
 
 
 def _check_source(source: str, source_id: str) -> None:

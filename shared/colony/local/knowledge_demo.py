@@ -78,7 +78,7 @@ def run_knowledge_demo(
         say("Drive: a Meet Notes transcript lands in the watched folder; Drive notifies us…")
         headers = push_headers(
             channel_id="demo-channel",
-            token=watch_token(DRIVE_SECRET, org_id),
+            token=watch_token(DRIVE_SECRET, org_id, FOLDER),
             message_number=1,
             folder_id=FOLDER,
         )

@@ -49,6 +49,11 @@ RUNTIME_SECRETS: tuple[str, ...] = (
     "SENTRY_DSN",
 )
 JWT_SECRETS: tuple[str, ...] = ("COLONY_JWT_ISSUER", "COLONY_JWT_JWKS_URL")  # user-facing HTTP
+# For functions that never call a chat model: no Langfuse keys (they only trace model calls,
+# and the secret key reads every org's traced prompts). The provider keys stay: Settings
+# requires the configured provider's key at start-up and the composition root builds the
+# embedder and model client eagerly.
+UNTRACED_SECRETS: tuple[str, ...] = tuple(s for s in RUNTIME_SECRETS if "LANGFUSE" not in s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,21 +119,23 @@ FUNCTIONS: dict[str, Function] = {
             "outbound message drafts into the approval queue",
         ),
         Function("campaign-resume", "http", None, "AGT-002", "Cloud Tasks target: resume a run",
-                 publishes=("colony-enrichment",)),
+                 secrets=UNTRACED_SECRETS, publishes=("colony-enrichment",)),
         Function("approval", "http", None, None, "approve / reject / edit approval items",
                  secrets=(*RUNTIME_SECRETS, *JWT_SECRETS, "COLONY_APPROVAL_TOKEN_KEY"),
                  # an approved chat tool resumes its turn here (launch, content request)
                  publishes=("colony-onboarding", "colony-campaign", "colony-content"),
                  public=True),
         Function("delivery-events", "http", None, None, "delivered/bounced/complained/replied",
-                 secrets=(*RUNTIME_SECRETS, "COLONY_DELIVERY_WEBHOOK_SECRET"),
+                 secrets=(*UNTRACED_SECRETS, "COLONY_DELIVERY_WEBHOOK_SECRET"),
                  enqueues=("colony-campaign-resume",), public=True),
         Function("chat", "http", None, "AGT-001", "GTM orchestrator chat (SSE) and /overview",
                  secrets=(*RUNTIME_SECRETS, *JWT_SECRETS),
-                 publishes=("colony-campaign", "colony-content"), public=True,
+                 # it decides approval items too, so it publishes what their appliers do
+                 publishes=("colony-campaign", "colony-content", "colony-onboarding"),
+                 public=True,
                  timeout_seconds=300),
         Function("drive-webhook", "http", None, None, "Drive push: transcript to GCS + ENT-006",
-                 secrets=(*RUNTIME_SECRETS, "COLONY_DRIVE_CHANNEL_TOKEN"), assets="write",
+                 secrets=(*UNTRACED_SECRETS, "COLONY_DRIVE_CHANNEL_TOKEN"), assets="write",
                  publishes=("colony-recording-intelligence",), public=True),
         Function(
             "recording-intelligence", "pubsub", "colony-recording-intelligence", "AGT-006",
@@ -140,10 +147,10 @@ FUNCTIONS: dict[str, Function] = {
             "post-call follow-up drafts into the approval queue",
         ),
         Function("notion-webhook", "http", None, None, "Notion events → re-embed tasks",
-                 secrets=(*RUNTIME_SECRETS, "COLONY_NOTION_SIGNING_SECRET"),
+                 secrets=(*UNTRACED_SECRETS, "COLONY_NOTION_SIGNING_SECRET"),
                  enqueues=("colony-notion-reembed",), public=True),
         Function("reembed", "http", None, None, "Cloud Tasks target: re-embed one Notion page",
-                 secrets=(*RUNTIME_SECRETS, "COLONY_NOTION_TOKEN"), timeout_seconds=300),
+                 secrets=(*UNTRACED_SECRETS, "COLONY_NOTION_TOKEN"), timeout_seconds=300),
         Function("daily-brief", "http", None, "AGT-010", "Cloud Scheduler target: daily brief",
                  timeout_seconds=300),
         Function(

@@ -9,8 +9,8 @@
 - ``verify_google_oidc``: the OIDC token Pub/Sub, Cloud Tasks and Scheduler attach in
   production. Locally (``COLONY_ENV=local``) those callers carry none, and none is needed.
 
-Every failure to authenticate is ``Unauthorized`` (401); a valid token without an org is
-``OrgScopeError`` (403).
+Every failure to authenticate is ``Unauthorized`` (401), a signed token without an org (or
+with two) included: nothing can be done in Colony without one.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import jwt
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from colony.errors import ConfigError, OrgScopeError, Unauthorized, UpstreamError, ValidationFailed
+from colony.errors import ConfigError, Unauthorized, UpstreamError, ValidationFailed
 from colony.settings import Settings
 
 ALGORITHMS = ["RS256"]  # never HS* (key confusion) and never "none"
@@ -101,10 +101,10 @@ def _org_of(claims: Mapping[str, Any]) -> str:
     nested = claims.get("o")
     v2 = nested.get("id") if isinstance(nested, Mapping) else None
     if v1 is not None and v2 is not None and v1 != v2:
-        raise OrgScopeError("the token names two different organisations")
+        raise Unauthorized("the token names two different organisations")
     org = v1 if v1 is not None else v2
     if not isinstance(org, str) or not org.strip():
-        raise OrgScopeError("the token carries no organisation; choose one and sign in again")
+        raise Unauthorized("the token carries no organisation; choose one and sign in again")
     return org
 
 

@@ -172,13 +172,20 @@ def _log_crash(exc_info: Any) -> None:
         _log_failure(f"{flask.request.method} {flask.request.path} crashed", error)
 
 
+# The largest request body any function reads (413 beyond it, before any handler code runs):
+# our events, chat turns and webhook notifications are small; transcripts are fetched, not sent.
+MAX_BODY_BYTES = 1024 * 1024
+
+
 def install_json_errors(app: flask.Flask) -> None:
-    """Make the app's own errors (unrouted paths, wrong methods, crashes) JSON too.
+    """Make the app's own errors (unrouted paths, wrong methods, crashes) JSON too, and cap
+    request bodies at ``MAX_BODY_BYTES``.
 
     ``http_json`` and ``pubsub_handler`` call this when they are applied inside
     functions-framework's ``create_app`` (it loads the source inside an app context), which
     replaces its plain-text crash handler that would echo the exception's text.
     """
+    app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
     app.register_error_handler(HTTPException, _http_exception_reply)
     app.register_error_handler(500, _crash_reply)
     app.log_exception = _log_crash  # type: ignore[method-assign]
@@ -195,6 +202,9 @@ def _http_exception_reply(error: HTTPException) -> flask.Response:
 
 def _crash_reply(error: HTTPException) -> flask.Response:
     original = getattr(error, "original_exception", None) or error
+    if isinstance(original, HTTPException) and original.code and original.code < 500:
+        # e.g. a too-large body raised again while the server drains it after the reply
+        return _error_reply(original)
     body, _ = error_response(original)
     # 500 (not 503) is what Pub/Sub and the framework's logging expect of a crash.
     return json_response(body, 500, {"X-Google-Status": "crash"})

@@ -53,6 +53,9 @@ def ensure_app_role_grants(conn: pg8000.dbapi.Connection, role: str) -> None:
         f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO {role};"
         f"REVOKE ALL ON colony_migrations FROM {role};"
         f"REVOKE SELECT, UPDATE, DELETE ON rejected_deliveries FROM {role};"
+        # Notion handshake tokens become signing secrets: written by the webhook, read only
+        # by the operator (owner role); no org owns them, so RLS cannot scope them.
+        f"REVOKE SELECT, UPDATE, DELETE ON notion_verifications FROM {role};"
         f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role};"
     )
     conn.commit()
