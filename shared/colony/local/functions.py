@@ -69,6 +69,8 @@ class FunctionServers:
         env = {**os.environ, **self._env, "COLONY_FUNCTION_URLS": json.dumps(self.urls)}
         env.setdefault("THREADS", "8")
         binary = Path(sys.executable).parent / "functions-framework"
+        if self._log_dir:
+            self._log_dir.mkdir(parents=True, exist_ok=True)
         for name in self.names:
             function = FUNCTIONS[name]
             port = self.urls[name].rsplit(":", 1)[1]
