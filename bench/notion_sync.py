@@ -34,6 +34,7 @@ from colony.testing.inline import InlineTransport, LocalDeps
 from colony.testing.notion_server import NotionServer, block
 
 ORG = "org_bench_notion"
+DATABASE = "d" * 32  # the Notion database every page lives in, mapped to KC-01
 TOPICS = (
     "utilization dashboards",
     "lease abstraction",
@@ -108,18 +109,19 @@ def main() -> None:
                 "COLONY_NOTION_TOKEN": "secret_bench",
                 "COLONY_NOTION_BASE_URL": server.url,
                 "COLONY_NOTION_ORG_ID": ORG,
+                "COLONY_NOTION_DOMAINS": json.dumps({DATABASE: "KC-01"}),
             }
         )
         deps = LocalDeps(settings, db, InlineTransport(), llm_from_settings(settings), knowledge)
         client = notion_from_settings(settings)
         pages = [f"{n:032x}" for n in range(1, args.pages + 1)]
         for n, page in enumerate(pages):
-            server.put_page(page, f"KC page {n}", blocks(paragraphs(n)))
+            server.put_page(page, f"KC page {n}", blocks(paragraphs(n)), parent_database=DATABASE)
         initial = sync_all(deps, client, pages, embedder)
         unchanged = sync_all(deps, client, pages, embedder)
         edited = paragraphs(7)
         edited[2] = edited[2].replace("with evidence", "with audited evidence", 1)
-        server.put_page(pages[7], "KC page 7", blocks(edited))
+        server.put_page(pages[7], "KC page 7", blocks(edited), parent_database=DATABASE)
         one_changed = sync_all(deps, client, pages, embedder)
         client.close()
         db.close()

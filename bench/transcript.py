@@ -26,7 +26,7 @@ from dataclasses import replace
 from typing import Any
 
 from colony.adapters.embedding import OfflineHashEmbedder
-from colony.adapters.offline_llm import OfflineChatModel
+from colony.adapters.offline import OfflineChatModel
 from colony.context.tokens import counter_for
 from colony.flows import recording
 from colony.knowledge import KnowledgeStore

@@ -17,6 +17,8 @@ import pytest
 from colony.adapters.embedding import OfflineHashEmbedder
 from colony.adapters.storage import blob_store_from_settings
 from colony.adapters.transport_local import LocalTransport
+from colony.chat import tools
+from colony.contracts.chat import ListApprovalsArgs
 from colony.contracts.events import DealClosedWon
 from colony.errors import NotFound, ProviderUnavailable, ValidationFailed
 from colony.flows import approval, brief, content, deals, onboarding
@@ -173,6 +175,44 @@ def test_closed_won_builds_one_signed_kit_in_gcs(testdb: PgDB, gcs: Gcs) -> None
     assert rows(deps, "SELECT status FROM deployment_kits") == [{"status": "released"}]
 
 
+def test_a_kit_is_shown_for_review_with_a_freshly_signed_link(testdb: PgDB, gcs: Gcs) -> None:
+    deps = make_deps(testdb, blobs=gcs.store)
+    built_at = deps.clock()
+    close_deal(deps, "D-005")
+    run_until_idle(deps, deps.transport)
+    kits, items = kit_rows(deps)
+    stored = items[0]["payload"]
+    assert stored["url_expires_at"] == (built_at + timedelta(seconds=TTL)).isoformat()
+    # Reviewed two hours later: the link stored at build time expired after TTL seconds. It
+    # is replaced by an unusable one here, so only a link signed now can pass the checks.
+    dead = "https://storage.invalid/expired"
+    with deps.db.transaction(ORG) as cur:
+        cur.execute("UPDATE approval_items SET payload = payload || jsonb_build_object("
+                    "'signed_url', %s::text) WHERE id = %s", (dead, items[0]["id"]))  # fmt: skip
+    reviewed_at = built_at + timedelta(hours=2)
+    deps.clock = lambda: reviewed_at
+    # a content piece waits in the same queue: it gets no link
+    content.request_content(deps, ORG, "utilization pilots for CFOs", "linkedin_post")
+    run_until_idle(deps, deps.transport)
+
+    ctx = tools.ToolContext(deps, ORG, "founder", "session-1", "call-1")
+    listed = tools.run(tools.TOOLS["list_approvals"], ctx, ListApprovalsArgs())
+    assert listed["ok"] and listed["result"]["pending_total"] == 2
+    cards = {c["kind"]: c for c in listed["result"]["items"]}
+    assert "link" not in cards["content_piece"]
+    kit = cards["deployment_kit"]
+    assert kit["id"] == items[0]["id"] and kit["summary"] == stored["title"]
+    link = kit["link"]
+    assert link["url"] != dead and link["expires_in_seconds"] == TTL
+    assert link["expires_at"] == (reviewed_at + timedelta(seconds=TTL)).isoformat()
+    # signed just now (verify_v4_signed_url checks the signing time), by our key, for the kit
+    assert verify_v4_signed_url(link["url"], gcs.key_file)["X-Goog-Expires"] == str(TTL)
+    assert fetch(link["url"]) == gcs.store.get(kits[0]["object_name"])
+    only_kits = tools.run(tools.TOOLS["list_approvals"], ctx,
+                          ListApprovalsArgs(kind="deployment_kit"))["result"]  # fmt: skip
+    assert [c["id"] for c in only_kits["items"]] == [kit["id"]]
+
+
 def test_other_deal_updates_publish_nothing_and_bad_updates_are_refused(testdb: PgDB) -> None:
     deps = make_deps(testdb)
     deal = deal_id(deps, "D-004")
@@ -250,7 +290,7 @@ def test_functions_close_a_deal_build_the_kit_and_publish_content(
         "COLONY_TRANSPORT": "local", "COLONY_DATA_DIR": str(tmp_path),
         "COLONY_SIGNED_URL_TTL_SECONDS": str(TTL), **gcs.env,
     }  # fmt: skip
-    names = ["approval", "onboarding", "content"]
+    names = ["approval", "onboarding", "content", "chat"]
     with FunctionServers(env, names, log_dir=tmp_path) as servers, httpx.Client(timeout=60) as http:
         auth = {"Authorization": f"Bearer {mint_local_token(tmp_path, ORG)}"}
         reply = http.post(servers.urls["approval"], json={"item_id": item, "action": "approve"},
@@ -265,6 +305,23 @@ def test_functions_close_a_deal_build_the_kit_and_publish_content(
         url = kit["payload"]["signed_url"]
         assert verify_v4_signed_url(url, gcs.key_file)["X-Goog-Expires"] == str(TTL)
         assert fetch(url).decode().startswith("# Deployment kit: Granite Peak")
+        # the review queue (chat function) signs its own link from the stored object name
+        with deps.db.transaction(ORG) as cur:
+            cur.execute("UPDATE approval_items SET payload = payload - 'signed_url'"
+                        " WHERE kind = 'deployment_kit'")  # fmt: skip
+        queue = http.get(f"{servers.urls['chat']}/approvals", params={"kind": "deployment_kit"},
+                         headers=auth)  # fmt: skip
+        assert queue.status_code == 200, queue.text
+        assert queue.json()["pending_total"] >= 1
+        [card] = queue.json()["items"]
+        assert card["summary"] == kit["payload"]["title"]
+        assert card["link"]["expires_in_seconds"] == TTL
+        assert verify_v4_signed_url(card["link"]["url"], gcs.key_file)["X-Goog-Expires"] == str(TTL)
+        assert fetch(card["link"]["url"]).decode().startswith("# Deployment kit: Granite Peak")
+        too_long = http.get(f"{servers.urls['chat']}/approvals", params={"kind": "k" * 41},
+                            headers=auth)  # fmt: skip
+        assert too_long.status_code == 400
+        assert too_long.json()["error"]["code"] == "validation_failed"
 
         # a push for an unknown deal is acknowledged, recorded as rejected, and writes nothing
         data = json.dumps({"kind": "deal.closed_won", "org_id": ORG, "deal_id": "nope"})

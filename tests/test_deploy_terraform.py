@@ -195,11 +195,17 @@ def test_every_secret_exists_and_is_granted_only_to_the_functions_that_read_it()
     assert readers["COLONY_DB_OWNER_PASSWORD"] == set()  # migrations only (the deployer)
     assert readers["COLONY_DELIVERY_WEBHOOK_SECRET"] == {"delivery-events"}
     assert "COLONY_APPROVAL_TOKEN_KEY" not in spec["functions"]["enrichment"]["secrets"]
+    # the model provider keys: only functions that build a model client or an embedder (the
+    # internet-facing webhooks and the resume target never do, and start without them)
+    model_free = {"delivery-events", "drive-webhook", "notion-webhook", "campaign-resume"}
+    assert readers["OPENAI_API_KEY"] == set(FUNCTIONS) - model_free
+    assert readers["GEMINI_API_KEY"] == readers["OPENAI_API_KEY"]
     # the Langfuse secret key reads every org's traced prompts: only functions that call a
-    # chat model get it, never the internet-facing webhooks or the model-free task targets
-    untraced = {"delivery-events", "drive-webhook", "notion-webhook", "campaign-resume", "reembed"}
+    # chat model get it (reembed only embeds), never the webhooks or the model-free targets
+    untraced = {*model_free, "reembed"}
     assert readers["LANGFUSE_SECRET_KEY"] == set(FUNCTIONS) - untraced
     assert readers["LANGFUSE_PUBLIC_KEY"] == readers["LANGFUSE_SECRET_KEY"]
+    assert readers["COLONY_DB_PASSWORD"] == readers["SENTRY_DSN"] == set(FUNCTIONS)
     # no secret is granted any other way, and no value is ever an environment variable
     others = [k for k in parsed() if k.startswith("google_secret_manager") and "iam" in k]
     assert others == ["google_secret_manager_secret_iam_member"]

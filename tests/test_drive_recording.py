@@ -20,7 +20,7 @@ from colony.adapters.drive import HttpDrive, drive_from_settings, org_from_token
 from colony.adapters.embedding import OfflineHashEmbedder
 from colony.adapters.rest import RestClient
 from colony.context.tokens import counter_for
-from colony.errors import Unauthorized
+from colony.errors import ProviderError, Unauthorized, ValidationFailed
 from colony.flows import recording, transcripts
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
@@ -28,7 +28,7 @@ from colony.llm.runner import StructuredRunner
 from colony.local.demo import DEMO_DIR, load_demo
 from colony.runtime.faults import Faults
 from colony.settings import Settings
-from colony.store import fetch_all
+from colony.store import fetch_all, fetch_one
 from colony.testing.drive_server import DriveServer, push_headers
 from colony.testing.fakes import RecordingSleep
 from colony.testing.inline import InlineTransport, LocalDeps, run_until_idle
@@ -47,8 +47,9 @@ class SpyModel:
     ``together=n`` holds the first ``n`` calls until all ``n`` are in flight at once (a
     barrier, not a sleep): it fails, rather than passes by luck, if they cannot be."""
 
-    def __init__(self, inner, together: int = 0) -> None:
+    def __init__(self, inner, together: int = 0, fail: Exception | None = None) -> None:
         self.inner = inner
+        self.fail = fail  # raised by every call: a provider that keeps failing
         self.requests: list = []
         self.active = self.peak = 0
         self._lock = threading.Lock()
@@ -65,6 +66,8 @@ class SpyModel:
         try:
             if hold and self._barrier is not None:
                 self._barrier.wait(timeout=30)
+            if self.fail is not None:
+                raise self.fail
             return self.inner.request(request)
         finally:
             with self._lock:
@@ -82,6 +85,7 @@ def world(testdb: PgDB, gcs):
             parallelism: int = 4,
             faults: Faults | None = None,
             together: int = 0,
+            fail: Exception | None = None,
         ):
             settings = Settings.from_env(
                 {
@@ -91,7 +95,7 @@ def world(testdb: PgDB, gcs):
                 }
             )
             base = llm_from_settings(settings, db)
-            spy = SpyModel(base.chat, together)
+            spy = SpyModel(base.chat, together, fail)
             llm = replace(base, chat=spy, runner=StructuredRunner(spy))
             deps = LocalDeps(settings, db, InlineTransport(), llm, knowledge, blobs=gcs.store)
             if faults is not None:
@@ -252,6 +256,101 @@ def test_bad_transcripts_fail_visibly_without_llm_calls_or_retries(
     assert rec["status"] == "failed" and reason in rec["error"]
     assert spy.requests == []  # nothing was sent to a model
     assert rows(db, "SELECT id FROM approval_items") == []
+
+
+QUOTE = TRANSCRIPT.decode()[200:400]
+
+
+@pytest.mark.parametrize(
+    ("error", "attempts", "reason"),
+    [
+        # retried until the last attempt, then dead-lettered
+        (ProviderError(f"the provider choked on {QUOTE}"), 3,
+         "gave up after 3 delivery attempts: ProviderError (provider_error)"),
+        # a caller error is acknowledged at once and never retried
+        (ValidationFailed(f"the provider refused {QUOTE}"), 1,
+         "rejected, not retried: ValidationFailed (validation_failed)"),
+    ],
+)  # fmt: skip
+def test_a_recording_whose_analysis_ends_for_good_is_failed_not_left_processing(
+    world, error: Exception, attempts: int, reason: str
+) -> None:
+    """A delivery that will never run again must leave the recording ``failed`` with a
+    reason naming the error's type and code, never its text (which may quote the call)."""
+    make, drive, db = world
+    deps, spy = make(fail=error)
+    drive.add_file(FOLDER, "doc-1", TITLE, TRANSCRIPT)
+    notify(deps, 1)
+    stats = run_until_idle(deps, deps.transport, max_attempts=3)
+    assert len(stats.dead_letters) + len(stats.rejected) == 1
+    assert len({r.output_name for r in spy.requests}) == 1  # pass 1 only, every attempt
+    rec = rows(db, "SELECT status, error, summary FROM recordings")[0]
+    assert rec == {"status": "failed", "error": reason, "summary": None}
+    assert stats.delivered == 0 and stats.retried == (attempts if attempts > 1 else 0)
+    assert not deps.transport.pending  # no follow-up for a failed recording
+    assert rows(db, "SELECT id FROM approval_items") == []
+
+
+def test_an_exhausted_pubsub_delivery_fails_the_recording_over_real_functions(
+    testdb: PgDB, gcs, tmp_path: Path
+) -> None:
+    """The real edge: the local transport pushes Pub/Sub envelopes (with ``deliveryAttempt``)
+    to the recording-intelligence server, whose provider (an OpenAI wire stand-in) answers
+    every call 400. After the topic's last attempt the message is dead-lettered and the
+    recording reads ``failed``, not ``processing``."""
+    from colony.adapters.transport_local import DbDeadLetters, LocalTransport
+    from colony.contracts.events import RecordingReceived
+    from colony.local.functions import FunctionServers
+    from colony.registry.functions import AGENT_TOPICS, TOPICS
+    from colony.testing.wire import Route, WireServer, error_reply
+    from tests.conftest import APP_ROLE
+
+    db = testdb.app()
+    topic = AGENT_TOPICS["AGT-006"]
+    limit = TOPICS[topic].max_delivery_attempts
+    uri = gcs.store.put(f"transcripts/{ORG}/doc-1.txt", TRANSCRIPT, "text/plain; charset=utf-8")
+    with db.transaction(ORG) as cur:
+        cur.execute("INSERT INTO organizations (id, name) VALUES (%s, 'ZoomProp')", (ORG,))
+        recording_id = fetch_one(
+            cur,
+            "INSERT INTO recordings (org_id, source_file_id, title, transcript_uri, status)"
+            " VALUES (%s, 'doc-1', %s, %s, 'received') RETURNING id",
+            (ORG, TITLE, uri),
+        )["id"]
+    with WireServer() as wire:
+        wire.add_route(
+            Route.of("refuse", "POST", r"/v1/chat/completions", lambda _: error_reply(400))
+        )
+        env = {
+            "COLONY_DB_MODE": "dsn",
+            "COLONY_DB_DSN": testdb.dsn(APP_ROLE),
+            "COLONY_TRANSPORT": "local",
+            "COLONY_DATA_DIR": str(tmp_path),
+            "COLONY_LLM_PROVIDER": "openai",
+            "OPENAI_API_KEY": "sk-local",
+            "COLONY_OPENAI_BASE_URL": wire.openai_base_url,
+            **gcs.env,
+        }
+        names = ["recording-intelligence"]
+        sink = DbDeadLetters(db)
+        with (
+            FunctionServers(env, names, log_dir=tmp_path) as servers,
+            LocalTransport(
+                servers.urls, max_attempts=limit, backoff=(0.01, 0.02), dead_letter=sink
+            ) as transport,
+        ):
+            event = RecordingReceived(org_id=ORG, recording_id=recording_id)
+            transport.publish(topic, event.model_dump_json().encode(), {"org_id": ORG})
+            assert transport.drain(120)
+        assert wire.requests_to("refuse")  # the provider really was called, and refused
+    [letter] = transport.dead_letters
+    assert letter.attempts == limit and sink.unrecorded == []
+    assert [r["attempts"] for r in rows(db, "SELECT attempts FROM dead_letters")] == [limit]
+    rec = rows(db, "SELECT status, error FROM recordings")[0]
+    assert rec["status"] == "failed"
+    assert rec["error"] == (
+        f"gave up after {limit} delivery attempts: ProviderError (provider_error)"
+    )
 
 
 def test_oversized_download_is_recorded_as_failed_at_the_webhook(world, monkeypatch) -> None:

@@ -4,6 +4,7 @@ rejections (fake and real database) and the composition root."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import sys
 import textwrap
@@ -503,6 +504,26 @@ def test_build_deps_fills_in_what_is_not_given(testdb: Any) -> None:
     assert isinstance(default.rejections, DbRejections)
 
 
+def test_model_parts_are_built_on_first_use_and_a_missing_key_is_named_there(
+    testdb: Any,
+) -> None:
+    keyless = dataclasses.replace(
+        testdb.settings, llm_provider="openai", embedding_provider="openai", openai_api_key=None
+    )
+    built = build_deps(keyless, transport=FakeTransport())  # starts: no provider is built yet
+    assert {"llm", "knowledge"}.isdisjoint(vars(built))
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY is required when COLONY_LLM_PROVIDER"):
+        built.llm  # noqa: B018  # the first use builds it
+    with pytest.raises(ConfigError, match="OPENAI_API_KEY is required when COLONY_EMBEDDING"):
+        built.knowledge  # noqa: B018
+    # given parts (tests) are used as they are, and a built part is built once
+    given = build_deps(testdb.settings, db=built.db, transport=FakeTransport())
+    assert given.llm is given.llm and given.knowledge is given.knowledge
+    reused = build_deps(keyless, db=built.db, transport=FakeTransport(), llm=given.llm,
+                        knowledge=given.knowledge)  # fmt: skip
+    assert reused.llm is given.llm and reused.knowledge is given.knowledge
+
+
 def test_default_recorder_is_the_process_deps(testdb: Any, load_function: Any) -> None:
     recorder = MemoryRejections()
     set_deps_for_tests(build_deps(testdb.settings, transport=FakeTransport(), rejections=recorder))
@@ -521,7 +542,7 @@ def test_deps_are_built_once_per_process(monkeypatch: pytest.MonkeyPatch) -> Non
     def fake_build(settings: Settings) -> Deps:
         gate.wait(5)
         built.append(settings)
-        return Deps(settings, None, FakeTransport(), None, None, MemoryRejections())  # type: ignore[arg-type]
+        return Deps(settings, None, FakeTransport(), MemoryRejections())  # type: ignore[arg-type]
 
     monkeypatch.setattr(deps_module, "build_deps", fake_build)
     set_deps_for_tests(None)

@@ -230,3 +230,47 @@ def test_campaign_through_the_real_pubsub_emulator(testdb: PgDB, tmp_path: Path)
                 subscriber.close()
         finally:
             os.environ.pop("PUBSUB_EMULATOR_HOST", None)
+
+
+def test_model_free_functions_serve_without_provider_keys_and_model_ones_fail_clearly(
+    testdb: PgDB, tmp_path: Path
+) -> None:
+    """The configured providers are OpenAI, and no key is set anywhere (deployed, the
+    webhooks are not granted one). The model-free functions start and serve; the chat
+    function serves what needs no model and refuses a turn, its first model use, as a
+    configuration error (500, ``config_error``) instead of failing at start-up."""
+    org = "org_nokey"
+    with testdb.app().transaction(org) as cur:
+        cur.execute("INSERT INTO organizations (id, name) VALUES (%s, 'No Key')", (org,))
+        cur.execute("INSERT INTO campaigns (id, org_id, name, angle, tier, status) VALUES"
+                    " ('cmp-nokey', %s, 'paused', 'Signal', 'T1', 'paused')", (org,))  # fmt: skip
+    env = {
+        "COLONY_DB_MODE": "dsn", "COLONY_DB_DSN": testdb.dsn(APP_ROLE),
+        "COLONY_TRANSPORT": "local", "COLONY_DATA_DIR": str(tmp_path),
+        "COLONY_DELIVERY_WEBHOOK_SECRET": SECRET,
+        "COLONY_LLM_PROVIDER": "openai", "COLONY_EMBEDDING_PROVIDER": "openai",
+        "OPENAI_API_KEY": "", "GEMINI_API_KEY": "",  # set but empty: counts as missing
+    }  # fmt: skip
+    names = ["campaign-resume", "delivery-events", "chat"]
+    with FunctionServers(env, names, log_dir=tmp_path) as servers, httpx.Client(timeout=30) as http:
+        resumed = http.post(servers.urls["campaign-resume"],
+                            json={"org_id": org, "campaign_id": "cmp-nokey"})  # fmt: skip
+        assert resumed.status_code == 200, resumed.text
+        assert resumed.json() == {"campaign_id": "cmp-nokey", "resumed_runs": [],
+                                  "redispatched": 0}  # fmt: skip
+        event = json.dumps({"org_id": org, "outbox_id": "no-such-message", "event": "delivered",
+                            "event_id": "esp-nokey"}).encode()  # fmt: skip
+        signed = {"X-Colony-Signature": sign_delivery(SECRET, event),
+                  "Content-Type": "application/json"}  # fmt: skip
+        unknown = http.post(servers.urls["delivery-events"], content=event, headers=signed)
+        assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "not_found"
+
+        auth = {"Authorization": f"Bearer {mint_local_token(tmp_path, org)}"}
+        queue = http.get(f"{servers.urls['chat']}/approvals", headers=auth)
+        assert queue.status_code == 200 and queue.json()["items"] == []
+        turn = http.post(f"{servers.urls['chat']}/turns", json={"message": "hello"},
+                         headers=auth)  # fmt: skip
+        assert turn.status_code == 500, turn.text
+        assert turn.json()["error"]["code"] == "config_error"
+    with testdb.app().transaction(org) as cur:
+        assert fetch_one(cur, "SELECT status FROM campaigns")["status"] == "active"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -33,6 +34,8 @@ from tests.conftest import PgDB
 ORG = "org_zoomprop_demo"
 SECRET = "notion-signing-secret"
 DB_KC01 = "a" * 32  # a Notion database mapped to KC-01
+DB_KC04 = "b" * 32  # one mapped to KC-04
+DB_UNMAPPED = "c" * 32  # a database no KC domain is configured for
 PAGE = "1" * 32
 OTHER_PAGE = "2" * 32
 PARAGRAPHS = [
@@ -63,7 +66,9 @@ def env(testdb: PgDB):
                 "COLONY_NOTION_TOKEN": "secret_int",
                 "COLONY_NOTION_BASE_URL": server.url,
                 "COLONY_NOTION_ORG_ID": ORG,
-                "COLONY_NOTION_DOMAINS": json.dumps({DB_KC01: "KC-01", OTHER_PAGE: "KC-04"}),
+                "COLONY_NOTION_DOMAINS": json.dumps(
+                    {DB_KC01: "KC-01", DB_KC04: "KC-04", OTHER_PAGE: "KC-04"}
+                ),
             }
         )
         deps = LocalDeps(settings, db, InlineTransport(), llm_from_settings(settings), knowledge)
@@ -113,7 +118,7 @@ def test_webhook_verifies_signature_dedupes_and_names_tasks_by_page_and_edit(
     first = notion_sync.receive(deps, body, sign(SECRET, body))
     assert first == {"status": "queued", "page_id": PAGE, "domain": "KC-01"}
     assert notion_sync.receive(deps, body, sign(SECRET, body)) == {"status": "duplicate"}
-    # A burst: another event for the same page and edit time names the same task.
+    # A burst: another event for the same page in the same window names the same task.
     burst = webhook_event(PAGE, parent_database=DB_KC01, event_id="evt-2")
     notion_sync.receive(deps, burst, sign(SECRET, burst))
     assert len(deps.transport.tasks) == 1
@@ -143,6 +148,34 @@ def test_webhook_verifies_signature_dedupes_and_names_tasks_by_page_and_edit(
         cur.execute("SELECT verification_token FROM notion_verifications")
 
 
+def test_a_burst_of_edits_is_one_task_that_runs_after_every_edit_of_its_window(env) -> None:
+    """Each edit has its own Notion timestamp; the events received within one window must
+    name one task, scheduled to run only after the window (and so every edit whose event
+    arrived in it) has passed; an event received after the window is a new task."""
+    deps, *_ = env
+    start = datetime(2026, 11, 30, 9, 0, 1, tzinfo=UTC)  # the window is [09:00:00, 09:00:05)
+    now = [start]
+    deps.clock = lambda: now[0]
+
+    def edit(n: int, received_after: float) -> None:
+        now[0] = start + timedelta(seconds=received_after)
+        body = webhook_event(PAGE, parent_database=DB_KC01, event_id=f"edit-{n}",
+                             timestamp=f"2026-11-30T09:00:0{n}.{n}00Z")  # fmt: skip
+        assert notion_sync.receive(deps, body, sign(SECRET, body))["status"] == "queued"
+
+    for n, received_after in enumerate((0.0, 1.5, 3.9)):
+        edit(n, received_after)
+    [task] = deps.transport.tasks.values()
+    runs_at = start + timedelta(seconds=task.delay_seconds)  # scheduled at the first event
+    assert runs_at == datetime(2026, 11, 30, 9, 0, 6, tzinfo=UTC) > now[0]
+    edit(3, 4.2)  # received at 09:00:05.2: the next window, a new task after it
+    assert len(deps.transport.tasks) == 2
+    later = deps.transport.tasks[max(deps.transport.tasks)]
+    assert now[0] + timedelta(seconds=later.delay_seconds) == datetime(
+        2026, 11, 30, 9, 0, 11, tzinfo=UTC
+    )
+
+
 def test_reembed_only_changed_chunks_skips_unsupported_blocks_and_removes_deleted(env) -> None:
     deps, server, client, embedder, sleep = env
     server.put_page(PAGE, "Product overview", page_blocks(PARAGRAPHS), parent_database=DB_KC01)
@@ -170,6 +203,62 @@ def test_reembed_only_changed_chunks_skips_unsupported_blocks_and_removes_delete
     server.delete_page(PAGE)
     assert notion_sync.reembed(deps, job(), client)["removed"] == len(stored)
     assert chunks(deps) == []
+
+
+def queued_job(deps, body: bytes) -> NotionReembed:
+    """What the webhook queued for ``body`` (the only task it may have added)."""
+    before = set(deps.transport.tasks)
+    reply = notion_sync.receive(deps, body, sign(SECRET, body))
+    assert reply["status"] == "queued", reply
+    [name] = set(deps.transport.tasks) - before
+    return NotionReembed.model_validate_json(deps.transport.tasks[name].body)
+
+
+def test_a_page_moved_out_of_every_mapped_database_loses_its_chunks(env) -> None:
+    """Notion's event for the move names the new parent, which nothing maps: the webhook
+    must still queue the page (the KC holds its chunks) and the worker, mapping the page by
+    its current parent, must delete them; stale jobs naming the old domain change nothing."""
+    deps, server, client, embedder, _ = env
+    server.put_page(PAGE, "Product overview", page_blocks(PARAGRAPHS[:2]), parent_database=DB_KC01)
+    notion_sync.reembed(deps, job(), client)
+    stored = len(chunks(deps))
+    assert stored > 0
+
+    server.put_page(PAGE, "Product overview", page_blocks(PARAGRAPHS[:2]),
+                    parent_database=DB_UNMAPPED)  # fmt: skip
+    moved = webhook_event(PAGE, kind="page.moved", parent_database=DB_UNMAPPED, event_id="mv")
+    task = queued_job(deps, moved)
+    assert task.domain is None
+    result = notion_sync.reembed(deps, task, client)
+    assert result == {"page_id": PAGE, "removed": stored, "reason": "unmapped"}
+    assert chunks(deps) == []
+    stale = notion_sync.reembed(deps, job(domain="KC-01"), client)
+    assert stale["removed"] == 0 and chunks(deps) == [] and len(embedder.calls) == 1
+    # With nothing left in the KC, events for the unmapped page are ignored again.
+    edit = webhook_event(PAGE, parent_database=DB_UNMAPPED, event_id="edit")
+    assert notion_sync.receive(deps, edit, sign(SECRET, edit))["status"] == "ignored"
+
+
+def test_a_page_moved_to_another_mapped_database_changes_domain_without_re_embedding(
+    env,
+) -> None:
+    deps, server, client, embedder, _ = env
+    server.put_page(PAGE, "Product overview", page_blocks(PARAGRAPHS[:3]), parent_database=DB_KC01)
+    notion_sync.reembed(deps, job(), client)
+    before, calls = chunks(deps), len(embedder.calls)
+    assert {c["domain"] for c in before} == {"KC-01"}
+
+    server.put_page(PAGE, "Product overview", page_blocks(PARAGRAPHS[:3]),
+                    parent_database=DB_KC04)  # fmt: skip
+    moved = webhook_event(PAGE, kind="page.moved", parent_database=DB_KC04, event_id="mv")
+    assert queued_job(deps, moved).domain == "KC-04"
+    # Even a stale job from before the move (naming KC-01) syncs into the current domain.
+    result = notion_sync.reembed(deps, job(domain="KC-01"), client)
+    assert result["domain"] == "KC-04" and result["embedded"] == 0
+    after = chunks(deps)
+    assert {c["domain"] for c in after} == {"KC-04"}
+    assert [c["content"] for c in after] == [c["content"] for c in before]
+    assert len(embedder.calls) == calls  # moved, not re-embedded
 
 
 def test_a_reembed_job_for_another_org_is_refused(env) -> None:
@@ -205,10 +294,12 @@ def test_nested_and_paginated_blocks_are_read(env) -> None:
 
 def test_a_failed_sync_leaves_the_page_as_it_was(env) -> None:
     deps, server, client, embedder, _ = env
-    server.put_page(PAGE, "Product overview", page_blocks(PARAGRAPHS))
+    server.put_page(PAGE, "Product overview", page_blocks(PARAGRAPHS), parent_database=DB_KC01)
     notion_sync.reembed(deps, job(), client)
     before = chunks(deps)
-    server.put_page(PAGE, "Product overview", page_blocks([p + " New." for p in PARAGRAPHS[:3]]))
+    assert before
+    edited = page_blocks([p + " New." for p in PARAGRAPHS[:3]])
+    server.put_page(PAGE, "Product overview", edited, parent_database=DB_KC01)
 
     def broken(texts):
         raise RuntimeError("embedding provider fell over")
@@ -226,11 +317,13 @@ def test_a_page_that_cannot_be_stored_is_a_recorded_failure_not_a_retry_loop(
     code block holding one 25k-character token, past the store's chunk limit) must end as a
     recorded failure the worker acknowledges, with the page's chunks left as they were."""
     deps, server, client, embedder, _ = env
-    server.put_page(PAGE, "Product overview", page_blocks(PARAGRAPHS[:2]))
+    server.put_page(PAGE, "Product overview", page_blocks(PARAGRAPHS[:2]), parent_database=DB_KC01)
     notion_sync.reembed(deps, job(), client)
     before, calls = chunks(deps), len(embedder.calls)
+    assert before
     blob = block("code", "x" * 25_000, language="json")
-    server.put_page(PAGE, "Product overview", [*page_blocks(PARAGRAPHS[:2]), blob])
+    blocks = [*page_blocks(PARAGRAPHS[:2]), blob]
+    server.put_page(PAGE, "Product overview", blocks, parent_database=DB_KC01)
     result = notion_sync.reembed(deps, job(), client)
     assert result["status"] == "failed" and "limit" in result["error"]
     assert chunks(deps) == before and len(embedder.calls) == calls

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from colony.adapters.offline_llm import MODEL_NAME, OfflineChatModel
+from colony.adapters.offline import MODEL_NAME, OfflineChatModel
 from colony.contracts.common import ANGLES, TIERS
 from colony.contracts.outputs import OUTPUT_CONTRACTS, OutboundMessage
 from colony.errors import ProviderError, ValidationFailed

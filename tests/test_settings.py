@@ -17,9 +17,6 @@ def test_defaults_need_no_cloud_and_no_key() -> None:
     [
         ({"COLONY_DB_MODE": "dsn"}, "COLONY_DB_DSN"),
         ({"COLONY_DB_MODE": "cloudsql"}, "COLONY_CLOUDSQL_INSTANCE"),
-        ({"COLONY_EMBEDDING_PROVIDER": "openai"}, "OPENAI_API_KEY"),
-        ({"COLONY_EMBEDDING_PROVIDER": "gemini"}, "GEMINI_API_KEY"),
-        ({"COLONY_LLM_PROVIDER": "openai"}, "OPENAI_API_KEY"),
         ({"COLONY_LLM_PROVIDER": "claude"}, "COLONY_LLM_PROVIDER"),
         ({"COLONY_DB_MODE": "sqlite"}, "COLONY_DB_MODE"),
         ({"COLONY_EMBEDDING_DIM": "12x"}, "COLONY_EMBEDDING_DIM"),
@@ -30,6 +27,30 @@ def test_defaults_need_no_cloud_and_no_key() -> None:
 def test_bad_or_missing_values_name_the_variable(env: dict[str, str], named: str) -> None:
     with pytest.raises(ConfigError, match=named):
         Settings.from_env(env)
+
+
+@pytest.mark.parametrize(
+    ("env", "provider", "chosen_by", "named"),
+    [
+        ({"COLONY_EMBEDDING_PROVIDER": "openai"}, "openai", "COLONY_EMBEDDING_PROVIDER",
+         "OPENAI_API_KEY"),
+        ({"COLONY_EMBEDDING_PROVIDER": "gemini"}, "gemini", "COLONY_EMBEDDING_PROVIDER",
+         "GEMINI_API_KEY"),
+        ({"COLONY_LLM_PROVIDER": "openai"}, "openai", "COLONY_LLM_PROVIDER", "OPENAI_API_KEY"),
+        ({"COLONY_LLM_PROVIDER": "gemini"}, "gemini", "COLONY_LLM_PROVIDER", "GEMINI_API_KEY"),
+    ],
+)  # fmt: skip
+def test_a_provider_key_is_required_where_the_provider_is_built_not_at_start_up(
+    env: dict[str, str], provider: str, chosen_by: str, named: str
+) -> None:
+    # Model-free functions (webhooks, task targets) start without any provider key ...
+    s = Settings.from_env(env)
+    assert s.openai_api_key is None and s.gemini_api_key is None
+    # ... and building the provider's adapter names the missing variable and its reason.
+    with pytest.raises(ConfigError, match=f"{named} is required when {chosen_by}={provider}"):
+        s.api_key(provider, chosen_by)  # type: ignore[arg-type]
+    keyed = Settings.from_env({**env, named: "sk-x"})
+    assert keyed.api_key(provider, chosen_by) == "sk-x"  # type: ignore[arg-type]
 
 
 def test_provider_picks_its_default_model() -> None:

@@ -2,7 +2,10 @@
 
 Every name is upper snake case with a ``COLONY_`` prefix, except the ones vendor SDKs read
 themselves (``OPENAI_API_KEY``, ``GEMINI_API_KEY``, ...). A missing required value fails at
-start-up naming the variable and how to set it; nothing insecure is defaulted.
+start-up naming the variable and how to set it; nothing insecure is defaulted. The one
+exception is a model provider's API key: it is required where that provider is built
+(``Settings.api_key``), on first use, so functions that never call a model or embed text
+start without one (and are deployed without access to it).
 """
 
 from __future__ import annotations
@@ -145,7 +148,6 @@ class Settings:
             EmbeddingProvider,
             choice("COLONY_LLM_PROVIDER", ("offline", "openai", "gemini"), "offline"),
         )
-        uses = {provider, llm}
         dim_text = get("COLONY_EMBEDDING_DIM") or "1536"
         if not dim_text.isdigit() or not 1 <= int(dim_text) <= 16000:
             raise ConfigError(f"COLONY_EMBEDDING_DIM={dim_text!r} must be an integer in 1..16000")
@@ -185,13 +187,9 @@ class Settings:
             llm_provider=llm,
             llm_model=get("COLONY_LLM_MODEL"),
             budgets_file=Path(p) if (p := get("COLONY_BUDGETS_FILE")) else None,
-            openai_api_key=require("OPENAI_API_KEY", "when a COLONY_*_PROVIDER is openai")
-            if "openai" in uses
-            else get("OPENAI_API_KEY"),
+            openai_api_key=get("OPENAI_API_KEY"),  # required on first use: api_key()
             openai_base_url=get("COLONY_OPENAI_BASE_URL"),
-            gemini_api_key=require("GEMINI_API_KEY", "when a COLONY_*_PROVIDER is gemini")
-            if "gemini" in uses
-            else get("GEMINI_API_KEY"),
+            gemini_api_key=get("GEMINI_API_KEY"),
             gemini_base_url=get("COLONY_GEMINI_BASE_URL"),
             langfuse_public_key=langfuse_keys["LANGFUSE_PUBLIC_KEY"],
             langfuse_secret_key=langfuse_keys["LANGFUSE_SECRET_KEY"],
@@ -232,6 +230,22 @@ class Settings:
             signing_key_file=Path(k) if (k := get("COLONY_SIGNING_KEY_FILE")) else None,
         )
         return settings
+
+    def api_key(self, provider: Literal["openai", "gemini"], chosen_by: str) -> str:
+        """``provider``'s API key, for the adapter being built because ``chosen_by`` (the
+        setting's variable) names it. Checked here, at first use rather than start-up, so a
+        function that never builds a model client or embedder runs without the key."""
+        key, name = (
+            (self.openai_api_key, "OPENAI_API_KEY")
+            if provider == "openai"
+            else (self.gemini_api_key, "GEMINI_API_KEY")
+        )
+        if not key:
+            raise ConfigError(
+                f"{name} is required when {chosen_by}={provider}; set it in the environment"
+                " (deployed: grant the function the secret in colony.registry.functions)"
+            )
+        return key
 
     def __repr__(self) -> str:  # never print a secret
         hidden = {"db_password", "db_owner_password", "openai_api_key", "gemini_api_key"}

@@ -185,17 +185,15 @@ def embedder_from_settings(
     settings: Settings,
 ) -> OfflineHashEmbedder | OpenAIEmbedder | GeminiEmbedder:
     if settings.embedding_provider == "openai":
-        assert settings.openai_api_key  # Settings.from_env requires it for this provider
         return OpenAIEmbedder(
-            api_key=settings.openai_api_key,
+            api_key=settings.api_key("openai", "COLONY_EMBEDDING_PROVIDER"),
             model=settings.embedding_model,
             dim=settings.embedding_dim,
             base_url=settings.openai_base_url,
         )
     if settings.embedding_provider == "gemini":
-        assert settings.gemini_api_key
         return GeminiEmbedder(
-            api_key=settings.gemini_api_key,
+            api_key=settings.api_key("gemini", "COLONY_EMBEDDING_PROVIDER"),
             model=settings.embedding_model,
             dim=settings.embedding_dim,
             base_url=settings.gemini_base_url,

@@ -7,7 +7,8 @@
     GET  /sessions/<id>/events      SSE: replay after Last-Event-ID (or ?after=), then follow
                                     (``?until=done`` ends the stream after the next ``done``)
     GET  /brief                     today's daily brief, or null
-    GET  /approvals                 pending approval items
+    GET  /approvals[?kind=]         pending approval items as cards (``pending_cards``:
+                                    a deployment kit's link is signed afresh)
     POST /approvals                 {"item_id", "action"} → the approval flow (same as the
                                     approval function), with the page's bearer token
 
@@ -36,6 +37,7 @@ from colony.runtime.edge import JsonRequest, MethodNotAllowed
 log = logging.getLogger("colony.chat")
 
 HEARTBEAT_SECONDS = 15.0
+APPROVALS_SHOWN = 50
 PAGE = Path(__file__).with_name("overview.html")
 _SESSION = re.compile(r"^/sessions/([A-Za-z0-9_.:-]{1,200})(/events)?$")
 _STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -184,13 +186,12 @@ def _follow(deps: Any, org_id: str, session_id: str, request: JsonRequest) -> fl
 
 def _approvals(deps: Any, org_id: str, user_id: str, request: JsonRequest) -> Any:
     if request.method == "GET":
-        from colony.chat.tools import APPROVALS, approval_summary
-        from colony.store import fetch_all
+        from colony.flows.approval_queue import pending_cards
 
-        with deps.db.transaction(org_id) as cur:
-            rows = fetch_all(cur, APPROVALS, (None, None, 50))
-        return {"items": [{"id": r["id"], "kind": r["kind"], "source_agent": r["source_agent"],
-                           "summary": approval_summary(r)} for r in rows]}  # fmt: skip
+        kind = request.args.get("kind") or None
+        if kind is not None and len(kind) > 40:
+            raise ValidationFailed("kind must be at most 40 characters")
+        return pending_cards(deps, org_id, kind=kind, limit=APPROVALS_SHOWN)
     from colony.contracts.chat import DecisionRequest
     from colony.flows.approval import decide
 

@@ -35,8 +35,9 @@ from colony.contracts.chat import (
     SearchKnowledgeArgs,
 )
 from colony.errors import CallerError, ConfigError, NotFound, ValidationFailed
+from colony.flows.approval_queue import pending_cards
 from colony.flows.deps import FlowDeps
-from colony.store import fetch_all, fetch_one, fetch_value
+from colony.store import fetch_all, fetch_one
 
 CONTENT_TOPIC = "colony-content"
 CAMPAIGN_TOPIC = "colony-campaign"
@@ -206,38 +207,10 @@ def _snippet(text: str) -> str:
 
 # ─── approvals ───────────────────────────────────────────────────────────────────────────
 
-APPROVALS = """
-SELECT id, kind, source_agent, subject_id, payload, created_at FROM approval_items
-WHERE status = 'pending' AND (%s::text IS NULL OR kind = %s)
-ORDER BY created_at DESC, id LIMIT %s
-"""
-APPROVALS_COUNT = "SELECT count(*) FROM approval_items WHERE status = 'pending'"
-
-
-def approval_summary(item: Mapping[str, Any]) -> str:
-    """One line describing a pending item, for cards, tool results and hydration."""
-    payload = item.get("payload") or {}
-    if item.get("kind") == "tool_action":
-        args = json.dumps(payload.get("arguments") or {}, separators=(",", ":"))
-        return f"run {payload.get('tool')} {args}"
-    for key in ("subject", "title", "summary", "content"):
-        if isinstance(payload.get(key), str):
-            return _snippet(payload[key])[:120]
-    return str(item.get("kind"))
-
 
 def list_approvals(ctx: ToolContext, args: ListApprovalsArgs) -> dict[str, Any]:
-    with ctx.deps.db.transaction(ctx.org_id) as cur:
-        rows = fetch_all(cur, APPROVALS, (args.kind, args.kind, args.limit))
-        total = int(fetch_value(cur, APPROVALS_COUNT))
-    return {
-        "pending_total": total,
-        "items": [
-            {"id": r["id"], "kind": r["kind"], "source_agent": r["source_agent"],
-             "summary": approval_summary(r)}
-            for r in rows
-        ],
-    }  # fmt: skip
+    """The queue as the /overview page shows it (kit links freshly signed)."""
+    return pending_cards(ctx.deps, ctx.org_id, kind=args.kind, limit=args.limit)
 
 
 ITEM_KIND = "SELECT kind FROM approval_items WHERE id = %s"

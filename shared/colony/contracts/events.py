@@ -73,14 +73,17 @@ class RecordingProcessed(Strict):
 class NotionReembed(Strict):
     """The Cloud Tasks body of one re-embed job: sync one Notion page into its KC domain.
 
-    Not a Pub/Sub event (not in ``Event``); the webhook resolved org and domain from its
+    Not a Pub/Sub event (not in ``Event``); the webhook resolved the org from its
     configuration, so the worker trusts only its OIDC-verified caller, never a user.
+    ``domain`` is what the event's parent mapped to (None: unmapped, e.g. the page moved out
+    of a mapped database); the worker maps the page by its parent as it is NOW, so a page
+    that moved is moved or removed, whatever the event said.
     """
 
     kind: Literal["notion.reembed"] = "notion.reembed"
     org_id: str = _ID
     page_id: str = Field(min_length=1, max_length=64)
-    domain: Literal["KC-01", "KC-02", "KC-03", "KC-04", "KC-05", "KC-06", "KC-07"]
+    domain: Literal["KC-01", "KC-02", "KC-03", "KC-04", "KC-05", "KC-06", "KC-07"] | None = None
     edited_time: str = Field(min_length=1, max_length=64)
 
 

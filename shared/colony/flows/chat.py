@@ -35,6 +35,7 @@ from colony.chat import events as ev
 from colony.chat import history, tools
 from colony.contracts.chat import OrchestratorReply
 from colony.errors import CallerError, ColonyError, NotFound, OutputInvalid, ValidationFailed
+from colony.flows import approval_queue
 from colony.flows.deps import FlowDeps
 from colony.ports import ModelRequest, ToolCall
 from colony.store import fetch_all, fetch_one, orgdata
@@ -323,7 +324,7 @@ def _pause(io: TurnIO, call_id: str, tool: tools.Tool, args: Any, call_row: Any,
             "kind": "tool_action",
             "tool": tool.name,
             "arguments": arguments,
-            "summary": tools.approval_summary({"kind": "tool_action", "payload": payload}),
+            "summary": approval_queue.summary({"kind": "tool_action", "payload": payload}),
         }
         stored = io.emit(
             cur, [announce, ("approval_required", {"call_id": call_id, "approval": card})]
@@ -384,7 +385,7 @@ def _model_step(io: TurnIO) -> tuple[OrchestratorReply | None, tuple[ToolCall, .
     summary_first = sorted(earlier, key=lambda r: (r.role != "summary", r.id))
     messages = [history.to_message(r, decided) for r in (*summary_first, *current)]
     approvals = [{"id": p["id"], "kind": p["kind"], "from": p["source_agent"],
-                  "summary": tools.approval_summary(p)} for p in pending]  # fmt: skip
+                  "summary": approval_queue.summary(p)} for p in pending]  # fmt: skip
     entities: dict[str, Any] = {
         "daily_brief": (brief["content"][:BRIEF_CHARS] if brief
                         else "(no daily brief has been written today)"),

@@ -2,12 +2,15 @@
 
     Notion event ─► receive: answer the verification handshake, verify X-Notion-Signature over
         the raw body, ignore replays (event id), map the page (or its database) to KC-01..07
-        ─► one Cloud Tasks job per page, named by page id + event time (a burst of edits to
-        one page collapses into one task per edit time; stale jobs are harmless: the worker
-        always reads the page as it is now)
-    re-embed worker ─► fetch the page and its block tree ─► chunk ─► ``KnowledgeStore.sync_source``
-        (content hashes: only changed chunks embedded, in one batch; vanished chunks deleted;
-        all in ONE transaction per page) ─► a trashed, archived or unreachable page is removed
+        (or, unmapped, one we hold chunks of: it moved out) ─► one Cloud Tasks job per page
+        and burst window, named by page id + window and run after the window closes (a burst
+        of edits collapses into one task that reads all of them; ``burst_window``; stale jobs
+        are harmless: the worker always reads the page as it is now)
+    re-embed worker ─► fetch the page ─► map it by its CURRENT parent (unmapped: its chunks are
+        deleted) ─► its block tree ─► chunk ─► ``KnowledgeStore.sync_source`` (content hashes:
+        only changed chunks embedded, in one batch, so a page moved to another mapped database
+        changes domain without re-embedding; vanished chunks deleted; all in ONE transaction
+        per page) ─► a trashed, archived or unreachable page is removed
 
 The org is the one the Notion integration is configured for (``COLONY_NOTION_ORG_ID``): the
 signing secret belongs to one subscription, hence one workspace, hence one org.
@@ -27,12 +30,16 @@ from colony.flows.deps import FlowDeps
 from colony.knowledge.chunking import chunk_text
 from colony.knowledge.store import ChunkIn, SyncResult
 from colony.runtime import idempotency
+from colony.store import fetch_one
 
 log = logging.getLogger("colony.notion_sync")
 QUEUE = "colony-notion-reembed"
 TARGET = "reembed"
 HANDLER = "notion-webhook"
 ADD_VERIFICATION = "INSERT INTO notion_verifications (verification_token) VALUES (%s)"
+BURST_WINDOW_SECONDS = 5  # a page's events received within one window share one task
+SETTLE_SECONDS = 1.0  # the task runs this long after its window closes
+HAS_CHUNKS = "SELECT 1 FROM kc_chunks WHERE source = 'notion' AND source_id = %s LIMIT 1"
 # Events that change what a page says (or whether it exists); others (comments, views...)
 # are acknowledged and ignored.
 PAGE_EVENTS = frozenset({
@@ -66,17 +73,32 @@ def receive(deps: FlowDeps, raw: bytes, signature: str | None) -> dict[str, Any]
         return {"status": "duplicate"}
     parent = _object(_object(body.get("data")).get("parent"))
     domain = domain_for(deps.settings.notion_domains, page_id, parent.get("id"))
-    if domain is None:
+    if domain is None and not _has_chunks(deps, org, page_id):
         idempotency.mark(deps.db, org, HANDLER, event_key, detail="unmapped")
         return {"status": "ignored", "reason": "the page is not mapped to a KC domain"}
+    # Unmapped but known (moved out of a mapped database): the worker removes its chunks.
     edited = str(body.get("timestamp") or event_id)[:64]
     job = NotionReembed(org_id=org, page_id=page_id, domain=domain, edited_time=edited)  # type: ignore[arg-type]
+    window, delay = burst_window(deps.clock().timestamp())
     task = deps.transport.schedule(
         QUEUE, TARGET, json.dumps(job.model_dump(mode="json")).encode(),
-        task_id=f"notion-{page_id}-{edited}",
+        task_id=f"notion-{page_id}-w{window}", delay_seconds=delay,
     )  # fmt: skip
     idempotency.mark(deps.db, org, HANDLER, event_key, detail=task[-200:])
     return {"status": "queued", "page_id": page_id, "domain": domain}
+
+
+def burst_window(received: float) -> tuple[int, float]:
+    """The burst window an event received at ``received`` (epoch seconds, our clock) falls
+    in, and how long until its task may run: ``SETTLE_SECONDS`` after the window closes.
+
+    Every event for a page received in one window names the same task, so a burst of edits
+    is one re-embed. No edit is lost: an event arrives after its edit was made and before its
+    window closes, and the task reads the page only after the window has closed; an event
+    received later belongs to the next window, hence to a new task. Our clock alone decides
+    (Notion's timestamps play no part), so clock skew cannot make a task read too early."""
+    window = int(received // BURST_WINDOW_SECONDS)
+    return window, (window + 1) * BURST_WINDOW_SECONDS + SETTLE_SECONDS - received
 
 
 def domain_for(mapping: Mapping[str, str], page_id: str, parent_id: Any) -> str | None:
@@ -88,8 +110,14 @@ def domain_for(mapping: Mapping[str, str], page_id: str, parent_id: Any) -> str 
     return None
 
 
+def _has_chunks(deps: FlowDeps, org: str, page_id: str) -> bool:
+    with deps.db.transaction(org) as cur:
+        return fetch_one(cur, HAS_CHUNKS, (page_id,)) is not None
+
+
 def reembed(deps: FlowDeps, job: NotionReembed, notion: NotionClient) -> dict[str, Any]:
-    """Make the KC chunks of one Notion page equal the page as it is now."""
+    """Make the KC chunks of one Notion page equal the page as it is now: in the domain its
+    current parent maps to (moved there if it was elsewhere), or gone when nothing maps it."""
     if job.org_id != deps.settings.notion_org_id:
         # The integration token reads one workspace, which belongs to one org: a job naming
         # any other org (a forged or misrouted task) must not write that workspace into it.
@@ -103,10 +131,14 @@ def reembed(deps: FlowDeps, job: NotionReembed, notion: NotionClient) -> dict[st
     if page.gone:
         removed = deps.knowledge.delete_source(job.org_id, "notion", source_id)
         return {"page_id": job.page_id, "removed": removed}
+    domain = domain_for(deps.settings.notion_domains, job.page_id, page.parent_id)
+    if domain is None:  # moved out of every mapped database (or never in one)
+        removed = deps.knowledge.delete_source(job.org_id, "notion", source_id)
+        return {"page_id": job.page_id, "removed": removed, "reason": "unmapped"}
     try:
         text = notion.page_text(job.page_id)
         chunks = [
-            ChunkIn(job.domain, piece, title=page.title or None,
+            ChunkIn(domain, piece, title=page.title or None,
                     tags={"notion_page": job.page_id, "edited": page.last_edited_time})
             for piece in chunk_text("\n\n".join(text.paragraphs))
         ]  # fmt: skip
@@ -115,7 +147,7 @@ def reembed(deps: FlowDeps, job: NotionReembed, notion: NotionClient) -> dict[st
     except ValidationFailed as error:
         return _failed(deps, job, error)
     return {
-        "page_id": job.page_id, "domain": job.domain, "chunks": len(chunks),
+        "page_id": job.page_id, "domain": domain, "chunks": len(chunks),
         "embedded": result.embedded, "unchanged": result.unchanged, "deleted": result.deleted,
         "unsupported_blocks": text.unsupported,
     }  # fmt: skip

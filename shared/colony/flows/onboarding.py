@@ -7,19 +7,21 @@ One kit per deal. Order matters for failure: the model's output is a durable ste
 never pays for it twice), then the document goes to GCS (same name, same bytes: a retried
 upload overwrites itself), and only then are the kit row and its approval item written, in
 one transaction under a lock on the deal. A GCS failure therefore leaves no kit or item
-behind, and the redelivery completes it once. Agents and people get the signed URL, never
-the bytes; the ``gs://`` URI stays on the row so a fresh link can be signed later.
+behind, and the redelivery completes it once. Agents and people get a signed URL, never
+the bytes. The URL stored in the item expires (``COLONY_SIGNED_URL_TTL_SECONDS``); the object
+name stays on the kit row, and every place that shows the item to a person signs a fresh link
+from it (``colony.flows.approval_queue``).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from colony.contracts.events import DealClosedWon
 from colony.errors import NotFound, UpstreamError, ValidationFailed
+from colony.flows.approval_queue import signed_link
 from colony.flows.deps import FlowDeps
 from colony.llm.agent_call import call_agent
 from colony.runtime import idempotency
@@ -93,8 +95,8 @@ def build_kit(deps: FlowDeps, event: DealClosedWon, event_id: str) -> dict[str, 
     kit = step(deps.db, org, run_id, "kit", lambda: _compose(deps, org, run_id, deal))
     name = object_name(org, deal_id)
     gcs_uri = deps.blobs.put(name, render_kit(kit).encode("utf-8"), CONTENT_TYPE)
-    ttl = deps.settings.signed_url_ttl_seconds
-    url = deps.blobs.signed_url(name, ttl)
+    link = signed_link(deps, name)  # for the caller now; cards sign their own (approval_queue)
+    url = link["url"]
     payload = {
         "deal_id": deal_id,
         "deal_name": deal["name"],
@@ -102,8 +104,8 @@ def build_kit(deps: FlowDeps, event: DealClosedWon, event_id: str) -> dict[str, 
         "sections": [s["heading"] for s in kit["sections"]],
         "gcs_uri": gcs_uri,
         "signed_url": url,
-        "url_expires_in_seconds": ttl,
-        "url_expires_at": (datetime.now(UTC) + timedelta(seconds=ttl)).isoformat(),
+        "url_expires_in_seconds": link["expires_in_seconds"],
+        "url_expires_at": link["expires_at"],
         "playbooks": kit.get("playbooks", []),
     }
     with deps.db.transaction(org) as cur:

@@ -9,7 +9,9 @@
     AGT-007 follow_up: the draft (KC-05/KC-04 grounding) ─► a follow_up approval item
 
 A transcript that is empty, binary or too long ends as a ``failed`` recording with the reason
-in ``error``: recorded and visible, acknowledged, never retried. Handlers are idempotent on
+in ``error``: recorded and visible, acknowledged, never retried. Any other failure is retried;
+the last delivery attempt marks the recording ``failed`` (the reason names the error's type
+and code, never its text) before the message is dead-lettered. Handlers are idempotent on
 their event ids and the durable steps make a redelivery recompute nothing finished.
 """
 
@@ -36,7 +38,7 @@ from colony.errors import (
 from colony.flows import transcripts
 from colony.flows.deps import FlowDeps
 from colony.registry.functions import AGENT_TOPICS
-from colony.runtime import idempotency
+from colony.runtime import delivery, idempotency
 from colony.runtime.steps import step
 from colony.store import fetch_all, fetch_one, orgdata
 
@@ -160,9 +162,21 @@ def _publish_received(deps: FlowDeps, org: str, recording_id: str) -> str:
 
 
 def analyse_event(deps: FlowDeps, event: Any, event_id: str) -> dict[str, Any]:
+    """AGT-006 for one ``recording.received`` event.
+
+    A failure that ends the delivery for good (the last attempt, or one never retried) marks
+    the recording ``failed`` with the reason before the error goes on to the edge: otherwise
+    a dead-lettered recording would read ``processing`` forever."""
     if not isinstance(event, RecordingReceived):
         raise ValidationFailed(f"AGT-006 does not take {type(event).__name__} events")
-    return analyse(deps, event.org_id, event.recording_id, event_id)
+    org, recording_id = event.org_id, event.recording_id
+
+    def give_up(reason: str) -> None:
+        with deps.db.transaction(org) as cur:
+            cur.execute(FAIL, (reason, recording_id))
+
+    with delivery.on_give_up(give_up):
+        return analyse(deps, org, recording_id, event_id)
 
 
 def analyse(deps: FlowDeps, org: str, recording_id: str, event_id: str) -> dict[str, Any]:

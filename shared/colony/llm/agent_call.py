@@ -80,14 +80,14 @@ def chat_model_from_settings(settings: Settings) -> ChatModel:
     if settings.llm_provider == "openai":
         from colony.adapters.openai_chat import OpenAIChatModel
 
-        assert settings.openai_api_key  # Settings requires it for this provider
-        return OpenAIChatModel(api_key=settings.openai_api_key, base_url=settings.openai_base_url)
+        key = settings.api_key("openai", "COLONY_LLM_PROVIDER")
+        return OpenAIChatModel(api_key=key, base_url=settings.openai_base_url)
     if settings.llm_provider == "gemini":
         from colony.adapters.gemini_chat import GeminiChatModel
 
-        assert settings.gemini_api_key
-        return GeminiChatModel(api_key=settings.gemini_api_key, base_url=settings.gemini_base_url)
-    from colony.adapters.offline_llm import OfflineChatModel
+        key = settings.api_key("gemini", "COLONY_LLM_PROVIDER")
+        return GeminiChatModel(api_key=key, base_url=settings.gemini_base_url)
+    from colony.adapters.offline import OfflineChatModel
 
     return OfflineChatModel()
 

@@ -31,7 +31,7 @@ from colony.store import Database, fetch_one
 
 Say = Callable[[str], None]
 KIT_OF_DEAL = """
-SELECT k.object_name, k.gcs_uri, k.status, a.payload FROM deployment_kits k
+SELECT k.object_name, k.gcs_uri, k.status, k.approval_item_id, a.payload FROM deployment_kits k
 JOIN approval_items a ON a.id = k.approval_item_id WHERE k.deal_id = %s
 """
 
@@ -112,14 +112,17 @@ def run_brief_demo(
                     return fetch_one(cur, KIT_OF_DEAL, (deal["id"],))
 
             found = _wait("the deployment kit", kit)
-            blobs = blob_store_from_settings(settings)
-            link = blobs.signed_url(found["object_name"], settings.signed_url_ttl_seconds)
-            head = blobs.get(found["object_name"]).decode().splitlines()[0]
+            head = blob_store_from_settings(settings).get(found["object_name"])
+            # the link as a reviewer gets it: the chat function's queue signs it afresh
+            queue = http.get(f"{servers.urls['chat']}/approvals",
+                             params={"kind": "deployment_kit"}, headers=auth).json()  # fmt: skip
+            card = next(i for i in queue["items"] if i["id"] == found["approval_item_id"])
             say(
-                f"  kit {found['gcs_uri']} ({found['payload']['title']!r}, {head[:60]!r}…),"
-                f" {found['status']}; a V4 signed link valid {settings.signed_url_ttl_seconds}s:"
+                f"  kit {found['gcs_uri']} ({found['payload']['title']!r},"
+                f" {head.decode().splitlines()[0][:60]!r}…), {found['status']}; in the approval"
+                f" queue with a V4 signed link valid until {card['link']['expires_at']}:"
             )
-            say(f"  {link}")
+            say(f"  {card['link']['url']}")
 
             request_id = content.request_content(
                 flow_deps,

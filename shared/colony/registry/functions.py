@@ -37,23 +37,20 @@ class Grant:
     why: str
 
 
-# What every function's composition root (colony.runtime.deps) reads: the database password of
-# the application role, the LLM / embedding provider keys, tracing and error reporting. Names
-# are settings environment names; colony.settings.SECRETS maps them to Secret Manager ids.
-RUNTIME_SECRETS: tuple[str, ...] = (
-    "COLONY_DB_PASSWORD",
-    "OPENAI_API_KEY",
-    "GEMINI_API_KEY",
-    "LANGFUSE_PUBLIC_KEY",
-    "LANGFUSE_SECRET_KEY",
-    "SENTRY_DSN",
-)
+# What a function's composition root (colony.runtime.deps) reads. Names are settings
+# environment names; colony.settings.SECRETS maps them to Secret Manager ids. Every function
+# reads the application role's password and the error reporting DSN; the model provider keys
+# only matter to functions that build the model client or the embedder (both are built on
+# first use, and the key is checked there), and the Langfuse keys only to those that call a
+# chat model (they trace model calls; the secret key reads every org's traced prompts).
+PROVIDER_SECRETS: tuple[str, ...] = ("OPENAI_API_KEY", "GEMINI_API_KEY")
+TRACING_SECRETS: tuple[str, ...] = ("LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY")
+# For functions that never call a chat model nor embed text: no provider key, no Langfuse.
+MODEL_FREE_SECRETS: tuple[str, ...] = ("COLONY_DB_PASSWORD", "SENTRY_DSN")
+# For functions that embed text (the Knowledge Core) but call no chat model: nothing to trace.
+EMBEDDING_SECRETS: tuple[str, ...] = (*MODEL_FREE_SECRETS, *PROVIDER_SECRETS)
+RUNTIME_SECRETS: tuple[str, ...] = (*EMBEDDING_SECRETS, *TRACING_SECRETS)  # model functions
 JWT_SECRETS: tuple[str, ...] = ("COLONY_JWT_ISSUER", "COLONY_JWT_JWKS_URL")  # user-facing HTTP
-# For functions that never call a chat model: no Langfuse keys (they only trace model calls,
-# and the secret key reads every org's traced prompts). The provider keys stay: Settings
-# requires the configured provider's key at start-up and the composition root builds the
-# embedder and model client eagerly.
-UNTRACED_SECRETS: tuple[str, ...] = tuple(s for s in RUNTIME_SECRETS if "LANGFUSE" not in s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,14 +116,14 @@ FUNCTIONS: dict[str, Function] = {
             "outbound message drafts into the approval queue",
         ),
         Function("campaign-resume", "http", None, "AGT-002", "Cloud Tasks target: resume a run",
-                 secrets=UNTRACED_SECRETS, publishes=("colony-enrichment",)),
+                 secrets=MODEL_FREE_SECRETS, publishes=("colony-enrichment",)),
         Function("approval", "http", None, None, "approve / reject / edit approval items",
                  secrets=(*RUNTIME_SECRETS, *JWT_SECRETS, "COLONY_APPROVAL_TOKEN_KEY"),
                  # an approved chat tool resumes its turn here (launch, content request)
                  publishes=("colony-onboarding", "colony-campaign", "colony-content"),
                  public=True),
         Function("delivery-events", "http", None, None, "delivered/bounced/complained/replied",
-                 secrets=(*UNTRACED_SECRETS, "COLONY_DELIVERY_WEBHOOK_SECRET"),
+                 secrets=(*MODEL_FREE_SECRETS, "COLONY_DELIVERY_WEBHOOK_SECRET"),
                  enqueues=("colony-campaign-resume",), public=True),
         Function("chat", "http", None, "AGT-001", "GTM orchestrator chat (SSE) and /overview",
                  secrets=(*RUNTIME_SECRETS, *JWT_SECRETS),
@@ -135,7 +132,7 @@ FUNCTIONS: dict[str, Function] = {
                  public=True,
                  timeout_seconds=300),
         Function("drive-webhook", "http", None, None, "Drive push: transcript to GCS + ENT-006",
-                 secrets=(*UNTRACED_SECRETS, "COLONY_DRIVE_CHANNEL_TOKEN"), assets="write",
+                 secrets=(*MODEL_FREE_SECRETS, "COLONY_DRIVE_CHANNEL_TOKEN"), assets="write",
                  publishes=("colony-recording-intelligence",), public=True),
         Function(
             "recording-intelligence", "pubsub", "colony-recording-intelligence", "AGT-006",
@@ -147,10 +144,10 @@ FUNCTIONS: dict[str, Function] = {
             "post-call follow-up drafts into the approval queue",
         ),
         Function("notion-webhook", "http", None, None, "Notion events → re-embed tasks",
-                 secrets=(*UNTRACED_SECRETS, "COLONY_NOTION_SIGNING_SECRET"),
+                 secrets=(*MODEL_FREE_SECRETS, "COLONY_NOTION_SIGNING_SECRET"),
                  enqueues=("colony-notion-reembed",), public=True),
         Function("reembed", "http", None, None, "Cloud Tasks target: re-embed one Notion page",
-                 secrets=(*UNTRACED_SECRETS, "COLONY_NOTION_TOKEN"), timeout_seconds=300),
+                 secrets=(*EMBEDDING_SECRETS, "COLONY_NOTION_TOKEN"), timeout_seconds=300),
         Function("daily-brief", "http", None, "AGT-010", "Cloud Scheduler target: daily brief",
                  timeout_seconds=300),
         Function(

@@ -1,7 +1,11 @@
 """The composition root: everything a flow needs, built once per function instance.
 
 Parts are built lazily (imports inside ``build_deps``) so a cold start loads only what the
-function uses; ``deps()`` reads the settings from the environment on first use.
+function uses; ``deps()`` reads the settings from the environment on first use. The model
+client (``llm``), the Knowledge Core (``knowledge``, which holds the embedder) and the assets
+bucket (``blobs``) are built on their first use, not with the rest: a webhook that never calls
+a model neither imports a provider SDK nor needs a provider key (the key is checked where the
+provider is built, so a model function without one fails there, naming the variable).
 """
 
 from __future__ import annotations
@@ -38,12 +42,34 @@ class Deps:
     settings: Settings
     db: Database  # the application role
     transport: Transport
-    llm: LlmDeps
-    knowledge: KnowledgeStore
     rejections: RejectionRecorder
     clock: Clock = utc_now
     faults: Faults = field(default_factory=Faults.from_env)  # crash injection, tests only
-    blob_store: BlobStore | None = None  # None: built from the settings on first use
+    # Given parts (tests); None: built from the settings on first use.
+    llm_deps: LlmDeps | None = None
+    knowledge_store: KnowledgeStore | None = None
+    blob_store: BlobStore | None = None
+
+    @cached_property
+    def llm(self) -> LlmDeps:
+        """The chat model with its budgets, tracing and call records; built on first use so
+        model-free functions never import a provider SDK or need its key."""
+        if self.llm_deps is not None:
+            return self.llm_deps
+        from colony.llm.agent_call import llm_from_settings
+
+        return llm_from_settings(self.settings, self.db)
+
+    @cached_property
+    def knowledge(self) -> KnowledgeStore:
+        """The Knowledge Core over the configured embedder; built on first use (the embedder
+        is a provider client too)."""
+        if self.knowledge_store is not None:
+            return self.knowledge_store
+        from colony.adapters.embedding import embedder_from_settings
+        from colony.knowledge import KnowledgeStore
+
+        return KnowledgeStore(self.db, embedder_from_settings(self.settings))
 
     @cached_property
     def blobs(self) -> BlobStore:
@@ -67,7 +93,8 @@ def build_deps(
     clock: Clock | None = None,
     blobs: BlobStore | None = None,
 ) -> Deps:
-    """Build the parts not given. Imports live here so a cold start loads only what it uses."""
+    """Build the parts not given. Imports live here so a cold start loads only what it uses;
+    ``llm``, ``knowledge`` and ``blobs`` are built later, on first use (see ``Deps``)."""
     if db is None:
         from colony.store import Database, connect_factory
 
@@ -79,23 +106,14 @@ def build_deps(
         from colony.adapters.transport import transport_from_settings
 
         transport = transport_from_settings(settings, db=db)
-    if llm is None:
-        from colony.llm.agent_call import llm_from_settings
-
-        llm = llm_from_settings(settings, db)
-    if knowledge is None:
-        from colony.adapters.embedding import embedder_from_settings
-        from colony.knowledge import KnowledgeStore
-
-        knowledge = KnowledgeStore(db, embedder_from_settings(settings))
     return Deps(
         settings=settings,
         db=db,
         transport=transport,
-        llm=llm,
-        knowledge=knowledge,
         rejections=rejections if rejections is not None else DbRejections(db),
         clock=clock or utc_now,
+        llm_deps=llm,
+        knowledge_store=knowledge,
         blob_store=blobs,
     )
 

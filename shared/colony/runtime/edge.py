@@ -12,7 +12,8 @@ Pub/Sub acknowledges any 2xx and redelivers on anything else, so ``pubsub_handle
   org) or a flow's ``CallerError``: recorded in ``rejected_deliveries`` and acknowledged;
 - an ``UpstreamError``, a ``ConfigError`` (ours to fix) or any other exception: re-raised, so
   functions-framework answers 500 and Pub/Sub retries (then dead-letters after its bounded
-  attempts). Nothing is swallowed.
+  attempts). Nothing is swallowed. The flow runs knowing its delivery attempt
+  (``colony.runtime.delivery``), so it can record a failure before the last one gives up.
 
 Logs carry ids, error types and codes (``error_summary``), never payloads or messages that
 might quote one.
@@ -50,6 +51,8 @@ from colony.errors import (
 )
 from colony.observability.sentry import error_scope
 from colony.registry.functions import function as registered_function
+from colony.registry.functions import topic as registered_topic
+from colony.runtime import delivery
 
 if TYPE_CHECKING:
     import pydantic
@@ -446,6 +449,21 @@ def decode_push(cloud_event: Any) -> Decoded:
     return Decoded(event_id, payload.org_id, payload, attributes, None)
 
 
+def delivery_attempt(cloud_event: Any) -> int | None:
+    """Pub/Sub's ``deliveryAttempt`` for this push (1-based), None when it did not say.
+
+    functions-framework drops it when it turns a raw push body into a CloudEvent, so the
+    request body (still cached on the current request) is read too."""
+    data = getattr(cloud_event, "data", None)
+    value = data.get("deliveryAttempt") if isinstance(data, Mapping) else None
+    if value is None and flask.has_request_context():
+        body = flask.request.get_json(force=True, silent=True)
+        value = body.get("deliveryAttempt") if isinstance(body, Mapping) else None
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return value
+    return None
+
+
 def _attribute(cloud_event: Any, name: str) -> str | None:
     try:
         return _text(cloud_event[name])
@@ -537,6 +555,7 @@ def pubsub_handler(
     """
     spec = registered_function(function_name)
     rejections = recorder or _default_rejections
+    limit = registered_topic(spec.topic).max_delivery_attempts if spec.topic else None
 
     def decorate(flow: Flow) -> CloudEventFunction:
         _install_on_current_app()
@@ -553,7 +572,10 @@ def pubsub_handler(
             if run_id is None and payload.kind == "handoff":
                 run_id = payload.envelope.parent_run_id
             try:
-                with error_scope(decoded.org_id, run_id, spec.agent):
+                with (
+                    error_scope(decoded.org_id, run_id, spec.agent),
+                    delivery.attempt(delivery_attempt(cloud_event), limit),
+                ):
                     flow(payload, decoded.event_id)
             except ConfigError as error:
                 _log_failure(f"{function_name} event {decoded.event_id} misconfigured", error)

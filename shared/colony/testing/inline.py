@@ -20,6 +20,7 @@ from colony.flows.handlers import PUBSUB_HANDLERS
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import LlmDeps
 from colony.registry.functions import FUNCTIONS
+from colony.runtime import delivery
 from colony.runtime.faults import Faults
 from colony.settings import Settings
 from colony.store import Database
@@ -84,7 +85,8 @@ def run_until_idle(
         for _ in range(duplicates):
             for attempt in range(1, max_attempts + 1):
                 try:
-                    handler(deps, event, message.message_id)
+                    with delivery.attempt(attempt, max_attempts):  # as Pub/Sub push tells it
+                        handler(deps, event, message.message_id)
                     stats.delivered += 1
                     break
                 except CallerError as error:

@@ -1,0 +1,109 @@
+"""The pending approval items as people see them: one card per item, made here for every
+place that shows the queue to a person (the chat function's ``GET /approvals`` and the
+/overview page, AGT-001's ``list_approvals`` tool, the local demo).
+
+    card = {"id", "kind", "source_agent", "summary"}
+         + {"link": {"url", "expires_at", "expires_in_seconds"}}   deployment kits
+
+A deployment kit's link is signed when its card is made, from the object name its
+``deployment_kits`` row keeps (or the item's ``gs://`` URI): the URL stored in the item when
+the kit was built expires after ``COLONY_SIGNED_URL_TTL_SECONDS`` (1 h by default), usually
+long before anyone reviews it. Signing happens after the rows are read, outside the
+transaction (in production it is an IAM ``signBlob`` call). A link that cannot be signed
+right now (an upstream failure) is shown as such on its card, never dropped silently, and
+the rest of the queue is still shown.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from colony.errors import UpstreamError
+from colony.store import fetch_all, fetch_value
+
+if TYPE_CHECKING:
+    from colony.flows.deps import FlowDeps
+
+log = logging.getLogger("colony.approvals")
+
+SUMMARY_CHARS = 120
+
+PENDING = """
+SELECT a.id, a.kind, a.source_agent, a.subject_id, a.payload, a.created_at,
+       k.object_name AS kit_object
+FROM approval_items a LEFT JOIN deployment_kits k ON k.approval_item_id = a.id
+WHERE a.status = 'pending' AND (%s::text IS NULL OR a.kind = %s)
+ORDER BY a.created_at DESC, a.id LIMIT %s
+"""
+PENDING_COUNT = "SELECT count(*) FROM approval_items WHERE status = 'pending'"
+
+
+def summary(item: Mapping[str, Any]) -> str:
+    """One line describing an item, for cards, tool results and the chat's hydration."""
+    payload = item.get("payload") or {}
+    if item.get("kind") == "tool_action":
+        args = json.dumps(payload.get("arguments") or {}, separators=(",", ":"))
+        return f"run {payload.get('tool')} {args}"
+    for key in ("subject", "title", "summary", "content"):
+        if isinstance(payload.get(key), str):
+            return " ".join(payload[key].split())[:SUMMARY_CHARS]
+    return str(item.get("kind"))
+
+
+def pending_cards(
+    deps: FlowDeps, org_id: str, *, kind: str | None = None, limit: int = 50
+) -> dict[str, Any]:
+    """The newest ``limit`` pending items (of ``kind``, if given) as cards, and how many
+    items are pending in all."""
+    with deps.db.transaction(org_id) as cur:
+        rows = fetch_all(cur, PENDING, (kind, kind, limit))
+        total = int(fetch_value(cur, PENDING_COUNT))
+    return {"pending_total": total, "items": [card(deps, row) for row in rows]}
+
+
+def card(deps: FlowDeps, row: Mapping[str, Any]) -> dict[str, Any]:
+    shown: dict[str, Any] = {
+        "id": row["id"],
+        "kind": row["kind"],
+        "source_agent": row["source_agent"],
+        "summary": summary(row),
+    }
+    if row["kind"] == "deployment_kit":
+        shown["link"] = _kit_link(deps, row)
+    return shown
+
+
+def signed_link(deps: FlowDeps, name: str) -> dict[str, Any]:
+    """A V4 signed GET URL for object ``name`` in the assets bucket, valid from now for
+    ``COLONY_SIGNED_URL_TTL_SECONDS``, with its expiry."""
+    ttl = deps.settings.signed_url_ttl_seconds
+    now = deps.clock()
+    return {"url": deps.blobs.signed_url(name, ttl),
+            "expires_at": (now + timedelta(seconds=ttl)).isoformat(),
+            "expires_in_seconds": ttl}  # fmt: skip
+
+
+def _kit_link(deps: FlowDeps, row: Mapping[str, Any]) -> dict[str, Any]:
+    name = row.get("kit_object") or _object_name(deps, (row.get("payload") or {}).get("gcs_uri"))
+    if name is None:
+        return {"error": {"code": "not_found", "message": "this kit has no stored document"}}
+    try:
+        return signed_link(deps, name)
+    except UpstreamError as error:
+        from colony.observability.tracing import error_summary
+
+        log.warning("approval item %s: kit link not signed: %s", row["id"], error_summary(error))
+        message = "the kit link could not be signed just now; retry shortly"
+        return {"error": {"code": error.code, "message": message}}
+
+
+def _object_name(deps: FlowDeps, uri: Any) -> str | None:
+    """The object name in ``gs://<assets bucket>/<name>``; None for anything else."""
+    prefix = f"gs://{deps.blobs.bucket}/"
+    if isinstance(uri, str) and uri.startswith(prefix) and len(uri) > len(prefix):
+        return uri[len(prefix) :]
+    return None
