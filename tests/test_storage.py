@@ -22,7 +22,7 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from colony.adapters.storage import blob_store_from_settings, ensure_local_signing_key
 from colony.errors import NotFound, ProviderUnavailable, ValidationFailed
 from colony.settings import Settings
-from colony.testing.emulators import free_port
+from colony.testing.emulators import free_port, storage_emulator
 from tests.conftest import Gcs
 
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -136,6 +136,20 @@ def test_unreachable_store_is_provider_unavailable(
         store.put("kits/x.md", b"x", "text/markdown")
     with pytest.raises(ProviderUnavailable):
         store.get("kits/x.md")
+
+
+def test_an_emulator_with_a_data_dir_keeps_objects_across_restarts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """make run keeps its objects beside the embedded database that refers to them."""
+    settings = Settings.from_env({"COLONY_DATA_DIR": str(tmp_path)})
+    for run in ("first", "second"):
+        with storage_emulator(settings.assets_bucket, data_dir=tmp_path / "gcs") as url:
+            monkeypatch.setenv("STORAGE_EMULATOR_HOST", url)
+            store = blob_store_from_settings(settings)
+            if run == "first":
+                store.put("kits/kept.md", b"# kept", "text/markdown")
+            assert store.get("kits/kept.md") == b"# kept"
 
 
 def test_local_signing_key_is_generated_once_private(

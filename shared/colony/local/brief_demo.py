@@ -24,7 +24,7 @@ from typing import Any
 
 import httpx
 
-from colony.errors import ConfigError
+from colony.errors import ConfigError, NotFound
 from colony.local.functions import FunctionServers
 from colony.settings import Settings
 from colony.store import Database, fetch_one
@@ -38,13 +38,15 @@ JOIN approval_items a ON a.id = k.approval_item_id WHERE k.deal_id = %s
 
 @contextmanager
 def local_storage(settings: Settings, say: Say) -> Iterator[str]:
-    """The assets bucket on a local GCS emulator; yields ``STORAGE_EMULATOR_HOST``."""
+    """The assets bucket on a local GCS emulator whose objects live under
+    ``<data_dir>/gcs`` (beside the embedded database that refers to them); yields
+    ``STORAGE_EMULATOR_HOST``."""
     from colony.adapters.storage import local_signing_key_path
     from colony.local.stack import update_stack
     from colony.testing.emulators import storage_emulator
 
     started = time.perf_counter()
-    with storage_emulator(settings.assets_bucket) as url:
+    with storage_emulator(settings.assets_bucket, data_dir=settings.data_dir / "gcs") as url:
         previous = os.environ.get("STORAGE_EMULATOR_HOST")
         os.environ["STORAGE_EMULATOR_HOST"] = url
         say(f"GCS emulator (gcp-storage-emulator) at {url}, bucket {settings.assets_bucket!r},"
@@ -112,14 +114,18 @@ def run_brief_demo(
                     return fetch_one(cur, KIT_OF_DEAL, (deal["id"],))
 
             found = _wait("the deployment kit", kit)
-            head = blob_store_from_settings(settings).get(found["object_name"])
+            try:
+                head = blob_store_from_settings(settings).get(found["object_name"])
+                first = repr(head.decode().splitlines()[0][:60]) + "…"
+            except NotFound:  # stored by a run whose emulator kept objects in memory only
+                first = "object missing from the local bucket; `rm -rf .colony` starts afresh"
             # the link as a reviewer gets it: the chat function's queue signs it afresh
             queue = http.get(f"{servers.urls['chat']}/approvals",
                              params={"kind": "deployment_kit"}, headers=auth).json()  # fmt: skip
             card = next(i for i in queue["items"] if i["id"] == found["approval_item_id"])
             say(
-                f"  kit {found['gcs_uri']} ({found['payload']['title']!r},"
-                f" {head.decode().splitlines()[0][:60]!r}…), {found['status']}; in the approval"
+                f"  kit {found['gcs_uri']} ({found['payload']['title']!r}, {first}),"
+                f" {found['status']}; in the approval"
                 f" queue with a V4 signed link valid until {card['link']['expires_at']}:"
             )
             say(f"  {card['link']['url']}")

@@ -108,7 +108,7 @@ def run_demo_campaign(
     finally:
         transport.close()
     with db.transaction(org_id) as cur:
-        calls = {k: v - before.get(k, 0) for k, v in _llm_calls(cur).items()}
+        calls = {k: n for k, v in _llm_calls(cur).items() if (n := v - before.get(k, 0))}
         anti = fetch_one(cur, "SELECT count(*) AS n FROM run_steps WHERE run_id = %s AND"
                               " output->>'outcome' = 'anti_icp'", (run_id,))  # fmt: skip
         queue = fetch_all(cur, "SELECT a.id, a.payload, c.name, c.company FROM approval_items a"

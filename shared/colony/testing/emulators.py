@@ -233,10 +233,11 @@ STORAGE_EMULATOR = Path(sys.executable).parent / "gcp-storage-emulator"
 
 @contextmanager
 def storage_emulator(
-    bucket: str | None = "colony-assets", *, timeout: float = 30.0
+    bucket: str | None = "colony-assets", *, timeout: float = 30.0, data_dir: Path | None = None
 ) -> Iterator[str]:
-    """Run ``gcp-storage-emulator`` in memory; yield ``http://host:port`` (the value for
-    ``STORAGE_EMULATOR_HOST``, which google-cloud-storage reads itself).
+    """Run ``gcp-storage-emulator`` in memory (or keeping its objects under ``data_dir``, so
+    a later run still finds what an earlier one stored); yield ``http://host:port`` (the
+    value for ``STORAGE_EMULATOR_HOST``, which google-cloud-storage reads itself).
 
     ``bucket`` is created at start. The emulator serves V4 signed URLs as plain downloads: it
     does NOT check their signatures (tests verify those themselves).
@@ -249,11 +250,16 @@ def storage_emulator(
         )
     host = "127.0.0.1"
     port = free_port(host)
-    cmd = [str(tool), "start", "--host", host, "--port", str(port), "--in-memory", "-q"]
-    if bucket:
-        cmd += ["--default-bucket", bucket]
+    cmd = [str(tool), "start", "--host", host, "--port", str(port), "-q"]
     env = dict(os.environ)
     env.pop("STORAGE_EMULATOR_HOST", None)
+    if data_dir is None:
+        cmd.append("--in-memory")
+    else:  # the emulator stores under $STORAGE_BASE/$STORAGE_DIR
+        data_dir.mkdir(parents=True, exist_ok=True)
+        env["STORAGE_BASE"], env["STORAGE_DIR"] = str(data_dir.resolve().parent), data_dir.name
+    if bucket:
+        cmd += ["--default-bucket", bucket]
     with _running(
         "gcp-storage-emulator", cmd, _http_ok(f"http://{host}:{port}/"), timeout=timeout, env=env
     ):
