@@ -9,10 +9,12 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pg8000.dbapi
 import pytest
@@ -24,6 +26,18 @@ from colony.store.db import parse_dsn
 from colony.testing.wire import WireServer
 
 APP_ROLE = "colony_app"
+
+
+def wait_for(condition: Callable[[], Any], timeout: float = 90.0, what: str = "condition") -> Any:
+    """Poll observable state until ``condition()`` is truthy and return it, or fail at the
+    deadline (functions work asynchronously: a push returns before the work is done)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
 
 
 @dataclass

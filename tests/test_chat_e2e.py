@@ -7,7 +7,6 @@ stream through PostgreSQL's LISTEN/NOTIFY, as it would between Cloud Functions i
 from __future__ import annotations
 
 import threading
-import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -27,7 +26,7 @@ from colony.settings import Settings
 from colony.store import Database, connect_factory, ensure_app_role_grants, fetch_all
 from colony.store import migrate as run_migrations
 from colony.testing.inline import LocalDeps
-from tests.conftest import APP_ROLE, PgDB, _admin
+from tests.conftest import APP_ROLE, PgDB, _admin, wait_for
 
 ORG = "org_zoomprop_demo"
 OTHER = "org_other_chat"
@@ -81,17 +80,6 @@ def stack(pg_cluster: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         db.close()
         admin.cursor().execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
         admin.close()
-
-
-def wait_for(condition, timeout: float = 90.0, what: str = "condition"):
-    """Wait for state the functions reach asynchronously (with a deadline)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def types(events: list[SseEvent]) -> list[str]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import base64
 import json
-import time
 from datetime import UTC, datetime, timedelta
 from datetime import time as clock_time
 from pathlib import Path
@@ -33,23 +32,12 @@ from colony.settings import Settings
 from colony.store import fetch_all, fetch_one
 from colony.testing.emulators import free_port
 from colony.testing.inline import InlineTransport, LocalDeps, run_until_idle
-from tests.conftest import APP_ROLE, Gcs, PgDB
+from tests.conftest import APP_ROLE, Gcs, PgDB, wait_for
 from tests.test_storage import fetch, verify_v4_signed_url
 
 ORG = "org_zoomprop_demo"
 TTL = 900
 COMPETITORS = ["CareSpace Analytics", "FacilityIQ", "LeaseLogic Health"]
-
-
-def wait_for_value(condition, timeout: float = 90.0, what: str = "condition"):
-    """Poll observable state with a deadline (the functions work asynchronously)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def make_deps(testdb: PgDB, blobs=None) -> LocalDeps:
@@ -297,7 +285,7 @@ def test_functions_close_a_deal_build_the_kit_and_publish_content(
                           headers=auth)  # fmt: skip
         assert reply.status_code == 200 and reply.json()["status"] == "applied", reply.text
         # the approval function published deal.closed_won; onboarding (a push) built the kit
-        kit = wait_for_value(
+        kit = wait_for(
             lambda: rows(deps, "SELECT k.gcs_uri, a.payload FROM deployment_kits k JOIN"
                                " approval_items a ON a.id = k.approval_item_id")[:1],
             what="the deployment kit",

@@ -318,3 +318,20 @@ def test_every_function_that_decides_approvals_may_publish_what_the_appliers_pub
     assert "colony-onboarding" in needed
     for name in deciders:
         assert needed <= set(registry()["functions"][name]["publishes"]), name
+
+
+def test_every_function_that_shows_approval_cards_may_sign_kit_links() -> None:
+    """A deployment kit's card signs its link when the card is made
+    (``colony.flows.approval_queue.pending_cards``), in the function that shows it: chat's
+    GET /approvals and its list_approvals tool. The URL is signed through IAM signBlob as the
+    function's own account and only opens if that account may read the object; both grants
+    come with ``assets`` (terraform/iam.tf). Without them every kit link in the queue fails."""
+    callers = {
+        path.relative_to(REPO / "shared").as_posix()
+        for path in (REPO / "shared" / "colony").rglob("*.py")
+        if "pending_cards(" in path.read_text() and path.name != "approval_queue.py"
+    }
+    assert callers == {"colony/chat/api.py", "colony/chat/tools.py"}
+    assert registry()["functions"]["chat"]["assets"] in ("read", "write")
+    grant = 'asset_users = { for name, fn in var.functions : name => fn if fn.assets != "none" }'
+    assert grant in (TF / "iam.tf").read_text()

@@ -459,8 +459,7 @@ def test_recording_over_real_functions(testdb: PgDB, gcs, tmp_path: Path) -> Non
     the local transport pushing Pub/Sub envelopes between them; then approve the follow-up."""
     from colony.local.functions import FunctionServers
     from colony.runtime.auth import mint_local_token
-    from tests.conftest import APP_ROLE
-    from tests.test_functions_e2e import wait_for
+    from tests.conftest import APP_ROLE, wait_for
 
     db = testdb.app()
     load_demo(db, KnowledgeStore(db, OfflineHashEmbedder()), say=lambda _: None)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import json
 import shutil
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,22 +29,11 @@ from colony.runtime.auth import mint_local_token
 from colony.settings import Settings
 from colony.store import fetch_all, fetch_one
 from colony.testing.inline import LocalDeps
-from tests.conftest import APP_ROLE, PgDB
+from tests.conftest import APP_ROLE, PgDB, wait_for
 
 ORG = "org_zoomprop_demo"
 SECRET = "test-delivery-secret"
 PICK = ["P-001", "P-002", "P-003", "P-004", "P-005", "P-006", "P-007", "P-012"]  # 2 anti-ICP
-
-
-def wait_for(condition, timeout: float = 90.0, what: str = "condition"):
-    """Wait for an observable state with a deadline (the functions work asynchronously)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture

@@ -355,7 +355,7 @@ def test_concurrent_syncs_of_one_page_end_as_one_whole_version(env, testdb: PgDB
     """Two re-embed tasks for one page may run at once (one per edit time). Each computes
     what changed from what it read; unless the second waits for the first to commit, the
     page ends as a mix of both versions (a partial KC update)."""
-    from tests.test_functions_e2e import wait_for
+    from tests.conftest import wait_for
 
     deps, *_ = env
     v0 = [f"Version zero, paragraph {n}. " * 20 for n in range(3)]
@@ -404,8 +404,7 @@ def test_notion_webhook_to_cloud_tasks_to_reembed_over_real_functions(
     from colony.adapters.transport import queue_path
     from colony.local.functions import FunctionServers
     from colony.testing import emulators
-    from tests.conftest import APP_ROLE
-    from tests.test_functions_e2e import wait_for
+    from tests.conftest import APP_ROLE, wait_for
 
     db = testdb.app()
     with db.transaction(ORG) as cur:

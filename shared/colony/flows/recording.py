@@ -184,9 +184,7 @@ def analyse(deps: FlowDeps, org: str, recording_id: str, event_id: str) -> dict[
     if idempotency.seen(deps.db, org, handler, event_id):
         return {"duplicate": True}
     with deps.db.transaction(org) as cur:
-        recording = fetch_one(cur, RECORDING, (recording_id,))
-        if recording is None:
-            raise NotFound(f"recording {recording_id!r} does not exist in this org")
+        recording = _recording(cur, recording_id)
         cur.execute(START, (recording_id,))
     if recording["status"] == "failed":
         idempotency.mark(deps.db, org, handler, event_id, detail="failed earlier")
@@ -352,9 +350,7 @@ def follow_up_event(deps: FlowDeps, event: Any, event_id: str) -> dict[str, Any]
     if idempotency.seen(deps.db, org, handler, event_id):
         return {"duplicate": True}
     with deps.db.transaction(org) as cur:
-        recording = fetch_one(cur, RECORDING, (recording_id,))
-        if recording is None:
-            raise NotFound(f"recording {recording_id!r} does not exist in this org")
+        recording = _recording(cur, recording_id)
         deal = fetch_one(cur, DEAL, (recording["deal_id"],)) if recording["deal_id"] else None
         org_context = _org_context(cur)
     if recording["status"] != "processed" or not recording["summary"]:
@@ -443,6 +439,14 @@ def apply_follow_up(
 
 
 # ─── helpers ───────────────────────────────────────────────────────────────────────────
+
+
+def _recording(cur: Any, recording_id: str) -> dict[str, Any]:
+    """The recording row (RLS keeps it to the transaction's org), or ``NotFound``."""
+    recording = fetch_one(cur, RECORDING, (recording_id,))
+    if recording is None:
+        raise NotFound(f"recording {recording_id!r} does not exist in this org")
+    return recording
 
 
 def _org_context(cur: Any) -> Any:

@@ -8,6 +8,7 @@ import os
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -52,6 +53,20 @@ def wait_for_run(db: Database, org_id: str, run_id: str, total: int, timeout: fl
     raise ConfigError(f"the demo campaign did not finish within {timeout:.0f}s")
 
 
+@dataclass(frozen=True)
+class DemoContext:
+    """What each ``make run`` scenario step works with: the demo org's stores, the functions
+    served locally with a JWT for them, and where to print."""
+
+    settings: Settings
+    db: Database
+    knowledge: KnowledgeStore
+    org_id: str
+    servers: FunctionServers
+    token: str
+    say: Callable[[str], None]
+
+
 @contextmanager
 def demo_functions(
     settings: Settings,
@@ -78,17 +93,12 @@ def demo_functions(
         yield servers, token
 
 
-def run_demo_campaign(
-    settings: Settings,
-    db: Database,
-    knowledge: KnowledgeStore,
-    org_id: str,
-    servers: FunctionServers,
-    token: str,
-    say: Callable[[str], None],
-) -> None:
+def run_demo_campaign(demo: DemoContext) -> None:
     from colony.adapters.transport_local import LocalTransport
     from colony.testing.inline import LocalDeps
+
+    settings, db, knowledge, org_id = demo.settings, demo.db, demo.knowledge, demo.org_id
+    servers, token, say = demo.servers, demo.token, demo.say
 
     transport = LocalTransport(servers.urls)
     deps = LocalDeps(settings, db, transport, llm_from_settings(settings, db), knowledge)

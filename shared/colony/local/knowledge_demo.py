@@ -4,28 +4,29 @@ demo Notion pages through the Notion webhook, one KC candidate approved and retr
 Drive and Notion are local stand-ins speaking their REST shapes; the functions reach them
 through the environment ``knowledge_env`` adds. Use::
 
-    with knowledge_stand_ins(settings) as env:          # before the functions start
-        ... start the functions with {**function_env(...), **env} ...
-        run_knowledge_demo(settings, db, knowledge, org_id, servers, token, env, say)
+    with knowledge_stand_ins(settings, org_id) as env:  # before the functions start
+        with demo_functions(settings, org_id, app_dsn, say, extra_env=env) as (servers, token):
+            run_knowledge_demo(DemoContext(settings, db, knowledge, org_id, servers, token, say))
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from colony.adapters.drive import watch_token
 from colony.errors import ConfigError
-from colony.knowledge import KnowledgeStore
 from colony.local.demo import DEMO_DIR
-from colony.local.functions import FunctionServers
 from colony.settings import Settings
 from colony.store import Database, fetch_all, fetch_one
+
+if TYPE_CHECKING:
+    from colony.local.campaign_demo import DemoContext
 
 FOLDER = "meetnotesdemo01"
 TITLE = "Mercy Ridge Health <> ZoomProp | Discovery Call"
@@ -62,17 +63,12 @@ def knowledge_stand_ins(settings: Settings, org_id: str) -> Iterator[dict[str, s
         }
 
 
-def run_knowledge_demo(
-    settings: Settings,
-    db: Database,
-    knowledge: KnowledgeStore,
-    org_id: str,
-    servers: FunctionServers,
-    token: str,
-    say: Callable[[str], None],
-) -> None:
+def run_knowledge_demo(demo: DemoContext) -> None:
     from colony.testing.drive_server import push_headers
     from colony.testing.notion_server import signed_headers, webhook_event
+
+    db, knowledge, org_id = demo.db, demo.knowledge, demo.org_id
+    servers, token, say = demo.servers, demo.token, demo.say
 
     with httpx.Client(timeout=60) as http:
         say("Drive: a Meet Notes transcript lands in the watched folder; Drive notifies us…")

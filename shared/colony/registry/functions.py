@@ -129,7 +129,8 @@ FUNCTIONS: dict[str, Function] = {
                  secrets=(*RUNTIME_SECRETS, *JWT_SECRETS),
                  # it decides approval items too, so it publishes what their appliers do
                  publishes=("colony-campaign", "colony-content", "colony-onboarding"),
-                 public=True,
+                 # its approval cards sign deployment-kit links (colony.flows.approval_queue)
+                 assets="read", public=True,
                  timeout_seconds=300),
         Function("drive-webhook", "http", None, None, "Drive push: transcript to GCS + ENT-006",
                  secrets=(*MODEL_FREE_SECRETS, "COLONY_DRIVE_CHANNEL_TOKEN"), assets="write",

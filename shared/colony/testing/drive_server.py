@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from colony.testing.wire import RecordedRequest, Reply, Route, WireServer
+from colony.testing.wire import ProviderServer, RecordedRequest, Reply, Route
 
 GOOGLE_DOC = "application/vnd.google-apps.document"
 _PARENT = re.compile(r"'([^']+)' in parents")
@@ -38,8 +38,11 @@ def drive_error(status: int, reason: str, message: str) -> Reply:
     return Reply(status, body)
 
 
-class DriveServer(WireServer):
+class DriveServer(ProviderServer):
     """Drive v3 on 127.0.0.1; add files with ``add_file``; use as a context manager."""
+
+    unauthorised = ("authError", "Request is missing required authentication")
+    rate_limited = ("rateLimitExceeded", "Rate Limit Exceeded")
 
     def __init__(self, page_size_cap: int = 100) -> None:
         self._files: dict[str, _File] = {}
@@ -61,20 +64,10 @@ class DriveServer(WireServer):
     def trash(self, file_id: str) -> None:
         self._files[file_id].trashed = True
 
-    def rate_limit(self, times: int = 1, retry_after: int = 1) -> None:
-        reply = drive_error(429, "rateLimitExceeded", "Rate Limit Exceeded")
-        self.script(*[Reply(429, reply.body, {"Retry-After": str(retry_after)})] * times)
-
-    @property
-    def url(self) -> str:
-        return self.base_url
+    def provider_error(self, status: int, code: str, message: str) -> Reply:
+        return drive_error(status, code, message)
 
     # -- routes ---------------------------------------------------------------------------
-
-    def _authorised(self, request: RecordedRequest) -> Reply | None:
-        if not (request.header("authorization") or "").startswith("Bearer "):
-            return drive_error(401, "authError", "Request is missing required authentication")
-        return None
 
     def _list(self, request: RecordedRequest) -> Reply:
         if (denied := self._authorised(request)) is not None:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from colony.adapters.notion import sign
-from colony.testing.wire import RecordedRequest, Reply, Route, WireServer
+from colony.testing.wire import ProviderServer, RecordedRequest, Reply, Route
 
 EDITED = "2026-11-20T10:00:00.000Z"
 
@@ -42,8 +42,11 @@ def block(kind: str, text: str = "", *, children: bool = False, **extra: Any) ->
             "archived": False, "in_trash": False, kind: body}  # fmt: skip
 
 
-class NotionServer(WireServer):
+class NotionServer(ProviderServer):
     """Notion on 127.0.0.1: ``put_page`` creates or replaces a page and its blocks."""
+
+    unauthorised = ("unauthorized", "API token is invalid.")
+    rate_limited = ("rate_limited", "You have been rate limited.")
 
     def __init__(self) -> None:
         self._pages: dict[str, dict[str, Any]] = {}
@@ -81,17 +84,12 @@ class NotionServer(WireServer):
     def delete_page(self, page_id: str) -> None:
         self._pages[page_id.replace("-", "")]["in_trash"] = True
 
-    def rate_limit(self, times: int = 1, retry_after: int = 1) -> None:
-        reply = notion_error(429, "rate_limited", "You have been rate limited.")
-        self.script(*[Reply(429, reply.body, {"Retry-After": str(retry_after)})] * times)
-
-    @property
-    def url(self) -> str:
-        return self.base_url
+    def provider_error(self, status: int, code: str, message: str) -> Reply:
+        return notion_error(status, code, message)
 
     def _authorised(self, request: RecordedRequest) -> Reply | None:
-        if not (request.header("authorization") or "").startswith("Bearer "):
-            return notion_error(401, "unauthorized", "API token is invalid.")
+        if (denied := super()._authorised(request)) is not None:
+            return denied
         if not request.header("notion-version"):
             return notion_error(400, "missing_version", "Notion-Version header is required.")
         return None

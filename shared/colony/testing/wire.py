@@ -628,3 +628,32 @@ class WireServer:
             with self._lock:
                 self._errors.append(error)
             return error_reply(500, f"responder raised {type(error).__name__}: {error}")
+
+
+class ProviderServer(WireServer):
+    """Base of the third-party REST stand-ins (Drive, Notion): bearer-token checks and scripted
+    429s, both in the provider's own error shape.
+
+    A subclass names that shape once: ``provider_error(status, code, message)`` plus the
+    ``(code, message)`` pairs of its 401 (``unauthorised``) and 429 (``rate_limited``)."""
+
+    unauthorised: tuple[str, str]
+    rate_limited: tuple[str, str]
+
+    def provider_error(self, status: int, code: str, message: str) -> Reply:
+        raise NotImplementedError
+
+    @property
+    def url(self) -> str:
+        return self.base_url
+
+    def rate_limit(self, times: int = 1, retry_after: int = 1) -> None:
+        """Answer the next ``times`` requests with 429 and ``Retry-After: retry_after``."""
+        reply = self.provider_error(429, *self.rate_limited)
+        self.script(*[Reply(429, reply.body, {"Retry-After": str(retry_after)})] * times)
+
+    def _authorised(self, request: RecordedRequest) -> Reply | None:
+        """The 401 for a request without ``Authorization: Bearer ...``, else ``None``."""
+        if not (request.header("authorization") or "").startswith("Bearer "):
+            return self.provider_error(401, *self.unauthorised)
+        return None
