@@ -26,6 +26,7 @@ import httpx
 
 from colony.errors import ConfigError, NotFound
 from colony.local.functions import FunctionServers
+from colony.local.progress import wait_until
 from colony.settings import Settings
 from colony.store import Database, fetch_one
 
@@ -60,16 +61,6 @@ def local_storage(settings: Settings, say: Say) -> Iterator[str]:
                 os.environ.pop("STORAGE_EMULATOR_HOST", None)
             else:
                 os.environ["STORAGE_EMULATOR_HOST"] = previous
-
-
-def _wait(what: str, probe: Callable[[], Any], timeout: float = 120.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = probe()
-        if value:
-            return value
-        time.sleep(0.2)  # polling the functions' visible effects, bounded by the deadline
-    raise ConfigError(f"the demo timed out waiting for {what}")
 
 
 def run_brief_demo(
@@ -113,7 +104,7 @@ def run_brief_demo(
                 with db.transaction(org_id) as cur:
                     return fetch_one(cur, KIT_OF_DEAL, (deal["id"],))
 
-            found = _wait("the deployment kit", kit)
+            found = wait_until("the deployment kit", kit)
             try:
                 head = blob_store_from_settings(settings).get(found["object_name"])
                 first = repr(head.decode().splitlines()[0][:60]) + "…"
@@ -140,7 +131,7 @@ def run_brief_demo(
             def queued() -> Any:
                 return content.queued_item(flow_deps, org_id, request_id)
 
-            piece = _wait("the content piece", queued)
+            piece = wait_until("the content piece", queued)
             http.post(servers.urls["approval"], json={"item_id": piece["id"],
                       "action": "approve"}, headers=auth)  # fmt: skip
             say(f"AGT-008 content piece {piece['payload']['title']!r} (grounded in "

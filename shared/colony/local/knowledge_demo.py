@@ -12,7 +12,6 @@ through the environment ``knowledge_env`` adds. Use::
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
@@ -20,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from colony.adapters.drive import watch_token
-from colony.errors import ConfigError
 from colony.local.demo import DEMO_DIR
+from colony.local.progress import wait_until
 from colony.settings import Settings
 from colony.store import Database, fetch_all, fetch_one
 
@@ -151,11 +150,10 @@ def run_knowledge_demo(demo: DemoContext) -> None:
 
 
 def _wait(db: Database, org_id: str, sql: str, what: str, timeout: float = 180) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    """The first row ``sql`` returns in the org, once the functions have written it."""
+
+    def probe() -> Any:
         with db.transaction(org_id) as cur:
-            row = fetch_one(cur, sql)
-        if row:
-            return row
-        time.sleep(0.2)  # polling the functions' progress for display, bounded by the deadline
-    raise ConfigError(f"the demo waited {timeout:.0f}s for {what}")
+            return fetch_one(cur, sql)
+
+    return wait_until(what, probe, timeout)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import TextIO
+from collections.abc import Callable
+from typing import Any, TextIO
+
+from colony.errors import ConfigError
 
 
 class Progress:
@@ -34,3 +37,15 @@ class Progress:
 
     def elapsed(self) -> float:
         return time.perf_counter() - self.started
+
+
+def wait_until(what: str, probe: Callable[[], Any], timeout: float = 120.0) -> Any:
+    """Poll ``probe`` until it returns something truthy (returned), for the demo's display of
+    what the running functions did; past ``timeout`` seconds a ``ConfigError`` names ``what``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = probe()
+        if value:
+            return value
+        time.sleep(0.2)  # polling the functions' visible effects, bounded by the deadline
+    raise ConfigError(f"the demo timed out after {timeout:.0f}s waiting for {what}")
