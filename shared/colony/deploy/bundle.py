@@ -2,8 +2,9 @@
 
 Cloud Functions uploads one source directory and installs the ``requirements.txt`` beside
 ``main.py``, so each bundle holds the function's ``main.py``, its pinned requirements (from
-the import graph, ``colony.deploy.imports``) and the shared package copied alongside
-(``colony/``, without the local-only and build-time parts).
+the import graph, ``colony.deploy.imports``), the shared package copied alongside
+(``colony/``, without the local-only and build-time parts) and the data files its modules
+declare in ``RUNTIME_DATA``, copied from the build environment (``colony.data_files``).
 
 The zip is reproducible: entries sorted, fixed timestamps and modes, fixed compression, so the
 same inputs give the same bytes; it is named by its content hash, which is the source object
@@ -17,8 +18,10 @@ import json
 import shutil
 import zipfile
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 
+from colony.data_files import BUNDLED
 from colony.deploy.imports import (
     Distributions,
     SharedPackage,
@@ -42,6 +45,7 @@ class Bundle:
     sha256: str
     requirements: tuple[str, ...]
     modules: frozenset[str]  # colony modules its main.py can import
+    data: frozenset[tuple[str, str]]  # (distribution, path) files it carries
 
     @property
     def object_name(self) -> str:
@@ -60,6 +64,19 @@ def _package_files(shared_root: Path) -> list[tuple[Path, str]]:
             continue
         files.append((path, rel.as_posix()))
     return files
+
+
+def _copy_data(distribution: str, rel: str, root: Path) -> None:
+    """Copy ``rel`` of the installed ``distribution`` to ``root/<distribution>/<rel>``."""
+    try:
+        source = Path(str(metadata.distribution(distribution).locate_file(rel)))
+    except metadata.PackageNotFoundError:
+        raise ConfigError(f"{distribution!r} (RUNTIME_DATA) is not installed here") from None
+    if not source.is_file():
+        raise ConfigError(f"{distribution!r} has no file {rel!r} (RUNTIME_DATA)")
+    target = root / distribution / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(source, target)
 
 
 def _write_zip(directory: Path, target: Path) -> None:
@@ -105,12 +122,16 @@ def build_bundles(
             target = directory / rel
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(source, target)
+        for distribution, rel in sorted(graph.data):
+            _copy_data(distribution, rel, directory / BUNDLED.parent.name / BUNDLED.name)
         staging = out / f".{name}.zip"
         _write_zip(directory, staging)
         digest = hashlib.sha256(staging.read_bytes()).hexdigest()
         zip_path = out / f"{name}-{digest[:16]}.zip"
         staging.replace(zip_path)
-        bundles.append(Bundle(name, directory, zip_path, digest, tuple(lines), graph.modules))
+        bundles.append(
+            Bundle(name, directory, zip_path, digest, tuple(lines), graph.modules, graph.data)
+        )
     manifest = {"function_sources": {b.name: b.object_name for b in bundles}}
     (out / SOURCES_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     return bundles

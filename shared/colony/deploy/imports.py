@@ -9,6 +9,10 @@ too. Local-only and build-time packages (``colony.local``, ``colony.testing``,
 
 The result over-approximates what one request imports; that is the point: a requirement is
 missing only if the code has no import statement for it.
+
+Files a module reads from another distribution at run time (without importing it) are
+declared in a module-level literal ``RUNTIME_DATA = (("distribution", "path"), ...)``
+(``colony.data_files``); the graph collects them so the bundle can carry them.
 """
 
 from __future__ import annotations
@@ -39,6 +43,28 @@ def excluded(module: str) -> bool:
 class ImportGraph:
     modules: frozenset[str]  # colony modules the function can load
     external: frozenset[str]  # third-party dotted import names
+    data: frozenset[tuple[str, str]] = frozenset()  # (distribution, path) read at run time
+
+
+def runtime_data(tree: ast.Module, where: str) -> set[tuple[str, str]]:
+    """The ``(distribution, path)`` pairs a module declares in ``RUNTIME_DATA``."""
+    found: set[tuple[str, str]] = set()
+    for node in tree.body:
+        if not isinstance(node, ast.Assign) or not any(
+            isinstance(t, ast.Name) and t.id == "RUNTIME_DATA" for t in node.targets
+        ):
+            continue
+        try:
+            value = ast.literal_eval(node.value)
+        except ValueError:
+            raise ConfigError(f"{where}: RUNTIME_DATA must be a literal tuple") from None
+        if not isinstance(value, tuple) or not all(
+            isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(x, str) for x in pair)
+            for pair in value
+        ):
+            raise ConfigError(f"{where}: RUNTIME_DATA must hold (distribution, path) pairs")
+        found.update(value)
+    return found
 
 
 def _is_type_checking(test: ast.expr) -> bool:
@@ -94,11 +120,14 @@ def import_graph(main: Path, shared: SharedPackage) -> ImportGraph:
     """Follow ``main``'s imports through the shared package."""
     modules: set[str] = set()
     external: set[str] = set()
+    data: set[tuple[str, str]] = set()
     pending: list[tuple[str, Path]] = [("main", main)]
     while pending:
         name, path = pending.pop()
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        for imported in _imports(ast.parse(path.read_text(), str(path)), package):
+        tree = ast.parse(path.read_text(), str(path))
+        data |= runtime_data(tree, str(path))
+        for imported in _imports(tree, package):
             top = imported.partition(".")[0]
             if not imported or top in sys.stdlib_module_names or top == "__future__":
                 continue
@@ -114,7 +143,7 @@ def import_graph(main: Path, shared: SharedPackage) -> ImportGraph:
                 if found is not None and module not in modules:
                     modules.add(module)
                     pending.append((module, found))
-    return ImportGraph(frozenset(modules), frozenset(external))
+    return ImportGraph(frozenset(modules), frozenset(external), frozenset(data))
 
 
 class Distributions:
