@@ -1,6 +1,7 @@
 # One Cloud Function (gen2) per registered function: source zip by content hash, entry point,
 # size and concurrency, plain settings as environment variables and, for credentials, only the
-# names to read from Secret Manager (COLONY_SECRETS): never a secret value.
+# names to read from Secret Manager (COLONY_SECRETS): never a secret value. Cloud Build turns
+# each zip into an image as the dedicated build account (iam.tf), into our own repository.
 
 locals {
   function_env = {
@@ -14,6 +15,7 @@ locals {
     COLONY_GCP_REGION              = var.region
     COLONY_FUNCTION_URLS           = jsonencode(local.function_urls)
     COLONY_INVOKER_SERVICE_ACCOUNT = google_service_account.invoker.email
+    COLONY_JWT_AUTHORIZED_PARTIES  = join(",", var.jwt_authorized_parties)
     COLONY_ASSETS_BUCKET           = google_storage_bucket.assets.name
     COLONY_LLM_PROVIDER            = var.llm_provider
     COLONY_EMBEDDING_PROVIDER      = var.embedding_provider
@@ -30,6 +32,38 @@ resource "google_storage_bucket_object" "source" {
   source = "${var.bundle_dir}/${var.function_sources[each.key]}"
 }
 
+# The images Cloud Build makes of the functions. Ours rather than the default gcf-artifacts,
+# so the build account can be granted writer on this repository alone, and old images go.
+resource "google_artifact_registry_repository" "functions" {
+  location      = var.region
+  repository_id = "colony-functions"
+  description   = "Images of the Colony functions, built by Cloud Build from the source zips"
+  format        = "DOCKER"
+  kms_key_name  = google_kms_crypto_key.artifacts.id
+  labels = {
+    colony = "functions"
+    env    = var.environment
+  }
+
+  cleanup_policy_dry_run = false
+  cleanup_policies {
+    id     = "keep-recent"
+    action = "KEEP"
+    most_recent_versions {
+      keep_count = 10
+    }
+  }
+  cleanup_policies {
+    id     = "delete-old"
+    action = "DELETE"
+    condition {
+      older_than = "2592000s"
+    }
+  }
+
+  depends_on = [google_kms_crypto_key_iam_member.artifacts_agent]
+}
+
 resource "google_cloudfunctions2_function" "function" {
   # checkov:skip=CKV_GCP_124:ingress is ALLOW_INTERNAL_ONLY except for functions the registry marks public (webhooks, browser calls), which verify a signature or JWT on every request
   for_each    = var.functions
@@ -43,8 +77,10 @@ resource "google_cloudfunctions2_function" "function" {
   }
 
   build_config {
-    runtime     = "python311"
-    entry_point = each.value.entry_point
+    runtime           = "python311"
+    entry_point       = each.value.entry_point
+    service_account   = google_service_account.build.id
+    docker_repository = google_artifact_registry_repository.functions.id
     source {
       storage_source {
         bucket = google_storage_bucket.sources.name
@@ -73,5 +109,9 @@ resource "google_cloudfunctions2_function" "function" {
   depends_on = [
     google_project_service.apis,
     google_secret_manager_secret_iam_member.function,
+    # the build runs as the build account: its grants must exist before the first build
+    google_project_iam_member.build_logs,
+    google_project_iam_member.build_sources,
+    google_artifact_registry_repository_iam_member.build_images,
   ]
 }

@@ -16,6 +16,49 @@ resource "google_service_account" "invoker" {
   display_name = "Colony internal invoker (Pub/Sub push, Cloud Tasks, Scheduler)"
 }
 
+# The account Cloud Build builds every function's image as (build_config.service_account),
+# instead of the project's default build or compute account and their broad project roles.
+# It holds three grants, below, and nothing else: it never runs the functions, nor reads data
+# or secrets.
+resource "google_service_account" "build" {
+  account_id   = "colony-build"
+  display_name = "Colony function builds (Cloud Build)"
+  description  = "Builds the function images from the source zips; runs nothing"
+}
+
+# roles/logging.logWriter: the build writes its logs to Cloud Logging (a project-level role;
+# logs have no narrower resource to grant it on).
+resource "google_project_iam_member" "build_logs" {
+  project = var.project_id
+  role    = "roles/logging.logWriter"
+  member  = "serviceAccount:${google_service_account.build.email}"
+}
+
+# roles/storage.objectViewer on the function sources only: our zips, and the copy Cloud
+# Functions stages in its gcf-v2-sources-<project number>-<region> bucket. That bucket appears
+# with the first deploy, so the grant is project-level with a condition on the bucket names
+# rather than on the bucket itself.
+resource "google_project_iam_member" "build_sources" {
+  project = var.project_id
+  role    = "roles/storage.objectViewer"
+  member  = "serviceAccount:${google_service_account.build.email}"
+
+  condition {
+    title       = "function-sources-only"
+    description = "Read the function source zips, nothing else in Cloud Storage"
+    expression  = "resource.name == \"projects/_/buckets/${google_storage_bucket.sources.name}\" || resource.name.startsWith(\"projects/_/buckets/${google_storage_bucket.sources.name}/\") || resource.name.startsWith(\"projects/_/buckets/gcf-v2-sources-${data.google_project.this.number}-${var.region}\")"
+  }
+}
+
+# roles/artifactregistry.writer on the functions' image repository only: the build pushes the
+# image (and its layer cache) there.
+resource "google_artifact_registry_repository_iam_member" "build_images" {
+  location   = google_artifact_registry_repository.functions.location
+  repository = google_artifact_registry_repository.functions.name
+  role       = "roles/artifactregistry.writer"
+  member     = "serviceAccount:${google_service_account.build.email}"
+}
+
 locals {
   project_grants = merge([
     for name, fn in var.functions : {

@@ -13,6 +13,11 @@ output "invoker_service_account" {
   value       = google_service_account.invoker.email
 }
 
+output "build_service_account" {
+  description = "The account Cloud Build builds the function images as."
+  value       = google_service_account.build.email
+}
+
 output "function_service_accounts" {
   description = "Function name → its own service account."
   value       = { for name, sa in google_service_account.function : name => sa.email }

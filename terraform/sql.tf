@@ -52,6 +52,12 @@ resource "google_sql_database_instance" "colony" {
       name  = "cloudsql.iam_authentication"
       value = "on"
     }
+    # The connection budget: every function's max_instances x its pool must fit in this
+    # (docs/deploy.md, "Connection budget"; tests/test_deploy_terraform.py adds it up).
+    database_flags {
+      name  = "max_connections"
+      value = var.db_max_connections
+    }
     database_flags {
       name  = "cloudsql.enable_pgaudit"
       value = "on"

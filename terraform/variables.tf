@@ -65,6 +65,18 @@ variable "db_tier" {
   default     = "db-custom-2-7680"
 }
 
+variable "db_max_connections" {
+  description = "Cloud SQL max_connections, set explicitly so the connection budget (docs/deploy.md) is checked against a number we control; raise it only with a larger db_tier."
+  type        = number
+  default     = 400
+}
+
+variable "jwt_authorized_parties" {
+  description = "Origins the web app is served from (COLONY_JWT_AUTHORIZED_PARTIES): a Clerk token whose azp is not one of them is refused. Empty: azp is not checked."
+  type        = list(string)
+  default     = []
+}
+
 variable "db_name" {
   description = "Database name."
   type        = string

@@ -17,16 +17,13 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import functions_framework
 import jwt
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
-from cryptography.x509.oid import NameOID
 
 from colony.errors import ConfigError, Unauthorized, UpstreamError, ValidationFailed
 from colony.runtime import auth
@@ -42,6 +39,7 @@ from colony.runtime.auth import (
     verify_google_oidc,
 )
 from colony.settings import Settings
+from colony.testing.wire import RecordedRequest, Reply, Route, WireServer
 
 NOW = datetime.now(UTC)
 KEY = "k" * 16 + "0123456789abcdef0123456789abcdef"
@@ -187,6 +185,42 @@ def test_issuer_is_checked_when_configured(settings: Settings, tmp_path: Path) -
     for other in ("https://evil.example.com", None):
         with pytest.raises(Unauthorized):
             verify_bearer(bearer(sign(tmp_path, claims(iss=other))), strict)
+
+
+APP = "https://app.colony.example"
+
+
+def test_authorized_party_is_checked_when_configured(settings: Settings, tmp_path: Path) -> None:
+    """Clerk's ``azp`` names the origin a session token was made for: with
+    COLONY_JWT_AUTHORIZED_PARTIES set, a token for another site (of the same Clerk instance)
+    or one naming none is refused; unset, ``azp`` is not looked at."""
+    strict = replace(settings, jwt_authorized_parties=(APP, "http://localhost:3000"))
+    for party in (APP, "http://localhost:3000", f"{APP}/"):
+        token = sign(tmp_path, claims(azp=party))
+        assert verify_bearer(bearer(token), strict).org_id == "org_a"
+    refused = {
+        "https://evil.example.com": "another site",
+        "https://app.colony.example.evil.com": "another site",
+        "http://app.colony.example": "another site",  # the scheme is part of the origin
+        "": "names no authorized party",
+        None: "names no authorized party",
+    }
+    for party, why in refused.items():
+        with pytest.raises(Unauthorized, match=why):
+            verify_bearer(bearer(sign(tmp_path, claims(azp=party))), strict)
+    with pytest.raises(Unauthorized, match="no authorized party"):
+        verify_bearer(bearer(sign(tmp_path, claims(azp=["https://app.colony.example"]))), strict)
+    for party in ("https://evil.example.com", None):  # not configured: not checked
+        assert verify_bearer(bearer(sign(tmp_path, claims(azp=party))), settings).user_id
+
+
+def test_authorized_parties_setting() -> None:
+    env = {"COLONY_JWT_AUTHORIZED_PARTIES": f" {APP}/ , http://localhost:3000,,"}
+    assert Settings.from_env(env).jwt_authorized_parties == (APP, "http://localhost:3000")
+    assert Settings.from_env({}).jwt_authorized_parties == ()
+    for bad in ("app.colony.example", f"{APP}/login", "ftp://x.example", f"{APP}?a=1"):
+        with pytest.raises(ConfigError, match="COLONY_JWT_AUTHORIZED_PARTIES"):
+            Settings.from_env({"COLONY_JWT_AUTHORIZED_PARTIES": bad})
 
 
 def test_missing_keys_are_config_errors(tmp_path: Path) -> None:
@@ -403,39 +437,57 @@ AUDIENCE = "https://colony-campaign-resume.example.run.app"
 INVOKER = "invoker@colony.iam.gserviceaccount.com"
 
 
-class FakeGoogleCerts:
-    """A ``google.auth.transport.Request`` serving one self-signed certificate as Google's."""
+class GoogleCerts:
+    """A local stand-in for Google's OIDC JWKS endpoint (``/oauth2/v3/certs``), serving one
+    RSA key as Google does (``kid``, ``alg``, ``use``); every fetch is recorded."""
 
-    def __init__(self, key: rsa.RSAPrivateKey, status: int = 200) -> None:
-        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "test")])
-        cert = (
-            x509.CertificateBuilder()
-            .subject_name(name)
-            .issuer_name(name)
-            .public_key(key.public_key())
-            .serial_number(1)
-            .not_valid_before(NOW - timedelta(days=1))
-            .not_valid_after(NOW + timedelta(days=1))
-            .sign(key, hashes.SHA256())
-        )
-        self.certs = {"g-1": cert.public_bytes(serialization.Encoding.PEM).decode()}
-        self.status = status
+    ROUTE = "google.certs"
 
-    def __call__(self, url: str, method: str = "GET", **kwargs: Any) -> Any:
-        return SimpleNamespace(status=self.status, data=json.dumps(self.certs).encode(), headers={})
+    def __init__(self, server: WireServer, key: rsa.RSAPrivateKey, kid: str = "g-1") -> None:
+        jwk = jwt.algorithms.RSAAlgorithm.to_jwk(key.public_key(), as_dict=True)
+        self.document = {"keys": [{**jwk, "kid": kid, "alg": "RS256", "use": "sig"}]}
+        self.server = server
+        server.add_route(Route.of(self.ROUTE, "GET", r"/oauth2/v3/certs", self._serve))
+
+    def _serve(self, request: RecordedRequest) -> Reply:
+        return Reply(200, self.document, {"Cache-Control": "public, max-age=19800"})
+
+    @property
+    def url(self) -> str:
+        return f"{self.server.base_url}/oauth2/v3/certs"
+
+    @property
+    def fetches(self) -> int:
+        return len(self.server.requests_to(self.ROUTE))
 
 
 @pytest.fixture
-def google_key(monkeypatch: pytest.MonkeyPatch) -> rsa.RSAPrivateKey:
-    key = rsa.generate_private_key(65537, 2048)
-    monkeypatch.setattr(auth, "_google_request", lambda: FakeGoogleCerts(key))
-    return key
+def google_key() -> rsa.RSAPrivateKey:
+    return rsa.generate_private_key(65537, 2048)
 
 
-def google_token(key: rsa.RSAPrivateKey, **overrides: Any) -> str:
+@pytest.fixture
+def google(
+    server: WireServer, google_key: rsa.RSAPrivateKey, no_ambient_config: None
+) -> GoogleCerts:
+    return GoogleCerts(server, google_key)
+
+
+@pytest.fixture
+def production(google: GoogleCerts) -> Settings:
+    return Settings(
+        env="production",
+        db_mode="dsn",
+        invoker_service_account=INVOKER,
+        google_jwks_url=google.url,
+    )
+
+
+def google_token(key: rsa.RSAPrivateKey, kid: str = "g-1", **overrides: Any) -> str:
     body = {
         "iss": "https://accounts.google.com",
         "aud": AUDIENCE,
+        "azp": "1234",
         "sub": "1234",
         "email": INVOKER,
         "email_verified": True,
@@ -443,19 +495,46 @@ def google_token(key: rsa.RSAPrivateKey, **overrides: Any) -> str:
         "exp": int((NOW + timedelta(minutes=5)).timestamp()),
     }
     body.update(overrides)
-    return jwt.encode(body, key, algorithm="RS256", headers={"kid": "g-1"})
-
-
-PRODUCTION = Settings(env="production", db_mode="dsn", invoker_service_account=INVOKER)
+    return jwt.encode(
+        {k: v for k, v in body.items() if v is not None}, key, "RS256", headers={"kid": kid}
+    )
 
 
 def test_oidc_local_mode_needs_no_token() -> None:
     assert verify_google_oidc(None, AUDIENCE, Settings()) is None
 
 
-def test_oidc_valid_token_in_production(google_key: rsa.RSAPrivateKey) -> None:
-    claims = verify_google_oidc(bearer(google_token(google_key)), AUDIENCE, PRODUCTION)
+def test_oidc_valid_token_in_production(
+    google_key: rsa.RSAPrivateKey, production: Settings
+) -> None:
+    claims = verify_google_oidc(bearer(google_token(google_key)), AUDIENCE, production)
     assert claims is not None and claims["email"] == INVOKER
+    short_issuer = google_token(google_key, iss="accounts.google.com")  # Google uses both
+    assert verify_google_oidc(bearer(short_issuer), AUDIENCE, production) is not None
+
+
+def test_oidc_certificates_are_fetched_once_for_many_verifications(
+    google_key: rsa.RSAPrivateKey, google: GoogleCerts, production: Settings
+) -> None:
+    """Google's keys are cached per process: not one fetch per request (nor per thread)."""
+    tokens = [google_token(google_key, sub=str(i)) for i in range(12)]
+    for token in tokens[:6]:
+        assert verify_google_oidc(bearer(token), AUDIENCE, production) is not None
+    verified: list[Mapping[str, Any] | None] = []
+    threads = [
+        threading.Thread(
+            target=lambda t=token: verified.append(
+                verify_google_oidc(bearer(t), AUDIENCE, production)
+            )
+        )
+        for token in tokens[6:]
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert len(verified) == 6 and all(verified)
+    assert google.fetches == 1
 
 
 @pytest.mark.parametrize(
@@ -463,31 +542,74 @@ def test_oidc_valid_token_in_production(google_key: rsa.RSAPrivateKey) -> None:
     [
         {"aud": "https://someone-else.run.app"},
         {"email": "attacker@evil.iam.gserviceaccount.com"},
+        {"email": None},
         {"email_verified": False},
+        {"email_verified": None},
         {"iss": "https://evil.example.com"},
+        {"iss": None},
         {"exp": int((NOW - timedelta(hours=1)).timestamp())},
     ],
-    ids=["audience", "email", "unverified", "issuer", "expired"],
+    ids=[
+        "audience",
+        "email",
+        "no-email",
+        "unverified",
+        "no-verified",
+        "issuer",
+        "no-issuer",
+        "expired",
+    ],
 )
 def test_oidc_bad_tokens_in_production(
-    google_key: rsa.RSAPrivateKey, overrides: dict[str, Any]
+    google_key: rsa.RSAPrivateKey, production: Settings, overrides: dict[str, Any]
 ) -> None:
     with pytest.raises(Unauthorized):
-        verify_google_oidc(bearer(google_token(google_key, **overrides)), AUDIENCE, PRODUCTION)
+        verify_google_oidc(bearer(google_token(google_key, **overrides)), AUDIENCE, production)
 
 
-def test_oidc_missing_or_foreign_token_in_production(google_key: rsa.RSAPrivateKey) -> None:
+def test_oidc_missing_or_foreign_token_in_production(
+    google_key: rsa.RSAPrivateKey, google: GoogleCerts, production: Settings
+) -> None:
     for header in (None, "Bearer nonsense"):
         with pytest.raises(Unauthorized):
-            verify_google_oidc(header, AUDIENCE, PRODUCTION)
-    other = google_token(rsa.generate_private_key(65537, 2048))
-    with pytest.raises(Unauthorized):
-        verify_google_oidc(bearer(other), AUDIENCE, PRODUCTION)
+            verify_google_oidc(header, AUDIENCE, production)
+    forger = rsa.generate_private_key(65537, 2048)
+    with pytest.raises(Unauthorized, match="does not verify"):  # Google's kid, another key
+        verify_google_oidc(bearer(google_token(forger)), AUDIENCE, production)
+    with pytest.raises(Unauthorized, match="unknown key"):
+        verify_google_oidc(bearer(google_token(forger, kid="g-2")), AUDIENCE, production)
+    hs256 = jwt.encode({"aud": AUDIENCE}, "k" * 32, "HS256", headers={"kid": "g-1"})
+    with pytest.raises(Unauthorized, match="RS256"):
+        verify_google_oidc(bearer(hs256), AUDIENCE, production)
 
 
 def test_oidc_cert_fetch_failure_is_upstream(
-    google_key: rsa.RSAPrivateKey, monkeypatch: pytest.MonkeyPatch
+    google_key: rsa.RSAPrivateKey, server: WireServer, production: Settings
 ) -> None:
-    monkeypatch.setattr(auth, "_google_request", lambda: FakeGoogleCerts(google_key, 503))
+    server.script(Reply(503, {"error": "unavailable"}))
     with pytest.raises(UpstreamError):
-        verify_google_oidc(bearer(google_token(google_key)), AUDIENCE, PRODUCTION)
+        verify_google_oidc(bearer(google_token(google_key)), AUDIENCE, production)
+    # nothing bad was cached: the next request fetches again and verifies
+    assert verify_google_oidc(bearer(google_token(google_key)), AUDIENCE, production)
+
+
+def test_oidc_needs_the_invoker_account_configured(
+    google_key: rsa.RSAPrivateKey, production: Settings
+) -> None:
+    unset = replace(production, invoker_service_account=None)
+    with pytest.raises(ConfigError, match="COLONY_INVOKER_SERVICE_ACCOUNT"):
+        verify_google_oidc(bearer(google_token(google_key)), AUDIENCE, unset)
+
+
+def test_google_jwks_url_setting() -> None:
+    assert Settings.from_env({}).google_jwks_url == "https://www.googleapis.com/oauth2/v3/certs"
+    local = Settings.from_env({"COLONY_GOOGLE_JWKS_URL": "http://127.0.0.1:9/certs"})
+    assert local.google_jwks_url == "http://127.0.0.1:9/certs"
+    production = {
+        "COLONY_ENV": "production",
+        "COLONY_DB_MODE": "dsn",
+        "COLONY_DB_DSN": "postgresql://x/y",
+        "COLONY_INVOKER_SERVICE_ACCOUNT": INVOKER,
+    }
+    with pytest.raises(ConfigError, match="COLONY_GOOGLE_JWKS_URL"):
+        Settings.from_env({**production, "COLONY_GOOGLE_JWKS_URL": "http://127.0.0.1:9/certs"})

@@ -17,8 +17,8 @@ from typing import Any
 import hcl2
 
 from colony.deploy import tfvars
-from colony.registry.functions import DEAD_LETTER_TOPIC, FUNCTIONS, QUEUES, TOPICS
-from colony.settings import SECRETS
+from colony.registry.functions import DEAD_LETTER_TOPIC, FUNCTIONS, QUEUES, TOPICS, pool_size
+from colony.settings import SECRETS, Settings
 
 REPO = Path(__file__).resolve().parents[1]
 TF = REPO / "terraform"
@@ -50,6 +50,16 @@ def parsed() -> dict[str, dict[str, dict[str, Any]]]:
                     assert name not in resources.setdefault(kind, {}), f"{kind}.{name} twice"
                     resources[kind][name] = {**body, "_file": path.name}
     return resources
+
+
+@cache
+def variables() -> dict[str, dict[str, Any]]:
+    found: dict[str, dict[str, Any]] = {}
+    for path in sorted(TF.glob("*.tf")):
+        with path.open() as handle:
+            for block_ in _clean(hcl2.load(handle)).get("variable", []):
+                found.update(block_)
+    return found
 
 
 @cache
@@ -239,9 +249,13 @@ def test_one_service_account_per_function_and_no_primitive_role() -> None:
 
 
 def _project_roles() -> set[str]:
+    """Project-wide roles: the registry's, and unconditioned project bindings (a binding with
+    an IAM condition is narrowed to named resources; see the build account's test)."""
     roles = {g for f in registry()["functions"].values() for g in f["roles"]}
-    return roles | {r["role"] for r in parsed()["google_project_iam_member"].values()
-                    if not r["role"].startswith("${")}  # fmt: skip
+    bindings = parsed()["google_project_iam_member"].values()
+    return roles | {
+        r["role"] for r in bindings if not r["role"].startswith("${") and "condition" not in r
+    }
 
 
 def test_assets_bucket_has_cmek_public_access_prevention_and_lifecycle() -> None:
@@ -335,3 +349,121 @@ def test_every_function_that_shows_approval_cards_may_sign_kit_links() -> None:
     assert registry()["functions"]["chat"]["assets"] in ("read", "write")
     grant = 'asset_users = { for name, fn in var.functions : name => fn if fn.assets != "none" }'
     assert grant in (TF / "iam.tf").read_text()
+
+
+BUILD_MEMBER = "serviceAccount:${google_service_account.build.email}"
+
+
+def _comment_above(path: Path, kind: str, name: str) -> str:
+    """The comment lines directly above ``resource "kind" "name"`` in ``path``."""
+    lines = path.read_text().splitlines()
+    at = lines.index(f'resource "{kind}" "{name}" {{')
+    comment: list[str] = []
+    for line in reversed(lines[:at]):
+        if not line.startswith("#"):
+            break
+        comment.insert(0, line)
+    return "\n".join(comment)
+
+
+def test_functions_are_built_by_a_dedicated_least_privilege_account() -> None:
+    """Cloud Build runs as colony-build (not the default build or compute account), which holds
+    exactly three grants, each on the narrowest resource and each commented with its reason."""
+    function = parsed()["google_cloudfunctions2_function"]["function"]
+    build = block(function, "build_config")
+    assert build["service_account"] == "${google_service_account.build.id}"
+    assert build["docker_repository"] == "${google_artifact_registry_repository.functions.id}"
+    account = parsed()["google_service_account"]["build"]
+    assert account["account_id"] == "colony-build" and "for_each" not in account
+    # it builds; it never runs a function
+    runtime = block(function, "service_config")["service_account_email"]
+    assert "google_service_account.build" not in runtime
+    grants = {
+        (kind, name): body
+        for kind, resources in parsed().items()
+        for name, body in resources.items()
+        if BUILD_MEMBER in json.dumps(body)
+    }
+    assert {(name, body["role"]) for (_, name), body in grants.items()} == {
+        ("build_logs", "roles/logging.logWriter"),
+        ("build_sources", "roles/storage.objectViewer"),
+        ("build_images", "roles/artifactregistry.writer"),
+    }
+    assert grants.keys() == {
+        ("google_project_iam_member", "build_logs"),
+        ("google_project_iam_member", "build_sources"),
+        ("google_artifact_registry_repository_iam_member", "build_images"),
+    }
+    assert all(body["member"] == BUILD_MEMBER for body in grants.values())
+    assert "condition" not in grants[("google_project_iam_member", "build_logs")]
+    # object read on the source zips only: ours and Cloud Functions' staged copy
+    condition = block(grants[("google_project_iam_member", "build_sources")], "condition")
+    alternatives = [a.strip() for a in condition["expression"].split("||")]
+    assert len(alternatives) == 3
+    on_a_bucket = re.compile(r'resource\.name( == |\.startsWith\()\\?"projects/_/buckets/.+')
+    assert all(on_a_bucket.fullmatch(a) for a in alternatives), alternatives
+    staged = "gcf-v2-sources-${data.google_project.this.number}-${var.region}"
+    assert sum("${google_storage_bucket.sources.name}" in a for a in alternatives) == 2
+    assert sum(staged in a for a in alternatives) == 1
+    images = grants[("google_artifact_registry_repository_iam_member", "build_images")]
+    assert images["repository"] == "${google_artifact_registry_repository.functions.name}"
+    repository = parsed()["google_artifact_registry_repository"]["functions"]
+    assert repository["format"] == "DOCKER"
+    assert repository["kms_key_name"] == "${google_kms_crypto_key.artifacts.id}"
+    # the first build must not start before its grants exist
+    assert {f"${{{kind}.{name}}}" for kind, name in grants} <= set(function["depends_on"])
+    for kind, name in grants:
+        role = grants[(kind, name)]["role"]
+        assert role in _comment_above(TF / "iam.tf", kind, name), f"{name}: {role} uncommented"
+
+
+# Connections the cluster needs besides the functions': Cloud SQL's reserved superuser slots
+# and its own agents, the deployer's migrations (colony_owner), people connecting with IAM
+# (db_iam_users), and instances of an old revision still draining during a rollout.
+RESERVED_CONNECTIONS = 40
+
+
+def _listens(name: str) -> bool:
+    """Whether the function keeps a dedicated LISTEN connection (the chat hub) next to its
+    pool: it does if its code can reach colony.chat.hub."""
+    from colony.deploy.imports import SharedPackage, import_graph
+
+    graph = import_graph(REPO / "functions" / name / "main.py", SharedPackage(REPO / "shared"))
+    return "colony.chat.hub" in graph.modules
+
+
+def test_connection_budget_fits_cloud_sql_max_connections() -> None:
+    """Every function at its max instances, each instance with its whole pool open (plus the
+    chat hub's LISTEN connection), fits the instance's max_connections minus what is reserved
+    (docs/deploy.md, "Connection budget"). Raising a max_instances past it fails here."""
+    settings = block(parsed()["google_sql_database_instance"]["colony"], "settings")
+    flags = {f["name"]: f["value"] for f in settings["database_flags"]}
+    assert flags["max_connections"] == "${var.db_max_connections}"
+    max_connections = variables()["db_max_connections"]["default"]
+    assert isinstance(max_connections, int) and max_connections > RESERVED_CONNECTIONS
+    # the functions run with the default pass-1 parallelism: terraform does not override it
+    env = set(local_values()["function_env"])
+    assert "COLONY_RECORDING_PARALLELISM" not in env
+    parallelism = Settings().recording_parallelism
+    functions = registry()["functions"]
+    per_instance = {
+        name: pool_size(name, parallelism) + (1 if _listens(name) else 0) for name in functions
+    }
+    assert per_instance["chat"] == pool_size("chat", parallelism) + 1
+    for name, spec in functions.items():  # the terraform input is what the pools are sized from
+        assert spec["concurrency"] == FUNCTIONS[name].concurrency
+        assert spec["max_instances"] == FUNCTIONS[name].max_instances >= 1
+    service = block(parsed()["google_cloudfunctions2_function"]["function"], "service_config")
+    assert service["max_instance_count"] == "${each.value.max_instances}"
+    total = sum(spec["max_instances"] * per_instance[name] for name, spec in functions.items())
+    assert total <= max_connections - RESERVED_CONNECTIONS, (
+        f"{total} connections at full scale > {max_connections} - {RESERVED_CONNECTIONS}: "
+        "lower a max_instances (colony/registry/functions.py) or raise db_max_connections"
+    )
+
+
+def test_clerk_authorized_parties_reach_the_functions() -> None:
+    assert local_values()["function_env"]["COLONY_JWT_AUTHORIZED_PARTIES"] == (
+        '${join(",", var.jwt_authorized_parties)}'
+    )
+    assert variables()["jwt_authorized_parties"]["type"] == "${list(string)}"

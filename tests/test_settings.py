@@ -69,3 +69,9 @@ def test_repr_never_shows_secrets() -> None:
     text = repr(s)
     assert "hunter2" not in text and "sk-secret-123" not in text
     assert "db_mode='dsn'" in text
+
+
+def test_the_deployed_function_is_named_by_cloud_run() -> None:
+    """Cloud Run sets K_SERVICE to a gen2 function's name; it sizes the connection pool."""
+    assert Settings.from_env({}).function_name is None
+    assert Settings.from_env({"K_SERVICE": "chat"}).function_name == "chat"

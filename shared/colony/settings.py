@@ -17,6 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, cast
+from urllib.parse import urlsplit
 
 from colony.errors import ConfigError
 
@@ -29,6 +30,7 @@ DEFAULT_EMBEDDING_MODELS: dict[str, str] = {
     "gemini": "gemini-embedding-001",
 }
 _ROLE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+GOOGLE_JWKS_URL = "https://www.googleapis.com/oauth2/v3/certs"
 
 # Every credential the settings read: environment name → Secret Manager secret id. The one
 # list that secret resolution (colony.runtime.secret_manager), the generated terraform and the
@@ -92,6 +94,9 @@ class Settings:
     jwt_public_key: str | None = None  # PEM; local mode signs with .colony/jwt_private.pem
     jwt_jwks_url: str | None = None  # production (Clerk)
     jwt_issuer: str | None = None
+    # Origins (Clerk's ``azp``) a bearer token may come from; empty: ``azp`` is not checked
+    jwt_authorized_parties: tuple[str, ...] = ()
+    google_jwks_url: str = GOOGLE_JWKS_URL  # Google's OIDC signing keys (a stand-in in tests)
     approval_token_key: str | None = None  # HMAC key for signed approval links
     delivery_webhook_secret: str | None = None  # HMAC key of the ESP's delivery events
     # knowledge webhooks (Drive recordings, Notion sync)
@@ -103,6 +108,9 @@ class Settings:
     notion_domains: Mapping[str, str] = field(default_factory=dict)  # Notion id → KC-01..07
     notion_org_id: str | None = None  # the org the Notion workspace (and its secret) belongs to
     recording_parallelism: int = 8  # AGT-006 pass-1 chunks in flight at once
+    # The deployed function this process serves (K_SERVICE, which Cloud Run sets on a gen2
+    # function to its name); None locally. Sizes the connection pool (registry.pool_size).
+    function_name: str | None = None
     # assets (GCS): transcripts, deployment kits
     assets_bucket: str = "colony-assets"
     signed_url_ttl_seconds: int = 3600
@@ -207,6 +215,10 @@ class Settings:
             jwt_public_key=get("COLONY_JWT_PUBLIC_KEY"),
             jwt_jwks_url=get("COLONY_JWT_JWKS_URL"),
             jwt_issuer=get("COLONY_JWT_ISSUER"),
+            jwt_authorized_parties=_origins(
+                "COLONY_JWT_AUTHORIZED_PARTIES", get("COLONY_JWT_AUTHORIZED_PARTIES")
+            ),
+            google_jwks_url=_google_jwks_url(get("COLONY_GOOGLE_JWKS_URL"), deploy_env),
             approval_token_key=get("COLONY_APPROVAL_TOKEN_KEY"),
             delivery_webhook_secret=get("COLONY_DELIVERY_WEBHOOK_SECRET"),
             drive_channel_token=get("COLONY_DRIVE_CHANNEL_TOKEN"),
@@ -219,6 +231,7 @@ class Settings:
             recording_parallelism=_bounded_int(
                 "COLONY_RECORDING_PARALLELISM", get("COLONY_RECORDING_PARALLELISM"), 8, 1, 32
             ),
+            function_name=get("K_SERVICE"),
             assets_bucket=get("COLONY_ASSETS_BUCKET") or "colony-assets",
             signed_url_ttl_seconds=_bounded_int(  # V4 signed URLs live at most seven days
                 "COLONY_SIGNED_URL_TTL_SECONDS",
@@ -275,6 +288,34 @@ def _urls(text: str | None) -> dict[str, str]:
     ):
         raise ConfigError('COLONY_FUNCTION_URLS must map names to URLs: {"campaign": "http://…"}')
     return value
+
+
+def _origins(name: str, text: str | None) -> tuple[str, ...]:
+    """A comma-separated list of web origins (``https://app.example.com``), as a tuple."""
+    origins = []
+    for item in (text or "").split(","):
+        origin = item.strip().removesuffix("/")
+        if not origin:
+            continue
+        parts = urlsplit(origin)
+        if parts.scheme not in ("http", "https") or not parts.netloc or parts.path:
+            raise ConfigError(
+                f"{name} must list origins like https://app.example.com (no path), got {item!r}"
+            )
+        if parts.query or parts.fragment or parts.username or parts.password:
+            raise ConfigError(f"{name}: {item!r} is not an origin")
+        origins.append(origin)
+    return tuple(origins)
+
+
+def _google_jwks_url(text: str | None, deploy_env: str) -> str:
+    if text is None:
+        return GOOGLE_JWKS_URL
+    if deploy_env == "production" and not text.startswith("https://"):
+        raise ConfigError("COLONY_GOOGLE_JWKS_URL must be an https:// URL in production")
+    if not text.startswith(("http://", "https://")):
+        raise ConfigError(f"COLONY_GOOGLE_JWKS_URL={text!r} must be an http(s) URL")
+    return text
 
 
 def _copies(text: str | None) -> int:

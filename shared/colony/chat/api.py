@@ -154,7 +154,6 @@ def _turn(deps: Any, org_id: str, user_id: str, request: JsonRequest) -> flask.R
 def _follow(deps: Any, org_id: str, session_id: str, request: JsonRequest) -> flask.Response:
     from colony.chat.hub import hub_for
     from colony.flows.chat import require_session
-    from colony.store import connect_factory
 
     after = ev.parse_last_event_id(
         [request.headers.get("Last-Event-ID"), request.args.get("after")]
@@ -163,7 +162,8 @@ def _follow(deps: Any, org_id: str, session_id: str, request: JsonRequest) -> fl
     if until not in (None, "done"):
         raise ValidationFailed("until must be 'done' or absent")
     require_session(deps, org_id, session_id)
-    hub = hub_for(connect_factory(deps.settings, "app"))
+    # The pool's own factory: one Cloud SQL Connector per process, not one per request.
+    hub = hub_for(deps.db.connect)
 
     def stream() -> Iterator[str]:
         yield "retry: 2000\n\n"

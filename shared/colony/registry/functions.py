@@ -68,7 +68,10 @@ class Function:
     cpu: str = "1"
     timeout_seconds: int = 120  # Pub/Sub's ack deadline follows it (at most 600)
     concurrency: int = 8  # requests one instance serves at once (I/O-bound: LLM, database)
-    max_instances: int = 20
+    # Instances at most: the sum over functions of max_instances x connections per instance
+    # must fit Cloud SQL's max_connections (docs/deploy.md, "Connection budget"; a test adds
+    # it up), so raise one only with that budget in view.
+    max_instances: int = 2
     secrets: tuple[str, ...] = RUNTIME_SECRETS  # only these are readable by its account
     publishes: tuple[str, ...] = ()  # topics it publishes to (publisher on these topics only)
     enqueues: tuple[str, ...] = ()  # Cloud Tasks queues it adds tasks to
@@ -107,38 +110,41 @@ FUNCTIONS: dict[str, Function] = {
     for f in (
         Function("campaign", "pubsub", "colony-campaign", "AGT-002", "campaign orchestrator",
                  publishes=("colony-enrichment",)),
+        # the per-contact stages fan a campaign out: they get the most instances
         Function("enrichment", "pubsub", "colony-enrichment", "AGT-003", "prospect enrichment",
-                 publishes=("colony-qualification",)),
+                 publishes=("colony-qualification",), max_instances=4),
         Function("qualification", "pubsub", "colony-qualification", "AGT-004", "ICP scoring",
-                 publishes=("colony-message-generator",)),
+                 publishes=("colony-message-generator",), max_instances=4),
         Function(
             "message-generator", "pubsub", "colony-message-generator", "AGT-005",
-            "outbound message drafts into the approval queue",
+            "outbound message drafts into the approval queue", max_instances=4,
         ),
         Function("campaign-resume", "http", None, "AGT-002", "Cloud Tasks target: resume a run",
-                 secrets=MODEL_FREE_SECRETS, publishes=("colony-enrichment",)),
+                 secrets=MODEL_FREE_SECRETS, publishes=("colony-enrichment",), max_instances=1),
         Function("approval", "http", None, None, "approve / reject / edit approval items",
                  secrets=(*RUNTIME_SECRETS, *JWT_SECRETS, "COLONY_APPROVAL_TOKEN_KEY"),
                  # an approved chat tool resumes its turn here (launch, content request)
                  publishes=("colony-onboarding", "colony-campaign", "colony-content"),
-                 public=True),
+                 public=True, max_instances=3),
         Function("delivery-events", "http", None, None, "delivered/bounced/complained/replied",
                  secrets=(*MODEL_FREE_SECRETS, "COLONY_DELIVERY_WEBHOOK_SECRET"),
-                 enqueues=("colony-campaign-resume",), public=True),
+                 enqueues=("colony-campaign-resume",), public=True, max_instances=3),
         Function("chat", "http", None, "AGT-001", "GTM orchestrator chat (SSE) and /overview",
                  secrets=(*RUNTIME_SECRETS, *JWT_SECRETS),
                  # it decides approval items too, so it publishes what their appliers do
                  publishes=("colony-campaign", "colony-content", "colony-onboarding"),
                  # its approval cards sign deployment-kit links (colony.flows.approval_queue)
                  assets="read", public=True,
-                 timeout_seconds=300),
+                 timeout_seconds=300, max_instances=5),
         Function("drive-webhook", "http", None, None, "Drive push: transcript to GCS + ENT-006",
                  secrets=(*MODEL_FREE_SECRETS, "COLONY_DRIVE_CHANNEL_TOKEN"), assets="write",
-                 publishes=("colony-recording-intelligence",), public=True),
+                 publishes=("colony-recording-intelligence",), public=True, max_instances=1),
         Function(
             "recording-intelligence", "pubsub", "colony-recording-intelligence", "AGT-006",
             "two-pass call intelligence: signals, summary, approval items",
             memory="1Gi", timeout_seconds=540, assets="read", publishes=("colony-follow-up",),
+            # each recording fans out to recording_parallelism pass-1 calls: few per instance
+            concurrency=2, max_instances=3,
         ),
         Function(
             "follow-up", "pubsub", "colony-follow-up", "AGT-007",
@@ -146,11 +152,12 @@ FUNCTIONS: dict[str, Function] = {
         ),
         Function("notion-webhook", "http", None, None, "Notion events → re-embed tasks",
                  secrets=(*MODEL_FREE_SECRETS, "COLONY_NOTION_SIGNING_SECRET"),
-                 enqueues=("colony-notion-reembed",), public=True),
+                 enqueues=("colony-notion-reembed",), public=True, max_instances=1),
         Function("reembed", "http", None, None, "Cloud Tasks target: re-embed one Notion page",
-                 secrets=(*EMBEDDING_SECRETS, "COLONY_NOTION_TOKEN"), timeout_seconds=300),
+                 secrets=(*EMBEDDING_SECRETS, "COLONY_NOTION_TOKEN"), timeout_seconds=300,
+                 max_instances=1),
         Function("daily-brief", "http", None, "AGT-010", "Cloud Scheduler target: daily brief",
-                 timeout_seconds=300),
+                 timeout_seconds=300, max_instances=1),
         Function(
             "content", "pubsub", "colony-content", "AGT-008",
             "content pieces grounded in KC-01/05/07 into the approval queue",
@@ -158,7 +165,7 @@ FUNCTIONS: dict[str, Function] = {
         Function(
             "onboarding", "pubsub", "colony-onboarding", "AGT-009",
             "deployment kit in GCS (signed URL) for a closed-won deal",
-            assets="write", timeout_seconds=300,
+            assets="write", timeout_seconds=300, max_instances=1,
         ),
     )
 }  # fmt: skip
@@ -167,6 +174,26 @@ FUNCTIONS: dict[str, Function] = {
 AGENT_TOPICS: dict[str, str] = {
     f.agent: f.topic for f in FUNCTIONS.values() if f.agent and f.topic and f.agent != "AGT-002"
 }
+
+
+# A request may open one transaction inside another (a chat turn holds its session's lock
+# while it records events; an approval runs its applier inside the decision). One connection
+# more than the requests and workers that can hold one keeps that from deadlocking: there are
+# never more outer transactions than those, so an inner one always finds a free slot.
+NESTED_TRANSACTION_SPARE = 1
+
+
+def pool_size(name: str | None, recording_parallelism: int) -> int:
+    """The most connections one instance of function ``name`` opens at once (its
+    ``colony.store.Database`` pool): one per concurrent request, plus AGT-006's pass-1
+    workers (``recording_parallelism``, shared by the instance's requests), plus the spare
+    for a nested transaction. ``None`` or an unknown name (the local stack, tools, tests):
+    the largest pool any registered function gets."""
+    function = FUNCTIONS.get(name) if name else None
+    if function is None:
+        return max(pool_size(other, recording_parallelism) for other in FUNCTIONS)
+    workers = recording_parallelism if function.agent == "AGT-006" else 0
+    return function.concurrency + workers + NESTED_TRANSACTION_SPARE
 
 
 def topic(name: str) -> Topic:

@@ -1,13 +1,16 @@
 """Who is calling: user bearer tokens (Clerk JWTs), signed approval links, Google OIDC.
 
-- ``verify_bearer``: RS256 only, ``exp`` required, issuer checked when configured; keys from
-  Clerk's JWKS in production, or a PEM (``COLONY_JWT_PUBLIC_KEY``, else the local key pair
-  under the data dir) locally. The org comes from the claims — ``org_id`` (Clerk v1) or
-  ``o.id`` (v2) — never from a body.
+- ``verify_bearer``: RS256 only, ``exp`` required, issuer checked when configured, and the
+  authorized party (``azp``: the origin the token was made for) checked against
+  ``COLONY_JWT_AUTHORIZED_PARTIES`` when that is set; keys from Clerk's JWKS in production,
+  or a PEM (``COLONY_JWT_PUBLIC_KEY``, else the local key pair under the data dir) locally.
+  The org comes from the claims — ``org_id`` (Clerk v1) or ``o.id`` (v2) — never from a body.
 - ``sign_approval_token`` / ``verify_approval_token``: a compact HMAC-SHA256 token for
   approval links (``<base64url payload>.<base64url signature>``), expiring.
 - ``verify_google_oidc``: the OIDC token Pub/Sub, Cloud Tasks and Scheduler attach in
-  production. Locally (``COLONY_ENV=local``) those callers carry none, and none is needed.
+  production, verified against Google's JWKS (``COLONY_GOOGLE_JWKS_URL``), fetched once and
+  cached per process like Clerk's (not once per request). Locally (``COLONY_ENV=local``)
+  those callers carry none, and none is needed.
 
 Every failure to authenticate is ``Unauthorized`` (401), a signed token without an org (or
 with two) included: nothing can be done in Colony without one.
@@ -86,7 +89,20 @@ def verify_bearer(header_value: str | None, settings: Settings) -> Principal:
     user = claims.get("sub")
     if not isinstance(user, str) or not user:
         raise Unauthorized("the bearer token names no user")
+    _check_authorized_party(claims, settings.jwt_authorized_parties)
     return Principal(_org_of(claims), user, claims)
+
+
+def _check_authorized_party(claims: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
+    """Clerk puts the origin a session token was issued to in ``azp``: a token minted for
+    another site that trusts the same Clerk instance must not work here."""
+    if not allowed:
+        return
+    party = claims.get("azp")
+    if not isinstance(party, str) or not party:
+        raise Unauthorized("the bearer token names no authorized party (azp)")
+    if party.removesuffix("/") not in allowed:
+        raise Unauthorized("the bearer token was issued to another site (azp)")
 
 
 def _bearer_token(header_value: str | None) -> str:
@@ -321,39 +337,59 @@ def verify_approval_token(key: str | bytes, token: str, now: datetime) -> Approv
 # ----------------------------------------------------------------------------- Google OIDC
 
 
+GOOGLE_ISSUERS = ("https://accounts.google.com", "accounts.google.com")
+
+
 def verify_google_oidc(
     header_value: str | None, audience: str, settings: Settings
 ) -> Mapping[str, Any] | None:
     """Verify the Google OIDC token on a Pub/Sub, Cloud Tasks or Scheduler request.
 
     Returns its claims, or None in local mode, where the emulators and the local transport
-    attach no token and none is checked. In production a missing or invalid token, or one
-    for another service account than ``COLONY_INVOKER_SERVICE_ACCOUNT``, is ``Unauthorized``.
+    attach no token and none is checked. In production a missing or invalid token (signature,
+    expiry, ``aud`` other than ``audience``, ``iss`` other than Google), or one for another
+    service account than ``COLONY_INVOKER_SERVICE_ACCOUNT``, is ``Unauthorized``. Google's
+    signing keys come from ``settings.google_jwks_url`` through the process's cached JWKS
+    client: fetched on first use and again only when they expire or an unknown key id appears.
     """
     if settings.env == "local":
         return None
     if not audience:
         raise ConfigError("the OIDC audience (this function's URL) must be configured")
-    token = _bearer_token(header_value)
-    from google.auth import exceptions as google_exceptions
-    from google.oauth2 import id_token
-
-    try:
-        claims: Mapping[str, Any] = id_token.verify_oauth2_token(
-            token, _google_request(), audience=audience, clock_skew_in_seconds=30
-        )
-    except google_exceptions.TransportError:
-        raise UpstreamError("cannot fetch Google's token certificates") from None
-    except (ValueError, google_exceptions.GoogleAuthError):
-        raise Unauthorized("the OIDC token does not verify") from None
     expected = settings.invoker_service_account
-    if expected and (claims.get("email") != expected or not claims.get("email_verified")):
+    if not expected:
+        raise ConfigError("COLONY_INVOKER_SERVICE_ACCOUNT is required to verify OIDC callers")
+    token = _bearer_token(header_value)
+    try:
+        header = jwt.get_unverified_header(token)
+    except jwt.InvalidTokenError:
+        raise Unauthorized("the OIDC token is malformed") from None
+    if header.get("alg") not in ALGORITHMS:
+        raise Unauthorized("the OIDC token must be signed with RS256")
+    try:
+        key = _jwks_client(settings.google_jwks_url).get_signing_key_from_jwt(token).key
+    except jwt.PyJWKClientConnectionError:
+        raise UpstreamError("cannot fetch Google's token certificates") from None
+    except (jwt.PyJWKClientError, jwt.InvalidTokenError):
+        raise Unauthorized("the OIDC token was signed by an unknown key") from None
+    try:
+        claims: dict[str, Any] = jwt.decode(
+            token,
+            key,
+            algorithms=ALGORITHMS,
+            audience=audience,
+            issuer=GOOGLE_ISSUERS,
+            leeway=LEEWAY,
+            options={"require": ["exp", "iat", "aud", "iss"]},
+        )
+    except jwt.ExpiredSignatureError:
+        raise Unauthorized("the OIDC token has expired") from None
+    except jwt.InvalidAudienceError:
+        raise Unauthorized("the OIDC token is for another audience") from None
+    except jwt.InvalidIssuerError:
+        raise Unauthorized("the OIDC token was not issued by Google") from None
+    except jwt.InvalidTokenError:
+        raise Unauthorized("the OIDC token does not verify") from None
+    if claims.get("email") != expected or claims.get("email_verified") is not True:
         raise Unauthorized("the OIDC token is not the invoker service account's")
     return claims
-
-
-@functools.cache
-def _google_request() -> Any:
-    from google.auth.transport.requests import Request
-
-    return Request()

@@ -96,12 +96,12 @@ def build_deps(
     """Build the parts not given. Imports live here so a cold start loads only what it uses;
     ``llm``, ``knowledge`` and ``blobs`` are built later, on first use (see ``Deps``)."""
     if db is None:
+        from colony.registry.functions import pool_size
         from colony.store import Database, connect_factory
 
-        # AGT-006 keeps one connection per pass-1 worker busy; other functions use fewer.
-        db = Database(
-            connect_factory(settings, "app"), pool_size=settings.recording_parallelism + 2
-        )
+        # Bounded by what this function runs at once (its concurrency; AGT-006's workers too).
+        size = pool_size(settings.function_name, settings.recording_parallelism)
+        db = Database(connect_factory(settings, "app"), pool_size=size)
     if transport is None:
         from colony.adapters.transport import transport_from_settings
 

@@ -4,8 +4,13 @@
 connection, for the application role or the owner role:
 
 - ``dsn``: any ``postgresql://`` URL (``?host=/dir`` for a unix socket);
-- ``cloudsql``: the Cloud SQL Python Connector with pg8000 (IAM auth unless a password is set);
+- ``cloudsql``: the Cloud SQL Python Connector with pg8000 (IAM auth unless a password is set),
+  one Connector per process;
 - ``embedded``: the local stack's PostgreSQL (``colony.local``), started on first use.
+
+``Database`` is the per-instance pool: at most ``pool_size`` connections open at once (callers
+past that wait, boundedly), each checked before it is handed out again so that one the server
+or the network ended while it sat idle never fails a request (see ``Database``).
 
 ``Database.transaction(org_id)`` sets ``app.org_id`` with ``set_config(..., true)`` (the
 ``SET LOCAL`` equivalent that takes a bind parameter), so row-level security scopes every
@@ -15,9 +20,12 @@ carries one org's scope into the next transaction.
 
 from __future__ import annotations
 
+import select
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import parse_qs, unquote, urlparse
 
@@ -32,6 +40,8 @@ if TYPE_CHECKING:
 Row = dict[str, Any]
 Connect = Callable[[], pg8000.dbapi.Connection]
 Role = Literal["app", "owner"]
+
+PING_TIMEOUT = 5.0  # seconds a liveness ping of an idle connection may take
 
 _VECTOR_OID = "SELECT oid FROM pg_type WHERE oid = to_regtype('vector')"
 
@@ -103,22 +113,39 @@ def connect_factory(settings: Settings, role: Role = "app") -> Connect:
     return lambda: pg8000.dbapi.connect(**kwargs)
 
 
-def _cloudsql_factory(settings: Settings, role: Role) -> Connect:
-    from google.cloud.sql.connector import Connector
+_connector: Any = None
+_connector_lock = threading.Lock()
 
+
+def _cloudsql_connector() -> Any:
+    """This process's one Cloud SQL Connector, shared by every factory and role.
+
+    A Connector runs its own event-loop thread and caches the instance's certificates and
+    metadata: one per ``connect_factory`` call would leak a thread (and refetch certificates)
+    each time.
+    """
+    global _connector
+    with _connector_lock:
+        if _connector is None:
+            from google.cloud.sql.connector import Connector
+
+            _connector = Connector(refresh_strategy="lazy")
+        return _connector
+
+
+def _cloudsql_factory(settings: Settings, role: Role) -> Connect:
     if role == "app":
         user, password = settings.db_app_role, settings.db_password
     else:
         if not settings.db_owner_user:
             raise ConfigError("COLONY_DB_OWNER_USER is required to migrate in cloudsql mode")
         user, password = settings.db_owner_user, settings.db_owner_password
-    connector = Connector(refresh_strategy="lazy")
     instance = settings.cloudsql_instance
     assert instance  # Settings.from_env requires it in cloudsql mode
 
     def connect() -> pg8000.dbapi.Connection:
         extra: dict[str, Any] = {"password": password} if password else {"enable_iam_auth": True}
-        conn: pg8000.dbapi.Connection = connector.connect(
+        conn: pg8000.dbapi.Connection = _cloudsql_connector().connect(
             instance, "pg8000", user=user, db=settings.db_name, **extra
         )
         return conn
@@ -136,33 +163,132 @@ def _message(error: Exception) -> str:
     return str(detail.get("M", error)) if isinstance(detail, dict) else str(error)
 
 
+@dataclass(slots=True)
+class _Pooled:
+    conn: pg8000.dbapi.Connection
+    opened: float  # when it was connected (the pool's clock)
+    used: float  # when it was last handed back
+
+
 class Database:
-    """A small pool of connections for one role, handing out scoped transactions."""
+    """A bounded pool of connections for one role, handing out scoped transactions.
 
-    def __init__(self, connect: Connect, *, pool_size: int = 4) -> None:
+    At most ``pool_size`` connections are open at once. A caller past that waits for one to be
+    released, up to ``acquire_timeout`` seconds, then gets ``DatabaseError``: size the pool
+    from what the function runs at once (``colony.registry.functions.pool_size``), so every
+    instance's pool together fits the server's ``max_connections`` (docs/deploy.md). Waiting
+    is safe because no code holds a connection while it waits for another one.
+
+    A connection is checked before it is handed out again, so one that the server or the
+    network ended while it sat idle (a restart, a failover, ``pg_terminate_backend``, an idle
+    timeout on the path) never fails a request:
+
+    - older than ``max_lifetime`` seconds: closed and replaced by a fresh one;
+    - idle for ``idle_check`` seconds or more, or with bytes waiting on its socket (a server
+      that ends a session sends an error and closes it, and an idle connection is sent
+      nothing else): pinged with one simple query, and replaced if the ping fails.
+
+    A connection idle for less than ``idle_check`` with nothing on its socket is handed out
+    as it is: the common case costs no round trip. ``clock`` (monotonic seconds) measures the
+    ages and the wait.
+    """
+
+    def __init__(
+        self,
+        connect: Connect,
+        *,
+        pool_size: int = 4,
+        acquire_timeout: float = 30.0,
+        idle_check: float = 30.0,
+        max_lifetime: float = 1800.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if pool_size < 1:
+            raise ConfigError(f"a pool needs at least one connection, got pool_size={pool_size}")
         self._connect = connect
-        self._idle: list[pg8000.dbapi.Connection] = []
-        self._lock = threading.Lock()
         self._pool_size = pool_size
+        self._acquire_timeout = acquire_timeout
+        self._idle_check = idle_check
+        self._max_lifetime = max_lifetime
+        self._clock = clock
+        self._idle: list[_Pooled] = []  # most recently used last: reused first
+        self._open = 0  # connections counted against pool_size: idle, in use or opening
+        self._cond = threading.Condition(threading.Lock())
 
-    def _acquire(self) -> pg8000.dbapi.Connection:
-        with self._lock:
-            if self._idle:
-                return self._idle.pop()
+    @property
+    def connect(self) -> Connect:
+        """The factory this pool opens connections with, for a dedicated connection outside
+        the pool (the chat hub's ``LISTEN``); in cloudsql mode it shares the one Connector."""
+        return self._connect
+
+    @property
+    def pool_size(self) -> int:
+        """The most connections this pool opens at once."""
+        return self._pool_size
+
+    def _acquire(self) -> _Pooled:
+        with self._cond:
+            deadline = self._clock() + self._acquire_timeout
+            while not self._idle and self._open >= self._pool_size:
+                remaining = deadline - self._clock()
+                if remaining <= 0:
+                    raise DatabaseError(
+                        f"all {self._pool_size} connections of this instance's pool stayed busy"
+                        f" for {self._acquire_timeout:g} s; retry later"
+                    )
+                self._cond.wait(remaining)
+            pooled = self._idle.pop() if self._idle else None
+            if pooled is None:
+                self._open += 1  # the slot is ours while we connect, outside the lock
+        try:
+            if pooled is not None:
+                if self._usable(pooled):
+                    return pooled
+                _close(pooled.conn)
+            return self._new()
+        except BaseException:
+            self._forget()
+            raise
+
+    def _new(self) -> _Pooled:
         try:
             conn = self._connect()
-        except (pg8000.dbapi.InterfaceError, OSError) as error:
+        except (pg8000.dbapi.Error, OSError) as error:
             raise DatabaseError(f"cannot connect to PostgreSQL: {error}") from error
-        register_vector(conn)
-        return conn
+        try:
+            register_vector(conn)
+        except (pg8000.dbapi.Error, OSError) as error:
+            _close(conn)
+            raise DatabaseError(f"lost the PostgreSQL connection: {error}") from error
+        except BaseException:
+            _close(conn)
+            raise
+        now = self._clock()
+        return _Pooled(conn, opened=now, used=now)
 
-    def _release(self, conn: pg8000.dbapi.Connection, healthy: bool) -> None:
-        with self._lock:
-            if healthy and len(self._idle) < self._pool_size:
-                self._idle.append(conn)
-                return
-        with suppress(Exception):  # closing a broken connection may itself fail
-            conn.close()
+    def _usable(self, pooled: _Pooled) -> bool:
+        now = self._clock()
+        if now - pooled.opened >= self._max_lifetime:
+            return False
+        if now - pooled.used >= self._idle_check or _has_input(pooled.conn):
+            return _ping(pooled.conn)
+        return True
+
+    def _forget(self) -> None:
+        """Give back the slot of a connection that was closed (or never opened)."""
+        with self._cond:
+            self._open -= 1
+            self._cond.notify()
+
+    def _release(self, pooled: _Pooled, healthy: bool) -> None:
+        if healthy:
+            pooled.used = self._clock()
+            with self._cond:
+                self._idle.append(pooled)
+                self._cond.notify()
+            return
+        _close(pooled.conn)
+        self._forget()
 
     @contextmanager
     def transaction(
@@ -177,7 +303,8 @@ class Database:
             raise OrgScopeError("org_id must be a non-empty string")
         pairs = [("app.org_id", org_id)] if org_id is not None else []
         pairs += list((settings or {}).items())
-        conn = self._acquire()
+        pooled = self._acquire()
+        conn = pooled.conn
         healthy = True
         try:
             cur = conn.cursor()
@@ -197,13 +324,51 @@ class Database:
             healthy = _rollback(conn)
             raise
         finally:
-            self._release(conn, healthy)
+            self._release(pooled, healthy)
 
     def close(self) -> None:
-        with self._lock:
+        """Close the idle connections (one in use is kept until it is released)."""
+        with self._cond:
             idle, self._idle = self._idle, []
-        for conn in idle:
-            conn.close()
+            self._open -= len(idle)
+            self._cond.notify_all()
+        for pooled in idle:
+            _close(pooled.conn)
+
+
+def _has_input(conn: pg8000.dbapi.Connection) -> bool:
+    """Whether the server sent something to an idle connection: for a connection it ended,
+    its error and end-of-file (an idle session is sent nothing else worth waiting for)."""
+    sock = getattr(conn, "_usock", None)  # pg8000 keeps the raw socket here
+    if sock is None:
+        return True  # cannot tell: let the caller ping
+    try:
+        poller = select.poll()
+        poller.register(sock, select.POLLIN)
+        return bool(poller.poll(0))
+    except (OSError, ValueError):  # closed already
+        return True
+
+
+def _ping(conn: pg8000.dbapi.Connection) -> bool:
+    """One simple-query round trip, bounded: a connection the network dropped silently would
+    otherwise block the request until TCP gives up."""
+    sock = getattr(conn, "_usock", None)
+    previous = sock.gettimeout() if sock is not None else None
+    try:
+        if sock is not None:
+            sock.settimeout(PING_TIMEOUT)
+        conn.execute_simple("SELECT 1")
+        if sock is not None:
+            sock.settimeout(previous)
+        return True
+    except Exception:  # whatever broke, the connection is unusable; the caller replaces it
+        return False
+
+
+def _close(conn: pg8000.dbapi.Connection) -> None:
+    with suppress(Exception):  # closing a broken connection may itself fail
+        conn.close()
 
 
 def _rollback(conn: pg8000.dbapi.Connection) -> bool:
