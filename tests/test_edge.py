@@ -98,6 +98,7 @@ def load_function(
 
     def load(source: str, target: str, signature_type: str) -> tuple[flask.Flask, ModuleType]:
         name = f"fn_{uuid.uuid4().hex[:10]}"
+        monkeypatch.setenv("K_SERVICE", name)  # as Cloud Run sets it: names the log lines
         path = tmp_path / f"{name}.py"
         path.write_text(textwrap.dedent(source))
         app = functions_framework.create_app(target, str(path), signature_type)

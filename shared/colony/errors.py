@@ -27,6 +27,10 @@ class ColonyError(Exception):
     """Root of every error this package raises on purpose."""
 
     code = "colony_error"
+    # True for a failure that is part of normal operation and goes away on a later retry
+    # (a duplicate delivery finding its step busy): the edge logs it as one WARNING line,
+    # without a traceback, and does not report it to Sentry, but still answers non-2xx.
+    expected = False
 
 
 class CallerError(ColonyError):

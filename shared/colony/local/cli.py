@@ -1,4 +1,5 @@
-"""The ``colony`` command: local stack, migrations, demo scenario, Knowledge Core queries."""
+"""The ``colony`` command: local stack, migrations, demo scenario, Knowledge Core queries,
+the local functions' logs."""
 
 from __future__ import annotations
 
@@ -71,6 +72,17 @@ def cmd_token(settings: Settings, args: argparse.Namespace) -> int:
     from colony.runtime.auth import mint_token_command
 
     print(mint_token_command(settings, args.org or read_json("org.json")["id"]))
+    return 0
+
+
+def cmd_logs(settings: Settings, args: argparse.Namespace) -> int:
+    """Pretty-print a local function's log (``.colony/logs/<function>.log``)."""
+    from colony.local.log_view import show
+
+    try:
+        show(settings.data_dir / "logs", args.function, _say, follow=args.follow)
+    except BrokenPipeError:  # e.g. piped into head
+        sys.stderr.close()
     return 0
 
 
@@ -209,6 +221,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="a node id (ENT-007, AGT-005, KC-08, fn:onboarding), or for export:"
                             " json | mermaid | dot")  # fmt: skip
     graph.set_defaults(run=cmd_graph)
+    logs = sub.add_parser("logs", help="show a local function's log lines, readably")
+    logs.add_argument("function", help="a function name, e.g. qualification or chat")
+    logs.add_argument(
+        "-f", "--follow", action="store_true", help="keep printing new lines until Ctrl-C"
+    )
+    logs.set_defaults(run=cmd_logs)
     token = sub.add_parser("token", help="mint a local bearer token (JWT) for an org")
     token.add_argument("--org", help="org id (default: the demo org)")
     token.set_defaults(run=cmd_token)

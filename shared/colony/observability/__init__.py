@@ -1,6 +1,8 @@
-"""Observability at the edges: LLM call tracing (Langfuse + ``llm_calls``) and Sentry.
+"""Observability at the edges: LLM call tracing (Langfuse + ``llm_calls``), Sentry, Cloud
+Logging's structured lines (``logs``) and the flush of both before an invocation returns
+(``telemetry``).
 
-Both are no-ops without keys: ``tracer_from_settings`` gives ``NoopTracer`` and
+Tracing and Sentry are no-ops without keys: ``tracer_from_settings`` gives ``NoopTracer`` and
 ``init_sentry`` does nothing, and neither imports its vendor SDK then.
 """
 
@@ -8,13 +10,16 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the real names, for type checkers
+    from colony.observability.logs import configure_logging
     from colony.observability.sentry import (
         error_scope,
         init_sentry,
+        report,
         scrub,
         scrub_breadcrumb,
         shutdown_sentry,
     )
+    from colony.observability.telemetry import flush_telemetry, register_flush, unregister_flush
     from colony.observability.tracing import (
         INSERT_LLM_CALL,
         CallContext,
@@ -31,8 +36,13 @@ if TYPE_CHECKING:  # the real names, for type checkers
 
 # Loaded on first use (PEP 562) so that importing one of them does not load the other.
 _HOMES = {
+    "configure_logging": "colony.observability.logs",
+    "flush_telemetry": "colony.observability.telemetry",
+    "register_flush": "colony.observability.telemetry",
+    "unregister_flush": "colony.observability.telemetry",
     "error_scope": "colony.observability.sentry",
     "init_sentry": "colony.observability.sentry",
+    "report": "colony.observability.sentry",
     "scrub": "colony.observability.sentry",
     "scrub_breadcrumb": "colony.observability.sentry",
     "shutdown_sentry": "colony.observability.sentry",
@@ -59,13 +69,18 @@ __all__ = [
     "NoopTracer",
     "TracedChatModel",
     "Tracer",
+    "configure_logging",
     "error_scope",
     "error_summary",
+    "flush_telemetry",
     "init_sentry",
+    "register_flush",
+    "report",
     "scrub",
     "scrub_breadcrumb",
     "shutdown_sentry",
     "tracer_from_settings",
+    "unregister_flush",
 ]
 
 

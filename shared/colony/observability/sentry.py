@@ -9,6 +9,11 @@ and breadcrumb text are dropped, frames lose their variables. Tags are kept.
 Without a DSN nothing is initialised: ``init_sentry`` returns False and ``error_scope`` is a
 null context that does not even import the SDK.
 
+One failure, one event: the edge reports exceptions through ``error_scope`` (or ``report``)
+and also logs them for Cloud Logging, so the SDK's logging integration is told to ignore the
+edge's logger; otherwise each failure would add a second, message-less event. Events are
+flushed before each invocation returns (``colony.observability.telemetry``).
+
 SDK notes (sentry-sdk 2.x): ``send_default_pii`` is deprecated in favour of
 ``data_collection`` and passing it at all raises a DeprecationWarning, so it is left unset
 (which means off). Auto-enabling integrations are off: they would monkeypatch the OpenAI,
@@ -25,7 +30,8 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from colony.errors import CallerError, ColonyError
+from colony.errors import CallerError, ColonyError, ConfigError
+from colony.observability.telemetry import register_flush, unregister_flush
 
 if TYPE_CHECKING:
     from sentry_sdk.transport import Transport
@@ -74,6 +80,8 @@ _FRAME_KEYS = frozenset(
     }
 )
 _BREADCRUMB_KEYS = frozenset({"type", "category", "level", "timestamp"})
+# Loggers whose error lines repeat an exception that is reported as an event of its own.
+_REPORTING_LOGGERS = ("colony.runtime",)
 
 
 def _codes(hint: Mapping[str, Any] | None) -> dict[str, str]:
@@ -224,16 +232,43 @@ def init_sentry(settings: Settings, *, transport: Transport | None = None) -> bo
         traces_sample_rate=None,
         enable_logs=False,
     )
+    from sentry_sdk.integrations.logging import ignore_logger
+
+    for name in _REPORTING_LOGGERS:
+        ignore_logger(name)
+    register_flush(flush_sentry)
     return True
+
+
+def flush_sentry(timeout: float) -> None:
+    """Send the queued events, waiting at most ``timeout`` seconds."""
+    sentry_sdk = sys.modules.get("sentry_sdk")
+    if sentry_sdk is not None and sentry_sdk.get_client().is_active():
+        sentry_sdk.flush(timeout=timeout)
 
 
 def shutdown_sentry() -> None:
     """Flush and close the client, and leave the SDK inactive (for tests and shutdown)."""
+    unregister_flush(flush_sentry)
     sentry_sdk = sys.modules.get("sentry_sdk")
     if sentry_sdk is None:
         return
     sentry_sdk.get_client().close()
     sentry_sdk.get_global_scope().set_client(None)
+
+
+def _reportable(error: BaseException) -> bool:
+    """Runtime errors and misconfiguration; not a caller's mistake, nor an expected retry."""
+    if isinstance(error, ColonyError) and error.expected:
+        return False
+    return isinstance(error, ConfigError) or not isinstance(error, CallerError)
+
+
+def report(error: BaseException) -> None:
+    """Report ``error`` (if reportable) when Sentry is active: a failure no scope saw."""
+    sentry_sdk = sys.modules.get("sentry_sdk")
+    if sentry_sdk is not None and sentry_sdk.get_client().is_active() and _reportable(error):
+        sentry_sdk.capture_exception(error)
 
 
 @contextmanager
@@ -244,7 +279,9 @@ def error_scope(
 
     With ``capture`` an exception escaping the block is reported inside the scope (so it
     carries the tags; the SDK's dedupe drops a second report of the same exception further
-    up) and re-raised unchanged. ``CallerError`` is not a runtime error and is not reported.
+    up) and re-raised unchanged. A ``CallerError`` is not a runtime error and is not
+    reported, except a ``ConfigError`` (ours to fix); nor is an expected failure
+    (``ColonyError.expected``, e.g. a step busy with a duplicate delivery).
     """
     sentry_sdk = sys.modules.get("sentry_sdk")
     if sentry_sdk is None or not sentry_sdk.get_client().is_active():
@@ -257,6 +294,6 @@ def error_scope(
         try:
             yield
         except Exception as error:
-            if capture and not isinstance(error, CallerError):
+            if capture and _reportable(error):
                 sentry_sdk.capture_exception(error)
             raise

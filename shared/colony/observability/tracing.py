@@ -17,6 +17,7 @@ Langfuse SDK, no thread, no network, no measurable latency.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -24,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from colony.errors import ColonyError, ValidationFailed
+from colony.observability.telemetry import register_flush, unregister_flush
 from colony.ports import ChatModel, ModelRequest, ModelResponse
 
 if TYPE_CHECKING:
@@ -223,6 +225,9 @@ class LangfuseTracer:
     The client gets its own ``TracerProvider`` unless one is passed (tests pass one with an
     in-memory exporter), so the process-wide OpenTelemetry provider is never replaced.
     ``span_exporter`` replaces the OTLP exporter to Langfuse (tests: an in-memory one).
+
+    Built, it registers ``flush_within`` with ``colony.observability.telemetry`` (so the edge
+    flushes its spans before each invocation returns); ``shutdown`` unregisters it.
     """
 
     def __init__(
@@ -251,6 +256,7 @@ class LangfuseTracer:
             tracer_provider=self._provider,
             span_exporter=span_exporter,
         )
+        register_flush(self.flush_within)
 
     @property
     def client(self) -> Langfuse:
@@ -286,10 +292,28 @@ class LangfuseTracer:
     def flush(self) -> None:
         self._client.flush()
 
+    def flush_within(self, timeout: float) -> None:
+        """Export the ended spans, waiting at most ``timeout`` seconds.
+
+        Not ``flush()``: the client's flush also joins its score and media queues with no
+        time limit, and OpenTelemetry's batch processor ignores ``force_flush``'s timeout
+        (opentelemetry-python #4568), so the export runs on a short-lived thread that is
+        waited for at most ``timeout`` (an export still running then finishes on its own).
+        """
+        worker = threading.Thread(
+            target=self._provider.force_flush,
+            kwargs={"timeout_millis": max(1, int(timeout * 1000))},
+            name="langfuse-flush",
+            daemon=True,
+        )
+        worker.start()
+        worker.join(timeout)
+
     def shutdown(self) -> None:
         """Flush, stop the SDK's background threads and (if ours) the tracer provider."""
         from langfuse._client.resource_manager import LangfuseResourceManager
 
+        unregister_flush(self.flush_within)
         resources = self._client._resources
         self._client.shutdown()  # flushes; joins the media-upload and score threads
         if self._owns_provider:

@@ -13,10 +13,20 @@ Pub/Sub acknowledges any 2xx and redelivers on anything else, so ``pubsub_handle
 - an ``UpstreamError``, a ``ConfigError`` (ours to fix) or any other exception: re-raised, so
   functions-framework answers 500 and Pub/Sub retries (then dead-letters after its bounded
   attempts). Nothing is swallowed. The flow runs knowing its delivery attempt
-  (``colony.runtime.delivery``), so it can record a failure before the last one gives up.
+  (``colony.runtime.delivery``), so it can record a failure before the last one gives up;
+- an expected failure (``ColonyError.expected``: a duplicate delivery finding its step busy):
+  503, so Pub/Sub redelivers it later, once the first delivery has stored the step's output;
+- a request that is no delivery at all (not UTF-8 JSON, neither a CloudEvent nor a push, too
+  large): a JSON 4xx before the framework tries to convert it (``install_json_errors``).
 
 Logs carry ids, error types and codes (``error_summary``), never payloads or messages that
-might quote one.
+might quote one. Both decorators configure Cloud Logging's JSON lines when the function module
+loads (``colony.observability.logs``), tag every line of a request with its function, trace and
+(for events) org, run and event ids, and flush queued telemetry (Langfuse spans, Sentry events)
+before the invocation returns: Cloud Functions may throttle the CPU once the response is sent.
+An expected failure (``ColonyError.expected``, e.g. a duplicate delivery finding its step busy)
+is one WARNING line, not an error with a traceback, and is still answered non-2xx so the
+platform retries it later.
 """
 
 from __future__ import annotations
@@ -27,14 +37,14 @@ import functools
 import json
 import logging
 import math
-import traceback
+import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, overload
 
 import flask
 from werkzeug.datastructures import Headers
-from werkzeug.exceptions import HTTPException
+from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from werkzeug.wrappers import Response as WerkzeugResponse
 
 from colony.errors import (
@@ -49,7 +59,9 @@ from colony.errors import (
     UpstreamError,
     ValidationFailed,
 )
-from colony.observability.sentry import error_scope
+from colony.observability import logs
+from colony.observability.sentry import error_scope, report
+from colony.observability.telemetry import flush_telemetry
 from colony.registry.functions import function as registered_function
 from colony.registry.functions import topic as registered_topic
 from colony.runtime import delivery
@@ -160,19 +172,41 @@ def _error_reply(error: BaseException) -> flask.Response:
 
 
 def _log_failure(what: str, error: BaseException) -> None:
-    """Log type, code and stack frames — not the message, which might quote a payload."""
-    frames = "".join(traceback.format_tb(error.__traceback__))
+    """Log type, code and stack frames — not the message, which might quote a payload.
+
+    One entry: the traceback is part of the message (Cloud Logging keeps a JSON line whole,
+    and Error Reporting reads the traceback from it)."""
     from colony.observability.tracing import error_summary
 
-    logger.error("%s: %s\n%s", what, error_summary(error), frames.rstrip())
+    traceback = logs.safe_traceback(error)
+    logger.error("%s: %s\n%s", what, error_summary(error), traceback, stacklevel=2)
     error._colony_logged = True  # type: ignore[attr-defined]  # so Flask's hook skips it
 
 
+def _log_expected(what: str, error: BaseException) -> None:
+    """One WARNING line, no traceback: an expected failure (``ColonyError.expected``)."""
+    from colony.observability.tracing import error_summary
+
+    summary = error_summary(error)
+    logger.warning("%s: %s; the platform retries it later", what, summary, stacklevel=2)
+
+
+def _log_refusal(method: str, path: str, status: int, code: str) -> None:
+    logger.info("%s %s -> %d %s", method, path, status, code, stacklevel=2)
+
+
+def _expected(error: BaseException) -> bool:
+    return isinstance(error, ColonyError) and error.expected
+
+
 def _log_crash(exc_info: Any) -> None:
-    """Replaces Flask's ``log_exception``, which would print the exception's message."""
+    """Replaces Flask's ``log_exception``, which would print the exception's message. A crash
+    outside our decorators was seen by no ``error_scope`` and no flush: both happen here."""
     error = exc_info[1] if isinstance(exc_info, tuple) else None
     if error is not None and not getattr(error, "_colony_logged", False):
         _log_failure(f"{flask.request.method} {flask.request.path} crashed", error)
+        report(error)
+        flush_telemetry()
 
 
 # The largest request body any function reads (413 beyond it, before any handler code runs):
@@ -180,27 +214,114 @@ def _log_crash(exc_info: Any) -> None:
 MAX_BODY_BYTES = 1024 * 1024
 
 
-def install_json_errors(app: flask.Flask) -> None:
+class CappedRequest(flask.Request):
+    """A request whose body, once refused as too large, reads as empty from then on.
+
+    functions-framework's ``after_request`` hook reads the body again after our 413 reply;
+    werkzeug would raise the 413 a second time, inside Flask's error handling, which logs it
+    as two nested tracebacks for one oversized request.
+    """
+
+    _refused = False
+
+    @overload
+    def get_data(
+        self, cache: bool = True, as_text: Literal[False] = False, parse_form_data: bool = False
+    ) -> bytes: ...
+    @overload
+    def get_data(
+        self, cache: bool = True, as_text: Literal[True] = ..., parse_form_data: bool = False
+    ) -> str: ...
+    def get_data(
+        self, cache: bool = True, as_text: bool = False, parse_form_data: bool = False
+    ) -> bytes | str:
+        if self._refused:
+            return "" if as_text else b""
+        try:
+            if as_text:
+                return super().get_data(cache, True, parse_form_data)
+            return super().get_data(cache, False, parse_form_data)
+        except RequestEntityTooLarge:
+            self._refused = True
+            raise
+
+
+_INSTALLED = "colony.edge"  # app.extensions key: what install_json_errors already did
+
+
+def install_json_errors(app: flask.Flask, *, cloud_events: bool = False) -> None:
     """Make the app's own errors (unrouted paths, wrong methods, crashes) JSON too, and cap
-    request bodies at ``MAX_BODY_BYTES``.
+    request bodies at ``MAX_BODY_BYTES``; with ``cloud_events``, refuse a body that
+    functions-framework could not turn into a CloudEvent before it tries (``_check_event``).
 
     ``http_json`` and ``pubsub_handler`` call this when they are applied inside
     functions-framework's ``create_app`` (it loads the source inside an app context), which
-    replaces its plain-text crash handler that would echo the exception's text.
+    replaces its plain-text crash handler that would echo the exception's text. Idempotent.
     """
-    app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
-    app.register_error_handler(HTTPException, _http_exception_reply)
-    app.register_error_handler(500, _crash_reply)
-    app.log_exception = _log_crash  # type: ignore[method-assign]
+    done: set[str] = app.extensions.setdefault(_INSTALLED, set())
+    if "errors" not in done:
+        app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
+        app.request_class = CappedRequest
+        app.register_error_handler(HTTPException, _http_exception_reply)
+        app.register_error_handler(500, _crash_reply)
+        app.log_exception = _log_crash  # type: ignore[method-assign]
+        done.add("errors")
+    if cloud_events and "cloud_events" not in done:
+        app.before_request(_check_event)
+        done.add("cloud_events")
 
 
-def _install_on_current_app() -> None:
+def _install_on_current_app(*, cloud_events: bool = False) -> None:
     if flask.has_app_context():
-        install_json_errors(flask.current_app)
+        install_json_errors(flask.current_app, cloud_events=cloud_events)
 
 
 def _http_exception_reply(error: HTTPException) -> flask.Response:
-    return _error_reply(error)
+    reply = _error_reply(error)
+    if flask.has_request_context():
+        code = error_response(error)[0]["error"]["code"]
+        _log_refusal(flask.request.method, flask.request.path, reply.status_code, code)
+    return reply
+
+
+def _check_event() -> WerkzeugResponse | None:
+    """``before_request`` of CloudEvent apps: answer a JSON 4xx for a body the framework
+    would fail to convert, instead of the 500 its conversion would end in (a non-UTF-8 body
+    raises ``UnicodeDecodeError``, a JSON array ``TypeError``...).
+
+    The body must be UTF-8 JSON, and it must convert the way functions-framework converts it:
+    a CloudEvent (binary or structured), else a Pub/Sub push or background event. A valid
+    envelope with bad contents still reaches ``pubsub_handler``, which records it as rejected.
+    """
+    request = flask.request
+    if request.routing_exception is not None or request.method != "POST":
+        return None  # the framework's routing answers: JSON 404 / 405
+    data = request.get_data(cache=True)  # too large: 413, through the JSON error handler
+    try:
+        if data:
+            json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
+    except (UnicodeDecodeError, ValueError, RecursionError):
+        return _refuse(BadJson("the request body is not UTF-8 JSON"))
+    from cloudevents.exceptions import InvalidRequiredFields, MissingRequiredFields
+    from cloudevents.http import from_http
+    from functions_framework import event_conversion
+
+    try:
+        try:
+            from_http(request.headers, data)
+        except (MissingRequiredFields, InvalidRequiredFields):
+            event_conversion.background_event_to_cloud_event(request)
+    except HTTPException:
+        raise  # e.g. 415 for a body that is not JSON by its content type: answered as JSON
+    except Exception:  # the user function has not run: only the conversion can fail here
+        return _refuse(CallerError("the request is neither a CloudEvent nor a Pub/Sub push"))
+    return None
+
+
+def _refuse(error: CallerError) -> flask.Response:
+    reply = _error_reply(error)
+    _log_refusal(flask.request.method, flask.request.path, reply.status_code, error.code)
+    return reply
 
 
 def _crash_reply(error: HTTPException) -> flask.Response:
@@ -297,15 +418,20 @@ def http_json(
     ``methods`` get 405, outside ``paths`` (exact, trailing slash ignored; None: any) 404.
     A body must be ``application/json`` (else 415) and parse (else 400 ``bad_json``).
     Authentication is the handler's first line (``colony.runtime.auth``).
+
+    Log lines name the function by ``K_SERVICE`` (set by Cloud Run, and by the local servers).
+    Telemetry is flushed before the response is returned, or when a streamed one ends.
     """
     allowed = tuple(m.upper() for m in methods)
     routes = None if paths is None else {_normalise_path(p) for p in paths}
 
     def decorate(fn: JsonHandler) -> HttpFunction:
         _install_on_current_app()
+        name = os.environ.get("K_SERVICE") or None
+        logs.configure_logging(name)
+        project = _project()
 
-        @functools.wraps(fn)
-        def entry(request: flask.Request) -> WerkzeugResponse:
+        def respond(request: flask.Request) -> WerkzeugResponse:
             path = _normalise_path(request.path)
             try:
                 if routes is not None and path not in routes:
@@ -324,17 +450,24 @@ def http_json(
                     return _to_response(fn(req))
             except Exception as error:
                 reply = _error_reply(error)
-                if reply.status_code >= 500:
+                if _expected(error):
+                    _log_expected(f"{request.method} {path}", error)
+                elif reply.status_code >= 500:
                     _log_failure(f"{request.method} {path} failed", error)
                 else:
-                    logger.info(
-                        "%s %s -> %d %s",
-                        request.method,
-                        path,
-                        reply.status_code,
-                        error_response(error)[0]["error"]["code"],
-                    )
+                    code = error_response(error)[0]["error"]["code"]
+                    _log_refusal(request.method, path, reply.status_code, code)
                 return reply
+
+        @functools.wraps(fn)
+        def entry(request: flask.Request) -> WerkzeugResponse:
+            with logs.request_scope(name, project, request.headers):
+                response = respond(request)
+                if response.is_streamed:  # the body is produced after we return
+                    response.call_on_close(flush_telemetry)
+                else:
+                    flush_telemetry()
+            return response
 
         return entry
 
@@ -343,6 +476,15 @@ def http_json(
 
 def _normalise_path(path: str) -> str:
     return "/" + path.strip("/")
+
+
+def _project() -> str:
+    """The GCP project named in log entries' trace field (as ``Settings.gcp_project``)."""
+    for name in ("COLONY_GCP_PROJECT", "GOOGLE_CLOUD_PROJECT"):
+        value = os.environ.get(name, "").strip()
+        if value:
+            return value
+    return "colony-local"
 
 
 def _to_response(result: Any) -> WerkzeugResponse:
@@ -550,41 +692,58 @@ def pubsub_handler(
 ) -> CloudEventFunction | Callable[[Flow], CloudEventFunction]:
     """Turn ``handle(event, event_id)`` into a functions-framework CloudEvent function.
 
-    ``function_name`` is the registry name (``colony.registry.functions``). Rejections go to
-    ``recorder()`` (default: ``deps().rejections``), resolved only when one happens.
+    ``function_name`` is the registry name (``colony.registry.functions``); it also names the
+    function's log lines. Rejections go to ``recorder()`` (default: ``deps().rejections``),
+    resolved only when one happens. Telemetry is flushed before the invocation returns.
     """
     spec = registered_function(function_name)
     rejections = recorder or _default_rejections
     limit = registered_topic(spec.topic).max_delivery_attempts if spec.topic else None
 
     def decorate(flow: Flow) -> CloudEventFunction:
-        _install_on_current_app()
+        _install_on_current_app(cloud_events=True)
+        logs.configure_logging(function_name)
+        project = _project()
 
-        @functools.wraps(flow)
-        def entry(cloud_event: Any) -> None:
+        def deliver(cloud_event: Any) -> None:
             decoded = decode_push(cloud_event)
             if decoded.problem is not None or decoded.payload is None or not decoded.event_id:
                 problem = decoded.problem or Problem("undecodable", "no event")
-                _reject(decoded.event_id, decoded.org_id, str(problem))
+                with logs.bind(event_id=decoded.event_id):
+                    _reject(decoded.event_id, decoded.org_id, str(problem))
                 return
             payload = decoded.payload
             run_id = getattr(payload, "run_id", None)
             if run_id is None and payload.kind == "handoff":
                 run_id = payload.envelope.parent_run_id
-            try:
-                with (
-                    error_scope(decoded.org_id, run_id, spec.agent),
-                    delivery.attempt(delivery_attempt(cloud_event), limit),
-                ):
-                    flow(payload, decoded.event_id)
-            except ConfigError as error:
-                _log_failure(f"{function_name} event {decoded.event_id} misconfigured", error)
-                raise
-            except CallerError as error:
-                _reject(decoded.event_id, decoded.org_id, f"{error.code}: {error}")
-            except Exception as error:
-                _log_failure(f"{function_name} event {decoded.event_id} failed; retrying", error)
-                raise
+            event_id = decoded.event_id
+            with logs.bind(org_id=decoded.org_id, run_id=run_id, event_id=event_id):
+                try:
+                    with (
+                        error_scope(decoded.org_id, run_id, spec.agent),
+                        delivery.attempt(delivery_attempt(cloud_event), limit),
+                    ):
+                        flow(payload, event_id)
+                except ConfigError as error:
+                    _log_failure(f"{function_name} event {event_id} misconfigured", error)
+                    raise
+                except CallerError as error:
+                    _reject(event_id, decoded.org_id, f"{error.code}: {error}")
+                except Exception as error:
+                    if _expected(error):
+                        _log_expected(f"{function_name} event {event_id}", error)
+                        flask.abort(_error_reply(error))  # non-2xx: Pub/Sub redelivers later
+                    _log_failure(f"{function_name} event {event_id} failed; retrying", error)
+                    raise
+
+        @functools.wraps(flow)
+        def entry(cloud_event: Any) -> None:
+            headers: logs.Headers = flask.request.headers if flask.has_request_context() else {}
+            with logs.request_scope(function_name, project, headers):
+                try:
+                    deliver(cloud_event)
+                finally:
+                    flush_telemetry()
 
         return entry
 

@@ -51,6 +51,7 @@ class StepBusy(UpstreamError):
     """Another delivery is running this step; retry later (its output will be stored)."""
 
     code = "step_busy"
+    expected = True  # duplicate deliveries are normal with Pub/Sub: not an error
 
 
 def stored(db: Database, org_id: str, run_id: str, key: str) -> Any | None:
