@@ -2,37 +2,35 @@
 
 The slow part is installing the requirements (about 90 pinned distributions). Bundles whose
 requirements are identical share one virtualenv; distinct sets get their own. To keep the
-test near 30 s, the distributions every set shares are installed once and that virtualenv is
+test short, the distributions every set shares are installed once and that virtualenv is
 copied for each set, which then installs only its own extra pins (``--no-deps``, so nothing
 outside ``requirements.txt`` can sneak in). ``pip check`` then proves each requirements file is
 complete, importing every module of each bundle's import graph proves nothing the code imports
-is missing, and every bundle serves one real request through functions-framework started
-from its own directory with that virtualenv (no access to the repository's package).
+is missing, and ``make run``'s whole scenario runs through the functions served from their
+bundle directories with those virtualenvs (no access to the repository's package): each must
+do its real work, which the database shows.
 """
 
 from __future__ import annotations
 
 import base64
 import json
-import os
 import shutil
 import subprocess
 import sys
-import time
 import zipfile
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from colony.deploy.bundle import SOURCES_FILE, Bundle, build_bundles
 from colony.deploy.imports import read_pins
-from colony.local.functions import _wait_listening, free_port
 from colony.registry.functions import FUNCTIONS
 from colony.runtime import secret_manager
-from colony.store import fetch_all
+from colony.store import fetch_one, fetch_value
 from colony.testing.wire import Reply, Route, WireServer
 from tests.conftest import APP_ROLE, PgDB
 
@@ -138,6 +136,15 @@ def test_requirements_are_pinned_and_only_what_the_function_imports(bundles) -> 
             "checkov",
         }, bundle.name
     by_name = {b.name: {line.split("==")[0].lower() for line in b.requirements} for b in bundles}
+    # files read from another distribution travel as files (RUNTIME_DATA), not as packages
+    counting = [b for b in bundles if "colony.context.tokens" in b.modules]
+    assert counting
+    for bundle in counting:
+        assert "bpe-openai" not in by_name[bundle.name]
+        assert ("bpe-openai", "bpe_openai/data/o200k_base.tiktoken.gz") in bundle.data
+        with zipfile.ZipFile(bundle.zip_path) as archive:
+            names = set(archive.namelist())
+        assert {f"colony/_data/{d}/{path}" for d, path in bundle.data} <= names
     # only the functions that verify JWTs import PyJWT
     assert "pyjwt" in by_name["approval"] and "pyjwt" not in by_name["enrichment"]
 
@@ -154,96 +161,143 @@ def test_each_bundle_installs_cleanly_and_imports_its_whole_graph(bundles, venvs
         assert done.returncode == 0, f"{[b.name for b in group]}: {done.stderr[-2000:]}"
 
 
+DELIVERY_SECRET = "bundle-delivery-secret"  # served only by the Secret Manager stand-in
+
+
 @pytest.fixture
 def secret_store() -> Iterator[WireServer]:
     def access(request) -> Reply:
-        data = base64.b64encode(b"bundle-approval-key").decode()
+        data = base64.b64encode(DELIVERY_SECRET.encode()).decode()
         return Reply(200, {"name": "x/versions/1", "payload": {"data": data}})
 
-    route = Route.of("secretmanager.access", "GET",
-                     r"/v1/projects/[^/]+/secrets/(?P<secret>[^/]+)/versions/latest:access",
-                     access)  # fmt: skip
+    route = Route.of(
+        "secretmanager.access",
+        "GET",
+        r"/v1/projects/[^/]+/secrets/(?P<secret>[^/]+)/versions/latest:access",
+        access,
+    )
     with WireServer(routes=[route]) as server:
         yield server
     secret_manager.clear_cache()
 
 
-def test_every_bundle_serves_a_request_from_its_own_virtualenv(
+# What each function's real work leaves in the database once the scenario has run: a row
+# only that function writes (its LLM calls carry its agent id; webhooks leave their records).
+EVIDENCE: dict[str, tuple[str, tuple[Any, ...]]] = {
+    "campaign": ("SELECT count(*) FROM campaign_runs WHERE status = 'completed'", ()),
+    **{
+        name: ("SELECT count(*) FROM llm_calls WHERE agent_id = %s", (agent,))
+        for name, agent in (
+            ("enrichment", "AGT-003"),
+            ("qualification", "AGT-004"),
+            ("message-generator", "AGT-005"),
+            ("recording-intelligence", "AGT-006"),
+            ("follow-up", "AGT-007"),
+            ("content", "AGT-008"),
+            ("onboarding", "AGT-009"),
+            ("daily-brief", "AGT-010"),
+            ("chat", "AGT-001"),
+        )
+    },
+    "approval": ("SELECT count(*) FROM approval_items WHERE decided_by IS NOT NULL", ()),
+    "drive-webhook": ("SELECT count(*) FROM recordings", ()),
+    "notion-webhook": (
+        "SELECT count(*) FROM processed_events WHERE handler = %s",
+        ("notion-webhook",),
+    ),
+    "reembed": ("SELECT count(*) FROM kc_chunks WHERE source = 'notion'", ()),
+    "delivery-events": ("SELECT count(*) FROM outbox WHERE status = 'delivered'", ()),
+}
+
+
+def test_every_bundle_runs_the_demo_scenario_from_its_own_virtualenv(
     bundles, venvs, testdb: PgDB, tmp_path: Path, secret_store: WireServer
 ) -> None:
-    """Pub/Sub functions get a CloudEvent (Eventarc's shape) they must reject: the rejection
-    is recorded in the database, so the whole composition root (settings with the secret read
-    from Secret Manager, database, transport, LLM, knowledge store) was built from the bundle.
-    HTTP functions get a body they must refuse with a JSON error."""
+    """Every function is served from its bundle with an interpreter that has only its
+    requirements.txt installed, and ``make run``'s scenario runs through them: a campaign over
+    36 prospects (AGT-002..005, an approval), a Drive recording (AGT-006/007), two Notion
+    edits (webhook, re-embed), a closed-won deal (AGT-009), content (AGT-008), the brief
+    (AGT-010) and a chat turn with an inline approval (AGT-001). Then a signed delivery event
+    (its secret read through Secret Manager by the bundle) and a campaign resume. Each
+    function must have done its real work: assembled context, counted tokens, called the
+    offline model and written its result, or verified and enqueued."""
+    from colony.adapters.embedding import OfflineHashEmbedder
+    from colony.knowledge import KnowledgeStore
+    from colony.local.brief_demo import local_storage, run_brief_demo
+    from colony.local.campaign_demo import DemoContext, demo_functions, run_demo_campaign
+    from colony.local.chat_demo import run_chat_demo
+    from colony.local.demo import load_demo
+    from colony.local.functions import BundleSource
+    from colony.local.knowledge_demo import knowledge_stand_ins, run_knowledge_demo
+    from colony.runtime.approvals import sign_delivery
+    from colony.settings import Settings
+
+    settings = Settings.from_env(
+        {
+            "COLONY_DATA_DIR": str(tmp_path),
+            "COLONY_DB_MODE": "dsn",
+            "COLONY_DB_DSN": testdb.dsn(APP_ROLE),
+            "COLONY_DB_OWNER_DSN": testdb.dsn("postgres"),
+        }
+    )
+    db = testdb.app()
+    knowledge = KnowledgeStore(db, OfflineHashEmbedder())
+    org_id = load_demo(db, knowledge, say=lambda _: None).org_id
+    sources = {b.name: BundleSource(venvs[_lines(b)], b.directory) for b in bundles}
+    said: list[str] = []
     env = {
-        "PATH": os.environ["PATH"],
-        "HOME": str(tmp_path),
-        "XDG_RUNTIME_DIR": os.environ.get("XDG_RUNTIME_DIR", str(tmp_path)),
-        "COLONY_DB_MODE": "dsn",
-        "COLONY_DB_DSN": testdb.dsn(APP_ROLE),
-        "COLONY_DATA_DIR": str(tmp_path),
-        "COLONY_SECRETS": "COLONY_APPROVAL_TOKEN_KEY",
+        "COLONY_SECRETS": "COLONY_DELIVERY_WEBHOOK_SECRET",
+        "COLONY_DELIVERY_WEBHOOK_SECRET": "",  # not the local one: read from Secret Manager
         "COLONY_GCP_PROJECT": "colony-bundle-test",
         "COLONY_SECRET_MANAGER_ENDPOINT": secret_store.base_url,
+        "HOME": str(tmp_path),
     }
-    urls = {b.name: f"http://127.0.0.1:{free_port()}" for b in bundles}
-    env["COLONY_FUNCTION_URLS"] = json.dumps(urls)
-    processes = {}
-    logs = []
-    try:
-        for bundle in bundles:
-            python = venvs[_lines(bundle)]
-            port = urls[bundle.name].rsplit(":", 1)[1]
-            log = (tmp_path / f"{bundle.name}.log").open("wb")
-            logs.append(log)
-            processes[bundle.name] = subprocess.Popen(
-                [str(python), "-m", "functions_framework", "--source", "main.py", "--target",
-                 FUNCTIONS[bundle.name].entry_point, "--port", port, "--host", "127.0.0.1"],
-                cwd=bundle.directory, env=env, stdout=log, stderr=subprocess.STDOUT,
-            )  # fmt: skip
-        deadline = time.monotonic() + 90
-        for bundle in bundles:
-            port = int(urls[bundle.name].rsplit(":", 1)[1])
-            _wait_listening(port, processes[bundle.name], bundle.name, deadline)
-        with ThreadPoolExecutor(max_workers=4) as pool:
-            replies = dict(zip(urls, pool.map(lambda n: _one_request(n, urls[n]), urls),
-                               strict=True))  # fmt: skip
-    finally:
-        for process in processes.values():
-            process.terminate()
-        for process in processes.values():
-            process.wait(timeout=30)
-        for log in logs:
-            log.close()
-    for name, (status, body) in replies.items():
-        log = (tmp_path / f"{name}.log").read_text()[-1500:]
-        if FUNCTIONS[name].trigger == "pubsub":
-            assert 200 <= status < 300, f"{name}: {status} {body}\n{log}"
-        else:
-            assert 400 <= status < 500, f"{name}: {status} {body}\n{log}"
-            assert set(json.loads(body)["error"]) == {"code", "message"}, name
-    with testdb.owner_connection() as conn:
-        rows = fetch_all(conn.cursor(), "SELECT function, event_id FROM rejected_deliveries")
-    pubsub = {n for n, f in FUNCTIONS.items() if f.trigger == "pubsub"}
-    assert {r["function"] for r in rows} == pubsub
-    assert {r["event_id"] for r in rows} == {f"bundle-{n}" for n in pubsub}
-    # each process that built its settings read the secret once from the stand-in
-    assert len(secret_store.requests_to("secretmanager.access")) >= len(pubsub)
-
-
-def _one_request(name: str, url: str) -> tuple[int, str]:
-    with httpx.Client(timeout=60) as http:
-        if FUNCTIONS[name].trigger == "pubsub":
-            message = {"messageId": f"bundle-{name}", "data": base64.b64encode(b"[1]").decode(),
-                       "attributes": {"org_id": "org_bundle"}}  # fmt: skip
-            headers = {
-                "ce-id": f"bundle-{name}",
-                "ce-specversion": "1.0",
-                "ce-type": "google.cloud.pubsub.topic.v1.messagePublished",
-                "ce-source": f"//pubsub.googleapis.com/projects/p/topics/{FUNCTIONS[name].topic}",
-                "Content-Type": "application/json",
+    with (
+        local_storage(settings, said.append),
+        knowledge_stand_ins(settings, org_id) as stand_ins,
+        demo_functions(
+            settings,
+            org_id,
+            testdb.dsn(APP_ROLE),
+            said.append,
+            extra_env={**stand_ins, **env},
+            bundles=sources,
+        ) as (servers, token),
+        httpx.Client(timeout=60) as http,
+    ):
+        demo = DemoContext(settings, db, knowledge, org_id, servers, token, said.append)
+        run_demo_campaign(demo)
+        run_knowledge_demo(demo)
+        run_brief_demo(settings, db, org_id, servers, token, said.append)
+        run_chat_demo(settings, servers, token, said.append, serve=False)
+        with db.transaction(org_id) as cur:
+            outbox_id = fetch_one(cur, "SELECT id FROM outbox ORDER BY created_at")["id"]
+            campaign_id = fetch_one(cur, "SELECT id FROM campaigns ORDER BY created_at")["id"]
+        event = json.dumps(
+            {
+                "org_id": org_id,
+                "outbox_id": outbox_id,
+                "event": "delivered",
+                "event_id": "bundle-esp-1",
             }
-            reply = http.post(url, json={"message": message, "subscription": "s"}, headers=headers)
-        else:
-            reply = http.post(url, content=b"not json", headers={"Content-Type": "text/plain"})
-        return reply.status_code, reply.text
+        ).encode()
+        signed = {
+            "X-Colony-Signature": sign_delivery(DELIVERY_SECRET, event),
+            "Content-Type": "application/json",
+        }
+        delivered = http.post(servers.urls["delivery-events"], content=event, headers=signed)
+        assert delivered.is_success, delivered.text
+        resumed = http.post(
+            servers.urls["campaign-resume"], json={"org_id": org_id, "campaign_id": campaign_id}
+        )
+        assert resumed.status_code == 200, resumed.text
+        assert resumed.json()["campaign_id"] == campaign_id
+    assert set(EVIDENCE) | {"campaign-resume"} == set(FUNCTIONS)
+    missing = []
+    with db.transaction(org_id) as cur:
+        for name, (sql, params) in EVIDENCE.items():
+            if not fetch_value(cur, sql, params):
+                missing.append(name)
+    logs = {n: (tmp_path / "logs" / f"{n}.log").read_text()[-1500:] for n in missing}
+    assert not missing, f"no work recorded for {missing}: {logs}\n" + "\n".join(said[-20:])
+    assert secret_store.requests_to("secretmanager.access")

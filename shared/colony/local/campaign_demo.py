@@ -17,7 +17,7 @@ from colony.errors import ConfigError
 from colony.flows import campaign
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
-from colony.local.functions import FunctionServers
+from colony.local.functions import BundleSource, FunctionServers
 from colony.local.progress import Progress
 from colony.local.secrets import local_secrets
 from colony.local.stack import update_stack
@@ -75,10 +75,12 @@ def demo_functions(
     say: Callable[[str], None],
     *,
     extra_env: Mapping[str, str] | None = None,
+    bundles: Mapping[str, BundleSource] | None = None,
 ) -> Iterator[tuple[FunctionServers, str]]:
     """Every registered function served locally (one functions-framework process each) and
     a local JWT for the demo org; both recorded in ``.colony/stack.json``. ``extra_env``
-    points the functions at local stand-ins (Drive, Notion)."""
+    points the functions at local stand-ins (Drive, Notion); ``bundles`` serves functions
+    from their deployment bundles (the bundle test)."""
     from colony.runtime.auth import mint_local_token
 
     logs = settings.data_dir / "logs"
@@ -86,7 +88,7 @@ def demo_functions(
     say(f"starting {len(FUNCTIONS)} functions, one functions-framework server each (logs: {logs})…")
     started = time.perf_counter()
     env = {**function_env(settings, app_dsn), **(extra_env or {})}
-    with FunctionServers(env, log_dir=logs) as servers:
+    with FunctionServers(env, log_dir=logs, bundles=bundles) as servers:
         say(f"  ready in {time.perf_counter() - started:.1f}s")
         token = mint_local_token(settings.data_dir, org_id)
         update_stack(settings, functions=servers.urls, demo_jwt=token)

@@ -1,8 +1,10 @@
 """Run the deployed functions locally: one real functions-framework server per function.
 
 Each server is a subprocess (``functions-framework --source functions/<name>/main.py``) on a
-free loopback port, configured like the deployment: its database DSN, the transport, and
-every other function's URL in ``COLONY_FUNCTION_URLS`` so the local transport can push to it.
+free loopback port, configured like the deployment: its database DSN, the transport, every
+other function's URL in ``COLONY_FUNCTION_URLS`` so the local transport can push to it, and
+``K_SERVICE`` (its name, as Cloud Run sets it). With ``log_dir`` each server's output (its
+Cloud Logging JSON lines) is appended to ``<log_dir>/<name>.log``, which ``colony logs`` reads.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import IO
@@ -46,8 +49,21 @@ def _wait_listening(
     raise ConfigError(f"function {name!r} did not listen on port {port} in time")
 
 
+@dataclass(frozen=True, slots=True)
+class BundleSource:
+    """Serve a function from its deployment bundle (``build/functions/<name>/``) with the
+    Python of a virtualenv holding only its ``requirements.txt``, as Cloud Functions does."""
+
+    python: Path
+    directory: Path
+
+
 class FunctionServers:
-    """Start ``names`` (default: every registered function); ``urls`` maps name → base URL."""
+    """Start ``names`` (default: every registered function); ``urls`` maps name → base URL.
+
+    By default each function runs from the repository with this environment's packages;
+    ``bundles`` serves the named ones from their deployment bundles instead.
+    """
 
     def __init__(
         self,
@@ -56,12 +72,14 @@ class FunctionServers:
         *,
         log_dir: Path | None = None,
         startup_timeout: float = 30.0,
+        bundles: Mapping[str, BundleSource] | None = None,
     ) -> None:
         self.names = list(names or FUNCTIONS)
         self.urls = {n: f"http://127.0.0.1:{free_port()}" for n in self.names}
         self._env = dict(env)
         self._log_dir = log_dir
         self._timeout = startup_timeout
+        self._bundles = dict(bundles or {})
         self._processes: dict[str, subprocess.Popen[bytes]] = {}
         self._logs: list[IO[bytes]] = []
 
@@ -78,13 +96,27 @@ class FunctionServers:
             if self._log_dir:
                 log = open(self._log_dir / f"{name}.log", "ab")  # noqa: SIM115 - closed on stop
                 self._logs.append(log)
+            bundle = self._bundles.get(name)
+            # A bundle runs from its own directory (its colony/ copy first on sys.path).
+            launcher = (
+                [str(bundle.python), "-m", "functions_framework"] if bundle else [str(binary)]
+            )
+            source = "main.py" if bundle else str(FUNCTIONS_DIR / name / "main.py")
+            signature = "cloudevent" if function.trigger == "pubsub" else "http"
+            own = {**env, "K_SERVICE": name}  # as Cloud Run sets it: names the log lines
             self._processes[name] = subprocess.Popen(
-                [str(binary), "--source", str(FUNCTIONS_DIR / name / "main.py"),
-                 "--target", function.entry_point, "--host", "127.0.0.1", "--port", port,
-                 "--signature-type", "cloudevent" if function.trigger == "pubsub" else "http"],
-                env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                cwd=str(REPO),
-            )  # fmt: skip
+                [
+                    *launcher,
+                    *("--source", source, "--target", function.entry_point),
+                    *("--host", "127.0.0.1", "--port", port, "--signature-type", signature),
+                ],
+                # nothing from this checkout may leak into a bundle's interpreter
+                env={k: v for k, v in own.items() if k != "PYTHONPATH"} if bundle else own,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                cwd=str(bundle.directory if bundle else REPO),
+            )
         deadline = time.monotonic() + self._timeout
         try:
             for name, process in self._processes.items():
