@@ -1,11 +1,14 @@
 """The campaign pipeline's flows in-process (real PostgreSQL, offline LLM, inline transport).
 
 The same flows run behind real functions-framework servers in test_functions_e2e.py; here
-the delivery semantics are driven directly: duplicates, injected crashes, pauses.
+the delivery semantics are driven directly: duplicates, injected crashes, pauses, and (through
+a real function app) failures of ours that must be retried.
 """
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import json
 
 import pytest
@@ -17,10 +20,15 @@ from colony.flows.handlers import PUBSUB_HANDLERS
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
 from colony.local.demo import load_demo, read_json
+from colony.registry.functions import FUNCTIONS
+from colony.registry.functions import topic as registered_topic
+from colony.runtime.deps import build_deps, set_deps_for_tests
+from colony.runtime.edge import MemoryRejections
 from colony.runtime.faults import Faults
 from colony.settings import Settings
 from colony.store import fetch_all, fetch_one
-from colony.testing.inline import InlineTransport, LocalDeps, run_until_idle
+from colony.testing.inline import InlineTransport, LocalDeps, Sent, run_until_idle
+from tests.apps import registered_app
 from tests.conftest import PgDB
 
 ORG = "org_zoomprop_demo"
@@ -264,3 +272,72 @@ def test_a_contact_whose_answer_stays_invalid_ends_the_chain_and_the_run_complet
             (run_id,),
         )
     assert len(failed) == 36 - len(ANTI_ICP)
+
+
+DONE_STEPS = "SELECT step_key, output FROM run_steps WHERE run_id = %s AND status = 'done'"
+
+
+def _push(sent: Sent, attempt: int) -> dict:
+    """``sent`` as Pub/Sub pushes it on delivery attempt ``attempt`` (dead-letter policy on)."""
+    data = base64.b64encode(sent.data).decode()
+    message = {"data": data, "messageId": sent.message_id, "attributes": dict(sent.attributes)}
+    subscription = "projects/colony-test/subscriptions/colony-enrichment-push"
+    return {"message": message, "subscription": subscription, "deliveryAttempt": attempt}
+
+
+def test_a_missing_model_key_is_retried_and_never_fails_the_contact(
+    testdb: PgDB, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The real enrichment function (AGT-003) with OpenAI chosen and no key: a ConfigError,
+    ours to fix, not the contact's. Every delivery, the last included, is answered 500 (Pub/Sub
+    retries, then dead-letters), none is recorded as a rejection, and the contact is not
+    counted as done with ``failed:config_error``: like an upstream failure, it stays pending.
+    Once the key is there, the same message delivered again enriches the contact."""
+    db = testdb.app()
+    knowledge = KnowledgeStore(db, OfflineHashEmbedder())
+    load_demo(db, knowledge, say=lambda _: None)
+    launcher = InlineTransport()
+    keyed = build_deps(testdb.settings, db=db, transport=launcher, knowledge=knowledge)
+    with db.transaction(ORG) as cur:
+        (contact,) = fetch_all(cur, "SELECT id FROM contacts WHERE external_id = 'P-001'")
+    campaign_id = campaign.create_campaign(
+        keyed, ORG, name="no key", angle="Signal", tier="T1", contact_ids=[contact["id"]]
+    )
+    run_id = campaign.launch(keyed, ORG, campaign_id)
+    start = launcher.pending.popleft()
+    PUBSUB_HANDLERS["campaign"](keyed, EVENT_ADAPTER.validate_json(start.data), start.message_id)
+    (handoff,) = launcher.pending  # P-001 is not anti-ICP: handed to AGT-003
+    assert handoff.topic == FUNCTIONS["enrichment"].topic
+    launcher.pending.clear()
+
+    def steps() -> dict[str, object]:
+        """The run's finished steps: ``done:<contact>`` holds a contact's final outcome."""
+        with db.transaction(ORG) as cur:
+            rows = fetch_all(cur, DONE_STEPS, (run_id,))
+        return {r["step_key"]: r["output"] for r in rows}
+
+    keyless = dataclasses.replace(testdb.settings, llm_provider="openai", openai_api_key=None)
+    rejections = MemoryRejections()
+    parts = {"db": db, "knowledge": knowledge, "rejections": rejections}
+    set_deps_for_tests(build_deps(keyless, transport=InlineTransport(), **parts))
+    try:
+        client = registered_app("enrichment", monkeypatch)
+        limit = registered_topic(handoff.topic).max_delivery_attempts
+        for attempt in range(1, limit + 1):
+            response = client.post("/", json=_push(handoff, attempt))
+            assert response.status_code == 500, f"attempt {attempt}: {response.text}"
+            assert response.get_json()["error"]["code"] == "config_error"
+            assert rejections.rejections == []
+            assert f"done:{contact['id']}" not in steps()
+            assert snapshot(keyed, run_id)["run"]["contacts_done"] == 0
+
+        # The key is configured: the dead-lettered message, replayed, goes through.
+        set_deps_for_tests(build_deps(testdb.settings, transport=launcher, **parts))
+        response = client.post("/", json=_push(handoff, 1))
+        assert response.status_code in (200, 204), response.text
+    finally:
+        set_deps_for_tests(None)
+    done = steps()
+    assert f"enrich:{contact['id']}" in done and f"done:{contact['id']}" not in done
+    assert [s.topic for s in launcher.pending] == [FUNCTIONS["qualification"].topic]
+    assert rejections.rejections == [] and snapshot(keyed, run_id)["run"]["status"] == "running"

@@ -163,7 +163,8 @@ def _stored(db, session: str) -> tuple[list[history.Row], list[dict]]:
 def test_a_failing_tool_ends_the_turn_consistently(testdb: PgDB) -> None:
     import pytest
 
-    from colony.errors import TransportUnavailable
+    from colony.errors import ConfigError, TransportUnavailable
+    from colony.runtime import edge
 
     db = testdb.app()
     with db.transaction(ORG) as cur:
@@ -200,6 +201,21 @@ def test_a_failing_tool_ends_the_turn_consistently(testdb: PgDB) -> None:
     run_turn(deps, ORG, "founder", session, "Hello again", sink=lambda _: None)
     _, events = _stored(db, session)
     assert events[-1]["data"]["status"] == "completed"
+
+    # Our fault (an InternalError: no URL configured for the content function): not the
+    # model's to explain nor a warning to swallow. The turn ends the same way, with a fixed
+    # message, and the error raises like a bug, to be logged and reported.
+    setting = "COLONY_FUNCTION_URLS has no 'content'; private-url-7f3a"
+    deps = LocalDeps(settings, db, _DownTransport(ConfigError(setting)), llm, knowledge)
+    session = create_session(deps, ORG, "founder")
+    with pytest.raises(ConfigError):
+        run_turn(deps, ORG, "founder", session, ask, sink=lambda _: None)
+    rows, events = _stored(db, session)
+    assert [e["type"] for e in events][-2:] == ["error", "done"]
+    assert events[-2]["data"]["error"] == {"code": "config_error", "message": edge._INTERNAL}
+    assert "private-url-7f3a" not in str(events) and events[-1]["data"]["status"] == "failed"
+    calls = {r.call_id for r in rows if r.role == "assistant" and r.call_id}
+    assert calls == {r.call_id for r in rows if r.role == "tool"}, "a call lost its result"
 
 
 def test_compaction_keeps_a_pending_approval_behind_a_long_queue(testdb: PgDB) -> None:

@@ -20,7 +20,7 @@ from colony.adapters.drive import HttpDrive, drive_from_settings, org_from_token
 from colony.adapters.embedding import OfflineHashEmbedder
 from colony.adapters.rest import RestClient
 from colony.context.tokens import counter_for
-from colony.errors import ProviderError, Unauthorized, ValidationFailed
+from colony.errors import ProviderError, TemplateError, Unauthorized, ValidationFailed
 from colony.flows import recording, transcripts
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
@@ -267,6 +267,9 @@ QUOTE = TRANSCRIPT.decode()[200:400]
         # retried until the last attempt, then dead-lettered
         (ProviderError(f"the provider choked on {QUOTE}"), 3,
          "gave up after 3 delivery attempts: ProviderError (provider_error)"),
+        # ours to fix (an InternalError): retried like an upstream failure, never rejected
+        (TemplateError(f"template 'x' is missing {QUOTE}"), 3,
+         "gave up after 3 delivery attempts: TemplateError (template_error)"),
         # a caller error is acknowledged at once and never retried
         (ValidationFailed(f"the provider refused {QUOTE}"), 1,
          "rejected, not retried: ValidationFailed (validation_failed)"),

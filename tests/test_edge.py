@@ -27,9 +27,11 @@ from colony.errors import (
     Conflict,
     ContextBudgetExceeded,
     DatabaseError,
+    InternalError,
     NotFound,
     OrgScopeError,
     ProviderUnavailable,
+    TemplateError,
     Unauthorized,
     UpstreamError,
     ValidationFailed,
@@ -140,16 +142,21 @@ def assert_error(response: Any, status: int, code: str) -> dict[str, Any]:
     [
         (ValidationFailed("field 'x' is required"), 400, "validation_failed"),
         (CallerError("bad"), 400, "bad_request"),
-        (
-            ContextBudgetExceeded("too long", section="task", tokens=9, budget=1),
-            400,
-            "context_budget_exceeded",
-        ),
         (Unauthorized("no token"), 401, "unauthorized"),
         (OrgScopeError("not your org"), 403, "org_scope"),
         (NotFound("no item 'x'"), 404, "not_found"),
         (Conflict("already approved"), 409, "conflict"),
         (ConfigError(f"COLONY_X is {SECRET}"), 500, "config_error"),
+        (
+            TemplateError(f"template 'system' is missing variable(s): {SECRET}"),
+            500,
+            "template_error",
+        ),
+        (
+            ContextBudgetExceeded(SECRET, section="entity", tokens=9, budget=1),
+            500,
+            "context_budget_exceeded",
+        ),
         (DatabaseError(SECRET), 503, "database_error"),
         (ProviderUnavailable(SECRET), 503, "provider_unavailable"),
         (UpstreamError(SECRET), 503, "upstream_error"),
@@ -161,8 +168,10 @@ def test_error_response_maps_the_tree(error: Exception, status: int, code: str) 
     body, got = error_response(error)
     assert (got, body["error"]["code"]) == (status, code)
     assert SECRET not in body["error"]["message"] and body["error"]["message"]
-    if isinstance(error, CallerError) and not isinstance(error, ConfigError):
+    if isinstance(error, CallerError):
         assert body["error"]["message"] == str(error)
+    if isinstance(error, InternalError):  # ours to fix: one fixed sentence, as for a bug
+        assert body["error"]["message"] == edge._INTERNAL
 
 
 # ----------------------------------------------------------------------------- HTTP functions
@@ -275,10 +284,26 @@ def test_unexpected_exceptions_are_500_internal(
     assert type(error).__name__ in caplog.text
 
 
-def test_misconfiguration_is_500_config_error(http_fn: tuple[Any, ModuleType]) -> None:
+@pytest.mark.parametrize(
+    ("error", "code"),
+    [
+        (ConfigError(f"COLONY_DB_DSN={SECRET!r}"), "config_error"),
+        (TemplateError(f"template {SECRET!r} got unexpected variable(s): x"), "template_error"),
+        (
+            ContextBudgetExceeded(SECRET, section="kc", tokens=9, budget=1),
+            "context_budget_exceeded",
+        ),
+    ],
+)
+def test_our_own_faults_are_500_with_a_fixed_message(
+    http_fn: tuple[Any, ModuleType], error: Exception, code: str, caplog: pytest.LogCaptureFixture
+) -> None:
     client, module = http_fn
-    module.ERROR = ConfigError(f"COLONY_DB_DSN={SECRET!r}")
-    assert_error(client.post("/", json={}), 500, "config_error")
+    module.ERROR = error
+    message = assert_error(client.post("/", json={}), 500, code)["message"]
+    assert message == edge._INTERNAL
+    assert f"POST / failed: {type(error).__name__} ({code})" in caplog.text  # an ERROR line
+    assert SECRET not in caplog.text
 
 
 def test_parse_validates_without_echoing_values() -> None:
@@ -401,7 +426,13 @@ def test_caller_error_from_the_flow_is_a_rejection(pubsub_fn: tuple[Any, ModuleT
         (UpstreamError(SECRET), "upstream_error"),
         (DatabaseError(SECRET), "database_error"),
         (RuntimeError(SECRET), "internal"),
-        (ConfigError(SECRET), "config_error"),  # ours to fix: retried, not rejected
+        # ours to fix: retried (and reported), never recorded as a rejection
+        (ConfigError(SECRET), "config_error"),
+        (TemplateError(SECRET), "template_error"),
+        (
+            ContextBudgetExceeded(SECRET, section="task", tokens=9, budget=1),
+            "context_budget_exceeded",
+        ),
     ],
 )
 def test_failures_answer_500_so_pubsub_retries(

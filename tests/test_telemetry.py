@@ -20,7 +20,8 @@ import pytest
 from opentelemetry.trace import StatusCode
 
 from colony.adapters.embedding import OfflineHashEmbedder
-from colony.errors import ConfigError, ProviderError, UpstreamError
+from colony.context import templates
+from colony.errors import ConfigError, NotFound, ProviderError, UpstreamError
 from colony.flows import campaign
 from colony.knowledge import KnowledgeStore
 from colony.local.demo import load_demo
@@ -28,6 +29,7 @@ from colony.observability.logs import TRACE_FIELD
 from colony.observability.telemetry import flush_telemetry, register_flush, unregister_flush
 from colony.observability.tracing import TracedChatModel
 from colony.ports import Message, ModelRequest, ModelResponse, Usage
+from colony.runtime import edge
 from colony.runtime.deps import build_deps, set_deps_for_tests
 from colony.store import fetch_all
 from colony.testing.inline import InlineTransport, Sent
@@ -271,7 +273,7 @@ def test_pubsub_function_flushes_spans_and_events_before_it_answers(
 def test_misconfiguration_is_one_event_too(
     load_function: Any, sentry: QueuedSentryTransport, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A ``ConfigError`` is a caller error by type but ours to fix: retried and reported."""
+    """A ``ConfigError`` is an ``InternalError``, ours to fix: retried and reported."""
     client, module = load_function(PUBSUB_SOURCE, "on_event", "cloudevent")
     secret = planted()
 
@@ -285,6 +287,45 @@ def test_misconfiguration_is_one_event_too(
     assert event["exception"]["values"][-1]["value"] == "ConfigError (config_error)"
     assert secret.encode() not in sentry.serialized()
     assert secret not in capsys.readouterr().err
+
+
+def test_a_broken_template_over_http_is_a_fixed_500_and_one_event(
+    load_function: Any, sentry: QueuedSentryTransport, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The real ``render`` given a variable the template does not use (a renamed field): our
+    fault, not the caller's. A 500 whose message is the fixed sentence, never the
+    exception's text, and one Sentry event flushed before the response."""
+    client, module = load_function(HTTP_SOURCE, "api", "http")
+    secret = planted()
+    module.WORK.append(lambda: templates.render("system", {secret: "x"}))
+    capsys.readouterr()
+    response = client.post("/", json={})
+    assert response.status_code == 500
+    assert response.get_json() == {"error": {"code": "template_error", "message": edge._INTERNAL}}
+    (event,) = sentry.events()
+    assert sentry.queued == []
+    assert event["exception"]["values"][-1]["value"] == "TemplateError (template_error)"
+    assert secret.encode() not in sentry.serialized()
+    out = capsys.readouterr()
+    assert "POST / failed: TemplateError (template_error)" in out.err
+    assert secret not in out.err + out.out
+
+
+def test_a_caller_error_over_http_is_its_4xx_and_no_event(
+    load_function: Any, sentry: QueuedSentryTransport
+) -> None:
+    client, module = load_function(HTTP_SOURCE, "api", "http")
+
+    def missing() -> None:
+        raise NotFound("approval item 'ai-1' does not exist in this org")
+
+    module.WORK.append(missing)
+    response = client.post("/", json={})
+    assert response.status_code == 404
+    assert response.get_json() == {
+        "error": {"code": "not_found", "message": "approval item 'ai-1' does not exist in this org"}
+    }
+    assert sentry.events() == [] and sentry.queued == []
 
 
 def test_a_streamed_response_flushes_when_the_stream_ends(

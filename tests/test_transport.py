@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 import functions_framework
 import pytest
+from cloudevents.http import CloudEvent
 from werkzeug.serving import WSGIRequestHandler, make_server
 
 from colony.adapters.transport import (
@@ -38,10 +39,15 @@ from colony.adapters.transport import (
 )
 from colony.adapters.transport_gcp import GcpTransport
 from colony.adapters.transport_local import DbDeadLetters, DeadLetter, LocalTransport
+from colony.contracts.events import CampaignResume, CampaignStart, ContentRequest
 from colony.errors import ConfigError, TransportUnavailable, UpstreamError, ValidationFailed
+from colony.registry.functions import CAMPAIGN_RESUME_QUEUE, CAMPAIGN_TOPIC, CONTENT_TOPIC, QUEUES
+from colony.runtime.edge import decode_push
+from colony.runtime.transport import enqueue, publish
 from colony.settings import Settings
 from colony.store.db import fetch_all
 from colony.testing import emulators
+from colony.testing.inline import InlineTransport
 from tests.conftest import PgDB
 
 PROJECT = "colony-test"
@@ -565,3 +571,57 @@ def test_dead_letter_without_an_org_is_kept_not_dropped(testdb: PgDB) -> None:
     unknown_org = DeadLetter(TOPIC, "m-2", b"{}", {"org_id": "org_missing"}, 5, "HTTP 500")
     sink(unknown_org)  # the FK refuses it: logged and kept
     assert sink.unrecorded == [letter, unknown_org]
+
+
+# -- colony.runtime.transport: what every flow publishes and schedules through -------------
+
+
+def test_publish_sends_the_events_compact_json_with_its_org_and_kind() -> None:
+    transport = InlineTransport()
+    event = CampaignStart(org_id="org_a", campaign_id="cmp-1", run_id="run-1")
+    assert publish(transport, CAMPAIGN_TOPIC, event) == "msg-1"
+    [sent] = transport.pending
+    assert sent.topic == CAMPAIGN_TOPIC
+    assert sent.data == (
+        b'{"kind":"campaign.start","org_id":"org_a","campaign_id":"cmp-1","run_id":"run-1"}'
+    )
+    assert sent.attributes == {"org_id": "org_a", "kind": "campaign.start"}
+
+
+def test_a_published_event_reaches_its_function_and_decodes_at_the_edge(tmp_path: Path) -> None:
+    receiver = Receiver()
+    event = ContentRequest(org_id="org_a", request_id="content-1", topic="ROI", format="one_pager")
+    with (
+        serve_function(tmp_path, "cloudevent", receiver) as url,
+        LocalTransport({"content": url}, project=PROJECT) as transport,
+    ):
+        message_id = publish(transport, CONTENT_TOPIC, event)
+        assert transport.drain(WAIT)
+    [hit] = receiver.hits
+    attributes = {"id": hit.key, "source": hit.meta["source"], "type": hit.meta["type"]}
+    decoded = decode_push(CloudEvent(attributes, {"message": hit.meta["message"]}))
+    assert decoded.problem is None  # the attributes' org agrees with the event's
+    assert (decoded.event_id, decoded.payload) == (message_id, event)
+
+
+def test_enqueue_calls_the_queues_registered_target_with_the_events_json(
+    tmp_path: Path,
+) -> None:
+    receiver = Receiver()
+    resume = CampaignResume(org_id="org_a", campaign_id="cmp-1")
+    target = QUEUES[CAMPAIGN_RESUME_QUEUE].target
+    with (
+        serve_function(tmp_path, "http", receiver) as url,
+        LocalTransport({target: url}, project=PROJECT, region=REGION) as transport,
+    ):
+        name = enqueue(
+            transport, CAMPAIGN_RESUME_QUEUE, resume, task_id="resume-cmp-1-7", delay_seconds=0
+        )
+        assert name == f"{queue_path(PROJECT, REGION, CAMPAIGN_RESUME_QUEUE)}/tasks/resume-cmp-1-7"
+        assert transport.drain(WAIT)
+    [hit] = receiver.hits
+    assert hit.key == "resume-cmp-1-7"
+    assert hit.data == (
+        b'{"kind": "campaign.resume", "org_id": "org_a", "campaign_id": "cmp-1", "run_id": null}'
+    )
+    assert hit.meta["headers"]["X-Cloudtasks-Queuename"] == CAMPAIGN_RESUME_QUEUE

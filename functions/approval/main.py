@@ -4,15 +4,19 @@ Authenticated by a bearer JWT carrying the org (the /overview UI) or by a signed
 approval-link token; there is no unauthenticated path.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 import functions_framework
 
 from colony.runtime.deps import deps
-from colony.runtime.edge import http_json
+from colony.runtime.edge import JsonRequest, http_json
 
 
 @functions_framework.http
 @http_json
-def handle(request):
+def handle(request: JsonRequest) -> dict[str, Any]:
     from colony.flows.approval import decide
     from colony.runtime.approvals import ApprovalRequest, authorise
 

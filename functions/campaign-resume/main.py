@@ -1,14 +1,18 @@
 """Cloud Tasks target: resume a campaign run the circuit breaker paused (OIDC in production)."""
 
+from __future__ import annotations
+
+from typing import Any
+
 import functions_framework
 
 from colony.runtime.deps import deps
-from colony.runtime.edge import http_json
+from colony.runtime.edge import JsonRequest, http_json
 
 
 @functions_framework.http
 @http_json
-def handle(request):
+def handle(request: JsonRequest) -> dict[str, Any]:
     from colony.contracts.events import CampaignResume
     from colony.flows import campaign
     from colony.runtime.auth import verify_google_oidc

@@ -5,15 +5,19 @@ The scheduler job's body names the org (one job per org) and may name the day:
 the stored brief.
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 import functions_framework
 
 from colony.runtime.deps import deps
-from colony.runtime.edge import http_json
+from colony.runtime.edge import JsonRequest, http_json
 
 
 @functions_framework.http
 @http_json
-def handle(request):
+def handle(request: JsonRequest) -> dict[str, Any]:
     from colony.flows.brief import BriefRequest, daily_brief
     from colony.runtime.auth import verify_google_oidc
 

@@ -1,15 +1,19 @@
 """ESP delivery events (delivered / bounced / complained / replied), HMAC-signed; feeds the
 circuit breaker (CONST-005)."""
 
+from __future__ import annotations
+
+from typing import Any
+
 import functions_framework
 
 from colony.runtime.deps import deps
-from colony.runtime.edge import http_json
+from colony.runtime.edge import JsonRequest, http_json
 
 
 @functions_framework.http
 @http_json
-def handle(request):
+def handle(request: JsonRequest) -> dict[str, Any]:
     from colony.flows.delivery import record
     from colony.runtime.approvals import DeliveryEvent, verify_delivery_signature
 

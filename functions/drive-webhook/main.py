@@ -3,17 +3,24 @@
 Authenticated by the watch channel's token (X-Goog-Channel-Token), which also names the org.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import functions_framework
 
 from colony.runtime.deps import deps
-from colony.runtime.edge import http_json
+from colony.runtime.edge import JsonRequest, http_json
 
-_drive = None
+if TYPE_CHECKING:
+    from colony.adapters.drive import DriveClient
+
+_drive: DriveClient | None = None
 
 
 @functions_framework.http
 @http_json
-def handle(request):
+def handle(request: JsonRequest) -> dict[str, Any]:
     from colony.adapters.drive import drive_from_settings
     from colony.flows.recording import ingest
 

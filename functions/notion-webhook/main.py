@@ -3,15 +3,19 @@
 Authenticated by X-Notion-Signature (HMAC-SHA256 of the raw body).
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 import functions_framework
 
 from colony.runtime.deps import deps
-from colony.runtime.edge import http_json
+from colony.runtime.edge import JsonRequest, http_json
 
 
 @functions_framework.http
 @http_json
-def handle(request):
+def handle(request: JsonRequest) -> dict[str, Any]:
     from colony.flows.notion_sync import receive
 
     raw = request.raw.get_data(cache=True)

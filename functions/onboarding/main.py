@@ -1,14 +1,21 @@
 """AGT-009 Onboarding: a deployment kit (GCS + signed URL) for each deal that closed won."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import functions_framework
 
 from colony.runtime.deps import deps
 from colony.runtime.edge import pubsub_handler
 
+if TYPE_CHECKING:
+    from colony.contracts.events import Event
+
 
 @functions_framework.cloud_event
 @pubsub_handler("onboarding")
-def handle(event, event_id):
+def handle(event: Event, event_id: str) -> dict[str, Any]:
     from colony.flows.handlers import PUBSUB_HANDLERS
 
     return PUBSUB_HANDLERS["onboarding"](deps(), event, event_id)

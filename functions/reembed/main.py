@@ -1,16 +1,23 @@
 """Cloud Tasks target: re-embed one Notion page into its KC domain (OIDC in production)."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import functions_framework
 
 from colony.runtime.deps import deps
-from colony.runtime.edge import http_json
+from colony.runtime.edge import JsonRequest, http_json
 
-_notion = None
+if TYPE_CHECKING:
+    from colony.adapters.notion import NotionClient
+
+_notion: NotionClient | None = None
 
 
 @functions_framework.http
 @http_json
-def handle(request):
+def handle(request: JsonRequest) -> dict[str, Any]:
     from colony.adapters.notion import notion_from_settings
     from colony.contracts.events import NotionReembed
     from colony.flows.notion_sync import reembed

@@ -1,23 +1,34 @@
-"""One error root for the whole package.
+"""One error root for the whole package, split by whose fault a failure is.
 
     ColonyError
     ├── CallerError              the input is wrong; retrying the same input cannot help
-    │   ├── ConfigError          a setting is missing or malformed (names the variable)
     │   ├── ValidationFailed     a value broke a contract (names the field)
     │   │   ├── UnknownDomain    a Knowledge Core domain id that is not KC-01..KC-10
     │   │   └── DimensionMismatch  an embedding of the wrong length
     │   ├── OrgScopeError        no org, or an org that is not the caller's (CONST-003)
     │   ├── NotFound             a referenced row does not exist in the caller's org
     │   ├── Unauthorized         no credentials, or credentials that do not verify
-    │   ├── Conflict             the request clashes with the current state of a row
-    │   └── ContextBudgetExceeded  a prompt section cannot fit its budget (names the section)
+    │   └── Conflict             the request clashes with the current state of a row
+    ├── InternalError            our fault: the caller cannot fix it, a fix of ours can
+    │   ├── ConfigError          a setting is missing or malformed (names the variable)
+    │   ├── TemplateError        a prompt template and its variables disagree (names both)
+    │   └── ContextBudgetExceeded  our own data overflows a prompt section (names the section)
     └── UpstreamError            something we depend on failed; a retry may help
         ├── DatabaseError        PostgreSQL refused or could not be reached
+        ├── TransportUnavailable  Pub/Sub or Cloud Tasks failed transiently
         └── ProviderError        an LLM / embedding provider failed
             ├── ProviderUnavailable  429, 5xx or a timeout: retried with backoff
             └── OutputInvalid        the answer broke its contract, even after one repair
 
-HTTP status mapping lives only in the function adapters: CallerError → 4xx, UpstreamError → 5xx.
+How each branch is answered is decided once, in ``colony.runtime.edge``:
+
+- ``CallerError``: HTTP 4xx with its message (written for the caller); a Pub/Sub delivery is
+  recorded as rejected and acknowledged. Not reported to Sentry.
+- ``InternalError``: HTTP 500 with a fixed message, never its text; a Pub/Sub delivery is
+  retried, then dead-lettered. Logged and reported to Sentry. A caller's input that is too
+  large is refused as a ``CallerError`` before it reaches a budget (e.g. ``MessageTooLong``).
+- ``UpstreamError``: HTTP 503 with a fixed message; a Pub/Sub delivery is retried. Logged and
+  reported, unless ``expected`` (a duplicate delivery finding its step busy).
 """
 
 from __future__ import annotations
@@ -35,10 +46,6 @@ class ColonyError(Exception):
 
 class CallerError(ColonyError):
     code = "bad_request"
-
-
-class ConfigError(CallerError):
-    code = "config_error"
 
 
 class ValidationFailed(CallerError):
@@ -61,7 +68,23 @@ class NotFound(CallerError):
     code = "not_found"
 
 
-class ContextBudgetExceeded(CallerError):
+class InternalError(ColonyError):
+    """Our fault: misconfiguration, a broken template, a budget our own data overflowed."""
+
+    code = "internal_error"
+
+
+class ConfigError(InternalError):
+    code = "config_error"
+
+
+class TemplateError(InternalError):
+    """A prompt template names a variable it was not given, or is given one it does not use."""
+
+    code = "template_error"
+
+
+class ContextBudgetExceeded(InternalError):
     code = "context_budget_exceeded"
 
     def __init__(self, message: str, *, section: str, tokens: int, budget: int) -> None:

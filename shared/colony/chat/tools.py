@@ -18,7 +18,6 @@ an approval may be retried after a failed commit.
 from __future__ import annotations
 
 import hashlib
-import json
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -34,13 +33,13 @@ from colony.contracts.chat import (
     PipelineSnapshotArgs,
     SearchKnowledgeArgs,
 )
-from colony.errors import CallerError, ConfigError, NotFound, ValidationFailed
+from colony.errors import CallerError, NotFound, ValidationFailed
 from colony.flows.approval_queue import pending_cards
 from colony.flows.deps import FlowDeps
+from colony.registry.functions import CAMPAIGN_TOPIC, CONTENT_TOPIC
+from colony.runtime.transport import publish
 from colony.store import fetch_all, fetch_one
 
-CONTENT_TOPIC = "colony-content"
-CAMPAIGN_TOPIC = "colony-campaign"
 SNIPPET_CHARS = 240
 
 
@@ -142,10 +141,7 @@ def launch_campaign(ctx: ToolContext, args: LaunchCampaignArgs) -> dict[str, Any
             cur.execute(ADD_CONTACT, (ctx.org_id, campaign_id, contact_id))
         cur.execute(CREATE_RUN, (run_id, ctx.org_id, campaign_id))
     event = CampaignStart(org_id=ctx.org_id, campaign_id=campaign_id, run_id=run_id)
-    data = json.dumps(event.model_dump(mode="json"), separators=(",", ":")).encode()
-    message_id = ctx.deps.transport.publish(
-        CAMPAIGN_TOPIC, data, {"org_id": ctx.org_id, "kind": event.kind}
-    )
+    message_id = publish(ctx.deps.transport, CAMPAIGN_TOPIC, event)
     return {"campaign_id": campaign_id, "run_id": run_id, "name": name, "contacts": len(ids),
             "angle": args.angle, "tier": args.tier, "dispatched": message_id}  # fmt: skip
 
@@ -234,20 +230,13 @@ def decide_approval(ctx: ToolContext, args: DecideApprovalArgs) -> dict[str, Any
 
 
 def ask_content_agent(ctx: ToolContext, args: AskContentArgs) -> dict[str, Any]:
-    from colony.registry.functions import TOPICS
-
-    if CONTENT_TOPIC not in TOPICS:
-        raise ValidationFailed("the content agent (AGT-008) is not deployed yet")
     from colony.contracts.events import ContentRequest
 
     request_id = _stable_id("content", ctx.org_id, ctx.call_id)
     event = ContentRequest(
         org_id=ctx.org_id, request_id=request_id, topic=args.topic, format=args.format
     )
-    data = json.dumps(event.model_dump(mode="json"), separators=(",", ":")).encode()
-    message_id = ctx.deps.transport.publish(
-        CONTENT_TOPIC, data, {"org_id": ctx.org_id, "kind": "content.request"}
-    )
+    message_id = publish(ctx.deps.transport, CONTENT_TOPIC, event)
     return {"request_id": request_id, "dispatched": message_id, "topic": args.topic,
             "format": args.format}  # fmt: skip
 
@@ -284,11 +273,10 @@ def definitions() -> list[dict[str, Any]]:
 def run(tool: Tool, ctx: ToolContext, args: BaseModel) -> dict[str, Any]:
     """Run a tool: its result, or ``{"error": {...}}`` for a caller error (the model sees
     it and can explain it; nothing half-done, since every runner writes in one transaction
-    before it dispatches)."""
+    before it dispatches). An ``InternalError`` is ours to fix, not the model's to explain:
+    it propagates."""
     try:
         return {"ok": True, "result": tool.run(ctx, args)}
-    except ConfigError:
-        raise  # ours to fix, not the model's to explain
     except CallerError as error:
         return {"ok": False, "error": {"code": error.code, "message": str(error)}}
 

@@ -13,11 +13,7 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
-from colony.errors import ValidationFailed
-
-
-class TemplateError(ValidationFailed):
-    code = "template_error"
+from colony.errors import TemplateError
 
 
 @lru_cache(maxsize=64)

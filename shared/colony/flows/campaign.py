@@ -27,9 +27,10 @@ from colony.llm.agent_call import call_agent
 from colony.policy.anti_icp import match_rules
 from colony.policy.outbound import check_outbound
 from colony.registry.agents import AGENTS, agent_by_slug
-from colony.registry.functions import AGENT_TOPICS
+from colony.registry.functions import AGENT_TOPICS, CAMPAIGN_TOPIC
 from colony.runtime import idempotency
 from colony.runtime.steps import step
+from colony.runtime.transport import publish
 from colony.store import campaigns as sql
 from colony.store import fetch_all, fetch_one, orgdata
 from colony.store.db import Row
@@ -73,7 +74,7 @@ def launch(deps: FlowDeps, org_id: str, campaign_id: str) -> str:
     """Publish a start event for a new run of ``campaign_id``; return the run id."""
     run_id = f"run-{uuid.uuid4().hex[:16]}"
     event = CampaignStart(org_id=org_id, campaign_id=campaign_id, run_id=run_id)
-    _publish(deps, "colony-campaign", event.model_dump(mode="json"), org_id)
+    publish(deps.transport, CAMPAIGN_TOPIC, event)
     return run_id
 
 
@@ -207,7 +208,9 @@ def _specialist(
             results.append(work(deps, org, campaign, run_id, contact_id, envelope))
         except (CallerError, OutputInvalid) as error:
             # Permanent for this contact: count it as finished so the run can complete.
-            # A caller error is still raised, so the delivery is recorded as rejected.
+            # A caller error is still raised, so the delivery is recorded as rejected. An
+            # InternalError (a missing key, a broken template) is not caught: like an upstream
+            # failure it is retried, and the contact stays pending until a fix lets it pass.
             contact_done(deps, org, run_id, contact_id, f"failed:{error.code}")
             if isinstance(error, CallerError):
                 raise
@@ -359,9 +362,4 @@ def _handoff(deps: FlowDeps, org: str, campaign: Row, run_id: str, contact_id: s
         kc_bucket_hints=HINTS[agent_id],  # type: ignore[arg-type]  # registry ids
     )
     event = Handoff(org_id=org, campaign_id=campaign["id"], envelope=envelope)
-    _publish(deps, AGENT_TOPICS[agent_id], event.model_dump(mode="json"), org)
-
-
-def _publish(deps: FlowDeps, topic: str, event: Mapping[str, Any], org: str) -> str:
-    data = json.dumps(event, separators=(",", ":")).encode()
-    return deps.transport.publish(topic, data, {"org_id": org, "kind": str(event["kind"])})
+    publish(deps.transport, AGENT_TOPICS[agent_id], event)

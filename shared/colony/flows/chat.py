@@ -34,7 +34,7 @@ from typing import Any
 from colony.chat import events as ev
 from colony.chat import history, tools
 from colony.contracts.chat import OrchestratorReply
-from colony.errors import CallerError, ColonyError, NotFound, OutputInvalid, ValidationFailed
+from colony.errors import CallerError, NotFound, OutputInvalid, UpstreamError, ValidationFailed
 from colony.flows import approval_queue
 from colony.flows.deps import FlowDeps
 from colony.ports import ModelRequest, ToolCall
@@ -201,17 +201,19 @@ def run_turn(
 
 def _guarded(io: TurnIO, body: Callable[[], None]) -> None:
     """Run the turn's body; whatever fails, the turn ends with ``error`` + a failed ``done``
-    in the log, so every follower (and a replay) sees it end."""
+    in the log, so every follower (and a replay) sees it end. Our own faults
+    (``InternalError``: a missing key, a broken template) and bugs then raise, to be logged
+    and reported."""
     from colony.runtime.edge import error_response
 
     try:
         body()
-    except ColonyError as error:
+    except (CallerError, UpstreamError) as error:
         # Caller errors carry their sentence; upstream ones a fixed one (no provider text).
         payload = error_response(error)[0]
         log.warning("chat turn %s failed: %s", io.turn_id, error.code)
         io.write([("error", payload), ("done", {"status": "failed"})])
-    except Exception as error:  # a bug: end the turn (fixed message), then let it raise
+    except Exception as error:  # ours or a bug: end the turn (fixed message), then raise
         # Best effort: if the database is what failed, the original error is the one to raise.
         with contextlib.suppress(Exception):
             io.write([("error", error_response(error)[0]), ("done", {"status": "failed"})])
@@ -522,8 +524,9 @@ def apply_tool_action(
     on the decision's cursor, so they commit — and reach the session's followers — with the
     decision. Idempotent: a call that already has its result is not run again, and the tool
     runners themselves are idempotent on the call id. A tool that fails upstream raises (the
-    decision rolls back); once the result is recorded, a failed continuation is an ``error``
-    event and the decision stands.
+    decision rolls back); once the result is recorded, a continuation failing upstream is an
+    ``error`` event and the decision stands, while one failing by our fault (``InternalError``)
+    or a bug raises too, so it is reported and approving again retries it.
     """
     session_id = str(payload["session_id"])
     call_id = str(payload["call_id"])

@@ -24,13 +24,14 @@ from colony.errors import ValidationFailed
 from colony.flows.deps import FlowDeps
 from colony.llm.agent_call import call_agent
 from colony.policy.outbound import competitor_mentions
+from colony.registry.functions import CONTENT_TOPIC
 from colony.runtime import idempotency
 from colony.runtime.steps import step
+from colony.runtime.transport import publish
 from colony.store import fetch_one, orgdata
 
 AGENT = "AGT-008"
 HANDLER = "content"
-TOPIC = "colony-content"
 GROUNDING = ("KC-01", "KC-05", "KC-07")
 PER_DOMAIN = 2
 DEFAULT_COMPETITORS = ("CareSpace Analytics", "FacilityIQ", "LeaseLogic Health")
@@ -54,8 +55,7 @@ def request_content(deps: FlowDeps, org_id: str, topic: str, piece_format: str) 
         topic=topic,
         format=piece_format,  # type: ignore[arg-type]  # validated by the model
     )
-    data = json.dumps(event.model_dump(mode="json"), separators=(",", ":")).encode()
-    deps.transport.publish(TOPIC, data, {"org_id": org_id, "kind": event.kind})
+    publish(deps.transport, CONTENT_TOPIC, event)
     return event.request_id
 
 

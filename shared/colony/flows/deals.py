@@ -23,9 +23,10 @@ from colony.contracts.common import Strict
 from colony.contracts.events import DealClosedWon
 from colony.errors import NotFound, ValidationFailed
 from colony.flows.deps import FlowDeps
+from colony.registry.functions import ONBOARDING_TOPIC
+from colony.runtime.transport import publish
 from colony.store import fetch_one
 
-ONBOARDING_TOPIC = "colony-onboarding"
 Stage = Literal["discovery", "demo", "proposal", "negotiation", "closed_won", "closed_lost"]
 
 DEAL_FOR_UPDATE = "SELECT id, stage FROM deals WHERE id = %s FOR UPDATE"
@@ -107,5 +108,4 @@ def apply_deal_update(
     )  # fmt: skip
     if c.stage == "closed_won" and deal["stage"] != "closed_won":
         event = DealClosedWon(org_id=org_id, deal_id=update.deal_id)
-        data = json.dumps(event.model_dump(mode="json"), separators=(",", ":")).encode()
-        deps.transport.publish(ONBOARDING_TOPIC, data, {"org_id": org_id, "kind": event.kind})
+        publish(deps.transport, ONBOARDING_TOPIC, event)

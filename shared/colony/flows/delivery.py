@@ -11,13 +11,14 @@ its own resume and a redelivered event never schedules a second one.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Literal
 
 from colony.contracts.events import CampaignResume
 from colony.errors import NotFound, ValidationFailed
 from colony.flows.deps import FlowDeps
+from colony.registry.functions import CAMPAIGN_RESUME_QUEUE
 from colony.runtime import idempotency
+from colony.runtime.transport import enqueue
 from colony.store import campaigns as sql
 from colony.store import fetch_all, fetch_one
 
@@ -25,7 +26,6 @@ DeliveryEvent = Literal["delivered", "bounced", "complained", "replied"]
 EVENTS: tuple[str, ...] = ("delivered", "bounced", "complained", "replied")
 MIN_SAMPLE = 10  # messages with an outcome before a rate can trip the breaker
 RESUME_AFTER_SECONDS = 24 * 3600
-RESUME_QUEUE = "colony-campaign-resume"
 HANDLER = "delivery-events"
 
 # Forward only: bounced and complained are final; replied is not undone by a late delivered.
@@ -72,12 +72,13 @@ def record(
         # Every event of a paused campaign re-asks for its resume: the task name is the
         # pause's, so this is created once, even after a crash right after the pause.
         resume = CampaignResume(org_id=org_id, campaign_id=campaign_id)
-        deps.transport.schedule(
-            RESUME_QUEUE, "campaign-resume",
-            json.dumps(resume.model_dump(mode="json")).encode(),
+        enqueue(
+            deps.transport,
+            CAMPAIGN_RESUME_QUEUE,
+            resume,
             task_id=f"resume-{campaign_id}-{int(paused['paused_at'].timestamp())}",
             delay_seconds=RESUME_AFTER_SECONDS,
-        )  # fmt: skip
+        )
     return outcome
 
 

@@ -29,12 +29,12 @@ from colony.errors import ConfigError, NotFound, OrgScopeError, ValidationFailed
 from colony.flows.deps import FlowDeps
 from colony.knowledge.chunking import chunk_text
 from colony.knowledge.store import ChunkIn, SyncResult
+from colony.registry.functions import NOTION_REEMBED_QUEUE
 from colony.runtime import idempotency
+from colony.runtime.transport import enqueue
 from colony.store import fetch_one
 
 log = logging.getLogger("colony.notion_sync")
-QUEUE = "colony-notion-reembed"
-TARGET = "reembed"
 HANDLER = "notion-webhook"
 ADD_VERIFICATION = "INSERT INTO notion_verifications (verification_token) VALUES (%s)"
 BURST_WINDOW_SECONDS = 5  # a page's events received within one window share one task
@@ -80,10 +80,13 @@ def receive(deps: FlowDeps, raw: bytes, signature: str | None) -> dict[str, Any]
     edited = str(body.get("timestamp") or event_id)[:64]
     job = NotionReembed(org_id=org, page_id=page_id, domain=domain, edited_time=edited)  # type: ignore[arg-type]
     window, delay = burst_window(deps.clock().timestamp())
-    task = deps.transport.schedule(
-        QUEUE, TARGET, json.dumps(job.model_dump(mode="json")).encode(),
-        task_id=f"notion-{page_id}-w{window}", delay_seconds=delay,
-    )  # fmt: skip
+    task = enqueue(
+        deps.transport,
+        NOTION_REEMBED_QUEUE,
+        job,
+        task_id=f"notion-{page_id}-w{window}",
+        delay_seconds=delay,
+    )
     idempotency.mark(deps.db, org, HANDLER, event_key, detail=task[-200:])
     return {"status": "queued", "page_id": page_id, "domain": domain}
 

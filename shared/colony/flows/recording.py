@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from colony.adapters.drive import (
     MAX_TRANSCRIPT_BYTES,
@@ -40,7 +40,11 @@ from colony.flows.deps import FlowDeps
 from colony.registry.functions import AGENT_TOPICS
 from colony.runtime import delivery, idempotency
 from colony.runtime.steps import step
+from colony.runtime.transport import publish
 from colony.store import fetch_all, fetch_one, orgdata
+
+if TYPE_CHECKING:
+    from colony.observability.logs import Headers
 
 PASS1_CHUNK_TOKENS = 1500  # focused, short context (seed §5.3), well inside the 3000 budget
 OVERLAP_TOKENS = 120
@@ -89,7 +93,7 @@ VALUES (%s, %s, %s, %s, %s, 'queued') ON CONFLICT (approval_item_id) DO NOTHING
 # ─── Drive webhook: notification → transcript in GCS → ENT-006 → AGT-006 ───────────────
 
 
-def ingest(deps: FlowDeps, headers: Mapping[str, str], drive: DriveClient) -> dict[str, Any]:
+def ingest(deps: FlowDeps, headers: Headers, drive: DriveClient) -> dict[str, Any]:
     """Handle one Drive push notification (headers only; Drive sends no body).
 
     The token is verified first, for the folder the notification names: nothing is read,
@@ -99,7 +103,7 @@ def ingest(deps: FlowDeps, headers: Mapping[str, str], drive: DriveClient) -> di
         deps.settings.drive_channel_token, headers.get("X-Goog-Channel-Token"), folder
     )
     assert folder is not None  # a token only verifies for a named folder
-    state = headers.get("X-Goog-Resource-State", "")
+    state = headers.get("X-Goog-Resource-State") or ""
     if state == "sync":  # the handshake Drive sends when a channel is created
         return {"status": "sync"}
     channel, number = headers.get("X-Goog-Channel-ID"), headers.get("X-Goog-Message-Number")
@@ -154,7 +158,7 @@ def _store(deps: FlowDeps, org: str, drive: DriveClient, file: Any) -> str | Non
 
 def _publish_received(deps: FlowDeps, org: str, recording_id: str) -> str:
     event = RecordingReceived(org_id=org, recording_id=recording_id)
-    _publish(deps, AGENT_TOPICS["AGT-006"], event.model_dump(mode="json"), org)
+    publish(deps.transport, AGENT_TOPICS["AGT-006"], event)
     return recording_id
 
 
@@ -201,7 +205,7 @@ def analyse(deps: FlowDeps, org: str, recording_id: str, event_id: str) -> dict[
         outcome = {"status": "processed"}
     # Processed (now or by an earlier delivery whose publish may have been lost): AGT-007.
     event = RecordingProcessed(org_id=org, recording_id=recording_id)
-    _publish(deps, AGENT_TOPICS["AGT-007"], event.model_dump(mode="json"), org)
+    publish(deps.transport, AGENT_TOPICS["AGT-007"], event)
     idempotency.mark(deps.db, org, handler, event_id)
     return outcome
 
@@ -465,8 +469,3 @@ def _deal_view(deal: Mapping[str, Any] | None) -> dict[str, Any]:
         "value": float(value) if value is not None else None,
         "next_action": deal.get("next_action"),
     }  # fmt: skip
-
-
-def _publish(deps: FlowDeps, topic: str, event: Mapping[str, Any], org: str) -> str:
-    data = json.dumps(event, separators=(",", ":")).encode()
-    return deps.transport.publish(topic, data, {"org_id": org, "kind": str(event["kind"])})

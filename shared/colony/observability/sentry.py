@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from colony.errors import CallerError, ColonyError, ConfigError
+from colony.errors import CallerError, ColonyError
 from colony.observability.telemetry import register_flush, unregister_flush
 
 if TYPE_CHECKING:
@@ -258,10 +258,11 @@ def shutdown_sentry() -> None:
 
 
 def _reportable(error: BaseException) -> bool:
-    """Runtime errors and misconfiguration; not a caller's mistake, nor an expected retry."""
+    """Our faults (``InternalError``), upstream failures and bugs; not a caller's mistake,
+    nor an expected retry."""
     if isinstance(error, ColonyError) and error.expected:
         return False
-    return isinstance(error, ConfigError) or not isinstance(error, CallerError)
+    return not isinstance(error, CallerError)
 
 
 def report(error: BaseException) -> None:
@@ -280,7 +281,7 @@ def error_scope(
     With ``capture`` an exception escaping the block is reported inside the scope (so it
     carries the tags; the SDK's dedupe drops a second report of the same exception further
     up) and re-raised unchanged. A ``CallerError`` is not a runtime error and is not
-    reported, except a ``ConfigError`` (ours to fix); nor is an expected failure
+    reported (an ``InternalError``, ours to fix, is); nor is an expected failure
     (``ColonyError.expected``, e.g. a step busy with a duplicate delivery).
     """
     sentry_sdk = sys.modules.get("sentry_sdk")

@@ -24,6 +24,7 @@ class Topic:
 @dataclass(frozen=True, slots=True)
 class Queue:
     name: str
+    target: str  # the HTTP function its tasks call
     purpose: str
     max_attempts: int = 5
     max_dispatches_per_second: float = 5.0
@@ -80,19 +81,32 @@ class Function:
     roles: tuple[Grant, ...] = ()  # further project roles, each with its reason
 
 
+# Topic and queue ids are written once, here: code names them by these constants or through
+# the wiring below (``Function.topic``, ``AGENT_TOPICS``, ``Queue.target``), never by a
+# literal (tests/test_registry.py fails on one).
+CAMPAIGN_TOPIC = "colony-campaign"
+ENRICHMENT_TOPIC = "colony-enrichment"
+QUALIFICATION_TOPIC = "colony-qualification"
+MESSAGE_GENERATOR_TOPIC = "colony-message-generator"
+RECORDING_TOPIC = "colony-recording-intelligence"
+FOLLOW_UP_TOPIC = "colony-follow-up"
+CONTENT_TOPIC = "colony-content"
+ONBOARDING_TOPIC = "colony-onboarding"
 DEAD_LETTER_TOPIC = "colony-dead-letter"
+CAMPAIGN_RESUME_QUEUE = "colony-campaign-resume"
+NOTION_REEMBED_QUEUE = "colony-notion-reembed"
 
 TOPICS: dict[str, Topic] = {
     t.name: t
     for t in (
-        Topic("colony-campaign", "campaign run control: start, resume, contact finished (AGT-002)"),
-        Topic("colony-enrichment", "handoffs to prospect enrichment (AGT-003)"),
-        Topic("colony-qualification", "handoffs to qualification (AGT-004)"),
-        Topic("colony-message-generator", "handoffs to the message generator (AGT-005)"),
-        Topic("colony-recording-intelligence", "recordings stored by the Drive webhook (AGT-006)"),
-        Topic("colony-follow-up", "recordings AGT-006 finished, for the follow-up (AGT-007)"),
-        Topic("colony-content", "content requests for the content agent (AGT-008)"),
-        Topic("colony-onboarding", "deals moved to closed_won, for deployment kits (AGT-009)"),
+        Topic(CAMPAIGN_TOPIC, "campaign run control: start, resume, contact finished (AGT-002)"),
+        Topic(ENRICHMENT_TOPIC, "handoffs to prospect enrichment (AGT-003)"),
+        Topic(QUALIFICATION_TOPIC, "handoffs to qualification (AGT-004)"),
+        Topic(MESSAGE_GENERATOR_TOPIC, "handoffs to the message generator (AGT-005)"),
+        Topic(RECORDING_TOPIC, "recordings stored by the Drive webhook (AGT-006)"),
+        Topic(FOLLOW_UP_TOPIC, "recordings AGT-006 finished, for the follow-up (AGT-007)"),
+        Topic(CONTENT_TOPIC, "content requests for the content agent (AGT-008)"),
+        Topic(ONBOARDING_TOPIC, "deals moved to closed_won, for deployment kits (AGT-009)"),
         Topic(DEAD_LETTER_TOPIC, "messages that exhausted their delivery attempts", 0),
     )
 }
@@ -100,70 +114,80 @@ TOPICS: dict[str, Topic] = {
 QUEUES: dict[str, Queue] = {
     q.name: q
     for q in (
-        Queue("colony-campaign-resume", "circuit-breaker resumes of paused campaigns", 5, 1.0),
-        Queue("colony-notion-reembed", "Notion page re-embed jobs (named by page + edit)", 5, 3.0),
+        Queue(
+            CAMPAIGN_RESUME_QUEUE,
+            target="campaign-resume",
+            purpose="circuit-breaker resumes of paused campaigns",
+            max_dispatches_per_second=1.0,
+        ),
+        Queue(
+            NOTION_REEMBED_QUEUE,
+            target="reembed",
+            purpose="Notion page re-embed jobs (named by page + edit)",
+            max_dispatches_per_second=3.0,
+        ),
     )
 }
 
 FUNCTIONS: dict[str, Function] = {
     f.name: f
     for f in (
-        Function("campaign", "pubsub", "colony-campaign", "AGT-002", "campaign orchestrator",
-                 publishes=("colony-enrichment",)),
+        Function("campaign", "pubsub", CAMPAIGN_TOPIC, "AGT-002", "campaign orchestrator",
+                 publishes=(ENRICHMENT_TOPIC,)),
         # the per-contact stages fan a campaign out: they get the most instances
-        Function("enrichment", "pubsub", "colony-enrichment", "AGT-003", "prospect enrichment",
-                 publishes=("colony-qualification",), max_instances=4),
-        Function("qualification", "pubsub", "colony-qualification", "AGT-004", "ICP scoring",
-                 publishes=("colony-message-generator",), max_instances=4),
+        Function("enrichment", "pubsub", ENRICHMENT_TOPIC, "AGT-003", "prospect enrichment",
+                 publishes=(QUALIFICATION_TOPIC,), max_instances=4),
+        Function("qualification", "pubsub", QUALIFICATION_TOPIC, "AGT-004", "ICP scoring",
+                 publishes=(MESSAGE_GENERATOR_TOPIC,), max_instances=4),
         Function(
-            "message-generator", "pubsub", "colony-message-generator", "AGT-005",
+            "message-generator", "pubsub", MESSAGE_GENERATOR_TOPIC, "AGT-005",
             "outbound message drafts into the approval queue", max_instances=4,
         ),
         Function("campaign-resume", "http", None, "AGT-002", "Cloud Tasks target: resume a run",
-                 secrets=MODEL_FREE_SECRETS, publishes=("colony-enrichment",), max_instances=1),
+                 secrets=MODEL_FREE_SECRETS, publishes=(ENRICHMENT_TOPIC,), max_instances=1),
         Function("approval", "http", None, None, "approve / reject / edit approval items",
                  secrets=(*RUNTIME_SECRETS, *JWT_SECRETS, "COLONY_APPROVAL_TOKEN_KEY"),
                  # an approved chat tool resumes its turn here (launch, content request)
-                 publishes=("colony-onboarding", "colony-campaign", "colony-content"),
+                 publishes=(ONBOARDING_TOPIC, CAMPAIGN_TOPIC, CONTENT_TOPIC),
                  public=True, max_instances=3),
         Function("delivery-events", "http", None, None, "delivered/bounced/complained/replied",
                  secrets=(*MODEL_FREE_SECRETS, "COLONY_DELIVERY_WEBHOOK_SECRET"),
-                 enqueues=("colony-campaign-resume",), public=True, max_instances=3),
+                 enqueues=(CAMPAIGN_RESUME_QUEUE,), public=True, max_instances=3),
         Function("chat", "http", None, "AGT-001", "GTM orchestrator chat (SSE) and /overview",
                  secrets=(*RUNTIME_SECRETS, *JWT_SECRETS),
                  # it decides approval items too, so it publishes what their appliers do
-                 publishes=("colony-campaign", "colony-content", "colony-onboarding"),
+                 publishes=(CAMPAIGN_TOPIC, CONTENT_TOPIC, ONBOARDING_TOPIC),
                  # its approval cards sign deployment-kit links (colony.flows.approval_queue)
                  assets="read", public=True,
                  timeout_seconds=300, max_instances=5),
         Function("drive-webhook", "http", None, None, "Drive push: transcript to GCS + ENT-006",
                  secrets=(*MODEL_FREE_SECRETS, "COLONY_DRIVE_CHANNEL_TOKEN"), assets="write",
-                 publishes=("colony-recording-intelligence",), public=True, max_instances=1),
+                 publishes=(RECORDING_TOPIC,), public=True, max_instances=1),
         Function(
-            "recording-intelligence", "pubsub", "colony-recording-intelligence", "AGT-006",
+            "recording-intelligence", "pubsub", RECORDING_TOPIC, "AGT-006",
             "two-pass call intelligence: signals, summary, approval items",
-            memory="1Gi", timeout_seconds=540, assets="read", publishes=("colony-follow-up",),
+            memory="1Gi", timeout_seconds=540, assets="read", publishes=(FOLLOW_UP_TOPIC,),
             # each recording fans out to recording_parallelism pass-1 calls: few per instance
             concurrency=2, max_instances=3,
         ),
         Function(
-            "follow-up", "pubsub", "colony-follow-up", "AGT-007",
+            "follow-up", "pubsub", FOLLOW_UP_TOPIC, "AGT-007",
             "post-call follow-up drafts into the approval queue",
         ),
         Function("notion-webhook", "http", None, None, "Notion events → re-embed tasks",
                  secrets=(*MODEL_FREE_SECRETS, "COLONY_NOTION_SIGNING_SECRET"),
-                 enqueues=("colony-notion-reembed",), public=True, max_instances=1),
+                 enqueues=(NOTION_REEMBED_QUEUE,), public=True, max_instances=1),
         Function("reembed", "http", None, None, "Cloud Tasks target: re-embed one Notion page",
                  secrets=(*EMBEDDING_SECRETS, "COLONY_NOTION_TOKEN"), timeout_seconds=300,
                  max_instances=1),
         Function("daily-brief", "http", None, "AGT-010", "Cloud Scheduler target: daily brief",
                  timeout_seconds=300, max_instances=1),
         Function(
-            "content", "pubsub", "colony-content", "AGT-008",
+            "content", "pubsub", CONTENT_TOPIC, "AGT-008",
             "content pieces grounded in KC-01/05/07 into the approval queue",
         ),
         Function(
-            "onboarding", "pubsub", "colony-onboarding", "AGT-009",
+            "onboarding", "pubsub", ONBOARDING_TOPIC, "AGT-009",
             "deployment kit in GCS (signed URL) for a closed-won deal",
             assets="write", timeout_seconds=300, max_instances=1,
         ),

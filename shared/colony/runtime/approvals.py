@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
 
@@ -14,6 +13,9 @@ from colony.contracts.common import Strict
 from colony.errors import ConfigError, Unauthorized, ValidationFailed
 from colony.runtime.auth import verify_approval_token, verify_bearer
 from colony.settings import Settings
+
+if TYPE_CHECKING:
+    from colony.observability.logs import Headers
 
 Action = Literal["approve", "reject", "edit"]
 SIGNATURE_HEADER = "X-Colony-Signature"
@@ -63,7 +65,7 @@ def sign_delivery(secret: str, raw: bytes) -> str:
     return "sha256=" + hmac.new(secret.encode(), raw, hashlib.sha256).hexdigest()
 
 
-def verify_delivery_signature(raw: bytes, headers: Mapping[str, str], settings: Settings) -> None:
+def verify_delivery_signature(raw: bytes, headers: Headers, settings: Settings) -> None:
     """The ESP signs each raw body with the shared secret (HMAC-SHA256); compare in constant
     time. The org named in the body is trusted only because the signature covers it."""
     if not settings.delivery_webhook_secret:

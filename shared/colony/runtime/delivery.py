@@ -10,8 +10,9 @@ for good, ``record(reason)`` runs first, then the error propagates unchanged, so
 still rejects or nacks it and the message is still dead-lettered for inspection and replay.
 
 An error ends the delivery for good when it is a caller error (the edge acknowledges it and
-never retries; ``ConfigError`` aside, which is ours to fix and retried) or when this is the
-last attempt. ``pubsub_handler`` sets the attempt from the push body; the inline test transport
+never retries) or when this is the last attempt. An ``InternalError`` (ours to fix: a missing
+key, a broken template) is retried like an upstream failure, so it is final only on the last
+attempt. ``pubsub_handler`` sets the attempt from the push body; the inline test transport
 sets it the same way. With no attempt set (a subscription without a dead-letter policy, a
 direct call) only caller errors count as final.
 """
@@ -24,7 +25,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from colony.errors import CallerError, ConfigError
+from colony.errors import CallerError
 
 log = logging.getLogger("colony.runtime")
 
@@ -62,7 +63,7 @@ def final_reason(error: BaseException) -> str | None:
     or None when the delivery will be retried."""
     from colony.observability.tracing import error_summary
 
-    if isinstance(error, CallerError) and not isinstance(error, ConfigError):
+    if isinstance(error, CallerError):
         return f"rejected, not retried: {error_summary(error)}"
     now = _current.get()
     if now is not None and now.last:

@@ -10,10 +10,11 @@ Pub/Sub acknowledges any 2xx and redelivers on anything else, so ``pubsub_handle
 
 - a delivery that can never succeed (not base64, not JSON, unknown kind, schema-invalid, no
   org) or a flow's ``CallerError``: recorded in ``rejected_deliveries`` and acknowledged;
-- an ``UpstreamError``, a ``ConfigError`` (ours to fix) or any other exception: re-raised, so
-  functions-framework answers 500 and Pub/Sub retries (then dead-letters after its bounded
-  attempts). Nothing is swallowed. The flow runs knowing its delivery attempt
-  (``colony.runtime.delivery``), so it can record a failure before the last one gives up;
+- an ``UpstreamError``, an ``InternalError`` (ours to fix: config, template, budget) or any
+  other exception: re-raised, so functions-framework answers 500 and Pub/Sub retries (then
+  dead-letters after its bounded attempts). Nothing is swallowed. The flow runs knowing its
+  delivery attempt (``colony.runtime.delivery``), so it can record a failure before the last
+  one gives up;
 - an expected failure (``ColonyError.expected``: a duplicate delivery finding its step busy):
   503, so Pub/Sub redelivers it later, once the first delivery has stored the step's output;
 - a request that is no delivery at all (not UTF-8 JSON, neither a CloudEvent nor a push, too
@@ -50,8 +51,8 @@ from werkzeug.wrappers import Response as WerkzeugResponse
 from colony.errors import (
     CallerError,
     ColonyError,
-    ConfigError,
     Conflict,
+    InternalError,
     NotFound,
     OrgScopeError,
     ProviderUnavailable,
@@ -98,7 +99,6 @@ class MethodNotAllowed(CallerError):
 
 # First match wins: subclasses before their parents.
 _STATUS: tuple[tuple[type[ColonyError], int], ...] = (
-    (ConfigError, 500),
     (Unauthorized, 401),
     (OrgScopeError, 403),
     (NotFound, 404),
@@ -106,10 +106,10 @@ _STATUS: tuple[tuple[type[ColonyError], int], ...] = (
     (Conflict, 409),
     (UnsupportedMediaType, 415),
     (CallerError, 400),
+    (InternalError, 500),
     (UpstreamError, 503),
 )
 _INTERNAL = "an unexpected error occurred; it has been logged"
-_MISCONFIGURED = "the service is misconfigured; it has been logged"
 _UNAVAILABLE = "a service we depend on is unavailable; please retry shortly"
 _HTTP_MESSAGES = {
     400: "the request could not be understood",
@@ -128,13 +128,13 @@ def error_response(error: BaseException) -> tuple[dict[str, Any], int]:
     """The JSON error body and HTTP status for ``error``.
 
     Only ``CallerError`` messages reach the caller (they are written for them); upstream
-    failures, misconfiguration and bugs get a fixed sentence, so a provider's reply or a stack
-    trace can never leak.
+    failures, our own faults (``InternalError``) and bugs get a fixed sentence, so a
+    provider's reply, a setting or a stack trace can never leak.
     """
     if isinstance(error, ColonyError):
         status = next((s for cls, s in _STATUS if isinstance(error, cls)), 500)
-        if isinstance(error, ConfigError):
-            return error_body(error.code, _MISCONFIGURED), status
+        if isinstance(error, InternalError):
+            return error_body(error.code, _INTERNAL), status
         if isinstance(error, CallerError):
             return error_body(error.code, str(error) or "the request was refused"), status
         if isinstance(error, UpstreamError):
@@ -724,9 +724,6 @@ def pubsub_handler(
                         delivery.attempt(delivery_attempt(cloud_event), limit),
                     ):
                         flow(payload, event_id)
-                except ConfigError as error:
-                    _log_failure(f"{function_name} event {event_id} misconfigured", error)
-                    raise
                 except CallerError as error:
                     _reject(event_id, decoded.org_id, f"{error.code}: {error}")
                 except Exception as error:

@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from colony.contracts.events import EVENT_ADAPTER
-from colony.errors import CallerError, UpstreamError
+from colony.errors import CallerError, InternalError, UpstreamError
 from colony.flows.handlers import PUBSUB_HANDLERS
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import LlmDeps
@@ -92,7 +92,7 @@ def run_until_idle(
                 except CallerError as error:
                     stats.rejected.append((message.message_id, error.code))
                     break
-                except UpstreamError:
+                except (UpstreamError, InternalError):  # as the edge: 5xx, redelivered
                     stats.retried += 1
                     if attempt == max_attempts:
                         stats.dead_letters.append(message)
