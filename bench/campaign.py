@@ -86,8 +86,9 @@ def run(
         deadline = time.monotonic() + 1800
         while time.monotonic() < deadline:
             with db.transaction(ORG) as cur:
-                state = fetch_all(cur, "SELECT status, contacts_done FROM campaign_runs"
-                                       " WHERE id = %s", (run_id,))  # fmt: skip
+                state = fetch_all(
+                    cur, "SELECT status, contacts_done FROM campaign_runs WHERE id = %s", (run_id,)
+                )
             if state and state[0]["status"] == "completed":
                 break
             time.sleep(0.25)  # progress polling of an asynchronous pipeline, bounded
@@ -98,8 +99,12 @@ def run(
     with db.transaction(ORG) as cur:
         items = fetch_all(cur, "SELECT subject_id FROM approval_items WHERE run_id = %s", (run_id,))
     made = {k: v - before.get(k, 0) for k, v in calls(db).items()}
-    return {"seconds": elapsed, "calls": made, "items": len(items),
-            "distinct_items": len({i["subject_id"] for i in items})}  # fmt: skip
+    return {
+        "seconds": elapsed,
+        "calls": made,
+        "items": len(items),
+        "distinct_items": len({i["subject_id"] for i in items}),
+    }
 
 
 def main() -> None:
@@ -129,33 +134,62 @@ def main() -> None:
         sample = ids[: args.sample]
         sample_anti = len([i for i in sample if i in anti])
         log(f"run 2: {len(sample)} prospects, every message delivered 3 times…")
-        dup = run(settings, db, knowledge, app_dsn, sample,
-                  {"COLONY_LOCAL_DELIVERY_COPIES": "3"}, "bench duplicates")  # fmt: skip
+        dup = run(
+            settings,
+            db,
+            knowledge,
+            app_dsn,
+            sample,
+            {"COLONY_LOCAL_DELIVERY_COPIES": "3"},
+            "bench duplicates",
+        )
         log(f"run 3: {len(sample)} prospects, a crash after every step…")
-        crash = run(settings, db, knowledge, app_dsn, sample,
-                    {"COLONY_INJECT_FAULTS": FAULTS}, "bench crashes")  # fmt: skip
+        crash = run(
+            settings,
+            db,
+            knowledge,
+            app_dsn,
+            sample,
+            {"COLONY_INJECT_FAULTS": FAULTS},
+            "bench crashes",
+        )
         needed = len(sample) - sample_anti
         recomputed = sum(
             max(crash["calls"].get(a, 0) - n, 0)
-            for a, n in (("AGT-003", needed), ("AGT-004", needed),
-                         ("AGT-005", crash["distinct_items"]))
-        )  # fmt: skip
-        print(json.dumps({
-            "bench": "campaign",
-            "prospects": len(ids),
-            "anti_icp": len(anti),
-            "seconds": round(clean["seconds"], 2),
-            "prospects_per_s": round(len(ids) / clean["seconds"], 1),
-            "llm_calls": clean["calls"],
-            "anti_icp_llm_calls": 0 if clean["calls"].get("AGT-004", 0) == len(ids) - len(anti)
-            else "mismatch",
-            "approval_items": clean["items"],
-            "duplicates": {"prospects": len(sample), "deliveries_per_message": 3,
-                           "llm_calls": dup["calls"], "approval_items": dup["items"],
-                           "distinct_items": dup["distinct_items"]},
-            "crash": {"prospects": len(sample), "llm_calls": crash["calls"],
-                      "steps_recomputed": recomputed},
-        }))  # fmt: skip
+            for a, n in (
+                ("AGT-003", needed),
+                ("AGT-004", needed),
+                ("AGT-005", crash["distinct_items"]),
+            )
+        )
+        print(
+            json.dumps(
+                {
+                    "bench": "campaign",
+                    "prospects": len(ids),
+                    "anti_icp": len(anti),
+                    "seconds": round(clean["seconds"], 2),
+                    "prospects_per_s": round(len(ids) / clean["seconds"], 1),
+                    "llm_calls": clean["calls"],
+                    "anti_icp_llm_calls": 0
+                    if clean["calls"].get("AGT-004", 0) == len(ids) - len(anti)
+                    else "mismatch",
+                    "approval_items": clean["items"],
+                    "duplicates": {
+                        "prospects": len(sample),
+                        "deliveries_per_message": 3,
+                        "llm_calls": dup["calls"],
+                        "approval_items": dup["items"],
+                        "distinct_items": dup["distinct_items"],
+                    },
+                    "crash": {
+                        "prospects": len(sample),
+                        "llm_calls": crash["calls"],
+                        "steps_recomputed": recomputed,
+                    },
+                }
+            )
+        )
         db.close()
 
 

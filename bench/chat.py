@@ -150,8 +150,10 @@ def main() -> None:
         done_ms: list[float] = []
         trips: list[int] = []
         max_history = 0
-        with FunctionServers(env, ["chat"], log_dir=settings.data_dir / "logs") as servers, \
-                httpx.Client(timeout=60) as http:  # fmt: skip
+        with (
+            FunctionServers(env, ["chat"], log_dir=settings.data_dir / "logs") as servers,
+            httpx.Client(timeout=60) as http,
+        ):
             base = servers.urls["chat"]
             session = http.post(f"{base}/sessions", headers=headers).json()["session_id"]
             log(f"{args.turns} turns in session {session}…")
@@ -178,26 +180,38 @@ def main() -> None:
                     log(f"  {n + 1} turns")
         summaries = sum(1 for r in rows if r.role == "summary")
         with db.transaction(ORG) as cur:
-            kinds = {r["type"]: int(r["n"]) for r in fetch_all(
-                cur, "SELECT type, count(*) AS n FROM chat_events GROUP BY type")}  # fmt: skip
+            kinds = {
+                r["type"]: int(r["n"])
+                for r in fetch_all(cur, "SELECT type, count(*) AS n FROM chat_events GROUP BY type")
+            }
             errors = fetch_all(cur, "SELECT data FROM chat_events WHERE type = 'error' LIMIT 3")
         log(f"events by type: {kinds}; proxy saw {proxy.round_trips} round trips; {errors}")
-        print(json.dumps({
-            "bench": "chat",
-            "turns": args.turns,
-            "provider": "offline",
-            "first_event_ms": {"p50": round(statistics.median(first_ms), 1),
-                               "p95": round(percentile(first_ms, 0.95), 1)},
-            "done_ms": {"p50": round(statistics.median(done_ms), 1),
-                        "p95": round(percentile(done_ms, 0.95), 1)},
-            "history_tokens_max": max_history,
-            "history_budget": budget,
-            "within_budget": max_history <= budget,
-            "summaries_kept": summaries,
-            "db_round_trips_per_turn": {"mean": round(statistics.mean(trips), 1),
-                                        "max": max(trips)},
-            "tokenizer": llm.counter.label,
-        }))  # fmt: skip
+        print(
+            json.dumps(
+                {
+                    "bench": "chat",
+                    "turns": args.turns,
+                    "provider": "offline",
+                    "first_event_ms": {
+                        "p50": round(statistics.median(first_ms), 1),
+                        "p95": round(percentile(first_ms, 0.95), 1),
+                    },
+                    "done_ms": {
+                        "p50": round(statistics.median(done_ms), 1),
+                        "p95": round(percentile(done_ms, 0.95), 1),
+                    },
+                    "history_tokens_max": max_history,
+                    "history_budget": budget,
+                    "within_budget": max_history <= budget,
+                    "summaries_kept": summaries,
+                    "db_round_trips_per_turn": {
+                        "mean": round(statistics.mean(trips), 1),
+                        "max": max(trips),
+                    },
+                    "tokenizer": llm.counter.label,
+                }
+            )
+        )
         db.close()
 
 

@@ -62,8 +62,11 @@ FLOWS = {
 def probe(main: Path, extra: list[str]) -> tuple[float, float]:
     out = subprocess.run(
         [sys.executable, "-I", "-c", PROBE, str(main), *extra],
-        check=True, capture_output=True, text=True, cwd=str(main.parent),
-    )  # fmt: skip
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=str(main.parent),
+    )
     module, total = out.stdout.split()
     return float(module) * 1000, float(total) * 1000
 
@@ -108,9 +111,12 @@ def main() -> None:
     parser.add_argument("--bundles", type=Path, default=REPO / "build" / "functions")
     args = parser.parse_args()
     if not any(args.bundles.glob("*/main.py")):
-        subprocess.run([sys.executable, "-m", "colony.deploy", "package", "--out",
-                        str(args.bundles)], check=True, cwd=str(REPO / "shared"),
-                       stdout=subprocess.DEVNULL)  # fmt: skip
+        subprocess.run(
+            [sys.executable, "-m", "colony.deploy", "package", "--out", str(args.bundles)],
+            check=True,
+            cwd=str(REPO / "shared"),
+            stdout=subprocess.DEVNULL,
+        )
     names = sorted(p.name for p in args.bundles.iterdir() if (p / "main.py").exists())
     with tempfile.TemporaryDirectory() as tmp:
         hello_dir = hello_bundle(Path(tmp) / "hello")

@@ -92,13 +92,18 @@ def main() -> None:
             return " ".join(rng.choice(words) for _ in range(n))
 
         fuzzed = AssemblyRequest(
-            base.profile, base.org_id, base.run_id, base.org,
-            exemplars=[Exemplar(domain="KC-05", content=text(rng.randint(1, 400)))
-                       for _ in range(rng.randint(0, 6))],
+            base.profile,
+            base.org_id,
+            base.run_id,
+            base.org,
+            exemplars=[
+                Exemplar(domain="KC-05", content=text(rng.randint(1, 400)))
+                for _ in range(rng.randint(0, 6))
+            ],
             entities={**base.entities, "notes": {"raw_html": text(rng.randint(0, 2000))}},
             history=[Message("user", text(rng.randint(1, 300))) for _ in range(rng.randint(0, 20))],
             task={**base.task, "extra": text(rng.randint(0, 500))},
-        )  # fmt: skip
+        )
         try:
             out = assemble(fuzzed, budgets=budgets, counter=counter)
         except ContextBudgetExceeded:

@@ -142,9 +142,16 @@ def no_ambient_config(monkeypatch: pytest.MonkeyPatch) -> None:
     """Proxies or SDK switches in the environment must not redirect requests to local
     wire-protocol servers."""
     for name in (
-        "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy",
-        "OPENAI_BASE_URL", "GOOGLE_GENAI_USE_VERTEXAI", "GOOGLE_GENAI_API_VERSION",
-    ):  # fmt: skip
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+        "OPENAI_BASE_URL",
+        "GOOGLE_GENAI_USE_VERTEXAI",
+        "GOOGLE_GENAI_API_VERSION",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 

@@ -34,9 +34,10 @@ def test_qualification_and_message_calls_validate_and_are_recorded(demo) -> None
     contact = read_json("contacts.json")[0]
 
     scored = call_agent(
-        deps, requests["AGT-004"],
+        deps,
+        requests["AGT-004"],
         provider_context={"contact": contact, "icp": icp, "today": "2026-11-30"},
-    )  # fmt: skip
+    )
     assert isinstance(scored.output, QualificationScore)
     assert scored.output.total_score > 0 and not scored.output.disqualifiers
 
@@ -44,12 +45,20 @@ def test_qualification_and_message_calls_validate_and_are_recorded(demo) -> None
     competitors = ["CareSpace Analytics", "FacilityIQ", "LeaseLogic Health"]
     signals = [s["detail"] for s in contact["signals"]]
     message = call_agent(
-        deps, requests["AGT-005"],
-        provider_context={"contact": contact, "angle": "Signal", "tier": "T1", "step": 1,
-                          "exemplars": exemplars, "competitors": competitors},
-        check=lambda m: check_outbound(m, tier="T1", contact_signals=signals,
-                                       competitors=competitors),
-    )  # fmt: skip
+        deps,
+        requests["AGT-005"],
+        provider_context={
+            "contact": contact,
+            "angle": "Signal",
+            "tier": "T1",
+            "step": 1,
+            "exemplars": exemplars,
+            "competitors": competitors,
+        },
+        check=lambda m: check_outbound(
+            m, tier="T1", contact_signals=signals, competitors=competitors
+        ),
+    )
     assert isinstance(message.output, OutboundMessage)
     assert message.output.signal_referenced in signals
 

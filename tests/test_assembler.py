@@ -34,18 +34,29 @@ def exemplar(i: int, n_words: int = 60) -> Exemplar:
 
 def request(**changes) -> AssemblyRequest:
     base = dict(
-        profile="AGT-005", org_id="org_demo", run_id="run-1", org=ORG,
-        exemplars=[exemplar(i) for i in range(3)], entities={"contact": CONTACT},
+        profile="AGT-005",
+        org_id="org_demo",
+        run_id="run-1",
+        org=ORG,
+        exemplars=[exemplar(i) for i in range(3)],
+        entities={"contact": CONTACT},
         task={"angle": "Signal", "tier": "T1", "step": 1},
-    )  # fmt: skip
+    )
     return AssemblyRequest(**{**base, **changes})
 
 
 def test_four_sections_in_order_with_a_delimited_context_block() -> None:
     out = assemble(request(), budgets=BUDGETS, counter=COUNTER)
     system = out.messages[0].content
-    order = [system.index(h) for h in ("[ROLE DECLARATION]", "[DOMAIN GROUNDING]",
-                                        "[BEHAVIORAL CONSTRAINTS]", "[CONTEXT BLOCK]")]  # fmt: skip
+    order = [
+        system.index(h)
+        for h in (
+            "[ROLE DECLARATION]",
+            "[DOMAIN GROUNDING]",
+            "[BEHAVIORAL CONSTRAINTS]",
+            "[CONTEXT BLOCK]",
+        )
+    ]
     assert order == sorted(order)
     assert "Message Generator" in system and "AICP-03" in system and "CONST-006" in system
     assert "KNOWLEDGE CORE EXEMPLARS:" in system and "ENTITY DATA:" in system
@@ -60,8 +71,15 @@ def test_four_sections_in_order_with_a_delimited_context_block() -> None:
 
 
 def test_compact_entities_drop_audit_fields_ids_nulls_and_raw_html() -> None:
-    row = {**CONTACT, "id": "c-1", "org_id": "org_demo", "created_at": "2026-01-01",
-           "contact_id": "x", "icp_score": None, "signals": []}  # fmt: skip
+    row = {
+        **CONTACT,
+        "id": "c-1",
+        "org_id": "org_demo",
+        "created_at": "2026-01-01",
+        "contact_id": "x",
+        "icp_score": None,
+        "signals": [],
+    }
     out = assemble(request(entities={"contact": row}), budgets=BUDGETS, counter=COUNTER)
     system = out.messages[0].content
     assert '"id":"c-1"' in system and "P-001" in system
@@ -73,8 +91,9 @@ def test_raw_readers_keep_raw_html_until_the_budget_needs_it() -> None:
     task = {}
     roomy = assemble(request(profile="AGT-003", task=task), budgets=BUDGETS, counter=COUNTER)
     assert "raw_enrichment_html" in roomy.messages[0].content
-    tight = BudgetBook({"AGT-003": Budget(1000, 1000, 500, 0, 300),
-                        "default": BUDGETS.for_profile("default")}, {})  # fmt: skip
+    tight = BudgetBook(
+        {"AGT-003": Budget(1000, 1000, 500, 0, 300), "default": BUDGETS.for_profile("default")}, {}
+    )
     stripped = assemble(request(profile="AGT-003", task=task), budgets=tight, counter=COUNTER)
     assert "raw_enrichment_html" not in stripped.messages[0].content
     assert stripped.trimmed["entity_fields_stripped"] == 1
@@ -99,8 +118,9 @@ def test_oldest_history_goes_first() -> None:
     ]
     out = assemble(
         request(profile="AGT-001", task={"message": "status?"}, history=history, exemplars=[]),
-        budgets=BUDGETS, counter=COUNTER,
-    )  # fmt: skip
+        budgets=BUDGETS,
+        counter=COUNTER,
+    )
     kept = [m.content for m in out.messages[1:-1]]
     assert kept and kept == [m.content for m in history[-len(kept) :]]
     assert out.account["history"] <= 2000 and out.trimmed["history_dropped"] == 60 - len(kept)
@@ -110,16 +130,26 @@ def test_required_task_fields_are_never_cut() -> None:
     chunk = words(2500)
     with pytest.raises(ContextBudgetExceeded) as info:
         assemble(
-            request(profile="AGT-006/pass1", exemplars=[], entities={},
-                    task={"chunk": chunk, "segment_label": "1/1"}),
-            budgets=BUDGETS, counter=COUNTER,
-        )  # fmt: skip
+            request(
+                profile="AGT-006/pass1",
+                exemplars=[],
+                entities={},
+                task={"chunk": chunk, "segment_label": "1/1"},
+            ),
+            budgets=BUDGETS,
+            counter=COUNTER,
+        )
     assert info.value.section == "task" and info.value.budget == 3000
     ok = assemble(
-        request(profile="AGT-006/pass1", exemplars=[], entities={},
-                task={"chunk": words(400), "segment_label": "1/1", "notes": words(5000)}),
-        budgets=BUDGETS, counter=COUNTER,
-    )  # fmt: skip
+        request(
+            profile="AGT-006/pass1",
+            exemplars=[],
+            entities={},
+            task={"chunk": words(400), "segment_label": "1/1", "notes": words(5000)},
+        ),
+        budgets=BUDGETS,
+        counter=COUNTER,
+    )
     assert words(400) in ok.messages[-1].content  # required kept, optional stripped
     with pytest.raises(ValidationFailed, match="angle"):
         assemble(request(task={"tier": "T1", "step": 1}), budgets=BUDGETS, counter=COUNTER)

@@ -42,12 +42,16 @@ def seed_activity(deps: LocalDeps) -> None:
     """Sends, bounces, replies, published content, pending items and a paused campaign,
     spread over yesterday and the days around it (only yesterday's may count)."""
     outbox = [  # (created_at, status)
-        (at(YESTERDAY, 0), "delivered"), (at(YESTERDAY, 8), "bounced"),
-        (at(YESTERDAY, 12), "replied"), (at(YESTERDAY, 23), "sent"),
-        (at(YESTERDAY, 15), "queued"), (at(YESTERDAY, 16), "blocked"),  # never left
-        (at(BEFORE, 10), "delivered"), (at(BEFORE, 23), "bounced"),  # the day before
+        (at(YESTERDAY, 0), "delivered"),
+        (at(YESTERDAY, 8), "bounced"),
+        (at(YESTERDAY, 12), "replied"),
+        (at(YESTERDAY, 23), "sent"),
+        (at(YESTERDAY, 15), "queued"),
+        (at(YESTERDAY, 16), "blocked"),  # never left
+        (at(BEFORE, 10), "delivered"),
+        (at(BEFORE, 23), "bounced"),  # the day before
         (at("2026-11-30", 0), "replied"),  # today
-    ]  # fmt: skip
+    ]
     published = [at(YESTERDAY, 9), at(YESTERDAY, 18), at(BEFORE, 9), at("2026-11-30", 1)]
     with deps.db.transaction(ORG) as cur:
         for when, status in outbox:
@@ -158,8 +162,9 @@ def test_brief_numbers_match_independent_sql(testdb: PgDB) -> None:
     assert [line.split(":", 1)[0] for line in text.splitlines()] == [t for _, t in SECTIONS]
     assert set(brief["sections"]) == {key for key, _ in SECTIONS}
     with deps.db.transaction(ORG) as cur:
-        row = fetch_one(cur, "SELECT content, data_snapshot FROM daily_briefs"
-                             " WHERE brief_date = %s", (TODAY,))  # fmt: skip
+        row = fetch_one(
+            cur, "SELECT content, data_snapshot FROM daily_briefs WHERE brief_date = %s", (TODAY,)
+        )
     assert row == {"content": text, "data_snapshot": snap}
 
 
@@ -192,10 +197,14 @@ def test_an_org_with_no_data_gets_a_clear_brief_and_an_unknown_org_an_error(
         cur.execute("INSERT INTO organizations (id, name) VALUES ('org_empty', 'Empty Co')")
     brief = daily_brief(deps, "org_empty")
     assert brief["data_snapshot"] == {
-        "deals_by_stage": {}, "approval_queue_count": 0, "messages_sent": 0,
-        "content_published": 0, "circuit_breaker": "closed", "bounce_rate": 0.0,
+        "deals_by_stage": {},
+        "approval_queue_count": 0,
+        "messages_sent": 0,
+        "content_published": 0,
+        "circuit_breaker": "closed",
+        "bounce_rate": 0.0,
         "reply_rate": 0.0,
-    }  # fmt: skip
+    }
     text = brief["content"]
     assert "0 open deals; by stage: no deals." in text
     assert "0 items awaiting approval; the queue is clear." in text
@@ -251,9 +260,11 @@ def test_production_scheduler_call_without_a_valid_oidc_token_is_401(
 ) -> None:
     deps = make_deps(testdb)
     env = _function_env(
-        testdb, tmp_path, COLONY_ENV="production",
+        testdb,
+        tmp_path,
+        COLONY_ENV="production",
         COLONY_INVOKER_SERVICE_ACCOUNT="scheduler@colony-prod.iam.gserviceaccount.com",
-    )  # fmt: skip
+    )
     with FunctionServers(env, ["daily-brief"], log_dir=tmp_path) as servers:
         url = servers.urls["daily-brief"]
         for headers in (

@@ -40,9 +40,13 @@ def make_deps(testdb: PgDB, faults: Faults | None = None) -> LocalDeps:
     knowledge = KnowledgeStore(db, OfflineHashEmbedder())
     load_demo(db, knowledge, say=lambda _: None)
     return LocalDeps(
-        Settings.from_env({}), db, InlineTransport(), llm_from_settings(Settings.from_env({}), db),
-        knowledge, faults or Faults(),
-    )  # fmt: skip
+        Settings.from_env({}),
+        db,
+        InlineTransport(),
+        llm_from_settings(Settings.from_env({}), db),
+        knowledge,
+        faults or Faults(),
+    )
 
 
 def all_contacts_campaign(deps: LocalDeps, tier: str = "T1") -> str:
@@ -61,12 +65,17 @@ def llm_calls(deps: LocalDeps) -> dict[str, int]:
 
 def snapshot(deps: LocalDeps, run_id: str) -> dict:
     with deps.db.transaction(ORG) as cur:
-        run = fetch_one(cur, "SELECT status, contacts_total, contacts_done FROM campaign_runs"
-                             " WHERE id = %s", (run_id,))  # fmt: skip
+        run = fetch_one(
+            cur,
+            "SELECT status, contacts_total, contacts_done FROM campaign_runs WHERE id = %s",
+            (run_id,),
+        )
         items = fetch_all(cur, "SELECT subject_id FROM approval_items WHERE run_id = %s", (run_id,))
         scored = fetch_all(
-            cur, "SELECT external_id, icp_score, icp_disqualifiers, icp_recommendation"
-                 " FROM contacts ORDER BY external_id")  # fmt: skip
+            cur,
+            "SELECT external_id, icp_score, icp_disqualifiers, icp_recommendation"
+            " FROM contacts ORDER BY external_id",
+        )
     return {"run": run, "items": sorted(i["subject_id"] for i in items), "scored": scored}
 
 
@@ -112,9 +121,9 @@ def test_every_message_delivered_three_times_has_its_effects_once(testdb: PgDB) 
 
 
 @pytest.mark.parametrize(
-    "point", ["prospect-enrichment.after_step", "qualification.after_step",
-              "message-generator.after_step"],
-)  # fmt: skip
+    "point",
+    ["prospect-enrichment.after_step", "qualification.after_step", "message-generator.after_step"],
+)
 def test_a_crash_after_each_step_recomputes_nothing(testdb: PgDB, point: str) -> None:
     deps = make_deps(testdb, Faults(frozenset({point})))
     campaign_id = all_contacts_campaign(deps)
@@ -133,8 +142,9 @@ def test_circuit_breaker_pauses_blocks_sends_and_resume_completes(testdb: PgDB) 
     deps = make_deps(testdb)
     run_id, _ = run_campaign(deps)
     with deps.db.transaction(ORG) as cur:
-        items = fetch_all(cur, "SELECT id FROM approval_items WHERE run_id = %s ORDER BY id",
-                          (run_id,))  # fmt: skip
+        items = fetch_all(
+            cur, "SELECT id FROM approval_items WHERE run_id = %s ORDER BY id", (run_id,)
+        )
     assert len(items) >= 12
     for item in items[:-1]:
         approval.decide(deps, ORG, item["id"], "approve", decided_by="founder")
@@ -149,17 +159,21 @@ def test_circuit_breaker_pauses_blocks_sends_and_resume_completes(testdb: PgDB) 
     ]
     assert any(r.get("paused") for r in results)
     with deps.db.transaction(ORG) as cur:
-        status = fetch_one(cur, "SELECT c.status, r.status AS run FROM campaigns c"
-                                " JOIN campaign_runs r ON r.campaign_id = c.id WHERE r.id = %s",
-                           (run_id,))  # fmt: skip
+        status = fetch_one(
+            cur,
+            "SELECT c.status, r.status AS run FROM campaigns c"
+            " JOIN campaign_runs r ON r.campaign_id = c.id WHERE r.id = %s",
+            (run_id,),
+        )
         held = fetch_all(cur, "SELECT status FROM outbox WHERE status = 'queued'")
     # the run had completed before the bounces, so only the campaign pauses; sends stop
     assert status["status"] == "paused" and not held
     # an approval while paused is held back, not sent
     approval.decide(deps, ORG, items[-1]["id"], "approve", decided_by="founder")
     with deps.db.transaction(ORG) as cur:
-        last = fetch_one(cur, "SELECT status FROM outbox WHERE approval_item_id = %s",
-                         (items[-1]["id"],))  # fmt: skip
+        last = fetch_one(
+            cur, "SELECT status FROM outbox WHERE approval_item_id = %s", (items[-1]["id"],)
+        )
     assert last["status"] == "blocked"
     # the same delivery event again changes nothing
     assert delivery.record(deps, ORG, outbox[0]["id"], "delivered", "evt-0") == {"duplicate": True}
@@ -174,8 +188,12 @@ def test_circuit_breaker_pauses_blocks_sends_and_resume_completes(testdb: PgDB) 
     resumed = campaign.resume(deps, EVENT_ADAPTER.validate_json(task.body), task.task_id)
     assert resumed["campaign_id"] == status_campaign(deps, run_id)
     with deps.db.transaction(ORG) as cur:
-        assert fetch_one(cur, "SELECT status FROM campaigns WHERE id = %s",
-                         (resumed["campaign_id"],))["status"] == "active"  # fmt: skip
+        assert (
+            fetch_one(cur, "SELECT status FROM campaigns WHERE id = %s", (resumed["campaign_id"],))[
+                "status"
+            ]
+            == "active"
+        )
         assert not fetch_all(cur, "SELECT 1 FROM outbox WHERE status = 'blocked'")
     # rates are judged again from the resume on: old bounces do not re-trip it at once
     again = delivery.record(deps, ORG, outbox[0]["id"], "replied", "evt-after")
@@ -188,13 +206,13 @@ def test_a_paused_run_does_no_work_and_resume_completes_without_recomputing(test
     run_id = campaign.launch(deps, ORG, campaign_id)
     # deliver only the start: the handoffs to AGT-003 are now queued
     start = deps.transport.pending.popleft()
-    PUBSUB_HANDLERS["campaign"](deps, EVENT_ADAPTER.validate_json(start.data),
-                                start.message_id)  # fmt: skip
+    PUBSUB_HANDLERS["campaign"](deps, EVENT_ADAPTER.validate_json(start.data), start.message_id)
     # let a few contacts through enrichment, then pause the run (as the breaker does)
     for _ in range(5):
         message = deps.transport.pending.popleft()
-        PUBSUB_HANDLERS["enrichment"](deps, EVENT_ADAPTER.validate_json(message.data),
-                                      message.message_id)  # fmt: skip
+        PUBSUB_HANDLERS["enrichment"](
+            deps, EVENT_ADAPTER.validate_json(message.data), message.message_id
+        )
     with deps.db.transaction(ORG) as cur:
         cur.execute("UPDATE campaign_runs SET status = 'paused' WHERE id = %s", (run_id,))
         cur.execute("UPDATE campaigns SET status = 'paused' WHERE id = %s", (campaign_id,))
@@ -219,8 +237,11 @@ def test_approval_is_idempotent_and_conflicts_are_refused(testdb: PgDB) -> None:
     deps = make_deps(testdb)
     run_id, _ = run_campaign(deps)
     with deps.db.transaction(ORG) as cur:
-        first, second = fetch_all(cur, "SELECT id, payload FROM approval_items WHERE run_id = %s"
-                                       " ORDER BY id LIMIT 2", (run_id,))  # fmt: skip
+        first, second = fetch_all(
+            cur,
+            "SELECT id, payload FROM approval_items WHERE run_id = %s ORDER BY id LIMIT 2",
+            (run_id,),
+        )
     assert approval.decide(deps, ORG, first["id"], "approve", decided_by="u")["changed"]
     assert not approval.decide(deps, ORG, first["id"], "approve", decided_by="u")["changed"]
     with pytest.raises(Conflict):
@@ -236,8 +257,9 @@ def test_approval_is_idempotent_and_conflicts_are_refused(testdb: PgDB) -> None:
             decided_by="u",
             edited={"subject": "one two three four five six seven eight nine"},
         )
-    edited = approval.decide(deps, ORG, second["id"], "edit", decided_by="u",
-                             edited={"subject": "A shorter subject"})  # fmt: skip
+    edited = approval.decide(
+        deps, ORG, second["id"], "edit", decided_by="u", edited={"subject": "A shorter subject"}
+    )
     assert edited["status"] == "applied"
     with deps.db.transaction(ORG) as cur:
         rows = fetch_all(cur, "SELECT subject FROM outbox ORDER BY created_at")
@@ -247,8 +269,9 @@ def test_approval_is_idempotent_and_conflicts_are_refused(testdb: PgDB) -> None:
 
 def status_campaign(deps: LocalDeps, run_id: str) -> str:
     with deps.db.transaction(ORG) as cur:
-        return fetch_one(cur, "SELECT campaign_id FROM campaign_runs WHERE id = %s",
-                         (run_id,))["campaign_id"]  # fmt: skip
+        return fetch_one(cur, "SELECT campaign_id FROM campaign_runs WHERE id = %s", (run_id,))[
+            "campaign_id"
+        ]
 
 
 def test_a_contact_whose_answer_stays_invalid_ends_the_chain_and_the_run_completes(

@@ -44,6 +44,14 @@ class Stack:
     def auth(self, token: str | None = None) -> dict[str, str]:
         return {"Authorization": f"Bearer {token or self.token}"}
 
+    def turn(
+        self, message: str, session_id: str | None = None, *, stop_after: int | None = None
+    ) -> tuple[str, list[SseEvent]]:
+        """POST a turn as the org's user and read its events (``post_turn``)."""
+        return post_turn(
+            self.http, self.chat, self.token, message, session_id, stop_after=stop_after
+        )
+
     def rows(self, sql: str, params: tuple = (), org: str = ORG) -> list[dict]:
         with self.deps.db.transaction(org) as cur:
             return fetch_all(cur, sql, params)
@@ -67,8 +75,12 @@ def stack(pg_cluster: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     with db.transaction(OTHER) as cur:
         cur.execute("INSERT INTO organizations (id, name) VALUES (%s, 'Other')", (OTHER,))
     data_dir = tmp_path_factory.mktemp("chat")
-    env = {"COLONY_DB_MODE": "dsn", "COLONY_DB_DSN": pg.dsn(APP_ROLE),
-           "COLONY_TRANSPORT": "local", "COLONY_DATA_DIR": str(data_dir)}  # fmt: skip
+    env = {
+        "COLONY_DB_MODE": "dsn",
+        "COLONY_DB_DSN": pg.dsn(APP_ROLE),
+        "COLONY_TRANSPORT": "local",
+        "COLONY_DATA_DIR": str(data_dir),
+    }
     try:
         with FunctionServers(env, FUNCTIONS, log_dir=data_dir) as servers:
             settings = Settings.from_env({})
@@ -87,7 +99,7 @@ def types(events: list[SseEvent]) -> list[str]:
 
 
 def test_streamed_turn_hydrates_brief_and_traces_sections(stack: Stack) -> None:
-    session, events = post_turn(stack.http, stack.chat, stack.token, "Good morning, what's new?")
+    session, events = stack.turn("Good morning, what's new?")
     assert types(events)[0] == "accepted" and types(events)[-1] == "done"
     assert "delta" in types(events) and events[-1].data["status"] == "completed"
     ids = [e.id for e in events]
@@ -101,26 +113,26 @@ def test_streamed_turn_hydrates_brief_and_traces_sections(stack: Stack) -> None:
             " ON CONFLICT (org_id, brief_date) DO NOTHING",
             (ORG, today, "Pipeline holds 7 open deals worth $1.2M. Queue is clear."),
         )
-    _, events = post_turn(stack.http, stack.chat, stack.token, "And now?", session)
+    _, events = stack.turn("And now?", session)
     assert "Pipeline holds 7 open deals" in answer_text(events)
     brief = stack.http.get(f"{stack.chat}/brief", headers=stack.auth()).json()["brief"]
     assert brief["content"].startswith("Pipeline holds 7")
 
-    turns = stack.rows("SELECT role, content FROM chat_turns WHERE session_id = %s ORDER BY id",
-                       (session,))  # fmt: skip
+    turns = stack.rows(
+        "SELECT role, content FROM chat_turns WHERE session_id = %s ORDER BY id", (session,)
+    )
     assert [t["role"] for t in turns] == ["user", "assistant", "user", "assistant"]
-    calls = stack.rows("SELECT context_budget_used AS b FROM llm_calls WHERE agent_id = 'AGT-001'"
-                       " ORDER BY id DESC LIMIT 1")  # fmt: skip
+    calls = stack.rows(
+        "SELECT context_budget_used AS b FROM llm_calls WHERE agent_id = 'AGT-001'"
+        " ORDER BY id DESC LIMIT 1"
+    )
     used = calls[0]["b"]
     assert set(used) == {"system", "kc", "entity", "history", "task"}
     assert 0 < used["history"] <= 2000 and used["kc"] > 0 and used["entity"] > 0
 
 
 def test_tool_call_dispatches_campaign_visible_to_campaign_function(stack: Stack) -> None:
-    session, events = post_turn(
-        stack.http, stack.chat, stack.token,
-        "Launch a Signal campaign for T1 prospects P-001 and P-002",
-    )  # fmt: skip
+    session, events = stack.turn("Launch a Signal campaign for T1 prospects P-001 and P-002")
     assert types(events) == ["accepted", "tool_call", "approval_required", "done"]
     assert events[1].data["name"] == "launch_campaign"
     card = events[2].data["approval"]
@@ -128,8 +140,11 @@ def test_tool_call_dispatches_campaign_visible_to_campaign_function(stack: Stack
     # The gate holds: nothing was written to ENT-005 before the approval.
     assert not stack.rows("SELECT id FROM campaigns WHERE name = 'Signal outreach, T1'")
 
-    decided = stack.http.post(f"{stack.chat}/approvals", headers=stack.auth(),
-                              json={"item_id": card["id"], "action": "approve"})  # fmt: skip
+    decided = stack.http.post(
+        f"{stack.chat}/approvals",
+        headers=stack.auth(),
+        json={"item_id": card["id"], "action": "approve"},
+    )
     assert decided.status_code == 200 and decided.json()["status"] == "applied"
     resumed = follow(stack.http, stack.chat, stack.token, session, events[-1].id)
     assert types(resumed)[0] == "accepted" and resumed[0].data["resumes"]
@@ -139,16 +154,17 @@ def test_tool_call_dispatches_campaign_visible_to_campaign_function(stack: Stack
     assert run_id in answer_text(resumed) and resumed[-1].data["status"] == "completed"
 
     sql = "SELECT status, contacts_total, contacts_done FROM campaign_runs WHERE id = %s"
-    run = wait_for(lambda: (r := stack.rows(sql, (run_id,))) and r[0]["status"] == "completed"
-                   and r[0], what="the run to complete")  # fmt: skip
+    run = wait_for(
+        lambda: (r := stack.rows(sql, (run_id,))) and r[0]["status"] == "completed" and r[0],
+        what="the run to complete",
+    )
     assert run["contacts_done"] == run["contacts_total"] == 2
     handled = stack.rows("SELECT 1 FROM processed_events WHERE handler = 'campaign.start'")
     assert handled, "AGT-002 (the campaign function) processed the dispatched start"
 
 
 def test_gated_tool_paused_then_resumed_by_approval_callback(stack: Stack) -> None:
-    session, events = post_turn(stack.http, stack.chat, stack.token,
-                                "Launch an Insight campaign for T3 prospects P-005")  # fmt: skip
+    session, events = stack.turn("Launch an Insight campaign for T3 prospects P-005")
     card = next(e.data["approval"] for e in events if e.type == "approval_required")
     last = events[-1].id
     # A follower connected before the decision: the continuation must reach it live.
@@ -180,24 +196,26 @@ def test_gated_tool_paused_then_resumed_by_approval_callback(stack: Stack) -> No
 
     again = stack.http.post(approval_url, json=body, headers=stack.auth())
     assert again.status_code == 200 and again.json()["changed"] is False
-    results = stack.rows("SELECT count(*) AS n FROM chat_events WHERE session_id = %s AND"
-                         " type = 'tool_result'", (session,))  # fmt: skip
+    results = stack.rows(
+        "SELECT count(*) AS n FROM chat_events WHERE session_id = %s AND type = 'tool_result'",
+        (session,),
+    )
     assert results[0]["n"] == 1, "an approval retried does not run the tool twice"
 
     # Rejected: the tool never runs, and the next turn knows it was rejected.
-    _, events = post_turn(stack.http, stack.chat, stack.token,
-                          "Launch a Pain campaign for T2 prospects P-006", session)  # fmt: skip
+    _, events = stack.turn("Launch a Pain campaign for T2 prospects P-006", session)
     card = next(e.data["approval"] for e in events if e.type == "approval_required")
-    rejected = stack.http.post(approval_url, json={"item_id": card["id"], "action": "reject"},
-                               headers=stack.auth())  # fmt: skip
+    rejected = stack.http.post(
+        approval_url, json={"item_id": card["id"], "action": "reject"}, headers=stack.auth()
+    )
     assert rejected.json()["status"] == "rejected"
     assert not stack.rows("SELECT 1 FROM campaigns WHERE name = 'Pain outreach, T2'")
 
 
 def test_reconnect_with_last_event_id_replays_what_was_missed(stack: Stack) -> None:
-    session, first = post_turn(stack.http, stack.chat, stack.token,
-                               "Search the knowledge core for Epic integration objections",
-                               stop_after=2)  # fmt: skip
+    session, first = stack.turn(
+        "Search the knowledge core for Epic integration objections", stop_after=2
+    )
     assert types(first) == ["accepted", "tool_call"]
     rest = follow(stack.http, stack.chat, stack.token, session, first[-1].id)
     assert rest[0].id == first[-1].id + 1, "nothing missed, nothing repeated"
@@ -205,8 +223,9 @@ def test_reconnect_with_last_event_id_replays_what_was_missed(stack: Stack) -> N
     everything = follow(stack.http, stack.chat, stack.token, session, 0)
     assert [e.id for e in everything] == [e.id for e in first + rest]
     assert [e.data for e in everything] == [e.data for e in first + rest]
-    bad = stack.http.get(f"{stack.chat}/sessions/{session}/events",
-                         headers={**stack.auth(), "Last-Event-ID": "abc"})  # fmt: skip
+    bad = stack.http.get(
+        f"{stack.chat}/sessions/{session}/events", headers={**stack.auth(), "Last-Event-ID": "abc"}
+    )
     assert bad.status_code == 400 and bad.json()["error"]["code"] == "validation_failed"
 
 
@@ -218,9 +237,8 @@ def test_concurrent_turns_on_one_session_are_serialised(stack: Stack) -> None:
     def turn(n: int) -> None:
         with httpx.Client(timeout=60) as http:
             start.wait()
-            _, events = post_turn(http, stack.chat, stack.token,
-                                  "What does our pipeline look like?" if n else "Hello there",
-                                  session)  # fmt: skip
+            message = "What does our pipeline look like?" if n else "Hello there"
+            _, events = post_turn(http, stack.chat, stack.token, message, session)
             outcomes[n] = events
 
     threads = [threading.Thread(target=turn, args=(n,)) for n in range(3)]
@@ -229,23 +247,26 @@ def test_concurrent_turns_on_one_session_are_serialised(stack: Stack) -> None:
     for t in threads:
         t.join(60)
     assert sorted(outcomes) == [0, 1, 2]
-    assert all(o[-1].type == "done" and o[-1].data["status"] == "completed"
-               for o in outcomes.values())  # fmt: skip
-    turns = stack.rows("SELECT turn_id, role FROM chat_turns WHERE session_id = %s ORDER BY id",
-                       (session,))  # fmt: skip
+    assert all(
+        o[-1].type == "done" and o[-1].data["status"] == "completed" for o in outcomes.values()
+    )
+    turns = stack.rows(
+        "SELECT turn_id, role FROM chat_turns WHERE session_id = %s ORDER BY id", (session,)
+    )
     order = [t["turn_id"] for t in turns]
     blocks = [k for i, k in enumerate(order) if i == 0 or order[i - 1] != k]
     assert len(blocks) == 3 == len(set(blocks)), "each turn's rows are contiguous"
     assert sum(t["role"] == "user" for t in turns) == 3
-    seqs = stack.rows("SELECT seq, turn_id FROM chat_events WHERE session_id = %s ORDER BY seq",
-                      (session,))  # fmt: skip
+    seqs = stack.rows(
+        "SELECT seq, turn_id FROM chat_events WHERE session_id = %s ORDER BY seq", (session,)
+    )
     assert [s["seq"] for s in seqs] == list(range(1, len(seqs) + 1))
     turn_order = [s["turn_id"] for s in seqs]
     assert len([k for i, k in enumerate(turn_order) if i == 0 or turn_order[i - 1] != k]) == 3
 
 
 def test_cross_org_session_access_refused(stack: Stack) -> None:
-    session, _ = post_turn(stack.http, stack.chat, stack.token, "Hello from org A")
+    session, _ = stack.turn("Hello from org A")
     other = stack.auth(stack.other)
     for method, path, body in (
         ("GET", f"/sessions/{session}", None),
@@ -260,13 +281,13 @@ def test_cross_org_session_access_refused(stack: Stack) -> None:
     assert not stack.rows("SELECT 1 FROM chat_events", org=OTHER)
 
     # The approval route: another org can neither see nor decide this org's paused action.
-    _, events = post_turn(stack.http, stack.chat, stack.token,
-                          "Launch a Referral campaign for T4 prospects P-003", session)  # fmt: skip
+    _, events = stack.turn("Launch a Referral campaign for T4 prospects P-003", session)
     item = next(e.data["approval"]["id"] for e in events if e.type == "approval_required")
     listed = stack.http.get(f"{stack.chat}/approvals", headers=other).json()["items"]
     assert item not in {i["id"] for i in listed}
-    decided = stack.http.post(f"{stack.chat}/approvals", headers=other,
-                              json={"item_id": item, "action": "approve"})  # fmt: skip
+    decided = stack.http.post(
+        f"{stack.chat}/approvals", headers=other, json={"item_id": item, "action": "approve"}
+    )
     assert decided.status_code == 404 and decided.json()["error"]["code"] == "not_found"
     assert stack.rows("SELECT status FROM approval_items WHERE id = %s", (item,)) == [
         {"status": "pending"}
@@ -274,13 +295,12 @@ def test_cross_org_session_access_refused(stack: Stack) -> None:
 
     expired = mint_local_token(stack.data_dir, ORG, ttl=timedelta(seconds=-120))
     for headers in ({}, {"Authorization": "Bearer not.a.jwt"}, stack.auth(expired)):
-        response = stack.http.post(f"{stack.chat}/turns", json={"message": "hi"},
-                                   headers=headers)  # fmt: skip
+        response = stack.http.post(f"{stack.chat}/turns", json={"message": "hi"}, headers=headers)
         assert response.status_code == 401 and response.json()["error"]["code"] == "unauthorized"
 
 
 def test_bad_input_gets_clear_errors_and_leaves_the_session_consistent(stack: Stack) -> None:
-    session, _ = post_turn(stack.http, stack.chat, stack.token, "Hello")
+    session, _ = stack.turn("Hello")
     url = f"{stack.chat}/turns"
 
     def post(body=None, content=None) -> httpx.Response:
@@ -305,21 +325,23 @@ def test_bad_input_gets_clear_errors_and_leaves_the_session_consistent(stack: St
     assert len(stack.rows("SELECT 1 FROM chat_turns WHERE session_id = %s", (session,))) == 2
 
     # The model calls a tool with arguments that break its schema (tier T9).
-    _, events = post_turn(stack.http, stack.chat, stack.token,
-                          "Launch a Pain campaign for tier T9 please", session)  # fmt: skip
+    _, events = stack.turn("Launch a Pain campaign for tier T9 please", session)
     assert types(events)[:3] == ["accepted", "tool_call", "error"]
     assert events[2].data["error"]["code"] == "invalid_tool_arguments"
     assert "tier" in events[2].data["error"]["message"]
     assert events[-1].data["status"] == "completed"
     assert "could not run launch_campaign" in answer_text(events)
-    assert not stack.rows("SELECT 1 FROM approval_items WHERE kind = 'tool_action' AND"
-                          " payload->>'session_id' = %s", (session,))  # fmt: skip
-    rows = stack.rows("SELECT role, tool_call FROM chat_turns WHERE session_id = %s ORDER BY id",
-                      (session,))  # fmt: skip
+    assert not stack.rows(
+        "SELECT 1 FROM approval_items WHERE kind = 'tool_action' AND payload->>'session_id' = %s",
+        (session,),
+    )
+    rows = stack.rows(
+        "SELECT role, tool_call FROM chat_turns WHERE session_id = %s ORDER BY id", (session,)
+    )
     calls = [r["tool_call"]["id"] for r in rows if r["role"] == "assistant" and r["tool_call"]]
     results = [r["tool_call"]["id"] for r in rows if r["role"] == "tool"]
     assert calls == results and len(calls) == 1, "the failed call is paired with its error"
-    _, events = post_turn(stack.http, stack.chat, stack.token, "Show the approval queue", session)
+    _, events = stack.turn("Show the approval queue", session)
     assert events[-1].data["status"] == "completed"
     unknown = stack.http.get(f"{stack.chat}/nowhere", headers=stack.auth())
     assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "not_found"

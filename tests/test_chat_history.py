@@ -57,8 +57,10 @@ def test_300_turns_stay_within_budget_with_pairs_and_pending_approvals(testdb: P
                 approval.decide(deps, ORG, item, "approve", decided_by="founder")
         with db.transaction(ORG) as cur:
             rows = history.load(cur, session)
-            pending = {r["id"] for r in fetch_all(
-                cur, "SELECT id FROM approval_items WHERE status = 'pending'")}  # fmt: skip
+            pending = {
+                r["id"]
+                for r in fetch_all(cur, "SELECT id FROM approval_items WHERE status = 'pending'")
+            }
         assert history.tokens(rows, count) <= budget, f"turn {n}: history over budget"
         summaries = [r for r in rows if r.role == "summary"]
         assert len(summaries) <= 1
@@ -74,8 +76,11 @@ def test_300_turns_stay_within_budget_with_pairs_and_pending_approvals(testdb: P
     assert count(summary.content) <= 300
     # Every model call's history section was within its budget too (the traced account).
     with db.transaction(ORG) as cur:
-        used = fetch_all(cur, "SELECT (context_budget_used->>'history')::int AS h FROM llm_calls"
-                              " WHERE agent_id = 'AGT-001'")  # fmt: skip
+        used = fetch_all(
+            cur,
+            "SELECT (context_budget_used->>'history')::int AS h FROM llm_calls"
+            " WHERE agent_id = 'AGT-001'",
+        )
     assert used and max(u["h"] for u in used) <= budget
     assert len(kept_pending) == 6
 
@@ -125,12 +130,23 @@ def test_content_request_is_dispatched_as_the_content_agent_reads_it(testdb: PgD
         cur.execute("INSERT INTO organizations (id, name) VALUES (%s, 'ZoomProp')", (ORG,))
     settings = Settings.from_env({})
     transport = InlineTransport()
-    deps = LocalDeps(settings, db, transport, llm_from_settings(settings, db),
-                     KnowledgeStore(db, OfflineHashEmbedder()))  # fmt: skip
+    deps = LocalDeps(
+        settings,
+        db,
+        transport,
+        llm_from_settings(settings, db),
+        KnowledgeStore(db, OfflineHashEmbedder()),
+    )
     session = create_session(deps, ORG, "founder")
     events: list = []
-    run_turn(deps, ORG, "founder", session, "Write a blog post about lease expiry planning",
-             sink=events.extend)  # fmt: skip
+    run_turn(
+        deps,
+        ORG,
+        "founder",
+        session,
+        "Write a blog post about lease expiry planning",
+        sink=events.extend,
+    )
     result = next(e for e in events if e.type == "tool_result")
     assert result.data["name"] == "ask_content_agent" and result.data["ok"], result.data
     [sent] = [m for m in transport.pending if m.topic == "colony-content"]
@@ -155,8 +171,11 @@ class _DownTransport(InlineTransport):
 def _stored(db, session: str) -> tuple[list[history.Row], list[dict]]:
     with db.transaction(ORG) as cur:
         rows = history.load(cur, session)
-        events = fetch_all(cur, "SELECT seq, type, data FROM chat_events WHERE session_id = %s"
-                                " ORDER BY seq", (session,))  # fmt: skip
+        events = fetch_all(
+            cur,
+            "SELECT seq, type, data FROM chat_events WHERE session_id = %s ORDER BY seq",
+            (session,),
+        )
     return rows, events
 
 
@@ -175,8 +194,9 @@ def test_a_failing_tool_ends_the_turn_consistently(testdb: PgDB) -> None:
     ask = "Write a blog post about lease expiry planning"
 
     # An upstream outage: an error event and a failed done, and no call without its result.
-    deps = LocalDeps(settings, db, _DownTransport(TransportUnavailable("pubsub down")), llm,
-                     knowledge)  # fmt: skip
+    deps = LocalDeps(
+        settings, db, _DownTransport(TransportUnavailable("pubsub down")), llm, knowledge
+    )
     session = create_session(deps, ORG, "founder")
     run_turn(deps, ORG, "founder", session, ask, sink=lambda _: None)
     rows, events = _stored(db, session)
@@ -228,19 +248,32 @@ def test_compaction_keeps_a_pending_approval_behind_a_long_queue(testdb: PgDB) -
     deps = LocalDeps(settings, db, InlineTransport(), llm_from_settings(settings, db), knowledge)
     session = create_session(deps, ORG, "founder")
     events: list = []
-    run_turn(deps, ORG, "founder", session, "Launch a Signal campaign for T1 prospects P-001",
-             sink=events.extend)  # fmt: skip
+    run_turn(
+        deps,
+        ORG,
+        "founder",
+        session,
+        "Launch a Signal campaign for T1 prospects P-001",
+        sink=events.extend,
+    )
     item = events[-1].data["approval_id"]
     with db.transaction(ORG) as cur:
         cur.execute(
             "INSERT INTO approval_items (org_id, kind, source_agent, payload, created_at)"
             " SELECT %s, 'outbound_message', 'AGT-003', '{}'::jsonb,"
-            " now() + make_interval(secs => g) FROM generate_series(1, 1001) g", (ORG,),
-        )  # fmt: skip
+            " now() + make_interval(secs => g) FROM generate_series(1, 1001) g",
+            (ORG,),
+        )
     for n in range(60):
-        run_turn(deps, ORG, "founder", session, f"Note {n}: we decided to keep going, P-00{n % 9}"
-                 " stays on the list; remind me tomorrow about lease expiry signals.",
-                 sink=lambda _: None)  # fmt: skip
+        run_turn(
+            deps,
+            ORG,
+            "founder",
+            session,
+            f"Note {n}: we decided to keep going, P-00{n % 9}"
+            " stays on the list; remind me tomorrow about lease expiry signals.",
+            sink=lambda _: None,
+        )
         rows, _ = _stored(db, session)
         if any(r.role == "summary" for r in rows):
             break
@@ -264,11 +297,18 @@ def test_an_approval_whose_tool_fails_upstream_stays_pending_for_a_retry(testdb:
     deps = LocalDeps(settings, db, InlineTransport(), llm, knowledge)
     session = create_session(deps, ORG, "founder")
     events: list = []
-    run_turn(deps, ORG, "founder", session, "Launch a Signal campaign for T1 prospects P-001",
-             sink=events.extend)  # fmt: skip
+    run_turn(
+        deps,
+        ORG,
+        "founder",
+        session,
+        "Launch a Signal campaign for T1 prospects P-001",
+        sink=events.extend,
+    )
     item = events[-1].data["approval_id"]
-    down = LocalDeps(settings, db, _DownTransport(TransportUnavailable("pubsub down")), llm,
-                     knowledge)  # fmt: skip
+    down = LocalDeps(
+        settings, db, _DownTransport(TransportUnavailable("pubsub down")), llm, knowledge
+    )
     with pytest.raises(TransportUnavailable):
         approval.decide(down, ORG, item, "approve", decided_by="founder")
     with db.transaction(ORG) as cur:

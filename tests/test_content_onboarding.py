@@ -76,8 +76,10 @@ def test_content_piece_is_grounded_queued_once_and_published_on_approval(testdb:
     )
     stats = run_until_idle(deps, deps.transport, duplicates=3)  # at-least-once delivery
     assert stats.delivered == 3 and not stats.rejected
-    items = rows(deps, "SELECT id, status, payload, source_agent FROM approval_items"
-                       " WHERE kind = 'content_piece'")  # fmt: skip
+    items = rows(
+        deps,
+        "SELECT id, status, payload, source_agent FROM approval_items WHERE kind = 'content_piece'",
+    )
     assert len(items) == 1 and items[0]["status"] == "pending"
     piece = items[0]["payload"]
     assert items[0]["source_agent"] == "AGT-008" and piece["format"] == "blog_post"
@@ -85,17 +87,28 @@ def test_content_piece_is_grounded_queued_once_and_published_on_approval(testdb:
     assert grounding and grounding <= {"KC-01", "KC-05", "KC-07"}
     assert not competitor_mentions(piece["body"], COMPETITORS)
     # every sentence of the offline piece comes from the retrieved KC material
-    kc_text = " ".join(r["content"] for r in rows(
-        deps, "SELECT content FROM kc_chunks WHERE domain = ANY(%s)",
-        (["KC-01", "KC-05", "KC-07"],)))  # fmt: skip
+    kc_text = " ".join(
+        r["content"]
+        for r in rows(
+            deps,
+            "SELECT content FROM kc_chunks WHERE domain = ANY(%s)",
+            (["KC-01", "KC-05", "KC-07"],),
+        )
+    )
     body_lines = [p for p in piece["body"].split("\n\n") if not p.startswith("#")]
     assert body_lines and all(" ".join(p.split()) in " ".join(kc_text.split()) for p in body_lines)
     assert content.queued_item(deps, ORG, request_id)["id"] == items[0]["id"]
 
     # published only once a person approves it (CONST-001), and once
     assert rows(deps, "SELECT id FROM published_content") == []
-    approval.decide(deps, ORG, items[0]["id"], "edit", decided_by="founder",
-                    edited={"title": "Lease costs, cut with data"})  # fmt: skip
+    approval.decide(
+        deps,
+        ORG,
+        items[0]["id"],
+        "edit",
+        decided_by="founder",
+        edited={"title": "Lease costs, cut with data"},
+    )
     published = rows(deps, "SELECT approval_item_id, title, published_at FROM published_content")
     assert [(p["approval_item_id"], p["title"]) for p in published] == [
         (items[0]["id"], "Lease costs, cut with data")
@@ -124,9 +137,12 @@ def close_deal(deps: LocalDeps, external: str) -> str:
     """Approve a deal update moving ``external`` to closed_won; returns the deal id."""
     deal = deal_id(deps, external)
     item = deals.propose_deal_update(
-        deps, ORG, deal, {"stage": "closed_won", "close_date": "2026-11-30"},
+        deps,
+        ORG,
+        deal,
+        {"stage": "closed_won", "close_date": "2026-11-30"},
         source={"recording_id": "rec-1"},
-    )  # fmt: skip
+    )
     assert approval.decide(deps, ORG, item, "approve", decided_by="founder")["status"] == "applied"
     return deal
 
@@ -175,8 +191,11 @@ def test_a_kit_is_shown_for_review_with_a_freshly_signed_link(testdb: PgDB, gcs:
     # is replaced by an unusable one here, so only a link signed now can pass the checks.
     dead = "https://storage.invalid/expired"
     with deps.db.transaction(ORG) as cur:
-        cur.execute("UPDATE approval_items SET payload = payload || jsonb_build_object("
-                    "'signed_url', %s::text) WHERE id = %s", (dead, items[0]["id"]))  # fmt: skip
+        cur.execute(
+            "UPDATE approval_items SET payload = payload || jsonb_build_object("
+            "'signed_url', %s::text) WHERE id = %s",
+            (dead, items[0]["id"]),
+        )
     reviewed_at = built_at + timedelta(hours=2)
     deps.clock = lambda: reviewed_at
     # a content piece waits in the same queue: it gets no link
@@ -196,8 +215,9 @@ def test_a_kit_is_shown_for_review_with_a_freshly_signed_link(testdb: PgDB, gcs:
     # signed just now (verify_v4_signed_url checks the signing time), by our key, for the kit
     assert verify_v4_signed_url(link["url"], gcs.key_file)["X-Goog-Expires"] == str(TTL)
     assert fetch(link["url"]) == gcs.store.get(kits[0]["object_name"])
-    only_kits = tools.run(tools.TOOLS["list_approvals"], ctx,
-                          ListApprovalsArgs(kind="deployment_kit"))["result"]  # fmt: skip
+    only_kits = tools.run(
+        tools.TOOLS["list_approvals"], ctx, ListApprovalsArgs(kind="deployment_kit")
+    )["result"]
     assert [c["id"] for c in only_kits["items"]] == [kit["id"]]
 
 
@@ -274,31 +294,41 @@ def test_functions_close_a_deal_build_the_kit_and_publish_content(
     deal = deal_id(deps, "D-005")
     item = deals.propose_deal_update(deps, ORG, deal, {"stage": "closed_won"})
     env = {
-        "COLONY_DB_MODE": "dsn", "COLONY_DB_DSN": testdb.dsn(APP_ROLE),
-        "COLONY_TRANSPORT": "local", "COLONY_DATA_DIR": str(tmp_path),
-        "COLONY_SIGNED_URL_TTL_SECONDS": str(TTL), **gcs.env,
-    }  # fmt: skip
+        "COLONY_DB_MODE": "dsn",
+        "COLONY_DB_DSN": testdb.dsn(APP_ROLE),
+        "COLONY_TRANSPORT": "local",
+        "COLONY_DATA_DIR": str(tmp_path),
+        "COLONY_SIGNED_URL_TTL_SECONDS": str(TTL),
+        **gcs.env,
+    }
     names = ["approval", "onboarding", "content", "chat"]
     with FunctionServers(env, names, log_dir=tmp_path) as servers, httpx.Client(timeout=60) as http:
         auth = {"Authorization": f"Bearer {mint_local_token(tmp_path, ORG)}"}
-        reply = http.post(servers.urls["approval"], json={"item_id": item, "action": "approve"},
-                          headers=auth)  # fmt: skip
+        reply = http.post(
+            servers.urls["approval"], json={"item_id": item, "action": "approve"}, headers=auth
+        )
         assert reply.status_code == 200 and reply.json()["status"] == "applied", reply.text
         # the approval function published deal.closed_won; onboarding (a push) built the kit
         kit = wait_for(
-            lambda: rows(deps, "SELECT k.gcs_uri, a.payload FROM deployment_kits k JOIN"
-                               " approval_items a ON a.id = k.approval_item_id")[:1],
+            lambda: rows(
+                deps,
+                "SELECT k.gcs_uri, a.payload FROM deployment_kits k JOIN"
+                " approval_items a ON a.id = k.approval_item_id",
+            )[:1],
             what="the deployment kit",
-        )[0]  # fmt: skip
+        )[0]
         url = kit["payload"]["signed_url"]
         assert verify_v4_signed_url(url, gcs.key_file)["X-Goog-Expires"] == str(TTL)
         assert fetch(url).decode().startswith("# Deployment kit: Granite Peak")
         # the review queue (chat function) signs its own link from the stored object name
         with deps.db.transaction(ORG) as cur:
-            cur.execute("UPDATE approval_items SET payload = payload - 'signed_url'"
-                        " WHERE kind = 'deployment_kit'")  # fmt: skip
-        queue = http.get(f"{servers.urls['chat']}/approvals", params={"kind": "deployment_kit"},
-                         headers=auth)  # fmt: skip
+            cur.execute(
+                "UPDATE approval_items SET payload = payload - 'signed_url'"
+                " WHERE kind = 'deployment_kit'"
+            )
+        queue = http.get(
+            f"{servers.urls['chat']}/approvals", params={"kind": "deployment_kit"}, headers=auth
+        )
         assert queue.status_code == 200, queue.text
         assert queue.json()["pending_total"] >= 1
         [card] = queue.json()["items"]
@@ -306,15 +336,19 @@ def test_functions_close_a_deal_build_the_kit_and_publish_content(
         assert card["link"]["expires_in_seconds"] == TTL
         assert verify_v4_signed_url(card["link"]["url"], gcs.key_file)["X-Goog-Expires"] == str(TTL)
         assert fetch(card["link"]["url"]).decode().startswith("# Deployment kit: Granite Peak")
-        too_long = http.get(f"{servers.urls['chat']}/approvals", params={"kind": "k" * 41},
-                            headers=auth)  # fmt: skip
+        too_long = http.get(
+            f"{servers.urls['chat']}/approvals", params={"kind": "k" * 41}, headers=auth
+        )
         assert too_long.status_code == 400
         assert too_long.json()["error"]["code"] == "validation_failed"
 
         # a push for an unknown deal is acknowledged, recorded as rejected, and writes nothing
         data = json.dumps({"kind": "deal.closed_won", "org_id": ORG, "deal_id": "nope"})
-        message = {"data": base64.b64encode(data.encode()).decode(),
-                   "messageId": "push-unknown-deal", "attributes": {"org_id": ORG}}  # fmt: skip
+        message = {
+            "data": base64.b64encode(data.encode()).decode(),
+            "messageId": "push-unknown-deal",
+            "attributes": {"org_id": ORG},
+        }
         push = {"message": message, "subscription": "projects/colony-local/subscriptions/x"}
         assert http.post(servers.urls["onboarding"], json=push).is_success
         assert len(kit_rows(deps)[0]) == 1
@@ -331,8 +365,9 @@ def test_functions_close_a_deal_build_the_kit_and_publish_content(
         assert reply.status_code == 200, reply.text
     assert len(rows(deps, "SELECT id FROM published_content")) == 1
     owner = testdb.owner_connection()
-    rejected = fetch_all(owner.cursor(), "SELECT function, event_id, reason FROM"
-                                         " rejected_deliveries")  # fmt: skip
+    rejected = fetch_all(
+        owner.cursor(), "SELECT function, event_id, reason FROM rejected_deliveries"
+    )
     owner.close()
     assert [(r["function"], r["event_id"]) for r in rejected] == [
         ("onboarding", "push-unknown-deal")

@@ -63,8 +63,9 @@ def venvs(
         target = root / f"set{index}"
         shutil.copytree(base, target, symlinks=True)
         _install(target, lines - common, root / f"extra{index}.txt")
-        check = subprocess.run([*PIP, "--python", str(target / "bin/python"), "check"],
-                               capture_output=True, text=True)  # fmt: skip
+        check = subprocess.run(
+            [*PIP, "--python", str(target / "bin/python"), "check"], capture_output=True, text=True
+        )
         assert check.returncode == 0, f"requirements set {index} is incomplete: {check.stdout}"
         pythons[lines] = target / "bin" / "python"
     return pythons
@@ -75,10 +76,20 @@ def _install(venv: Path, lines: frozenset[str], file: Path) -> None:
         return
     file.write_text("".join(f"{line}\n" for line in sorted(lines)))
     subprocess.run(
-        [*PIP, "--python", str(venv / "bin/python"), "install", "--quiet", "--no-deps",
-         "--no-compile", "-r", str(file)],
-        check=True, capture_output=True,
-    )  # fmt: skip
+        [
+            *PIP,
+            "--python",
+            str(venv / "bin/python"),
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-compile",
+            "-r",
+            str(file),
+        ],
+        check=True,
+        capture_output=True,
+    )
 
 
 def test_bundles_are_reproducible_and_named_by_content(bundles, tmp_path: Path) -> None:
@@ -106,8 +117,9 @@ def test_bundles_are_reproducible_and_named_by_content(bundles, tmp_path: Path) 
 
 def test_a_code_change_changes_the_zip_name(bundles, tmp_path: Path) -> None:
     shared = tmp_path / "shared"
-    shutil.copytree(REPO / "shared" / "colony", shared / "colony",
-                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    shutil.copytree(
+        REPO / "shared" / "colony", shared / "colony", ignore=shutil.ignore_patterns("__pycache__")
+    )
     (shared / "colony" / "errors.py").write_text(
         (shared / "colony" / "errors.py").read_text() + "\n# changed\n"
     )
@@ -156,8 +168,10 @@ def test_each_bundle_installs_cleanly_and_imports_its_whole_graph(bundles, venvs
         probe = "import importlib, sys\nfor m in sys.argv[1:]: importlib.import_module(m)\n"
         done = subprocess.run(
             [str(python), "-I", "-c", f"import sys; sys.path.insert(0, '.')\n{probe}", *modules],
-            cwd=group[0].directory, capture_output=True, text=True,
-        )  # fmt: skip
+            cwd=group[0].directory,
+            capture_output=True,
+            text=True,
+        )
         assert done.returncode == 0, f"{[b.name for b in group]}: {done.stderr[-2000:]}"
 
 

@@ -84,12 +84,23 @@ def block(body: dict[str, Any], name: str) -> dict[str, Any]:
 def test_terraform_is_split_by_concern() -> None:
     files = {p.name for p in TF.glob("*.tf")}
     assert files >= {
-        "versions.tf", "variables.tf", "outputs.tf", "functions.tf", "pubsub.tf", "tasks.tf",
-        "scheduler.tf", "sql.tf", "storage.tf", "kms.tf", "secrets.tf", "iam.tf",
-    }  # fmt: skip
+        "versions.tf",
+        "variables.tf",
+        "outputs.tf",
+        "functions.tf",
+        "pubsub.tf",
+        "tasks.tf",
+        "scheduler.tf",
+        "sql.tf",
+        "storage.tf",
+        "kms.tf",
+        "secrets.tf",
+        "iam.tf",
+    }
     versions = (TF / "versions.tf").read_text()
-    assert re.search(r'source\s*=\s*"hashicorp/google"\s*\n\s*version\s*=\s*"= \d+\.\d+\.\d+"',
-                     versions), "the google provider must be pinned to one version"  # fmt: skip
+    assert re.search(
+        r'source\s*=\s*"hashicorp/google"\s*\n\s*version\s*=\s*"= \d+\.\d+\.\d+"', versions
+    ), "the google provider must be pinned to one version"
     assert {r["_file"] for r in parsed()["google_cloudfunctions2_function"].values()} == {
         "functions.tf"
     }
@@ -130,8 +141,10 @@ def test_every_function_folder_has_one_function_with_its_entry_point_and_trigger
     for name, spec in functions.items():
         function = FUNCTIONS[name]
         assert (spec["entry_point"], spec["trigger"], spec["topic"]) == (
-            function.entry_point, function.trigger, function.topic,
-        ), name  # fmt: skip
+            function.entry_point,
+            function.trigger,
+            function.topic,
+        ), name
         decorator = "cloud_event" if function.trigger == "pubsub" else "http"
         assert _entry_decorators(REPO / "functions" / name / "main.py", spec["entry_point"]) >= {
             f"functions_framework.{decorator}"
@@ -175,10 +188,13 @@ def test_every_topic_and_queue_exists_with_dead_letter_and_retry_settings() -> N
         "roles/pubsub.publisher"
     )
     assert spec["queues"] == {
-        name: {"purpose": q.purpose, "max_attempts": q.max_attempts,
-               "max_dispatches_per_second": q.max_dispatches_per_second}
+        name: {
+            "purpose": q.purpose,
+            "max_attempts": q.max_attempts,
+            "max_dispatches_per_second": q.max_dispatches_per_second,
+        }
         for name, q in QUEUES.items()
-    }  # fmt: skip
+    }
     queue = parsed()["google_cloud_tasks_queue"]["queue"]
     assert queue["for_each"] == "${var.queues}" and queue["name"] == "${each.key}"
     assert block(queue, "retry_config")["max_attempts"] == "${each.value.max_attempts}"
@@ -231,8 +247,9 @@ def test_one_service_account_per_function_and_no_primitive_role() -> None:
     accounts = parsed()["google_service_account"]["function"]
     assert accounts["for_each"] == "${var.functions}"
     ids = [f["account_id"] for f in registry()["functions"].values()]
-    assert len(set(ids)) == len(ids) and all(re.fullmatch(r"[a-z][a-z0-9-]{4,28}[a-z0-9]", i)
-                                             for i in ids)  # fmt: skip
+    assert len(set(ids)) == len(ids) and all(
+        re.fullmatch(r"[a-z][a-z0-9-]{4,28}[a-z0-9]", i) for i in ids
+    )
     for name, function in registry()["functions"].items():
         assert function["roles"], name
         assert all(why.strip() for why in function["roles"].values()), f"{name}: a role has no why"
@@ -244,8 +261,10 @@ def test_one_service_account_per_function_and_no_primitive_role() -> None:
     # publishing and enqueueing are granted per topic / queue, never project-wide
     roles = {r["role"] for kind, rs in parsed().items() for r in rs.values() if "role" in r}
     assert "roles/pubsub.publisher" in roles and "roles/cloudtasks.enqueuer" in roles
-    assert all(not r.startswith(("roles/pubsub", "roles/cloudtasks", "roles/storage"))
-               for r in _project_roles())  # fmt: skip
+    assert all(
+        not r.startswith(("roles/pubsub", "roles/cloudtasks", "roles/storage"))
+        for r in _project_roles()
+    )
 
 
 def _project_roles() -> set[str]:
@@ -298,8 +317,10 @@ def test_daily_brief_scheduler_calls_the_registered_function_with_oidc() -> None
     target = block(job, "http_target")
     assert target["uri"] == '${local.function_urls["daily-brief"]}'
     oidc = block(target, "oidc_token")
-    assert oidc == {"service_account_email": "${google_service_account.invoker.email}",
-                    "audience": '${local.function_urls["daily-brief"]}'}  # fmt: skip
+    assert oidc == {
+        "service_account_email": "${google_service_account.invoker.email}",
+        "audience": '${local.function_urls["daily-brief"]}',
+    }
     assert "org_id" in target["body"]
 
 
@@ -323,10 +344,11 @@ def test_every_function_that_decides_approvals_may_publish_what_the_appliers_pub
 
     shared = SharedPackage(REPO / "shared")
     deciders = {
-        name for name in FUNCTIONS
-        if "colony.flows.approval" in import_graph(REPO / "functions" / name / "main.py",
-                                                   shared).modules
-    }  # fmt: skip
+        name
+        for name in FUNCTIONS
+        if "colony.flows.approval"
+        in import_graph(REPO / "functions" / name / "main.py", shared).modules
+    }
     assert {"approval", "chat"} <= deciders
     needed = set(FUNCTIONS["approval"].publishes)
     assert "colony-onboarding" in needed

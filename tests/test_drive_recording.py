@@ -265,16 +265,25 @@ QUOTE = TRANSCRIPT.decode()[200:400]
     ("error", "attempts", "reason"),
     [
         # retried until the last attempt, then dead-lettered
-        (ProviderError(f"the provider choked on {QUOTE}"), 3,
-         "gave up after 3 delivery attempts: ProviderError (provider_error)"),
+        (
+            ProviderError(f"the provider choked on {QUOTE}"),
+            3,
+            "gave up after 3 delivery attempts: ProviderError (provider_error)",
+        ),
         # ours to fix (an InternalError): retried like an upstream failure, never rejected
-        (TemplateError(f"template 'x' is missing {QUOTE}"), 3,
-         "gave up after 3 delivery attempts: TemplateError (template_error)"),
+        (
+            TemplateError(f"template 'x' is missing {QUOTE}"),
+            3,
+            "gave up after 3 delivery attempts: TemplateError (template_error)",
+        ),
         # a caller error is acknowledged at once and never retried
-        (ValidationFailed(f"the provider refused {QUOTE}"), 1,
-         "rejected, not retried: ValidationFailed (validation_failed)"),
+        (
+            ValidationFailed(f"the provider refused {QUOTE}"),
+            1,
+            "rejected, not retried: ValidationFailed (validation_failed)",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_recording_whose_analysis_ends_for_good_is_failed_not_left_processing(
     world, error: Exception, attempts: int, reason: str
 ) -> None:

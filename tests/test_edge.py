@@ -472,8 +472,10 @@ def test_decode_push_reads_ids_attributes_and_claims() -> None:
     decoded = decode_push(event)
     assert decoded.problem is None and decoded.payload == CampaignStart(**START)
     assert (decoded.event_id, decoded.org_id, dict(decoded.attributes)) == (
-        "e-1", "org-a", attributes
-    )  # fmt: skip
+        "e-1",
+        "org-a",
+        attributes,
+    )
     missing = decode_push(CloudEvent({"type": "t", "source": "s", "id": "e-2"}, {"x": 1}))
     assert missing.problem is not None and missing.problem.code == "bad_envelope"
     assert missing.event_id == "e-2"
@@ -551,8 +553,9 @@ def test_model_parts_are_built_on_first_use_and_a_missing_key_is_named_there(
     # given parts (tests) are used as they are, and a built part is built once
     given = build_deps(testdb.settings, db=built.db, transport=FakeTransport())
     assert given.llm is given.llm and given.knowledge is given.knowledge
-    reused = build_deps(keyless, db=built.db, transport=FakeTransport(), llm=given.llm,
-                        knowledge=given.knowledge)  # fmt: skip
+    reused = build_deps(
+        keyless, db=built.db, transport=FakeTransport(), llm=given.llm, knowledge=given.knowledge
+    )
     assert reused.llm is given.llm and reused.knowledge is given.knowledge
 
 

@@ -67,8 +67,11 @@ def contact_ids(deps: LocalDeps, external: list[str]) -> list[str]:
 
 def run_state(deps: LocalDeps, run_id: str):
     with deps.db.transaction(ORG) as cur:
-        return fetch_one(cur, "SELECT status, contacts_total, contacts_done FROM campaign_runs"
-                              " WHERE id = %s", (run_id,))  # fmt: skip
+        return fetch_one(
+            cur,
+            "SELECT status, contacts_total, contacts_done FROM campaign_runs WHERE id = %s",
+            (run_id,),
+        )
 
 
 def llm_calls(deps: LocalDeps) -> dict[str, int]:
@@ -83,8 +86,10 @@ def test_campaign_over_http_to_approval_outbox_and_delivery(stack) -> None:
         deps, ORG, name="e2e", angle="Signal", tier="T1", contact_ids=contact_ids(deps, PICK)
     )
     run_id = campaign.launch(deps, ORG, campaign_id)
-    state = wait_for(lambda: (s := run_state(deps, run_id)) and s["status"] == "completed" and s,
-                     what="the run to complete")  # fmt: skip
+    state = wait_for(
+        lambda: (s := run_state(deps, run_id)) and s["status"] == "completed" and s,
+        what="the run to complete",
+    )
     assert state["contacts_done"] == state["contacts_total"] == len(PICK)
     calls = llm_calls(deps)
     assert calls["AGT-003"] == calls["AGT-004"] == len(PICK) - 2  # anti-ICP cost nothing
@@ -107,16 +112,20 @@ def test_campaign_over_http_to_approval_outbox_and_delivery(stack) -> None:
         assert forged.status_code == 401 and forged.json()["error"]["code"] == "unauthorized"
         other = {"Authorization": f"Bearer {mint_local_token(data_dir, 'org_other')}"}
         assert http.post(approve, json=body, headers=other).status_code == 404
-        assert http.post(approve, content=b"{nope", headers={**auth, "Content-Type":
-                         "application/json"}).json()["error"]["code"] == "bad_json"  # fmt: skip
+        as_json = {**auth, "Content-Type": "application/json"}
+        malformed = http.post(approve, content=b"{nope", headers=as_json)
+        assert malformed.json()["error"]["code"] == "bad_json"
 
         with deps.db.transaction(ORG) as cur:
             outbox = fetch_one(cur, "SELECT id, status FROM outbox")
         assert outbox["status"] == "queued"
-        event = json.dumps({"org_id": ORG, "outbox_id": outbox["id"], "event": "delivered",
-                            "event_id": "esp-1"}).encode()  # fmt: skip
-        signed = {"X-Colony-Signature": sign_delivery(SECRET, event),
-                  "Content-Type": "application/json"}  # fmt: skip
+        event = json.dumps(
+            {"org_id": ORG, "outbox_id": outbox["id"], "event": "delivered", "event_id": "esp-1"}
+        ).encode()
+        signed = {
+            "X-Colony-Signature": sign_delivery(SECRET, event),
+            "Content-Type": "application/json",
+        }
         assert http.post(servers.urls["delivery-events"], content=event, headers=signed).is_success
         bad = {**signed, "X-Colony-Signature": sign_delivery("wrong", event)}
         assert (
@@ -134,13 +143,25 @@ def test_duplicate_and_malformed_pushes(stack, testdb: PgDB) -> None:
         deps, ORG, name="dup", angle="Pain", tier="T3", contact_ids=ids
     )
     run_id = campaign.launch(deps, ORG, campaign_id)
-    wait_for(lambda: (s := run_state(deps, run_id)) and s["status"] == "completed",
-             what="the run to complete")  # fmt: skip
+    wait_for(
+        lambda: (s := run_state(deps, run_id)) and s["status"] == "completed",
+        what="the run to complete",
+    )
     before = llm_calls(deps)
     # the same handoff pushed three times (same message id) is processed once
-    handoff = {"kind": "handoff", "org_id": ORG, "campaign_id": campaign_id, "envelope": {
-        "parent_run_id": run_id, "downstream_agent": "qualification", "entity_ids": ids,
-        "angle": "Pain", "tier": "T3", "kc_bucket_hints": ["KC-02"]}}  # fmt: skip
+    handoff = {
+        "kind": "handoff",
+        "org_id": ORG,
+        "campaign_id": campaign_id,
+        "envelope": {
+            "parent_run_id": run_id,
+            "downstream_agent": "qualification",
+            "entity_ids": ids,
+            "angle": "Pain",
+            "tier": "T3",
+            "kc_bucket_hints": ["KC-02"],
+        },
+    }
 
     def push(data: bytes, message_id: str) -> httpx.Response:
         envelope = {
@@ -151,7 +172,7 @@ def test_duplicate_and_malformed_pushes(stack, testdb: PgDB) -> None:
             },
             "subscription": "projects/colony-local/subscriptions/colony-qualification",
         }
-        return httpx.post(servers.urls["qualification"], json=envelope, timeout=30)  # fmt: skip
+        return httpx.post(servers.urls["qualification"], json=envelope, timeout=30)
 
     for _ in range(3):
         assert push(json.dumps(handoff).encode(), "dup-1").is_success
@@ -165,9 +186,11 @@ def test_duplicate_and_malformed_pushes(stack, testdb: PgDB) -> None:
     assert {r["event_id"] for r in rejected} >= {"bad-1", "bad-2"}
 
 
-@pytest.mark.skipif(shutil.which("gcloud") is None,
-                    reason="gcloud (Pub/Sub emulator) not installed: the local-transport"
-                           " tests above run the same chain")  # fmt: skip
+@pytest.mark.skipif(
+    shutil.which("gcloud") is None,
+    reason="gcloud (Pub/Sub emulator) not installed: the local-transport"
+    " tests above run the same chain",
+)
 def test_campaign_through_the_real_pubsub_emulator(testdb: PgDB, tmp_path: Path) -> None:
     from google.cloud import pubsub_v1
 
@@ -180,9 +203,14 @@ def test_campaign_through_the_real_pubsub_emulator(testdb: PgDB, tmp_path: Path)
     load_demo(db, knowledge, say=lambda _: None)
     project = "colony-e2e"
     with pubsub_emulator(project=project) as host:
-        env = {"COLONY_DB_MODE": "dsn", "COLONY_DB_DSN": testdb.dsn(APP_ROLE),
-               "COLONY_TRANSPORT": "gcp", "COLONY_GCP_PROJECT": project,
-               "PUBSUB_EMULATOR_HOST": host, "COLONY_DATA_DIR": str(tmp_path)}  # fmt: skip
+        env = {
+            "COLONY_DB_MODE": "dsn",
+            "COLONY_DB_DSN": testdb.dsn(APP_ROLE),
+            "COLONY_TRANSPORT": "gcp",
+            "COLONY_GCP_PROJECT": project,
+            "PUBSUB_EMULATOR_HOST": host,
+            "COLONY_DATA_DIR": str(tmp_path),
+        }
         import os
 
         os.environ["PUBSUB_EMULATOR_HOST"] = host  # for this process's clients
@@ -201,8 +229,9 @@ def test_campaign_through_the_real_pubsub_emulator(testdb: PgDB, tmp_path: Path)
                         )
                 transport = GcpTransport(project, "us-central1", function_urls=servers.urls)
                 settings = Settings.from_env({})
-                deps = LocalDeps(settings, db, transport, llm_from_settings(settings, db),
-                                 knowledge)  # fmt: skip
+                deps = LocalDeps(
+                    settings, db, transport, llm_from_settings(settings, db), knowledge
+                )
                 picked = contact_ids(deps, ["P-001", "P-002", "P-007"])
                 campaign_id = campaign.create_campaign(
                     deps, ORG, name="emu", angle="Signal", tier="T1", contact_ids=picked
@@ -230,34 +259,47 @@ def test_model_free_functions_serve_without_provider_keys_and_model_ones_fail_cl
     org = "org_nokey"
     with testdb.app().transaction(org) as cur:
         cur.execute("INSERT INTO organizations (id, name) VALUES (%s, 'No Key')", (org,))
-        cur.execute("INSERT INTO campaigns (id, org_id, name, angle, tier, status) VALUES"
-                    " ('cmp-nokey', %s, 'paused', 'Signal', 'T1', 'paused')", (org,))  # fmt: skip
+        cur.execute(
+            "INSERT INTO campaigns (id, org_id, name, angle, tier, status) VALUES"
+            " ('cmp-nokey', %s, 'paused', 'Signal', 'T1', 'paused')",
+            (org,),
+        )
     env = {
-        "COLONY_DB_MODE": "dsn", "COLONY_DB_DSN": testdb.dsn(APP_ROLE),
-        "COLONY_TRANSPORT": "local", "COLONY_DATA_DIR": str(tmp_path),
+        "COLONY_DB_MODE": "dsn",
+        "COLONY_DB_DSN": testdb.dsn(APP_ROLE),
+        "COLONY_TRANSPORT": "local",
+        "COLONY_DATA_DIR": str(tmp_path),
         "COLONY_DELIVERY_WEBHOOK_SECRET": SECRET,
-        "COLONY_LLM_PROVIDER": "openai", "COLONY_EMBEDDING_PROVIDER": "openai",
-        "OPENAI_API_KEY": "", "GEMINI_API_KEY": "",  # set but empty: counts as missing
-    }  # fmt: skip
+        "COLONY_LLM_PROVIDER": "openai",
+        "COLONY_EMBEDDING_PROVIDER": "openai",
+        "OPENAI_API_KEY": "",
+        "GEMINI_API_KEY": "",  # set but empty: counts as missing
+    }
     names = ["campaign-resume", "delivery-events", "chat"]
     with FunctionServers(env, names, log_dir=tmp_path) as servers, httpx.Client(timeout=30) as http:
-        resumed = http.post(servers.urls["campaign-resume"],
-                            json={"org_id": org, "campaign_id": "cmp-nokey"})  # fmt: skip
+        resumed = http.post(
+            servers.urls["campaign-resume"], json={"org_id": org, "campaign_id": "cmp-nokey"}
+        )
         assert resumed.status_code == 200, resumed.text
-        assert resumed.json() == {"campaign_id": "cmp-nokey", "resumed_runs": [],
-                                  "redispatched": 0}  # fmt: skip
-        event = json.dumps({"org_id": org, "outbox_id": "no-such-message", "event": "delivered",
-                            "event_id": "esp-nokey"}).encode()  # fmt: skip
-        signed = {"X-Colony-Signature": sign_delivery(SECRET, event),
-                  "Content-Type": "application/json"}  # fmt: skip
+        assert resumed.json() == {"campaign_id": "cmp-nokey", "resumed_runs": [], "redispatched": 0}
+        delivered = {
+            "org_id": org,
+            "outbox_id": "no-such-message",
+            "event": "delivered",
+            "event_id": "esp-nokey",
+        }
+        event = json.dumps(delivered).encode()
+        signed = {
+            "X-Colony-Signature": sign_delivery(SECRET, event),
+            "Content-Type": "application/json",
+        }
         unknown = http.post(servers.urls["delivery-events"], content=event, headers=signed)
         assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "not_found"
 
         auth = {"Authorization": f"Bearer {mint_local_token(tmp_path, org)}"}
         queue = http.get(f"{servers.urls['chat']}/approvals", headers=auth)
         assert queue.status_code == 200 and queue.json()["items"] == []
-        turn = http.post(f"{servers.urls['chat']}/turns", json={"message": "hello"},
-                         headers=auth)  # fmt: skip
+        turn = http.post(f"{servers.urls['chat']}/turns", json={"message": "hello"}, headers=auth)
         assert turn.status_code == 500, turn.text
         assert turn.json()["error"]["code"] == "config_error"
     with testdb.app().transaction(org) as cur:

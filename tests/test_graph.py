@@ -27,8 +27,17 @@ def functions_of(*agent_ids: str) -> set[str]:
 def test_the_three_example_queries() -> None:
     graph = build_graph()
     # who reads ENT-007: the agents querying any Knowledge Core domain, and AGT-001 directly
-    readers = ["AGT-001", "AGT-003", "AGT-004", "AGT-005", "AGT-006", "AGT-007", "AGT-008",
-               "AGT-009", "AGT-010"]  # fmt: skip
+    readers = [
+        "AGT-001",
+        "AGT-003",
+        "AGT-004",
+        "AGT-005",
+        "AGT-006",
+        "AGT-007",
+        "AGT-008",
+        "AGT-009",
+        "AGT-010",
+    ]
     assert graph.who("reads from", "ENT-007") == readers
     assert readers == sorted(a.id for a in AGENTS.values() if a.kc_domains or "ENT-007" in a.reads)
     assert graph.of("AGT-005", "constrained by") == ["CONST-001", "CONST-002", "CONST-006"]
@@ -82,17 +91,35 @@ def test_traceability_tested_by_and_defined_in() -> None:
 @pytest.mark.parametrize(
     ("change", "unknown"),
     [
-        ({"agents": {**AGENTS, "AGT-005": replace(AGENTS["AGT-005"], reads=("ENT-099",))}},
-         "ENT-099"),
-        ({"agents": {**AGENTS, "AGT-008": replace(AGENTS["AGT-008"], constraints=("CONST-9",))}},
-         "CONST-9"),
-        ({"functions": {**FUNCTIONS, "x": replace(FUNCTIONS["content"], name="x",
-                                                  agent="AGT-099")}}, "AGT-099"),
-        ({"functions": {**FUNCTIONS, "y": replace(FUNCTIONS["content"], name="y",
-                                                  topic="colony-nowhere")}}, "colony-nowhere"),
+        (
+            {"agents": {**AGENTS, "AGT-005": replace(AGENTS["AGT-005"], reads=("ENT-099",))}},
+            "ENT-099",
+        ),
+        (
+            {"agents": {**AGENTS, "AGT-008": replace(AGENTS["AGT-008"], constraints=("CONST-9",))}},
+            "CONST-9",
+        ),
+        (
+            {
+                "functions": {
+                    **FUNCTIONS,
+                    "x": replace(FUNCTIONS["content"], name="x", agent="AGT-099"),
+                }
+            },
+            "AGT-099",
+        ),
+        (
+            {
+                "functions": {
+                    **FUNCTIONS,
+                    "y": replace(FUNCTIONS["content"], name="y", topic="colony-nowhere"),
+                }
+            },
+            "colony-nowhere",
+        ),
         ({"test_specs": {**TEST_SPECS, "tests/test_brief.py": ("KC-42",)}}, "KC-42"),
     ],
-)  # fmt: skip
+)
 def test_a_declaration_naming_an_unknown_id_fails(change: dict, unknown: str) -> None:
     with pytest.raises(ValidationFailed, match=re.escape(unknown)):
         build_graph(**change)

@@ -87,22 +87,30 @@ def test_retrieve_returns_top_k_per_domain_most_similar_first(store) -> None:
         (lambda kc: kc.retrieve(ORG, "x", []), UnknownDomain),
         (lambda kc: kc.retrieve(ORG, "x", ["KC-01"], 0), ValidationFailed),
         (lambda kc: kc.retrieve(ORG, "", ["KC-01"]), ValidationFailed),
-        (lambda kc: kc.retrieve(ORG, np.ones(7), ["KC-01"], model="offline-hash-v1"),
-         DimensionMismatch),
-        (lambda kc: kc.retrieve(ORG, np.ones(1536), ["KC-01"], model="text-embedding-3-small"),
-         ValidationFailed),
+        (
+            lambda kc: kc.retrieve(ORG, np.ones(7), ["KC-01"], model="offline-hash-v1"),
+            DimensionMismatch,
+        ),
+        (
+            lambda kc: kc.retrieve(ORG, np.ones(1536), ["KC-01"], model="text-embedding-3-small"),
+            ValidationFailed,
+        ),
         (lambda kc: kc.retrieve("", "x", ["KC-01"]), OrgScopeError),
         (lambda kc: kc.sync_source(ORG, "seed", "s", [ChunkIn("KC-00", "text")]), UnknownDomain),
         (lambda kc: kc.sync_source(ORG, "seed", "s", [ChunkIn("KC-01", " ")]), ValidationFailed),
-        (lambda kc: kc.sync_source(ORG, "seed", "s", [ChunkIn("KC-01", "x" * 20_001)]),
-         ValidationFailed),
+        (
+            lambda kc: kc.sync_source(ORG, "seed", "s", [ChunkIn("KC-01", "x" * 20_001)]),
+            ValidationFailed,
+        ),
         (lambda kc: kc.sync_source(ORG, "email", "s", [ChunkIn("KC-01", "t")]), ValidationFailed),
         (lambda kc: kc.sync_source(ORG, "seed", "", [ChunkIn("KC-01", "t")]), ValidationFailed),
         (lambda kc: kc.sync_source("", "seed", "s", [ChunkIn("KC-01", "t")]), OrgScopeError),
-        (lambda kc: kc.sync_source("org_nobody", "seed", "s", [ChunkIn("KC-01", "t")]),
-         ValidationFailed),
+        (
+            lambda kc: kc.sync_source("org_nobody", "seed", "s", [ChunkIn("KC-01", "t")]),
+            ValidationFailed,
+        ),
     ],
-)  # fmt: skip
+)
 def test_bad_input_raises_a_typed_error_and_writes_nothing(store, call, error) -> None:
     kc, _, testdb = store
     with pytest.raises(error):
@@ -159,8 +167,9 @@ def test_rare_domain_in_a_big_store_returns_exactly_k(
 
     # The provisioned org's own graph serves its query (not a scan of the domain)
     with db.transaction(orgs[0], settings=SEARCH_SETTINGS) as cur:
-        plan = fetch_all(cur, "EXPLAIN " + retrieve_sql(orgs[0], ["KC-01"]),
-                         [queries[0], corpus.model, k])  # fmt: skip
+        plan = fetch_all(
+            cur, "EXPLAIN " + retrieve_sql(orgs[0], ["KC-01"]), [queries[0], corpus.model, k]
+        )
     assert index_name(orgs[0], "KC-01") in " ".join(r["QUERY PLAN"] for r in plan)
 
     # Recall against the exact answer (no index)

@@ -159,8 +159,12 @@ def test_a_burst_of_edits_is_one_task_that_runs_after_every_edit_of_its_window(e
 
     def edit(n: int, received_after: float) -> None:
         now[0] = start + timedelta(seconds=received_after)
-        body = webhook_event(PAGE, parent_database=DB_KC01, event_id=f"edit-{n}",
-                             timestamp=f"2026-11-30T09:00:0{n}.{n}00Z")  # fmt: skip
+        body = webhook_event(
+            PAGE,
+            parent_database=DB_KC01,
+            event_id=f"edit-{n}",
+            timestamp=f"2026-11-30T09:00:0{n}.{n}00Z",
+        )
         assert notion_sync.receive(deps, body, sign(SECRET, body))["status"] == "queued"
 
     for n, received_after in enumerate((0.0, 1.5, 3.9)):
@@ -224,8 +228,9 @@ def test_a_page_moved_out_of_every_mapped_database_loses_its_chunks(env) -> None
     stored = len(chunks(deps))
     assert stored > 0
 
-    server.put_page(PAGE, "Product overview", page_blocks(PARAGRAPHS[:2]),
-                    parent_database=DB_UNMAPPED)  # fmt: skip
+    server.put_page(
+        PAGE, "Product overview", page_blocks(PARAGRAPHS[:2]), parent_database=DB_UNMAPPED
+    )
     moved = webhook_event(PAGE, kind="page.moved", parent_database=DB_UNMAPPED, event_id="mv")
     task = queued_job(deps, moved)
     assert task.domain is None
@@ -248,8 +253,7 @@ def test_a_page_moved_to_another_mapped_database_changes_domain_without_re_embed
     before, calls = chunks(deps), len(embedder.calls)
     assert {c["domain"] for c in before} == {"KC-01"}
 
-    server.put_page(PAGE, "Product overview", page_blocks(PARAGRAPHS[:3]),
-                    parent_database=DB_KC04)  # fmt: skip
+    server.put_page(PAGE, "Product overview", page_blocks(PARAGRAPHS[:3]), parent_database=DB_KC04)
     moved = webhook_event(PAGE, kind="page.moved", parent_database=DB_KC04, event_id="mv")
     assert queued_job(deps, moved).domain == "KC-04"
     # Even a stale job from before the move (naming KC-01) syncs into the current domain.

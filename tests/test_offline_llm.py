@@ -282,11 +282,19 @@ def test_strong_fits_outscore_weak_ones() -> None:
     strong, weak = qualify(contact("P-013")), qualify(contact("P-011"))
     assert strong["total_score"] > weak["total_score"]
     assert strong["dimension_scores"] == {
-        "size": 25, "vertical": 25, "tech_stack": 15, "signals": 20, "timing": 15,
-    }  # fmt: skip
+        "size": 25,
+        "vertical": 25,
+        "tech_stack": 15,
+        "signals": 20,
+        "timing": 15,
+    }
     assert weak["dimension_scores"] == {
-        "size": 10, "vertical": 25, "tech_stack": 0, "signals": 10, "timing": 5,
-    }  # fmt: skip
+        "size": 10,
+        "vertical": 25,
+        "tech_stack": 0,
+        "signals": 10,
+        "timing": 5,
+    }
     assert "vertical" in weak["reasoning"] and "tech stack" in weak["reasoning"]
 
 
@@ -542,8 +550,12 @@ def test_conversation_summary_extracts_and_folds() -> None:
     }
     answer = ask("conversation_summary", {"turns": TURNS, "previous_summary": previous})
     assert answer["entity_ids"] == [
-        "C-001", "P-001", "D-002", "3f2a9c1e-1b2c-4d5e-8f90-123456789abc", "P-002",
-    ]  # fmt: skip
+        "C-001",
+        "P-001",
+        "D-002",
+        "3f2a9c1e-1b2c-4d5e-8f90-123456789abc",
+        "P-002",
+    ]
     assert answer["decisions"][0] == "Paused campaign C-001."
     assert any("launch" in d for d in answer["decisions"])
     assert not any(d.endswith("?") for d in answer["decisions"])

@@ -37,8 +37,13 @@ SCREENSHOT = REPO / "artifacts" / "overview.png"
 def browser() -> Iterator[webdriver.Chrome]:
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in ("--headless", "--no-sandbox", "--disable-gpu",
-                 "--disable-background-networking", "--window-size=1280,1000"):  # fmt: skip
+    for flag in (
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--window-size=1280,1000",
+    ):
         options.add_argument(flag)
     driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
     try:
@@ -58,8 +63,12 @@ def test_overview_page_streams_and_approves_inline(
             " (%s, (now() AT TIME ZONE 'UTC')::date, %s)",
             (ORG, f"Brief {uuid.uuid4().hex[:6]}: 5 open deals; 2 items await you."),
         )
-    env = {"COLONY_DB_MODE": "dsn", "COLONY_DB_DSN": testdb.dsn(APP_ROLE),
-           "COLONY_TRANSPORT": "local", "COLONY_DATA_DIR": str(tmp_path)}  # fmt: skip
+    env = {
+        "COLONY_DB_MODE": "dsn",
+        "COLONY_DB_DSN": testdb.dsn(APP_ROLE),
+        "COLONY_TRANSPORT": "local",
+        "COLONY_DATA_DIR": str(tmp_path),
+    }
     chain = ["chat", "campaign", "enrichment", "qualification", "message-generator"]
     with FunctionServers(env, chain, log_dir=tmp_path) as servers:
         base = servers.urls["chat"]
@@ -72,18 +81,26 @@ def test_overview_page_streams_and_approves_inline(
         box = browser.find_element(By.ID, "message")
         assert browser.switch_to.active_element == box, "the message box has the focus"
         box.send_keys("What does our pipeline look like?", Keys.ENTER)
-        wait.until(lambda d: any("Pipeline:" in m.text for m in
-                                 d.find_elements(By.CSS_SELECTOR, ".msg.assistant")))  # fmt: skip
-        assert any("pipeline_snapshot" in t.text
-                   for t in browser.find_elements(By.CSS_SELECTOR, ".tool"))  # fmt: skip
+        wait.until(
+            lambda d: any(
+                "Pipeline:" in m.text for m in d.find_elements(By.CSS_SELECTOR, ".msg.assistant")
+            )
+        )
+        assert any(
+            "pipeline_snapshot" in t.text for t in browser.find_elements(By.CSS_SELECTOR, ".tool")
+        )
 
         box.send_keys("Launch a Signal campaign for T1 prospects P-007", Keys.ENTER)
         approve = wait.until(ec.element_to_be_clickable((By.CSS_SELECTOR, ".card .approve")))
         assert "launch_campaign" in browser.find_element(By.CSS_SELECTOR, ".card").text
         assert browser.switch_to.active_element == approve, "the card takes the focus"
         approve.click()
-        wait.until(lambda d: any("Launched campaign" in m.text for m in
-                                 d.find_elements(By.CSS_SELECTOR, ".msg.assistant")))  # fmt: skip
+        wait.until(
+            lambda d: any(
+                "Launched campaign" in m.text
+                for m in d.find_elements(By.CSS_SELECTOR, ".msg.assistant")
+            )
+        )
         assert "Approved" in browser.find_element(By.CSS_SELECTOR, ".card").text
 
         SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)

@@ -63,11 +63,13 @@ def deployed_env(server: WireServer, names: str) -> dict[str, str]:
 
 def test_secrets_come_from_secret_manager_once_per_instance(store) -> None:
     values, server = store
-    values.values.update({
-        "colony-openai-api-key": "sk-from-secret-manager",
-        "colony-approval-token-key": "approval-key-123",
-        "colony-sentry-dsn": "https://abc@sentry.example/1",
-    })  # fmt: skip
+    values.values.update(
+        {
+            "colony-openai-api-key": "sk-from-secret-manager",
+            "colony-approval-token-key": "approval-key-123",
+            "colony-sentry-dsn": "https://abc@sentry.example/1",
+        }
+    )
     env = deployed_env(server, "OPENAI_API_KEY, COLONY_APPROVAL_TOKEN_KEY,SENTRY_DSN")
     first = Settings.from_env(env)
     second = Settings.from_env(env)
@@ -78,8 +80,10 @@ def test_secrets_come_from_secret_manager_once_per_instance(store) -> None:
     requests = server.requests_to("secretmanager.access")
     # once per instance: the second settings object cost no request
     assert sorted(r.params["secret"] for r in requests) == [
-        "colony-approval-token-key", "colony-openai-api-key", "colony-sentry-dsn",
-    ]  # fmt: skip
+        "colony-approval-token-key",
+        "colony-openai-api-key",
+        "colony-sentry-dsn",
+    ]
     assert all(r.path.startswith(f"/v1/projects/{PROJECT}/") for r in requests)
     assert "sk-from-secret-manager" not in repr(first)
 
@@ -127,8 +131,13 @@ def test_every_credential_setting_is_declared_a_secret() -> None:
     read |= {"LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"}  # read through a loop over names
     credential = re.compile(r"KEY|SECRET|TOKEN|PASSWORD|DSN$|JWKS|ISSUER")
     credentials = {n for n in read if credential.search(n)}
-    not_secret = {"COLONY_DB_DSN", "COLONY_DB_OWNER_DSN", "COLONY_JWT_PUBLIC_KEY",
-                  "COLONY_SIGNING_KEY_FILE", "COLONY_GOOGLE_JWKS_URL"}  # fmt: skip  # DSNs
+    not_secret = {
+        "COLONY_DB_DSN",
+        "COLONY_DB_OWNER_DSN",
+        "COLONY_JWT_PUBLIC_KEY",
+        "COLONY_SIGNING_KEY_FILE",
+        "COLONY_GOOGLE_JWKS_URL",
+    }  # DSNs
     # embed no password in production (cloudsql mode); the JWT public key, a key *file path*
     # and Google's published certificate URL (overridden only to point tests at a stand-in)
     # are not secrets

@@ -32,14 +32,22 @@ def test_bad_or_missing_values_name_the_variable(env: dict[str, str], named: str
 @pytest.mark.parametrize(
     ("env", "provider", "chosen_by", "named"),
     [
-        ({"COLONY_EMBEDDING_PROVIDER": "openai"}, "openai", "COLONY_EMBEDDING_PROVIDER",
-         "OPENAI_API_KEY"),
-        ({"COLONY_EMBEDDING_PROVIDER": "gemini"}, "gemini", "COLONY_EMBEDDING_PROVIDER",
-         "GEMINI_API_KEY"),
+        (
+            {"COLONY_EMBEDDING_PROVIDER": "openai"},
+            "openai",
+            "COLONY_EMBEDDING_PROVIDER",
+            "OPENAI_API_KEY",
+        ),
+        (
+            {"COLONY_EMBEDDING_PROVIDER": "gemini"},
+            "gemini",
+            "COLONY_EMBEDDING_PROVIDER",
+            "GEMINI_API_KEY",
+        ),
         ({"COLONY_LLM_PROVIDER": "openai"}, "openai", "COLONY_LLM_PROVIDER", "OPENAI_API_KEY"),
         ({"COLONY_LLM_PROVIDER": "gemini"}, "gemini", "COLONY_LLM_PROVIDER", "GEMINI_API_KEY"),
     ],
-)  # fmt: skip
+)
 def test_a_provider_key_is_required_where_the_provider_is_built_not_at_start_up(
     env: dict[str, str], provider: str, chosen_by: str, named: str
 ) -> None:

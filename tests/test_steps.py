@@ -30,8 +30,9 @@ def effects(db) -> int:
 def record_effect(cur, output) -> None:
     cur.execute(
         "INSERT INTO llm_calls (org_id, agent_id, model, tokens_in, tokens_out)"
-        " VALUES (%s, 'AGT-004', 'm', %s, 0)", (ORG, output["n"]),
-    )  # fmt: skip
+        " VALUES (%s, 'AGT-004', 'm', %s, 0)",
+        (ORG, output["n"]),
+    )
 
 
 def test_a_finished_step_is_never_recomputed_and_its_effects_happen_once(db) -> None:

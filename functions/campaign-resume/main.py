@@ -18,8 +18,9 @@ def handle(request: JsonRequest) -> dict[str, Any]:
     from colony.runtime.auth import verify_google_oidc
 
     d = deps()
-    verify_google_oidc(request.authorization, d.settings.function_urls.get("campaign-resume", ""),
-                       d.settings)  # fmt: skip
+    verify_google_oidc(
+        request.authorization, d.settings.function_urls.get("campaign-resume", ""), d.settings
+    )
     event = request.parse(CampaignResume)
     task = request.headers.get("X-CloudTasks-TaskName") or f"manual-{event.campaign_id}"
     return campaign.resume(d, event, task)

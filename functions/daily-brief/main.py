@@ -22,7 +22,8 @@ def handle(request: JsonRequest) -> dict[str, Any]:
     from colony.runtime.auth import verify_google_oidc
 
     d = deps()
-    verify_google_oidc(request.authorization, d.settings.function_urls.get("daily-brief", ""),
-                       d.settings)  # fmt: skip
+    verify_google_oidc(
+        request.authorization, d.settings.function_urls.get("daily-brief", ""), d.settings
+    )
     body = request.parse(BriefRequest)
     return daily_brief(d, body.org_id, body.brief_date)

@@ -25,8 +25,9 @@ def handle(request: JsonRequest) -> dict[str, Any]:
 
     global _notion
     d = deps()
-    verify_google_oidc(request.authorization, d.settings.function_urls.get("reembed", ""),
-                       d.settings)  # fmt: skip
+    verify_google_oidc(
+        request.authorization, d.settings.function_urls.get("reembed", ""), d.settings
+    )
     job = request.parse(NotionReembed)
     if _notion is None:
         _notion = notion_from_settings(d.settings)

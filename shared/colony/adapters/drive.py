@@ -76,9 +76,11 @@ class HttpDrive:
             body = self._rest.send("GET", "/drive/v3/files", params=params).json()
             for item in body.get("files") or []:
                 yield DriveFile(
-                    str(item["id"]), str(item.get("name") or item["id"]),
-                    str(item.get("mimeType") or ""), item.get("modifiedTime"),
-                )  # fmt: skip
+                    str(item["id"]),
+                    str(item.get("name") or item["id"]),
+                    str(item.get("mimeType") or ""),
+                    item.get("modifiedTime"),
+                )
             page = body.get("nextPageToken")
             if not page:
                 return
@@ -86,14 +88,18 @@ class HttpDrive:
     def download_text(self, file: DriveFile, max_bytes: int) -> bytes:
         if file.mime_type == GOOGLE_DOC:
             response = self._rest.send(
-                "GET", f"/drive/v3/files/{file.id}/export",
-                params={"mimeType": "text/plain"}, max_bytes=max_bytes,
-            )  # fmt: skip
+                "GET",
+                f"/drive/v3/files/{file.id}/export",
+                params={"mimeType": "text/plain"},
+                max_bytes=max_bytes,
+            )
         else:
             response = self._rest.send(
-                "GET", f"/drive/v3/files/{file.id}",
-                params={"alt": "media", "supportsAllDrives": "true"}, max_bytes=max_bytes,
-            )  # fmt: skip
+                "GET",
+                f"/drive/v3/files/{file.id}",
+                params={"alt": "media", "supportsAllDrives": "true"},
+                max_bytes=max_bytes,
+            )
         return response.content
 
     def close(self) -> None:

@@ -28,10 +28,18 @@ MAX_DEPTH = 4
 
 # Block types whose rich text is knowledge, and how each is written out as text.
 _PREFIX = {
-    "paragraph": "", "quote": "> ", "callout": "", "toggle": "",
-    "heading_1": "# ", "heading_2": "## ", "heading_3": "### ",
-    "bulleted_list_item": "- ", "numbered_list_item": "1. ", "to_do": "- ", "code": "",
-}  # fmt: skip
+    "paragraph": "",
+    "quote": "> ",
+    "callout": "",
+    "toggle": "",
+    "heading_1": "# ",
+    "heading_2": "## ",
+    "heading_3": "### ",
+    "bulleted_list_item": "- ",
+    "numbered_list_item": "1. ",
+    "to_do": "- ",
+    "code": "",
+}
 # Structure without text of its own (its children are read); everything else is unsupported.
 _CONTAINERS = frozenset({"column_list", "column", "synced_block", "table", "table_row"})
 

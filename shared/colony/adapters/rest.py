@@ -60,9 +60,12 @@ class RestClient:
         last: float | None = None
         for attempt in range(1, self._attempts + 1):
             request = self._client.build_request(
-                method, path, params=params, json=json,
+                method,
+                path,
+                params=params,
+                json=json,
                 headers={"Authorization": f"Bearer {self._token()}"},
-            )  # fmt: skip
+            )
             try:
                 response = self._client.send(request, stream=True)
             except httpx.TransportError as error:

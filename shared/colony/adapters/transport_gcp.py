@@ -138,9 +138,15 @@ class GcpTransport:
         self, queue: str, target: str, body: bytes, *, task_id: str, delay_seconds: float = 0.0
     ) -> str:
         url, payload, name = task_request(
-            self.function_urls, self.project, self.region, queue, target, body, task_id,
+            self.function_urls,
+            self.project,
+            self.region,
+            queue,
+            target,
+            body,
+            task_id,
             delay_seconds,
-        )  # fmt: skip
+        )
         parent = queue_path(self.project, self.region, queue)
         with self._lock:
             if name in self._created:

@@ -170,9 +170,15 @@ class LocalTransport:
         self, queue: str, target: str, body: bytes, *, task_id: str, delay_seconds: float = 0.0
     ) -> str:
         url, payload, name = task_request(
-            self.function_urls, self.project, self.region, queue, target, body, task_id,
+            self.function_urls,
+            self.project,
+            self.region,
+            queue,
+            target,
+            body,
+            task_id,
             delay_seconds,
-        )  # fmt: skip
+        )
         now = datetime.now(UTC)
         delivery = _Delivery(
             "task",

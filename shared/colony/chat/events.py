@@ -60,9 +60,10 @@ def append(
     types = [t for t, _ in items]
     datas = [json.dumps({**d, "turn_id": turn_id}, separators=(",", ":")) for _, d in items]
     last = fetch_value(
-        cur, APPEND,
+        cur,
+        APPEND,
         (n, session_id, org_id, session_id, n, turn_id, types, datas, CHANNEL, session_id),
-    )  # fmt: skip
+    )
     if last is None:  # the session vanished or is another org's: RLS hid the row
         from colony.errors import NotFound
 

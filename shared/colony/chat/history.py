@@ -69,19 +69,35 @@ def load(cur: Any, session_id: str) -> list[Row]:
 
 
 def insert(
-    cur: Any, org_id: str, session_id: str, turn_id: str, role: str, content: str,
+    cur: Any,
+    org_id: str,
+    session_id: str,
+    turn_id: str,
+    role: str,
+    content: str,
     tool_call: Mapping[str, Any] | None = None,
-) -> int:  # fmt: skip
+) -> int:
     cur.execute(
         INSERT_TURN,
-        (org_id, session_id, role, content,
-         json.dumps(tool_call) if tool_call is not None else None, turn_id),
-    )  # fmt: skip
+        (
+            org_id,
+            session_id,
+            role,
+            content,
+            json.dumps(tool_call) if tool_call is not None else None,
+            turn_id,
+        ),
+    )
     return int(cur.fetchone()[0])
 
 
-_ROLES = {"user": "user", "assistant": "assistant", "tool": "tool", "summary": "system",
-          "system": "system"}  # fmt: skip
+_ROLES = {
+    "user": "user",
+    "assistant": "assistant",
+    "tool": "tool",
+    "summary": "system",
+    "system": "system",
+}
 
 
 def to_message(row: Row, decided: Mapping[str, str]) -> Message:
@@ -117,11 +133,13 @@ def plan(
 
     def pinned(unit: list[Row]) -> bool:
         return any(
-            (r.awaiting in pending and not any(x.tool_call and x.tool_call.get("status")
-                                               == "result" for x in unit))
+            (
+                r.awaiting in pending
+                and not any(x.tool_call and x.tool_call.get("status") == "result" for x in unit)
+            )
             or (current_turn is not None and r.turn_id == current_turn)
             for r in unit
-        )  # fmt: skip
+        )
 
     keep = int(budget * KEEP_FRACTION)
     remaining = sum(count(r.content) for unit in ordered for r in unit)
@@ -146,8 +164,12 @@ def previous_summary(rows: Sequence[Row]) -> tuple[Row | None, dict[str, Any] | 
 
 def render_summary(summary: Mapping[str, Sequence[str]]) -> str:
     lines = [SUMMARY_HEADER]
-    labels = (("decisions", "Decisions"), ("entity_ids", "Entities"),
-              ("pending_items", "Pending"), ("user_preferences", "Preferences"))  # fmt: skip
+    labels = (
+        ("decisions", "Decisions"),
+        ("entity_ids", "Entities"),
+        ("pending_items", "Pending"),
+        ("user_preferences", "Preferences"),
+    )
     for key, label in labels:
         items = [str(i) for i in summary.get(key) or ()]
         if items:
@@ -158,9 +180,10 @@ def render_summary(summary: Mapping[str, Sequence[str]]) -> str:
 
 
 def fit_summary(
-    summary: Mapping[str, Sequence[str]], count: Callable[[str], int],
+    summary: Mapping[str, Sequence[str]],
+    count: Callable[[str], int],
     limit: int = SUMMARY_MAX_TOKENS,
-) -> tuple[dict[str, list[str]], str]:  # fmt: skip
+) -> tuple[dict[str, list[str]], str]:
     """The summary cut to ``limit`` tokens as rendered (whatever the model returned): the
     oldest item of the longest list goes first. Returns it and its rendering."""
     kept = {k: [str(i) for i in v] for k, v in summary.items() if isinstance(v, list | tuple)}

@@ -142,8 +142,15 @@ def launch_campaign(ctx: ToolContext, args: LaunchCampaignArgs) -> dict[str, Any
         cur.execute(CREATE_RUN, (run_id, ctx.org_id, campaign_id))
     event = CampaignStart(org_id=ctx.org_id, campaign_id=campaign_id, run_id=run_id)
     message_id = publish(ctx.deps.transport, CAMPAIGN_TOPIC, event)
-    return {"campaign_id": campaign_id, "run_id": run_id, "name": name, "contacts": len(ids),
-            "angle": args.angle, "tier": args.tier, "dispatched": message_id}  # fmt: skip
+    return {
+        "campaign_id": campaign_id,
+        "run_id": run_id,
+        "name": name,
+        "contacts": len(ids),
+        "angle": args.angle,
+        "tier": args.tier,
+        "dispatched": message_id,
+    }
 
 
 # ─── pipeline_snapshot ───────────────────────────────────────────────────────────────────
@@ -170,9 +177,13 @@ def pipeline_snapshot(ctx: ToolContext, args: PipelineSnapshotArgs) -> dict[str,
         k: {"deals": int(v["deals"]), "value": float(v["value"])}
         for k, v in (row["deals_by_stage"] or {}).items()
     }
-    return {"deals_by_stage": stages, "runs": row["runs"], "outbox": row["outbox"],
-            "approvals_pending": int(row["approvals_pending"]),
-            "contacts": int(row["contacts"])}  # fmt: skip
+    return {
+        "deals_by_stage": stages,
+        "runs": row["runs"],
+        "outbox": row["outbox"],
+        "approvals_pending": int(row["approvals_pending"]),
+        "contacts": int(row["contacts"]),
+    }
 
 
 # ─── search_knowledge ────────────────────────────────────────────────────────────────────
@@ -189,11 +200,15 @@ def search_knowledge(ctx: ToolContext, args: SearchKnowledgeArgs) -> dict[str, A
     return {
         "query": args.query,
         "results": [
-            {"domain": e.domain, "title": e.title, "similarity": e.similarity,
-             "snippet": _snippet(e.content)}
+            {
+                "domain": e.domain,
+                "title": e.title,
+                "similarity": e.similarity,
+                "snippet": _snippet(e.content),
+            }
             for e in found
         ],
-    }  # fmt: skip
+    }
 
 
 def _snippet(text: str) -> str:
@@ -237,33 +252,53 @@ def ask_content_agent(ctx: ToolContext, args: AskContentArgs) -> dict[str, Any]:
         org_id=ctx.org_id, request_id=request_id, topic=args.topic, format=args.format
     )
     message_id = publish(ctx.deps.transport, CONTENT_TOPIC, event)
-    return {"request_id": request_id, "dispatched": message_id, "topic": args.topic,
-            "format": args.format}  # fmt: skip
+    return {
+        "request_id": request_id,
+        "dispatched": message_id,
+        "topic": args.topic,
+        "format": args.format,
+    }
 
 
 TOOLS: dict[str, Tool] = {
     t.name: t
     for t in (
-        Tool("launch_campaign",
-             "Launch an outbound campaign (angle × tier) over named prospects or all of them. "
-             "Needs a person's approval before it runs.",
-             LaunchCampaignArgs, launch_campaign, gated=True),
-        Tool("pipeline_snapshot",
-             "Current pipeline: deals by stage with value, campaign runs, approval queue, "
-             "outbox. SQL, exact numbers.", PipelineSnapshotArgs, pipeline_snapshot),
-        Tool("search_knowledge",
-             "Search the Knowledge Core (optionally one domain KC-01..KC-10).",
-             SearchKnowledgeArgs, search_knowledge),
-        Tool("list_approvals", "List pending approval items.", ListApprovalsArgs,
-             list_approvals),
-        Tool("decide_approval",
-             "Approve or reject a pending approval item the user named explicitly.",
-             DecideApprovalArgs, decide_approval),
-        Tool("ask_content_agent",
-             "Ask the content agent (AGT-008) for a piece; its draft lands in the approval "
-             "queue.", AskContentArgs, ask_content_agent),
+        Tool(
+            "launch_campaign",
+            "Launch an outbound campaign (angle × tier) over named prospects or all of them. "
+            "Needs a person's approval before it runs.",
+            LaunchCampaignArgs,
+            launch_campaign,
+            gated=True,
+        ),
+        Tool(
+            "pipeline_snapshot",
+            "Current pipeline: deals by stage with value, campaign runs, approval queue, "
+            "outbox. SQL, exact numbers.",
+            PipelineSnapshotArgs,
+            pipeline_snapshot,
+        ),
+        Tool(
+            "search_knowledge",
+            "Search the Knowledge Core (optionally one domain KC-01..KC-10).",
+            SearchKnowledgeArgs,
+            search_knowledge,
+        ),
+        Tool("list_approvals", "List pending approval items.", ListApprovalsArgs, list_approvals),
+        Tool(
+            "decide_approval",
+            "Approve or reject a pending approval item the user named explicitly.",
+            DecideApprovalArgs,
+            decide_approval,
+        ),
+        Tool(
+            "ask_content_agent",
+            "Ask the content agent (AGT-008) for a piece; its draft lands in the approval queue.",
+            AskContentArgs,
+            ask_content_agent,
+        ),
     )
-}  # fmt: skip
+}
 
 
 def definitions() -> list[dict[str, Any]]:

@@ -103,8 +103,17 @@ def _system(req: AssemblyRequest, agent_id: str) -> str:
     )
 
 
-_OPS = {"eq": "=", "neq": "≠", "lt": "<", "lte": "≤", "gt": ">", "gte": "≥", "in": "in",
-        "not_in": "not in", "contains": "contains"}  # fmt: skip
+_OPS = {
+    "eq": "=",
+    "neq": "≠",
+    "lt": "<",
+    "lte": "≤",
+    "gt": ">",
+    "gte": "≥",
+    "in": "in",
+    "not_in": "not in",
+    "contains": "contains",
+}
 
 
 def _rule_text(rule: Mapping[str, Any]) -> str:
@@ -155,8 +164,12 @@ def _task_text(template: str, task: Mapping[str, Any], optional: Mapping[str, An
 def assemble(req: AssemblyRequest, *, budgets: BudgetBook, counter: Counter) -> AssembledContext:
     agent_id, output_name, template = profile_of(req.profile)
     budget = budgets.for_profile(req.profile)
-    trimmed = {"entity_fields_stripped": 0, "exemplars_dropped": 0, "history_dropped": 0,
-               "task_fields_stripped": 0}  # fmt: skip
+    trimmed = {
+        "entity_fields_stripped": 0,
+        "exemplars_dropped": 0,
+        "history_dropped": 0,
+        "task_fields_stripped": 0,
+    }
     count = counter.count
 
     system = _system(req, agent_id)
@@ -208,8 +221,13 @@ def assemble(req: AssemblyRequest, *, budgets: BudgetBook, counter: Counter) -> 
         *history,
         Message("user", task),
     )
-    account = {"system": count(system), "kc": count(kc), "entity": count(entity),
-               "history": spent, "task": count(task)}  # fmt: skip
+    account = {
+        "system": count(system),
+        "kc": count(kc),
+        "entity": count(entity),
+        "history": spent,
+        "task": count(task),
+    }
     bundle = AgentContextBundle(
         org_id=req.org_id,
         run_id=req.run_id,

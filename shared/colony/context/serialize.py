@@ -15,10 +15,20 @@ from typing import Any
 
 AUDIT_FIELDS = frozenset(
     {
-        "created_at", "updated_at", "decided_at", "processed_at", "applied_at", "started_at",
-        "finished_at", "org_id", "content_hash", "embedding", "embedding_model", "tags_raw",
+        "created_at",
+        "updated_at",
+        "decided_at",
+        "processed_at",
+        "applied_at",
+        "started_at",
+        "finished_at",
+        "org_id",
+        "content_hash",
+        "embedding",
+        "embedding_model",
+        "tags_raw",
     }
-)  # fmt: skip
+)
 NON_ESSENTIAL = frozenset(
     {"raw_enrichment_html", "transcript_text", "transcript", "raw_html", "page_html"}
 )

@@ -15,8 +15,9 @@ from colony.contracts.common import Strict
 
 Angle = Literal["Signal", "Pain", "Referral", "PatternBreak", "Insight"]
 Tier = Literal["T1", "T2", "T3", "T4", "T5"]
-KcDomain = Literal["KC-01", "KC-02", "KC-03", "KC-04", "KC-05", "KC-06", "KC-07", "KC-08",
-                   "KC-09", "KC-10"]  # fmt: skip
+KcDomain = Literal[
+    "KC-01", "KC-02", "KC-03", "KC-04", "KC-05", "KC-06", "KC-07", "KC-08", "KC-09", "KC-10"
+]
 ContentFormat = Literal["linkedin_post", "blog_post", "one_pager", "email_newsletter"]
 
 MAX_MESSAGE_CHARS = 4000  # a hard cap before tokenizing; the task budget is the real limit
@@ -47,9 +48,11 @@ class LaunchCampaignArgs(Strict):
     angle: Angle
     tier: Tier
     contact_external_ids: list[str] | None = Field(
-        default=None, min_length=1, max_length=200,
+        default=None,
+        min_length=1,
+        max_length=200,
         description="prospects by external id (P-001…); omit for every prospect of the org",
-    )  # fmt: skip
+    )
 
 
 class PipelineSnapshotArgs(Strict):

@@ -66,9 +66,14 @@ class ProspectEnrichment(Strict):
 
 class ProspectSignal(Strict):
     type: Literal[
-        "expansion", "hiring", "leadership_change", "funding", "lease_expiry",
-        "consolidation", "tech_adoption",
-    ]  # fmt: skip
+        "expansion",
+        "hiring",
+        "leadership_change",
+        "funding",
+        "lease_expiry",
+        "consolidation",
+        "tech_adoption",
+    ]
     detail: str = Field(min_length=1, max_length=400)
 
 

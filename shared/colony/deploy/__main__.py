@@ -26,8 +26,10 @@ def main() -> None:
     if args.command == "package":
         for built in bundle.build_bundles(REPO, args.out, args.names or None):
             size = built.zip_path.stat().st_size
-            print(f"{built.name:24} {built.object_name}  {size / 1024:.0f} KiB"
-                  f"  {len(built.requirements)} requirements")  # fmt: skip
+            print(
+                f"{built.name:24} {built.object_name}  {size / 1024:.0f} KiB"
+                f"  {len(built.requirements)} requirements"
+            )
 
 
 if __name__ == "__main__":

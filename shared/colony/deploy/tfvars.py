@@ -34,8 +34,9 @@ EVENT_GRANTS: tuple[Grant, ...] = ()  # Pub/Sub pushes to it; it needs nothing t
 
 
 def _check(function: Function) -> None:
-    problems = [f"secret {s!r} is not in settings.SECRETS" for s in function.secrets
-                if s not in SECRETS]  # fmt: skip
+    problems = [
+        f"secret {s!r} is not in settings.SECRETS" for s in function.secrets if s not in SECRETS
+    ]
     problems += [f"topic {t!r} is not registered" for t in function.publishes if t not in TOPICS]
     problems += [f"queue {q!r} is not registered" for q in function.enqueues if q not in QUEUES]
     if (function.trigger == "pubsub") != (function.topic is not None):
@@ -44,8 +45,11 @@ def _check(function: Function) -> None:
         problems.append(f"topic {function.topic!r} is not registered")
     if not 1 <= function.timeout_seconds <= (600 if function.trigger == "pubsub" else 3600):
         problems.append("timeout_seconds out of range (Pub/Sub acks within 600 s)")
-    problems += [f"{g.role} is a primitive role" for g in function.roles
-                 if g.role in {"roles/owner", "roles/editor", "roles/viewer"}]  # fmt: skip
+    problems += [
+        f"{g.role} is a primitive role"
+        for g in function.roles
+        if g.role in {"roles/owner", "roles/editor", "roles/viewer"}
+    ]
     if problems:
         raise ConfigError(f"function {function.name!r}: {'; '.join(problems)}")
 

@@ -101,9 +101,16 @@ def _to_outbox(
         paused = bool(row and row["status"] == "paused")
     cur.execute(
         TO_OUTBOX,
-        (org_id, item_id, campaign_id, payload.get("contact_id"), payload["subject"],
-         payload["body"], "blocked" if paused else "queued"),
-    )  # fmt: skip
+        (
+            org_id,
+            item_id,
+            campaign_id,
+            payload.get("contact_id"),
+            payload["subject"],
+            payload["body"],
+            "blocked" if paused else "queued",
+        ),
+    )
 
 
 # What applying an approved item of each kind does. Each applier runs inside the decision's

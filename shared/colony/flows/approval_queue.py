@@ -82,9 +82,11 @@ def signed_link(deps: FlowDeps, name: str) -> dict[str, Any]:
     ``COLONY_SIGNED_URL_TTL_SECONDS``, with its expiry."""
     ttl = deps.settings.signed_url_ttl_seconds
     now = deps.clock()
-    return {"url": deps.blobs.signed_url(name, ttl),
-            "expires_at": (now + timedelta(seconds=ttl)).isoformat(),
-            "expires_in_seconds": ttl}  # fmt: skip
+    return {
+        "url": deps.blobs.signed_url(name, ttl),
+        "expires_at": (now + timedelta(seconds=ttl)).isoformat(),
+        "expires_in_seconds": ttl,
+    }
 
 
 def _kit_link(deps: FlowDeps, row: Mapping[str, Any]) -> dict[str, Any]:

@@ -61,9 +61,10 @@ def create_campaign(
 ) -> str:
     with deps.db.transaction(org_id) as cur:
         row = fetch_one(
-            cur, sql.CREATE_CAMPAIGN,
+            cur,
+            sql.CREATE_CAMPAIGN,
             (org_id, name, angle, tier, bounce_threshold, complaint_threshold),
-        )  # fmt: skip
+        )
         assert row is not None
         for contact_id in contact_ids:
             cur.execute(sql.ADD_CONTACT, (org_id, row["id"], contact_id))
@@ -138,8 +139,8 @@ def resume(deps: FlowDeps, event: CampaignResume, event_id: str) -> dict[str, An
             raise NotFound(f"campaign {event.campaign_id!r} does not exist in this org")
         cur.execute(sql.ACTIVATE_CAMPAIGN, (event.campaign_id,))
         cur.execute(sql.UNBLOCK_OUTBOX, (event.campaign_id,))
-        runs = [r["id"] for r in fetch_all(
-            cur, sql.RESUME_RUNS, (event.campaign_id, event.run_id, event.run_id))]  # fmt: skip
+        resumable = fetch_all(cur, sql.RESUME_RUNS, (event.campaign_id, event.run_id, event.run_id))
+        runs = [r["id"] for r in resumable]
         contacts = fetch_all(cur, sql.CAMPAIGN_CONTACTS, (event.campaign_id,))
         finished = {
             (r["run_id"], r["step_key"][len("done:") :])
@@ -162,10 +163,13 @@ def resume(deps: FlowDeps, event: CampaignResume, event_id: str) -> dict[str, An
 def contact_done(deps: FlowDeps, org: str, run_id: str, contact_id: str, outcome: str) -> None:
     """Count a contact's chain as finished, once; completes the run with its last contact."""
     step(
-        deps.db, org, run_id, f"done:{contact_id}",
+        deps.db,
+        org,
+        run_id,
+        f"done:{contact_id}",
         lambda: {"outcome": outcome},
         lambda cur, _: cur.execute(sql.CONTACT_DONE, (run_id,)),
-    )  # fmt: skip
+    )
 
 
 # ─── the specialists: AGT-003, AGT-004, AGT-005 ────────────────────────────────────────
@@ -220,8 +224,9 @@ def _specialist(
     return {"results": results}
 
 
-def _enrich(deps: FlowDeps, org: str, campaign: Row, run_id: str, contact_id: str,
-            envelope: HandoffEnvelope) -> str:  # fmt: skip
+def _enrich(
+    deps: FlowDeps, org: str, campaign: Row, run_id: str, contact_id: str, envelope: HandoffEnvelope
+) -> str:
     contact = _contact(deps, org, contact_id)
 
     def compute() -> dict[str, Any]:
@@ -239,8 +244,9 @@ def _enrich(deps: FlowDeps, org: str, campaign: Row, run_id: str, contact_id: st
     return "enriched"
 
 
-def _qualify(deps: FlowDeps, org: str, campaign: Row, run_id: str, contact_id: str,
-             envelope: HandoffEnvelope) -> str:  # fmt: skip
+def _qualify(
+    deps: FlowDeps, org: str, campaign: Row, run_id: str, contact_id: str, envelope: HandoffEnvelope
+) -> str:
     contact = _contact(deps, org, contact_id)
     with deps.db.transaction(org) as cur:
         icp = orgdata.active_icp(cur)
@@ -251,9 +257,14 @@ def _qualify(deps: FlowDeps, org: str, campaign: Row, run_id: str, contact_id: s
     def compute() -> dict[str, Any]:
         today = deps.clock().date().isoformat()
         request = _request(
-            deps, org, run_id, "AGT-004", envelope,
-            {"contact": contact, "icp_rubric": icp["rubric"]}, {"today": today},
-        )  # fmt: skip
+            deps,
+            org,
+            run_id,
+            "AGT-004",
+            envelope,
+            {"contact": contact, "icp_rubric": icp["rubric"]},
+            {"today": today},
+        )
         context = {"contact": _as_prospect(contact), "icp": icp, "today": today}
         result = call_agent(deps.llm, request, provider_context=context)
         assert result.output is not None
@@ -262,9 +273,13 @@ def _qualify(deps: FlowDeps, org: str, campaign: Row, run_id: str, contact_id: s
     def apply(cur: Any, output: Mapping[str, Any]) -> None:
         cur.execute(
             sql.SET_SCORE,
-            (output["total_score"], json.dumps(output["disqualifiers"]),
-             output["recommendation"], contact_id),
-        )  # fmt: skip
+            (
+                output["total_score"],
+                json.dumps(output["disqualifiers"]),
+                output["recommendation"],
+                contact_id,
+            ),
+        )
 
     score = step(deps.db, org, run_id, f"qualify:{contact_id}", compute, apply)
     if score["recommendation"] != "qualify":
@@ -274,8 +289,9 @@ def _qualify(deps: FlowDeps, org: str, campaign: Row, run_id: str, contact_id: s
     return "qualified"
 
 
-def _message(deps: FlowDeps, org: str, campaign: Row, run_id: str, contact_id: str,
-             envelope: HandoffEnvelope) -> str:  # fmt: skip
+def _message(
+    deps: FlowDeps, org: str, campaign: Row, run_id: str, contact_id: str, envelope: HandoffEnvelope
+) -> str:
     contact = _contact(deps, org, contact_id)
     signals = [s.get("detail", "") for s in contact.get("signals") or [] if s.get("detail")]
     missing = [f for f, ok in (("name", contact.get("name")), ("signals", signals)) if not ok]
@@ -289,25 +305,38 @@ def _message(deps: FlowDeps, org: str, campaign: Row, run_id: str, contact_id: s
 
     def compute() -> dict[str, Any]:
         request = _request(
-            deps, org, run_id, "AGT-005", envelope, {"contact": contact},
+            deps,
+            org,
+            run_id,
+            "AGT-005",
+            envelope,
+            {"contact": contact},
             {"angle": envelope.angle, "tier": tier, "step": 1},
-        )  # fmt: skip
+        )
         context = {
-            "contact": _as_prospect(contact), "angle": envelope.angle, "tier": tier, "step": 1,
+            "contact": _as_prospect(contact),
+            "angle": envelope.angle,
+            "tier": tier,
+            "step": 1,
             "exemplars": [e.model_dump(mode="json") for e in request.exemplars],
             "competitors": competitors,
-        }  # fmt: skip
-        result = call_agent(
-            deps.llm, request, provider_context=context,
-            check=lambda m: check_outbound(m, tier=tier, contact_signals=signals,
-                                           competitors=competitors),
-        )  # fmt: skip
+        }
+
+        def problems(m: Any) -> list[str]:
+            return check_outbound(m, tier=tier, contact_signals=signals, competitors=competitors)
+
+        result = call_agent(deps.llm, request, provider_context=context, check=problems)
         assert result.output is not None
         return result.output.model_dump(mode="json")
 
     def apply(cur: Any, output: Mapping[str, Any]) -> None:
-        payload = {**output, "contact_id": contact_id, "campaign_id": campaign["id"],
-                   "tier": tier, "to": contact.get("email")}  # fmt: skip
+        payload = {
+            **output,
+            "contact_id": contact_id,
+            "campaign_id": campaign["id"],
+            "tier": tier,
+            "to": contact.get("email"),
+        }
         cur.execute(
             sql.ADD_APPROVAL,
             (org, "outbound_message", "AGT-005", run_id, contact_id, json.dumps(payload)),
@@ -334,8 +363,15 @@ def _as_prospect(contact: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in contact.items() if k not in ("icp_score", "icp_disqualifiers")}
 
 
-def _request(deps: FlowDeps, org: str, run_id: str, agent_id: str, envelope: HandoffEnvelope,
-             entities: Mapping[str, Any], task: Mapping[str, Any]) -> Any:  # fmt: skip
+def _request(
+    deps: FlowDeps,
+    org: str,
+    run_id: str,
+    agent_id: str,
+    envelope: HandoffEnvelope,
+    entities: Mapping[str, Any],
+    task: Mapping[str, Any],
+) -> Any:
     from colony.context.assembler import AssemblyRequest
     from colony.contracts import IcpDefinition, OrgContext
 
@@ -351,8 +387,9 @@ def _request(deps: FlowDeps, org: str, run_id: str, agent_id: str, envelope: Han
     )
 
 
-def _handoff(deps: FlowDeps, org: str, campaign: Row, run_id: str, contact_id: str,
-             agent_id: str) -> None:  # fmt: skip
+def _handoff(
+    deps: FlowDeps, org: str, campaign: Row, run_id: str, contact_id: str, agent_id: str
+) -> None:
     envelope = HandoffEnvelope(
         parent_run_id=run_id,
         downstream_agent=AGENTS[agent_id].slug,

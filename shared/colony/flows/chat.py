@@ -121,8 +121,9 @@ def transcript(deps: FlowDeps, org_id: str, session_id: str) -> dict[str, Any]:
             raise NotFound(f"chat session {session_id!r} does not exist in this org")
         rows = history.load(cur, session_id)
         last = ev.last_seq(cur, session_id) or 0
-    turns = [{"id": r.id, "role": r.role, "content": r.content, "tool_call": r.tool_call}
-             for r in rows]  # fmt: skip
+    turns = [
+        {"id": r.id, "role": r.role, "content": r.content, "tool_call": r.tool_call} for r in rows
+    ]
     return {"session_id": session_id, "last_event_id": last, "turns": turns}
 
 
@@ -161,14 +162,14 @@ class TurnIO:
             self.sink(stored)
 
     def write(
-        self, items: Sequence[tuple[str, dict[str, Any]]],
+        self,
+        items: Sequence[tuple[str, dict[str, Any]]],
         rows: Sequence[tuple[str, str, Mapping[str, Any] | None]] = (),
-    ) -> list[ev.Event]:  # fmt: skip
+    ) -> list[ev.Event]:
         """Append turn rows and events together, then deliver the events."""
         with self.tx() as cur:
             for role, content, call in rows:
-                history.insert(cur, self.org_id, self.session_id, self.turn_id, role, content,
-                               call)  # fmt: skip
+                history.insert(cur, self.org_id, self.session_id, self.turn_id, role, content, call)
             stored = self.emit(cur, items)
         self.deliver(stored)
         return stored
@@ -192,8 +193,16 @@ def run_turn(
     turn_id = turn_id or f"turn-{uuid.uuid4().hex[:16]}"
     with deps.db.transaction(org_id) as lock:
         lock.execute(LOCK, (LOCK_CLASS, session_id))
-        io = TurnIO(deps, org_id, user_id, session_id, turn_id, message,
-                    tx=lambda: deps.db.transaction(org_id), sink=sink)  # fmt: skip
+        io = TurnIO(
+            deps,
+            org_id,
+            user_id,
+            session_id,
+            turn_id,
+            message,
+            tx=lambda: deps.db.transaction(org_id),
+            sink=sink,
+        )
         io.write([("accepted", {"session_id": session_id})], [("user", message, None)])
         _guarded(io, lambda: _loop(io))
     return turn_id
@@ -230,9 +239,11 @@ def _loop(io: TurnIO) -> None:
         for call in calls:
             if _tool_call(io, call) == "paused":
                 return
-    io.write([("error", {"error": {"code": "too_many_steps", "message":
-              f"the orchestrator called tools {MAX_STEPS} times without answering"}}),
-              ("done", {"status": "failed"})])  # fmt: skip
+    problem = {
+        "code": "too_many_steps",
+        "message": f"the orchestrator called tools {MAX_STEPS} times without answering",
+    }
+    io.write([("error", {"error": problem}), ("done", {"status": "failed"})])
 
 
 def _answer(io: TurnIO, text: str) -> None:
@@ -241,9 +252,11 @@ def _answer(io: TurnIO, text: str) -> None:
 
 
 def _finish(
-    io: TurnIO, done: dict[str, Any], items: Sequence[tuple[str, dict[str, Any]]] = (),
+    io: TurnIO,
+    done: dict[str, Any],
+    items: Sequence[tuple[str, dict[str, Any]]] = (),
     rows: Sequence[tuple[str, str, Mapping[str, Any] | None]] = (),
-) -> None:  # fmt: skip
+) -> None:
     """Write the turn's last rows and events and say ``done``; when a client sees ``done``,
     the stored history is within its budget. Usually one transaction: only a turn that took
     the history over budget commits its rows first, then compacts (a model call) and says
@@ -272,17 +285,24 @@ def _chunks(text: str) -> Iterator[str]:
 def _tool_call(io: TurnIO, call: ToolCall) -> str:
     call_id = call.id or tools.new_call_id()
     args_view = dict(call.arguments)
-    call_row = ("assistant", f"[tool call {call.name} {_json(args_view)}]",
-                {"id": call_id, "name": call.name, "arguments": args_view})  # fmt: skip
+    call_row = (
+        "assistant",
+        f"[tool call {call.name} {_json(args_view)}]",
+        {"id": call_id, "name": call.name, "arguments": args_view},
+    )
     announce = ("tool_call", {"call_id": call_id, "name": call.name, "arguments": args_view})
     try:
         tool, args = tools.parse_args(call.name, call.arguments)
     except CallerError as error:
         problem = {"code": error.code, "message": str(error)}
-        result_row = ("tool", _json({"ok": False, "error": problem}),
-                      {"id": call_id, "name": call.name, "status": "result"})  # fmt: skip
-        io.write([announce, ("error", {"call_id": call_id, "error": problem})],
-                 [call_row, result_row])  # fmt: skip
+        result_row = (
+            "tool",
+            _json({"ok": False, "error": problem}),
+            {"id": call_id, "name": call.name, "status": "result"},
+        )
+        io.write(
+            [announce, ("error", {"call_id": call_id, "error": problem})], [call_row, result_row]
+        )
         io.tool_results.append({"name": call.name, "ok": False, "error": problem})
         return "error"
     if tool.gated:
@@ -298,27 +318,36 @@ def _record_result(
 ) -> None:
     """The result's row and event; with the call's row too (written only now, so a tool that
     fails never leaves a call without its result in the history)."""
-    row = ("tool", _json(_clip_result(outcome)), {"id": call_id, "name": name,
-                                                    "status": "result"})  # fmt: skip
-    io.write([("tool_result", {"call_id": call_id, "name": name, **outcome})],
-             [call_row, row] if call_row else [row])  # fmt: skip
+    row = ("tool", _json(_clip_result(outcome)), {"id": call_id, "name": name, "status": "result"})
+    io.write(
+        [("tool_result", {"call_id": call_id, "name": name, **outcome})],
+        [call_row, row] if call_row else [row],
+    )
     io.tool_results.append({"name": name, **outcome})
 
 
-def _pause(io: TurnIO, call_id: str, tool: tools.Tool, args: Any, call_row: Any,
-           announce: Any) -> str:  # fmt: skip
+def _pause(
+    io: TurnIO, call_id: str, tool: tools.Tool, args: Any, call_row: Any, announce: Any
+) -> str:
     arguments = args.model_dump(mode="json", exclude_none=True)
-    payload = {"session_id": io.session_id, "turn_id": io.turn_id, "call_id": call_id,
-               "tool": tool.name, "arguments": arguments, "message": io.message,
-               "requested_by": io.user_id}  # fmt: skip
+    payload = {
+        "session_id": io.session_id,
+        "turn_id": io.turn_id,
+        "call_id": call_id,
+        "tool": tool.name,
+        "arguments": arguments,
+        "message": io.message,
+        "requested_by": io.user_id,
+    }
     with io.tx() as cur:
-        item = fetch_one(cur, ADD_APPROVAL, (io.org_id, io.turn_id, io.session_id,
-                                             _json(payload)))  # fmt: skip
+        item = fetch_one(cur, ADD_APPROVAL, (io.org_id, io.turn_id, io.session_id, _json(payload)))
         assert item is not None
         approval_id = str(item["id"])
-        waiting = ("tool", f"[{tool.name} awaits approval item {approval_id}]",
-                   {"id": call_id, "name": tool.name, "status": "awaiting",
-                    "approval_id": approval_id})  # fmt: skip
+        waiting = (
+            "tool",
+            f"[{tool.name} awaits approval item {approval_id}]",
+            {"id": call_id, "name": tool.name, "status": "awaiting", "approval_id": approval_id},
+        )
         for role, content, call in (call_row, waiting):
             history.insert(cur, io.org_id, io.session_id, io.turn_id, role, content, call)
         card = {
@@ -373,8 +402,13 @@ def _model_step(io: TurnIO) -> tuple[OrchestratorReply | None, tuple[ToolCall, .
         icp = orgdata.active_icp(cur)
         org_name = orgdata.org_name(cur)
         decided = _awaited(cur, rows)
-    if history.plan(rows, budget=budget, count=deps.llm.counter.count,
-                    pending=_pending(decided), current_turn=io.turn_id):  # fmt: skip
+    if history.plan(
+        rows,
+        budget=budget,
+        count=deps.llm.counter.count,
+        pending=_pending(decided),
+        current_turn=io.turn_id,
+    ):
         _compact_if_needed(io, current_turn=io.turn_id)
         with io.tx() as cur:
             rows = history.load(cur, io.session_id)
@@ -386,13 +420,21 @@ def _model_step(io: TurnIO) -> tuple[OrchestratorReply | None, tuple[ToolCall, .
     earlier = [r for r in rows if r.turn_id != io.turn_id or r.role == "summary"]
     summary_first = sorted(earlier, key=lambda r: (r.role != "summary", r.id))
     messages = [history.to_message(r, decided) for r in (*summary_first, *current)]
-    approvals = [{"id": p["id"], "kind": p["kind"], "from": p["source_agent"],
-                  "summary": approval_queue.summary(p)} for p in pending]  # fmt: skip
+    approvals = [
+        {
+            "id": p["id"],
+            "kind": p["kind"],
+            "from": p["source_agent"],
+            "summary": approval_queue.summary(p),
+        }
+        for p in pending
+    ]
     entities: dict[str, Any] = {
-        "daily_brief": (brief["content"][:BRIEF_CHARS] if brief
-                        else "(no daily brief has been written today)"),
+        "daily_brief": (
+            brief["content"][:BRIEF_CHARS] if brief else "(no daily brief has been written today)"
+        ),
         "pending_approvals": approvals or "(the approval queue is empty)",
-    }  # fmt: skip
+    }
     org = OrgContext(org_name=org_name, icp=IcpDefinition(**icp) if icp else None)
     definitions = tools.definitions()
     request = AssemblyRequest(
@@ -484,29 +526,39 @@ def _compact_if_needed(io: TurnIO, *, current_turn: str | None) -> int:
     budget = deps.llm.budgets.for_profile(AGENT).history
     with io.tx() as cur:
         rows = history.load(cur, io.session_id)
-        folded = history.plan(rows, budget=budget, count=deps.llm.counter.count,
-                              pending=_pending(_awaited(cur, rows)),
-                              current_turn=current_turn)  # fmt: skip
+        folded = history.plan(
+            rows,
+            budget=budget,
+            count=deps.llm.counter.count,
+            pending=_pending(_awaited(cur, rows)),
+            current_turn=current_turn,
+        )
         if not folded:
             return 0
         old, previous = history.previous_summary(rows)
         icp = orgdata.active_icp(cur)
-        org = OrgContext(org_name=orgdata.org_name(cur),
-                         icp=IcpDefinition(**icp) if icp else None)  # fmt: skip
+        org = OrgContext(org_name=orgdata.org_name(cur), icp=IcpDefinition(**icp) if icp else None)
         turns = history.transcript(folded)
-        task = {"previous_summary": _json(previous) if previous else "(none)",
-                "turns": "\n".join(f"{t['role']}: {t['content']}" for t in turns)}  # fmt: skip
+        task = {
+            "previous_summary": _json(previous) if previous else "(none)",
+            "turns": "\n".join(f"{t['role']}: {t['content']}" for t in turns),
+        }
         request = AssemblyRequest("AGT-001/summary", io.org_id, io.turn_id, org, task=task)
-        result = call_agent(deps.llm, request,
-                            provider_context={"turns": turns, "previous_summary": previous},
-                            max_output_tokens=400)  # fmt: skip
+        result = call_agent(
+            deps.llm,
+            request,
+            provider_context={"turns": turns, "previous_summary": previous},
+            max_output_tokens=400,
+        )
         assert result.output is not None
-        summary, text = history.fit_summary(result.output.model_dump(mode="json"),
-                                            deps.llm.counter.count)  # fmt: skip
+        summary, text = history.fit_summary(
+            result.output.model_dump(mode="json"), deps.llm.counter.count
+        )
         gone = [r.id for r in folded] + ([old.id] if old else [])
         cur.execute(history.DELETE_TURNS, (io.session_id, gone))
-        history.insert(cur, io.org_id, io.session_id, io.turn_id, "summary",
-                       text, {"summary": summary})  # fmt: skip
+        history.insert(
+            cur, io.org_id, io.session_id, io.turn_id, "summary", text, {"summary": summary}
+        )
     log.info("chat session %s: folded %d turns into its summary", io.session_id, len(folded))
     return len(folded)
 
@@ -533,11 +585,14 @@ def apply_tool_action(
     cur.execute(LOCK, (LOCK_CLASS, session_id))
     if fetch_one(cur, RESULT_EXISTS, (session_id, call_id)) is not None:
         return
-    io = TurnIO(deps, org_id, str(payload.get("requested_by") or "approval"), session_id,
-                f"turn-{uuid.uuid4().hex[:16]}", str(payload.get("message") or ""),
-                tx=lambda: nullcontext(cur))  # fmt: skip
-    io.write([("accepted", {"session_id": session_id, "resumes": payload.get("turn_id"),
-                            "approval_id": item_id})])  # fmt: skip
+    requested_by = str(payload.get("requested_by") or "approval")
+    turn_id = f"turn-{uuid.uuid4().hex[:16]}"
+    message = str(payload.get("message") or "")
+    io = TurnIO(
+        deps, org_id, requested_by, session_id, turn_id, message, tx=lambda: nullcontext(cur)
+    )
+    accepted = {"session_id": session_id, "resumes": payload.get("turn_id"), "approval_id": item_id}
+    io.write([("accepted", accepted)])
     tool, args = tools.parse_args(str(payload["tool"]), payload.get("arguments") or {})
     # Unguarded: a tool that fails upstream must fail the decision (rolled back, so the item
     # stays pending and approving again retries it), not commit it as applied.

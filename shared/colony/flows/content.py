@@ -84,9 +84,15 @@ def write_piece(deps: FlowDeps, event: ContentRequest, event_id: str) -> dict[st
             name = orgdata.org_name(cur)
         org_context = OrgContext(org_name=name, icp=IcpDefinition(**icp) if icp else None)
         request = AssemblyRequest(
-            AGENT, org, run_id, org_context, exemplars, {}, (),
+            AGENT,
+            org,
+            run_id,
+            org_context,
+            exemplars,
+            {},
+            (),
             {"format": event.format, "topic": event.topic},
-        )  # fmt: skip
+        )
         context = {
             "topic": event.topic,
             "format": event.format,
@@ -101,8 +107,11 @@ def write_piece(deps: FlowDeps, event: ContentRequest, event_id: str) -> dict[st
         result = call_agent(deps.llm, request, provider_context=context, check=no_competitor)
         assert result.output is not None
         grounding = [{"domain": e.domain, "title": e.title} for e in exemplars]
-        return {**result.output.model_dump(mode="json"), "topic": event.topic,
-                "grounding": grounding}  # fmt: skip
+        return {
+            **result.output.model_dump(mode="json"),
+            "topic": event.topic,
+            "grounding": grounding,
+        }
 
     def queue(cur: Any, output: Mapping[str, Any]) -> None:
         cur.execute(ADD_ITEM, (org, AGENT, run_id, event.request_id, json.dumps(output)))
@@ -128,8 +137,10 @@ def apply_content_piece(
             {k: payload.get(k) for k in ("title", "format", "body")}
         )
     except ValidationError as error:
-        raise ValidationFailed(f"the content piece is not publishable: {error.error_count()} "
-                               "invalid field(s) among title, format, body") from None  # fmt: skip
+        raise ValidationFailed(
+            f"the content piece is not publishable: {error.error_count()} "
+            "invalid field(s) among title, format, body"
+        ) from None
     cur.execute(PUBLISH, (org_id, item_id, piece.title, piece.format, piece.body))
 
 

@@ -103,9 +103,14 @@ def apply_deal_update(
     c = update.changes
     cur.execute(
         UPDATE_DEAL,
-        (c.stage, c.value, c.next_action, c.close_date.isoformat() if c.close_date else None,
-         update.deal_id),
-    )  # fmt: skip
+        (
+            c.stage,
+            c.value,
+            c.next_action,
+            c.close_date.isoformat() if c.close_date else None,
+            update.deal_id,
+        ),
+    )
     if c.stage == "closed_won" and deal["stage"] != "closed_won":
         event = DealClosedWon(org_id=org_id, deal_id=update.deal_id)
         publish(deps.transport, ONBOARDING_TOPIC, event)

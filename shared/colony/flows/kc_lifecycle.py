@@ -41,7 +41,9 @@ def apply_kc_candidate(
     if isinstance(source.get("recording_id"), str):
         tags["recording_id"] = source["recording_id"]
     chunk = ChunkIn(
-        candidate.domain, candidate.content.strip(), title=f"Approved insight ({candidate.domain})",
+        candidate.domain,
+        candidate.content.strip(),
+        title=f"Approved insight ({candidate.domain})",
         tags=tags,
-    )  # fmt: skip
+    )
     deps.knowledge.sync_in(cur, org_id, "approval", item_id, [chunk])

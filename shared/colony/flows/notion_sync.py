@@ -42,10 +42,18 @@ SETTLE_SECONDS = 1.0  # the task runs this long after its window closes
 HAS_CHUNKS = "SELECT 1 FROM kc_chunks WHERE source = 'notion' AND source_id = %s LIMIT 1"
 # Events that change what a page says (or whether it exists); others (comments, views...)
 # are acknowledged and ignored.
-PAGE_EVENTS = frozenset({
-    "page.created", "page.content_updated", "page.properties_updated", "page.moved",
-    "page.deleted", "page.undeleted", "page.locked", "page.unlocked",
-})  # fmt: skip
+PAGE_EVENTS = frozenset(
+    {
+        "page.created",
+        "page.content_updated",
+        "page.properties_updated",
+        "page.moved",
+        "page.deleted",
+        "page.undeleted",
+        "page.locked",
+        "page.unlocked",
+    }
+)
 
 
 def receive(deps: FlowDeps, raw: bytes, signature: str | None) -> dict[str, Any]:
@@ -141,19 +149,27 @@ def reembed(deps: FlowDeps, job: NotionReembed, notion: NotionClient) -> dict[st
     try:
         text = notion.page_text(job.page_id)
         chunks = [
-            ChunkIn(domain, piece, title=page.title or None,
-                    tags={"notion_page": job.page_id, "edited": page.last_edited_time})
+            ChunkIn(
+                domain,
+                piece,
+                title=page.title or None,
+                tags={"notion_page": job.page_id, "edited": page.last_edited_time},
+            )
             for piece in chunk_text("\n\n".join(text.paragraphs))
-        ]  # fmt: skip
+        ]
         # Everything was fetched first: the store writes it in one transaction, or nothing.
         result: SyncResult = deps.knowledge.sync_source(job.org_id, "notion", source_id, chunks)
     except ValidationFailed as error:
         return _failed(deps, job, error)
     return {
-        "page_id": job.page_id, "domain": domain, "chunks": len(chunks),
-        "embedded": result.embedded, "unchanged": result.unchanged, "deleted": result.deleted,
+        "page_id": job.page_id,
+        "domain": domain,
+        "chunks": len(chunks),
+        "embedded": result.embedded,
+        "unchanged": result.unchanged,
+        "deleted": result.deleted,
         "unsupported_blocks": text.unsupported,
-    }  # fmt: skip
+    }
 
 
 def _failed(deps: FlowDeps, job: NotionReembed, error: ValidationFailed) -> dict[str, Any]:
@@ -164,8 +180,7 @@ def _failed(deps: FlowDeps, job: NotionReembed, error: ValidationFailed) -> dict
     from colony.runtime.edge import DbRejections
 
     reason = f"{error.code}: {error}"
-    DbRejections(deps.db).record("reembed", f"{job.page_id}@{job.edited_time}", job.org_id,
-                                 reason)  # fmt: skip
+    DbRejections(deps.db).record("reembed", f"{job.page_id}@{job.edited_time}", job.org_id, reason)
     log.warning("reembed of Notion page %s failed: %s", job.page_id, error.code)
     return {"page_id": job.page_id, "status": "failed", "error": reason}
 

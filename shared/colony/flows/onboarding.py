@@ -86,8 +86,11 @@ def build_kit(deps: FlowDeps, event: DealClosedWon, event_id: str) -> dict[str, 
         raise NotFound(f"deal {deal_id!r} does not exist in this org; no kit was built")
     if existing is not None:  # an earlier event already built it: nothing more to do
         idempotency.mark(deps.db, org, HANDLER, event_id, detail="kit exists")
-        return {"kit_id": existing["id"], "approval_item_id": existing["approval_item_id"],
-                "created": False}  # fmt: skip
+        return {
+            "kit_id": existing["id"],
+            "approval_item_id": existing["approval_item_id"],
+            "created": False,
+        }
     if deal["stage"] != "closed_won":
         raise DealNotReady(f"deal {deal_id!r} is {deal['stage']!r}, not closed_won")
 
@@ -118,8 +121,11 @@ def build_kit(deps: FlowDeps, event: DealClosedWon, event_id: str) -> dict[str, 
             assert row is not None
             result = {"kit_id": row["id"], "approval_item_id": item["id"], "created": True}
         else:
-            result = {"kit_id": raced["id"], "approval_item_id": raced["approval_item_id"],
-                      "created": False}  # fmt: skip
+            result = {
+                "kit_id": raced["id"],
+                "approval_item_id": raced["approval_item_id"],
+                "created": False,
+            }
     idempotency.mark(deps.db, org, HANDLER, event_id)
     return {**result, "signed_url": url, "gcs_uri": gcs_uri}
 
@@ -153,8 +159,10 @@ def _compose(deps: FlowDeps, org: str, run_id: str, deal: Mapping[str, Any]) -> 
     }
     result = call_agent(deps.llm, request, provider_context=context, max_output_tokens=4096)
     assert result.output is not None
-    return {**result.output.model_dump(mode="json"),
-            "playbooks": sorted({e.title for e in exemplars if e.title})}  # fmt: skip
+    return {
+        **result.output.model_dump(mode="json"),
+        "playbooks": sorted({e.title for e in exemplars if e.title}),
+    }
 
 
 def apply_deployment_kit(

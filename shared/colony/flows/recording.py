@@ -149,8 +149,9 @@ def _store(deps: FlowDeps, org: str, drive: DriveClient, file: Any) -> str | Non
     with deps.db.transaction(org) as cur:
         deals = fetch_all(cur, DEAL_FOR_TITLE, (file.name,))
         deal_id = deals[0]["id"] if len(deals) == 1 else None
-        row = fetch_one(cur, ADD_RECORDING, (org, deal_id, file.id, file.name[:500], uri, status,
-                                             error))  # fmt: skip
+        row = fetch_one(
+            cur, ADD_RECORDING, (org, deal_id, file.id, file.name[:500], uri, status, error)
+        )
     if row is None or status == "failed":
         return None
     return _publish_received(deps, org, row["id"])
@@ -235,9 +236,12 @@ def _two_passes(deps: FlowDeps, org: str, recording: Mapping[str, Any]) -> dict[
             from colony.llm.agent_call import call_agent
 
             request = AssemblyRequest(
-                "AGT-006/pass1", org, run_id, org_context,
+                "AGT-006/pass1",
+                org,
+                run_id,
+                org_context,
                 task={"chunk": chunk.text, "segment_label": f"{chunk.index + 1} of {len(chunks)}"},
-            )  # fmt: skip
+            )
             context = {"chunk": chunk.text, "competitors": list(COMPETITORS)}
             result = call_agent(deps.llm, request, provider_context=context)
             assert result.output is not None
@@ -256,24 +260,36 @@ def _two_passes(deps: FlowDeps, org: str, recording: Mapping[str, Any]) -> dict[
         return _pass2(deps, org, run_id, org_context, signals, deal)
 
     def apply(cur: Any, output: Mapping[str, Any]) -> None:
-        cur.execute(FINISH, (json.dumps(signals), output["executive_summary"], count,
-                             len(chunks), recording_id))  # fmt: skip
+        cur.execute(
+            FINISH,
+            (json.dumps(signals), output["executive_summary"], count, len(chunks), recording_id),
+        )
         changes = deal_changes(deal, output["crm_updates"])
         if deal is not None and changes:
-            payload = {"deal_id": deal["id"], "changes": changes,
-                       "source": {"recording_id": recording_id}}  # fmt: skip
-            cur.execute(ADD_APPROVAL, (org, "deal_update", "AGT-006", run_id, deal["id"],
-                                       json.dumps(payload)))  # fmt: skip
+            payload = {
+                "deal_id": deal["id"],
+                "changes": changes,
+                "source": {"recording_id": recording_id},
+            }
+            cur.execute(
+                ADD_APPROVAL,
+                (org, "deal_update", "AGT-006", run_id, deal["id"], json.dumps(payload)),
+            )
         for candidate in output["kc_updates"]:
             payload = {**candidate, "source": {"recording_id": recording_id}}
-            cur.execute(ADD_APPROVAL, (org, "kc_update_candidate", "AGT-006", run_id,
-                                       recording_id, json.dumps(payload)))  # fmt: skip
+            cur.execute(
+                ADD_APPROVAL,
+                (org, "kc_update_candidate", "AGT-006", run_id, recording_id, json.dumps(payload)),
+            )
 
     output = step(deps.db, org, run_id, "pass2", compute_pass2, apply)
     return {
-        "status": "processed", "chunks": len(chunks), "signals": len(signals),
-        "kc_candidates": len(output["kc_updates"]), "transcript_tokens": count,
-    }  # fmt: skip
+        "status": "processed",
+        "chunks": len(chunks),
+        "signals": len(signals),
+        "kc_candidates": len(output["kc_updates"]),
+        "transcript_tokens": count,
+    }
 
 
 def chunk_tokens(deps: FlowDeps) -> int:
@@ -301,17 +317,22 @@ def _pass2(
     deal_view = _deal_view(deal)
     deal_context = (
         " | ".join(str(deal_view.get(k) or "unknown") for k in ("stage", "value", "next_action"))
-        if deal_view else "no deal on record"
-    )  # fmt: skip
+        if deal_view
+        else "no deal on record"
+    )
     query = " ".join(s["quote"] for s in ranked[:6]) or "sales call"
     hits = deps.knowledge.retrieve(org, query, ("KC-09", "KC-04", "KC-06"), EXEMPLARS_PER_DOMAIN)
     exemplars = to_exemplars(hits)
     while True:
         request = AssemblyRequest(
-            "AGT-006/pass2", org, run_id, org_context, exemplars,
+            "AGT-006/pass2",
+            org,
+            run_id,
+            org_context,
+            exemplars,
             {"deal": deal_view} if deal_view else {},
             task={"signals_json": ranked, "deal_context": deal_context},
-        )  # fmt: skip
+        )
         try:
             result = call_agent(
                 deps.llm, request, provider_context={"signals": ranked, "deal": deal_view}
@@ -369,18 +390,31 @@ def follow_up_event(deps: FlowDeps, event: Any, event_id: str) -> dict[str, Any]
         return _draft(deps, org, run_id, org_context, recording, deal)
 
     def apply(cur: Any, output: Mapping[str, Any]) -> None:
-        payload = {**output, "recording_id": recording_id, "deal_id": deal["id"],
-                   "contact_id": deal["contact_id"], "to": deal["contact_email"]}  # fmt: skip
-        cur.execute(ADD_APPROVAL, (org, "follow_up", "AGT-007", run_id, deal["contact_id"],
-                                   json.dumps(payload)))  # fmt: skip
+        payload = {
+            **output,
+            "recording_id": recording_id,
+            "deal_id": deal["id"],
+            "contact_id": deal["contact_id"],
+            "to": deal["contact_email"],
+        }
+        cur.execute(
+            ADD_APPROVAL,
+            (org, "follow_up", "AGT-007", run_id, deal["contact_id"], json.dumps(payload)),
+        )
 
     draft = step(deps.db, org, run_id, "follow_up", compute, apply)
     idempotency.mark(deps.db, org, handler, event_id)
     return {"subject": draft["subject"]}
 
 
-def _draft(deps: FlowDeps, org: str, run_id: str, org_context: Any,
-           recording: Mapping[str, Any], deal: Mapping[str, Any]) -> dict[str, Any]:  # fmt: skip
+def _draft(
+    deps: FlowDeps,
+    org: str,
+    run_id: str,
+    org_context: Any,
+    recording: Mapping[str, Any],
+    deal: Mapping[str, Any],
+) -> dict[str, Any]:
     from colony.context.assembler import AssemblyRequest
     from colony.knowledge.exemplars import to_exemplars
     from colony.llm.agent_call import call_agent
@@ -391,22 +425,33 @@ def _draft(deps: FlowDeps, org: str, run_id: str, org_context: Any,
     summary = _fit(deps, summary)
     hits = deps.knowledge.retrieve(org, summary, ("KC-05", "KC-04"), EXEMPLARS_PER_DOMAIN)
     exemplars = to_exemplars(hits)
-    contact = {"name": deal["contact_name"], "title": deal["contact_title"],
-               "company": deal["contact_company"]}  # fmt: skip
+    contact = {
+        "name": deal["contact_name"],
+        "title": deal["contact_title"],
+        "company": deal["contact_company"],
+    }
     deal_view = _deal_view(deal)
     request = AssemblyRequest(
-        "AGT-007", org, run_id, org_context, exemplars, {"deal": deal_view, "contact": contact},
+        "AGT-007",
+        org,
+        run_id,
+        org_context,
+        exemplars,
+        {"deal": deal_view, "contact": contact},
         task={"recording_summary": summary},
-    )  # fmt: skip
+    )
     context = {
-        "recording_summary": summary, "deal": deal_view, "contact": contact,
+        "recording_summary": summary,
+        "deal": deal_view,
+        "contact": contact,
         "exemplars": [{"title": e.title, "content": e.content} for e in exemplars],
-    }  # fmt: skip
-    result = call_agent(
-        deps.llm, request, provider_context=context,
-        check=lambda m: [f"names competitor {c}" for c in competitor_mentions(
-            f"{m.subject}\n{m.body}", COMPETITORS)],
-    )  # fmt: skip
+    }
+
+    def no_competitors(m: Any) -> list[str]:
+        mentions = competitor_mentions(f"{m.subject}\n{m.body}", COMPETITORS)
+        return [f"names competitor {c}" for c in mentions]
+
+    result = call_agent(deps.llm, request, provider_context=context, check=no_competitors)
     assert result.output is not None
     return result.output.model_dump(mode="json")
 
@@ -465,7 +510,8 @@ def _deal_view(deal: Mapping[str, Any] | None) -> dict[str, Any]:
         return {}
     value = deal.get("value")
     return {
-        "name": deal["name"], "stage": deal["stage"],
+        "name": deal["name"],
+        "stage": deal["stage"],
         "value": float(value) if value is not None else None,
         "next_action": deal.get("next_action"),
-    }  # fmt: skip
+    }

@@ -183,9 +183,11 @@ def aggregate(per_chunk: Sequence[Sequence[Mapping[str, Any]]]) -> list[dict[str
                 )
             if found is None:
                 merged[key] = {
-                    "type": signal["type"], "quote": signal["quote"],
-                    "confidence": float(signal["confidence"]), "chunks": [index],
-                }  # fmt: skip
+                    "type": signal["type"],
+                    "quote": signal["quote"],
+                    "confidence": float(signal["confidence"]),
+                    "chunks": [index],
+                }
                 continue
             found["confidence"] = max(found["confidence"], float(signal["confidence"]))
             if len(str(signal["quote"])) > len(found["quote"]):  # the whole of a cut quote

@@ -224,9 +224,18 @@ class KnowledgeStore:
             tags = json.dumps(dict(chunk.tags), sort_keys=True)
             cur.execute(
                 _RETAG,
-                (chunk.domain, chunk.title, tags, source, source_id, i, chunk.domain,
-                 chunk.title, tags),
-            )  # fmt: skip
+                (
+                    chunk.domain,
+                    chunk.title,
+                    tags,
+                    source,
+                    source_id,
+                    i,
+                    chunk.domain,
+                    chunk.title,
+                    tags,
+                ),
+            )
         cur.execute(_DELETE_FROM, (source, source_id, len(chunks)))
         deleted = max(cur.rowcount, 0)
         return SyncResult(embedded=len(fresh), unchanged=len(chunks) - len(fresh), deleted=deleted)

@@ -50,9 +50,11 @@ def local_storage(settings: Settings, say: Say) -> Iterator[str]:
     with storage_emulator(settings.assets_bucket, data_dir=settings.data_dir / "gcs") as url:
         previous = os.environ.get("STORAGE_EMULATOR_HOST")
         os.environ["STORAGE_EMULATOR_HOST"] = url
-        say(f"GCS emulator (gcp-storage-emulator) at {url}, bucket {settings.assets_bucket!r},"
+        say(
+            f"GCS emulator (gcp-storage-emulator) at {url}, bucket {settings.assets_bucket!r},"
             f" ready in {time.perf_counter() - started:.1f}s; V4 URLs signed with"
-            f" {local_signing_key_path(settings)}")  # fmt: skip
+            f" {local_signing_key_path(settings)}"
+        )
         update_stack(settings, storage_emulator_host=url)
         try:
             yield url
@@ -87,18 +89,28 @@ def run_brief_demo(
     try:
         with httpx.Client(timeout=60) as http:
             with db.transaction(org_id) as cur:
-                deal = fetch_one(cur, "SELECT id, name, stage FROM deals WHERE external_id = %s",
-                                 (deal_external_id,))  # fmt: skip
+                deal = fetch_one(
+                    cur,
+                    "SELECT id, name, stage FROM deals WHERE external_id = %s",
+                    (deal_external_id,),
+                )
             if deal is None:
                 raise ConfigError(f"the demo org has no deal {deal_external_id}")
             item = deals.propose_deal_update(
-                flow_deps, org_id, deal["id"], {"stage": "closed_won"},
-                source={"demo": "make run"}, source_agent="AGT-006",
-            )  # fmt: skip
-            reply = http.post(servers.urls["approval"], json={"item_id": item,
-                              "action": "approve"}, headers=auth)  # fmt: skip
-            say(f"deal {deal['name']!r}: {deal['stage']} → closed_won approved over HTTP:"
-                f" {reply.status_code}; AGT-009 builds its deployment kit…")  # fmt: skip
+                flow_deps,
+                org_id,
+                deal["id"],
+                {"stage": "closed_won"},
+                source={"demo": "make run"},
+                source_agent="AGT-006",
+            )
+            reply = http.post(
+                servers.urls["approval"], json={"item_id": item, "action": "approve"}, headers=auth
+            )
+            say(
+                f"deal {deal['name']!r}: {deal['stage']} → closed_won approved over HTTP:"
+                f" {reply.status_code}; AGT-009 builds its deployment kit…"
+            )
 
             def kit() -> Any:
                 with db.transaction(org_id) as cur:
@@ -111,8 +123,9 @@ def run_brief_demo(
             except NotFound:  # stored by a run whose emulator kept objects in memory only
                 first = "object missing from the local bucket; `rm -rf .colony` starts afresh"
             # the link as a reviewer gets it: the chat function's queue signs it afresh
-            queue = http.get(f"{servers.urls['chat']}/approvals",
-                             params={"kind": "deployment_kit"}, headers=auth).json()  # fmt: skip
+            queue = http.get(
+                f"{servers.urls['chat']}/approvals", params={"kind": "deployment_kit"}, headers=auth
+            ).json()
             card = next(i for i in queue["items"] if i["id"] == found["approval_item_id"])
             say(
                 f"  kit {found['gcs_uri']} ({found['payload']['title']!r}, {first}),"
@@ -132,21 +145,27 @@ def run_brief_demo(
                 return content.queued_item(flow_deps, org_id, request_id)
 
             piece = wait_until("the content piece", queued)
-            http.post(servers.urls["approval"], json={"item_id": piece["id"],
-                      "action": "approve"}, headers=auth)  # fmt: skip
-            say(f"AGT-008 content piece {piece['payload']['title']!r} (grounded in "
+            http.post(
+                servers.urls["approval"],
+                json={"item_id": piece["id"], "action": "approve"},
+                headers=auth,
+            )
+            say(
+                f"AGT-008 content piece {piece['payload']['title']!r} (grounded in "
                 + ", ".join(sorted({g["domain"] for g in piece["payload"]["grounding"]}))
-                + ") approved and published")  # fmt: skip
+                + ") approved and published"
+            )
 
             reply = http.post(servers.urls["daily-brief"], json={"org_id": org_id})
             brief = reply.json()
             if reply.status_code != 200:
                 raise ConfigError(f"the daily brief failed: {brief}")
-            say(f"AGT-010 daily brief for {brief['brief_date']} ({len(brief['content'].split())}"
-                f" words{'' if brief['created'] else ', already stored today'}):")  # fmt: skip
+            say(
+                f"AGT-010 daily brief for {brief['brief_date']} ({len(brief['content'].split())}"
+                f" words{'' if brief['created'] else ', already stored today'}):"
+            )
             for line in brief["content"].splitlines():
                 say(f"  {line}")
     finally:
         transport.close()
-    say(f"knowledge graph (from the registries): {build_graph().summary()}"
-        "  (colony graph --help)")  # fmt: skip
+    say(f"knowledge graph (from the registries): {build_graph().summary()}  (colony graph --help)")

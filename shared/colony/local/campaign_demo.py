@@ -43,8 +43,11 @@ def wait_for_run(db: Database, org_id: str, run_id: str, total: int, timeout: fl
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with db.transaction(org_id) as cur:
-            run = fetch_one(cur, "SELECT status, contacts_done, contacts_total FROM campaign_runs"
-                                 " WHERE id = %s", (run_id,))  # fmt: skip
+            run = fetch_one(
+                cur,
+                "SELECT status, contacts_done, contacts_total FROM campaign_runs WHERE id = %s",
+                (run_id,),
+            )
         while run and progress.done < run["contacts_done"]:
             progress.advance(run["status"])
         if run and run["status"] in ("completed", "failed"):
@@ -109,9 +112,13 @@ def run_demo_campaign(demo: DemoContext) -> None:
             ids = [r["id"] for r in fetch_all(cur, "SELECT id FROM contacts ORDER BY external_id")]
             before = _llm_calls(cur)
         campaign_id = campaign.create_campaign(
-            deps, org_id, name="Demo: Signal outreach, T1", angle="Signal", tier="T1",
+            deps,
+            org_id,
+            name="Demo: Signal outreach, T1",
+            angle="Signal",
+            tier="T1",
             contact_ids=ids,
-        )  # fmt: skip
+        )
         run_id = campaign.launch(deps, org_id, campaign_id)
         say(f"campaign {campaign_id} launched as run {run_id} over {len(ids)} prospects…")
         started = time.perf_counter()
@@ -121,15 +128,25 @@ def run_demo_campaign(demo: DemoContext) -> None:
         transport.close()
     with db.transaction(org_id) as cur:
         calls = {k: n for k, v in _llm_calls(cur).items() if (n := v - before.get(k, 0))}
-        anti = fetch_one(cur, "SELECT count(*) AS n FROM run_steps WHERE run_id = %s AND"
-                              " output->>'outcome' = 'anti_icp'", (run_id,))  # fmt: skip
-        queue = fetch_all(cur, "SELECT a.id, a.payload, c.name, c.company FROM approval_items a"
-                               " JOIN contacts c ON c.id = a.subject_id WHERE a.run_id = %s"
-                               " ORDER BY c.external_id", (run_id,))  # fmt: skip
+        anti = fetch_one(
+            cur,
+            "SELECT count(*) AS n FROM run_steps WHERE run_id = %s AND"
+            " output->>'outcome' = 'anti_icp'",
+            (run_id,),
+        )
+        queue = fetch_all(
+            cur,
+            "SELECT a.id, a.payload, c.name, c.company FROM approval_items a"
+            " JOIN contacts c ON c.id = a.subject_id WHERE a.run_id = %s"
+            " ORDER BY c.external_id",
+            (run_id,),
+        )
     done = f"{run['contacts_done']}/{run['contacts_total']}"
-    say(f"  run {run['status']} in {elapsed:.1f}s: {done} contacts;"
+    say(
+        f"  run {run['status']} in {elapsed:.1f}s: {done} contacts;"
         f" anti-ICP (no LLM call): {anti['n'] if anti else 0}; LLM calls: "
-        + ", ".join(f"{k}={v}" for k, v in sorted(calls.items())))  # fmt: skip
+        + ", ".join(f"{k}={v}" for k, v in sorted(calls.items()))
+    )
     say(f"approval queue ({len(queue)} outbound drafts awaiting a human, CONST-001):")
     for item in queue:
         p = item["payload"]
@@ -138,15 +155,21 @@ def run_demo_campaign(demo: DemoContext) -> None:
         say(f"      signal: {p['signal_referenced'][:100]}")
     if queue:
         response = httpx.post(
-            servers.urls["approval"], json={"item_id": queue[0]["id"], "action": "approve"},
-            headers={"Authorization": f"Bearer {token}"}, timeout=30,
-        )  # fmt: skip
-        say(f"approved the first draft over HTTP (approval function): {response.status_code}"
-            f" {response.json()}")  # fmt: skip
+            servers.urls["approval"],
+            json={"item_id": queue[0]["id"], "action": "approve"},
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=30,
+        )
+        say(
+            f"approved the first draft over HTTP (approval function): {response.status_code}"
+            f" {response.json()}"
+        )
         with db.transaction(org_id) as cur:
             outbox = fetch_all(cur, "SELECT subject, status FROM outbox ORDER BY created_at")
-        say(f"  outbox now holds {len(outbox)} message(s): "
-            + "; ".join(f"{o['status']}: {o['subject']}" for o in outbox[-3:]))  # fmt: skip
+        say(
+            f"  outbox now holds {len(outbox)} message(s): "
+            + "; ".join(f"{o['status']}: {o['subject']}" for o in outbox[-3:])
+        )
 
 
 def _llm_calls(cur: Any) -> dict[str, int]:

@@ -44,9 +44,14 @@ def read_sse(lines: Iterator[str]) -> Iterator[SseEvent]:
 
 
 def post_turn(
-    http: httpx.Client, base: str, token: str, message: str, session_id: str | None = None,
-    *, stop_after: int | None = None,
-) -> tuple[str, list[SseEvent]]:  # fmt: skip
+    http: httpx.Client,
+    base: str,
+    token: str,
+    message: str,
+    session_id: str | None = None,
+    *,
+    stop_after: int | None = None,
+) -> tuple[str, list[SseEvent]]:
     """POST a turn and read its stream to ``done`` (or only ``stop_after`` events)."""
     body: dict[str, Any] = {"message": message}
     if session_id:
@@ -55,8 +60,7 @@ def post_turn(
     with http.stream("POST", f"{base}/turns", json=body, headers=headers) as response:
         if response.status_code != 200:
             response.read()
-            raise httpx.HTTPStatusError(response.text, request=response.request,
-                                        response=response)  # fmt: skip
+            raise httpx.HTTPStatusError(response.text, request=response.request, response=response)
         session = response.headers["X-Colony-Session"]
         events: list[SseEvent] = []
         for event in read_sse(response.iter_lines()):
@@ -67,9 +71,14 @@ def post_turn(
 
 
 def follow(
-    http: httpx.Client, base: str, token: str, session_id: str, after: int, *,
+    http: httpx.Client,
+    base: str,
+    token: str,
+    session_id: str,
+    after: int,
+    *,
     until_done: bool = True,
-) -> list[SseEvent]:  # fmt: skip
+) -> list[SseEvent]:
     """Replay (and follow) a session's events after ``after`` until the next ``done``."""
     headers = {"Authorization": f"Bearer {token}", "Last-Event-ID": str(after)}
     url = f"{base}/sessions/{session_id}/events" + ("?until=done" if until_done else "")
@@ -94,15 +103,20 @@ def run_chat_demo(
         say(f"  tool: {[e.data['name'] for e in events if e.type == 'tool_call']}")
         say(f"  answer: {answer_text(events)[:300]}")
         _, events = post_turn(
-            http, base, token, "Launch a Referral campaign for T2 prospects P-003 and P-004",
+            http,
+            base,
+            token,
+            "Launch a Referral campaign for T2 prospects P-003 and P-004",
             session,
-        )  # fmt: skip
+        )
         card = next((e.data["approval"] for e in events if e.type == "approval_required"), None)
         if card:
             say(f"  the launch waits for approval: {card['summary']} (item {card['id']})")
-            decision = http.post(f"{base}/approvals", json={"item_id": card["id"],
-                                 "action": "approve"},
-                                 headers={"Authorization": f"Bearer {token}"})  # fmt: skip
+            decision = http.post(
+                f"{base}/approvals",
+                json={"item_id": card["id"], "action": "approve"},
+                headers={"Authorization": f"Bearer {token}"},
+            )
             say(f"  approved inline: {decision.json()}")
             resumed = follow(http, base, token, session, events[-1].id or 0)
             say(f"  resumed: {answer_text(resumed)[:300]}")

@@ -201,9 +201,11 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     demo = sub.add_parser("demo", help="set up the local stack and run the demo scenario")
     demo.add_argument(
-        "--no-serve", dest="serve", action="store_false",
+        "--no-serve",
+        dest="serve",
+        action="store_false",
         help="stop after the scenario instead of serving /overview until Ctrl-C",
-    )  # fmt: skip
+    )
     demo.set_defaults(run=cmd_demo)
     db = sub.add_parser("db", help="database commands").add_subparsers(dest="db", required=True)
     db.add_parser("migrate", help="apply pending migrations as the owner role").set_defaults(
@@ -215,11 +217,17 @@ def build_parser() -> argparse.ArgumentParser:
     provision.add_argument("org_id")
     provision.set_defaults(run=cmd_org_provision)
     graph = sub.add_parser("graph", help="query the knowledge graph of the system itself")
-    graph.add_argument("query", choices=("who-reads", "what-constrains", "impact", "tested-by",
-                                         "export", "summary"))  # fmt: skip
-    graph.add_argument("id", nargs="?", default=None,
-                       help="a node id (ENT-007, AGT-005, KC-08, fn:onboarding), or for export:"
-                            " json | mermaid | dot")  # fmt: skip
+    graph.add_argument(
+        "query",
+        choices=("who-reads", "what-constrains", "impact", "tested-by", "export", "summary"),
+    )
+    graph.add_argument(
+        "id",
+        nargs="?",
+        default=None,
+        help="a node id (ENT-007, AGT-005, KC-08, fn:onboarding), or for export:"
+        " json | mermaid | dot",
+    )
     graph.set_defaults(run=cmd_graph)
     logs = sub.add_parser("logs", help="show a local function's log lines, readably")
     logs.add_argument("function", help="a function name, e.g. qualification or chat")

@@ -117,9 +117,14 @@ def load_demo(
         cur.execute(_ORG, (org_id, org["name"]))
         cur.execute(
             _ICP,
-            (org_id, icp["description"], json.dumps(icp["rubric"]),
-             json.dumps(icp["anti_icp_rules"]), json.dumps(icp.get("tiers", []))),
-        )  # fmt: skip
+            (
+                org_id,
+                icp["description"],
+                json.dumps(icp["rubric"]),
+                json.dumps(icp["anti_icp_rules"]),
+                json.dumps(icp.get("tiers", [])),
+            ),
+        )
         for s in sequences:
             cur.execute(
                 _SEQUENCE,
@@ -128,16 +133,33 @@ def load_demo(
         for c in contacts:
             cur.execute(
                 _CONTACT,
-                (org_id, c["external_id"], c["name"], c.get("title"), c.get("email"),
-                 c["company"], c.get("company_domain"), json.dumps(c.get("enrichment", {})),
-                 c.get("raw_enrichment_html"), json.dumps(c.get("signals", []))),
-            )  # fmt: skip
+                (
+                    org_id,
+                    c["external_id"],
+                    c["name"],
+                    c.get("title"),
+                    c.get("email"),
+                    c["company"],
+                    c.get("company_domain"),
+                    json.dumps(c.get("enrichment", {})),
+                    c.get("raw_enrichment_html"),
+                    json.dumps(c.get("signals", [])),
+                ),
+            )
         for d in deals:
             cur.execute(
                 _DEAL,
-                (org_id, d["external_id"], d["contact_external_id"], d["name"], d["stage"],
-                 d.get("value"), d.get("next_action"), d.get("close_date")),
-            )  # fmt: skip
+                (
+                    org_id,
+                    d["external_id"],
+                    d["contact_external_id"],
+                    d["name"],
+                    d["stage"],
+                    d.get("value"),
+                    d.get("next_action"),
+                    d.get("close_date"),
+                ),
+            )
     say(
         f"  org {org_id}: {len(contacts)} contacts, {len(deals)} deals, "
         f"{len(sequences)} sequence steps, ICP with {len(icp['anti_icp_rules'])} anti-ICP rules"

@@ -60,70 +60,81 @@ def demo_requests(
 
     words = transcript_text().split()
     signals = [
-        {"type": "budget_signals", "quote": "about $300K pencilled into the 2027 budget",
-         "confidence": 0.9},
-        {"type": "objection_signals", "quote": "integration with Epic and ServiceNow worries us",
-         "confidence": 0.8},
-    ]  # fmt: skip
+        {
+            "type": "budget_signals",
+            "quote": "about $300K pencilled into the 2027 budget",
+            "confidence": 0.9,
+        },
+        {
+            "type": "objection_signals",
+            "quote": "integration with Epic and ServiceNow worries us",
+            "confidence": 0.8,
+        },
+    ]
 
     def req(profile: str, **parts: Any) -> AssemblyRequest:
         return AssemblyRequest(profile, org_id, run_id, org, **parts)
 
+    def grounded(profile: str, **parts: Any) -> AssemblyRequest:
+        """A request with the profile's exemplars retrieved from the Knowledge Core."""
+        return req(profile, exemplars=exemplars(profile), **parts)
+
+    morning = [
+        Message("user", "Morning. Anything urgent?"),
+        Message("assistant", "Two approvals are waiting: D-002 follow-up and a KC-09 candidate."),
+    ]
+    deal_context = f"{discovery['stage']} | {discovery['value']} | {discovery['next_action']}"
+    recording_summary = (
+        "Mercy Ridge has budget for 2027 and worries about"
+        " Epic integration; the CFO signs above $250K."
+    )
+    snapshot = {"deals_by_stage": {d["stage"]: 1 for d in deals}, "approval_queue_count": 0}
+    earlier_turns = "user: launch the Signal campaign for T1\nassistant: launched run R-1"
     return {
-        "AGT-001": req(
-            "AGT-001", exemplars=exemplars("AGT-001"),
+        "AGT-001": grounded(
+            "AGT-001",
             entities={"pipeline": deals},
-            history=[Message("user", "Morning. Anything urgent?"),
-                     Message("assistant", "Two approvals are waiting: D-002 follow-up and a"
-                             " KC-09 candidate.")],
+            history=morning,
             task={"message": "Launch the Signal campaign for T1 health systems."},
         ),
-        "AGT-003": req(
-            "AGT-003", exemplars=exemplars("AGT-003"), entities={"contact": contact},
-        ),
-        "AGT-004": req(
-            "AGT-004", exemplars=exemplars("AGT-004"),
+        "AGT-003": grounded("AGT-003", entities={"contact": contact}),
+        "AGT-004": grounded(
+            "AGT-004",
             entities={"contact": contact, "icp_rubric": icp.rubric if icp else {}},
             task={"today": today},
         ),
-        "AGT-005": req(
-            "AGT-005", exemplars=exemplars("AGT-005"), entities={"contact": contact},
+        "AGT-005": grounded(
+            "AGT-005",
+            entities={"contact": contact},
             task={"angle": "Signal", "tier": "T1", "step": 1},
         ),
         "AGT-006/pass1": req(
             "AGT-006/pass1",
             task={"chunk": " ".join(words[:1500]), "segment_label": "chunk 1"},
         ),
-        "AGT-006/pass2": req(
-            "AGT-006/pass2", exemplars=exemplars("AGT-006/pass2"),
+        "AGT-006/pass2": grounded(
+            "AGT-006/pass2",
             entities={"deal": discovery},
-            task={"signals_json": signals,
-                  "deal_context": f"{discovery['stage']} | {discovery['value']} | "
-                                  f"{discovery['next_action']}"},
+            task={"signals_json": signals, "deal_context": deal_context},
         ),
-        "AGT-007": req(
-            "AGT-007", exemplars=exemplars("AGT-007"),
+        "AGT-007": grounded(
+            "AGT-007",
             entities={"deal": discovery, "contact": contact},
-            task={"recording_summary": "Mercy Ridge has budget for 2027 and worries about"
-                  " Epic integration; the CFO signs above $250K."},
+            task={"recording_summary": recording_summary},
         ),
-        "AGT-008": req(
-            "AGT-008", exemplars=exemplars("AGT-008"),
+        "AGT-008": grounded(
+            "AGT-008",
             task={"format": "linkedin_post", "topic": "what lease exits taught a health system"},
         ),
-        "AGT-009": req(
-            "AGT-009", exemplars=exemplars("AGT-009"), entities={"deal": won},
-        ),
-        "AGT-010": req(
-            "AGT-010", exemplars=exemplars("AGT-010"),
-            entities={"data_snapshot": {"deals_by_stage": {d["stage"]: 1 for d in deals},
-                                        "approval_queue_count": 0}},
+        "AGT-009": grounded("AGT-009", entities={"deal": won}),
+        "AGT-010": grounded(
+            "AGT-010",
+            entities={"data_snapshot": snapshot},
             history=[Message("system", "Yesterday's brief: no brief on record.")],
             task={"brief_date": today},
         ),
         "AGT-001/summary": req(
             "AGT-001/summary",
-            task={"previous_summary": "(none)",
-                  "turns": "user: launch the Signal campaign for T1\nassistant: launched run R-1"},
+            task={"previous_summary": "(none)", "turns": earlier_turns},
         ),
-    }  # fmt: skip
+    }

@@ -38,11 +38,37 @@ MAX_SUBJECT_WORDS = 8
 # is not a boundary either; "etc." or "Inc." before a capital is.
 _ABBREVIATIONS = frozenset(
     {
-        "dr.", "mr.", "mrs.", "ms.", "mx.", "prof.", "sr.", "st.", "mt.", "vs.", "dept.",
-        "approx.", "est.", "fig.", "sq.", "ft.", "min.", "max.", "avg.", "jan.", "feb.",
-        "mar.", "apr.", "aug.", "sept.", "sep.", "oct.", "nov.", "dec.",
+        "dr.",
+        "mr.",
+        "mrs.",
+        "ms.",
+        "mx.",
+        "prof.",
+        "sr.",
+        "st.",
+        "mt.",
+        "vs.",
+        "dept.",
+        "approx.",
+        "est.",
+        "fig.",
+        "sq.",
+        "ft.",
+        "min.",
+        "max.",
+        "avg.",
+        "jan.",
+        "feb.",
+        "mar.",
+        "apr.",
+        "aug.",
+        "sept.",
+        "sep.",
+        "oct.",
+        "nov.",
+        "dec.",
     }
-)  # fmt: skip
+)
 _INITIALISM = re.compile(r"^(?:[A-Za-z]\.)+$")
 _BOUNDARY = re.compile(r"[.!?\u2026]+[\"'\u201d\u2019)\]]*(?=\s|$)")
 _BULLET = re.compile(r"^\s*(?:[-*\u2022\u2013]|\d{1,2}[.)])\s+")

@@ -31,9 +31,14 @@ from colony.registry.entities import CONSTRAINTS, ENTITIES, TECHNOLOGIES
 from colony.registry.functions import FUNCTIONS, TOPICS, Function, Topic
 
 DATA_FLOW = (
-    "reads from", "writes to", "constrained by", "triggered by", "queried by", "part of",
+    "reads from",
+    "writes to",
+    "constrained by",
+    "triggered by",
+    "queried by",
+    "part of",
     "indexed as",
-)  # fmt: skip
+)
 TRACEABILITY = ("implements", "defined in", "deployed as", "tested by")
 
 # The design documents (outside the repo, in the team handbook, except the registry).
@@ -48,12 +53,26 @@ DOCUMENTS: dict[str, str] = {
 # checks every path exists, and ``build_graph`` that every id is known.
 TEST_SPECS: dict[str, tuple[str, ...]] = {
     "tests/test_campaign_flow.py": (
-        "AGT-002", "AGT-003", "AGT-004", "AGT-005", "ENT-002", "ENT-005", "ENT-011",
-        "CONST-002", "CONST-005",
+        "AGT-002",
+        "AGT-003",
+        "AGT-004",
+        "AGT-005",
+        "ENT-002",
+        "ENT-005",
+        "ENT-011",
+        "CONST-002",
+        "CONST-005",
     ),
     "tests/test_functions_e2e.py": (
-        "fn:campaign", "fn:enrichment", "fn:qualification", "fn:message-generator",
-        "fn:approval", "fn:delivery-events", "ENT-012", "CONST-001", "TECH-003",
+        "fn:campaign",
+        "fn:enrichment",
+        "fn:qualification",
+        "fn:message-generator",
+        "fn:approval",
+        "fn:delivery-events",
+        "ENT-012",
+        "CONST-001",
+        "TECH-003",
     ),
     "tests/test_assembler.py": ("ENT-007", "CONST-004"),
     "tests/test_knowledge_store.py": ("ENT-007", "TECH-001"),
@@ -64,12 +83,18 @@ TEST_SPECS: dict[str, tuple[str, ...]] = {
     "tests/test_llm_adapters.py": ("TECH-008",),
     "tests/test_brief.py": ("AGT-010", "ENT-009", "fn:daily-brief"),
     "tests/test_content_onboarding.py": (
-        "AGT-008", "AGT-009", "ENT-003", "ENT-011", "TECH-005", "fn:content",
-        "fn:onboarding", "fn:approval",
+        "AGT-008",
+        "AGT-009",
+        "ENT-003",
+        "ENT-011",
+        "TECH-005",
+        "fn:content",
+        "fn:onboarding",
+        "fn:approval",
     ),
     "tests/test_storage.py": ("TECH-005",),
     "tests/test_graph.py": ("doc:registry",),
-}  # fmt: skip
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,10 +184,12 @@ class Graph:
 
     def to_json(self) -> str:
         return json.dumps(
-            {"nodes": [vars_of(n) for n in self.nodes.values()],
-             "edges": [vars_of(e) for e in self.edges]},
+            {
+                "nodes": [vars_of(n) for n in self.nodes.values()],
+                "edges": [vars_of(e) for e in self.edges],
+            },
             indent=2,
-        )  # fmt: skip
+        )
 
     def to_mermaid(self) -> str:
         lines = ["graph LR"]

@@ -540,9 +540,10 @@ def decode_push(cloud_event: Any) -> Decoded:
         event_id = _clip(_attribute(cloud_event, "id"))
         return Decoded(event_id, None, None, {}, Problem("bad_envelope", "no Pub/Sub message"))
     event_id = _clip(
-        _attribute(cloud_event, "id") or _text(message.get("messageId"))
+        _attribute(cloud_event, "id")
+        or _text(message.get("messageId"))
         or _text(message.get("message_id"))
-    )  # fmt: skip
+    )
     raw_attributes = message.get("attributes")
     attributes = {
         str(k): str(v)

@@ -49,12 +49,16 @@ class DriveServer(ProviderServer):
         self._cap = page_size_cap
         super().__init__(
             routes=[
-                Route.of("drive.files.export", "GET", r"/drive/v3/files/(?P<id>[^/]+)/export",
-                         self._export),
+                Route.of(
+                    "drive.files.export",
+                    "GET",
+                    r"/drive/v3/files/(?P<id>[^/]+)/export",
+                    self._export,
+                ),
                 Route.of("drive.files.get", "GET", r"/drive/v3/files/(?P<id>[^/]+)", self._get),
                 Route.of("drive.files.list", "GET", r"/drive/v3/files", self._list),
             ]
-        )  # fmt: skip
+        )
 
     def add_file(
         self, folder: str, file_id: str, name: str, content: bytes, mime_type: str = GOOGLE_DOC
@@ -86,11 +90,16 @@ class DriveServer(ProviderServer):
             "kind": "drive#fileList",
             "incompleteSearch": False,
             "files": [
-                {"kind": "drive#file", "id": f.id, "name": f.name, "mimeType": f.mime_type,
-                 "modifiedTime": "2026-11-19T19:48:00.000Z"}
+                {
+                    "kind": "drive#file",
+                    "id": f.id,
+                    "name": f.name,
+                    "mimeType": f.mime_type,
+                    "modifiedTime": "2026-11-19T19:48:00.000Z",
+                }
                 for f in page
             ],
-        }  # fmt: skip
+        }
         if start + size < len(files):
             body["nextPageToken"] = str(start + size)
         return Reply(200, body)
@@ -118,17 +127,29 @@ class DriveServer(ProviderServer):
         if isinstance(found, Reply):
             return found
         if (request.query.get("alt") or [""])[0] != "media":
-            return Reply(200, {"kind": "drive#file", "id": found.id, "name": found.name,
-                               "mimeType": found.mime_type})  # fmt: skip
+            return Reply(
+                200,
+                {
+                    "kind": "drive#file",
+                    "id": found.id,
+                    "name": found.name,
+                    "mimeType": found.mime_type,
+                },
+            )
         if found.mime_type == GOOGLE_DOC:
             return drive_error(403, "fileNotDownloadable", "Use Export with Docs Editors files")
         return Reply(200, found.content, {"Content-Type": found.mime_type})
 
 
 def push_headers(
-    *, channel_id: str, token: str, message_number: int, folder_id: str,
-    state: str = "update", changed: str = "children",
-) -> dict[str, str]:  # fmt: skip
+    *,
+    channel_id: str,
+    token: str,
+    message_number: int,
+    folder_id: str,
+    state: str = "update",
+    changed: str = "children",
+) -> dict[str, str]:
     """The headers of one Drive push notification to a ``files.watch`` channel."""
     headers = {
         "X-Goog-Channel-ID": channel_id,

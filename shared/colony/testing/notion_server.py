@@ -21,6 +21,7 @@ from colony.adapters.notion import sign
 from colony.testing.wire import ProviderServer, RecordedRequest, Reply, Route
 
 EDITED = "2026-11-20T10:00:00.000Z"
+ID = r"(?P<id>[0-9a-fA-F-]{32,36})"  # a page or block id, dashed or not
 
 
 def notion_error(status: int, code: str, message: str) -> Reply:
@@ -36,10 +37,23 @@ def block(kind: str, text: str = "", *, children: bool = False, **extra: Any) ->
     """A block object; ``text`` becomes its rich text (ignored for types without any)."""
     body: dict[str, Any] = dict(extra)
     if text:
-        body["rich_text"] = [{"type": "text", "text": {"content": text, "link": None},
-                              "plain_text": text, "href": None}]  # fmt: skip
-    return {"object": "block", "id": str(uuid.uuid4()), "type": kind, "has_children": children,
-            "archived": False, "in_trash": False, kind: body}  # fmt: skip
+        body["rich_text"] = [
+            {
+                "type": "text",
+                "text": {"content": text, "link": None},
+                "plain_text": text,
+                "href": None,
+            }
+        ]
+    return {
+        "object": "block",
+        "id": str(uuid.uuid4()),
+        "type": kind,
+        "has_children": children,
+        "archived": False,
+        "in_trash": False,
+        kind: body,
+    }
 
 
 class NotionServer(ProviderServer):
@@ -53,29 +67,46 @@ class NotionServer(ProviderServer):
         self._children: dict[str, list[dict[str, Any]]] = {}
         super().__init__(
             routes=[
-                Route.of("notion.pages.retrieve", "GET", r"/v1/pages/(?P<id>[0-9a-fA-F-]{32,36})",
-                         self._page),
-                Route.of("notion.blocks.children", "GET",
-                         r"/v1/blocks/(?P<id>[0-9a-fA-F-]{32,36})/children", self._blocks),
+                Route.of("notion.pages.retrieve", "GET", rf"/v1/pages/{ID}", self._page),
+                Route.of(
+                    "notion.blocks.children", "GET", rf"/v1/blocks/{ID}/children", self._blocks
+                ),
             ]
-        )  # fmt: skip
+        )
 
     def put_page(
-        self, page_id: str, title: str, blocks: Sequence[dict[str, Any]], *,
-        parent_database: str | None = None, edited: str = EDITED, archived: bool = False,
-    ) -> None:  # fmt: skip
+        self,
+        page_id: str,
+        title: str,
+        blocks: Sequence[dict[str, Any]],
+        *,
+        parent_database: str | None = None,
+        edited: str = EDITED,
+        archived: bool = False,
+    ) -> None:
         pid = page_id.replace("-", "")
         parent = (
             {"type": "database_id", "database_id": dashed(parent_database)}
-            if parent_database else {"type": "workspace", "workspace": True}
-        )  # fmt: skip
+            if parent_database
+            else {"type": "workspace", "workspace": True}
+        )
         self._pages[pid] = {
-            "object": "page", "id": dashed(pid), "created_time": EDITED,
-            "last_edited_time": edited, "archived": archived, "in_trash": archived,
-            "parent": parent, "url": f"https://www.notion.so/{pid}",
-            "properties": {"title": {"id": "title", "type": "title", "title": [
-                {"type": "text", "text": {"content": title}, "plain_text": title}]}},
-        }  # fmt: skip
+            "object": "page",
+            "id": dashed(pid),
+            "created_time": EDITED,
+            "last_edited_time": edited,
+            "archived": archived,
+            "in_trash": archived,
+            "parent": parent,
+            "url": f"https://www.notion.so/{pid}",
+            "properties": {
+                "title": {
+                    "id": "title",
+                    "type": "title",
+                    "title": [{"type": "text", "text": {"content": title}, "plain_text": title}],
+                }
+            },
+        }
         self._children[pid] = list(blocks)
 
     def set_children(self, block_id: str, blocks: Sequence[dict[str, Any]]) -> None:
@@ -118,28 +149,45 @@ class NotionServer(ProviderServer):
         start = next((i for i, b in enumerate(items) if b["id"] == cursor), 0) if cursor else 0
         page = items[start : start + size]
         more = start + size < len(items)
-        return Reply(200, {"object": "list", "results": page, "type": "block", "block": {},
-                           "has_more": more,
-                           "next_cursor": items[start + size]["id"] if more else None})  # fmt: skip
+        listing: dict[str, Any] = {
+            "object": "list",
+            "results": page,
+            "type": "block",
+            "block": {},
+            "has_more": more,
+            "next_cursor": items[start + size]["id"] if more else None,
+        }
+        return Reply(200, listing)
 
 
 def webhook_event(
-    page_id: str, *, kind: str = "page.content_updated", parent_database: str | None = None,
-    timestamp: str = EDITED, workspace_id: str = "ws-demo", event_id: str | None = None,
-) -> bytes:  # fmt: skip
+    page_id: str,
+    *,
+    kind: str = "page.content_updated",
+    parent_database: str | None = None,
+    timestamp: str = EDITED,
+    workspace_id: str = "ws-demo",
+    event_id: str | None = None,
+) -> bytes:
     """A Notion webhook event body (the bytes Notion signs)."""
     parent = (
-        {"id": dashed(parent_database), "type": "database"} if parent_database
+        {"id": dashed(parent_database), "type": "database"}
+        if parent_database
         else {"id": "workspace", "type": "space"}
-    )  # fmt: skip
+    )
     event = {
-        "id": event_id or str(uuid.uuid4()), "timestamp": timestamp,
-        "workspace_id": workspace_id, "workspace_name": "ZoomProp",
-        "subscription_id": "sub-1", "integration_id": "int-1", "attempt_number": 1,
-        "type": kind, "authors": [{"id": "user-1", "type": "person"}],
+        "id": event_id or str(uuid.uuid4()),
+        "timestamp": timestamp,
+        "workspace_id": workspace_id,
+        "workspace_name": "ZoomProp",
+        "subscription_id": "sub-1",
+        "integration_id": "int-1",
+        "attempt_number": 1,
+        "type": kind,
+        "authors": [{"id": "user-1", "type": "person"}],
         "entity": {"id": dashed(page_id), "type": "page"},
         "data": {"parent": parent},
-    }  # fmt: skip
+    }
     return json.dumps(event).encode()
 
 

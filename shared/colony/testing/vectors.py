@@ -16,9 +16,17 @@ from colony.knowledge.bulk import BulkChunk
 
 # ~30% of rows in the largest domain down to 1% in the smallest (sums to 1).
 SKEWED_DOMAIN_WEIGHTS: dict[str, float] = {
-    "KC-01": 0.30, "KC-02": 0.20, "KC-03": 0.14, "KC-04": 0.10, "KC-05": 0.08,
-    "KC-06": 0.06, "KC-07": 0.05, "KC-08": 0.04, "KC-09": 0.02, "KC-10": 0.01,
-}  # fmt: skip
+    "KC-01": 0.30,
+    "KC-02": 0.20,
+    "KC-03": 0.14,
+    "KC-04": 0.10,
+    "KC-05": 0.08,
+    "KC-06": 0.06,
+    "KC-07": 0.05,
+    "KC-08": 0.04,
+    "KC-09": 0.02,
+    "KC-10": 0.01,
+}
 
 
 @dataclass(frozen=True)

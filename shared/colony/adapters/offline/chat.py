@@ -58,8 +58,12 @@ _ITEM_ID = re.compile(r"\b(approve|reject)\b\s+(?:item\s+)?([0-9a-f][0-9a-f-]{7,
 _TIER = re.compile(r"\bT(\d{1,2})\b")
 _CONTACT_ID = re.compile(r"\bP-\d{3,6}\b")
 _KC_ID = re.compile(r"\bKC-(0[1-9]|10)\b")
-_FORMATS = (("newsletter", "email_newsletter"), ("blog", "blog_post"),
-            ("one-pager", "one_pager"), ("one pager", "one_pager"))  # fmt: skip
+_FORMATS = (
+    ("newsletter", "email_newsletter"),
+    ("blog", "blog_post"),
+    ("one-pager", "one_pager"),
+    ("one pager", "one_pager"),
+)
 
 
 def orchestrator_response(request: ModelRequest) -> ModelResponse:
@@ -143,8 +147,10 @@ def _plain_answer(ctx: Mapping[str, Any]) -> str:
         parts.append("Related knowledge: " + "; ".join(titles[:3]) + ".")
     queue = object_list(ctx, "pending_approvals")
     parts.append(f"{len(queue)} approval item{'s' if len(queue) != 1 else ''} pending.")
-    parts.append("Ask me for the pipeline, a knowledge search, the approval queue, a content "
-                 "piece or a campaign launch.")  # fmt: skip
+    parts.append(
+        "Ask me for the pipeline, a knowledge search, the approval queue, a content "
+        "piece or a campaign launch."
+    )
     return " ".join(parts)
 
 
@@ -162,21 +168,32 @@ def _describe(item: Mapping[str, Any]) -> str:
         )
     if name == "pipeline_snapshot":
         stages = r.get("deals_by_stage") or {}
-        listed = ", ".join(f"{humanise(str(k))} {v.get('deals')} (${v.get('value', 0):,.0f})"
-                           for k, v in stages.items()) or "no deals"  # fmt: skip
+        listed = (
+            ", ".join(
+                f"{humanise(str(k))} {v.get('deals')} (${v.get('value', 0):,.0f})"
+                for k, v in stages.items()
+            )
+            or "no deals"
+        )
         runs = ", ".join(f"{k} {v}" for k, v in (r.get("runs") or {}).items()) or "none"
         return (
             f"Pipeline: {listed}. Campaign runs: {runs}. "
             f"{r.get('approvals_pending', 0)} approval items pending."
         )
     if name == "search_knowledge":
-        found = [f"[{x.get('domain')}] {x.get('title') or 'untitled'}"
-                 for x in r.get("results") or []]  # fmt: skip
-        return ("Knowledge Core: " + "; ".join(found) + ".") if found else \
-            "The Knowledge Core has nothing on that."  # fmt: skip
+        found = [
+            f"[{x.get('domain')}] {x.get('title') or 'untitled'}" for x in r.get("results") or []
+        ]
+        return (
+            ("Knowledge Core: " + "; ".join(found) + ".")
+            if found
+            else "The Knowledge Core has nothing on that."
+        )
     if name == "list_approvals":
-        items = [f"{x.get('id')} ({x.get('kind')}: {x.get('summary')})"
-                 for x in (r.get("items") or [])[:5]]  # fmt: skip
+        items = [
+            f"{x.get('id')} ({x.get('kind')}: {x.get('summary')})"
+            for x in (r.get("items") or [])[:5]
+        ]
         return f"{r.get('pending_total', 0)} pending approval items" + (
             ": " + "; ".join(items) + "." if items else "."
         )

@@ -44,9 +44,14 @@ from colony.errors import ValidationFailed
 from colony.policy.anti_icp import match_rules
 
 PROSPECT_SIGNAL_TYPES = (
-    "expansion", "hiring", "leadership_change", "funding", "lease_expiry", "consolidation",
+    "expansion",
+    "hiring",
+    "leadership_change",
+    "funding",
+    "lease_expiry",
+    "consolidation",
     "tech_adoption",
-)  # fmt: skip
+)
 
 # -- qualification_score -----------------------------------------------------------------------
 
