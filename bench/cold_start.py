@@ -44,7 +44,7 @@ if len(sys.argv) > 2:
 print(loaded - started, time.perf_counter() - started)
 """
 FLOWS = {
-    "campaign": ["colony.flows.handlers"],
+    "campaign": ["colony.flows.campaign"],
     "enrichment": ["colony.flows.handlers"],
     "qualification": ["colony.flows.handlers"],
     "message-generator": ["colony.flows.handlers"],

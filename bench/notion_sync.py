@@ -2,7 +2,7 @@
 
 A scratch database gets an org; a local Notion stand-in (real API shapes, pagination) holds
 ``--pages`` pages of a few paragraphs each (plus unsupported blocks). Every page is synced
-through ``notion_sync.reembed`` — the Cloud Tasks worker's code — three times:
+through ``notion_reembed.reembed`` — the Cloud Tasks worker's code — three times:
 
 1. initial: every chunk embedded, one batched embedding call per page;
 2. re-sync, nothing changed: target 0 embedding calls;
@@ -23,7 +23,7 @@ from typing import Any
 
 from colony.adapters.notion import notion_from_settings
 from colony.contracts.events import NotionReembed
-from colony.flows import notion_sync
+from colony.flows import notion_reembed
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
 from colony.local import embedded
@@ -71,7 +71,7 @@ def sync_all(deps: LocalDeps, client: Any, pages: list[str], embedder: CountingE
     started = time.perf_counter()
     for page in pages:
         job = NotionReembed(org_id=ORG, page_id=page, domain="KC-01", edited_time="t")
-        chunks += notion_sync.reembed(deps, job, client)["chunks"]
+        chunks += notion_reembed.reembed(deps, job, client)["chunks"]
     seconds = time.perf_counter() - started
     batches = [len(b) for b in embedder.calls[calls:]]
     return {

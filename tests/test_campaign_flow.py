@@ -284,7 +284,8 @@ def test_a_contact_whose_answer_stays_invalid_ends_the_chain_and_the_run_complet
     def invalid(*args, **kwargs):
         raise OutputInvalid("qualification_score stayed invalid after one repair")
 
-    monkeypatch.setattr("colony.flows.campaign.call_agent", invalid)
+    for specialist in ("enrichment", "qualification", "message_generator"):
+        monkeypatch.setattr(f"colony.flows.{specialist}.call_agent", invalid)
     run_id, state = run_campaign(deps)
     assert state["run"]["status"] == "completed" and state["run"]["contacts_done"] == 36
     with deps.db.transaction(ORG) as cur:

@@ -21,6 +21,7 @@ from colony.adapters.embedding import OfflineHashEmbedder
 from colony.adapters.rest import RestClient
 from colony.context.tokens import counter_for
 from colony.errors import ProviderError, TemplateError, Unauthorized, ValidationFailed
+from colony.flows import drive as drive_flow
 from colony.flows import recording, transcripts
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
@@ -117,7 +118,7 @@ def notify(
     )
     drive = drive_from_settings(deps.settings)
     try:
-        return recording.ingest(deps, headers, drive)
+        return drive_flow.ingest(deps, headers, drive)
     finally:
         drive.close()
 
@@ -368,7 +369,7 @@ def test_an_exhausted_pubsub_delivery_fails_the_recording_over_real_functions(
 def test_oversized_download_is_recorded_as_failed_at_the_webhook(world, monkeypatch) -> None:
     make, drive, db = world
     deps, _ = make()
-    monkeypatch.setattr(recording, "MAX_TRANSCRIPT_BYTES", 10_000)
+    monkeypatch.setattr(drive_flow, "MAX_TRANSCRIPT_BYTES", 10_000)
     drive.add_file(FOLDER, "big-1", TITLE, b"a line of talk. " * 2_000, mime_type="text/plain")
     assert notify(deps, 1)["recordings"] == []
     rec = rows(db, "SELECT status, error, transcript_uri FROM recordings")[0]

@@ -22,10 +22,10 @@ from colony.adapters.gemini_chat import GEMINI_SCHEMA_KEYWORDS, GeminiChatModel,
 from colony.adapters.openai_chat import (
     STRICT_KEYWORDS,
     OpenAIChatModel,
-    retry_after_seconds,
     schema_name,
     strict_json_schema,
 )
+from colony.adapters.retry_after import retry_after_seconds
 from colony.contracts import OUTPUT_CONTRACTS, QualificationScore
 from colony.errors import OutputInvalid, ProviderError, ProviderUnavailable
 from colony.llm import StructuredRunner

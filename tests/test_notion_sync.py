@@ -19,7 +19,7 @@ from colony.adapters.notion import HttpNotion, sign
 from colony.adapters.rest import RestClient
 from colony.contracts.events import NotionReembed
 from colony.errors import DatabaseError, OrgScopeError, Unauthorized
-from colony.flows import notion_sync
+from colony.flows import notion_reembed, notion_webhook
 from colony.knowledge import KnowledgeStore
 from colony.knowledge.store import ChunkIn
 from colony.llm.agent_call import llm_from_settings
@@ -108,35 +108,35 @@ def test_webhook_verifies_signature_dedupes_and_names_tasks_by_page_and_edit(
     deps, *_ = env
     body = webhook_event(PAGE, parent_database=DB_KC01, event_id="evt-1")
     with pytest.raises(Unauthorized):
-        notion_sync.receive(deps, body, None)
+        notion_webhook.receive(deps, body, None)
     with pytest.raises(Unauthorized):
-        notion_sync.receive(deps, body, sign("wrong-secret", body))
+        notion_webhook.receive(deps, body, sign("wrong-secret", body))
     with pytest.raises(Unauthorized):  # a valid signature of a different body
-        notion_sync.receive(deps, body + b" ", sign(SECRET, body))
+        notion_webhook.receive(deps, body + b" ", sign(SECRET, body))
     assert deps.transport.tasks == {}
 
-    first = notion_sync.receive(deps, body, sign(SECRET, body))
+    first = notion_webhook.receive(deps, body, sign(SECRET, body))
     assert first == {"status": "queued", "page_id": PAGE, "domain": "KC-01"}
-    assert notion_sync.receive(deps, body, sign(SECRET, body)) == {"status": "duplicate"}
+    assert notion_webhook.receive(deps, body, sign(SECRET, body)) == {"status": "duplicate"}
     # A burst: another event for the same page in the same window names the same task.
     burst = webhook_event(PAGE, parent_database=DB_KC01, event_id="evt-2")
-    notion_sync.receive(deps, burst, sign(SECRET, burst))
+    notion_webhook.receive(deps, burst, sign(SECRET, burst))
     assert len(deps.transport.tasks) == 1
     [task] = deps.transport.tasks.values()
     assert task.queue == "colony-notion-reembed" and task.target == "reembed"
     assert NotionReembed.model_validate_json(task.body).domain == "KC-01"
     # Unmapped pages and non-page events are acknowledged and ignored.
     stray = webhook_event("3" * 32, event_id="evt-3")
-    assert notion_sync.receive(deps, stray, sign(SECRET, stray))["status"] == "ignored"
+    assert notion_webhook.receive(deps, stray, sign(SECRET, stray))["status"] == "ignored"
     comment = json.dumps(
         {"id": "evt-4", "type": "comment.created", "entity": {"id": "x", "type": "comment"}}
     ).encode()
-    assert notion_sync.receive(deps, comment, sign(SECRET, comment))["status"] == "ignored"
+    assert notion_webhook.receive(deps, comment, sign(SECRET, comment))["status"] == "ignored"
     assert len(deps.transport.tasks) == 1
 
     # The verification handshake is unsigned; its token is kept for the operator.
     handshake = json.dumps({"verification_token": "secret_verify_123"}).encode()
-    assert notion_sync.receive(deps, handshake, None) == {"status": "verification_received"}
+    assert notion_webhook.receive(deps, handshake, None) == {"status": "verification_received"}
     owner = testdb.owner_connection()
     try:
         stored = fetch_all(owner.cursor(), "SELECT verification_token FROM notion_verifications")
@@ -165,7 +165,7 @@ def test_a_burst_of_edits_is_one_task_that_runs_after_every_edit_of_its_window(e
             event_id=f"edit-{n}",
             timestamp=f"2026-11-30T09:00:0{n}.{n}00Z",
         )
-        assert notion_sync.receive(deps, body, sign(SECRET, body))["status"] == "queued"
+        assert notion_webhook.receive(deps, body, sign(SECRET, body))["status"] == "queued"
 
     for n, received_after in enumerate((0.0, 1.5, 3.9)):
         edit(n, received_after)
@@ -184,7 +184,7 @@ def test_reembed_only_changed_chunks_skips_unsupported_blocks_and_removes_delete
     deps, server, client, embedder, sleep = env
     server.put_page(PAGE, "Product overview", page_blocks(PARAGRAPHS), parent_database=DB_KC01)
     server.rate_limit(times=1, retry_after=2)
-    first = notion_sync.reembed(deps, job(), client)
+    first = notion_reembed.reembed(deps, job(), client)
     assert sleep.delays == [2.0]  # 429 Retry-After honoured, then the call succeeded
     assert first["unsupported_blocks"] == {"image": 6, "embed": 1, "unsupported": 1}
     stored = chunks(deps)
@@ -193,26 +193,26 @@ def test_reembed_only_changed_chunks_skips_unsupported_blocks_and_removes_delete
     assert len(embedder.calls) == 1  # one batched embedding call for the whole page
 
     calls = len(embedder.calls)
-    again = notion_sync.reembed(deps, job(), client)
+    again = notion_reembed.reembed(deps, job(), client)
     assert again["embedded"] == 0 and len(embedder.calls) == calls  # unchanged: no embedding
 
     edited = list(PARAGRAPHS)
     edited[4] = edited[4].replace("lease data", "lease abstracts")
     server.put_page(PAGE, "Product overview", page_blocks(edited), parent_database=DB_KC01)
-    changed = notion_sync.reembed(deps, job(), client)
+    changed = notion_reembed.reembed(deps, job(), client)
     assert changed["embedded"] == 1 and embedder.calls[-1] == [
         c["content"] for c in chunks(deps) if "lease abstracts" in c["content"]
     ]
 
     server.delete_page(PAGE)
-    assert notion_sync.reembed(deps, job(), client)["removed"] == len(stored)
+    assert notion_reembed.reembed(deps, job(), client)["removed"] == len(stored)
     assert chunks(deps) == []
 
 
 def queued_job(deps, body: bytes) -> NotionReembed:
     """What the webhook queued for ``body`` (the only task it may have added)."""
     before = set(deps.transport.tasks)
-    reply = notion_sync.receive(deps, body, sign(SECRET, body))
+    reply = notion_webhook.receive(deps, body, sign(SECRET, body))
     assert reply["status"] == "queued", reply
     [name] = set(deps.transport.tasks) - before
     return NotionReembed.model_validate_json(deps.transport.tasks[name].body)
@@ -224,7 +224,7 @@ def test_a_page_moved_out_of_every_mapped_database_loses_its_chunks(env) -> None
     its current parent, must delete them; stale jobs naming the old domain change nothing."""
     deps, server, client, embedder, _ = env
     server.put_page(PAGE, "Product overview", page_blocks(PARAGRAPHS[:2]), parent_database=DB_KC01)
-    notion_sync.reembed(deps, job(), client)
+    notion_reembed.reembed(deps, job(), client)
     stored = len(chunks(deps))
     assert stored > 0
 
@@ -234,14 +234,14 @@ def test_a_page_moved_out_of_every_mapped_database_loses_its_chunks(env) -> None
     moved = webhook_event(PAGE, kind="page.moved", parent_database=DB_UNMAPPED, event_id="mv")
     task = queued_job(deps, moved)
     assert task.domain is None
-    result = notion_sync.reembed(deps, task, client)
+    result = notion_reembed.reembed(deps, task, client)
     assert result == {"page_id": PAGE, "removed": stored, "reason": "unmapped"}
     assert chunks(deps) == []
-    stale = notion_sync.reembed(deps, job(domain="KC-01"), client)
+    stale = notion_reembed.reembed(deps, job(domain="KC-01"), client)
     assert stale["removed"] == 0 and chunks(deps) == [] and len(embedder.calls) == 1
     # With nothing left in the KC, events for the unmapped page are ignored again.
     edit = webhook_event(PAGE, parent_database=DB_UNMAPPED, event_id="edit")
-    assert notion_sync.receive(deps, edit, sign(SECRET, edit))["status"] == "ignored"
+    assert notion_webhook.receive(deps, edit, sign(SECRET, edit))["status"] == "ignored"
 
 
 def test_a_page_moved_to_another_mapped_database_changes_domain_without_re_embedding(
@@ -249,7 +249,7 @@ def test_a_page_moved_to_another_mapped_database_changes_domain_without_re_embed
 ) -> None:
     deps, server, client, embedder, _ = env
     server.put_page(PAGE, "Product overview", page_blocks(PARAGRAPHS[:3]), parent_database=DB_KC01)
-    notion_sync.reembed(deps, job(), client)
+    notion_reembed.reembed(deps, job(), client)
     before, calls = chunks(deps), len(embedder.calls)
     assert {c["domain"] for c in before} == {"KC-01"}
 
@@ -257,7 +257,7 @@ def test_a_page_moved_to_another_mapped_database_changes_domain_without_re_embed
     moved = webhook_event(PAGE, kind="page.moved", parent_database=DB_KC04, event_id="mv")
     assert queued_job(deps, moved).domain == "KC-04"
     # Even a stale job from before the move (naming KC-01) syncs into the current domain.
-    result = notion_sync.reembed(deps, job(domain="KC-01"), client)
+    result = notion_reembed.reembed(deps, job(domain="KC-01"), client)
     assert result["domain"] == "KC-04" and result["embedded"] == 0
     after = chunks(deps)
     assert {c["domain"] for c in after} == {"KC-04"}
@@ -272,7 +272,7 @@ def test_a_reembed_job_for_another_org_is_refused(env) -> None:
     server.put_page(PAGE, "Product overview", page_blocks(PARAGRAPHS[:2]))
     other = NotionReembed(org_id="org_other", page_id=PAGE, domain="KC-01", edited_time="t1")  # type: ignore[arg-type]
     with pytest.raises(OrgScopeError):
-        notion_sync.reembed(deps, other, client)
+        notion_reembed.reembed(deps, other, client)
     assert embedder.calls == [] and server.requests_to("notion.pages.retrieve") == []
 
 
@@ -288,7 +288,7 @@ def test_nested_and_paginated_blocks_are_read(env) -> None:
         ],
     )
     server.set_children(toggle["id"], [block("paragraph", "Answer: we ingest its exports.")])
-    result = notion_sync.reembed(deps, job(OTHER_PAGE, "KC-04"), client)
+    result = notion_reembed.reembed(deps, job(OTHER_PAGE, "KC-04"), client)
     text = " ".join(c["content"] for c in chunks(deps, OTHER_PAGE))
     assert "Answer: we ingest its exports." in text and "Point 129 on" in text
     assert result["unsupported_blocks"] == {}
@@ -299,7 +299,7 @@ def test_nested_and_paginated_blocks_are_read(env) -> None:
 def test_a_failed_sync_leaves_the_page_as_it_was(env) -> None:
     deps, server, client, embedder, _ = env
     server.put_page(PAGE, "Product overview", page_blocks(PARAGRAPHS), parent_database=DB_KC01)
-    notion_sync.reembed(deps, job(), client)
+    notion_reembed.reembed(deps, job(), client)
     before = chunks(deps)
     assert before
     edited = page_blocks([p + " New." for p in PARAGRAPHS[:3]])
@@ -310,7 +310,7 @@ def test_a_failed_sync_leaves_the_page_as_it_was(env) -> None:
 
     embedder.embed = broken  # type: ignore[method-assign]
     with pytest.raises(RuntimeError):
-        notion_sync.reembed(deps, job(), client)
+        notion_reembed.reembed(deps, job(), client)
     assert chunks(deps) == before  # never a partial KC update
 
 
@@ -322,13 +322,13 @@ def test_a_page_that_cannot_be_stored_is_a_recorded_failure_not_a_retry_loop(
     recorded failure the worker acknowledges, with the page's chunks left as they were."""
     deps, server, client, embedder, _ = env
     server.put_page(PAGE, "Product overview", page_blocks(PARAGRAPHS[:2]), parent_database=DB_KC01)
-    notion_sync.reembed(deps, job(), client)
+    notion_reembed.reembed(deps, job(), client)
     before, calls = chunks(deps), len(embedder.calls)
     assert before
     blob = block("code", "x" * 25_000, language="json")
     blocks = [*page_blocks(PARAGRAPHS[:2]), blob]
     server.put_page(PAGE, "Product overview", blocks, parent_database=DB_KC01)
-    result = notion_sync.reembed(deps, job(), client)
+    result = notion_reembed.reembed(deps, job(), client)
     assert result["status"] == "failed" and "limit" in result["error"]
     assert chunks(deps) == before and len(embedder.calls) == calls
     owner = testdb.owner_connection()

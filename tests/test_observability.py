@@ -26,15 +26,12 @@ from sentry_sdk.envelope import Envelope
 from sentry_sdk.transport import Transport
 
 from colony.errors import ConfigError, NotFound, ProviderError, ValidationFailed
-from colony.observability import (
+from colony.observability.sentry import error_scope, init_sentry, scrub, shutdown_sentry
+from colony.observability.tracing import (
     CallRecorder,
     LangfuseTracer,
     NoopTracer,
     TracedChatModel,
-    error_scope,
-    init_sentry,
-    scrub,
-    shutdown_sentry,
     tracer_from_settings,
 )
 from colony.ports import Message, ModelRequest, ModelResponse, Usage

@@ -432,14 +432,14 @@ def test_a_failure_deep_in_a_flow_is_one_log_line_and_one_flushed_event(
     message = line["message"]
     assert message.startswith(f"campaign event {start.message_id} failed; retrying")
     assert "Traceback (most recent call last)" in message
-    assert "in _handoff" in message and "in publish" in message  # the frames, deep down
+    assert "in handoff" in message and "in publish" in message  # the frames, deep down
     assert message.rstrip().endswith("UpstreamError: upstream_error")
 
     (event,) = sentry.events()
     assert sentry.queued == []
     assert event["tags"] == {"org_id": ORG, "run_id": run_id, "agent_id": "AGT-002"}
     values = event["exception"]["values"]
-    assert "_handoff" in [f["function"] for v in values for f in v["stacktrace"]["frames"]]
+    assert "handoff" in [f["function"] for v in values for f in v["stacktrace"]["frames"]]
 
     payload = json.loads(refused)["envelope"]
     for text in (refusing.marker, json.dumps(payload), refused.decode()):

@@ -16,6 +16,6 @@ if TYPE_CHECKING:
 @functions_framework.cloud_event
 @pubsub_handler("campaign")
 def handle(event: Event, event_id: str) -> dict[str, Any]:
-    from colony.flows.handlers import PUBSUB_HANDLERS
+    from colony.flows.campaign import campaign_event
 
-    return PUBSUB_HANDLERS["campaign"](deps(), event, event_id)
+    return campaign_event(deps(), event, event_id)

@@ -22,7 +22,7 @@ _drive: DriveClient | None = None
 @http_json
 def handle(request: JsonRequest) -> dict[str, Any]:
     from colony.adapters.drive import drive_from_settings
-    from colony.flows.recording import ingest
+    from colony.flows.drive import ingest
 
     global _drive
     d = deps()

@@ -16,7 +16,7 @@ from colony.runtime.edge import JsonRequest, http_json
 @functions_framework.http
 @http_json
 def handle(request: JsonRequest) -> dict[str, Any]:
-    from colony.flows.notion_sync import receive
+    from colony.flows.notion_webhook import receive
 
     raw = request.raw.get_data(cache=True)
     return receive(deps(), raw, request.headers.get("X-Notion-Signature"))

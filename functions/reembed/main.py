@@ -20,7 +20,7 @@ _notion: NotionClient | None = None
 def handle(request: JsonRequest) -> dict[str, Any]:
     from colony.adapters.notion import notion_from_settings
     from colony.contracts.events import NotionReembed
-    from colony.flows.notion_sync import reembed
+    from colony.flows.notion_reembed import reembed
     from colony.runtime.auth import verify_google_oidc
 
     global _notion

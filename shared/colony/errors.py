@@ -134,3 +134,13 @@ class TransportUnavailable(UpstreamError):
     """Pub/Sub or Cloud Tasks failed transiently (unavailable, timed out, throttled); retry."""
 
     code = "transport_unavailable"
+
+
+def error_summary(error: BaseException) -> str:
+    """The only description of an error that leaves the process: its type and our code.
+
+    The message is left out on purpose: provider errors and validation failures may quote
+    the prompt or the model's answer.
+    """
+    name = type(error).__name__
+    return f"{name} ({error.code})" if isinstance(error, ColonyError) else name

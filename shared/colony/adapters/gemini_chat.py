@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from colony.adapters.client import OwnsClient
-from colony.adapters.openai_chat import retry_after_seconds
+from colony.adapters.retry_after import retry_after_seconds
 from colony.errors import ProviderError, ProviderUnavailable, ValidationFailed
 from colony.ports import Message, ModelRequest, ModelResponse, ToolCall, Usage
 

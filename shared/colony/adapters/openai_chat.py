@@ -8,15 +8,13 @@ Exception messages carry error types, status codes and OpenAI's error codes, nev
 from __future__ import annotations
 
 import copy
-import email.utils
 import json
-import math
 import re
-import time
 from collections.abc import Mapping
 from typing import Any
 
 from colony.adapters.client import OwnsClient
+from colony.adapters.retry_after import retry_after_seconds
 from colony.errors import OutputInvalid, ProviderError, ProviderUnavailable
 from colony.ports import Message, ModelRequest, ModelResponse, ToolCall, Usage
 
@@ -146,37 +144,6 @@ def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
 def schema_name(output_name: str) -> str:
     """``json_schema.name`` must match ``^[a-zA-Z0-9_-]{1,64}$``."""
     return _SCHEMA_NAME_BAD_CHARS.sub("_", output_name)[:64] or "output"
-
-
-def retry_after_seconds(headers: Any) -> float | None:
-    """Seconds to wait from ``retry-after-ms`` or ``retry-after`` (seconds or an HTTP date).
-
-    ``headers`` is any mapping (an httpx ``Headers`` is case-insensitive; a plain dict is
-    searched case-insensitively). ``None`` when absent, unparseable or negative.
-    """
-    if headers is None:
-        return None
-    try:
-        items = {str(k).lower(): str(v) for k, v in headers.items()}
-    except (AttributeError, TypeError):
-        return None
-    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        raw = items.get(name)
-        if raw is None:
-            continue
-        try:
-            value = float(raw) / divisor
-        except ValueError:
-            if name == "retry-after-ms":
-                continue
-            try:
-                when = email.utils.parsedate_to_datetime(raw)
-            except (TypeError, ValueError):
-                continue
-            value = when.timestamp() - time.time()
-        if math.isfinite(value) and value >= 0:
-            return value
-    return None
 
 
 def _openai_messages(messages: tuple[Message, ...]) -> list[dict[str, str]]:

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from colony.adapters.openai_chat import retry_after_seconds
+from colony.adapters.retry_after import retry_after_seconds
 from colony.errors import NotFound, ProviderError, ProviderUnavailable
 
 RETRYABLE = frozenset({429, 500, 502, 503, 504})

@@ -119,7 +119,7 @@ def _turn(deps: Any, org_id: str, user_id: str, request: JsonRequest) -> flask.R
         try:
             run_turn(deps, org_id, user_id, session_id, message, sink=sink)
         except Exception as error:  # persisted events are intact; log, and tell this client
-            from colony.observability.tracing import error_summary
+            from colony.errors import error_summary
             from colony.runtime.edge import error_response
 
             log.error("chat turn in session %s crashed: %s", session_id, error_summary(error))

@@ -96,7 +96,7 @@ def _kit_link(deps: FlowDeps, row: Mapping[str, Any]) -> dict[str, Any]:
     try:
         return signed_link(deps, name)
     except UpstreamError as error:
-        from colony.observability.tracing import error_summary
+        from colony.errors import error_summary
 
         log.warning("approval item %s: kit link not signed: %s", row["id"], error_summary(error))
         message = "the kit link could not be signed just now; retry shortly"

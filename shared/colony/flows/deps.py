@@ -1,17 +1,24 @@
-"""What flows need from the composition root (``colony.runtime.deps.Deps`` provides it)."""
+"""What flows need from the composition root (``colony.runtime.deps.Deps`` provides it).
+
+The knowledge and LLM types are imported for the type checker only: the model-free webhook
+flows (``flows.drive``, ``flows.notion_webhook``) import this module, and a function's bundle
+holds every package its imports reach (``colony.deploy.imports``).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from colony.knowledge import KnowledgeStore
-from colony.llm.agent_call import LlmDeps
 from colony.ports import BlobStore, Transport
 from colony.runtime.faults import Faults
 from colony.settings import Settings
 from colony.store import Database
+
+if TYPE_CHECKING:
+    from colony.knowledge import KnowledgeStore
+    from colony.llm.agent_call import LlmDeps
 
 
 class FlowDeps(Protocol):

@@ -1,7 +1,7 @@
-"""Flow 3, the recording (SPEC §6.3; seed §5.3, §7.4): Drive → AGT-006 → AGT-007.
+"""Flow 3, the recording (SPEC §6.3; seed §5.3, §7.4): AGT-006 → AGT-007.
 
-    Drive push ─► ingest: verify channel token, dedupe (channel, message number), list the
-        folder, transcript → GCS, ENT-006 row ─► colony-recording-intelligence
+    Drive push ─► ``flows.drive.ingest`` (the model-free webhook): transcript → GCS, ENT-006
+        row ─► colony-recording-intelligence
     AGT-006 analyse: check the transcript ─► split by tokens (overlap) ─► pass 1 per chunk,
         ``recording_parallelism`` at a time, each a durable step ─► aggregate ─► pass 2
         (durable; its effects in one transaction: signals + summary on the recording,
@@ -20,15 +20,8 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from colony.adapters.drive import (
-    MAX_TRANSCRIPT_BYTES,
-    DriveClient,
-    folder_of,
-    is_transcript,
-    org_from_token,
-)
 from colony.contracts.events import RecordingProcessed, RecordingReceived
 from colony.errors import (
     ContextBudgetExceeded,
@@ -41,10 +34,7 @@ from colony.registry.functions import AGENT_TOPICS
 from colony.runtime import delivery, idempotency
 from colony.runtime.steps import step
 from colony.runtime.transport import publish
-from colony.store import fetch_all, fetch_one, orgdata
-
-if TYPE_CHECKING:
-    from colony.observability.logs import Headers
+from colony.store import fetch_one, orgdata
 
 PASS1_CHUNK_TOKENS = 1500  # focused, short context (seed §5.3), well inside the 3000 budget
 OVERLAP_TOKENS = 120
@@ -54,18 +44,6 @@ COMPETITORS = ("CareSpace Analytics", "FacilityIQ", "LeaseLogic Health")
 RECORDING = """
 SELECT id, deal_id, source_file_id, title, transcript_uri, status, signals, summary, error
 FROM recordings WHERE id = %s
-"""
-KNOWN_FILES = "SELECT id, source_file_id, status FROM recordings WHERE source_file_id = ANY(%s)"
-ADD_RECORDING = """
-INSERT INTO recordings (org_id, deal_id, source_file_id, title, transcript_uri, status, error)
-VALUES (%s, %s, %s, %s, %s, %s, %s)
-ON CONFLICT (org_id, source_file_id) DO NOTHING RETURNING id
-"""
-# The deal a call was about: the one open deal whose contact's company the title names.
-DEAL_FOR_TITLE = """
-SELECT d.id FROM deals d JOIN contacts c ON c.id = d.contact_id
-WHERE btrim(c.company) <> '' AND strpos(lower(%s), lower(c.company)) > 0
-  AND d.stage NOT IN ('closed_won', 'closed_lost')
 """
 DEAL = """
 SELECT d.id, d.name, d.stage, d.value, d.next_action, d.close_date, d.contact_id,
@@ -88,79 +66,6 @@ TO_OUTBOX = """
 INSERT INTO outbox (org_id, approval_item_id, contact_id, subject, body, status)
 VALUES (%s, %s, %s, %s, %s, 'queued') ON CONFLICT (approval_item_id) DO NOTHING
 """
-
-
-# ─── Drive webhook: notification → transcript in GCS → ENT-006 → AGT-006 ───────────────
-
-
-def ingest(deps: FlowDeps, headers: Headers, drive: DriveClient) -> dict[str, Any]:
-    """Handle one Drive push notification (headers only; Drive sends no body).
-
-    The token is verified first, for the folder the notification names: nothing is read,
-    written or listed before it proves which org owns that folder."""
-    folder = folder_of(headers.get("X-Goog-Resource-URI"))
-    org = org_from_token(
-        deps.settings.drive_channel_token, headers.get("X-Goog-Channel-Token"), folder
-    )
-    assert folder is not None  # a token only verifies for a named folder
-    state = headers.get("X-Goog-Resource-State") or ""
-    if state == "sync":  # the handshake Drive sends when a channel is created
-        return {"status": "sync"}
-    channel, number = headers.get("X-Goog-Channel-ID"), headers.get("X-Goog-Message-Number")
-    if not channel or not number or not (number.isascii() and number.isdigit()):
-        raise ValidationFailed("a Drive notification needs X-Goog-Channel-ID and a message number")
-    event_id = f"{channel[:100]}:{number}"
-    if idempotency.seen(deps.db, org, "drive-webhook", event_id):
-        return {"status": "duplicate"}
-    if state in ("trash", "remove"):  # the folder itself went away: nothing to fetch
-        idempotency.mark(deps.db, org, "drive-webhook", event_id, detail=state)
-        return {"status": state}
-    files = [f for f in drive.list_folder(folder) if is_transcript(f)]
-    with deps.db.transaction(org) as cur:
-        known = {
-            r["source_file_id"]: r for r in fetch_all(cur, KNOWN_FILES, ([f.id for f in files],))
-        }
-    published: list[str] = []
-    for file in files:
-        row = known.get(file.id)
-        if row is not None:
-            if row["status"] == "received":  # stored earlier, its publish may have been lost
-                published.append(_publish_received(deps, org, row["id"]))
-            continue
-        recording_id = _store(deps, org, drive, file)
-        if recording_id is not None:
-            published.append(recording_id)
-    idempotency.mark(deps.db, org, "drive-webhook", event_id)
-    return {"status": "accepted", "recordings": published}
-
-
-def _store(deps: FlowDeps, org: str, drive: DriveClient, file: Any) -> str | None:
-    from colony.adapters.rest import ResponseTooLarge
-
-    uri, status, error = None, "received", None
-    try:
-        data = drive.download_text(file, MAX_TRANSCRIPT_BYTES)
-    except ResponseTooLarge:
-        status, error = "failed", f"the transcript is larger than {MAX_TRANSCRIPT_BYTES} bytes"
-    except NotFound:
-        return None  # deleted between the listing and the download
-    else:
-        uri = deps.blobs.put(f"transcripts/{org}/{file.id}.txt", data, "text/plain; charset=utf-8")
-    with deps.db.transaction(org) as cur:
-        deals = fetch_all(cur, DEAL_FOR_TITLE, (file.name,))
-        deal_id = deals[0]["id"] if len(deals) == 1 else None
-        row = fetch_one(
-            cur, ADD_RECORDING, (org, deal_id, file.id, file.name[:500], uri, status, error)
-        )
-    if row is None or status == "failed":
-        return None
-    return _publish_received(deps, org, row["id"])
-
-
-def _publish_received(deps: FlowDeps, org: str, recording_id: str) -> str:
-    event = RecordingReceived(org_id=org, recording_id=recording_id)
-    publish(deps.transport, AGENT_TOPICS["AGT-006"], event)
-    return recording_id
 
 
 # ─── AGT-006: two-pass recording intelligence ──────────────────────────────────────────

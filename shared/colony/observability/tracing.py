@@ -24,7 +24,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from colony.errors import ColonyError, ValidationFailed
+from colony.errors import ValidationFailed, error_summary
 from colony.observability.telemetry import register_flush, unregister_flush
 from colony.ports import ChatModel, ModelRequest, ModelResponse
 
@@ -35,16 +35,6 @@ if TYPE_CHECKING:
 
     from colony.settings import Settings
     from colony.store.db import Database
-
-
-def error_summary(error: BaseException) -> str:
-    """The only description of an error that leaves the process: its type and our code.
-
-    The message is left out on purpose: provider errors and validation failures may quote
-    the prompt or the model's answer.
-    """
-    name = type(error).__name__
-    return f"{name} ({error.code})" if isinstance(error, ColonyError) else name
 
 
 @dataclass(frozen=True, slots=True)

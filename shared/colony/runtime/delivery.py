@@ -61,7 +61,7 @@ def current() -> Attempt | None:
 def final_reason(error: BaseException) -> str | None:
     """Why ``error`` ends this delivery for good (no message text: it might quote content),
     or None when the delivery will be retried."""
-    from colony.observability.tracing import error_summary
+    from colony.errors import error_summary
 
     if isinstance(error, CallerError):
         return f"rejected, not retried: {error_summary(error)}"

@@ -59,6 +59,7 @@ from colony.errors import (
     Unauthorized,
     UpstreamError,
     ValidationFailed,
+    error_summary,
 )
 from colony.observability import logs
 from colony.observability.sentry import error_scope, report
@@ -176,8 +177,6 @@ def _log_failure(what: str, error: BaseException) -> None:
 
     One entry: the traceback is part of the message (Cloud Logging keeps a JSON line whole,
     and Error Reporting reads the traceback from it)."""
-    from colony.observability.tracing import error_summary
-
     traceback = logs.safe_traceback(error)
     logger.error("%s: %s\n%s", what, error_summary(error), traceback, stacklevel=2)
     error._colony_logged = True  # type: ignore[attr-defined]  # so Flask's hook skips it
@@ -185,8 +184,6 @@ def _log_failure(what: str, error: BaseException) -> None:
 
 def _log_expected(what: str, error: BaseException) -> None:
     """One WARNING line, no traceback: an expected failure (``ColonyError.expected``)."""
-    from colony.observability.tracing import error_summary
-
     summary = error_summary(error)
     logger.warning("%s: %s; the platform retries it later", what, summary, stacklevel=2)
 

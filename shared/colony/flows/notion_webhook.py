@@ -1,16 +1,14 @@
-"""Flow 4, Notion sync (SPEC §6.4; seed §3.2): webhook → Cloud Tasks → re-embed one page.
+"""Flow 4, Notion sync, the webhook half (SPEC §6.4; seed §3.2): event → Cloud Tasks job.
 
     Notion event ─► receive: answer the verification handshake, verify X-Notion-Signature over
         the raw body, ignore replays (event id), map the page (or its database) to KC-01..07
         (or, unmapped, one we hold chunks of: it moved out) ─► one Cloud Tasks job per page
         and burst window, named by page id + window and run after the window closes (a burst
         of edits collapses into one task that reads all of them; ``burst_window``; stale jobs
-        are harmless: the worker always reads the page as it is now)
-    re-embed worker ─► fetch the page ─► map it by its CURRENT parent (unmapped: its chunks are
-        deleted) ─► its block tree ─► chunk ─► ``KnowledgeStore.sync_source`` (content hashes:
-        only changed chunks embedded, in one batch, so a page moved to another mapped database
-        changes domain without re-embedding; vanished chunks deleted; all in ONE transaction
-        per page) ─► a trashed, archived or unreachable page is removed
+        are harmless: the worker, ``flows.notion_reembed``, reads the page as it is now)
+
+Model-free: nothing here (or below it) imports the LLM, context or knowledge packages, so the
+webhook's bundle carries no model or embedding SDK.
 
 The org is the one the Notion integration is configured for (``COLONY_NOTION_ORG_ID``): the
 signing secret belongs to one subscription, hence one workspace, hence one org.
@@ -19,22 +17,18 @@ signing secret belongs to one subscription, hence one workspace, hence one org.
 from __future__ import annotations
 
 import json
-import logging
-from collections.abc import Mapping
 from typing import Any
 
-from colony.adapters.notion import NotionClient, compact_id, verify_signature
+from colony.adapters.notion import compact_id, verify_signature
 from colony.contracts.events import NotionReembed
-from colony.errors import ConfigError, NotFound, OrgScopeError, ValidationFailed
+from colony.errors import ConfigError, ValidationFailed
 from colony.flows.deps import FlowDeps
-from colony.knowledge.chunking import chunk_text
-from colony.knowledge.store import ChunkIn, SyncResult
+from colony.flows.notion_pages import domain_for
 from colony.registry.functions import NOTION_REEMBED_QUEUE
 from colony.runtime import idempotency
 from colony.runtime.transport import enqueue
 from colony.store import fetch_one
 
-log = logging.getLogger("colony.notion_sync")
 HANDLER = "notion-webhook"
 ADD_VERIFICATION = "INSERT INTO notion_verifications (verification_token) VALUES (%s)"
 BURST_WINDOW_SECONDS = 5  # a page's events received within one window share one task
@@ -112,77 +106,9 @@ def burst_window(received: float) -> tuple[int, float]:
     return window, (window + 1) * BURST_WINDOW_SECONDS + SETTLE_SECONDS - received
 
 
-def domain_for(mapping: Mapping[str, str], page_id: str, parent_id: Any) -> str | None:
-    """The KC domain configured for the page itself, else for its parent database/page."""
-    if page_id in mapping:
-        return mapping[page_id]
-    if isinstance(parent_id, str):
-        return mapping.get(compact_id(parent_id))
-    return None
-
-
 def _has_chunks(deps: FlowDeps, org: str, page_id: str) -> bool:
     with deps.db.transaction(org) as cur:
         return fetch_one(cur, HAS_CHUNKS, (page_id,)) is not None
-
-
-def reembed(deps: FlowDeps, job: NotionReembed, notion: NotionClient) -> dict[str, Any]:
-    """Make the KC chunks of one Notion page equal the page as it is now: in the domain its
-    current parent maps to (moved there if it was elsewhere), or gone when nothing maps it."""
-    if job.org_id != deps.settings.notion_org_id:
-        # The integration token reads one workspace, which belongs to one org: a job naming
-        # any other org (a forged or misrouted task) must not write that workspace into it.
-        raise OrgScopeError("this re-embed job names an org the Notion workspace is not for")
-    source_id = job.page_id
-    try:
-        page = notion.page(job.page_id)
-    except NotFound:  # deleted for good, or no longer shared with the integration
-        removed = deps.knowledge.delete_source(job.org_id, "notion", source_id)
-        return {"page_id": job.page_id, "removed": removed}
-    if page.gone:
-        removed = deps.knowledge.delete_source(job.org_id, "notion", source_id)
-        return {"page_id": job.page_id, "removed": removed}
-    domain = domain_for(deps.settings.notion_domains, job.page_id, page.parent_id)
-    if domain is None:  # moved out of every mapped database (or never in one)
-        removed = deps.knowledge.delete_source(job.org_id, "notion", source_id)
-        return {"page_id": job.page_id, "removed": removed, "reason": "unmapped"}
-    try:
-        text = notion.page_text(job.page_id)
-        chunks = [
-            ChunkIn(
-                domain,
-                piece,
-                title=page.title or None,
-                tags={"notion_page": job.page_id, "edited": page.last_edited_time},
-            )
-            for piece in chunk_text("\n\n".join(text.paragraphs))
-        ]
-        # Everything was fetched first: the store writes it in one transaction, or nothing.
-        result: SyncResult = deps.knowledge.sync_source(job.org_id, "notion", source_id, chunks)
-    except ValidationFailed as error:
-        return _failed(deps, job, error)
-    return {
-        "page_id": job.page_id,
-        "domain": domain,
-        "chunks": len(chunks),
-        "embedded": result.embedded,
-        "unchanged": result.unchanged,
-        "deleted": result.deleted,
-        "unsupported_blocks": text.unsupported,
-    }
-
-
-def _failed(deps: FlowDeps, job: NotionReembed, error: ValidationFailed) -> dict[str, Any]:
-    """The page's content cannot be stored (too many blocks, a chunk past the store's limit):
-    a retry would fail the same way, and Cloud Tasks retries anything but a 2xx. Recorded for
-    the operator (ids and the reason, never content), acknowledged; the page's chunks stay
-    as they were."""
-    from colony.runtime.edge import DbRejections
-
-    reason = f"{error.code}: {error}"
-    DbRejections(deps.db).record("reembed", f"{job.page_id}@{job.edited_time}", job.org_id, reason)
-    log.warning("reembed of Notion page %s failed: %s", job.page_id, error.code)
-    return {"page_id": job.page_id, "status": "failed", "error": reason}
 
 
 def _verification(deps: FlowDeps, token: Any) -> dict[str, Any]:

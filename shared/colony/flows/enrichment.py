@@ -1,0 +1,41 @@
+"""AGT-003 Prospect Enrichment: summarise a contact and hand it on to qualification."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from colony.contracts import HandoffEnvelope
+from colony.flows.campaign import as_prospect, handoff
+from colony.flows.deps import FlowDeps
+from colony.flows.specialist import assembly_request, handle_handoff, load_contact
+from colony.llm.agent_call import call_agent
+from colony.runtime.steps import step
+from colony.store import campaigns as sql
+from colony.store.db import Row
+
+
+def enrich(deps: FlowDeps, event: Any, event_id: str) -> dict[str, Any]:
+    """The ``enrichment`` function's Pub/Sub handler."""
+    return handle_handoff(deps, event, event_id, "AGT-003", _enrich)
+
+
+def _enrich(
+    deps: FlowDeps, org: str, campaign: Row, run_id: str, contact_id: str, envelope: HandoffEnvelope
+) -> str:
+    contact = load_contact(deps, org, contact_id)
+
+    def compute() -> dict[str, Any]:
+        request = assembly_request(deps, org, run_id, "AGT-003", envelope, {"contact": contact}, {})
+        result = call_agent(deps.llm, request, provider_context={"contact": as_prospect(contact)})
+        assert result.output is not None
+        return result.output.model_dump(mode="json")
+
+    def apply(cur: Any, output: Mapping[str, Any]) -> None:
+        extra = {"summary": output["summary"], "persona": output.get("persona")}
+        cur.execute(sql.SET_ENRICHMENT, (json.dumps(extra), contact_id))
+
+    step(deps.db, org, run_id, f"enrich:{contact_id}", compute, apply)
+    handoff(deps, org, campaign, run_id, contact_id, "AGT-004")
+    return "enriched"

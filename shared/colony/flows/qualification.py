@@ -1,0 +1,68 @@
+"""AGT-004 Qualification: score a contact against the ICP rubric; qualified contacts go on
+to the message generator, the rest end their chain."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from colony.contracts import HandoffEnvelope
+from colony.flows.campaign import as_prospect, contact_done, handoff
+from colony.flows.deps import FlowDeps
+from colony.flows.specialist import assembly_request, handle_handoff, load_contact
+from colony.llm.agent_call import call_agent
+from colony.runtime.steps import step
+from colony.store import campaigns as sql
+from colony.store import orgdata
+from colony.store.db import Row
+
+
+def qualify(deps: FlowDeps, event: Any, event_id: str) -> dict[str, Any]:
+    """The ``qualification`` function's Pub/Sub handler."""
+    return handle_handoff(deps, event, event_id, "AGT-004", _qualify)
+
+
+def _qualify(
+    deps: FlowDeps, org: str, campaign: Row, run_id: str, contact_id: str, envelope: HandoffEnvelope
+) -> str:
+    contact = load_contact(deps, org, contact_id)
+    with deps.db.transaction(org) as cur:
+        icp = orgdata.active_icp(cur)
+    if icp is None:
+        contact_done(deps, org, run_id, contact_id, "missing_data")
+        return "missing_data"
+
+    def compute() -> dict[str, Any]:
+        today = deps.clock().date().isoformat()
+        request = assembly_request(
+            deps,
+            org,
+            run_id,
+            "AGT-004",
+            envelope,
+            {"contact": contact, "icp_rubric": icp["rubric"]},
+            {"today": today},
+        )
+        context = {"contact": as_prospect(contact), "icp": icp, "today": today}
+        result = call_agent(deps.llm, request, provider_context=context)
+        assert result.output is not None
+        return result.output.model_dump(mode="json")
+
+    def apply(cur: Any, output: Mapping[str, Any]) -> None:
+        cur.execute(
+            sql.SET_SCORE,
+            (
+                output["total_score"],
+                json.dumps(output["disqualifiers"]),
+                output["recommendation"],
+                contact_id,
+            ),
+        )
+
+    score = step(deps.db, org, run_id, f"qualify:{contact_id}", compute, apply)
+    if score["recommendation"] != "qualify":
+        contact_done(deps, org, run_id, contact_id, "not_qualified")
+        return "not_qualified"
+    handoff(deps, org, campaign, run_id, contact_id, "AGT-005")
+    return "qualified"

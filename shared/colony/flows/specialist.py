@@ -1,0 +1,100 @@
+"""What the campaign's specialists (AGT-003, AGT-004, AGT-005) share: taking a handoff,
+loading its contact and building the agent's assembly request.
+
+Each specialist's own step lives in its module (``enrichment``, ``qualification``,
+``message_generator``), so a function's bundle carries only its own agent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from colony.contracts import HandoffEnvelope
+from colony.contracts.events import Handoff
+from colony.errors import CallerError, NotFound, OutputInvalid, ValidationFailed
+from colony.flows.campaign import contact_done
+from colony.flows.deps import FlowDeps
+from colony.knowledge.exemplars import hinted_domains, to_exemplars
+from colony.registry.agents import AGENTS, agent_by_slug
+from colony.runtime import idempotency
+from colony.store import campaigns as sql
+from colony.store import fetch_one, orgdata
+from colony.store.db import Row
+
+EXEMPLARS_PER_DOMAIN = 2
+
+# One contact's work: (deps, org, campaign, run_id, contact_id, envelope) → its outcome.
+Work = Callable[[FlowDeps, str, Row, str, str, HandoffEnvelope], str]
+
+
+def handle_handoff(
+    deps: FlowDeps, event: Any, event_id: str, agent_id: str, work: Work
+) -> dict[str, Any]:
+    """Run ``work`` for each contact of a handoff to ``agent_id``, once per event."""
+    if not isinstance(event, Handoff):
+        raise ValidationFailed(f"expected a handoff, got {type(event).__name__}")
+    org, envelope = event.org_id, event.envelope
+    if agent_by_slug(envelope.downstream_agent).id != agent_id:
+        raise ValidationFailed(f"{agent_id} received a handoff for {envelope.downstream_agent!r}")
+    handler = AGENTS[agent_id].slug
+    if idempotency.seen(deps.db, org, handler, event_id):
+        return {"duplicate": True}
+    run_id = envelope.parent_run_id
+    with deps.db.transaction(org) as cur:
+        run = fetch_one(cur, sql.RUN, (run_id,))
+        campaign = fetch_one(cur, sql.CAMPAIGN, (event.campaign_id,))
+    if run is None or campaign is None:
+        raise NotFound(f"run {run_id!r} or its campaign does not exist in this org")
+    if run["status"] != "running":
+        # Paused (CONST-005) or finished: no new work. Resume re-dispatches what is left.
+        idempotency.mark(deps.db, org, handler, event_id, detail=f"skipped: run {run['status']}")
+        return {"skipped": run["status"]}
+    results = []
+    for contact_id in envelope.entity_ids:
+        try:
+            results.append(work(deps, org, campaign, run_id, contact_id, envelope))
+        except (CallerError, OutputInvalid) as error:
+            # Permanent for this contact: count it as finished so the run can complete.
+            # A caller error is still raised, so the delivery is recorded as rejected. An
+            # InternalError (a missing key, a broken template) is not caught: like an upstream
+            # failure it is retried, and the contact stays pending until a fix lets it pass.
+            contact_done(deps, org, run_id, contact_id, f"failed:{error.code}")
+            if isinstance(error, CallerError):
+                raise
+            results.append(f"failed:{error.code}")
+        deps.faults.check(f"{handler}.after_step", event_id)
+    idempotency.mark(deps.db, org, handler, event_id)
+    return {"results": results}
+
+
+def load_contact(deps: FlowDeps, org: str, contact_id: str) -> Row:
+    with deps.db.transaction(org) as cur:
+        contact = fetch_one(cur, sql.CONTACT, (contact_id,))
+    if contact is None:
+        raise NotFound(f"contact {contact_id!r} does not exist in this org")
+    return contact
+
+
+def assembly_request(
+    deps: FlowDeps,
+    org: str,
+    run_id: str,
+    agent_id: str,
+    envelope: HandoffEnvelope,
+    entities: Mapping[str, Any],
+    task: Mapping[str, Any],
+) -> Any:
+    from colony.context.assembler import AssemblyRequest
+    from colony.contracts import IcpDefinition, OrgContext
+
+    with deps.db.transaction(org) as cur:
+        icp = orgdata.active_icp(cur)
+        name = orgdata.org_name(cur)
+    domains = hinted_domains(AGENTS[agent_id].kc_domains, envelope.kc_bucket_hints)
+    query = " ".join(str(v) for v in (entities.get("contact") or {}).values() if isinstance(v, str))
+    hits = deps.knowledge.retrieve(org, query or agent_id, domains, EXEMPLARS_PER_DOMAIN)
+    org_context = OrgContext(org_name=name, icp=IcpDefinition(**icp) if icp else None)
+    return AssemblyRequest(
+        agent_id, org, run_id, org_context, to_exemplars(hits), dict(entities), (), dict(task)
+    )
