@@ -223,7 +223,13 @@ def test_every_secret_exists_and_is_granted_only_to_the_functions_that_read_it()
     assert "COLONY_APPROVAL_TOKEN_KEY" not in spec["functions"]["enrichment"]["secrets"]
     # the model provider keys: only functions that build a model client or an embedder (the
     # internet-facing webhooks and the resume target never do, and start without them)
-    model_free = {"delivery-events", "drive-webhook", "notion-webhook", "campaign-resume"}
+    model_free = {
+        "campaign",
+        "delivery-events",
+        "drive-webhook",
+        "notion-webhook",
+        "campaign-resume",
+    }
     assert readers["OPENAI_API_KEY"] == set(FUNCTIONS) - model_free
     assert readers["GEMINI_API_KEY"] == readers["OPENAI_API_KEY"]
     # the Langfuse secret key reads every org's traced prompts: only functions that call a

@@ -38,7 +38,9 @@ from colony.errors import (
 )
 from colony.runtime import deps as deps_module
 from colony.runtime import edge
-from colony.runtime.deps import Deps, build_deps, deps, set_deps_for_tests
+from colony.runtime.compose import assets as compose_assets
+from colony.runtime.compose import model as compose_model
+from colony.runtime.deps import Deps, Parts, build_deps, deps, set_deps_for_tests
 from colony.runtime.edge import (
     MAX_BODY_BYTES,
     DbRejections,
@@ -528,7 +530,9 @@ class FakeTransport:
 
 def test_build_deps_fills_in_what_is_not_given(testdb: Any) -> None:
     transport, recorder = FakeTransport(), MemoryRejections()
-    built = build_deps(testdb.settings, transport=transport, rejections=recorder)
+    built = build_deps(
+        testdb.settings, transport=transport, rejections=recorder, parts=compose_model.parts()
+    )
     assert built.transport is transport and built.rejections is recorder
     assert built.knowledge is not None and built.llm.model
     assert built.clock().tzinfo is not None
@@ -544,19 +548,39 @@ def test_model_parts_are_built_on_first_use_and_a_missing_key_is_named_there(
     keyless = dataclasses.replace(
         testdb.settings, llm_provider="openai", embedding_provider="openai", openai_api_key=None
     )
-    built = build_deps(keyless, transport=FakeTransport())  # starts: no provider is built yet
+    model = compose_model.parts()
+    built = build_deps(keyless, transport=FakeTransport(), parts=model)  # no provider built yet
     assert {"llm", "knowledge"}.isdisjoint(vars(built))
     with pytest.raises(ConfigError, match="OPENAI_API_KEY is required when COLONY_LLM_PROVIDER"):
         built.llm  # noqa: B018  # the first use builds it
     with pytest.raises(ConfigError, match="OPENAI_API_KEY is required when COLONY_EMBEDDING"):
         built.knowledge  # noqa: B018
     # given parts (tests) are used as they are, and a built part is built once
-    given = build_deps(testdb.settings, db=built.db, transport=FakeTransport())
+    given = build_deps(testdb.settings, db=built.db, transport=FakeTransport(), parts=model)
     assert given.llm is given.llm and given.knowledge is given.knowledge
     reused = build_deps(
         keyless, db=built.db, transport=FakeTransport(), llm=given.llm, knowledge=given.knowledge
     )
     assert reused.llm is given.llm and reused.knowledge is given.knowledge
+    # a part the function was not composed with is refused, naming it
+    bare = build_deps(testdb.settings, db=built.db, transport=FakeTransport())
+    with pytest.raises(ConfigError, match="not composed with 'blobs'"):
+        bare.blobs  # noqa: B018
+
+
+def test_a_deps_built_before_its_composition_is_composed_on_first_naming(testdb: Any) -> None:
+    """The edge may build the process's Deps to record a rejected delivery before the
+    function's first request names its parts; that request composes it, keeping the pool."""
+    set_deps_for_tests(build_deps(testdb.settings, transport=FakeTransport()))
+    try:
+        first = deps()
+        assert first.parts is None
+        composed = deps(compose_model.parts)
+        assert composed.parts is not None and composed.parts.llm is not None
+        assert composed.db is first.db and deps() is composed
+        assert deps(compose_assets.parts) is composed  # a process serves one function
+    finally:
+        set_deps_for_tests(None)
 
 
 def test_default_recorder_is_the_process_deps(testdb: Any, load_function: Any) -> None:
@@ -574,7 +598,7 @@ def test_deps_are_built_once_per_process(monkeypatch: pytest.MonkeyPatch) -> Non
     built: list[Settings] = []
     gate = threading.Event()
 
-    def fake_build(settings: Settings) -> Deps:
+    def fake_build(settings: Settings, parts: Parts | None = None) -> Deps:
         gate.wait(5)
         built.append(settings)
         return Deps(settings, None, FakeTransport(), MemoryRejections())  # type: ignore[arg-type]

@@ -8,7 +8,13 @@ from pathlib import Path
 
 from colony.flows.handlers import PUBSUB_HANDLERS
 from colony.registry import functions as registry
-from colony.registry.functions import FUNCTIONS, QUEUES, TOPICS
+from colony.registry.functions import (
+    FUNCTIONS,
+    PROVIDER_SECRETS,
+    QUEUES,
+    TOPICS,
+    TRACING_SECRETS,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 REGISTRY = REPO / "shared" / "colony" / "registry" / "functions.py"
@@ -55,3 +61,36 @@ def test_every_queue_calls_an_http_function_and_is_fed_by_one() -> None:
 
 def test_every_pubsub_function_has_its_flow() -> None:
     assert PUBSUB_HANDLERS.keys() == {n for n, f in FUNCTIONS.items() if f.trigger == "pubsub"}
+
+
+COMPOSITIONS = {  # colony.runtime.compose module → the parts it builds
+    None: set(),
+    "model": {"llm", "knowledge"},
+    "model_assets": {"llm", "knowledge", "blobs"},
+    "knowledge": {"knowledge"},
+    "assets": {"blobs"},
+}
+
+
+def _composition(main: Path) -> str | None:
+    """The ``colony.runtime.compose`` module a function's main.py passes to deps()."""
+    names = [
+        node.module.rsplit(".", 1)[1]
+        for node in ast.walk(ast.parse(main.read_text()))
+        if isinstance(node, ast.ImportFrom)
+        and (node.module or "").startswith("colony.runtime.compose.")
+    ]
+    assert len(names) <= 1, f"{main}: one composition per function"
+    return names[0] if names else None
+
+
+def test_each_function_is_composed_with_what_its_registry_entry_grants() -> None:
+    """A function composed with a model holds the tracing keys, one that embeds the provider
+    keys, one with the assets part bucket access; and none holds what it is not composed
+    with (its bundle then carries no SDK it does not use, and its account no needless key)."""
+    for name, function in FUNCTIONS.items():
+        composed = COMPOSITIONS[_composition(REPO / "functions" / name / "main.py")]
+        secrets = set(function.secrets)
+        assert ("llm" in composed) == (set(TRACING_SECRETS) <= secrets), name
+        assert ("knowledge" in composed) == (set(PROVIDER_SECRETS) <= secrets), name
+        assert ("blobs" in composed) == (function.assets != "none"), name

@@ -10,6 +10,7 @@ from typing import Any
 
 import functions_framework
 
+from colony.runtime.compose.model import parts
 from colony.runtime.deps import deps
 from colony.runtime.edge import JsonRequest, http_json
 
@@ -20,7 +21,7 @@ def handle(request: JsonRequest) -> dict[str, Any]:
     from colony.flows.approval import decide
     from colony.runtime.approvals import ApprovalRequest, authorise
 
-    d = deps()
+    d = deps(parts)
     body = request.parse(ApprovalRequest)
     org_id, item_id, action, user = authorise(request.authorization, body, d.settings, d.clock())
     return decide(d, org_id, item_id, action, decided_by=user, edited=body.edited)

@@ -7,6 +7,7 @@ from typing import Any
 
 import functions_framework
 
+from colony.runtime.compose.model_assets import parts
 from colony.runtime.deps import deps
 from colony.runtime.edge import JsonRequest, http_json
 
@@ -16,4 +17,4 @@ from colony.runtime.edge import JsonRequest, http_json
 def handle(request: JsonRequest) -> Any:  # a JSON value, a status pair or an SSE stream
     from colony.chat.api import handle as route
 
-    return route(deps(), request)
+    return route(deps(parts), request)

@@ -11,6 +11,7 @@ from typing import Any
 
 import functions_framework
 
+from colony.runtime.compose.model import parts
 from colony.runtime.deps import deps
 from colony.runtime.edge import JsonRequest, http_json
 
@@ -21,7 +22,7 @@ def handle(request: JsonRequest) -> dict[str, Any]:
     from colony.flows.brief import BriefRequest, daily_brief
     from colony.runtime.auth import verify_google_oidc
 
-    d = deps()
+    d = deps(parts)
     verify_google_oidc(
         request.authorization, d.settings.function_urls.get("daily-brief", ""), d.settings
     )

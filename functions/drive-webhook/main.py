@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import functions_framework
 
+from colony.runtime.compose.assets import parts
 from colony.runtime.deps import deps
 from colony.runtime.edge import JsonRequest, http_json
 
@@ -25,7 +26,7 @@ def handle(request: JsonRequest) -> dict[str, Any]:
     from colony.flows.drive import ingest
 
     global _drive
-    d = deps()
+    d = deps(parts)
     if _drive is None:
         _drive = drive_from_settings(d.settings)
     return ingest(d, request.headers, _drive)

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import functions_framework
 
+from colony.runtime.compose.model import parts
 from colony.runtime.deps import deps
 from colony.runtime.edge import pubsub_handler
 
@@ -16,6 +17,6 @@ if TYPE_CHECKING:
 @functions_framework.cloud_event
 @pubsub_handler("enrichment")
 def handle(event: Event, event_id: str) -> dict[str, Any]:
-    from colony.flows.handlers import PUBSUB_HANDLERS
+    from colony.flows.enrichment import enrich
 
-    return PUBSUB_HANDLERS["enrichment"](deps(), event, event_id)
+    return enrich(deps(parts), event, event_id)

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import functions_framework
 
+from colony.runtime.compose.model_assets import parts
 from colony.runtime.deps import deps
 from colony.runtime.edge import pubsub_handler
 
@@ -16,6 +17,6 @@ if TYPE_CHECKING:
 @functions_framework.cloud_event
 @pubsub_handler("onboarding")
 def handle(event: Event, event_id: str) -> dict[str, Any]:
-    from colony.flows.handlers import PUBSUB_HANDLERS
+    from colony.flows.onboarding import onboarding_event
 
-    return PUBSUB_HANDLERS["onboarding"](deps(), event, event_id)
+    return onboarding_event(deps(parts), event, event_id)

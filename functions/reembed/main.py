@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import functions_framework
 
+from colony.runtime.compose.knowledge import parts
 from colony.runtime.deps import deps
 from colony.runtime.edge import JsonRequest, http_json
 
@@ -24,7 +25,7 @@ def handle(request: JsonRequest) -> dict[str, Any]:
     from colony.runtime.auth import verify_google_oidc
 
     global _notion
-    d = deps()
+    d = deps(parts)
     verify_google_oidc(
         request.authorization, d.settings.function_urls.get("reembed", ""), d.settings
     )

@@ -137,6 +137,7 @@ FUNCTIONS: dict[str, Function] = {
             trigger="pubsub",
             topic=CAMPAIGN_TOPIC,
             agent="AGT-002",
+            secrets=MODEL_FREE_SECRETS,  # run control: no model, no embedding
             purpose="campaign orchestrator",
             publishes=(ENRICHMENT_TOPIC,),
         ),

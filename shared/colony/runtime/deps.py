@@ -1,22 +1,25 @@
 """The composition root: everything a flow needs, built once per function instance.
 
-Parts are built lazily (imports inside ``build_deps``) so a cold start loads only what the
-function uses; ``deps()`` reads the settings from the environment on first use. The model
-client (``llm``), the Knowledge Core (``knowledge``, which holds the embedder) and the assets
-bucket (``blobs``) are built on their first use, not with the rest: a webhook that never calls
-a model neither imports a provider SDK nor needs a provider key (the key is checked where the
-provider is built, so a model function without one fails there, naming the variable).
+The database and the transport are built with the rest; the model client (``llm``), the
+Knowledge Core (``knowledge``, which holds the embedder) and the assets bucket (``blobs``) are
+built on their first use, by the builders of the function's ``Parts``. A function's
+``main.py`` names its parts (``colony.runtime.compose``), so only the functions composed with
+a model reach a provider SDK, in their imports and so in their bundles, and need its key (the
+key is checked where the provider is built, naming the variable). Using a part a function was
+not composed with is a ``ConfigError`` naming it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from colony.errors import ConfigError
 from colony.runtime.edge import DbRejections, RejectionRecorder
 from colony.runtime.faults import Faults
 
@@ -35,6 +38,16 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+@dataclass(frozen=True, slots=True)
+class Parts:
+    """Builders of the parts a function uses beyond its database and transport, each called
+    on first use; None: the function does not use that part."""
+
+    llm: Callable[[Settings, Database], LlmDeps] | None = None
+    knowledge: Callable[[Settings, Database], KnowledgeStore] | None = None
+    blobs: Callable[[Settings], BlobStore] | None = None
+
+
 @dataclass(frozen=True)
 class Deps:
     """Everything a flow needs, built once per function instance."""
@@ -49,6 +62,16 @@ class Deps:
     llm_deps: LlmDeps | None = None
     knowledge_store: KnowledgeStore | None = None
     blob_store: BlobStore | None = None
+    parts: Parts | None = None  # None: not composed yet (``deps(parts)`` composes it)
+
+    def _builder(self, part: str) -> Any:
+        builder = getattr(self.parts, part) if self.parts is not None else None
+        if builder is None:
+            raise ConfigError(
+                f"this function is not composed with {part!r}: name it in the parts its"
+                " main.py passes to deps() (colony.runtime.compose)"
+            )
+        return builder
 
     @cached_property
     def llm(self) -> LlmDeps:
@@ -56,9 +79,7 @@ class Deps:
         model-free functions never import a provider SDK or need its key."""
         if self.llm_deps is not None:
             return self.llm_deps
-        from colony.llm.agent_call import llm_from_settings
-
-        return llm_from_settings(self.settings, self.db)
+        return self._builder("llm")(self.settings, self.db)
 
     @cached_property
     def knowledge(self) -> KnowledgeStore:
@@ -66,10 +87,7 @@ class Deps:
         is a provider client too)."""
         if self.knowledge_store is not None:
             return self.knowledge_store
-        from colony.adapters.embedding import embedder_from_settings
-        from colony.knowledge import KnowledgeStore
-
-        return KnowledgeStore(self.db, embedder_from_settings(self.settings))
+        return self._builder("knowledge")(self.settings, self.db)
 
     @cached_property
     def blobs(self) -> BlobStore:
@@ -77,9 +95,7 @@ class Deps:
         import its SDK."""
         if self.blob_store is not None:
             return self.blob_store
-        from colony.adapters.storage import blob_store_from_settings
-
-        return blob_store_from_settings(self.settings)
+        return self._builder("blobs")(self.settings)
 
 
 def build_deps(
@@ -92,6 +108,7 @@ def build_deps(
     rejections: RejectionRecorder | None = None,
     clock: Clock | None = None,
     blobs: BlobStore | None = None,
+    parts: Parts | None = None,
 ) -> Deps:
     """Build the parts not given. Imports live here so a cold start loads only what it uses;
     ``llm``, ``knowledge`` and ``blobs`` are built later, on first use (see ``Deps``)."""
@@ -115,6 +132,7 @@ def build_deps(
         llm_deps=llm,
         knowledge_store=knowledge,
         blob_store=blobs,
+        parts=parts,
     )
 
 
@@ -122,11 +140,15 @@ _deps: Deps | None = None
 _deps_lock = threading.Lock()
 
 
-def deps() -> Deps:
-    """This process's ``Deps``: settings from the environment, built on first use, once."""
+def deps(parts: Callable[[], Parts] | None = None) -> Deps:
+    """This process's ``Deps``: settings from the environment, built on first use, once.
+
+    ``parts`` is the function's composition (``colony.runtime.compose``), called once; a
+    ``Deps`` first built without it (the edge recording a rejected delivery) is composed on
+    the first call that names it."""
     global _deps
     current = _deps
-    if current is None:
+    if current is None or (parts is not None and current.parts is None):
         with _deps_lock:
             if _deps is None:
                 from colony.observability.sentry import init_sentry
@@ -134,7 +156,9 @@ def deps() -> Deps:
 
                 settings = Settings.from_env()
                 init_sentry(settings)
-                _deps = build_deps(settings)
+                _deps = build_deps(settings, parts=parts() if parts is not None else None)
+            elif parts is not None and _deps.parts is None:
+                _deps = dataclasses.replace(_deps, parts=parts())
             current = _deps
     return current
 

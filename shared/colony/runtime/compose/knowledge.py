@@ -1,0 +1,11 @@
+"""The Knowledge Core alone (it embeds, but calls no chat model)."""
+
+from __future__ import annotations
+
+from colony.runtime.deps import Parts
+
+
+def parts() -> Parts:
+    from colony.runtime.knowledge_core import knowledge_from_settings
+
+    return Parts(knowledge=knowledge_from_settings)

@@ -1,0 +1,15 @@
+"""A model agent that also reads or writes the assets bucket: model, Knowledge Core, GCS."""
+
+from __future__ import annotations
+
+from colony.runtime.deps import Parts
+
+
+def parts() -> Parts:
+    from colony.adapters.storage import blob_store_from_settings
+    from colony.llm.agent_call import llm_from_settings
+    from colony.runtime.knowledge_core import knowledge_from_settings
+
+    return Parts(
+        llm=llm_from_settings, knowledge=knowledge_from_settings, blobs=blob_store_from_settings
+    )
