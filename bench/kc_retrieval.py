@@ -30,6 +30,7 @@ from colony.settings import Settings
 from colony.store import Database, connect_factory, fetch_all
 from colony.testing.fakes import CountingEmbedder
 from colony.testing.vectors import clustered_corpus
+from colony.vectors import sql_text
 
 TRIPLES = [
     ("KC-01", "KC-04", "KC-08"),
@@ -88,7 +89,7 @@ def run(settings: Settings, args: argparse.Namespace) -> None:
     min_returned = args.k * 10
     for i, q in enumerate(queries):
         org, domains = orgs[i % len(orgs)], TRIPLES[i % len(TRIPLES)]
-        params = [q]
+        params = [sql_text(q)]
         for _ in domains:
             params += [corpus.model, args.k]
         started = time.perf_counter()

@@ -14,6 +14,7 @@ from colony.knowledge.store import SEARCH_SETTINGS, retrieve_sql
 from colony.store.db import fetch_all, fetch_value
 from colony.testing.fakes import CountingEmbedder
 from colony.testing.vectors import clustered_corpus
+from colony.vectors import sql_text
 from tests.conftest import PgDB
 
 ORG = "org_demo"
@@ -168,7 +169,9 @@ def test_rare_domain_in_a_big_store_returns_exactly_k(
     # The provisioned org's own graph serves its query (not a scan of the domain)
     with db.transaction(orgs[0], settings=SEARCH_SETTINGS) as cur:
         plan = fetch_all(
-            cur, "EXPLAIN " + retrieve_sql(orgs[0], ["KC-01"]), [queries[0], corpus.model, k]
+            cur,
+            "EXPLAIN " + retrieve_sql(orgs[0], ["KC-01"]),
+            [sql_text(queries[0]), corpus.model, k],
         )
     assert index_name(orgs[0], "KC-01") in " ".join(r["QUERY PLAN"] for r in plan)
 
@@ -180,8 +183,8 @@ def test_rare_domain_in_a_big_store_returns_exactly_k(
             truth = fetch_all(
                 cur,
                 "SELECT id FROM kc_chunks WHERE domain = 'KC-01'"
-                " ORDER BY embedding <=> %s LIMIT %s",
-                (q, k),
+                " ORDER BY embedding <=> %s::vector LIMIT %s",
+                (sql_text(q), k),
             )
         found += len({h.id for h in hits} & {r["id"] for r in truth})
         exact += len(truth)
@@ -216,7 +219,7 @@ def test_a_graph_walk_that_comes_back_short_is_completed_exactly(
     shortfalls = 0
     for q in queries:
         with db.transaction("org_0", settings=plain) as cur:
-            rows = fetch_all(cur, retrieve_sql("org_0", ["KC-04"]), [q, corpus.model, k])
+            rows = fetch_all(cur, retrieve_sql("org_0", ["KC-04"]), [sql_text(q), corpus.model, k])
         shortfalls += len(rows) < k
         hits = store.retrieve("org_0", q, ["KC-04"], k, model=corpus.model)["KC-04"]
         assert len(hits) == k  # the exact fallback completed it

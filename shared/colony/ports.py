@@ -4,20 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
-
-if TYPE_CHECKING:
-    import numpy as np
+from typing import Any, Literal, Protocol, runtime_checkable
 
 
 @runtime_checkable
 class Embedder(Protocol):
-    """Turns texts into unit-length vectors of ``dim`` floats, one row per text, in order."""
+    """Turns texts into unit-length vectors of ``dim`` floats, one row per text, in order
+    (``colony.vectors``: lists of float32-rounded floats)."""
 
     model: str
     dim: int
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
 
 
 Role = Literal["system", "user", "assistant", "tool"]

@@ -6,16 +6,16 @@
 from __future__ import annotations
 
 import hashlib
+import math
 import re
 from collections.abc import Sequence
 from itertools import pairwise
 from typing import Any
 
-import numpy as np
-
 from colony.adapters.client import OwnsClient
 from colony.errors import DimensionMismatch, ProviderError, ValidationFailed
 from colony.settings import Settings
+from colony.vectors import Vector, unit_rows
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
 MAX_INPUT_CHARS = 30_000  # ~8k tokens: above every provider's per-input limit
@@ -35,23 +35,14 @@ def _check_inputs(texts: Sequence[str]) -> list[str]:
     return items
 
 
-def _provider_rows(rows: list[list[float]], dim: int, provider: str) -> np.ndarray:
-    """Stack a provider's rows, checking every row's length (ragged rows included)."""
+def _provider_rows(rows: list[list[float]], dim: int, provider: str) -> list[Vector]:
+    """A provider's rows scaled to unit length, every row's length and values checked."""
     for i, row in enumerate(rows):
         if len(row) != dim:
             raise DimensionMismatch(f"{provider} returned a {len(row)}-d embedding for text #{i}")
-    matrix = np.array(rows, dtype=np.float64).reshape(len(rows), dim)
-    if not np.all(np.isfinite(matrix)):
-        raise ProviderError(f"{provider} returned an embedding with NaN or infinite values")
-    return matrix
-
-
-def _normalise(matrix: np.ndarray, dim: int) -> np.ndarray:
-    if matrix.ndim != 2 or matrix.shape[1] != dim:
-        raise DimensionMismatch(f"embeddings have shape {matrix.shape}, expected (n, {dim})")
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    return (matrix / norms).astype(np.float32)
+        if not all(math.isfinite(x) for x in row):
+            raise ProviderError(f"{provider} returned an embedding with NaN or infinite values")
+    return unit_rows(rows, dim)
 
 
 class OfflineHashEmbedder:
@@ -74,16 +65,17 @@ class OfflineHashEmbedder:
             features += [(padded[i : i + 3], 0.25) for i in range(len(padded) - 2)]
         return features
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def embed(self, texts: Sequence[str]) -> list[Vector]:
         items = _check_inputs(texts)
-        out = np.zeros((len(items), self.dim), dtype=np.float64)
-        for row, text in enumerate(items):
+        out = []
+        for text in items:
+            row = [0.0] * self.dim
             for feature, weight in self._features(text):
                 digest = hashlib.blake2b(feature.encode(), digest_size=8).digest()
                 value = int.from_bytes(digest, "little")
-                sign = 1.0 if value & 1 else -1.0
-                out[row, (value >> 1) % self.dim] += sign * weight
-        return _normalise(out, self.dim)
+                row[(value >> 1) % self.dim] += weight if value & 1 else -weight
+            out.append(row)
+        return unit_rows(out, self.dim)
 
 
 class OpenAIEmbedder(OwnsClient):
@@ -108,7 +100,7 @@ class OpenAIEmbedder(OwnsClient):
         self._client = client
         self._owns_client = owns_client
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def embed(self, texts: Sequence[str]) -> list[Vector]:
         items = _check_inputs(texts)
         rows: list[list[float]] = []
         for start in range(0, len(items), self.batch_size):
@@ -126,7 +118,7 @@ class OpenAIEmbedder(OwnsClient):
                     f" for {len(batch)} inputs"
                 )
             rows += [list(item.embedding) for item in ordered]
-        return _normalise(_provider_rows(rows, self.dim, "OpenAI"), self.dim)
+        return _provider_rows(rows, self.dim, "OpenAI")
 
 
 class GeminiEmbedder(OwnsClient):
@@ -157,7 +149,7 @@ class GeminiEmbedder(OwnsClient):
         self._client = client
         self._owns_client = owns_client
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def embed(self, texts: Sequence[str]) -> list[Vector]:
         from google.genai import types
 
         items = _check_inputs(texts)
@@ -178,7 +170,7 @@ class GeminiEmbedder(OwnsClient):
                 )
             rows += [list(e.values or []) for e in embeddings]
         # Gemini only normalises its full 3072-d output; truncated ones must be normalised here.
-        return _normalise(_provider_rows(rows, self.dim, "Gemini"), self.dim)
+        return _provider_rows(rows, self.dim, "Gemini")
 
 
 def embedder_from_settings(

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import io
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-import numpy as np
 import pg8000.dbapi
+
+from colony.vectors import copy_binary
 
 _HEADER = b"PGCOPY\n\xff\r\n\x00" + struct.pack(">ii", 0, 0)
 _TRAILER = struct.pack(">h", -1)
@@ -32,7 +33,7 @@ class BulkChunk:
     content: str
     content_hash: str
     embedding_model: str
-    embedding: np.ndarray
+    embedding: Sequence[float]
 
 
 def _text(value: str) -> bytes:
@@ -40,9 +41,8 @@ def _text(value: str) -> bytes:
     return struct.pack(">i", len(data)) + data
 
 
-def _vector(value: np.ndarray) -> bytes:
-    # pgvector's binary format: int16 dim, int16 unused, then big-endian float4s.
-    body = struct.pack(">hh", value.shape[0], 0) + value.astype(">f4").tobytes()
+def _vector(value: Sequence[float]) -> bytes:
+    body = copy_binary(value)
     return struct.pack(">i", len(body)) + body
 
 

@@ -12,13 +12,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-import numpy as np
-
 from colony.errors import DimensionMismatch, ValidationFailed
 from colony.knowledge.indexes import check_org_literal
 from colony.ports import Embedder
 from colony.registry import check_domains
 from colony.store.db import Database, fetch_all
+from colony.vectors import checked, sql_text
 
 Source = Literal["notion", "approval", "seed"]
 SOURCES: tuple[str, ...] = ("notion", "approval", "seed")
@@ -46,7 +45,7 @@ WHERE source = %s AND source_id = %s
 _UPSERT = """
 INSERT INTO kc_chunks (org_id, domain, source, source_id, chunk_index, title, content,
                        content_hash, tags, embedding_model, embedding)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s::vector)
 ON CONFLICT (org_id, source, source_id, chunk_index) DO UPDATE SET
     domain = EXCLUDED.domain, title = EXCLUDED.title, content = EXCLUDED.content,
     content_hash = EXCLUDED.content_hash, tags = EXCLUDED.tags,
@@ -54,7 +53,7 @@ ON CONFLICT (org_id, source, source_id, chunk_index) DO UPDATE SET
     updated_at = now()
 """
 _VECTORS = """
-SELECT DISTINCT ON (content_hash) content_hash, embedding FROM kc_chunks
+SELECT DISTINCT ON (content_hash) content_hash, embedding::text AS embedding FROM kc_chunks
 WHERE source = %s AND source_id = %s AND content_hash = ANY(%s) AND embedding_model = %s
 """
 _RETAG = """
@@ -199,7 +198,7 @@ class KnowledgeStore:
         embedded = self._embed([chunks[i].content for i in fresh]) if fresh else None
         vectors = {i: known[hashes[i]] for i in stale if hashes[i] in known}
         vectors.update(
-            {i: embedded[row] for row, i in enumerate(fresh)} if embedded is not None else {}
+            {i: sql_text(embedded[row]) for row, i in enumerate(fresh)} if embedded else {}
         )
         for i in stale:
             chunk = chunks[i]
@@ -259,7 +258,7 @@ class KnowledgeStore:
     def retrieve(
         self,
         org_id: str,
-        query: str | np.ndarray,
+        query: str | Sequence[float],
         domains: Sequence[str],
         k_per_domain: int = 3,
         *,
@@ -282,9 +281,7 @@ class KnowledgeStore:
                 f" {self._embedder.model!r}; embedding models are never mixed in one query"
             )
         else:
-            vector = self._check_vector(query)
-            if vector.ndim != 1:
-                raise DimensionMismatch(f"query must be one vector, got shape {vector.shape}")
+            vector = checked(query, self._embedder.dim, "the query vector")
         with self._db.transaction(org_id, settings=SEARCH_SETTINGS) as cur:
             out = self._search(cur, org_id, vector, domains, k, exact=False)
             # A graph walk can stop short (max_scan_tuples) when the org is a small part of
@@ -299,13 +296,13 @@ class KnowledgeStore:
         self,
         cur: Any,
         org_id: str,
-        vector: np.ndarray,
+        vector: Sequence[float],
         domains: Sequence[str],
         k: int,
         *,
         exact: bool,
     ) -> dict[str, list[Retrieved]]:
-        params: list[Any] = [vector]
+        params: list[Any] = [sql_text(vector)]
         for _ in domains:
             params += [self._embedder.model, k]
         out: dict[str, list[Retrieved]] = {d: [] for d in domains}
@@ -313,19 +310,14 @@ class KnowledgeStore:
             out[r["domain"]].append(Retrieved(**{**r, "similarity": float(r["similarity"])}))
         return out
 
-    def _embed(self, texts: Sequence[str]) -> np.ndarray:
-        return self._check_vector(self._embedder.embed(texts))
-
-    def _check_vector(self, vectors: np.ndarray) -> np.ndarray:
-        array = np.asarray(vectors, dtype=np.float32)
-        if array.shape[-1] != self._embedder.dim or array.ndim not in (1, 2):
+    def _embed(self, texts: Sequence[str]) -> list[list[float]]:
+        vectors = self._embedder.embed(texts)
+        if len(vectors) != len(texts):
             raise DimensionMismatch(
-                f"embedding has shape {array.shape}; this store holds {self._embedder.dim}-d"
-                f" vectors of {self._embedder.model!r}"
+                f"{self._embedder.model!r} returned {len(vectors)} vectors for {len(texts)} texts"
             )
-        if not np.all(np.isfinite(array)):
-            raise ValidationFailed("embedding contains NaN or infinite values")
-        return array
+        what = f"an embedding of {self._embedder.model!r} (this store holds {self._embedder.dim}-d)"
+        return [checked(v, self._embedder.dim, what) for v in vectors]
 
 
 def _lock_key(org_id: str, source: str, source_id: str) -> str:

@@ -1,6 +1,6 @@
 """The Knowledge Core part of a function's composition: the store over the configured
 embedder (``colony.runtime.deps.Parts.knowledge``). A module of its own so that only the
-functions composed with it carry the embedding SDKs and numpy in their bundles."""
+functions composed with it carry the embedding SDKs in their bundles."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 from urllib.parse import parse_qs, unquote, urlparse
 
 import pg8000.dbapi
@@ -34,16 +34,11 @@ import pg8000.dbapi
 from colony.errors import ConfigError, DatabaseError, OrgScopeError, ValidationFailed
 from colony.settings import Settings
 
-if TYPE_CHECKING:
-    import numpy as np
-
 Row = dict[str, Any]
 Connect = Callable[[], pg8000.dbapi.Connection]
 Role = Literal["app", "owner"]
 
 PING_TIMEOUT = 5.0  # seconds a liveness ping of an idle connection may take
-
-_VECTOR_OID = "SELECT oid FROM pg_type WHERE oid = to_regtype('vector')"
 
 
 def parse_dsn(dsn: str) -> dict[str, Any]:
@@ -67,30 +62,6 @@ def parse_dsn(dsn: str) -> dict[str, Any]:
         kwargs["host"] = url.hostname or socket_dir or "localhost"
         kwargs["port"] = port
     return kwargs
-
-
-def _vector_text(value: np.ndarray) -> str:
-    # 9 significant digits round-trip a float32 exactly, and format faster than repr.
-    return "[" + ",".join(map("{:.9g}".format, value.ravel().tolist())) + "]"
-
-
-def _parse_vector(text: str) -> np.ndarray:
-    import numpy as np
-
-    return np.array(text[1:-1].split(","), dtype=np.float32)
-
-
-def register_vector(conn: pg8000.dbapi.Connection) -> None:
-    """Teach a connection to send numpy arrays as ``vector`` and read ``vector`` as numpy."""
-    import numpy as np  # here, not at import: functions that never touch vectors skip it
-
-    cur = conn.cursor()
-    cur.execute(_VECTOR_OID)
-    row = cur.fetchone()
-    conn.rollback()
-    conn.register_out_adapter(np.ndarray, _vector_text)
-    if row and row[0]:
-        conn.register_in_adapter(row[0], _parse_vector)
 
 
 def connect_factory(settings: Settings, role: Role = "app") -> Connect:
@@ -255,14 +226,6 @@ class Database:
             conn = self._connect()
         except (pg8000.dbapi.Error, OSError) as error:
             raise DatabaseError(f"cannot connect to PostgreSQL: {error}") from error
-        try:
-            register_vector(conn)
-        except (pg8000.dbapi.Error, OSError) as error:
-            _close(conn)
-            raise DatabaseError(f"lost the PostgreSQL connection: {error}") from error
-        except BaseException:
-            _close(conn)
-            raise
         now = self._clock()
         return _Pooled(conn, opened=now, used=now)
 

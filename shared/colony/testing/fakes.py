@@ -7,8 +7,6 @@ from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import numpy as np
-
 from colony.adapters.embedding import OfflineHashEmbedder
 from colony.ports import ModelRequest, ModelResponse, Usage
 
@@ -25,7 +23,7 @@ class CountingEmbedder:
     def texts_embedded(self) -> int:
         return sum(len(batch) for batch in self.calls)
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
         self.calls.append(list(texts))
         return self._inner.embed(texts)
 

@@ -50,7 +50,7 @@ class Corpus:
                     content=f"synthetic chunk {i}",
                     content_hash=f"h{i}",
                     embedding_model=self.model,
-                    embedding=self.vectors[i],
+                    embedding=self.vectors[i].tolist(),
                 )
                 for i in range(start, min(start + batch, len(self.vectors)))
             ]

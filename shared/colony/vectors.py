@@ -1,0 +1,58 @@
+"""Embedding vectors as plain Python floats, and the two forms pgvector reads them in.
+
+Deployed code does not use numpy: a function that embeds a handful of texts per request gains
+nothing from it, and it was 68 MB of every bundle (issue 12). A vector is a list of floats
+already rounded to float32, the precision pgvector stores. It goes to PostgreSQL as pgvector's
+text literal (``sql_text``, bound as ``%s::vector``) or, for binary COPY, as pgvector's binary
+form (``copy_binary``); a vector read back stays the server's text and is passed on as is.
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from array import array
+from collections.abc import Iterable, Sequence
+
+from colony.errors import DimensionMismatch, ValidationFailed
+
+Vector = list[float]
+
+
+def float32(values: Iterable[float]) -> Vector:
+    """``values`` rounded to float32, as Python floats."""
+    return array("f", values).tolist()
+
+
+def unit_rows(rows: Sequence[Sequence[float]], dim: int) -> list[Vector]:
+    """Each row scaled to length 1 (an all-zero row stays zero), checked to be ``dim`` long."""
+    out = []
+    for i, row in enumerate(rows):
+        if len(row) != dim:
+            raise DimensionMismatch(f"embedding #{i} has {len(row)} dimensions, expected {dim}")
+        norm = math.sqrt(math.fsum(x * x for x in row)) or 1.0
+        out.append(float32(x / norm for x in row))
+    return out
+
+
+def checked(vector: Sequence[float], dim: int, what: str) -> Vector:
+    """``vector`` as float32 floats, refused unless it is ``dim`` finite numbers."""
+    try:
+        values = float32(vector)
+    except TypeError as error:  # a string, a number, or rows instead of one vector
+        raise DimensionMismatch(f"{what} must be one vector of {dim} floats") from error
+    if len(values) != dim:
+        raise DimensionMismatch(f"{what} has {len(values)} floats; expected {dim}")
+    if not all(math.isfinite(x) for x in values):  # float32 turns a float64 overflow into inf
+        raise ValidationFailed(f"{what} contains NaN or infinite values")
+    return values
+
+
+def sql_text(vector: Sequence[float]) -> str:
+    """pgvector's text literal; 9 significant digits round-trip a float32 exactly."""
+    return "[" + ",".join(map("{:.9g}".format, vector)) + "]"
+
+
+def copy_binary(vector: Sequence[float]) -> bytes:
+    """pgvector's binary form: int16 dim, int16 unused, then big-endian float4s."""
+    return struct.pack(f">hh{len(vector)}f", len(vector), 0, *vector)
