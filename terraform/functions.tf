@@ -5,9 +5,13 @@
 
 locals {
   function_env = {
-    COLONY_ENV                     = "production"
-    COLONY_DB_MODE                 = "cloudsql"
-    COLONY_CLOUDSQL_INSTANCE       = google_sql_database_instance.colony.connection_name
+    COLONY_ENV = "production"
+    # Cloud SQL's private IP over TLS, the server checked against its instance CA (sslmode
+    # verify-ca: the certificate names the instance, not the IP); the password comes from
+    # Secret Manager (COLONY_DB_PASSWORD). No connector: see network.tf.
+    COLONY_DB_MODE                 = "dsn"
+    COLONY_DB_DSN                  = "postgresql://${google_sql_user.app.name}@${google_sql_database_instance.colony.private_ip_address}:5432/${google_sql_database.colony.name}?sslmode=verify-ca"
+    COLONY_DB_SSL_ROOT_CERT        = google_sql_database_instance.colony.server_ca_cert[0].cert
     COLONY_DB_NAME                 = google_sql_database.colony.name
     COLONY_DB_APP_ROLE             = google_sql_user.app.name
     COLONY_TRANSPORT               = "gcp"
@@ -101,6 +105,9 @@ resource "google_cloudfunctions2_function" "function" {
     # that authenticate their callers themselves (JWT, HMAC, channel token) are reachable.
     ingress_settings               = each.value.public ? "ALLOW_ALL" : "ALLOW_INTERNAL_ONLY"
     all_traffic_on_latest_revision = true
+    # Private ranges (Cloud SQL's private IP) through the VPC connector; Google APIs direct.
+    vpc_connector                 = google_vpc_access_connector.colony.id
+    vpc_connector_egress_settings = "PRIVATE_RANGES_ONLY"
     environment_variables = merge(local.function_env, {
       COLONY_SECRETS = join(",", each.value.secrets)
     })

@@ -75,9 +75,9 @@ locals {
   enqueuers   = toset(distinct([for grant in values(local.enqueue_grants) : grant.function]))
 }
 
-# Project roles each function declares: roles/cloudsql.client (connect through the Cloud SQL
-# connector; Cloud SQL has no per-instance IAM) and roles/logging.logWriter (its logs) for every
-# function, plus any declared next to the Function in colony/registry/functions.py.
+# Project roles each function declares: roles/logging.logWriter (its logs) for every function,
+# plus any declared next to the Function in colony/registry/functions.py. No Cloud SQL role:
+# functions reach the instance's private IP with a password, not through the connector.
 resource "google_project_iam_member" "function" {
   for_each = local.project_grants
   project  = var.project_id

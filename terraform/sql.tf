@@ -1,10 +1,13 @@
-# Cloud SQL for PostgreSQL 16 with pgvector: reachable only through the Cloud SQL connector
-# (no authorized networks, connector enforced, client certificates), IAM database authentication on,
-# daily backups with point-in-time recovery, and the logging flags CIS asks for.
+# Cloud SQL for PostgreSQL 16 with pgvector. Two ways in, both TLS-only (ssl_mode
+# ENCRYPTED_ONLY): functions connect to the private IP (network.tf) and verify the server
+# against its instance CA; tools (the migration step in Cloud Build) and people use the Cloud
+# SQL connector over the public IP, which has no authorized networks, so nothing but an
+# IAM-authorised connector client reaches it. IAM database authentication on, daily backups
+# with point-in-time recovery, and the logging flags CIS asks for.
 
 resource "google_sql_database_instance" "colony" {
   # checkov:skip=CKV_GCP_79:the design fixes PostgreSQL 16 (pgvector 1536-d Knowledge Core); a major upgrade is a planned migration, not a default
-  # checkov:skip=CKV_GCP_60:connector-only: the public IP has no authorized networks and connector_enforcement = REQUIRED, so only IAM-authorised Cloud SQL connector clients (TLS, per-instance certificates) can connect; functions have no VPC
+  # checkov:skip=CKV_GCP_60:the public IP has no authorized networks, so only IAM-authorised Cloud SQL connector clients (the migration step, people) reach it; functions use the private IP
   name                = "colony-${var.environment}"
   database_version    = "POSTGRES_16"
   region              = var.region
@@ -22,10 +25,13 @@ resource "google_sql_database_instance" "colony" {
     }
 
     ip_configuration {
-      ipv4_enabled = true
-      ssl_mode     = "TRUSTED_CLIENT_CERTIFICATE_REQUIRED" # the connector presents one
+      ipv4_enabled    = true
+      private_network = google_compute_network.colony.id
+      ssl_mode        = "ENCRYPTED_ONLY" # TLS always; the connector adds client certificates
     }
-    connector_enforcement = "REQUIRED"
+    # Functions connect directly (private IP, verify-ca); requiring the connector would put
+    # it, aiohttp and a gRPC admin client back in every bundle (issue 12).
+    connector_enforcement = "NOT_REQUIRED"
 
     backup_configuration {
       enabled                        = true
@@ -108,7 +114,7 @@ resource "google_sql_database_instance" "colony" {
     }
   }
 
-  depends_on = [google_project_service.apis]
+  depends_on = [google_project_service.apis, google_service_networking_connection.sql]
 }
 
 resource "google_sql_database" "colony" {

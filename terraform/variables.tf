@@ -7,6 +7,12 @@ variable "project_id" {
   type        = string
 }
 
+variable "vpc_connector_cidr" {
+  description = "An unused /28 in the Colony VPC for the Serverless VPC Access connector's instances."
+  type        = string
+  default     = "10.8.0.0/28"
+}
+
 variable "region" {
   description = "Region of the functions, queues, database and buckets."
   type        = string

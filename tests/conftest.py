@@ -203,6 +203,6 @@ def gcs(storage_emulator_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     settings = Settings.from_env(
         {"COLONY_ASSETS_BUCKET": bucket, "COLONY_SIGNING_KEY_FILE": str(key_file)}
     )
-    store = blob_store_from_settings(settings, retry_seconds=2.0)
+    store = blob_store_from_settings(settings)
     store.ensure_bucket()
     return Gcs(storage_emulator_url, bucket, key_file, store)

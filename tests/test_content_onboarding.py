@@ -1,6 +1,6 @@
-"""AGT-008 content and AGT-009 onboarding: real PostgreSQL, the offline model, GCS through
-``google-cloud-storage`` against ``gcp-storage-emulator``; the last test drives the real
-``approval``, ``onboarding`` and ``content`` functions over HTTP and Pub/Sub push."""
+"""AGT-008 content and AGT-009 onboarding: real PostgreSQL, the offline model, GCS (its JSON
+API over REST) against ``gcp-storage-emulator``; the last test drives the real ``approval``,
+``onboarding`` and ``content`` functions over HTTP and Pub/Sub push."""
 
 from __future__ import annotations
 
@@ -261,7 +261,7 @@ def test_a_gcs_failure_leaves_no_rows_and_the_retry_builds_one_kit(
         {"COLONY_ASSETS_BUCKET": gcs.bucket, "COLONY_SIGNING_KEY_FILE": str(gcs.key_file)}
     )
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{free_port()}")
-    dead = blob_store_from_settings(settings, retry_seconds=0, timeout=2.0)
+    dead = blob_store_from_settings(settings, attempts=1, timeout=2.0)
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", gcs.url)
     deps = make_deps(testdb, blobs=dead)
     deal = close_deal(deps, "D-003")

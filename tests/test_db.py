@@ -327,9 +327,11 @@ def test_one_cloud_sql_connector_per_process(testdb: PgDB, monkeypatch: pytest.M
     Connector runs a thread of its own, so one per request would leak them."""
     import google.cloud.sql.connector as connector_module
 
+    import colony.local.cloudsql as cloudsql_module
+
     monkeypatch.setattr(FakeConnector, "made", [])
     monkeypatch.setattr(connector_module, "Connector", FakeConnector)
-    monkeypatch.setattr(db_module, "_connector", None)
+    monkeypatch.setattr(cloudsql_module, "_connector", None)
     settings = Settings.from_env(
         {
             "COLONY_DB_MODE": "cloudsql",
@@ -343,7 +345,7 @@ def test_one_cloud_sql_connector_per_process(testdb: PgDB, monkeypatch: pytest.M
     assert FakeConnector.made == []  # built on first connect, not with the factory
     pools = [Database(factory, pool_size=1) for factory in factories]
     testdb.opened.extend(pools)
-    connector = db_module._cloudsql_connector()
+    connector = cloudsql_module._cloudsql_connector()
     connector.dsn = testdb.dsn(APP_ROLE)
     for pool in pools:
         backend(pool)

@@ -176,6 +176,48 @@ def test_each_bundle_installs_cleanly_and_imports_its_whole_graph(bundles, venvs
         assert done.returncode == 0, f"{[b.name for b in group]}: {done.stderr[-2000:]}"
 
 
+MODEL_FREE_MB = 60  # a function that calls no model or embedder (issue 12)
+ANY_BUNDLE_MB = 160
+
+
+def _megabytes(root: Path) -> float:
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file()) / 2**20
+
+
+def test_bundles_stay_small_installed(bundles, venvs) -> None:
+    """Measured on the clean virtualenvs above (what pip installs from ``requirements.txt``,
+    byte code included) plus the bundle's own files: a webhook carries no gRPC, no model
+    SDK, no Cloud SQL connector (docs/deploy.md, "What a function's bundle carries")."""
+    sizes = {}
+    for bundle in bundles:
+        python = venvs[_lines(bundle)]
+        site = next((python.parent.parent / "lib").glob("python3*/site-packages"))
+        sizes[bundle.name] = _megabytes(site) + _megabytes(bundle.directory)
+    model_free = {
+        b.name
+        for b in bundles
+        if not any(r.startswith(("openai==", "google-genai==")) for r in b.requirements)
+    }
+    assert {
+        "campaign",
+        "campaign-resume",
+        "delivery-events",
+        "drive-webhook",
+        "notion-webhook",
+    } <= model_free
+    too_big = {
+        n: round(mb, 1)
+        for n, mb in sizes.items()
+        if mb > (MODEL_FREE_MB if n in model_free else ANY_BUNDLE_MB)
+    }
+    assert too_big == {}, f"installed MB over the limit: {too_big} (all: {sizes})"
+    for bundle in bundles:
+        assert not any(
+            r.split("==")[0] in ("grpcio", "cloud-sql-python-connector", "numpy")
+            for r in bundle.requirements
+        ), bundle.name
+
+
 DELIVERY_SECRET = "bundle-delivery-secret"  # served only by the Secret Manager stand-in
 
 

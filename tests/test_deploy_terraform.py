@@ -300,13 +300,15 @@ def test_assets_bucket_has_cmek_public_access_prevention_and_lifecycle() -> None
     assert parsed()["google_kms_key_ring"]["colony"]
 
 
-def test_cloud_sql_is_postgres_16_connector_only_with_iam_auth_and_pitr() -> None:
+def test_cloud_sql_is_postgres_16_tls_only_with_iam_auth_and_pitr() -> None:
     instance = parsed()["google_sql_database_instance"]["colony"]
     assert instance["database_version"] == "POSTGRES_16"
     settings = block(instance, "settings")
     network = block(settings, "ip_configuration")
-    assert "authorized_networks" not in network
-    assert settings["connector_enforcement"] == "REQUIRED"
+    assert "authorized_networks" not in network  # the public IP admits connector clients only
+    assert network["ssl_mode"] == "ENCRYPTED_ONLY"
+    assert network["private_network"] == "${google_compute_network.colony.id}"
+    assert settings["connector_enforcement"] == "NOT_REQUIRED"  # functions connect directly
     backups = block(settings, "backup_configuration")
     assert backups["enabled"] is True and backups["point_in_time_recovery_enabled"] is True
     flags = {f["name"]: f["value"] for f in settings["database_flags"]}
@@ -488,6 +490,79 @@ def test_connection_budget_fits_cloud_sql_max_connections() -> None:
         f"{total} connections at full scale > {max_connections} - {RESERVED_CONNECTIONS}: "
         "lower a max_instances (colony/registry/functions.py) or raise db_max_connections"
     )
+
+
+def _self_signed_pem() -> str:
+    """A CA certificate, standing in for the instance's server CA."""
+    import datetime
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "Google Cloud SQL Server CA")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(1)
+        .not_valid_before(now)
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    return cert.public_bytes(serialization.Encoding.PEM).decode()
+
+
+def test_functions_reach_cloud_sql_on_its_private_ip_over_verified_tls() -> None:
+    """No connector in a function: the private IP through the VPC connector, the server
+    checked against the instance's CA, the password from Secret Manager. The terraform
+    values, with the instance's attributes filled in, are settings our code accepts."""
+    env = local_values()["function_env"]
+    assert env["COLONY_DB_MODE"] == "dsn" and "COLONY_CLOUDSQL_INSTANCE" not in env
+    instance = "google_sql_database_instance.colony"
+    assert env["COLONY_DB_SSL_ROOT_CERT"] == f"${{{instance}.server_ca_cert[0].cert}}"
+    dsn = (
+        env["COLONY_DB_DSN"]
+        .replace("${google_sql_user.app.name}", "colony_app")
+        .replace(f"${{{instance}.private_ip_address}}", "10.20.0.3")
+        .replace("${google_sql_database.colony.name}", "colony")
+    )
+    assert dsn == "postgresql://colony_app@10.20.0.3:5432/colony?sslmode=verify-ca"
+    from colony.store import connect_factory
+    from colony.store.db import parse_dsn
+
+    ca = _self_signed_pem()
+    kwargs = parse_dsn(dsn, root_cert=ca)
+    assert kwargs["host"] == "10.20.0.3" and kwargs["ssl_context"].check_hostname is False
+    production = {
+        "COLONY_ENV": "production",
+        "K_SERVICE": "enrichment",
+        "COLONY_DB_MODE": "dsn",
+        "COLONY_DB_DSN": dsn,
+        "COLONY_DB_SSL_ROOT_CERT": ca,
+        "COLONY_DB_PASSWORD": "from-secret-manager",
+        "COLONY_INVOKER_SERVICE_ACCOUNT": "invoker@p.iam.gserviceaccount.com",
+    }
+    connect_factory(Settings.from_env(production), "app")  # builds; connecting needs the VPC
+    service = block(parsed()["google_cloudfunctions2_function"]["function"], "service_config")
+    assert service["vpc_connector"] == "${google_vpc_access_connector.colony.id}"
+    assert service["vpc_connector_egress_settings"] == "PRIVATE_RANGES_ONLY"
+    connector = parsed()["google_vpc_access_connector"]["colony"]
+    assert connector["network"] == "${google_compute_network.colony.name}"
+    peering = parsed()["google_service_networking_connection"]["sql"]
+    assert peering["reserved_peering_ranges"] == [
+        "${google_compute_global_address.sql_private.name}"
+    ]
+    assert "google_service_networking_connection.sql" in " ".join(
+        parsed()["google_sql_database_instance"]["colony"]["depends_on"]
+    )
+    # no function holds a Cloud SQL role: the connector's IAM check is not on their path
+    assert not any("roles/cloudsql.client" in f["roles"] for f in registry()["functions"].values())
 
 
 def test_clerk_authorized_parties_reach_the_functions() -> None:

@@ -227,7 +227,12 @@ def test_campaign_through_the_real_pubsub_emulator(testdb: PgDB, tmp_path: Path)
                             topic=topic,
                             push_config={"push_endpoint": servers.urls[function.name]},
                         )
-                transport = GcpTransport(project, "us-central1", function_urls=servers.urls)
+                transport = GcpTransport(
+                    project,
+                    "us-central1",
+                    function_urls=servers.urls,
+                    pubsub_endpoint=f"http://{host}",
+                )
                 settings = Settings.from_env({})
                 deps = LocalDeps(
                     settings, db, transport, llm_from_settings(settings, db), knowledge

@@ -408,6 +408,7 @@ def test_notion_webhook_to_cloud_tasks_to_reembed_over_real_functions(
     from colony.adapters.transport import queue_path
     from colony.local.functions import FunctionServers
     from colony.testing import emulators
+    from colony.testing.tasks_gateway import TasksGateway
     from tests.conftest import APP_ROLE, wait_for
 
     db = testdb.app()
@@ -427,7 +428,7 @@ def test_notion_webhook_to_cloud_tasks_to_reembed_over_real_functions(
             queue={"name": queue_path("colony-local", "us-central1", "colony-notion-reembed")},
         )
         admin.transport.close()
-        with NotionServer() as notion:
+        with NotionServer() as notion, TasksGateway(host) as gateway:
             notion.put_page(
                 PAGE, "Positioning", page_blocks(PARAGRAPHS[:2]), parent_database=DB_KC01
             )
@@ -435,7 +436,7 @@ def test_notion_webhook_to_cloud_tasks_to_reembed_over_real_functions(
                 "COLONY_DB_MODE": "dsn",
                 "COLONY_DB_DSN": testdb.dsn(APP_ROLE),
                 "COLONY_TRANSPORT": "gcp",
-                "COLONY_TASKS_EMULATOR_HOST": host,
+                "COLONY_TASKS_ENDPOINT": gateway.base_url,
                 "COLONY_DATA_DIR": str(tmp_path),
                 "COLONY_NOTION_SIGNING_SECRET": SECRET,
                 "COLONY_NOTION_TOKEN": "secret_int",

@@ -1,8 +1,9 @@
-"""GcsBlobStore against the real ``gcp-storage-emulator`` through ``google-cloud-storage``.
+"""GcsBlobStore (GCS's JSON API over REST) against the real ``gcp-storage-emulator``.
 
 The emulator serves signed URLs without checking their signatures, so ``verify_v4_signed_url``
-recomputes the V4 canonical request and string-to-sign here, independently of the SDK, and
-verifies the signature with the public half of the test's service-account key.
+recomputes the V4 canonical request and string-to-sign here, independently of the adapter
+(written from Google's V4 signing spec), and verifies the signature with the public half of
+the test's service-account key.
 """
 
 from __future__ import annotations
@@ -131,7 +132,7 @@ def test_unreachable_store_is_provider_unavailable(
 ) -> None:
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{free_port()}")  # nobody
     settings = Settings.from_env({"COLONY_DATA_DIR": str(tmp_path)})
-    store = blob_store_from_settings(settings, retry_seconds=0, timeout=2.0)
+    store = blob_store_from_settings(settings, attempts=1, timeout=2.0)
     with pytest.raises(ProviderUnavailable):
         store.put("kits/x.md", b"x", "text/markdown")
     with pytest.raises(ProviderUnavailable):
@@ -185,14 +186,48 @@ class _RuntimeCredentials:
         self.token = f"token-{self.refreshes}"
 
 
-def test_production_signing_goes_through_iam_as_the_runtime_account() -> None:
-    from colony.adapters.storage import IamSigner
+def test_production_signing_goes_through_iam_as_the_runtime_account(
+    gcs: Gcs, tmp_path: Path
+) -> None:
+    """IAM Credentials ``signBlob`` stood in for by a server that signs with the account's
+    key, as IAM does: the URL verifies against that key and names the runtime account."""
+    import base64
 
+    from cryptography.hazmat.primitives.asymmetric import padding as pad
+
+    from colony.adapters.google_api import GoogleApi
+    from colony.adapters.storage import GcsBlobStore, IamSigner
+    from colony.testing.wire import RecordedRequest, Reply, Route, WireServer
+
+    email = "onboarding@colony-prod.iam.gserviceaccount.com"
+    key_file = ensure_local_signing_key(tmp_path / "iam-held-key.json")
+    info = json.loads(key_file.read_text())
+    info["client_email"] = email
+    key_file.write_text(json.dumps(info))
+    private = serialization.load_pem_private_key(info["private_key"].encode(), password=None)
+    assert isinstance(private, rsa.RSAPrivateKey)
+
+    def sign_blob(request: RecordedRequest) -> Reply:
+        payload = base64.b64decode(request.body["payload"])
+        signed = private.sign(payload, pad.PKCS1v15(), hashes.SHA256())
+        return Reply(200, {"keyId": "k1", "signedBlob": base64.b64encode(signed).decode()})
+
+    route = Route.of(
+        "iam.signBlob",
+        "POST",
+        r"/v1/projects/-/serviceAccounts/(?P<email>[^:]+):signBlob",
+        sign_blob,
+    )
     credentials = _RuntimeCredentials()
-    signer = IamSigner(credentials)
-    kwargs = signer.sign_kwargs()
-    assert kwargs == {
-        "service_account_email": "onboarding@colony-prod.iam.gserviceaccount.com",
-        "access_token": "token-1",
-    }
-    assert signer.sign_kwargs() == kwargs and credentials.refreshes == 1  # reused while valid
+    with WireServer(routes=[route]) as iam:
+        signer = IamSigner(credentials, GoogleApi("iamcredentials", iam.base_url))
+        store = GcsBlobStore(GoogleApi("storage", gcs.url), gcs.bucket, signer)
+        gcs.store.put("kits/iam.md", b"# iam", "text/markdown")  # type: ignore[attr-defined]
+        url = store.signed_url("kits/iam.md", 600)
+        again = store.signed_url("kits/iam.md", 600)
+        [first_call, _] = iam.requests_to("iam.signBlob")
+    assert first_call.params["email"] == email
+    assert verify_v4_signed_url(url, key_file)["X-Goog-Credential"].startswith(email + "/")
+    verify_v4_signed_url(again, key_file)
+    assert credentials.refreshes == 1  # the token is reused while valid
+    assert fetch(url) == b"# iam"

@@ -3,9 +3,11 @@
 - ``LocalTransport``: delivery, redelivery, dead-lettering into ``dead_letters`` and
   scheduled tasks, against a functions-framework CloudEvent function (it turns the Pub/Sub push
   JSON into a CloudEvent, as Cloud Functions does) and an HTTP function.
-- ``GcpTransport`` with the real ``google-cloud-pubsub`` client against the real Pub/Sub
-  emulator (``gcloud beta emulators pubsub start``) pushing to the receiver, and with the real
-  ``google-cloud-tasks`` client against ``gcloud-tasks-emulator`` dispatching to it.
+- ``GcpTransport`` (REST) against the real Pub/Sub emulator (``gcloud beta emulators pubsub
+  start``, which serves the REST API too) pushing to the receiver, and against the real
+  ``gcloud-tasks-emulator`` (gRPC only, so behind ``TasksGateway``, which maps Cloud Tasks'
+  REST onto it with the official client) dispatching to it. The official clients create the
+  emulators' topics, subscriptions and queues, as an operator's tooling would.
 
 No test sleeps to synchronise: receivers signal a condition variable, the local transport's
 ``drain`` waits on one, and every wait has a deadline.
@@ -23,6 +25,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,6 +34,7 @@ import pytest
 from cloudevents.http import CloudEvent
 from werkzeug.serving import WSGIRequestHandler, make_server
 
+from colony.adapters.google_api import GoogleApi
 from colony.adapters.transport import (
     queue_path,
     task_id_for,
@@ -48,6 +52,8 @@ from colony.settings import Settings
 from colony.store.db import fetch_all
 from colony.testing import emulators
 from colony.testing.inline import InlineTransport
+from colony.testing.tasks_gateway import TasksGateway
+from colony.testing.wire import Reply, Route, WireServer
 from tests.conftest import PgDB
 
 PROJECT = "colony-test"
@@ -386,7 +392,12 @@ def test_gcp_publish_through_the_pubsub_emulator_reaches_the_function(
         finally:
             publisher.transport.close()
             subscriber.close()
-        with GcpTransport(PROJECT, REGION, function_urls={"enrichment": url}) as transport:
+        with GcpTransport(
+            PROJECT,
+            REGION,
+            function_urls={"enrichment": url},
+            pubsub_endpoint=f"http://{pubsub_host}",
+        ) as transport:
             sent = {
                 transport.publish(TOPIC, _payload(i), {"org_id": "org_a", "n": str(i)}): i
                 for i in range(3)
@@ -419,12 +430,13 @@ def test_gcp_schedule_through_the_tasks_emulator_reaches_the_function(
         )
         with (
             serve_function(tmp_path, "http", receiver) as url,
+            TasksGateway(tasks_host) as gateway,
             GcpTransport(
                 PROJECT,
                 REGION,
                 function_urls={TARGET: url},
                 invoker_service_account="invoker@colony-test.iam.gserviceaccount.com",
-                tasks_emulator_host=tasks_host,
+                tasks_endpoint=gateway.base_url,
             ) as transport,
         ):
             start = time.monotonic()
@@ -446,97 +458,119 @@ def test_gcp_schedule_through_the_tasks_emulator_reaches_the_function(
     assert hit.data == body
     assert hit.at - start >= 1.0
     assert hit.meta["headers"]["Content-Type"] == "application/json"
+    # the second create reached the emulator, which refused the name it already had
+    creates = gateway.requests_to("cloudtasks.create")
+    assert len(creates) == 2 and gateway.handler_errors == []
 
 
-# -- GcpTransport request shape and error mapping (stub clients: no emulator needed) -------
+# -- GcpTransport request shape and error mapping (REST stand-ins: no emulator needed) -----
 
 
-class _StubTasks:
-    def __init__(self, error: Exception | None = None) -> None:
-        self.error, self.calls = error, []  # type: ignore[var-annotated]
-
-    def create_task(self, *, parent: str, task: dict[str, Any], timeout: float) -> Any:
-        self.calls.append((parent, task))
-        if self.error:
-            raise self.error
-        return type("Task", (), {"name": task["name"]})()
+def _create_route(reply: Reply) -> Route:
+    return Route.of(
+        "cloudtasks.create",
+        "POST",
+        r"/v2/(?P<parent>projects/.+/queues/[^/]+)/tasks",
+        lambda r: reply,
+    )
 
 
-class _Future:
-    def __init__(self, error: Exception) -> None:
-        self.error = error
+def _publish_route() -> Route:
+    return Route.of(
+        "pubsub.publish",
+        "POST",
+        r"/v1/projects/(?P<project>[^/]+)/topics/(?P<topic>[^/:]+):publish",
+        lambda r: Reply(200, {"messageIds": ["m-1"]}),
+    )
 
-    def result(self, timeout: float) -> str:
-        raise self.error
 
-
-class _StubPublisher:
-    def __init__(self, error: Exception) -> None:
-        self.error = error
-
-    def publish(self, topic: str, data: bytes, **attributes: str) -> _Future:
-        return _Future(self.error)
+def _transport(server: WireServer, **kwargs: Any) -> GcpTransport:
+    fast = {"sleep": lambda seconds: None, "timeout": 5.0}
+    return GcpTransport(
+        PROJECT,
+        REGION,
+        pubsub=GoogleApi("pubsub", server.base_url, **fast),
+        tasks=GoogleApi("cloudtasks", server.base_url, **fast),
+        **kwargs,
+    )
 
 
 def test_gcp_schedule_builds_an_oidc_http_task_and_treats_already_exists_as_done() -> None:
-    from google.api_core.exceptions import AlreadyExists
+    exists = Reply(409, {"error": {"code": 409, "message": "exists", "status": "ALREADY_EXISTS"}})
+    with WireServer(routes=[_create_route(exists)]) as server:
+        transport = _transport(
+            server,
+            function_urls={TARGET: "https://resume.example/"},
+            invoker_service_account="invoker@p.iam.gserviceaccount.com",
+        )
+        before = datetime.now(UTC)
+        name = transport.schedule(QUEUE, TARGET, b'{"a": 1}', task_id="run:1", delay_seconds=5)
+        assert name == f"{queue_path(PROJECT, REGION, QUEUE)}/tasks/{task_id_for('run:1')}"
+        [call] = server.requests_to("cloudtasks.create")
+        assert call.params["parent"] == queue_path(PROJECT, REGION, QUEUE)
+        task = call.body["task"]
+        assert task["name"] == name
+        assert task["httpRequest"] == {
+            "httpMethod": "POST",
+            "url": "https://resume.example/",
+            "headers": {"Content-Type": "application/json"},
+            "body": base64.b64encode(b'{"a": 1}').decode(),
+            "oidcToken": {
+                "serviceAccountEmail": "invoker@p.iam.gserviceaccount.com",
+                "audience": "https://resume.example/",
+            },
+        }
+        due = datetime.fromisoformat(task["scheduleTime"].replace("Z", "+00:00"))
+        assert timedelta(seconds=4) < due - before < timedelta(seconds=6)
+        assert task["scheduleTime"].endswith("Z")
+        assert transport.schedule(QUEUE, TARGET, b"{}", task_id="run:1") == name
+        assert len(server.requests_to("cloudtasks.create")) == 1  # it knows it created it
+        assert call.header("Authorization") is None  # a local endpoint gets no credentials
 
-    stub = _StubTasks(AlreadyExists("task exists"))
-    transport = GcpTransport(
-        PROJECT,
-        REGION,
-        function_urls={TARGET: "https://resume.example/"},
-        invoker_service_account="invoker@p.iam.gserviceaccount.com",
-        tasks_client=stub,
-    )
-    name = transport.schedule(QUEUE, TARGET, b'{"a": 1}', task_id="run:1", delay_seconds=5)
-    assert name == f"{queue_path(PROJECT, REGION, QUEUE)}/tasks/{task_id_for('run:1')}"
-    [(parent, task)] = stub.calls
-    assert parent == queue_path(PROJECT, REGION, QUEUE) and task["name"] == name
-    assert task["http_request"] == {
-        "http_method": "POST",
-        "url": "https://resume.example/",
-        "headers": {"Content-Type": "application/json"},
-        "body": b'{"a": 1}',
-        "oidc_token": {
-            "service_account_email": "invoker@p.iam.gserviceaccount.com",
-            "audience": "https://resume.example/",
-        },
+
+def test_gcp_publish_sends_base64_data_and_string_attributes() -> None:
+    with WireServer(routes=[_publish_route()]) as server:
+        transport = _transport(server, function_urls={})
+        assert transport.publish(TOPIC, b"\x00\xffdata", {"org_id": "org_a"}) == "m-1"
+        [call] = server.requests_to("pubsub.publish")
+    assert call.params == {"project": PROJECT, "topic": TOPIC}
+    assert call.body == {
+        "messages": [
+            {"data": base64.b64encode(b"\x00\xffdata").decode(), "attributes": {"org_id": "org_a"}}
+        ]
     }
-    assert transport.schedule(QUEUE, TARGET, b"{}", task_id="run:1") == name
-    assert len(stub.calls) == 1  # this instance knows it created it
 
 
 def test_gcp_maps_transient_and_permanent_failures() -> None:
-    from google.api_core import exceptions as gexc
-
-    urls = {"enrichment": "https://x.example/"}
-    flaky = GcpTransport(
-        PROJECT, REGION, function_urls=urls, publisher=_StubPublisher(gexc.ServiceUnavailable("x"))
-    )
-    with pytest.raises(TransportUnavailable):
-        flaky.publish(TOPIC, b"{}", {"org_id": "org_a"})
-    denied = GcpTransport(
-        PROJECT, REGION, function_urls=urls, publisher=_StubPublisher(gexc.PermissionDenied("no"))
-    )
-    with pytest.raises(UpstreamError) as caught:
-        denied.publish(TOPIC, b"{}", {"org_id": "org_a"})
-    assert not isinstance(caught.value, TransportUnavailable)
-    slow = GcpTransport(
-        PROJECT, REGION, function_urls=urls, publisher=_StubPublisher(TimeoutError())
-    )
-    with pytest.raises(TransportUnavailable, match="timed out"):
-        slow.publish(TOPIC, b"{}", {})
-    with pytest.raises(ValidationFailed, match="unknown topic"):
-        flaky.publish("not-a-topic", b"{}", {})
-    tasks = GcpTransport(
+    urls = {TARGET: "https://r.example/"}
+    with WireServer(routes=[_publish_route(), _create_route(Reply(200, {}))]) as server:
+        transport = _transport(server, function_urls=urls)
+        server.fail(503, times=2)  # retried inside the client: the third attempt succeeds
+        assert transport.publish(TOPIC, b"{}", {"org_id": "org_a"}) == "m-1"
+        assert len(server.requests_to("pubsub.publish")) == 3
+        server.fail(503, times=3)
+        with pytest.raises(TransportUnavailable, match="503"):
+            transport.publish(TOPIC, b"{}", {"org_id": "org_a"})
+        server.fail(403, message="Permission denied on topic")
+        with pytest.raises(UpstreamError, match="PERMISSION_DENIED") as caught:
+            transport.publish(TOPIC, b"{}", {"org_id": "org_a"})
+        assert not isinstance(caught.value, TransportUnavailable)
+        server.fail(429, times=3)
+        with pytest.raises(TransportUnavailable):
+            transport.schedule(QUEUE, TARGET, b"{}", task_id="t")
+        with pytest.raises(ValidationFailed, match="unknown topic"):
+            transport.publish("not-a-topic", b"{}", {})
+        assert server.pending == 0
+    nobody = GcpTransport(
         PROJECT,
         REGION,
-        function_urls={TARGET: "https://r.example/"},
-        tasks_client=_StubTasks(gexc.DeadlineExceeded("slow")),
+        function_urls=urls,
+        pubsub=GoogleApi(
+            "pubsub", f"http://127.0.0.1:{emulators.free_port()}", sleep=lambda s: None
+        ),
     )
-    with pytest.raises(TransportUnavailable):
-        tasks.schedule(QUEUE, TARGET, b"{}", task_id="t")
+    with pytest.raises(TransportUnavailable, match="no answer"):
+        nobody.publish(TOPIC, b"{}", {})
 
 
 def test_task_ids_are_sanitized_deterministically() -> None:
@@ -557,7 +591,20 @@ def test_transport_from_settings_picks_the_adapter() -> None:
     assert isinstance(gcp, GcpTransport) and gcp.function_urls == {
         "enrichment": "http://127.0.0.1:1/"
     }
-    gcp.close()  # built no client: nothing to close
+    assert gcp.pubsub.base_url == "https://pubsub.googleapis.com"
+    gcp.close()  # opened no session: nothing to close
+    emulated = transport_from_settings(
+        Settings.from_env(
+            {
+                "COLONY_TRANSPORT": "gcp",
+                "PUBSUB_EMULATOR_HOST": "127.0.0.1:8085",
+                "COLONY_TASKS_ENDPOINT": "http://127.0.0.1:8123",
+            }
+        )
+    )
+    assert isinstance(emulated, GcpTransport)
+    assert emulated.pubsub.base_url == "http://127.0.0.1:8085"
+    assert emulated.tasks.base_url == "http://127.0.0.1:8123"
     local = transport_from_settings(Settings.from_env({"COLONY_FUNCTION_URLS": urls}))
     assert isinstance(local, LocalTransport) and local.dead_letter is None
     local.close()

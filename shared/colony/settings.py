@@ -68,6 +68,7 @@ class Settings:
     db_owner_user: str | None = None
     db_password: str | None = None
     db_owner_password: str | None = None
+    db_ssl_root_cert: str | None = None  # PEM of the CA that signs the server (dsn verify-ca)
     embedding_provider: EmbeddingProvider = "offline"
     embedding_model: str = DEFAULT_EMBEDDING_MODELS["offline"]
     embedding_dim: int = 1536
@@ -88,7 +89,9 @@ class Settings:
     function_urls: Mapping[str, str] = field(default_factory=dict)  # function name → URL
     gcp_project: str = "colony-local"
     gcp_region: str = "us-central1"
-    tasks_emulator_host: str | None = None
+    # Local servers speaking the Pub/Sub and Cloud Tasks REST APIs (emulators); None: Google's
+    pubsub_emulator_host: str | None = None  # host:port, as the Google SDKs read it
+    tasks_endpoint: str | None = None  # a URL (the Cloud Tasks emulator's REST gateway)
     invoker_service_account: str | None = None  # OIDC identity for Cloud Tasks / Scheduler
     # who is calling
     jwt_public_key: str | None = None  # PEM; local mode signs with .colony/jwt_private.pem
@@ -148,6 +151,11 @@ class Settings:
                 "COLONY_DB_MODE=embedded is local-only; set COLONY_DB_MODE=cloudsql (or dsn) "
                 "when COLONY_ENV=production"
             )
+        if deploy_env == "production" and get("K_SERVICE") and mode != "dsn":
+            raise ConfigError(
+                f"COLONY_DB_MODE={mode} is for tools, not functions: a deployed function connects"
+                " with COLONY_DB_MODE=dsn (Cloud SQL's private IP, sslmode=verify-ca)"
+            )
         provider = cast(
             EmbeddingProvider,
             choice("COLONY_EMBEDDING_PROVIDER", ("offline", "openai", "gemini"), "offline"),
@@ -189,6 +197,7 @@ class Settings:
             db_owner_user=get("COLONY_DB_OWNER_USER"),
             db_password=get("COLONY_DB_PASSWORD"),
             db_owner_password=get("COLONY_DB_OWNER_PASSWORD"),
+            db_ssl_root_cert=get("COLONY_DB_SSL_ROOT_CERT"),
             embedding_provider=provider,
             embedding_model=get("COLONY_EMBEDDING_MODEL") or DEFAULT_EMBEDDING_MODELS[provider],
             embedding_dim=int(dim_text),
@@ -210,7 +219,8 @@ class Settings:
             local_delivery_copies=_copies(get("COLONY_LOCAL_DELIVERY_COPIES")),
             gcp_project=get("COLONY_GCP_PROJECT") or get("GOOGLE_CLOUD_PROJECT") or "colony-local",
             gcp_region=get("COLONY_GCP_REGION") or "us-central1",
-            tasks_emulator_host=get("COLONY_TASKS_EMULATOR_HOST"),
+            pubsub_emulator_host=get("PUBSUB_EMULATOR_HOST"),
+            tasks_endpoint=get("COLONY_TASKS_ENDPOINT"),
             invoker_service_account=get("COLONY_INVOKER_SERVICE_ACCOUNT"),
             jwt_public_key=get("COLONY_JWT_PUBLIC_KEY"),
             jwt_jwks_url=get("COLONY_JWT_JWKS_URL"),

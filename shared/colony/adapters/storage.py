@@ -1,31 +1,40 @@
-"""``GcsBlobStore``: the assets bucket (``colony.ports.BlobStore``) on ``google-cloud-storage``.
+"""``GcsBlobStore``: the assets bucket (``colony.ports.BlobStore``) on GCS's JSON API.
 
-Agents are handed V4 signed URLs, never raw bytes (seed §3.4). Two ways to sign:
+Three calls, each one request over ``colony.adapters.google_api`` (why not
+``google-cloud-storage``: it brings ``google-api-core`` and protobuf, a sixth of a webhook's
+bundle, for an upload): ``objects.insert`` (``uploadType=media``), ``objects.get``
+(``alt=media``) and, locally, ``buckets.insert``. ``STORAGE_EMULATOR_HOST``
+(``http://host:port``) points them at ``gcp-storage-emulator``
+(``colony.testing.emulators.storage_emulator``), which serves the same JSON API.
 
-- locally, offline, with a service-account key file (``COLONY_SIGNING_KEY_FILE``, else one
-  generated once into ``<data_dir>/gcs-signing-key.json``, mode 0600). The key never leaves
-  the machine and no Google API is called to sign;
-- in production, with the function's own service account through IAM ``signBlob``
-  (``generate_signed_url(service_account_email=..., access_token=...)``): no key file exists.
+Agents are handed V4 signed URLs, never raw bytes (seed §3.4). ``signed_url`` builds the V4
+canonical request and string to sign (Google's "V4 signing process", path-style
+``https://storage.googleapis.com/<bucket>/<object>``); the signature comes from one of:
 
-``STORAGE_EMULATOR_HOST`` (``http://host:port``) is read by the SDK itself and points the
-client at ``gcp-storage-emulator`` (``colony.testing.emulators.storage_emulator``).
+- ``KeySigner``: locally, offline, a service-account key file (``COLONY_SIGNING_KEY_FILE``,
+  else one generated once into ``<data_dir>/gcs-signing-key.json``, mode 0600). The key never
+  leaves the machine and no Google API is called to sign;
+- ``IamSigner``: in production, the function's own service account through IAM Credentials'
+  ``signBlob``: no key file exists.
 
 Errors: a missing object is ``NotFound``; 429/5xx, timeouts and unreachable hosts are
 ``ProviderUnavailable`` (the caller's transport retries the whole step); any other refusal is
-``ProviderError``. The SDK's own retry is bounded by ``retry_seconds`` so a dead store fails
-the step quickly instead of holding the function for minutes.
+``ProviderError``.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import os
 import threading
-from datetime import timedelta
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import quote, urlsplit
 
+from colony.adapters.google_api import CLOUD_PLATFORM, GoogleApi, GoogleApiError
 from colony.errors import (
     ConfigError,
     NotFound,
@@ -40,41 +49,15 @@ if TYPE_CHECKING:
 SIGNING_KEY_NAME = "gcs-signing-key.json"
 LOCAL_SIGNER_EMAIL = "colony-local-signer@colony-local.iam.gserviceaccount.com"
 _MAX_TTL = 7 * 24 * 3600  # V4 signed URLs live at most seven days
-_TRANSIENT = (
-    "ServiceUnavailable",
-    "InternalServerError",
-    "BadGateway",
-    "GatewayTimeout",
-    "TooManyRequests",
-    "RetryError",
-    "DeadlineExceeded",
-)
 
 
-def _translate(error: BaseException, what: str) -> Exception:
-    """An SDK / transport error, re-expressed as ours (messages carry no object bytes)."""
-    import requests
-    from google.api_core import exceptions as gexc
-    from google.auth import exceptions as auth_exc
-
-    if isinstance(error, gexc.NotFound):
+def _translate(error: GoogleApiError, what: str) -> Exception:
+    """A failed call, re-expressed as ours (messages carry no object bytes)."""
+    if error.status == 404:
         return NotFound(f"{what}: not found")
-    transient = tuple(getattr(gexc, name) for name in _TRANSIENT if hasattr(gexc, name))
-    if isinstance(
-        error,
-        (
-            *transient,
-            requests.ConnectionError,
-            requests.Timeout,
-            auth_exc.TransportError,
-            TimeoutError,
-            ConnectionError,
-        ),
-    ):
-        return ProviderUnavailable(f"{what} failed transiently: {type(error).__name__}")
-    if isinstance(error, gexc.GoogleAPICallError):
-        return ProviderError(f"{what} failed: {error.code} {error.message}")
-    return ProviderError(f"{what} failed: {type(error).__name__}: {error}")
+    if error.transient:
+        return ProviderUnavailable(f"{what} failed transiently: {error.status or error.reason}")
+    return ProviderError(f"{what} failed: {error.status} {error.reason}")
 
 
 def ensure_local_signing_key(path: Path) -> Path:
@@ -113,135 +96,178 @@ def ensure_local_signing_key(path: Path) -> Path:
     return path
 
 
+class Signer(Protocol):
+    """Signs V4 strings to sign as one service account."""
+
+    def email(self) -> str: ...
+
+    def sign(self, payload: bytes) -> bytes: ...
+
+
 class KeySigner:
     """Signs offline with a service-account key file (local mode)."""
 
     def __init__(self, key_file: Path) -> None:
-        from google.oauth2 import service_account
+        from cryptography.hazmat.primitives import serialization
+        from cryptography.hazmat.primitives.asymmetric import rsa
 
-        self.credentials = service_account.Credentials.from_service_account_file(str(key_file))
-        self.email: str = self.credentials.service_account_email
+        info = json.loads(key_file.read_text())
+        key = serialization.load_pem_private_key(info["private_key"].encode(), password=None)
+        if not isinstance(key, rsa.RSAPrivateKey):
+            raise ConfigError(f"{key_file} does not hold an RSA service-account key")
+        self._key, self._email = key, str(info["client_email"])
 
-    def sign_kwargs(self) -> dict[str, Any]:
-        return {"credentials": self.credentials}
+    def email(self) -> str:
+        return self._email
+
+    def sign(self, payload: bytes) -> bytes:
+        from cryptography.hazmat.primitives import hashes
+        from cryptography.hazmat.primitives.asymmetric import padding
+
+        return self._key.sign(payload, padding.PKCS1v15(), hashes.SHA256())
 
 
 class IamSigner:
-    """Signs through IAM ``signBlob`` as the runtime's service account (production)."""
+    """Signs through IAM Credentials ``signBlob`` as the runtime's service account
+    (production). The account's email is learnt from its credentials (the metadata server
+    names it on the first refresh); signing needs ``iam.serviceAccounts.signBlob`` on itself
+    (``roles/iam.serviceAccountTokenCreator``, terraform)."""
 
-    def __init__(self, credentials: Any = None) -> None:
+    def __init__(self, credentials: Any = None, api: GoogleApi | None = None) -> None:
         self._credentials = credentials
+        self._api = api or GoogleApi("iamcredentials")
         self._lock = threading.Lock()
 
-    def _fresh(self) -> Any:
+    def email(self) -> str:
         import google.auth
         from google.auth.transport.requests import Request
 
         with self._lock:
             if self._credentials is None:
-                self._credentials, _ = google.auth.default(
-                    scopes=["https://www.googleapis.com/auth/cloud-platform"]
-                )
+                self._credentials, _ = google.auth.default(scopes=[CLOUD_PLATFORM])
             if not self._credentials.valid:
                 self._credentials.refresh(Request())
-            return self._credentials
-
-    def sign_kwargs(self) -> dict[str, Any]:
-        credentials = self._fresh()
-        email = getattr(credentials, "service_account_email", None)
+            email = getattr(self._credentials, "service_account_email", None)
         if not email or email == "default":
             raise ProviderError(
                 "cannot sign URLs: the runtime credentials have no service-account email"
             )
-        return {"service_account_email": email, "access_token": credentials.token}
+        return str(email)
+
+    def sign(self, payload: bytes) -> bytes:
+        path = f"/v1/projects/-/serviceAccounts/{quote(self.email(), safe='@.')}:signBlob"
+        try:
+            answer = self._api.call("POST", path, {"payload": base64.b64encode(payload).decode()})
+        except GoogleApiError as error:
+            raise _translate(error, "signing a URL through IAM") from error
+        return base64.b64decode(answer["signedBlob"])
+
+
+def _v4_quote(value: str) -> str:
+    return quote(value, safe="-_.~")
 
 
 class GcsBlobStore:
     """``colony.ports.BlobStore`` on one GCS bucket."""
 
     def __init__(
-        self,
-        client: Any,
-        bucket: str,
-        signer: KeySigner | IamSigner,
-        *,
-        timeout: float = 30.0,
-        retry_seconds: float = 20.0,
+        self, api: GoogleApi, bucket: str, signer: Signer, *, project: str = "colony-local"
     ) -> None:
-        from google.cloud.storage.retry import DEFAULT_RETRY
-
         self.bucket = bucket
-        self._client = client
-        self._bucket = client.bucket(bucket)
-        self._signer = signer
-        self._timeout = timeout
-        self._retry = DEFAULT_RETRY.with_timeout(retry_seconds) if retry_seconds > 0 else None
+        self._api, self._signer, self._project = api, signer, project
 
     @staticmethod
     def _check_name(name: str) -> None:
         if not name or name.startswith("/") or len(name.encode()) > 1024 or "\n" in name:
             raise ValidationFailed(f"object name {name!r} is not a valid GCS object name")
 
+    def _object_path(self, name: str) -> str:
+        return f"/storage/v1/b/{self.bucket}/o/{quote(name, safe='')}"
+
     def put(self, name: str, data: bytes, content_type: str) -> str:
         """Store ``data`` under ``name`` (overwriting: same name, same bytes is idempotent)."""
         self._check_name(name)
-        blob = self._bucket.blob(name)
         try:
-            blob.upload_from_string(
-                data, content_type=content_type, timeout=self._timeout, retry=self._retry
+            self._api.send(
+                "POST",
+                f"/upload/storage/v1/b/{self.bucket}/o",
+                params={"uploadType": "media", "name": name},
+                data=data,
+                headers={"Content-Type": content_type},
             )
-        except Exception as error:
+        except GoogleApiError as error:
             raise _translate(error, f"storing gs://{self.bucket}/{name}") from error
         return f"gs://{self.bucket}/{name}"
 
     def get(self, name: str) -> bytes:
         self._check_name(name)
         try:
-            return bytes(
-                self._bucket.blob(name).download_as_bytes(timeout=self._timeout, retry=self._retry)
-            )
-        except Exception as error:
+            response = self._api.send("GET", self._object_path(name), params={"alt": "media"})
+        except GoogleApiError as error:
             raise _translate(error, f"reading gs://{self.bucket}/{name}") from error
+        return bytes(response.content)
 
-    def signed_url(self, name: str, ttl_seconds: int) -> str:
-        """A V4 signed GET URL; the host is the client's endpoint (the emulator locally)."""
+    def signed_url(self, name: str, ttl_seconds: int, *, now: datetime | None = None) -> str:
+        """A V4 signed GET URL; the host is the API's (the emulator locally)."""
         self._check_name(name)
         if not 1 <= ttl_seconds <= _MAX_TTL:
             raise ValidationFailed(f"ttl_seconds={ttl_seconds} must be in 1..{_MAX_TTL}")
-        try:
-            return str(
-                self._bucket.blob(name).generate_signed_url(
-                    version="v4",
-                    expiration=timedelta(seconds=ttl_seconds),
-                    method="GET",
-                    **self._signer.sign_kwargs(),
-                )
-            )
-        except (ProviderError, ValidationFailed):
-            raise
-        except Exception as error:
-            raise _translate(error, f"signing a URL for gs://{self.bucket}/{name}") from error
+        base = urlsplit(self._api.base_url)
+        moment = (now or datetime.now(UTC)).astimezone(UTC)
+        timestamp = moment.strftime("%Y%m%dT%H%M%SZ")
+        scope = f"{moment.strftime('%Y%m%d')}/auto/storage/goog4_request"
+        path = f"/{self.bucket}/{quote(name, safe='/~')}"
+        query = {
+            "X-Goog-Algorithm": "GOOG4-RSA-SHA256",
+            "X-Goog-Credential": f"{self._signer.email()}/{scope}",
+            "X-Goog-Date": timestamp,
+            "X-Goog-Expires": str(ttl_seconds),
+            "X-Goog-SignedHeaders": "host",
+        }
+        canonical_query = "&".join(
+            f"{_v4_quote(k)}={_v4_quote(v)}" for k, v in sorted(query.items())
+        )
+        canonical_request = "\n".join(
+            ["GET", path, canonical_query, f"host:{base.netloc}", "", "host", "UNSIGNED-PAYLOAD"]
+        )
+        string_to_sign = "\n".join(
+            [
+                "GOOG4-RSA-SHA256",
+                timestamp,
+                scope,
+                hashlib.sha256(canonical_request.encode()).hexdigest(),
+            ]
+        )
+        signature = self._signer.sign(string_to_sign.encode()).hex()
+        return f"{base.scheme}://{base.netloc}{path}?{canonical_query}&X-Goog-Signature={signature}"
 
     def ensure_bucket(self) -> None:
         """Create the bucket if it is missing (local emulator; production has Terraform)."""
         try:
-            if self._client.lookup_bucket(self.bucket, timeout=self._timeout) is None:
-                self._client.create_bucket(self.bucket, timeout=self._timeout)
-        except Exception as error:
-            raise _translate(error, f"creating bucket {self.bucket}") from error
+            self._api.send("GET", f"/storage/v1/b/{self.bucket}")
+            return
+        except GoogleApiError as error:
+            if error.status != 404:
+                raise _translate(error, f"looking up bucket {self.bucket}") from error
+        try:
+            self._api.call("POST", f"/storage/v1/b?project={self._project}", {"name": self.bucket})
+        except GoogleApiError as error:
+            if error.status != 409:  # created meanwhile by another process
+                raise _translate(error, f"creating bucket {self.bucket}") from error
 
 
 def local_signing_key_path(settings: Settings) -> Path:
     return settings.signing_key_file or settings.data_dir / SIGNING_KEY_NAME
 
 
-def blob_store_from_settings(settings: Settings, **kwargs: Any) -> GcsBlobStore:
+def blob_store_from_settings(
+    settings: Settings, *, timeout: float = 30.0, attempts: int = 3
+) -> GcsBlobStore:
     """The assets bucket for ``settings``: offline key signing locally (the key is generated
-    on first use), IAM signing as the runtime service account in production."""
-    from google.auth.exceptions import DefaultCredentialsError
-    from google.cloud.storage import Client
-
-    signer: KeySigner | IamSigner
+    on first use), IAM signing as the runtime service account in production.
+    ``STORAGE_EMULATOR_HOST`` (read here, as the Google SDKs read it) names a local emulator.
+    """
+    signer: Signer
     if settings.env == "production" and settings.signing_key_file is None:
         signer = IamSigner()
     else:
@@ -249,11 +275,6 @@ def blob_store_from_settings(settings: Settings, **kwargs: Any) -> GcsBlobStore:
         if settings.env == "production" and not key_file.exists():
             raise ConfigError(f"COLONY_SIGNING_KEY_FILE={key_file} does not exist")
         signer = KeySigner(ensure_local_signing_key(key_file))
-    try:
-        client = Client(project=settings.gcp_project)
-    except DefaultCredentialsError as error:
-        raise ConfigError(
-            "no Google credentials for the assets bucket: set STORAGE_EMULATOR_HOST to a local "
-            "gcp-storage-emulator (http://host:port) or run with application default credentials"
-        ) from error
-    return GcsBlobStore(client, settings.assets_bucket, signer, **kwargs)
+    endpoint = os.environ.get("STORAGE_EMULATOR_HOST", "").strip() or None
+    api = GoogleApi("storage", endpoint, timeout=timeout, attempts=attempts)
+    return GcsBlobStore(api, settings.assets_bucket, signer, project=settings.gcp_project)

@@ -1,8 +1,8 @@
 """Transport adapters (``colony.ports.Transport``): how functions reach each other.
 
-- ``GcpTransport`` (``transport_gcp``): Pub/Sub topics and Cloud Tasks queues through the
-  Google client libraries (or their emulators: ``PUBSUB_EMULATOR_HOST``,
-  ``COLONY_TASKS_EMULATOR_HOST``);
+- ``GcpTransport`` (``transport_gcp``): Pub/Sub topics and Cloud Tasks queues through their
+  REST APIs (or local servers speaking them: ``PUBSUB_EMULATOR_HOST``,
+  ``COLONY_TASKS_ENDPOINT``);
 - ``LocalTransport`` (``transport_local``): in-process queues and worker threads that POST the
   same Pub/Sub push envelopes and Cloud Tasks requests to the functions' local URLs, with
   retries and dead-lettering.
@@ -138,7 +138,10 @@ def transport_from_settings(settings: Settings, *, db: Database | None = None) -
             settings.gcp_region,
             function_urls=settings.function_urls,
             invoker_service_account=settings.invoker_service_account,
-            tasks_emulator_host=settings.tasks_emulator_host,
+            pubsub_endpoint=(
+                f"http://{settings.pubsub_emulator_host}" if settings.pubsub_emulator_host else None
+            ),
+            tasks_endpoint=settings.tasks_endpoint,
         )
     from colony.adapters.transport_local import DbDeadLetters, LocalTransport
 

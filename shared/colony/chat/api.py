@@ -162,7 +162,7 @@ def _follow(deps: Any, org_id: str, session_id: str, request: JsonRequest) -> fl
     if until not in (None, "done"):
         raise ValidationFailed("until must be 'done' or absent")
     require_session(deps, org_id, session_id)
-    # The pool's own factory: one Cloud SQL Connector per process, not one per request.
+    # The pool's own factory (a connection like the pool's, no new client per request).
     hub = hub_for(deps.db.connect)
 
     def stream() -> Iterator[str]:

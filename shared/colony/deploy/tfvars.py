@@ -26,10 +26,7 @@ from colony.settings import SECRETS
 TFVARS = Path("terraform") / "registry.auto.tfvars.json"
 
 # What every function's account needs whatever it does (project-level roles, with why).
-BASE_GRANTS: tuple[Grant, ...] = (
-    Grant("roles/cloudsql.client", "connect to Cloud SQL through the Python connector"),
-    Grant("roles/logging.logWriter", "write its structured logs"),
-)
+BASE_GRANTS: tuple[Grant, ...] = (Grant("roles/logging.logWriter", "write its structured logs"),)
 EVENT_GRANTS: tuple[Grant, ...] = ()  # Pub/Sub pushes to it; it needs nothing to receive
 
 

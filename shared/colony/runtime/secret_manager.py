@@ -14,17 +14,19 @@ yet counts as unset (Sentry, Langfuse and the unused provider's key are optional
 settings' own rules decide whether it was needed; one the function may not read, or a
 Secret Manager failure, stops the start-up naming the secret id, never its value.
 
-``COLONY_SECRET_MANAGER_ENDPOINT`` points the real client (REST transport, anonymous
-credentials) at a local stand-in speaking the Secret Manager REST protocol (tests).
+The call is Secret Manager's REST ``versions.access`` through ``colony.adapters.google_api``
+(no gRPC client in a bundle). ``COLONY_SECRET_MANAGER_ENDPOINT`` points it, without
+credentials, at a local stand-in speaking the same REST protocol (tests).
 """
 
 from __future__ import annotations
 
+import base64
 import logging
 import threading
 from collections.abc import Mapping
-from typing import Any
 
+from colony.adapters.google_api import GoogleApi, GoogleApiError
 from colony.errors import ConfigError
 
 SECRETS_ENV = "COLONY_SECRETS"
@@ -66,7 +68,7 @@ def version_path(project: str, name: str) -> str:
     return f"projects/{project}/secrets/{SECRETS[name]}/versions/latest"
 
 
-def with_secrets(environ: Mapping[str, str], client: Any = None) -> dict[str, str]:
+def with_secrets(environ: Mapping[str, str], client: GoogleApi | None = None) -> dict[str, str]:
     """``environ`` plus every name in ``COLONY_SECRETS`` read from Secret Manager.
 
     A name that is also set in the environment is refused: in production a credential has one
@@ -88,35 +90,37 @@ def with_secrets(environ: Mapping[str, str], client: Any = None) -> dict[str, st
     return resolved
 
 
-def _access(path: str, environ: Mapping[str, str], client: Any) -> str | None:
+def _access(path: str, environ: Mapping[str, str], client: GoogleApi | None) -> str | None:
     with _lock:  # one fetch per secret per instance, even when threads race at start-up
         if path in _cache:
             return _cache[path]
-        from google.api_core import exceptions
-
         try:
-            response = (client or _client(environ)).access_secret_version(
-                request={"name": path}, timeout=_TIMEOUT_SECONDS
-            )
-        except exceptions.NotFound:
-            logger.warning(
-                "secret %r has no enabled version: its setting stays unset (add one with"
-                " `gcloud secrets versions add %s --data-file=-`)",
-                _secret_id(path),
-                _secret_id(path),
-            )
-            _cache[path] = None
-            return None
-        except exceptions.Forbidden:  # PermissionDenied (gRPC) is a Forbidden (REST)
+            answer = (client or _client(environ)).call("GET", f"/v1/{path}:access")
+        except GoogleApiError as error:
+            if error.status == 404:
+                logger.warning(
+                    "secret %r has no enabled version: its setting stays unset (add one with"
+                    " `gcloud secrets versions add %s --data-file=-`)",
+                    _secret_id(path),
+                    _secret_id(path),
+                )
+                _cache[path] = None
+                return None
+            if error.status == 403:
+                raise ConfigError(
+                    f"this function's service account may not read {_secret_id(path)!r}; grant"
+                    " it in terraform (the function's `secrets` in colony.registry.functions)"
+                ) from None
             raise ConfigError(
-                f"this function's service account may not read {_secret_id(path)!r}; grant it"
-                " in terraform (the function's `secrets` in colony.registry.functions)"
+                f"reading {_secret_id(path)!r} from Secret Manager failed: HTTP"
+                f" {error.status or 'no answer'} {error.reason}".rstrip()
             ) from None
-        except exceptions.GoogleAPIError as error:
+        try:
+            value = base64.b64decode(answer["payload"]["data"]).decode("utf-8").strip()
+        except (KeyError, TypeError, ValueError):
             raise ConfigError(
-                f"reading {_secret_id(path)!r} from Secret Manager failed: {type(error).__name__}"
+                f"Secret Manager's answer for {_secret_id(path)!r} holds no readable payload"
             ) from None
-        value = bytes(response.payload.data).decode("utf-8").strip()
         if not value:
             raise ConfigError(f"the latest version of {_secret_id(path)!r} is empty")
         _cache[path] = value
@@ -127,28 +131,15 @@ def _secret_id(path: str) -> str:
     return path.split("/")[3]
 
 
-_client_instance: Any = None
+_client_instance: GoogleApi | None = None
 
 
-def _client(environ: Mapping[str, str]) -> Any:
-    """The Secret Manager client, built on first use (its import is kept off cold start when
-    a function needs no secret)."""
+def _client(environ: Mapping[str, str]) -> GoogleApi:
+    """The Secret Manager API, its session opened on the first call."""
     global _client_instance
     if _client_instance is None:
-        from google.cloud import secretmanager
-
-        endpoint = environ.get(ENDPOINT_ENV, "").strip()
-        if endpoint:
-            from google.api_core.client_options import ClientOptions
-            from google.auth.credentials import AnonymousCredentials
-
-            _client_instance = secretmanager.SecretManagerServiceClient(
-                credentials=AnonymousCredentials(),
-                transport="rest",
-                client_options=ClientOptions(api_endpoint=endpoint),
-            )
-        else:
-            _client_instance = secretmanager.SecretManagerServiceClient()
+        endpoint = environ.get(ENDPOINT_ENV, "").strip() or None
+        _client_instance = GoogleApi("secretmanager", endpoint, timeout=_TIMEOUT_SECONDS)
     return _client_instance
 
 

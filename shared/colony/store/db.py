@@ -3,9 +3,10 @@
 ``connect_factory(settings, role)`` returns a zero-argument callable that opens a pg8000 DB-API
 connection, for the application role or the owner role:
 
-- ``dsn``: any ``postgresql://`` URL (``?host=/dir`` for a unix socket);
-- ``cloudsql``: the Cloud SQL Python Connector with pg8000 (IAM auth unless a password is set),
-  one Connector per process;
+- ``dsn``: any ``postgresql://`` URL (``?host=/dir`` for a unix socket, ``sslmode`` as in
+  libpq): what deployed functions use, over Cloud SQL's private IP with ``verify-ca``;
+- ``cloudsql``: the Cloud SQL Python Connector (``colony.local.cloudsql``), for tools such as
+  the migration step and for people; never inside a function;
 - ``embedded``: the local stack's PostgreSQL (``colony.local``), started on first use.
 
 ``Database`` is the per-instance pool: at most ``pool_size`` connections open at once (callers
@@ -21,6 +22,7 @@ carries one org's scope into the next transaction.
 from __future__ import annotations
 
 import select
+import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -41,8 +43,19 @@ Role = Literal["app", "owner"]
 PING_TIMEOUT = 5.0  # seconds a liveness ping of an idle connection may take
 
 
-def parse_dsn(dsn: str) -> dict[str, Any]:
-    """Turn a ``postgresql://`` URL into pg8000 keyword arguments."""
+SSL_MODES = ("disable", "prefer", "require", "verify-ca", "verify-full")
+
+
+def parse_dsn(dsn: str, *, root_cert: str | None = None) -> dict[str, Any]:
+    """Turn a ``postgresql://`` URL into pg8000 keyword arguments.
+
+    ``sslmode`` has libpq's meanings: ``disable``; ``prefer`` (the default over TCP: TLS if
+    the server offers it, unverified); ``require`` (TLS, unverified); ``verify-ca`` (TLS, the
+    server's chain checked against the CA, not its name: Cloud SQL's per-instance CA names
+    the instance, not its private IP); ``verify-full`` (chain and host name). The CA is the
+    file ``sslrootcert`` names, else ``root_cert`` (PEM text, ``COLONY_DB_SSL_ROOT_CERT``).
+    A unix socket never uses TLS.
+    """
     url = urlparse(dsn)
     if url.scheme not in ("postgresql", "postgres"):
         raise ConfigError(f"database URL must start with postgresql://, got {url.scheme!r}")
@@ -56,72 +69,74 @@ def parse_dsn(dsn: str) -> dict[str, Any]:
         kwargs["password"] = unquote(password)
     port = url.port or int(query.get("port", 5432))
     socket_dir = query.get("host")
+    mode = query.get("sslmode", "prefer")
+    if mode not in SSL_MODES:
+        raise ConfigError(f"sslmode={mode!r} in the database URL is not one of {SSL_MODES}")
     if socket_dir and socket_dir.startswith("/"):
         kwargs["unix_sock"] = f"{socket_dir}/.s.PGSQL.{port}"
+        kwargs["ssl_context"] = False
     else:
         kwargs["host"] = url.hostname or socket_dir or "localhost"
         kwargs["port"] = port
+        kwargs["ssl_context"] = _ssl_context(mode, query.get("sslrootcert"), root_cert)
     return kwargs
 
 
+def _ssl_context(mode: str, root_file: str | None, root_pem: str | None) -> Any:
+    """pg8000's ``ssl_context``: False (never), None (try, unverified) or a context (must)."""
+    if mode == "disable":
+        return False
+    if mode == "prefer":
+        return None
+    context = ssl.create_default_context()
+    if mode == "require":
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        return context
+    if not root_file and not root_pem:
+        raise ConfigError(
+            f"sslmode={mode} needs the server's CA: sslrootcert=<file> in the database URL"
+            " or its PEM text in COLONY_DB_SSL_ROOT_CERT"
+        )
+    try:
+        if root_file:
+            context.load_verify_locations(cafile=root_file)
+        else:
+            context.load_verify_locations(cadata=root_pem)
+    except (OSError, ssl.SSLError) as error:
+        where = f"sslrootcert={root_file}" if root_file else "COLONY_DB_SSL_ROOT_CERT"
+        raise ConfigError(f"cannot read the database server's CA from {where}: {error}") from error
+    context.check_hostname = mode == "verify-full"
+    return context
+
+
 def connect_factory(settings: Settings, role: Role = "app") -> Connect:
-    """Return a callable opening a connection for ``role`` in the configured mode."""
+    """Return a callable opening a connection for ``role`` in the configured mode.
+
+    Deployed functions use ``dsn`` (Cloud SQL's private IP over verified TLS, the password
+    from Secret Manager). ``cloudsql`` (the Cloud SQL connector) and ``embedded`` are for
+    tools and laptops: both live in ``colony.local``, which no bundle carries, and Settings
+    refuses them inside a function.
+    """
     if settings.db_mode == "dsn":
         dsn = settings.db_dsn if role == "app" else settings.db_owner_dsn
         if not dsn:
             raise ConfigError(
                 "COLONY_DB_OWNER_DSN is required to migrate in dsn mode (the owner role's URL)"
             )
-        kwargs = parse_dsn(dsn)
+        kwargs = parse_dsn(dsn, root_cert=settings.db_ssl_root_cert)
+        password = settings.db_password if role == "app" else settings.db_owner_password
+        if password and "password" not in kwargs:
+            kwargs["password"] = password
         return lambda: pg8000.dbapi.connect(**kwargs)
     if settings.db_mode == "cloudsql":
-        return _cloudsql_factory(settings, role)
-    # Local-only machinery is imported lazily: deployed functions never run in embedded mode
-    # (Settings refuses it in production), so their bundles never load it.
+        from colony.local.cloudsql import cloudsql_factory
+
+        return cloudsql_factory(settings, role)
     from colony.local.embedded import embedded_dsn
 
     kwargs = parse_dsn(embedded_dsn(settings, role))
     return lambda: pg8000.dbapi.connect(**kwargs)
-
-
-_connector: Any = None
-_connector_lock = threading.Lock()
-
-
-def _cloudsql_connector() -> Any:
-    """This process's one Cloud SQL Connector, shared by every factory and role.
-
-    A Connector runs its own event-loop thread and caches the instance's certificates and
-    metadata: one per ``connect_factory`` call would leak a thread (and refetch certificates)
-    each time.
-    """
-    global _connector
-    with _connector_lock:
-        if _connector is None:
-            from google.cloud.sql.connector import Connector
-
-            _connector = Connector(refresh_strategy="lazy")
-        return _connector
-
-
-def _cloudsql_factory(settings: Settings, role: Role) -> Connect:
-    if role == "app":
-        user, password = settings.db_app_role, settings.db_password
-    else:
-        if not settings.db_owner_user:
-            raise ConfigError("COLONY_DB_OWNER_USER is required to migrate in cloudsql mode")
-        user, password = settings.db_owner_user, settings.db_owner_password
-    instance = settings.cloudsql_instance
-    assert instance  # Settings.from_env requires it in cloudsql mode
-
-    def connect() -> pg8000.dbapi.Connection:
-        extra: dict[str, Any] = {"password": password} if password else {"enable_iam_auth": True}
-        conn: pg8000.dbapi.Connection = _cloudsql_connector().connect(
-            instance, "pg8000", user=user, db=settings.db_name, **extra
-        )
-        return conn
-
-    return connect
 
 
 def _sqlstate(error: Exception) -> str:
