@@ -10,6 +10,23 @@ resource "google_compute_network" "colony" {
   depends_on              = [google_project_service.apis]
 }
 
+# Nothing reaches the VPC from outside: explicit (the implied rule denies ingress too, but an
+# explicit, logged rule shows up in audits). Serverless VPC Access adds its own narrow allow
+# rules for the connector at priority 100, which win over this one.
+resource "google_compute_firewall" "deny_ingress" {
+  name      = "colony-${var.environment}-deny-ingress"
+  network   = google_compute_network.colony.name
+  direction = "INGRESS"
+  priority  = 65534
+  deny {
+    protocol = "all"
+  }
+  source_ranges = ["0.0.0.0/0"]
+  log_config {
+    metadata = "INCLUDE_ALL_METADATA"
+  }
+}
+
 # The range Google's service producer network (Cloud SQL) takes its private IPs from.
 resource "google_compute_global_address" "sql_private" {
   name          = "colony-${var.environment}-sql"
