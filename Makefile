@@ -16,7 +16,7 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 TERRAFORM ?= terraform
 export XDG_RUNTIME_DIR ?= /tmp/colony-runtime-$(shell id -u)
 
-.PHONY: run test lint typecheck unit bench setup clean tasks-emulator-venv package infra-check browser
+.PHONY: run test lint imports typecheck unit bench setup clean tasks-emulator-venv package infra-check browser
 
 $(STAMP): pyproject.toml constraints.txt | $(TASKS_STAMP)
 	@mkdir -p $(XDG_RUNTIME_DIR) && chmod 700 $(XDG_RUNTIME_DIR)
@@ -65,6 +65,10 @@ lint: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
+# The import contracts in pyproject.toml ([tool.importlinter]): docs/architecture.md's directions.
+imports: $(STAMP)
+	$(BIN)/lint-imports --no-cache --config pyproject.toml
+
 # shared/colony in one run (pyproject's [tool.mypy]), then each functions/<name>/main.py in a
 # run of its own: they are all modules named `main`, which one run would reject as duplicates.
 typecheck: $(STAMP)
@@ -86,7 +90,7 @@ browser:
 unit: $(STAMP) $(PGVECTOR_STAMP) browser
 	$(BIN)/pytest -q
 
-test: lint typecheck infra-check unit
+test: lint imports typecheck infra-check unit
 
 bench: $(STAMP) $(PGVECTOR_STAMP)
 	$(BIN)/python bench/kc_retrieval.py

@@ -27,11 +27,12 @@ from colony.context.tokens import counter_for
 from colony.contracts import Exemplar
 from colony.errors import ContextBudgetExceeded
 from colony.knowledge import KnowledgeStore
+from colony.local.db import connect_factory
 from colony.local.demo import load_demo, read_json
 from colony.local.scenario import demo_requests
 from colony.ports import Message
 from colony.settings import Settings
-from colony.store import Database, connect_factory, ensure_app_role_grants, fetch_all, migrate
+from colony.store import Database, ensure_app_role_grants, fetch_all, migrate
 
 
 def log(message: str) -> None:

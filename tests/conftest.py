@@ -20,8 +20,9 @@ import pg8000.dbapi
 import pytest
 
 from colony.local import embedded
+from colony.local.db import connect_factory
 from colony.settings import Settings
-from colony.store import Database, connect_factory, ensure_app_role_grants, migrate
+from colony.store import Database, ensure_app_role_grants, migrate
 from colony.store.db import parse_dsn
 from colony.testing.wire import WireServer
 

@@ -19,11 +19,12 @@ from colony.adapters.embedding import OfflineHashEmbedder
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
 from colony.local.chat_demo import SseEvent, answer_text, follow, post_turn, read_sse
+from colony.local.db import connect_factory
 from colony.local.demo import load_demo
 from colony.local.functions import FunctionServers
 from colony.runtime.auth import mint_local_token
 from colony.settings import Settings
-from colony.store import Database, connect_factory, ensure_app_role_grants, fetch_all
+from colony.store import Database, ensure_app_role_grants, fetch_all
 from colony.store import migrate as run_migrations
 from colony.testing.inline import LocalDeps
 from tests.conftest import APP_ROLE, PgDB, _admin, wait_for

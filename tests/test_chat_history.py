@@ -232,7 +232,7 @@ def test_a_failing_tool_ends_the_turn_consistently(testdb: PgDB) -> None:
         run_turn(deps, ORG, "founder", session, ask, sink=lambda _: None)
     rows, events = _stored(db, session)
     assert [e["type"] for e in events][-2:] == ["error", "done"]
-    assert events[-2]["data"]["error"] == {"code": "config_error", "message": edge._INTERNAL}
+    assert events[-2]["data"]["error"] == {"code": "config_error", "message": edge.INTERNAL_MESSAGE}
     assert "private-url-7f3a" not in str(events) and events[-1]["data"]["status"] == "failed"
     calls = {r.call_id for r in rows if r.role == "assistant" and r.call_id}
     assert calls == {r.call_id for r in rows if r.role == "tool"}, "a call lost its result"

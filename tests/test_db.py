@@ -14,10 +14,11 @@ import pg8000.dbapi
 import pytest
 
 from colony.errors import DatabaseError
+from colony.local.db import connect_factory
 from colony.registry.functions import FUNCTIONS, NESTED_TRANSACTION_SPARE, pool_size
 from colony.runtime.deps import build_deps
 from colony.settings import Settings
-from colony.store import Database, connect_factory, fetch_value
+from colony.store import Database, fetch_value
 from colony.store import db as db_module
 from colony.store.db import Connect, parse_dsn
 from colony.testing.inline import InlineTransport

@@ -16,7 +16,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from colony.adapters.drive import HttpDrive, drive_from_settings, org_from_token, watch_token
+from colony.adapters.drive import HttpDrive, drive_from_settings
 from colony.adapters.embedding import OfflineHashEmbedder
 from colony.adapters.rest import RestClient
 from colony.context.tokens import counter_for
@@ -33,6 +33,7 @@ from colony.store import fetch_all, fetch_one
 from colony.testing.drive_server import DriveServer, push_headers
 from colony.testing.fakes import RecordingSleep
 from colony.testing.inline import InlineTransport, LocalDeps, run_until_idle
+from colony.webhooks import org_from_token, watch_token
 from tests.conftest import PgDB
 
 ORG = "org_zoomprop_demo"

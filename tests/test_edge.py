@@ -43,12 +43,12 @@ from colony.runtime.compose import model as compose_model
 from colony.runtime.deps import Deps, Parts, build_deps, deps, set_deps_for_tests
 from colony.runtime.edge import (
     MAX_BODY_BYTES,
-    DbRejections,
     MemoryRejections,
     decode_push,
     error_response,
 )
 from colony.settings import Settings
+from colony.store.rejections import DbRejections
 
 SECRET = "prompt text: the customer's private notes"
 
@@ -173,7 +173,7 @@ def test_error_response_maps_the_tree(error: Exception, status: int, code: str) 
     if isinstance(error, CallerError):
         assert body["error"]["message"] == str(error)
     if isinstance(error, InternalError):  # ours to fix: one fixed sentence, as for a bug
-        assert body["error"]["message"] == edge._INTERNAL
+        assert body["error"]["message"] == edge.INTERNAL_MESSAGE
 
 
 # ----------------------------------------------------------------------------- HTTP functions
@@ -281,7 +281,7 @@ def test_unexpected_exceptions_are_500_internal(
     client, module = http_fn
     module.ERROR = error
     message = assert_error(client.post("/", json={}), 500, "internal")["message"]
-    assert message == edge._INTERNAL
+    assert message == edge.INTERNAL_MESSAGE
     assert SECRET not in caplog.text  # logged by type and frames, not by message
     assert type(error).__name__ in caplog.text
 
@@ -303,7 +303,7 @@ def test_our_own_faults_are_500_with_a_fixed_message(
     client, module = http_fn
     module.ERROR = error
     message = assert_error(client.post("/", json={}), 500, code)["message"]
-    assert message == edge._INTERNAL
+    assert message == edge.INTERNAL_MESSAGE
     assert f"POST / failed: {type(error).__name__} ({code})" in caplog.text  # an ERROR line
     assert SECRET not in caplog.text
 

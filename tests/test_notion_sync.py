@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from colony.adapters.notion import HttpNotion, sign
+from colony.adapters.notion import HttpNotion
 from colony.adapters.rest import RestClient
 from colony.contracts.events import NotionReembed
 from colony.errors import DatabaseError, OrgScopeError, Unauthorized
@@ -29,6 +29,7 @@ from colony.store.db import fetch_value
 from colony.testing.fakes import CountingEmbedder, RecordingSleep
 from colony.testing.inline import InlineTransport, LocalDeps
 from colony.testing.notion_server import NotionServer, block, signed_headers, webhook_event
+from colony.webhooks import sign
 from tests.conftest import PgDB
 
 ORG = "org_zoomprop_demo"

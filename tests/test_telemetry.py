@@ -301,7 +301,9 @@ def test_a_broken_template_over_http_is_a_fixed_500_and_one_event(
     capsys.readouterr()
     response = client.post("/", json={})
     assert response.status_code == 500
-    assert response.get_json() == {"error": {"code": "template_error", "message": edge._INTERNAL}}
+    assert response.get_json() == {
+        "error": {"code": "template_error", "message": edge.INTERNAL_MESSAGE}
+    }
     (event,) = sentry.events()
     assert sentry.queued == []
     assert event["exception"]["values"][-1]["value"] == "TemplateError (template_error)"

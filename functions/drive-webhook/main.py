@@ -14,7 +14,7 @@ from colony.runtime.deps import deps
 from colony.runtime.edge import JsonRequest, http_json
 
 if TYPE_CHECKING:
-    from colony.adapters.drive import DriveClient
+    from colony.ports import DriveClient
 
 _drive: DriveClient | None = None
 

@@ -11,7 +11,7 @@ from colony.runtime.deps import deps
 from colony.runtime.edge import JsonRequest, http_json
 
 if TYPE_CHECKING:
-    from colony.adapters.notion import NotionClient
+    from colony.ports import NotionClient
 
 _notion: NotionClient | None = None
 

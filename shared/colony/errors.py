@@ -18,7 +18,8 @@
         ├── TransportUnavailable  Pub/Sub or Cloud Tasks failed transiently
         └── ProviderError        an LLM / embedding provider failed
             ├── ProviderUnavailable  429, 5xx or a timeout: retried with backoff
-            └── OutputInvalid        the answer broke its contract, even after one repair
+            ├── OutputInvalid        the answer broke its contract, even after one repair
+            └── ResponseTooLarge     a download passed its byte limit
 
 How each branch is answered is decided once, in ``colony.runtime.edge``:
 
@@ -32,6 +33,8 @@ How each branch is answered is decided once, in ``colony.runtime.edge``:
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 
 class ColonyError(Exception):
@@ -118,6 +121,12 @@ class OutputInvalid(ProviderError):
     code = "output_invalid"
 
 
+class ResponseTooLarge(ProviderError):
+    """A download passed its byte limit (the content, not the vendor, is at fault)."""
+
+    code = "response_too_large"
+
+
 class Unauthorized(CallerError):
     """Missing, malformed, expired or unverifiable credentials (HTTP 401)."""
 
@@ -144,3 +153,25 @@ def error_summary(error: BaseException) -> str:
     """
     name = type(error).__name__
     return f"{name} ({error.code})" if isinstance(error, ColonyError) else name
+
+
+INTERNAL_MESSAGE = "an unexpected error occurred; it has been logged"
+UNAVAILABLE_MESSAGE = "a service we depend on is unavailable; please retry shortly"
+
+
+def error_body(code: str, message: str) -> dict[str, Any]:
+    """The one error shape callers see: ``{"error": {"code", "message"}}`` (SPEC §10)."""
+    return {"error": {"code": code, "message": message}}
+
+
+def public_body(error: BaseException) -> dict[str, Any]:
+    """``error`` as the caller may see it: a ``CallerError``'s own sentence (written for
+    them); a fixed sentence for our faults, upstream failures and bugs, so a provider's reply,
+    a setting or a stack trace never leaks."""
+    if not isinstance(error, ColonyError):
+        return error_body("internal", INTERNAL_MESSAGE)
+    if isinstance(error, CallerError):
+        return error_body(error.code, str(error) or "the request was refused")
+    if isinstance(error, UpstreamError):
+        return error_body(error.code, UNAVAILABLE_MESSAGE)
+    return error_body(error.code, INTERNAL_MESSAGE)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -115,3 +115,59 @@ class BlobStore(Protocol):
     def signed_url(self, name: str, ttl_seconds: int) -> str:
         """A V4 signed GET URL for ``name`` that expires after ``ttl_seconds``."""
         ...
+
+
+# -- the providers the knowledge webhooks read (adapters: colony.adapters.drive, .notion)
+
+
+@dataclass(frozen=True, slots=True)
+class DriveFile:
+    id: str
+    name: str
+    mime_type: str
+    modified_time: str | None = None
+
+
+class DriveClient(Protocol):
+    """The Drive calls the recording webhook makes."""
+
+    def list_folder(self, folder_id: str) -> Iterator[DriveFile]:
+        """Every non-trashed file directly in ``folder_id``, oldest first (all pages)."""
+        ...
+
+    def download_text(self, file: DriveFile, max_bytes: int) -> bytes:
+        """The file's content as plain text bytes (Docs are exported); raises
+        ``ResponseTooLarge`` past ``max_bytes``."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class NotionPage:
+    id: str
+    title: str
+    last_edited_time: str
+    gone: bool  # archived or in the trash: its chunks must go
+    parent_id: str | None
+
+
+@dataclass
+class PageText:
+    """A page's blocks as paragraphs of text, with what could not be read."""
+
+    paragraphs: list[str]
+    unsupported: dict[str, int] = field(default_factory=dict)
+    blocks: int = 0
+
+
+class NotionClient(Protocol):
+    def page(self, page_id: str) -> NotionPage: ...
+
+    def page_text(self, page_id: str) -> PageText: ...
+
+
+class RejectionRecorder(Protocol):
+    """Where unrecoverable deliveries are recorded (ids and a reason, never the payload)."""
+
+    def record(
+        self, function: str, event_id: str | None, claimed_org_id: str | None, reason: str
+    ) -> None: ...

@@ -5,57 +5,23 @@ shapes (``files.list`` with ``q``/``fields``/``pageToken``, ``files.export`` for
 ``files.get?alt=media`` for uploaded text), against ``https://www.googleapis.com`` or a local
 stand-in (``colony.testing.drive_server``).
 
-Watch channels: each org's folder is watched with ``files.watch``; the channel's ``token``
-(echoed by Drive as ``X-Goog-Channel-Token``) is ``<org id>.<HMAC-SHA256(secret, org id,
-a line feed, folder id)>``. One configured secret authenticates every channel, names the
-org, and binds the org to its own folder: the folder comes from ``X-Goog-Resource-URI``, an
-unauthenticated header, so a token issued for org A's folder must never let a notification
-naming org B's folder read B's transcripts into A.
+What a watch-channel notification means and whether it is genuine is ``colony.webhooks``.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from typing import Protocol
 
 from colony.adapters.rest import RestClient
-from colony.errors import ConfigError, Unauthorized
+from colony.ports import DriveFile
 from colony.settings import Settings
+from colony.webhooks import GOOGLE_DOC
 
-GOOGLE_DOC = "application/vnd.google-apps.document"
-TEXT_TYPES = ("text/plain", "text/markdown", "text/vtt")
 DRIVE_SCOPE = "https://www.googleapis.com/auth/drive.readonly"
-MAX_TRANSCRIPT_BYTES = 4_000_000  # ~1M tokens: far past what AGT-006 accepts, so it can say so
-_FOLDER_IN_URI = re.compile(r"/drive/v3/files/([A-Za-z0-9_-]{1,200})(?:[/?]|$)")
-
-
-@dataclass(frozen=True, slots=True)
-class DriveFile:
-    id: str
-    name: str
-    mime_type: str
-    modified_time: str | None = None
-
-
-class DriveClient(Protocol):
-    """The Drive calls the recording webhook makes."""
-
-    def list_folder(self, folder_id: str) -> Iterator[DriveFile]:
-        """Every non-trashed file directly in ``folder_id``, oldest first (all pages)."""
-        ...
-
-    def download_text(self, file: DriveFile, max_bytes: int) -> bytes:
-        """The file's content as plain text bytes (Docs are exported); raises
-        ``ResponseTooLarge`` past ``max_bytes``."""
-        ...
 
 
 class HttpDrive:
-    """``DriveClient`` over Drive v3 REST."""
+    """``colony.ports.DriveClient`` over Drive v3 REST."""
 
     def __init__(self, rest: RestClient) -> None:
         self._rest = rest
@@ -104,46 +70,6 @@ class HttpDrive:
 
     def close(self) -> None:
         self._rest.close()
-
-
-def is_transcript(file: DriveFile) -> bool:
-    """Meet Notes are Google Docs; plain-text uploads are accepted too. Folders, videos and
-    everything else in the folder are not transcripts."""
-    return file.mime_type == GOOGLE_DOC or file.mime_type in TEXT_TYPES
-
-
-def folder_of(resource_uri: str | None) -> str | None:
-    """The watched folder id from ``X-Goog-Resource-URI`` (``.../drive/v3/files/<id>?...``)."""
-    match = _FOLDER_IN_URI.search(resource_uri or "")
-    return match.group(1) if match else None
-
-
-def watch_token(secret: str, org_id: str, folder_id: str) -> str:
-    """The ``token`` to set on the ``files.watch`` channel of ``org_id``'s ``folder_id``."""
-    if not org_id or not folder_id or "\n" in org_id or "\n" in folder_id:
-        raise ConfigError("a Drive watch token needs an org id and a folder id")
-    message = f"{org_id}\n{folder_id}".encode()
-    mac = hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()
-    return f"{org_id}.{mac}"
-
-
-def org_from_token(secret: str | None, token: str | None, folder_id: str | None) -> str:
-    """The org a channel token was issued for, if it was issued for ``folder_id`` (the folder
-    the notification names); ``Unauthorized`` unless it verifies (constant-time)."""
-    if not secret:
-        raise ConfigError("COLONY_DRIVE_CHANNEL_TOKEN is required to accept Drive notifications")
-    org_id, dot, _ = (token or "").rpartition(".")
-    if (
-        not dot
-        or not org_id
-        or not folder_id
-        or "\n" in org_id
-        or not hmac.compare_digest(
-            watch_token(secret, org_id, folder_id).encode(), (token or "").encode()
-        )
-    ):
-        raise Unauthorized("the Drive channel token does not verify for this folder")
-    return org_id
 
 
 def drive_from_settings(

@@ -1,26 +1,24 @@
 """The Notion API (version 2022-06-28): pages, their block trees, and webhook signatures.
 
-``NotionClient`` is the port the re-embed worker sees; ``HttpNotion`` speaks the public REST
-shapes (``GET /v1/pages/{id}``, ``GET /v1/blocks/{id}/children`` with ``start_cursor`` /
+``colony.ports.NotionClient`` is the port the re-embed worker sees; ``HttpNotion`` speaks the
+public REST shapes (``GET /v1/pages/{id}``, ``GET /v1/blocks/{id}/children`` with ``start_cursor`` /
 ``page_size`` pagination, children fetched for blocks with ``has_children``), honours 429
 ``Retry-After`` through ``RestClient``, and runs against ``https://api.notion.com`` or a local
 stand-in (``colony.testing.notion_server``).
 
-Webhook bodies are signed: ``X-Notion-Signature: sha256=<hex HMAC-SHA256(verification
-token, raw body)>``; ``verify_signature`` checks it in constant time.
+Webhook signatures are checked by ``colony.webhooks``.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from colony.adapters.rest import RestClient
-from colony.errors import ConfigError, Unauthorized, ValidationFailed
+from colony.errors import ConfigError, ValidationFailed
+from colony.ports import NotionPage, PageText
 from colony.settings import Settings
+from colony.webhooks import compact_id
 
 NOTION_VERSION = "2022-06-28"
 MAX_BLOCKS = 5_000  # a page past this is not a knowledge document; refuse rather than page on
@@ -42,35 +40,6 @@ _PREFIX = {
 }
 # Structure without text of its own (its children are read); everything else is unsupported.
 _CONTAINERS = frozenset({"column_list", "column", "synced_block", "table", "table_row"})
-
-
-@dataclass(frozen=True, slots=True)
-class NotionPage:
-    id: str
-    title: str
-    last_edited_time: str
-    gone: bool  # archived or in the trash: its chunks must go
-    parent_id: str | None
-
-
-@dataclass
-class PageText:
-    """A page's blocks as paragraphs of text, with what could not be read."""
-
-    paragraphs: list[str]
-    unsupported: dict[str, int] = field(default_factory=dict)
-    blocks: int = 0
-
-
-class NotionClient(Protocol):
-    def page(self, page_id: str) -> NotionPage: ...
-
-    def page_text(self, page_id: str) -> PageText: ...
-
-
-def compact_id(notion_id: str) -> str:
-    """Notion ids with or without dashes name the same object; we store them without."""
-    return notion_id.replace("-", "").lower()
 
 
 class HttpNotion:
@@ -146,21 +115,6 @@ def _title(properties: Mapping[str, Any]) -> str:
         if isinstance(prop, Mapping) and prop.get("type") == "title":
             return "".join(str(p.get("plain_text") or "") for p in prop.get("title") or [])
     return ""
-
-
-def sign(secret: str, body: bytes) -> str:
-    """The ``X-Notion-Signature`` value Notion sends for ``body``."""
-    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-
-
-def verify_signature(secret: str | None, body: bytes, header: str | None) -> None:
-    """``Unauthorized`` unless ``header`` is Notion's signature of exactly ``body``."""
-    if not secret:
-        raise ConfigError("COLONY_NOTION_SIGNING_SECRET is required to accept Notion events")
-    if not header:
-        raise Unauthorized("the Notion event is not signed (no X-Notion-Signature)")
-    if not hmac.compare_digest(sign(secret, body).encode(), header.strip().encode()):
-        raise Unauthorized("the X-Notion-Signature does not match the body")
 
 
 def notion_from_settings(

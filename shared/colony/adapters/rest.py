@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 
 from colony.adapters.retry_after import retry_after_seconds
-from colony.errors import NotFound, ProviderError, ProviderUnavailable
+from colony.errors import NotFound, ProviderError, ProviderUnavailable, ResponseTooLarge
 
 RETRYABLE = frozenset({429, 500, 502, 503, 504})
 
@@ -98,12 +98,6 @@ class RestClient:
     def close(self) -> None:
         if self._owns:
             self._client.close()
-
-
-class ResponseTooLarge(ProviderError):
-    """A download passed its byte limit (the content, not the vendor, is at fault)."""
-
-    code = "response_too_large"
 
 
 def _read(response: httpx.Response, max_bytes: int | None, vendor: str) -> bytes:

@@ -33,6 +33,7 @@ from colony.contracts.chat import (
     PipelineSnapshotArgs,
     SearchKnowledgeArgs,
 )
+from colony.contracts.common import describe_validation
 from colony.errors import CallerError, NotFound, ValidationFailed
 from colony.flows.approval_queue import pending_cards
 from colony.flows.deps import FlowDeps
@@ -87,8 +88,6 @@ def parse_args(tool_name: str, arguments: Mapping[str, Any]) -> tuple[Tool, Base
     try:
         return tool, tool.args.model_validate(dict(arguments))
     except ValidationError as error:
-        from colony.runtime.edge import describe_validation
-
         raise InvalidToolArguments(
             f"invalid arguments for {tool_name}: {describe_validation(error)}"
         ) from None

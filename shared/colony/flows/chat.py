@@ -34,7 +34,14 @@ from typing import Any
 from colony.chat import events as ev
 from colony.chat import history, tools
 from colony.contracts.chat import OrchestratorReply
-from colony.errors import CallerError, NotFound, OutputInvalid, UpstreamError, ValidationFailed
+from colony.errors import (
+    CallerError,
+    NotFound,
+    OutputInvalid,
+    UpstreamError,
+    ValidationFailed,
+    public_body,
+)
 from colony.flows import approval_queue
 from colony.flows.deps import FlowDeps
 from colony.ports import ModelRequest, ToolCall
@@ -213,19 +220,17 @@ def _guarded(io: TurnIO, body: Callable[[], None]) -> None:
     in the log, so every follower (and a replay) sees it end. Our own faults
     (``InternalError``: a missing key, a broken template) and bugs then raise, to be logged
     and reported."""
-    from colony.runtime.edge import error_response
-
     try:
         body()
     except (CallerError, UpstreamError) as error:
         # Caller errors carry their sentence; upstream ones a fixed one (no provider text).
-        payload = error_response(error)[0]
+        payload = public_body(error)
         log.warning("chat turn %s failed: %s", io.turn_id, error.code)
         io.write([("error", payload), ("done", {"status": "failed"})])
     except Exception as error:  # ours or a bug: end the turn (fixed message), then raise
         # Best effort: if the database is what failed, the original error is the one to raise.
         with contextlib.suppress(Exception):
-            io.write([("error", error_response(error)[0]), ("done", {"status": "failed"})])
+            io.write([("error", public_body(error)), ("done", {"status": "failed"})])
         raise
 
 

@@ -13,20 +13,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from colony.adapters.drive import (
-    MAX_TRANSCRIPT_BYTES,
-    DriveClient,
-    folder_of,
-    is_transcript,
-    org_from_token,
-)
 from colony.contracts.events import RecordingReceived
-from colony.errors import NotFound, ValidationFailed
+from colony.errors import NotFound, ResponseTooLarge, ValidationFailed
 from colony.flows.deps import FlowDeps
+from colony.ports import DriveClient
 from colony.registry.functions import AGENT_TOPICS
 from colony.runtime import idempotency
 from colony.runtime.transport import publish
 from colony.store import fetch_all, fetch_one
+from colony.webhooks import MAX_TRANSCRIPT_BYTES, folder_of, is_transcript, org_from_token
 
 if TYPE_CHECKING:
     from colony.observability.logs import Headers
@@ -87,8 +82,6 @@ def ingest(deps: FlowDeps, headers: Headers, drive: DriveClient) -> dict[str, An
 
 
 def _store(deps: FlowDeps, org: str, drive: DriveClient, file: Any) -> str | None:
-    from colony.adapters.rest import ResponseTooLarge
-
     uri, status, error = None, "received", None
     try:
         data = drive.download_text(file, MAX_TRANSCRIPT_BYTES)

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from colony.contracts.common import describe_validation
 from colony.errors import ValidationFailed
 from colony.flows.deps import FlowDeps
 from colony.knowledge.store import ChunkIn
@@ -30,8 +31,6 @@ def apply_kc_candidate(
             {k: payload.get(k) for k in ("domain", "content", "confidence")}
         )
     except ValidationError as error:
-        from colony.runtime.edge import describe_validation
-
         raise ValidationFailed(
             f"the KC candidate is invalid: {describe_validation(error)}"
         ) from None

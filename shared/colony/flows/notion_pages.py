@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from colony.adapters.notion import compact_id
+from colony.webhooks import compact_id
 
 
 def domain_for(mapping: Mapping[str, str], page_id: str, parent_id: Any) -> str | None:

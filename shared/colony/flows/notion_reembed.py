@@ -16,13 +16,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from colony.adapters.notion import NotionClient
 from colony.contracts.events import NotionReembed
 from colony.errors import NotFound, OrgScopeError, ValidationFailed
 from colony.flows.deps import FlowDeps
 from colony.flows.notion_pages import domain_for
 from colony.knowledge.chunking import chunk_text
 from colony.knowledge.store import ChunkIn, SyncResult
+from colony.ports import NotionClient
+from colony.store.rejections import DbRejections
 
 log = logging.getLogger("colony.notion_sync")
 
@@ -78,8 +79,6 @@ def _failed(deps: FlowDeps, job: NotionReembed, error: ValidationFailed) -> dict
     a retry would fail the same way, and Cloud Tasks retries anything but a 2xx. Recorded for
     the operator (ids and the reason, never content), acknowledged; the page's chunks stay
     as they were."""
-    from colony.runtime.edge import DbRejections
-
     reason = f"{error.code}: {error}"
     DbRejections(deps.db).record("reembed", f"{job.page_id}@{job.edited_time}", job.org_id, reason)
     log.warning("reembed of Notion page %s failed: %s", job.page_id, error.code)

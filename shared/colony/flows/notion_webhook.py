@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from colony.adapters.notion import compact_id, verify_signature
 from colony.contracts.events import NotionReembed
 from colony.errors import ConfigError, ValidationFailed
 from colony.flows.deps import FlowDeps
@@ -28,6 +27,7 @@ from colony.registry.functions import NOTION_REEMBED_QUEUE
 from colony.runtime import idempotency
 from colony.runtime.transport import enqueue
 from colony.store import fetch_one
+from colony.webhooks import compact_id, verify_signature
 
 HANDLER = "notion-webhook"
 ADD_VERIFICATION = "INSERT INTO notion_verifications (verification_token) VALUES (%s)"

@@ -22,7 +22,8 @@ def _say(message: str) -> None:
 
 
 def _migrate(settings: Settings) -> list[str]:
-    from colony.store import connect_factory, ensure_app_role_grants, migrate
+    from colony.local.db import connect_factory
+    from colony.store import ensure_app_role_grants, migrate
 
     conn = connect_factory(settings, "owner")()
     try:
@@ -41,7 +42,7 @@ def cmd_db_migrate(settings: Settings, _: argparse.Namespace) -> int:
 
 def _provision(settings: Settings, org_id: str) -> list[str]:
     from colony.knowledge.indexes import provision_org_indexes
-    from colony.store import connect_factory
+    from colony.local.db import connect_factory
 
     conn = connect_factory(settings, "owner")()
     try:
@@ -96,7 +97,8 @@ def cmd_db_stop(settings: Settings, _: argparse.Namespace) -> int:
 def _stores(settings: Settings) -> tuple[Database, KnowledgeStore]:
     from colony.adapters.embedding import embedder_from_settings
     from colony.knowledge import KnowledgeStore
-    from colony.store import Database, connect_factory
+    from colony.local.db import connect_factory
+    from colony.store import Database
 
     db = Database(connect_factory(settings, "app"))
     return db, KnowledgeStore(db, embedder_from_settings(settings))

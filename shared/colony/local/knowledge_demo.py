@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from colony.adapters.drive import watch_token
 from colony.local.demo import DEMO_DIR
 from colony.local.progress import wait_until
 from colony.settings import Settings
 from colony.store import Database, fetch_all, fetch_one
+from colony.webhooks import watch_token
 
 if TYPE_CHECKING:
     from colony.local.campaign_demo import DemoContext

@@ -20,13 +20,13 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from colony.errors import ConfigError
-from colony.runtime.edge import DbRejections, RejectionRecorder
 from colony.runtime.faults import Faults
+from colony.store.rejections import DbRejections
 
 if TYPE_CHECKING:
     from colony.knowledge import KnowledgeStore
     from colony.llm.agent_call import LlmDeps
-    from colony.ports import BlobStore, Transport
+    from colony.ports import BlobStore, RejectionRecorder, Transport
     from colony.settings import Settings
     from colony.store import Database
 

@@ -41,14 +41,16 @@ import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import flask
 from werkzeug.datastructures import Headers
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from werkzeug.wrappers import Response as WerkzeugResponse
 
+from colony.contracts.common import describe_validation
 from colony.errors import (
+    INTERNAL_MESSAGE,
     CallerError,
     ColonyError,
     Conflict,
@@ -59,11 +61,14 @@ from colony.errors import (
     Unauthorized,
     UpstreamError,
     ValidationFailed,
+    error_body,
     error_summary,
+    public_body,
 )
 from colony.observability import logs
 from colony.observability.sentry import error_scope, report
 from colony.observability.telemetry import flush_telemetry
+from colony.ports import RejectionRecorder
 from colony.registry.functions import function as registered_function
 from colony.registry.functions import topic as registered_topic
 from colony.runtime import delivery
@@ -72,7 +77,6 @@ if TYPE_CHECKING:
     import pydantic
 
     from colony.contracts.events import Event
-    from colony.store import Database
 
 logger = logging.getLogger("colony.runtime")
 
@@ -110,8 +114,6 @@ _STATUS: tuple[tuple[type[ColonyError], int], ...] = (
     (InternalError, 500),
     (UpstreamError, 503),
 )
-_INTERNAL = "an unexpected error occurred; it has been logged"
-_UNAVAILABLE = "a service we depend on is unavailable; please retry shortly"
 _HTTP_MESSAGES = {
     400: "the request could not be understood",
     404: "there is nothing at this path",
@@ -119,10 +121,6 @@ _HTTP_MESSAGES = {
     413: "the request body is too large",
     415: "the request body must be JSON",
 }
-
-
-def error_body(code: str, message: str) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message}}
 
 
 def error_response(error: BaseException) -> tuple[dict[str, Any], int]:
@@ -134,16 +132,11 @@ def error_response(error: BaseException) -> tuple[dict[str, Any], int]:
     """
     if isinstance(error, ColonyError):
         status = next((s for cls, s in _STATUS if isinstance(error, cls)), 500)
-        if isinstance(error, InternalError):
-            return error_body(error.code, _INTERNAL), status
-        if isinstance(error, CallerError):
-            return error_body(error.code, str(error) or "the request was refused"), status
-        if isinstance(error, UpstreamError):
-            return error_body(error.code, _UNAVAILABLE), status
+        return public_body(error), status
     if isinstance(error, HTTPException) and error.code and 400 <= error.code < 500:
         code = (error.name or "bad request").lower().replace(" ", "_").replace("'", "")
         return error_body(code, _HTTP_MESSAGES.get(error.code, error.name)), error.code
-    return error_body("internal", _INTERNAL), 500
+    return error_body("internal", INTERNAL_MESSAGE), 500
 
 
 def json_response(
@@ -359,15 +352,6 @@ class JsonRequest:
             return model.model_validate(self.body)
         except ValidationError as error:
             raise ValidationFailed(f"invalid body: {describe_validation(error)}") from None
-
-
-def describe_validation(error: pydantic.ValidationError, limit: int = 3) -> str:
-    """Field locations and messages of a validation error, without the input values."""
-    issues = error.errors(include_url=False, include_input=False, include_context=False)
-    parts = [f"{'.'.join(map(str, e['loc'])) or '(root)'}: {e['msg']}" for e in issues[:limit]]
-    if len(issues) > limit:
-        parts.append(f"and {len(issues) - limit} more")
-    return "; ".join(parts)
 
 
 def _reject_constant(name: str) -> Any:
@@ -617,37 +601,6 @@ def _text(value: Any) -> str | None:
 
 def _clip(value: str | None, limit: int = _MAX_ID) -> str | None:
     return value[:limit] if value else None
-
-
-class RejectionRecorder(Protocol):
-    """Where unrecoverable deliveries are recorded (ids and a reason, never the payload)."""
-
-    def record(
-        self, function: str, event_id: str | None, claimed_org_id: str | None, reason: str
-    ) -> None: ...
-
-
-# The application role may INSERT here but not SELECT (so no RETURNING): a rejected payload's
-# claimed org is unverified, and no org should read another's failures.
-INSERT_REJECTION = (
-    "INSERT INTO rejected_deliveries (function, event_id, claimed_org_id, reason) "
-    "VALUES (%s, %s, %s, %s)"
-)
-_MAX_REASON = 500
-
-
-class DbRejections:
-    """``RejectionRecorder`` writing to ``rejected_deliveries`` as the application role."""
-
-    def __init__(self, db: Database) -> None:
-        self._db = db
-
-    def record(
-        self, function: str, event_id: str | None, claimed_org_id: str | None, reason: str
-    ) -> None:
-        params = (function, _clip(event_id), _clip(claimed_org_id), reason[:_MAX_REASON])
-        with self._db.transaction(None) as cur:
-            cur.execute(INSERT_REJECTION, params)
 
 
 @dataclass(frozen=True, slots=True)

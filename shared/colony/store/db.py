@@ -9,6 +9,9 @@ connection, for the application role or the owner role:
   the migration step and for people; never inside a function;
 - ``embedded``: the local stack's PostgreSQL (``colony.local``), started on first use.
 
+Only ``dsn`` is served here; ``colony.local.db.connect_factory`` serves all three, so deployed
+code never imports local-only code.
+
 ``Database`` is the per-instance pool: at most ``pool_size`` connections open at once (callers
 past that wait, boundedly), each checked before it is handed out again so that one the server
 or the network ended while it sat idle never fails a request (see ``Database``).
@@ -111,31 +114,28 @@ def _ssl_context(mode: str, root_file: str | None, root_pem: str | None) -> Any:
 
 
 def connect_factory(settings: Settings, role: Role = "app") -> Connect:
-    """Return a callable opening a connection for ``role`` in the configured mode.
+    """Return a callable opening a connection for ``role`` in ``dsn`` mode.
 
-    Deployed functions use ``dsn`` (Cloud SQL's private IP over verified TLS, the password
-    from Secret Manager). ``cloudsql`` (the Cloud SQL connector) and ``embedded`` are for
-    tools and laptops: both live in ``colony.local``, which no bundle carries, and Settings
-    refuses them inside a function.
+    ``dsn`` is what deployed functions use (Cloud SQL's private IP over verified TLS, the
+    password from Secret Manager). ``cloudsql`` (the Cloud SQL connector) and ``embedded``
+    are for tools, laptops and tests: ``colony.local.db.connect_factory`` serves all three,
+    and lives in ``colony.local``, which no bundle carries.
     """
-    if settings.db_mode == "dsn":
-        dsn = settings.db_dsn if role == "app" else settings.db_owner_dsn
-        if not dsn:
-            raise ConfigError(
-                "COLONY_DB_OWNER_DSN is required to migrate in dsn mode (the owner role's URL)"
-            )
-        kwargs = parse_dsn(dsn, root_cert=settings.db_ssl_root_cert)
-        password = settings.db_password if role == "app" else settings.db_owner_password
-        if password and "password" not in kwargs:
-            kwargs["password"] = password
-        return lambda: pg8000.dbapi.connect(**kwargs)
-    if settings.db_mode == "cloudsql":
-        from colony.local.cloudsql import cloudsql_factory
-
-        return cloudsql_factory(settings, role)
-    from colony.local.embedded import embedded_dsn
-
-    kwargs = parse_dsn(embedded_dsn(settings, role))
+    if settings.db_mode != "dsn":
+        raise ConfigError(
+            f"COLONY_DB_MODE={settings.db_mode} is for tools and the local stack"
+            " (colony.local.db.connect_factory); a deployed function connects with"
+            " COLONY_DB_MODE=dsn"
+        )
+    dsn = settings.db_dsn if role == "app" else settings.db_owner_dsn
+    if not dsn:
+        raise ConfigError(
+            "COLONY_DB_OWNER_DSN is required to migrate in dsn mode (the owner role's URL)"
+        )
+    kwargs = parse_dsn(dsn, root_cert=settings.db_ssl_root_cert)
+    password = settings.db_password if role == "app" else settings.db_owner_password
+    if password and "password" not in kwargs:
+        kwargs["password"] = password
     return lambda: pg8000.dbapi.connect(**kwargs)
 
 

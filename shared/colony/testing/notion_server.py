@@ -17,8 +17,8 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from colony.adapters.notion import sign
 from colony.testing.wire import ProviderServer, RecordedRequest, Reply, Route
+from colony.webhooks import sign
 
 EDITED = "2026-11-20T10:00:00.000Z"
 ID = r"(?P<id>[0-9a-fA-F-]{32,36})"  # a page or block id, dashed or not
