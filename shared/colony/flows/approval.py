@@ -8,7 +8,6 @@ returns its state unchanged; deciding it differently is a conflict.
 from __future__ import annotations
 
 import importlib
-import json
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
@@ -16,24 +15,12 @@ from colony.contracts import OutboundMessage
 from colony.errors import Conflict, NotFound, ValidationFailed
 from colony.flows.deps import FlowDeps
 from colony.policy.outbound import check_shape
-from colony.store import fetch_one
+from colony.store import approvals, fetch_one, outbox
 
 Action = Literal["approve", "reject", "edit"]
 
-ITEM_FOR_UPDATE = """
-SELECT id, kind, status, payload, edited_payload, run_id, subject_id
-FROM approval_items WHERE id = %s FOR UPDATE
-"""
-DECIDE = """
-UPDATE approval_items SET status = %s, edited_payload = COALESCE(%s::jsonb, edited_payload),
-    decided_by = %s, decided_at = now() WHERE id = %s
-"""
 # FOR SHARE: a breaker pause cannot commit between this read and the outbox insert.
 CAMPAIGN_STATUS = "SELECT status FROM campaigns WHERE id = %s FOR SHARE"
-TO_OUTBOX = """
-INSERT INTO outbox (org_id, approval_item_id, campaign_id, contact_id, subject, body, status)
-VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (approval_item_id) DO NOTHING
-"""
 FINAL = {"approve": "applied", "edit": "applied", "reject": "rejected"}
 
 
@@ -53,7 +40,7 @@ def decide(
     if action != "edit" and edited:
         raise ValidationFailed("edited fields are only accepted with action 'edit'")
     with deps.db.transaction(org_id) as cur:
-        item = fetch_one(cur, ITEM_FOR_UPDATE, (item_id,))
+        item = approvals.lock(cur, item_id)
         if item is None:
             raise NotFound(f"approval item {item_id!r} does not exist in this org")
         if item["status"] in ("applied", "rejected"):
@@ -64,10 +51,7 @@ def decide(
         if action == "edit":
             payload = _edited(item["kind"], payload, edited or {})
         status = FINAL[action]
-        cur.execute(
-            DECIDE,
-            (status, json.dumps(payload) if action == "edit" else None, decided_by, item_id),
-        )
+        approvals.decide(cur, item_id, status, decided_by, payload if action == "edit" else None)
         if status == "applied":
             _apply(deps, cur, org_id, item_id, item["kind"], payload)
     return {"id": item_id, "status": status, "changed": True}
@@ -99,17 +83,15 @@ def _to_outbox(
     if campaign_id:
         row = fetch_one(cur, CAMPAIGN_STATUS, (campaign_id,))
         paused = bool(row and row["status"] == "paused")
-    cur.execute(
-        TO_OUTBOX,
-        (
-            org_id,
-            item_id,
-            campaign_id,
-            payload.get("contact_id"),
-            payload["subject"],
-            payload["body"],
-            "blocked" if paused else "queued",
-        ),
+    outbox.queue(
+        cur,
+        org_id,
+        item_id,
+        campaign_id=campaign_id,
+        contact_id=payload.get("contact_id"),
+        subject=payload["subject"],
+        body=payload["body"],
+        status="blocked" if paused else "queued",
     )
 
 

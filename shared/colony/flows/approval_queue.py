@@ -23,7 +23,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from colony.errors import UpstreamError
-from colony.store import fetch_all, fetch_value
+from colony.store import approvals
 
 if TYPE_CHECKING:
     from colony.flows.deps import FlowDeps
@@ -31,15 +31,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("colony.approvals")
 
 SUMMARY_CHARS = 120
-
-PENDING = """
-SELECT a.id, a.kind, a.source_agent, a.subject_id, a.payload, a.created_at,
-       k.object_name AS kit_object
-FROM approval_items a LEFT JOIN deployment_kits k ON k.approval_item_id = a.id
-WHERE a.status = 'pending' AND (%s::text IS NULL OR a.kind = %s)
-ORDER BY a.created_at DESC, a.id LIMIT %s
-"""
-PENDING_COUNT = "SELECT count(*) FROM approval_items WHERE status = 'pending'"
 
 
 def summary(item: Mapping[str, Any]) -> str:
@@ -60,8 +51,8 @@ def pending_cards(
     """The newest ``limit`` pending items (of ``kind``, if given) as cards, and how many
     items are pending in all."""
     with deps.db.transaction(org_id) as cur:
-        rows = fetch_all(cur, PENDING, (kind, kind, limit))
-        total = int(fetch_value(cur, PENDING_COUNT))
+        rows = approvals.pending(cur, kind=kind, limit=limit)
+        total = approvals.pending_count(cur)
     return {"pending_total": total, "items": [card(deps, row) for row in rows]}
 
 

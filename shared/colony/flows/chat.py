@@ -45,7 +45,7 @@ from colony.errors import (
 from colony.flows import approval_queue
 from colony.flows.deps import FlowDeps
 from colony.ports import ModelRequest, ToolCall
-from colony.store import fetch_all, fetch_one, orgdata
+from colony.store import approvals, fetch_one, orgdata
 
 log = logging.getLogger("colony.chat")
 
@@ -63,17 +63,8 @@ LOCK = "SELECT pg_advisory_xact_lock(%s, hashtext(%s))"
 SESSION = "SELECT id FROM chat_sessions WHERE id = %s"
 CREATE_SESSION = "INSERT INTO chat_sessions (org_id, user_id) VALUES (%s, %s) RETURNING id"
 BRIEF = "SELECT brief_date, content FROM daily_briefs WHERE brief_date = %s"
-PENDING = """
-SELECT id, kind, source_agent, subject_id, payload FROM approval_items
-WHERE status = 'pending' ORDER BY created_at DESC, id LIMIT %s
-"""
 # The items the session's paused calls wait on, by id: not the queue's newest N, which a
 # long queue (one outbound message per prospect) would push them out of.
-STATUSES = "SELECT id, status FROM approval_items WHERE id = ANY(%s::text[])"
-ADD_APPROVAL = """
-INSERT INTO approval_items (org_id, kind, source_agent, run_id, subject_id, payload)
-VALUES (%s, 'tool_action', 'AGT-001', %s, %s, %s::jsonb) RETURNING id
-"""
 RESULT_EXISTS = """
 SELECT 1 FROM chat_turns WHERE session_id = %s AND role = 'tool'
   AND tool_call->>'id' = %s AND tool_call->>'status' = 'result'
@@ -345,9 +336,15 @@ def _pause(
         "requested_by": io.user_id,
     }
     with io.tx() as cur:
-        item = fetch_one(cur, ADD_APPROVAL, (io.org_id, io.turn_id, io.session_id, _json(payload)))
-        assert item is not None
-        approval_id = str(item["id"])
+        approval_id = approvals.add(
+            cur,
+            io.org_id,
+            "tool_action",
+            "AGT-001",
+            payload,
+            subject_id=io.session_id,
+            run_id=io.turn_id,
+        )
         waiting = (
             "tool",
             f"[{tool.name} awaits approval item {approval_id}]",
@@ -402,7 +399,7 @@ def _model_step(io: TurnIO) -> tuple[OrchestratorReply | None, tuple[ToolCall, .
     budget = deps.llm.budgets.for_profile(AGENT).history
     with io.tx() as cur:
         rows = history.load(cur, io.session_id)
-        pending = fetch_all(cur, PENDING, (APPROVALS_SHOWN,))
+        pending = approvals.pending(cur, limit=APPROVALS_SHOWN)
         brief = fetch_one(cur, BRIEF, (deps.clock().date(),))
         icp = orgdata.active_icp(cur)
         org_name = orgdata.org_name(cur)
@@ -425,7 +422,7 @@ def _model_step(io: TurnIO) -> tuple[OrchestratorReply | None, tuple[ToolCall, .
     earlier = [r for r in rows if r.turn_id != io.turn_id or r.role == "summary"]
     summary_first = sorted(earlier, key=lambda r: (r.role != "summary", r.id))
     messages = [history.to_message(r, decided) for r in (*summary_first, *current)]
-    approvals = [
+    shown = [
         {
             "id": p["id"],
             "kind": p["kind"],
@@ -438,7 +435,7 @@ def _model_step(io: TurnIO) -> tuple[OrchestratorReply | None, tuple[ToolCall, .
         "daily_brief": (
             brief["content"][:BRIEF_CHARS] if brief else "(no daily brief has been written today)"
         ),
-        "pending_approvals": approvals or "(the approval queue is empty)",
+        "pending_approvals": shown or "(the approval queue is empty)",
     }
     org = OrgContext(org_name=org_name, icp=IcpDefinition(**icp) if icp else None)
     definitions = tools.definitions()
@@ -463,7 +460,7 @@ def _model_step(io: TurnIO) -> tuple[OrchestratorReply | None, tuple[ToolCall, .
         "message": io.message,
         "tool_results": list(io.tool_results),
         "tools": [d["name"] for d in definitions],
-        "pending_approvals": approvals,
+        "pending_approvals": shown,
         "daily_brief": brief["content"] if brief else None,
         "knowledge": [{"domain": e.domain, "title": e.title} for e in io.knowledge],
     }
@@ -500,7 +497,7 @@ def _awaited(cur: Any, rows: Sequence[history.Row]) -> dict[str, str]:
     waiting = [a for r in rows if (a := r.awaiting)]
     if not waiting:
         return {}
-    return {str(r["id"]): r["status"] for r in fetch_all(cur, STATUSES, (waiting,))}
+    return approvals.statuses(cur, waiting)
 
 
 def _pending(statuses: Mapping[str, str]) -> set[str]:

@@ -11,7 +11,6 @@ is a clear error (CONST-004), never an ungrounded piece.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -28,7 +27,7 @@ from colony.registry.functions import CONTENT_TOPIC
 from colony.runtime import idempotency
 from colony.runtime.steps import step
 from colony.runtime.transport import publish
-from colony.store import fetch_one, orgdata
+from colony.store import approvals, orgdata
 
 AGENT = "AGT-008"
 HANDLER = "content"
@@ -36,15 +35,10 @@ GROUNDING = ("KC-01", "KC-05", "KC-07")
 PER_DOMAIN = 2
 DEFAULT_COMPETITORS = ("CareSpace Analytics", "FacilityIQ", "LeaseLogic Health")
 
-ADD_ITEM = """
-INSERT INTO approval_items (org_id, kind, source_agent, run_id, subject_id, payload)
-VALUES (%s, 'content_piece', %s, %s, %s, %s::jsonb)
-"""
 PUBLISH = """
 INSERT INTO published_content (org_id, approval_item_id, title, format, body)
 VALUES (%s, %s, %s, %s, %s) ON CONFLICT (approval_item_id) DO NOTHING
 """
-ITEM = "SELECT id, status, payload FROM approval_items WHERE run_id = %s AND kind = 'content_piece'"
 
 
 def request_content(deps: FlowDeps, org_id: str, topic: str, piece_format: str) -> str:
@@ -114,7 +108,9 @@ def write_piece(deps: FlowDeps, event: ContentRequest, event_id: str) -> dict[st
         }
 
     def queue(cur: Any, output: Mapping[str, Any]) -> None:
-        cur.execute(ADD_ITEM, (org, AGENT, run_id, event.request_id, json.dumps(output)))
+        approvals.add(
+            cur, org, "content_piece", AGENT, output, subject_id=event.request_id, run_id=run_id
+        )
 
     piece = step(deps.db, org, run_id, "piece", compute, queue)
     idempotency.mark(deps.db, org, HANDLER, event_id)
@@ -124,7 +120,7 @@ def write_piece(deps: FlowDeps, event: ContentRequest, event_id: str) -> dict[st
 def queued_item(deps: FlowDeps, org_id: str, request_id: str) -> dict[str, Any] | None:
     """The approval item a content request queued (None until it has)."""
     with deps.db.transaction(org_id) as cur:
-        return fetch_one(cur, ITEM, (f"content:{request_id}",))
+        return approvals.by_run(cur, f"content:{request_id}", "content_piece")
 
 
 def apply_content_piece(

@@ -11,7 +11,6 @@ onboarding flow is idempotent per deal.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from datetime import date
 from decimal import Decimal
@@ -25,7 +24,7 @@ from colony.errors import NotFound, ValidationFailed
 from colony.flows.deps import FlowDeps
 from colony.registry.functions import ONBOARDING_TOPIC
 from colony.runtime.transport import publish
-from colony.store import fetch_one
+from colony.store import approvals, fetch_one
 
 Stage = Literal["discovery", "demo", "proposal", "negotiation", "closed_won", "closed_lost"]
 
@@ -35,10 +34,6 @@ UPDATE deals SET stage = COALESCE(%s, stage), value = COALESCE(%s, value),
     next_action = COALESCE(%s, next_action), close_date = COALESCE(%s::date, close_date),
     updated_at = now()
 WHERE id = %s
-"""
-ADD_ITEM = """
-INSERT INTO approval_items (org_id, kind, source_agent, subject_id, payload)
-VALUES (%s, 'deal_update', %s, %s, %s::jsonb) RETURNING id
 """
 
 
@@ -87,9 +82,7 @@ def propose_deal_update(
     with deps.db.transaction(org_id) as cur:
         if fetch_one(cur, "SELECT id FROM deals WHERE id = %s", (deal_id,)) is None:
             raise NotFound(f"deal {deal_id!r} does not exist in this org")
-        row = fetch_one(cur, ADD_ITEM, (org_id, source_agent, deal_id, json.dumps(payload)))
-    assert row is not None
-    return str(row["id"])
+        return approvals.add(cur, org_id, "deal_update", source_agent, payload, subject_id=deal_id)
 
 
 def apply_deal_update(

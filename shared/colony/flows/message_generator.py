@@ -3,7 +3,6 @@ outbound policy, and queue it for approval; the contact's chain ends here."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,7 +13,7 @@ from colony.flows.specialist import assembly_request, handle_handoff, load_conta
 from colony.llm.agent_call import call_agent
 from colony.policy.outbound import check_outbound
 from colony.runtime.steps import step
-from colony.store import campaigns as sql
+from colony.store import approvals
 from colony.store.db import Row
 
 DEFAULT_COMPETITORS = ("CareSpace Analytics", "FacilityIQ", "LeaseLogic Health")
@@ -73,9 +72,8 @@ def _message(
             "tier": tier,
             "to": contact.get("email"),
         }
-        cur.execute(
-            sql.ADD_APPROVAL,
-            (org, "outbound_message", "AGT-005", run_id, contact_id, json.dumps(payload)),
+        approvals.add(
+            cur, org, "outbound_message", "AGT-005", payload, subject_id=contact_id, run_id=run_id
         )
 
     step(deps.db, org, run_id, f"message:{contact_id}", compute, apply)

@@ -15,7 +15,6 @@ from it (``colony.flows.approval_queue``).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -26,7 +25,7 @@ from colony.flows.deps import FlowDeps
 from colony.llm.agent_call import call_agent
 from colony.runtime import idempotency
 from colony.runtime.steps import step
-from colony.store import fetch_one, orgdata
+from colony.store import approvals, fetch_one, orgdata
 
 AGENT = "AGT-009"
 HANDLER = "onboarding"
@@ -42,10 +41,6 @@ LOCK_DEAL = "SELECT id FROM deals WHERE id = %s FOR UPDATE"
 KIT_OF_DEAL = """
 SELECT id, approval_item_id, object_name, gcs_uri, title, status FROM deployment_kits
 WHERE deal_id = %s
-"""
-ADD_ITEM = """
-INSERT INTO approval_items (org_id, kind, source_agent, run_id, subject_id, payload)
-VALUES (%s, 'deployment_kit', %s, %s, %s, %s::jsonb) RETURNING id
 """
 ADD_KIT = """
 INSERT INTO deployment_kits (org_id, deal_id, approval_item_id, title, object_name, gcs_uri)
@@ -115,11 +110,12 @@ def build_kit(deps: FlowDeps, event: DealClosedWon, event_id: str) -> dict[str, 
         fetch_one(cur, LOCK_DEAL, (deal_id,))  # racing deliveries queue here
         raced = fetch_one(cur, KIT_OF_DEAL, (deal_id,))
         if raced is None:
-            item = fetch_one(cur, ADD_ITEM, (org, AGENT, run_id, deal_id, json.dumps(payload)))
-            assert item is not None
-            row = fetch_one(cur, ADD_KIT, (org, deal_id, item["id"], kit["title"], name, gcs_uri))
+            item_id = approvals.add(
+                cur, org, "deployment_kit", AGENT, payload, subject_id=deal_id, run_id=run_id
+            )
+            row = fetch_one(cur, ADD_KIT, (org, deal_id, item_id, kit["title"], name, gcs_uri))
             assert row is not None
-            result = {"kit_id": row["id"], "approval_item_id": item["id"], "created": True}
+            result = {"kit_id": row["id"], "approval_item_id": item_id, "created": True}
         else:
             result = {
                 "kit_id": raced["id"],

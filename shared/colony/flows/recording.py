@@ -34,7 +34,7 @@ from colony.registry.functions import AGENT_TOPICS
 from colony.runtime import delivery, idempotency
 from colony.runtime.steps import step
 from colony.runtime.transport import publish
-from colony.store import fetch_one, orgdata
+from colony.store import approvals, fetch_one, orgdata, outbox
 
 PASS1_CHUNK_TOKENS = 1500  # focused, short context (seed §5.3), well inside the 3000 budget
 OVERLAP_TOKENS = 120
@@ -57,14 +57,6 @@ FINISH = """
 UPDATE recordings SET status = 'processed', signals = %s::jsonb, summary = %s, error = NULL,
     transcript_tokens = %s, chunk_count = %s, processed_at = now()
 WHERE id = %s
-"""
-ADD_APPROVAL = """
-INSERT INTO approval_items (org_id, kind, source_agent, run_id, subject_id, payload)
-VALUES (%s, %s, %s, %s, %s, %s::jsonb)
-"""
-TO_OUTBOX = """
-INSERT INTO outbox (org_id, approval_item_id, contact_id, subject, body, status)
-VALUES (%s, %s, %s, %s, %s, 'queued') ON CONFLICT (approval_item_id) DO NOTHING
 """
 
 
@@ -176,15 +168,19 @@ def _two_passes(deps: FlowDeps, org: str, recording: Mapping[str, Any]) -> dict[
                 "changes": changes,
                 "source": {"recording_id": recording_id},
             }
-            cur.execute(
-                ADD_APPROVAL,
-                (org, "deal_update", "AGT-006", run_id, deal["id"], json.dumps(payload)),
+            approvals.add(
+                cur, org, "deal_update", "AGT-006", payload, subject_id=deal["id"], run_id=run_id
             )
         for candidate in output["kc_updates"]:
             payload = {**candidate, "source": {"recording_id": recording_id}}
-            cur.execute(
-                ADD_APPROVAL,
-                (org, "kc_update_candidate", "AGT-006", run_id, recording_id, json.dumps(payload)),
+            approvals.add(
+                cur,
+                org,
+                "kc_update_candidate",
+                "AGT-006",
+                payload,
+                subject_id=recording_id,
+                run_id=run_id,
             )
 
     output = step(deps.db, org, run_id, "pass2", compute_pass2, apply)
@@ -302,9 +298,8 @@ def follow_up_event(deps: FlowDeps, event: Any, event_id: str) -> dict[str, Any]
             "contact_id": deal["contact_id"],
             "to": deal["contact_email"],
         }
-        cur.execute(
-            ADD_APPROVAL,
-            (org, "follow_up", "AGT-007", run_id, deal["contact_id"], json.dumps(payload)),
+        approvals.add(
+            cur, org, "follow_up", "AGT-007", payload, subject_id=deal["contact_id"], run_id=run_id
         )
 
     draft = step(deps.db, org, run_id, "follow_up", compute, apply)
@@ -389,7 +384,9 @@ def apply_follow_up(
 
     if competitor_mentions(f"{subject}\n{body}", COMPETITORS):
         raise ValidationFailed("the follow-up names a competitor (CONST-006)")
-    cur.execute(TO_OUTBOX, (org_id, item_id, payload.get("contact_id"), subject, body))
+    outbox.queue(
+        cur, org_id, item_id, contact_id=payload.get("contact_id"), subject=subject, body=body
+    )
 
 
 # ─── helpers ───────────────────────────────────────────────────────────────────────────

@@ -56,10 +56,6 @@ UPDATE contacts SET icp_score = %s, icp_disqualifiers = %s::jsonb, icp_recommend
 SET_ENRICHMENT = """
 UPDATE contacts SET enrichment = enrichment || %s::jsonb, updated_at = now() WHERE id = %s
 """
-ADD_APPROVAL = """
-INSERT INTO approval_items (org_id, kind, source_agent, run_id, subject_id, payload)
-VALUES (%s, %s, %s, %s, %s, %s::jsonb) RETURNING id
-"""
 PAUSE_CAMPAIGN = """
 UPDATE campaigns SET status = 'paused', paused_at = now() WHERE id = %s AND status = 'active'
 """
