@@ -1,0 +1,75 @@
+"""The edge of every deployed function: JSON over HTTP (``http``), Pub/Sub push decoding
+(``pubsub``) and error → status mapping (``responses``). A function's ``main.py`` imports
+what it needs from here.
+
+HTTP functions wrap a handler with ``http_json``; Pub/Sub functions wrap a flow with
+``pubsub_handler``. Both map errors the same way (``error_response``), and every error body is
+``{"error": {"code": "<snake_case>", "message": "<sentence>"}}`` — never HTML, never a
+traceback, never an exception's text unless it is one of our caller-facing messages.
+
+Pub/Sub acknowledges any 2xx and redelivers on anything else, so ``pubsub_handler`` answers:
+
+- a delivery that can never succeed (not base64, not JSON, unknown kind, schema-invalid, no
+  org) or a flow's ``CallerError``: recorded in ``rejected_deliveries`` and acknowledged;
+- an ``UpstreamError``, an ``InternalError`` (ours to fix: config, template, budget) or any
+  other exception: re-raised, so functions-framework answers 500 and Pub/Sub retries (then
+  dead-letters after its bounded attempts). Nothing is swallowed. The flow runs knowing its
+  delivery attempt (``colony.runtime.delivery``), so it can record a failure before the last
+  one gives up;
+- an expected failure (``ColonyError.expected``: a duplicate delivery finding its step busy):
+  503, so Pub/Sub redelivers it later, once the first delivery has stored the step's output;
+- a request that is no delivery at all (not UTF-8 JSON, neither a CloudEvent nor a push, too
+  large): a JSON 4xx before the framework tries to convert it (``install_json_errors``).
+
+Logs carry ids, error types and codes (``error_summary``), never payloads or messages that
+might quote one. Both decorators configure Cloud Logging's JSON lines when the function module
+loads (``colony.observability.logs``), tag every line of a request with its function, trace and
+(for events) org, run and event ids, and flush queued telemetry (Langfuse spans, Sentry events)
+before the invocation returns: Cloud Functions may throttle the CPU once the response is sent.
+An expected failure (``ColonyError.expected``, e.g. a duplicate delivery finding its step busy)
+is one WARNING line, not an error with a traceback, and is still answered non-2xx so the
+platform retries it later.
+"""
+
+from __future__ import annotations
+
+from colony.errors import INTERNAL_MESSAGE
+from colony.runtime.edge.http import JsonRequest, http_json
+from colony.runtime.edge.pubsub import (
+    Decoded,
+    MemoryRejections,
+    Problem,
+    Rejection,
+    decode_push,
+    delivery_attempt,
+    pubsub_handler,
+)
+from colony.runtime.edge.responses import (
+    MAX_BODY_BYTES,
+    BadJson,
+    MethodNotAllowed,
+    UnsupportedMediaType,
+    error_response,
+    install_json_errors,
+    json_response,
+)
+
+__all__ = [
+    "INTERNAL_MESSAGE",
+    "MAX_BODY_BYTES",
+    "BadJson",
+    "Decoded",
+    "JsonRequest",
+    "MemoryRejections",
+    "MethodNotAllowed",
+    "Problem",
+    "Rejection",
+    "UnsupportedMediaType",
+    "decode_push",
+    "delivery_attempt",
+    "error_response",
+    "http_json",
+    "install_json_errors",
+    "json_response",
+    "pubsub_handler",
+]
