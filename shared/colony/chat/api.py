@@ -32,6 +32,7 @@ import flask
 
 from colony.chat import events as ev
 from colony.errors import NotFound, ValidationFailed
+from colony.flows.deps import FlowDeps
 from colony.runtime.edge import JsonRequest, MethodNotAllowed
 
 log = logging.getLogger("colony.chat")
@@ -44,7 +45,7 @@ _STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 _END = object()
 
 
-def handle(deps: Any, request: JsonRequest) -> Any:
+def handle(deps: FlowDeps, request: JsonRequest) -> Any:
     path, method = request.path, request.method
     if path == "/overview":
         _allow(method, "GET")
@@ -95,7 +96,7 @@ def _page() -> flask.Response:
     return response
 
 
-def _turn(deps: Any, org_id: str, user_id: str, request: JsonRequest) -> flask.Response:
+def _turn(deps: FlowDeps, org_id: str, user_id: str, request: JsonRequest) -> flask.Response:
     from colony.contracts.chat import TurnRequest
     from colony.flows.chat import check_message, create_session, require_session, run_turn
 
@@ -151,7 +152,7 @@ def _turn(deps: Any, org_id: str, user_id: str, request: JsonRequest) -> flask.R
     return flask.Response(stream(), mimetype="text/event-stream", headers=headers)
 
 
-def _follow(deps: Any, org_id: str, session_id: str, request: JsonRequest) -> flask.Response:
+def _follow(deps: FlowDeps, org_id: str, session_id: str, request: JsonRequest) -> flask.Response:
     from colony.chat.hub import hub_for
     from colony.flows.chat import require_session
 
@@ -184,7 +185,7 @@ def _follow(deps: Any, org_id: str, session_id: str, request: JsonRequest) -> fl
     return flask.Response(stream(), mimetype="text/event-stream", headers=_STREAM_HEADERS)
 
 
-def _approvals(deps: Any, org_id: str, user_id: str, request: JsonRequest) -> Any:
+def _approvals(deps: FlowDeps, org_id: str, user_id: str, request: JsonRequest) -> Any:
     if request.method == "GET":
         from colony.flows.approval_queue import pending_cards
 
