@@ -16,23 +16,13 @@ turns are folded into that summary in one transaction (``colony.flows.chat`` run
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from colony.ports import Message
-from colony.store import fetch_all
+from colony.store import chat as chat_store
 
-TURNS = """
-SELECT id, role, content, tool_call, turn_id FROM chat_turns
-WHERE session_id = %s ORDER BY id
-"""
-INSERT_TURN = """
-INSERT INTO chat_turns (org_id, session_id, role, content, tool_call, turn_id)
-VALUES (%s, %s, %s, %s, %s::jsonb, %s) RETURNING id
-"""
-DELETE_TURNS = "DELETE FROM chat_turns WHERE session_id = %s AND id = ANY(%s::bigint[])"
 SUMMARY_HEADER = "CONVERSATION SUMMARY (older turns, compacted):"
 SUMMARY_MAX_TOKENS = 300  # seed §6.3
 KEEP_FRACTION = 0.5
@@ -62,33 +52,11 @@ class Row:
 
 
 def load(cur: Any, session_id: str) -> list[Row]:
+    """The session's history rows, in order."""
     return [
         Row(int(r["id"]), r["role"], r["content"], r["tool_call"], r["turn_id"])
-        for r in fetch_all(cur, TURNS, (session_id,))
+        for r in chat_store.turns(cur, session_id)
     ]
-
-
-def insert(
-    cur: Any,
-    org_id: str,
-    session_id: str,
-    turn_id: str,
-    role: str,
-    content: str,
-    tool_call: Mapping[str, Any] | None = None,
-) -> int:
-    cur.execute(
-        INSERT_TURN,
-        (
-            org_id,
-            session_id,
-            role,
-            content,
-            json.dumps(tool_call) if tool_call is not None else None,
-            turn_id,
-        ),
-    )
-    return int(cur.fetchone()[0])
 
 
 _ROLES = {

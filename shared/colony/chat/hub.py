@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from colony.chat.events import CHANNEL
+from colony.store import chat_events
 
 log = logging.getLogger("colony.chat")
 
@@ -91,14 +91,14 @@ class Hub:
         conn = self._connect()
         try:
             conn.autocommit = True
-            conn.execute_simple(f"LISTEN {CHANNEL}")
+            chat_events.listen(conn)
             self._ready.set()
             sock = conn._usock  # pg8000 keeps the raw socket here; select() needs it
             while not self._stopped:
                 select.select([sock], [], [], 30.0)
-                # A no-op query makes pg8000 read whatever arrived (notifications first);
-                # on timeout it doubles as a liveness check of the connection.
-                conn.execute_simple("SELECT 1")
+                # pg8000 reads what arrived only when it runs a query: a no-op one (PING),
+                # which on a timeout doubles as a liveness check of the connection.
+                chat_events.ping(conn)
                 while conn.notifications:
                     _, _, payload = conn.notifications.popleft()
                     session_id, _, seq = payload.rpartition(":")

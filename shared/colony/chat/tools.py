@@ -39,7 +39,7 @@ from colony.flows.approval_queue import pending_cards
 from colony.flows.deps import FlowDeps
 from colony.registry.functions import CAMPAIGN_TOPIC, CONTENT_TOPIC
 from colony.runtime.transport import publish
-from colony.store import fetch_all, fetch_one
+from colony.store import approvals, campaigns, pipeline
 
 SNIPPET_CHARS = 240
 
@@ -100,28 +100,6 @@ def _stable_id(prefix: str, *parts: str) -> str:
 
 # ─── launch_campaign (gated) ─────────────────────────────────────────────────────────────
 
-CONTACTS_FOR_LAUNCH = """
-SELECT id FROM contacts WHERE (%s::text[] IS NULL OR external_id = ANY(%s::text[]))
-ORDER BY external_id NULLS LAST, id LIMIT 500
-"""
-CREATE_CAMPAIGN = """
-INSERT INTO campaigns (id, org_id, name, angle, tier, status)
-VALUES (%s, %s, %s, %s, %s, 'active') ON CONFLICT (id) DO NOTHING
-"""
-ADD_CONTACT = """
-INSERT INTO campaign_contacts (org_id, campaign_id, contact_id) VALUES (%s, %s, %s)
-ON CONFLICT DO NOTHING
-"""
-# The run row is written here (seed §4.2: the tool invocation is serialised to campaign_runs);
-# AGT-002's start inserts the same id with ON CONFLICT DO NOTHING, so the two agree.
-CREATE_RUN = """
-INSERT INTO campaign_runs (id, org_id, campaign_id, status, contacts_total)
-SELECT %s, %s, c.id, CASE WHEN c.status = 'paused' THEN 'paused' ELSE 'running' END,
-       (SELECT count(*) FROM campaign_contacts cc WHERE cc.campaign_id = c.id)
-FROM campaigns c WHERE c.id = %s
-ON CONFLICT (id) DO NOTHING
-"""
-
 
 def launch_campaign(ctx: ToolContext, args: LaunchCampaignArgs) -> dict[str, Any]:
     from colony.contracts.events import CampaignStart
@@ -132,13 +110,19 @@ def launch_campaign(ctx: ToolContext, args: LaunchCampaignArgs) -> dict[str, Any
     name = args.name or f"{args.angle} outreach, {args.tier}"
     # Its own transaction, committed before the dispatch: AGT-002 must find the rows.
     with ctx.deps.db.transaction(ctx.org_id) as cur:
-        ids = [r["id"] for r in fetch_all(cur, CONTACTS_FOR_LAUNCH, (wanted, wanted))]
+        ids = campaigns.contacts_for_launch(cur, wanted)
         if not ids:
             raise ValidationFailed("no prospects match; name existing contacts (P-001…)")
-        cur.execute(CREATE_CAMPAIGN, (campaign_id, ctx.org_id, name, args.angle, args.tier))
-        for contact_id in ids:
-            cur.execute(ADD_CONTACT, (ctx.org_id, campaign_id, contact_id))
-        cur.execute(CREATE_RUN, (run_id, ctx.org_id, campaign_id))
+        campaigns.launch(
+            cur,
+            ctx.org_id,
+            campaign_id,
+            run_id,
+            name=name,
+            angle=args.angle,
+            tier=args.tier,
+            contact_ids=ids,
+        )
     event = CampaignStart(org_id=ctx.org_id, campaign_id=campaign_id, run_id=run_id)
     message_id = publish(ctx.deps.transport, CAMPAIGN_TOPIC, event)
     return {
@@ -154,24 +138,10 @@ def launch_campaign(ctx: ToolContext, args: LaunchCampaignArgs) -> dict[str, Any
 
 # ─── pipeline_snapshot ───────────────────────────────────────────────────────────────────
 
-SNAPSHOT = """
-SELECT
-  (SELECT coalesce(jsonb_object_agg(stage, jsonb_build_object('deals', n, 'value', v)), '{}')
-     FROM (SELECT stage, count(*) AS n, coalesce(sum(value), 0) AS v
-           FROM deals GROUP BY stage) d) AS deals_by_stage,
-  (SELECT coalesce(jsonb_object_agg(status, n), '{}')
-     FROM (SELECT status, count(*) AS n FROM campaign_runs GROUP BY status) r) AS runs,
-  (SELECT count(*) FROM approval_items WHERE status = 'pending') AS approvals_pending,
-  (SELECT coalesce(jsonb_object_agg(status, n), '{}')
-     FROM (SELECT status, count(*) AS n FROM outbox GROUP BY status) o) AS outbox,
-  (SELECT count(*) FROM contacts) AS contacts
-"""
-
 
 def pipeline_snapshot(ctx: ToolContext, args: PipelineSnapshotArgs) -> dict[str, Any]:
     with ctx.deps.db.transaction(ctx.org_id) as cur:
-        row = fetch_one(cur, SNAPSHOT)
-    assert row is not None
+        row = pipeline.snapshot(cur)
     stages = {
         k: {"deals": int(v["deals"]), "value": float(v["value"])}
         for k, v in (row["deals_by_stage"] or {}).items()
@@ -223,17 +193,14 @@ def list_approvals(ctx: ToolContext, args: ListApprovalsArgs) -> dict[str, Any]:
     return pending_cards(ctx.deps, ctx.org_id, kind=args.kind, limit=args.limit)
 
 
-ITEM_KIND = "SELECT kind FROM approval_items WHERE id = %s"
-
-
 def decide_approval(ctx: ToolContext, args: DecideApprovalArgs) -> dict[str, Any]:
     from colony.flows.approval import decide
 
     with ctx.deps.db.transaction(ctx.org_id) as cur:
-        row = fetch_one(cur, ITEM_KIND, (args.item_id,))
-    if row is None:
+        kind = approvals.kind_of(cur, args.item_id)
+    if kind is None:
         raise NotFound(f"approval item {args.item_id!r} does not exist in this org")
-    if row["kind"] == "tool_action":
+    if kind == "tool_action":
         # CONST-001: the orchestrator may not approve its own gated actions.
         raise ValidationFailed("tool actions are decided by a person on their approval card")
     result = decide(ctx.deps, ctx.org_id, args.item_id, args.action, decided_by=ctx.user_id)

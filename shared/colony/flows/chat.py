@@ -45,7 +45,8 @@ from colony.errors import (
 from colony.flows import approval_queue
 from colony.flows.deps import FlowDeps
 from colony.ports import ModelRequest, ToolCall
-from colony.store import approvals, fetch_one, orgdata
+from colony.store import approvals, chat_events, orgdata
+from colony.store import chat as chat_store
 
 log = logging.getLogger("colony.chat")
 
@@ -57,19 +58,6 @@ APPROVALS_SHOWN = 10
 BRIEF_CHARS = 2400  # ≤250 words; a longer brief is clipped, not allowed to crowd the entity
 DELTA_WORDS = 6
 
-# Two-key advisory lock: (class, session). The class keeps chat locks apart from others.
-LOCK_CLASS = 5001
-LOCK = "SELECT pg_advisory_xact_lock(%s, hashtext(%s))"
-SESSION = "SELECT id FROM chat_sessions WHERE id = %s"
-CREATE_SESSION = "INSERT INTO chat_sessions (org_id, user_id) VALUES (%s, %s) RETURNING id"
-BRIEF = "SELECT brief_date, content FROM daily_briefs WHERE brief_date = %s"
-# The items the session's paused calls wait on, by id: not the queue's newest N, which a
-# long queue (one outbound message per prospect) would push them out of.
-RESULT_EXISTS = """
-SELECT 1 FROM chat_turns WHERE session_id = %s AND role = 'tool'
-  AND tool_call->>'id' = %s AND tool_call->>'status' = 'result'
-"""
-
 Sink = Callable[[Sequence[ev.Event]], None]
 
 
@@ -78,15 +66,13 @@ Sink = Callable[[Sequence[ev.Event]], None]
 
 def create_session(deps: FlowDeps, org_id: str, user_id: str) -> str:
     with deps.db.transaction(org_id) as cur:
-        row = fetch_one(cur, CREATE_SESSION, (org_id, user_id))
-    assert row is not None
-    return str(row["id"])
+        return chat_store.create_session(cur, org_id, user_id)
 
 
 def require_session(deps: FlowDeps, org_id: str, session_id: str) -> None:
     """NotFound unless the session exists in this org (RLS hides every other org's)."""
     with deps.db.transaction(org_id) as cur:
-        if fetch_one(cur, SESSION, (session_id,)) is None:
+        if not chat_store.session_exists(cur, session_id):
             raise NotFound(f"chat session {session_id!r} does not exist in this org")
 
 
@@ -115,10 +101,10 @@ class MessageTooLong(ValidationFailed):
 def transcript(deps: FlowDeps, org_id: str, session_id: str) -> dict[str, Any]:
     """The session as the page shows it on load: its turns and the last event id."""
     with deps.db.transaction(org_id) as cur:
-        if fetch_one(cur, SESSION, (session_id,)) is None:
+        if not chat_store.session_exists(cur, session_id):
             raise NotFound(f"chat session {session_id!r} does not exist in this org")
         rows = history.load(cur, session_id)
-        last = ev.last_seq(cur, session_id) or 0
+        last = chat_events.last_seq(cur, session_id) or 0
     turns = [
         {"id": r.id, "role": r.role, "content": r.content, "tool_call": r.tool_call} for r in rows
     ]
@@ -127,7 +113,7 @@ def transcript(deps: FlowDeps, org_id: str, session_id: str) -> dict[str, Any]:
 
 def today_brief(deps: FlowDeps, org_id: str) -> dict[str, Any] | None:
     with deps.db.transaction(org_id) as cur:
-        row = fetch_one(cur, BRIEF, (deps.clock().date(),))
+        row = chat_store.brief_on(cur, deps.clock().date())
     if row is None:
         return None
     return {"date": row["brief_date"].isoformat(), "content": row["content"]}
@@ -167,7 +153,9 @@ class TurnIO:
         """Append turn rows and events together, then deliver the events."""
         with self.tx() as cur:
             for role, content, call in rows:
-                history.insert(cur, self.org_id, self.session_id, self.turn_id, role, content, call)
+                chat_store.add_turn(
+                    cur, self.org_id, self.session_id, self.turn_id, role, content, call
+                )
             stored = self.emit(cur, items)
         self.deliver(stored)
         return stored
@@ -190,7 +178,7 @@ def run_turn(
     """
     turn_id = turn_id or f"turn-{uuid.uuid4().hex[:16]}"
     with deps.db.transaction(org_id) as lock:
-        lock.execute(LOCK, (LOCK_CLASS, session_id))
+        chat_store.lock_session(lock, session_id)
         io = TurnIO(
             deps,
             org_id,
@@ -260,7 +248,7 @@ def _finish(
     budget = io.deps.llm.budgets.for_profile(AGENT).history
     with io.tx() as cur:
         for role, content, call in rows:
-            history.insert(cur, io.org_id, io.session_id, io.turn_id, role, content, call)
+            chat_store.add_turn(cur, io.org_id, io.session_id, io.turn_id, role, content, call)
         stored_rows = history.load(cur, io.session_id)
         over = history.tokens(stored_rows, io.deps.llm.counter.count) > budget
         stored = io.emit(cur, [*items, *([] if over else [("done", {**done, "compacted": 0})])])
@@ -351,7 +339,7 @@ def _pause(
             {"id": call_id, "name": tool.name, "status": "awaiting", "approval_id": approval_id},
         )
         for role, content, call in (call_row, waiting):
-            history.insert(cur, io.org_id, io.session_id, io.turn_id, role, content, call)
+            chat_store.add_turn(cur, io.org_id, io.session_id, io.turn_id, role, content, call)
         card = {
             "id": approval_id,
             "kind": "tool_action",
@@ -400,7 +388,7 @@ def _model_step(io: TurnIO) -> tuple[OrchestratorReply | None, tuple[ToolCall, .
     with io.tx() as cur:
         rows = history.load(cur, io.session_id)
         pending = approvals.pending(cur, limit=APPROVALS_SHOWN)
-        brief = fetch_one(cur, BRIEF, (deps.clock().date(),))
+        brief = chat_store.brief_on(cur, deps.clock().date())
         icp = orgdata.active_icp(cur)
         org_name = orgdata.org_name(cur)
         decided = _awaited(cur, rows)
@@ -494,6 +482,8 @@ class OrchestratorFailed(ValidationFailed):
 
 def _awaited(cur: Any, rows: Sequence[history.Row]) -> dict[str, str]:
     """The status of each approval item a paused call in ``rows`` waits on."""
+    # By id: not the queue's newest N, which a long queue (one outbound message per
+    # prospect) would push them out of.
     waiting = [a for r in rows if (a := r.awaiting)]
     if not waiting:
         return {}
@@ -557,8 +547,8 @@ def _compact_if_needed(io: TurnIO, *, current_turn: str | None) -> int:
             result.output.model_dump(mode="json"), deps.llm.counter.count
         )
         gone = [r.id for r in folded] + ([old.id] if old else [])
-        cur.execute(history.DELETE_TURNS, (io.session_id, gone))
-        history.insert(
+        chat_store.delete_turns(cur, io.session_id, gone)
+        chat_store.add_turn(
             cur, io.org_id, io.session_id, io.turn_id, "summary", text, {"summary": summary}
         )
     log.info("chat session %s: folded %d turns into its summary", io.session_id, len(folded))
@@ -584,8 +574,8 @@ def apply_tool_action(
     """
     session_id = str(payload["session_id"])
     call_id = str(payload["call_id"])
-    cur.execute(LOCK, (LOCK_CLASS, session_id))
-    if fetch_one(cur, RESULT_EXISTS, (session_id, call_id)) is not None:
+    chat_store.lock_session(cur, session_id)
+    if chat_store.has_tool_result(cur, session_id, call_id):
         return
     requested_by = str(payload.get("requested_by") or "approval")
     turn_id = f"turn-{uuid.uuid4().hex[:16]}"

@@ -27,6 +27,7 @@ UPDATE approval_items SET status = %s, edited_payload = COALESCE(%s::jsonb, edit
 """
 BY_RUN = "SELECT id, status, payload FROM approval_items WHERE run_id = %s AND kind = %s"
 STATUSES = "SELECT id, status FROM approval_items WHERE id = ANY(%s::text[])"
+KIND = "SELECT kind FROM approval_items WHERE id = %s"
 PENDING = """
 SELECT a.id, a.kind, a.source_agent, a.subject_id, a.payload, a.created_at,
        k.object_name AS kit_object
@@ -89,3 +90,9 @@ def pending(cur: Any, *, kind: str | None = None, limit: int = 50) -> list[Row]:
 
 def pending_count(cur: Any) -> int:
     return int(fetch_value(cur, PENDING_COUNT))
+
+
+def kind_of(cur: Any, item_id: str) -> str | None:
+    """The item's kind, without locking it (None: not in this org)."""
+    row = fetch_one(cur, KIND, (item_id,))
+    return None if row is None else str(row["kind"])

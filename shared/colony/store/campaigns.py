@@ -5,6 +5,11 @@ Every statement runs under ``Database.transaction(org_id)``: RLS scopes it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
+from colony.store.db import fetch_all
+
 CREATE_CAMPAIGN = """
 INSERT INTO campaigns (org_id, name, angle, tier, status, bounce_threshold, complaint_threshold)
 VALUES (%s, %s, %s, %s, 'active', %s, %s) RETURNING id
@@ -82,3 +87,49 @@ APPROVAL_QUEUE = """
 SELECT id, kind, status, source_agent, run_id, subject_id, payload, created_at
 FROM approval_items WHERE (%s::text IS NULL OR run_id = %s) ORDER BY created_at, id
 """
+
+# ─── a launch from the chat (AGT-001's launch_campaign tool) ─────────────────────────────
+# The ids are the caller's (derived from the tool call), and every write is ON CONFLICT DO
+# NOTHING: an approval applied twice launches once.
+
+CONTACTS_FOR_LAUNCH = """
+SELECT id FROM contacts WHERE (%s::text[] IS NULL OR external_id = ANY(%s::text[]))
+ORDER BY external_id NULLS LAST, id LIMIT 500
+"""
+LAUNCH_CAMPAIGN = """
+INSERT INTO campaigns (id, org_id, name, angle, tier, status)
+VALUES (%s, %s, %s, %s, %s, 'active') ON CONFLICT (id) DO NOTHING
+"""
+# The run row is written here (seed §4.2: the tool invocation is serialised to campaign_runs);
+# AGT-002's start inserts the same id with ON CONFLICT DO NOTHING, so the two agree.
+LAUNCH_RUN = """
+INSERT INTO campaign_runs (id, org_id, campaign_id, status, contacts_total)
+SELECT %s, %s, c.id, CASE WHEN c.status = 'paused' THEN 'paused' ELSE 'running' END,
+       (SELECT count(*) FROM campaign_contacts cc WHERE cc.campaign_id = c.id)
+FROM campaigns c WHERE c.id = %s
+ON CONFLICT (id) DO NOTHING
+"""
+
+
+def contacts_for_launch(cur: Any, external_ids: Sequence[str] | None) -> list[Any]:
+    """The ids of the contacts named by ``external_ids`` (None: all), at most 500."""
+    wanted = list(external_ids) if external_ids is not None else None
+    return [r["id"] for r in fetch_all(cur, CONTACTS_FOR_LAUNCH, (wanted, wanted))]
+
+
+def launch(
+    cur: Any,
+    org_id: str,
+    campaign_id: str,
+    run_id: str,
+    *,
+    name: str,
+    angle: str,
+    tier: str,
+    contact_ids: Sequence[Any],
+) -> None:
+    """Create the campaign, its contacts and its run row (the run counts the contacts)."""
+    cur.execute(LAUNCH_CAMPAIGN, (campaign_id, org_id, name, angle, tier))
+    for contact_id in contact_ids:
+        cur.execute(ADD_CONTACT, (org_id, campaign_id, contact_id))
+    cur.execute(LAUNCH_RUN, (run_id, org_id, campaign_id))

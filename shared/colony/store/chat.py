@@ -1,0 +1,92 @@
+"""ENT-008, chat sessions and their turns (``chat_sessions``, ``chat_turns``).
+
+Every function takes the cursor of a transaction opened under the session's org
+(``Database.transaction(org_id)``), so RLS scopes each statement: another org's session is
+simply not there. The session's event log is ``colony.store.chat_events``.
+
+Turns of one session are serialised by ``lock_session``: a transaction-scoped advisory lock,
+held by the database (so it holds across function instances) until the caller's transaction
+ends. Take it first in the transaction that runs the turn.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from datetime import date
+from typing import Any
+
+from colony.store.db import Row, fetch_all, fetch_one, fetch_value
+
+# Two-key advisory lock: (class, session). The class keeps chat locks apart from others.
+LOCK_CLASS = 5001
+LOCK = "SELECT pg_advisory_xact_lock(%s, hashtext(%s))"
+SESSION = "SELECT id FROM chat_sessions WHERE id = %s"
+CREATE_SESSION = "INSERT INTO chat_sessions (org_id, user_id) VALUES (%s, %s) RETURNING id"
+TURNS = """
+SELECT id, role, content, tool_call, turn_id FROM chat_turns
+WHERE session_id = %s ORDER BY id
+"""
+INSERT_TURN = """
+INSERT INTO chat_turns (org_id, session_id, role, content, tool_call, turn_id)
+VALUES (%s, %s, %s, %s, %s::jsonb, %s) RETURNING id
+"""
+DELETE_TURNS = "DELETE FROM chat_turns WHERE session_id = %s AND id = ANY(%s::bigint[])"
+RESULT_EXISTS = """
+SELECT 1 FROM chat_turns WHERE session_id = %s AND role = 'tool'
+  AND tool_call->>'id' = %s AND tool_call->>'status' = 'result'
+"""
+# ENT-009, read here only for the chat (today's brief as entity data and on GET /brief); the
+# brief's own repository is the daily brief flow's.
+BRIEF_ON = "SELECT brief_date, content FROM daily_briefs WHERE brief_date = %s"
+
+
+def lock_session(cur: Any, session_id: str) -> None:
+    """Wait for, then hold until the transaction ends, the session's turn lock."""
+    cur.execute(LOCK, (LOCK_CLASS, session_id))
+
+
+def create_session(cur: Any, org_id: str, user_id: str) -> str:
+    """A new session for ``user_id``; returns its id."""
+    row = fetch_one(cur, CREATE_SESSION, (org_id, user_id))
+    assert row is not None
+    return str(row["id"])
+
+
+def session_exists(cur: Any, session_id: str) -> bool:
+    """Whether the session exists in this org (RLS hides every other org's)."""
+    return fetch_one(cur, SESSION, (session_id,)) is not None
+
+
+def turns(cur: Any, session_id: str) -> list[Row]:
+    """The session's turns in order (``id, role, content, tool_call, turn_id``)."""
+    return fetch_all(cur, TURNS, (session_id,))
+
+
+def add_turn(
+    cur: Any,
+    org_id: str,
+    session_id: str,
+    turn_id: str,
+    role: str,
+    content: str,
+    tool_call: Mapping[str, Any] | None = None,
+) -> int:
+    """Append one turn row; returns its id."""
+    call = json.dumps(tool_call) if tool_call is not None else None
+    return int(fetch_value(cur, INSERT_TURN, (org_id, session_id, role, content, call, turn_id)))
+
+
+def delete_turns(cur: Any, session_id: str, ids: Sequence[int]) -> None:
+    """Remove the session's rows ``ids`` (those folded into its summary)."""
+    cur.execute(DELETE_TURNS, (session_id, list(ids)))
+
+
+def has_tool_result(cur: Any, session_id: str, call_id: str) -> bool:
+    """Whether the tool call ``call_id`` already has its result row in the session."""
+    return fetch_one(cur, RESULT_EXISTS, (session_id, call_id)) is not None
+
+
+def brief_on(cur: Any, day: date) -> Row | None:
+    """The org's daily brief of ``day`` (``brief_date, content``), if one was written."""
+    return fetch_one(cur, BRIEF_ON, (day,))

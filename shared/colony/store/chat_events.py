@@ -1,0 +1,87 @@
+"""ENT-008's event log: every SSE event of every chat turn, numbered per session.
+
+Appending bumps ``chat_sessions.last_seq`` and inserts the events in one statement, and
+``pg_notify`` tells every listening chat instance (``colony.chat.hub``) that the session has
+new events; the notification is delivered when the appending transaction commits, so a
+follower never hears of an event it cannot read yet. A notification's payload is
+``<session id>:<seq>`` only, never content.
+
+``append``, ``after`` and ``last_seq`` take the cursor of a transaction opened under the
+session's org (``Database.transaction(org_id)``), so RLS scopes all of it to the org.
+``listen`` and ``ping`` take the hub's own dedicated connection (autocommit, no org scope:
+it only ever hears ids).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from colony.store.db import Row, fetch_all, fetch_value
+
+CHANNEL = "colony_chat_events"
+
+# One round trip: number the events, insert them, and notify (delivered at commit).
+APPEND = """
+WITH s AS (
+    UPDATE chat_sessions SET last_seq = last_seq + %s WHERE id = %s RETURNING last_seq
+), ins AS (
+    INSERT INTO chat_events (org_id, session_id, seq, turn_id, type, data)
+    SELECT %s, %s, s.last_seq - %s + e.ord, %s, e.type, e.data::jsonb
+    FROM s, unnest(%s::text[], %s::text[]) WITH ORDINALITY AS e(type, data, ord)
+    RETURNING seq
+)
+SELECT (SELECT max(seq) FROM ins), pg_notify(%s, %s || ':' || (SELECT max(seq) FROM ins))
+"""
+AFTER = """
+SELECT seq, turn_id, type, data FROM chat_events
+WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s
+"""
+LAST_SEQ = "SELECT last_seq FROM chat_sessions WHERE id = %s"
+LISTEN = f"LISTEN {CHANNEL}"
+# A no-op query makes pg8000 read whatever arrived (notifications first); on a timeout it
+# doubles as a liveness check of the connection.
+PING = "SELECT 1"
+
+
+def append(
+    cur: Any,
+    org_id: str,
+    session_id: str,
+    turn_id: str,
+    events: Sequence[tuple[str, Mapping[str, Any]]],
+) -> int | None:
+    """Append ``(type, data)`` events of ``turn_id`` (numbered in order) and notify the
+    listeners; returns the last one's seq, or None when the session is not in this org
+    (RLS hid its row, so nothing was written)."""
+    n = len(events)
+    types = [t for t, _ in events]
+    datas = [json.dumps(d, separators=(",", ":")) for _, d in events]
+    last = fetch_value(
+        cur,
+        APPEND,
+        (n, session_id, org_id, session_id, n, turn_id, types, datas, CHANNEL, session_id),
+    )
+    return None if last is None else int(last)
+
+
+def after(cur: Any, session_id: str, seq: int, limit: int = 500) -> list[Row]:
+    """Up to ``limit`` events past ``seq``, in order (``seq, turn_id, type, data``)."""
+    return fetch_all(cur, AFTER, (session_id, seq, limit))
+
+
+def last_seq(cur: Any, session_id: str) -> int | None:
+    """The session's last event id (None: no such session in this org)."""
+    value = fetch_value(cur, LAST_SEQ, (session_id,))
+    return None if value is None else int(value)
+
+
+def listen(conn: Any) -> None:
+    """Subscribe the hub's connection to ``CHANNEL``."""
+    conn.execute_simple(LISTEN)
+
+
+def ping(conn: Any) -> None:
+    """Make the hub's connection read what arrived (see ``PING``)."""
+    conn.execute_simple(PING)
