@@ -15,12 +15,10 @@ from colony.contracts import OutboundMessage
 from colony.errors import Conflict, NotFound, ValidationFailed
 from colony.flows.deps import FlowDeps
 from colony.policy.outbound import check_shape
-from colony.store import approvals, fetch_one, outbox
+from colony.store import approvals, campaigns, outbox
 
 Action = Literal["approve", "reject", "edit"]
 
-# FOR SHARE: a breaker pause cannot commit between this read and the outbox insert.
-CAMPAIGN_STATUS = "SELECT status FROM campaigns WHERE id = %s FOR SHARE"
 FINAL = {"approve": "applied", "edit": "applied", "reject": "rejected"}
 
 
@@ -81,8 +79,8 @@ def _to_outbox(
     campaign_id = payload.get("campaign_id")
     paused = False
     if campaign_id:
-        row = fetch_one(cur, CAMPAIGN_STATUS, (campaign_id,))
-        paused = bool(row and row["status"] == "paused")
+        # Share-locked: a breaker pause cannot commit between this read and the outbox insert.
+        paused = campaigns.status_for_share(cur, campaign_id) == "paused"
     outbox.queue(
         cur,
         org_id,

@@ -7,7 +7,7 @@ One brief per org and day (``daily_briefs`` is unique on both): a second run the
 returns the stored brief without calling the model, and two racing runs store one. Days are
 UTC; "yesterday" is the 24 hours before the brief's day began.
 
-What the numbers mean (each one SQL constant below):
+What the numbers mean (each one SQL aggregate in ``colony.store.briefs``):
 - pipeline: deals by stage, now;
 - queue: approval items pending, now;
 - messages sent: outbox rows created yesterday that left the outbox (any status past
@@ -18,7 +18,6 @@ What the numbers mean (each one SQL constant below):
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
@@ -31,7 +30,7 @@ from colony.errors import NotFound, ValidationFailed
 from colony.flows.deps import FlowDeps
 from colony.llm.agent_call import call_agent
 from colony.ports import Message
-from colony.store import fetch_all, fetch_one, orgdata
+from colony.store import briefs, orgdata
 
 AGENT = "AGT-010"
 MAX_WORDS = 250
@@ -42,35 +41,6 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("yesterday", "Yesterday"),
     ("todays_priorities", "Today's Priorities"),
 )
-
-ORG = "SELECT id FROM organizations WHERE id = %s"
-STORED = """
-SELECT brief_date, content, sections, data_snapshot, created_at
-FROM daily_briefs WHERE brief_date = %s
-"""
-PRIOR = """
-SELECT brief_date, content FROM daily_briefs WHERE brief_date < %s
-ORDER BY brief_date DESC LIMIT 1
-"""
-DEALS_BY_STAGE = "SELECT stage, count(*) AS n FROM deals GROUP BY stage ORDER BY stage"
-QUEUE = "SELECT count(*) AS n FROM approval_items WHERE status = 'pending'"
-SENT = """
-SELECT count(*) AS sent,
-       count(*) FILTER (WHERE status = 'bounced') AS bounced,
-       count(*) FILTER (WHERE status = 'replied') AS replied
-FROM outbox
-WHERE created_at >= %s AND created_at < %s AND status NOT IN ('queued', 'blocked')
-"""
-PUBLISHED = """
-SELECT count(*) AS n FROM published_content WHERE published_at >= %s AND published_at < %s
-"""
-PAUSED = "SELECT count(*) AS n FROM campaigns WHERE status = 'paused'"
-STORE = """
-INSERT INTO daily_briefs (org_id, brief_date, content, sections, data_snapshot)
-VALUES (%s, %s, %s, %s::jsonb, %s::jsonb)
-ON CONFLICT (org_id, brief_date) DO NOTHING
-RETURNING brief_date
-"""
 
 
 class BriefRequest(Strict):
@@ -89,19 +59,17 @@ def day_window(day: date) -> tuple[datetime, datetime]:
 def snapshot(cur: Any, day: date) -> dict[str, Any]:
     """The brief's numbers, every one computed by SQL inside the org's transaction."""
     start, end = day_window(day)
-    stages = {r["stage"]: int(r["n"]) for r in fetch_all(cur, DEALS_BY_STAGE)}
-    queue = fetch_one(cur, QUEUE)
-    sent = fetch_one(cur, SENT, (start, end))
-    published = fetch_one(cur, PUBLISHED, (start, end))
-    paused = fetch_one(cur, PAUSED)
-    assert queue and sent and published and paused  # aggregates always return a row
+    stages = briefs.deals_by_stage(cur)
+    queue = briefs.pending_approvals(cur)
+    sent = briefs.messages_sent(cur, start, end)
+    published = briefs.content_published(cur, start, end)
+    n_paused = briefs.paused_campaigns(cur)
     n_sent = int(sent["sent"])
-    n_paused = int(paused["n"])
     return {
         "deals_by_stage": stages,
-        "approval_queue_count": int(queue["n"]),
+        "approval_queue_count": queue,
         "messages_sent": n_sent,
-        "content_published": int(published["n"]),
+        "content_published": published,
         "circuit_breaker": (
             f"open ({n_paused} campaign{'s' if n_paused != 1 else ''} paused)"
             if n_paused
@@ -136,25 +104,23 @@ def daily_brief(deps: FlowDeps, org_id: str, day: date | None = None) -> dict[st
             " written on or after its day"
         )
     with deps.db.transaction(org_id) as cur:
-        if fetch_one(cur, ORG, (org_id,)) is None:
+        if not orgdata.org_exists(cur, org_id):
             raise NotFound(f"organization {org_id!r} has no record; there is nothing to brief")
-        stored = fetch_one(cur, STORED, (day,))
+        stored = briefs.stored(cur, day)
         if stored is not None:
             return _result(stored, created=False)
         data = snapshot(cur, day)
-        prior = fetch_one(cur, PRIOR, (day,))
+        prior = briefs.prior(cur, day)
         icp = orgdata.active_icp(cur)
         name = orgdata.org_name(cur)
 
     sections = _generate(deps, org_id, day, data, prior, icp, name)
     content = render(sections)
     with deps.db.transaction(org_id) as cur:
-        inserted = fetch_one(
-            cur, STORE, (org_id, day, content, json.dumps(sections), json.dumps(data))
-        )
-        stored = fetch_one(cur, STORED, (day,))
+        inserted = briefs.store(cur, org_id, day, content, sections, data)
+        stored = briefs.stored(cur, day)
     assert stored is not None
-    return _result(stored, created=inserted is not None)
+    return _result(stored, created=inserted)
 
 
 def _generate(

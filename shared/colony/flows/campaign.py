@@ -17,7 +17,6 @@ from their stored outputs.
 
 from __future__ import annotations
 
-import json
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -32,8 +31,7 @@ from colony.registry.functions import AGENT_TOPICS, CAMPAIGN_TOPIC
 from colony.runtime import idempotency
 from colony.runtime.steps import step
 from colony.runtime.transport import publish
-from colony.store import campaigns as sql
-from colony.store import fetch_all, fetch_one, orgdata
+from colony.store import campaigns, orgdata
 from colony.store.db import Row
 
 # Bucket hints per downstream agent (seed §7.2): what each specialist should retrieve.
@@ -59,15 +57,18 @@ def create_campaign(
     complaint_threshold: float = 0.003,
 ) -> str:
     with deps.db.transaction(org_id) as cur:
-        row = fetch_one(
+        campaign_id = campaigns.create(
             cur,
-            sql.CREATE_CAMPAIGN,
-            (org_id, name, angle, tier, bounce_threshold, complaint_threshold),
+            org_id,
+            name=name,
+            angle=angle,
+            tier=tier,
+            bounce_threshold=bounce_threshold,
+            complaint_threshold=complaint_threshold,
         )
-        assert row is not None
         for contact_id in contact_ids:
-            cur.execute(sql.ADD_CONTACT, (org_id, row["id"], contact_id))
-    return str(row["id"])
+            campaigns.add_contact(cur, org_id, campaign_id, contact_id)
+    return campaign_id
 
 
 def launch(deps: FlowDeps, org_id: str, campaign_id: str) -> str:
@@ -95,14 +96,14 @@ def start(deps: FlowDeps, event: CampaignStart, event_id: str) -> dict[str, Any]
     if idempotency.seen(deps.db, org, "campaign.start", event_id):
         return {"duplicate": True}
     with deps.db.transaction(org) as cur:
-        campaign = fetch_one(cur, sql.CAMPAIGN, (event.campaign_id,))
+        campaign = campaigns.get(cur, event.campaign_id)
         if campaign is None:
             raise NotFound(f"campaign {event.campaign_id!r} does not exist in this org")
-        contacts = fetch_all(cur, sql.CAMPAIGN_CONTACTS, (event.campaign_id,))
+        contacts = campaigns.contacts(cur, event.campaign_id)
         icp = orgdata.active_icp(cur)
         # A run launched while the campaign is paused waits for its resume (CONST-005).
         status = "paused" if campaign["status"] == "paused" else "running"
-        cur.execute(sql.START_RUN, (run_id, org, event.campaign_id, status, len(contacts)))
+        campaigns.start_run(cur, run_id, org, event.campaign_id, status, len(contacts))
 
     rules = (icp or {}).get("anti_icp_rules") or []
 
@@ -118,7 +119,7 @@ def start(deps: FlowDeps, event: CampaignStart, event_id: str) -> dict[str, Any]
 
     def record_scores(cur: Any, output: Mapping[str, Any]) -> None:
         for contact_id, rule_ids in output["disqualified"].items():
-            cur.execute(sql.SET_SCORE, (0, json.dumps(rule_ids), "disqualify", contact_id))
+            campaigns.set_score(cur, contact_id, 0, rule_ids, "disqualify")
 
     filtered = step(deps.db, org, run_id, "anti_icp", anti_icp, record_scores)
     disqualified = filtered["disqualified"]
@@ -128,7 +129,7 @@ def start(deps: FlowDeps, event: CampaignStart, event_id: str) -> dict[str, Any]
         else:
             handoff(deps, org, campaign, run_id, contact["id"], "AGT-003")
     with deps.db.transaction(org) as cur:
-        cur.execute(sql.COMPLETE_IF_DONE, (run_id,))  # e.g. every contact was anti-ICP
+        campaigns.complete_if_done(cur, run_id)  # e.g. every contact was anti-ICP
     idempotency.mark(deps.db, org, "campaign.start", event_id)
     return {"run_id": run_id, "contacts": len(contacts), "anti_icp": len(disqualified)}
 
@@ -142,22 +143,13 @@ def resume(deps: FlowDeps, event: CampaignResume, event_id: str) -> dict[str, An
     """
     org = event.org_id
     with deps.db.transaction(org) as cur:
-        campaign = fetch_one(cur, sql.CAMPAIGN, (event.campaign_id,))
+        campaign = campaigns.get(cur, event.campaign_id)
         if campaign is None:
             raise NotFound(f"campaign {event.campaign_id!r} does not exist in this org")
-        cur.execute(sql.ACTIVATE_CAMPAIGN, (event.campaign_id,))
-        cur.execute(sql.UNBLOCK_OUTBOX, (event.campaign_id,))
-        resumable = fetch_all(cur, sql.RESUME_RUNS, (event.campaign_id, event.run_id, event.run_id))
-        runs = [r["id"] for r in resumable]
-        contacts = fetch_all(cur, sql.CAMPAIGN_CONTACTS, (event.campaign_id,))
+        runs = campaigns.resume(cur, event.campaign_id, event.run_id)
+        contacts = campaigns.contacts(cur, event.campaign_id)
         finished = {
-            (r["run_id"], r["step_key"][len("done:") :])
-            for r in fetch_all(
-                cur,
-                "SELECT run_id, step_key FROM run_steps WHERE run_id = ANY(%s)"
-                " AND status = 'done' AND step_key LIKE 'done:%%'",
-                (runs,),
-            )
+            (r["run_id"], r["step_key"][len("done:") :]) for r in campaigns.done_steps(cur, runs)
         }
     redispatched = 0
     for run_id in runs:
@@ -176,7 +168,7 @@ def contact_done(deps: FlowDeps, org: str, run_id: str, contact_id: str, outcome
         run_id,
         f"done:{contact_id}",
         lambda: {"outcome": outcome},
-        lambda cur, _: cur.execute(sql.CONTACT_DONE, (run_id,)),
+        lambda cur, _: campaigns.contact_done(cur, run_id),
     )
 
 

@@ -28,17 +28,13 @@ from colony.runtime import idempotency
 from colony.runtime.steps import step
 from colony.runtime.transport import publish
 from colony.store import approvals, orgdata
+from colony.store import content as published_content
 
 AGENT = "AGT-008"
 HANDLER = "content"
 GROUNDING = ("KC-01", "KC-05", "KC-07")
 PER_DOMAIN = 2
 DEFAULT_COMPETITORS = ("CareSpace Analytics", "FacilityIQ", "LeaseLogic Health")
-
-PUBLISH = """
-INSERT INTO published_content (org_id, approval_item_id, title, format, body)
-VALUES (%s, %s, %s, %s, %s) ON CONFLICT (approval_item_id) DO NOTHING
-"""
 
 
 def request_content(deps: FlowDeps, org_id: str, topic: str, piece_format: str) -> str:
@@ -137,7 +133,9 @@ def apply_content_piece(
             f"the content piece is not publishable: {error.error_count()} "
             "invalid field(s) among title, format, body"
         ) from None
-    cur.execute(PUBLISH, (org_id, item_id, piece.title, piece.format, piece.body))
+    published_content.publish(
+        cur, org_id, item_id, title=piece.title, piece_format=piece.format, body=piece.body
+    )
 
 
 def content_event(deps: FlowDeps, event: Any, event_id: str) -> dict[str, Any]:

@@ -24,17 +24,10 @@ from colony.errors import NotFound, ValidationFailed
 from colony.flows.deps import FlowDeps
 from colony.registry.functions import ONBOARDING_TOPIC
 from colony.runtime.transport import publish
-from colony.store import approvals, fetch_one
+from colony.store import approvals
+from colony.store import deals as deal_store
 
 Stage = Literal["discovery", "demo", "proposal", "negotiation", "closed_won", "closed_lost"]
-
-DEAL_FOR_UPDATE = "SELECT id, stage FROM deals WHERE id = %s FOR UPDATE"
-UPDATE_DEAL = """
-UPDATE deals SET stage = COALESCE(%s, stage), value = COALESCE(%s, value),
-    next_action = COALESCE(%s, next_action), close_date = COALESCE(%s::date, close_date),
-    updated_at = now()
-WHERE id = %s
-"""
 
 
 class DealChanges(Strict):
@@ -80,7 +73,7 @@ def propose_deal_update(
     update = parse_update({"deal_id": deal_id, "changes": dict(changes), "source": source or {}})
     payload = update.model_dump(mode="json", exclude_none=True)
     with deps.db.transaction(org_id) as cur:
-        if fetch_one(cur, "SELECT id FROM deals WHERE id = %s", (deal_id,)) is None:
+        if not deal_store.exists(cur, deal_id):
             raise NotFound(f"deal {deal_id!r} does not exist in this org")
         return approvals.add(cur, org_id, "deal_update", source_agent, payload, subject_id=deal_id)
 
@@ -90,19 +83,17 @@ def apply_deal_update(
 ) -> None:
     """Approved deal update → the deal row; closed-won → the onboarding event."""
     update = parse_update(payload)
-    deal = fetch_one(cur, DEAL_FOR_UPDATE, (update.deal_id,))
+    deal = deal_store.lock_stage(cur, update.deal_id)
     if deal is None:
         raise NotFound(f"deal {update.deal_id!r} does not exist in this org")
     c = update.changes
-    cur.execute(
-        UPDATE_DEAL,
-        (
-            c.stage,
-            c.value,
-            c.next_action,
-            c.close_date.isoformat() if c.close_date else None,
-            update.deal_id,
-        ),
+    deal_store.update(
+        cur,
+        update.deal_id,
+        stage=c.stage,
+        value=c.value,
+        next_action=c.next_action,
+        close_date=c.close_date,
     )
     if c.stage == "closed_won" and deal["stage"] != "closed_won":
         event = DealClosedWon(org_id=org_id, deal_id=update.deal_id)

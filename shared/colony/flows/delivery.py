@@ -19,32 +19,13 @@ from colony.flows.deps import FlowDeps
 from colony.registry.functions import CAMPAIGN_RESUME_QUEUE
 from colony.runtime import idempotency
 from colony.runtime.transport import enqueue
-from colony.store import campaigns as sql
-from colony.store import fetch_all, fetch_one
+from colony.store import campaigns, outbox
 
 DeliveryEvent = Literal["delivered", "bounced", "complained", "replied"]
 EVENTS: tuple[str, ...] = ("delivered", "bounced", "complained", "replied")
 MIN_SAMPLE = 10  # messages with an outcome before a rate can trip the breaker
 RESUME_AFTER_SECONDS = 24 * 3600
 HANDLER = "delivery-events"
-
-# Forward only: bounced and complained are final; replied is not undone by a late delivered.
-SET_STATUS = """
-UPDATE outbox SET status = %s, updated_at = now()
-WHERE id = %s AND status NOT IN ('bounced', 'complained')
-  AND NOT (status = 'replied' AND %s = 'delivered')
-RETURNING campaign_id
-"""
-MESSAGE = "SELECT campaign_id, status FROM outbox WHERE id = %s"
-RATES = """
-SELECT count(*) FILTER (WHERE o.status IN ('delivered', 'bounced', 'complained', 'replied'))
-           AS judged,
-       count(*) FILTER (WHERE o.status = 'bounced') AS bounced,
-       count(*) FILTER (WHERE o.status = 'complained') AS complained
-FROM outbox o JOIN campaigns c ON c.id = o.campaign_id
-WHERE o.campaign_id = %s AND (c.resumed_at IS NULL OR o.updated_at >= c.resumed_at)
-"""
-PAUSED = "SELECT status, paused_at FROM campaigns WHERE id = %s"
 
 
 def record(
@@ -54,20 +35,20 @@ def record(
         raise ValidationFailed(f"unknown delivery event {event!r}; expected {', '.join(EVENTS)}")
     outcome: dict[str, Any]
     with deps.db.transaction(org_id) as cur:
-        message = fetch_one(cur, MESSAGE, (outbox_id,))
+        message = outbox.message(cur, outbox_id)
         if message is None:
             raise NotFound(f"outbox message {outbox_id!r} does not exist in this org")
         campaign_id = message["campaign_id"]
         cur.execute(idempotency.MARK, (org_id, HANDLER, event_id, "done", event))
         if cur.rowcount == 0:
             outcome = {"duplicate": True}
-        elif fetch_one(cur, SET_STATUS, (event, outbox_id, event)) is None:
+        elif not outbox.set_status(cur, outbox_id, event):
             outcome = {"outbox_id": outbox_id, "status": message["status"], "ignored": event}
         else:
             outcome = {"outbox_id": outbox_id, "status": event}
             if campaign_id:
                 outcome.update(_breaker(cur, campaign_id))
-        paused = fetch_one(cur, PAUSED, (campaign_id,)) if campaign_id else None
+        paused = campaigns.pause_state(cur, campaign_id) if campaign_id else None
     if paused and paused["status"] == "paused" and paused["paused_at"] is not None:
         # Every event of a paused campaign re-asks for its resume: the task name is the
         # pause's, so this is created once, even after a crash right after the pause.
@@ -83,8 +64,8 @@ def record(
 
 
 def _breaker(cur: Any, campaign_id: str) -> dict[str, Any]:
-    campaign = fetch_one(cur, sql.CAMPAIGN, (campaign_id,))
-    rates = fetch_one(cur, RATES, (campaign_id,))
+    campaign = campaigns.get(cur, campaign_id)
+    rates = outbox.rates(cur, campaign_id)
     if campaign is None or rates is None or rates["judged"] < MIN_SAMPLE:
         return {}
     bounce = rates["bounced"] / rates["judged"]
@@ -98,8 +79,6 @@ def _breaker(cur: Any, campaign_id: str) -> dict[str, Any]:
     )
     if tripped and campaign["status"] == "active":
         reason = f"circuit breaker: bounce {bounce:.1%}, complaints {complaint:.2%}"
-        cur.execute(sql.PAUSE_CAMPAIGN, (campaign_id,))
-        paused = fetch_all(cur, sql.PAUSE_RUNS, (reason, campaign_id))
-        cur.execute(sql.BLOCK_OUTBOX, (campaign_id,))
-        result.update(paused=True, reason=reason, paused_runs=[r["id"] for r in paused])
+        paused = campaigns.pause(cur, campaign_id, reason)
+        result.update(paused=True, reason=reason, paused_runs=paused)
     return result

@@ -20,24 +20,11 @@ from colony.ports import DriveClient
 from colony.registry.functions import AGENT_TOPICS
 from colony.runtime import idempotency
 from colony.runtime.transport import publish
-from colony.store import fetch_all, fetch_one
+from colony.store import deals, recordings
 from colony.webhooks import MAX_TRANSCRIPT_BYTES, folder_of, is_transcript, org_from_token
 
 if TYPE_CHECKING:
     from colony.observability.logs import Headers
-
-KNOWN_FILES = "SELECT id, source_file_id, status FROM recordings WHERE source_file_id = ANY(%s)"
-ADD_RECORDING = """
-INSERT INTO recordings (org_id, deal_id, source_file_id, title, transcript_uri, status, error)
-VALUES (%s, %s, %s, %s, %s, %s, %s)
-ON CONFLICT (org_id, source_file_id) DO NOTHING RETURNING id
-"""
-# The deal a call was about: the one open deal whose contact's company the title names.
-DEAL_FOR_TITLE = """
-SELECT d.id FROM deals d JOIN contacts c ON c.id = d.contact_id
-WHERE btrim(c.company) <> '' AND strpos(lower(%s), lower(c.company)) > 0
-  AND d.stage NOT IN ('closed_won', 'closed_lost')
-"""
 
 
 def ingest(deps: FlowDeps, headers: Headers, drive: DriveClient) -> dict[str, Any]:
@@ -64,9 +51,7 @@ def ingest(deps: FlowDeps, headers: Headers, drive: DriveClient) -> dict[str, An
         return {"status": state}
     files = [f for f in drive.list_folder(folder) if is_transcript(f)]
     with deps.db.transaction(org) as cur:
-        known = {
-            r["source_file_id"]: r for r in fetch_all(cur, KNOWN_FILES, ([f.id for f in files],))
-        }
+        known = recordings.known_files(cur, [f.id for f in files])
     published: list[str] = []
     for file in files:
         row = known.get(file.id)
@@ -92,14 +77,22 @@ def _store(deps: FlowDeps, org: str, drive: DriveClient, file: Any) -> str | Non
     else:
         uri = deps.blobs.put(f"transcripts/{org}/{file.id}.txt", data, "text/plain; charset=utf-8")
     with deps.db.transaction(org) as cur:
-        deals = fetch_all(cur, DEAL_FOR_TITLE, (file.name,))
-        deal_id = deals[0]["id"] if len(deals) == 1 else None
-        row = fetch_one(
-            cur, ADD_RECORDING, (org, deal_id, file.id, file.name[:500], uri, status, error)
+        # The call's deal is the one open deal its title names; two or more would be a guess.
+        candidates = deals.open_for_title(cur, file.name)
+        deal_id = candidates[0] if len(candidates) == 1 else None
+        recording_id = recordings.add(
+            cur,
+            org,
+            file.id,
+            file.name[:500],
+            deal_id=deal_id,
+            transcript_uri=uri,
+            status=status,
+            error=error,
         )
-    if row is None or status == "failed":
+    if recording_id is None or status == "failed":
         return None
-    return _publish_received(deps, org, row["id"])
+    return _publish_received(deps, org, recording_id)
 
 
 def _publish_received(deps: FlowDeps, org: str, recording_id: str) -> str:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -12,7 +11,7 @@ from colony.flows.deps import FlowDeps
 from colony.flows.specialist import assembly_request, handle_handoff, load_contact
 from colony.llm.agent_call import call_agent
 from colony.runtime.steps import step
-from colony.store import campaigns as sql
+from colony.store import campaigns
 from colony.store.db import Row
 
 
@@ -34,7 +33,7 @@ def _enrich(
 
     def apply(cur: Any, output: Mapping[str, Any]) -> None:
         extra = {"summary": output["summary"], "persona": output.get("persona")}
-        cur.execute(sql.SET_ENRICHMENT, (json.dumps(extra), contact_id))
+        campaigns.add_enrichment(cur, contact_id, extra)
 
     step(deps.db, org, run_id, f"enrich:{contact_id}", compute, apply)
     handoff(deps, org, campaign, run_id, contact_id, "AGT-004")

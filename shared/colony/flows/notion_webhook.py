@@ -26,14 +26,12 @@ from colony.flows.notion_pages import domain_for
 from colony.registry.functions import NOTION_REEMBED_QUEUE
 from colony.runtime import idempotency
 from colony.runtime.transport import enqueue
-from colony.store import fetch_one
+from colony.store import notion
 from colony.webhooks import compact_id, verify_signature
 
 HANDLER = "notion-webhook"
-ADD_VERIFICATION = "INSERT INTO notion_verifications (verification_token) VALUES (%s)"
 BURST_WINDOW_SECONDS = 5  # a page's events received within one window share one task
 SETTLE_SECONDS = 1.0  # the task runs this long after its window closes
-HAS_CHUNKS = "SELECT 1 FROM kc_chunks WHERE source = 'notion' AND source_id = %s LIMIT 1"
 # Events that change what a page says (or whether it exists); others (comments, views...)
 # are acknowledged and ignored.
 PAGE_EVENTS = frozenset(
@@ -108,7 +106,7 @@ def burst_window(received: float) -> tuple[int, float]:
 
 def _has_chunks(deps: FlowDeps, org: str, page_id: str) -> bool:
     with deps.db.transaction(org) as cur:
-        return fetch_one(cur, HAS_CHUNKS, (page_id,)) is not None
+        return notion.has_chunks(cur, page_id)
 
 
 def _verification(deps: FlowDeps, token: Any) -> dict[str, Any]:
@@ -117,7 +115,7 @@ def _verification(deps: FlowDeps, token: Any) -> dict[str, Any]:
     if not isinstance(token, str) or not 1 <= len(token) <= 200:
         raise ValidationFailed("verification_token must be a short string")
     with deps.db.transaction(None) as cur:
-        cur.execute(ADD_VERIFICATION, (token,))
+        notion.add_verification(cur, token)
     return {"status": "verification_received"}
 
 

@@ -25,31 +25,12 @@ from colony.flows.deps import FlowDeps
 from colony.llm.agent_call import call_agent
 from colony.runtime import idempotency
 from colony.runtime.steps import step
-from colony.store import approvals, fetch_one, orgdata
+from colony.store import approvals, deals, kits, orgdata
 
 AGENT = "AGT-009"
 HANDLER = "onboarding"
 PLAYBOOKS = 3
 CONTENT_TYPE = "text/markdown; charset=utf-8"
-
-DEAL = """
-SELECT d.id, d.name, d.stage, d.value, d.next_action, d.close_date, c.name AS contact_name,
-       c.company
-FROM deals d LEFT JOIN contacts c ON c.id = d.contact_id WHERE d.id = %s
-"""
-LOCK_DEAL = "SELECT id FROM deals WHERE id = %s FOR UPDATE"
-KIT_OF_DEAL = """
-SELECT id, approval_item_id, object_name, gcs_uri, title, status FROM deployment_kits
-WHERE deal_id = %s
-"""
-ADD_KIT = """
-INSERT INTO deployment_kits (org_id, deal_id, approval_item_id, title, object_name, gcs_uri)
-VALUES (%s, %s, %s, %s, %s, %s) RETURNING id
-"""
-RELEASE = """
-UPDATE deployment_kits SET status = 'released', released_at = COALESCE(released_at, now())
-WHERE approval_item_id = %s
-"""
 
 
 class DealNotReady(UpstreamError):
@@ -75,8 +56,8 @@ def build_kit(deps: FlowDeps, event: DealClosedWon, event_id: str) -> dict[str, 
     if idempotency.seen(deps.db, org, HANDLER, event_id):
         return {"duplicate": True}
     with deps.db.transaction(org) as cur:
-        deal = fetch_one(cur, DEAL, (deal_id,))
-        existing = fetch_one(cur, KIT_OF_DEAL, (deal_id,))
+        deal = deals.for_kit(cur, deal_id)
+        existing = kits.of_deal(cur, deal_id)
     if deal is None:
         raise NotFound(f"deal {deal_id!r} does not exist in this org; no kit was built")
     if existing is not None:  # an earlier event already built it: nothing more to do
@@ -107,15 +88,16 @@ def build_kit(deps: FlowDeps, event: DealClosedWon, event_id: str) -> dict[str, 
         "playbooks": kit.get("playbooks", []),
     }
     with deps.db.transaction(org) as cur:
-        fetch_one(cur, LOCK_DEAL, (deal_id,))  # racing deliveries queue here
-        raced = fetch_one(cur, KIT_OF_DEAL, (deal_id,))
+        deals.lock(cur, deal_id)  # racing deliveries queue here
+        raced = kits.of_deal(cur, deal_id)
         if raced is None:
             item_id = approvals.add(
                 cur, org, "deployment_kit", AGENT, payload, subject_id=deal_id, run_id=run_id
             )
-            row = fetch_one(cur, ADD_KIT, (org, deal_id, item_id, kit["title"], name, gcs_uri))
-            assert row is not None
-            result = {"kit_id": row["id"], "approval_item_id": item_id, "created": True}
+            kit_id = kits.add(
+                cur, org, deal_id, item_id, title=kit["title"], object_name=name, gcs_uri=gcs_uri
+            )
+            result = {"kit_id": kit_id, "approval_item_id": item_id, "created": True}
         else:
             result = {
                 "kit_id": raced["id"],
@@ -165,8 +147,7 @@ def apply_deployment_kit(
     deps: FlowDeps, cur: Any, org_id: str, item_id: str, payload: Mapping[str, Any]
 ) -> None:
     """Approved kit → released to the customer (idempotent: released once, stays released)."""
-    cur.execute(RELEASE, (item_id,))
-    if cur.rowcount != 1:
+    if not kits.release(cur, item_id):
         raise NotFound(f"approval item {item_id!r} has no deployment kit in this org")
 
 

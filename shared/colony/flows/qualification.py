@@ -3,7 +3,6 @@ to the message generator, the rest end their chain."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -13,8 +12,7 @@ from colony.flows.deps import FlowDeps
 from colony.flows.specialist import assembly_request, handle_handoff, load_contact
 from colony.llm.agent_call import call_agent
 from colony.runtime.steps import step
-from colony.store import campaigns as sql
-from colony.store import orgdata
+from colony.store import campaigns, orgdata
 from colony.store.db import Row
 
 
@@ -50,14 +48,12 @@ def _qualify(
         return result.output.model_dump(mode="json")
 
     def apply(cur: Any, output: Mapping[str, Any]) -> None:
-        cur.execute(
-            sql.SET_SCORE,
-            (
-                output["total_score"],
-                json.dumps(output["disqualifiers"]),
-                output["recommendation"],
-                contact_id,
-            ),
+        campaigns.set_score(
+            cur,
+            contact_id,
+            output["total_score"],
+            output["disqualifiers"],
+            output["recommendation"],
         )
 
     score = step(deps.db, org, run_id, f"qualify:{contact_id}", compute, apply)

@@ -17,7 +17,6 @@ their event ids and the durable steps make a redelivery recompute nothing finish
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -34,31 +33,12 @@ from colony.registry.functions import AGENT_TOPICS
 from colony.runtime import delivery, idempotency
 from colony.runtime.steps import step
 from colony.runtime.transport import publish
-from colony.store import approvals, fetch_one, orgdata, outbox
+from colony.store import approvals, deals, orgdata, outbox, recordings
 
 PASS1_CHUNK_TOKENS = 1500  # focused, short context (seed §5.3), well inside the 3000 budget
 OVERLAP_TOKENS = 120
 EXEMPLARS_PER_DOMAIN = 1
 COMPETITORS = ("CareSpace Analytics", "FacilityIQ", "LeaseLogic Health")
-
-RECORDING = """
-SELECT id, deal_id, source_file_id, title, transcript_uri, status, signals, summary, error
-FROM recordings WHERE id = %s
-"""
-DEAL = """
-SELECT d.id, d.name, d.stage, d.value, d.next_action, d.close_date, d.contact_id,
-       c.name AS contact_name, c.title AS contact_title, c.email AS contact_email,
-       c.company AS contact_company
-FROM deals d LEFT JOIN contacts c ON c.id = d.contact_id WHERE d.id = %s
-"""
-START = "UPDATE recordings SET status = 'processing' WHERE id = %s AND status = 'received'"
-FAIL = "UPDATE recordings SET status = 'failed', error = %s WHERE id = %s AND status <> 'processed'"
-FINISH = """
-UPDATE recordings SET status = 'processed', signals = %s::jsonb, summary = %s, error = NULL,
-    transcript_tokens = %s, chunk_count = %s, processed_at = now()
-WHERE id = %s
-"""
-
 
 # ─── AGT-006: two-pass recording intelligence ──────────────────────────────────────────
 
@@ -75,7 +55,7 @@ def analyse_event(deps: FlowDeps, event: Any, event_id: str) -> dict[str, Any]:
 
     def give_up(reason: str) -> None:
         with deps.db.transaction(org) as cur:
-            cur.execute(FAIL, (reason, recording_id))
+            recordings.fail(cur, recording_id, reason)
 
     with delivery.on_give_up(give_up):
         return analyse(deps, org, recording_id, event_id)
@@ -87,7 +67,7 @@ def analyse(deps: FlowDeps, org: str, recording_id: str, event_id: str) -> dict[
         return {"duplicate": True}
     with deps.db.transaction(org) as cur:
         recording = _recording(cur, recording_id)
-        cur.execute(START, (recording_id,))
+        recordings.start(cur, recording_id)
     if recording["status"] == "failed":
         idempotency.mark(deps.db, org, handler, event_id, detail="failed earlier")
         return {"status": "failed", "error": recording["error"]}
@@ -96,7 +76,7 @@ def analyse(deps: FlowDeps, org: str, recording_id: str, event_id: str) -> dict[
             outcome = _two_passes(deps, org, recording)
         except transcripts.TranscriptRejected as error:
             with deps.db.transaction(org) as cur:
-                cur.execute(FAIL, (f"{error.code}: {error}", recording_id))
+                recordings.fail(cur, recording_id, f"{error.code}: {error}")
             idempotency.mark(deps.db, org, handler, event_id, detail=error.code)
             return {"status": "failed", "error": str(error)}
     else:
@@ -125,7 +105,7 @@ def _two_passes(deps: FlowDeps, org: str, recording: Mapping[str, Any]) -> dict[
     run_id = f"rec:{recording_id}"
     with deps.db.transaction(org) as cur:
         org_context = _org_context(cur)
-        deal = fetch_one(cur, DEAL, (recording["deal_id"],)) if recording["deal_id"] else None
+        deal = deals.with_contact(cur, recording["deal_id"]) if recording["deal_id"] else None
 
     def pass1(chunk: transcripts.Chunk) -> list[dict[str, Any]]:
         def compute() -> dict[str, Any]:
@@ -157,9 +137,8 @@ def _two_passes(deps: FlowDeps, org: str, recording: Mapping[str, Any]) -> dict[
         return _pass2(deps, org, run_id, org_context, signals, deal)
 
     def apply(cur: Any, output: Mapping[str, Any]) -> None:
-        cur.execute(
-            FINISH,
-            (json.dumps(signals), output["executive_summary"], count, len(chunks), recording_id),
+        recordings.finish(
+            cur, recording_id, signals, output["executive_summary"], count, len(chunks)
         )
         changes = deal_changes(deal, output["crm_updates"])
         if deal is not None and changes:
@@ -277,7 +256,7 @@ def follow_up_event(deps: FlowDeps, event: Any, event_id: str) -> dict[str, Any]
         return {"duplicate": True}
     with deps.db.transaction(org) as cur:
         recording = _recording(cur, recording_id)
-        deal = fetch_one(cur, DEAL, (recording["deal_id"],)) if recording["deal_id"] else None
+        deal = deals.with_contact(cur, recording["deal_id"]) if recording["deal_id"] else None
         org_context = _org_context(cur)
     if recording["status"] != "processed" or not recording["summary"]:
         raise ValidationFailed(f"recording {recording_id!r} has not been analysed")
@@ -394,7 +373,7 @@ def apply_follow_up(
 
 def _recording(cur: Any, recording_id: str) -> dict[str, Any]:
     """The recording row (RLS keeps it to the transaction's org), or ``NotFound``."""
-    recording = fetch_one(cur, RECORDING, (recording_id,))
+    recording = recordings.get(cur, recording_id)
     if recording is None:
         raise NotFound(f"recording {recording_id!r} does not exist in this org")
     return recording

@@ -18,8 +18,7 @@ from colony.flows.deps import FlowDeps
 from colony.knowledge.exemplars import hinted_domains, to_exemplars
 from colony.registry.agents import AGENTS, agent_by_slug
 from colony.runtime import idempotency
-from colony.store import campaigns as sql
-from colony.store import fetch_one, orgdata
+from colony.store import campaigns, orgdata
 from colony.store.db import Row
 
 EXEMPLARS_PER_DOMAIN = 2
@@ -42,8 +41,8 @@ def handle_handoff(
         return {"duplicate": True}
     run_id = envelope.parent_run_id
     with deps.db.transaction(org) as cur:
-        run = fetch_one(cur, sql.RUN, (run_id,))
-        campaign = fetch_one(cur, sql.CAMPAIGN, (event.campaign_id,))
+        run = campaigns.run(cur, run_id)
+        campaign = campaigns.get(cur, event.campaign_id)
     if run is None or campaign is None:
         raise NotFound(f"run {run_id!r} or its campaign does not exist in this org")
     if run["status"] != "running":
@@ -70,7 +69,7 @@ def handle_handoff(
 
 def load_contact(deps: FlowDeps, org: str, contact_id: str) -> Row:
     with deps.db.transaction(org) as cur:
-        contact = fetch_one(cur, sql.CONTACT, (contact_id,))
+        contact = campaigns.contact(cur, contact_id)
     if contact is None:
         raise NotFound(f"contact {contact_id!r} does not exist in this org")
     return contact

@@ -1,14 +1,22 @@
-"""ENT-005 campaigns and runs, ENT-011 approval items, ENT-012 outbox: named SQL.
+"""ENT-005 campaigns and their runs, and what a run writes on its contacts (ENT-002).
 
-Every statement runs under ``Database.transaction(org_id)``: RLS scopes it.
+Every function takes the cursor of a transaction opened under the campaign's org
+(``Database.transaction(org_id)``), so RLS scopes each statement. Rules a caller relies on:
+
+- a run counts each contact once (``contact_done`` runs inside the contact's ``done:<id>``
+  durable step) and completes with its last contact;
+- ``pause`` and ``resume`` (CONST-005, the circuit breaker) each change the campaign, its runs
+  and its outbox rows (ENT-012) together, and return the ids of only the runs they moved, so
+  a duplicate or late call moves nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from colony.store.db import fetch_all
+from colony.store.db import Row, fetch_all, fetch_one, fetch_value
 
 CREATE_CAMPAIGN = """
 INSERT INTO campaigns (org_id, name, angle, tier, status, bounce_threshold, complaint_threshold)
@@ -83,10 +91,118 @@ UNBLOCK_OUTBOX = """
 UPDATE outbox SET status = 'queued', updated_at = now()
 WHERE campaign_id = %s AND status = 'blocked'
 """
-APPROVAL_QUEUE = """
-SELECT id, kind, status, source_agent, run_id, subject_id, payload, created_at
-FROM approval_items WHERE (%s::text IS NULL OR run_id = %s) ORDER BY created_at, id
-"""
+# FOR SHARE: a breaker pause cannot commit between this read and the outbox insert.
+STATUS_FOR_SHARE = "SELECT status FROM campaigns WHERE id = %s FOR SHARE"
+PAUSE_STATE = "SELECT status, paused_at FROM campaigns WHERE id = %s"
+# The ``done:<contact id>`` durable steps (``colony.flows.campaign.contact_done``) of runs.
+DONE_STEPS = (
+    "SELECT run_id, step_key FROM run_steps WHERE run_id = ANY(%s)"
+    " AND status = 'done' AND step_key LIKE 'done:%%'"
+)
+
+
+def create(
+    cur: Any,
+    org_id: str,
+    *,
+    name: str,
+    angle: str,
+    tier: str,
+    bounce_threshold: float,
+    complaint_threshold: float,
+) -> str:
+    """A new, active campaign; returns its id."""
+    params = (org_id, name, angle, tier, bounce_threshold, complaint_threshold)
+    return str(fetch_value(cur, CREATE_CAMPAIGN, params))
+
+
+def add_contact(cur: Any, org_id: str, campaign_id: str, contact_id: str) -> None:
+    """Put the contact in the campaign (once)."""
+    cur.execute(ADD_CONTACT, (org_id, campaign_id, contact_id))
+
+
+def get(cur: Any, campaign_id: str) -> Row | None:
+    """The campaign (None: not in this org)."""
+    return fetch_one(cur, CAMPAIGN, (campaign_id,))
+
+
+def status_for_share(cur: Any, campaign_id: str) -> str | None:
+    """The campaign's status, its row share-locked until the transaction ends (None: not in
+    this org)."""
+    row = fetch_one(cur, STATUS_FOR_SHARE, (campaign_id,))
+    return str(row["status"]) if row else None
+
+
+def pause_state(cur: Any, campaign_id: str) -> Row | None:
+    """The campaign's status and when it was last paused (None: not in this org)."""
+    return fetch_one(cur, PAUSE_STATE, (campaign_id,))
+
+
+def contacts(cur: Any, campaign_id: str) -> list[Row]:
+    """The campaign's contacts, in a stable order."""
+    return fetch_all(cur, CAMPAIGN_CONTACTS, (campaign_id,))
+
+
+def contact(cur: Any, contact_id: str) -> Row | None:
+    """The contact as the specialists read it (None: not in this org)."""
+    return fetch_one(cur, CONTACT, (contact_id,))
+
+
+def set_score(
+    cur: Any, contact_id: str, score: int, disqualifiers: Sequence[str], recommendation: str
+) -> None:
+    """Record the contact's ICP score, disqualifiers and recommendation."""
+    cur.execute(SET_SCORE, (score, json.dumps(disqualifiers), recommendation, contact_id))
+
+
+def add_enrichment(cur: Any, contact_id: str, extra: Mapping[str, Any]) -> None:
+    """Merge ``extra`` into the contact's enrichment (its keys win)."""
+    cur.execute(SET_ENRICHMENT, (json.dumps(extra), contact_id))
+
+
+def start_run(
+    cur: Any, run_id: str, org_id: str, campaign_id: str, status: str, contacts_total: int
+) -> None:
+    """Record the run (once: a redelivered start changes nothing)."""
+    cur.execute(START_RUN, (run_id, org_id, campaign_id, status, contacts_total))
+
+
+def run(cur: Any, run_id: str) -> Row | None:
+    """The run, with its campaign's angle, tier and status (None: not in this org)."""
+    return fetch_one(cur, RUN, (run_id,))
+
+
+def contact_done(cur: Any, run_id: str) -> None:
+    """Count one more contact of the run as finished; the last one completes a running run."""
+    cur.execute(CONTACT_DONE, (run_id,))
+
+
+def complete_if_done(cur: Any, run_id: str) -> None:
+    """Complete a running run whose contacts are all counted (e.g. none needed any work)."""
+    cur.execute(COMPLETE_IF_DONE, (run_id,))
+
+
+def done_steps(cur: Any, run_ids: Sequence[str]) -> list[Row]:
+    """The finished ``done:<contact id>`` steps (run_id, step_key) of the runs."""
+    return fetch_all(cur, DONE_STEPS, (list(run_ids),))
+
+
+def pause(cur: Any, campaign_id: str, reason: str) -> list[str]:
+    """Pause an active campaign: its running runs pause with ``reason`` and its queued outbox
+    rows are blocked; returns the ids of the runs paused."""
+    cur.execute(PAUSE_CAMPAIGN, (campaign_id,))
+    paused = fetch_all(cur, PAUSE_RUNS, (reason, campaign_id))
+    cur.execute(BLOCK_OUTBOX, (campaign_id,))
+    return [r["id"] for r in paused]
+
+
+def resume(cur: Any, campaign_id: str, run_id: str | None = None) -> list[str]:
+    """Re-activate a paused campaign: its blocked outbox rows are queued again and its paused
+    runs (or only ``run_id``) run again; returns the ids of the runs resumed."""
+    cur.execute(ACTIVATE_CAMPAIGN, (campaign_id,))
+    cur.execute(UNBLOCK_OUTBOX, (campaign_id,))
+    return [r["id"] for r in fetch_all(cur, RESUME_RUNS, (campaign_id, run_id, run_id))]
+
 
 # ─── a launch from the chat (AGT-001's launch_campaign tool) ─────────────────────────────
 # The ids are the caller's (derived from the tool call), and every write is ON CONFLICT DO

@@ -1,4 +1,4 @@
-"""Layer 2 reads (org context): ICP definition, contacts, deals, sequence library.
+"""Layer 2 reads (org context): the org, ICP definition, contacts, deals, sequence library.
 
 Every function takes a cursor from ``Database.transaction(org_id)``: row-level security
 scopes it, so none of these queries filters on org by itself.
@@ -38,10 +38,16 @@ SELECT angle, tier, step, delay_days, guidance FROM sequences
 WHERE angle = %s AND tier = %s ORDER BY step
 """
 ORG_NAME = "SELECT name FROM organizations"
+ORG = "SELECT id FROM organizations WHERE id = %s"
 
 
 def active_icp(cur: pg8000.dbapi.Cursor) -> Row | None:
     return fetch_one(cur, ACTIVE_ICP)
+
+
+def org_exists(cur: pg8000.dbapi.Cursor, org_id: str) -> bool:
+    """Whether ``org_id`` has a record (that the transaction's org may see)."""
+    return fetch_one(cur, ORG, (org_id,)) is not None
 
 
 def org_name(cur: pg8000.dbapi.Cursor) -> str | None:
