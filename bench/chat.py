@@ -17,11 +17,8 @@ import argparse
 import itertools
 import json
 import os
-import socket
 import statistics
-import struct
 import sys
-import threading
 import time
 from urllib.parse import urlparse
 
@@ -40,6 +37,7 @@ from colony.runtime.auth import mint_local_token
 from colony.settings import Settings
 from colony.store import Database, connect_factory, fetch_all
 from colony.store.db import parse_dsn
+from colony.testing.pgproxy import CountingProxy
 
 ORG = "org_zoomprop_demo"
 MESSAGES = [
@@ -55,71 +53,6 @@ MESSAGES = [
 
 def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
-
-
-class CountingProxy:
-    """TCP → PostgreSQL unix socket relay counting the client's Query ('Q') and Sync ('S')
-    messages: each is one round trip to the server."""
-
-    def __init__(self, unix_path: str) -> None:
-        self.unix_path = unix_path
-        self.round_trips = 0
-        self._lock = threading.Lock()
-        self._server = socket.create_server(("127.0.0.1", 0))
-        self.port = self._server.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            client, _ = self._server.accept()
-            # Without this, Nagle's algorithm holds small replies for a delayed ACK (~40 ms).
-            client.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            upstream = socket.socket(socket.AF_UNIX)
-            upstream.connect(self.unix_path)
-            threading.Thread(target=self._pipe, args=(upstream, client), daemon=True).start()
-            threading.Thread(target=self._count, args=(client, upstream), daemon=True).start()
-
-    def _pipe(self, source: socket.socket, sink: socket.socket) -> None:
-        try:
-            while data := source.recv(65536):
-                sink.sendall(data)
-        except OSError:
-            pass
-        finally:
-            sink.close()
-
-    def _count(self, source: socket.socket, sink: socket.socket) -> None:
-        buffer, started = b"", False
-        try:
-            while data := source.recv(65536):
-                sink.sendall(data)
-                buffer += data
-                while True:
-                    if not started:  # untyped packets: int32 length first, no type byte
-                        if len(buffer) < 8:
-                            break
-                        size, code = struct.unpack("!ii", buffer[:8])
-                        if len(buffer) < size:
-                            break
-                        # An SSL / GSS encryption request precedes the real startup packet.
-                        buffer, started = buffer[size:], code not in _NEGOTIATION
-                        continue
-                    if len(buffer) < 5:
-                        break
-                    kind, (size,) = buffer[:1], struct.unpack("!i", buffer[1:5])
-                    if len(buffer) < 1 + size:
-                        break
-                    if kind in (b"Q", b"S"):
-                        with self._lock:
-                            self.round_trips += 1
-                    buffer = buffer[1 + size :]
-        except OSError:
-            pass
-        finally:
-            sink.close()
-
-
-_NEGOTIATION = (80877103, 80877104)  # SSLRequest, GSSENCRequest
 
 
 def percentile(values: list[float], q: float) -> float:

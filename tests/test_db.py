@@ -1,27 +1,29 @@
 """The connection pool (``colony.store.Database``) on the real embedded PostgreSQL: connections
 the server ended are replaced before a request sees them, old ones are recycled, the number
-open is bounded, and one Cloud SQL Connector serves the whole process."""
+open is bounded, one Cloud SQL Connector serves the whole process, and a transaction's
+statements take one round trip each (``colony.store.wire``), counted through a proxy."""
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any, ClassVar
 
 import pg8000.dbapi
 import pytest
 
-from colony.errors import DatabaseError
+from colony.errors import DatabaseError, ValidationFailed
 from colony.local.db import connect_factory
 from colony.registry.functions import FUNCTIONS, NESTED_TRANSACTION_SPARE, pool_size
 from colony.runtime.deps import build_deps
 from colony.settings import Settings
-from colony.store import Database, fetch_value
+from colony.store import Database, fetch_all, fetch_one, fetch_value
 from colony.store import db as db_module
 from colony.store.db import Connect, parse_dsn
 from colony.testing.inline import InlineTransport
+from colony.testing.pgproxy import CountingProxy
 from tests.conftest import APP_ROLE, PgDB
 
 ORG = "org_pool"
@@ -354,3 +356,86 @@ def test_one_cloud_sql_connector_per_process(testdb: PgDB, monkeypatch: pytest.M
     extra.close()
     assert FakeConnector.made == [connector]
     assert connector.kwargs == {"refresh_strategy": "lazy"}
+
+
+# ----------------------------------------------------------------------------- the wire
+
+
+@pytest.fixture
+def counted(testdb: PgDB) -> Iterator[tuple[Database, CountingProxy]]:
+    """A one-connection pool whose connection passes through a round-trip counting proxy,
+    opened before the test counts anything."""
+    proxy = CountingProxy(parse_dsn(testdb.dsn(APP_ROLE))["unix_sock"])
+    dsn = f"postgresql://{APP_ROLE}@127.0.0.1:{proxy.port}/{testdb.name}?sslmode=disable"
+    db = Database(lambda: pg8000.dbapi.connect(**parse_dsn(dsn)), pool_size=1)
+    testdb.opened.append(db)
+    with db.transaction(None):
+        pass
+    return db, proxy
+
+
+def test_begin_and_scope_take_one_round_trip_each_statement_one_and_commit_one(
+    counted: tuple[Database, CountingProxy],
+) -> None:
+    db, proxy = counted
+    before = proxy.round_trips
+    with db.transaction(ORG, settings={"hnsw.ef_search": "80"}) as cur:
+        scope = "SELECT current_setting('app.org_id', true) || %s AS org,"
+        row = fetch_one(cur, scope + " current_setting('hnsw.ef_search', true) AS ef", ("!",))
+        assert row == {"org": ORG + "!", "ef": "80"}
+        assert fetch_value(cur, "SELECT %s::int + 1", (41,)) == 42
+        cur.execute("CREATE TEMP TABLE wire_t (n int) ON COMMIT DROP")
+        cur.execute("INSERT INTO wire_t SELECT generate_series(1, %s)", (3,))
+        assert cur.rowcount == 3
+    assert proxy.round_trips - before == 1 + 4 + 1
+
+
+def test_a_prepared_statement_is_parsed_once_per_connection_and_outlives_a_rollback(
+    counted: tuple[Database, CountingProxy],
+) -> None:
+    db, proxy = counted
+    sql = "SELECT %s::int * 2 AS n"
+    before = proxy.round_trips
+    with pytest.raises(RuntimeError), db.transaction(ORG) as cur:
+        assert fetch_one(cur, sql, (2,), prepare=True) == {"n": 4}
+        raise RuntimeError("roll back")
+    assert proxy.round_trips - before == 1 + 2 + 1  # begin, prepare + execute, rollback
+    before = proxy.round_trips
+    with db.transaction(ORG) as cur:
+        assert fetch_all(cur, sql, (5,), prepare=True) == [{"n": 10}]
+    assert proxy.round_trips - before == 1 + 1 + 1  # executed by name: one round trip
+
+
+def test_a_failed_statement_rolls_back_and_the_connection_serves_the_next(testdb: PgDB) -> None:
+    db = Database(connect_factory(testdb.settings, "app"), pool_size=1)
+    testdb.opened.append(db)
+    for prepare in (False, True):
+        with pytest.raises(ValidationFailed, match="division by zero"), db.transaction(ORG) as cur:
+            fetch_value(cur, "SELECT %s::int", (1,))
+            fetch_one(cur, "SELECT 1 / %s::int AS n", (0,), prepare=prepare)
+        with db.transaction(ORG) as cur:
+            assert fetch_one(cur, "SELECT 1 / %s::int AS n", (1,), prepare=prepare) == {"n": 1}
+
+
+@pytest.mark.parametrize("org", ["o'brien", "back\\slash", "'; SELECT 1; --", "\\'x\\", "ünï"])
+def test_an_org_id_reaches_the_server_verbatim_and_scopes_rls_to_itself(
+    testdb: PgDB, org: str
+) -> None:
+    """The scope is sent as a string literal (simple-query protocol): quotes, backslashes and
+    SQL in an org id are data, and row-level security sees exactly that org."""
+    db = testdb.app()
+    with db.transaction(org) as cur:
+        cur.execute("INSERT INTO organizations (id, name) VALUES (%s, 'x')", (org,))
+    with db.transaction(org) as cur:
+        assert fetch_value(cur, "SELECT current_setting('app.org_id', true)") == org
+        assert [r["id"] for r in fetch_all(cur, "SELECT id FROM organizations")] == [org]
+    with db.transaction("org_other") as cur:
+        assert fetch_all(cur, "SELECT id FROM organizations") == []
+
+
+def test_a_nul_in_an_org_id_is_refused_before_a_connection_is_taken(testdb: PgDB) -> None:
+    db = Database(connect_factory(testdb.settings, "app"), pool_size=1)
+    testdb.opened.append(db)
+    with pytest.raises(ValidationFailed, match="NUL"), db.transaction("org\x00x"):
+        pass
+    assert backend(db) > 0  # the pool is untouched

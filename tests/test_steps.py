@@ -1,4 +1,5 @@
-"""Durable steps: memoised outputs, effects once, concurrent duplicates, leases."""
+"""Durable steps: memoised outputs, effects once, concurrent duplicates, leases; and the
+``run_steps`` repository's claim-or-read statement underneath."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import pytest
 
 from colony.runtime.steps import StepBusy, step, stored
 from colony.store import fetch_all
+from colony.store import steps as run_steps
 from tests.conftest import PgDB
 
 ORG = "org_steps"
@@ -115,3 +117,44 @@ def test_effects_that_fail_free_the_step_for_the_redelivery(db) -> None:
     # not blocked by a stale lease: the redelivery runs it and applies the effects
     assert step(db, ORG, "run-1", "k", lambda: {"n": 4}, record_effect) == {"n": 4}
     assert effects(db) == 1
+
+
+def test_one_statement_claims_a_step_or_says_it_is_done_or_busy(db) -> None:
+    with db.transaction(ORG) as cur:
+        assert run_steps.claim_or_stored(cur, ORG, "run-1", "k", "a", 300) == ("claimed", None)
+        assert run_steps.claim_or_stored(cur, ORG, "run-1", "k", "b", 300) == ("busy", None)
+        assert run_steps.finish(cur, "run-1", "k", "b", {"n": 1}) is False  # not b's claim
+        assert run_steps.finish(cur, "run-1", "k", "a", {"n": 1}) is True
+        assert run_steps.claim_or_stored(cur, ORG, "run-1", "k", "c", 300) == ("done", {"n": 1})
+        assert run_steps.get(cur, "run-1", "k") == {"status": "done", "output": {"n": 1}}
+    with db.transaction(ORG) as cur:
+        assert run_steps.claim_or_stored(cur, ORG, "run-1", "j", "a", 0) == ("claimed", None)
+    with db.transaction(ORG) as cur:  # a lapsed lease is taken over by the next claimant
+        assert run_steps.claim_or_stored(cur, ORG, "run-1", "j", "b", 300) == ("claimed", None)
+        assert run_steps.finish(cur, "run-1", "j", "a", {"n": 2}) is False
+
+
+def test_replaying_a_done_step_neither_locks_nor_waits_for_its_row(db, testdb: PgDB) -> None:
+    """The claim-or-read statement reads a done step first and then inserts nothing, so a
+    replay never contends for the row (an ``INSERT ... ON CONFLICT`` would lock it)."""
+    assert step(db, ORG, "run-1", "k", lambda: {"n": 5}) == {"n": 5}
+    holder = testdb.owner_connection()
+    try:
+        cur = holder.cursor()
+        cur.execute("SELECT set_config('app.org_id', %s, false)", (ORG,))
+        cur.execute("SELECT 1 FROM run_steps WHERE run_id = 'run-1' FOR UPDATE")
+        assert cur.fetchall(), "the row is locked by another transaction"
+        replayed: list[object] = []
+
+        def never():
+            raise AssertionError("a done step was computed again")
+
+        replay = threading.Thread(
+            target=lambda: replayed.append(step(db, ORG, "run-1", "k", never))
+        )
+        replay.start()
+        replay.join(10)
+        assert replayed == [{"n": 5}]
+    finally:
+        holder.rollback()
+        holder.close()

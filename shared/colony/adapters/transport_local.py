@@ -50,6 +50,7 @@ from colony.adapters.transport import (
     task_request,
 )
 from colony.errors import ColonyError, UpstreamError, ValidationFailed
+from colony.store import dead_letters
 from colony.store.db import Database
 
 log = logging.getLogger(__name__)
@@ -399,21 +400,6 @@ def _letter(item: _Delivery, error: str) -> DeadLetter:
     )
 
 
-INSERT_DEAD_LETTER = """
-INSERT INTO dead_letters (org_id, topic, message_id, data, attributes, attempts, last_error)
-VALUES (%s, %s, %s, %s::jsonb, %s::jsonb, %s, %s)
-ON CONFLICT (topic, message_id) DO NOTHING
-"""
-
-
-def dead_letter_data(data: bytes) -> str:
-    """The ``data`` column: the message itself when it is JSON, else ``{"base64": ...}``."""
-    try:
-        return json.dumps(json.loads(data.decode("utf-8")))
-    except ValueError:  # UnicodeDecodeError is a ValueError
-        return json.dumps({"base64": base64.b64encode(data).decode("ascii")})
-
-
 class DbDeadLetters:
     """A dead-letter sink writing to ``dead_letters`` in the org of ``attributes["org_id"]``.
 
@@ -436,18 +422,18 @@ class DbDeadLetters:
             )
             self._keep(letter)
             return
-        params = (
-            org_id,
-            letter.topic,
-            letter.message_id,
-            dead_letter_data(letter.data),
-            json.dumps(dict(letter.attributes)),
-            letter.attempts,
-            letter.last_error,
-        )
         try:
             with self.db.transaction(org_id) as cur:
-                cur.execute(INSERT_DEAD_LETTER, params)
+                dead_letters.add(
+                    cur,
+                    org_id,
+                    letter.topic,
+                    letter.message_id,
+                    letter.data,
+                    letter.attributes,
+                    letter.attempts,
+                    letter.last_error,
+                )
         except ColonyError as error:
             log.error(
                 "could not record dead letter %s/%s for org %s: %s; kept in memory",

@@ -16,7 +16,6 @@ Langfuse SDK, no thread, no network, no measurable latency.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -27,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from colony.errors import ValidationFailed, error_summary
 from colony.observability.telemetry import register_flush, unregister_flush
 from colony.ports import ChatModel, ModelRequest, ModelResponse
+from colony.store import llm_calls
 
 if TYPE_CHECKING:
     from langfuse import Langfuse, LangfuseGeneration
@@ -333,15 +333,6 @@ def tracer_from_settings(settings: Settings, *, capture_content: bool = False) -
     return NoopTracer()
 
 
-INSERT_LLM_CALL = """
-INSERT INTO llm_calls (
-    org_id, agent_id, run_id, model, kc_domains_queried,
-    tokens_in, tokens_out, context_budget_used, latency_ms
-)
-VALUES (%s, %s, %s, %s, %s::text[], %s, %s, %s::jsonb, %s)
-"""
-
-
 class CallRecorder:
     """Keeps each call's record in ``llm_calls``, in its own org-scoped transaction."""
 
@@ -350,19 +341,17 @@ class CallRecorder:
 
     def record(self, record: LlmCallRecord) -> None:
         with self._db.transaction(record.org_id) as cur:
-            cur.execute(
-                INSERT_LLM_CALL,
-                (
-                    record.org_id,
-                    record.agent_id,
-                    record.run_id,
-                    record.model,
-                    list(record.kc_domains_queried),
-                    record.tokens_in,
-                    record.tokens_out,
-                    json.dumps(dict(record.context_budget_used)),
-                    record.latency_ms,
-                ),
+            llm_calls.add(
+                cur,
+                org_id=record.org_id,
+                agent_id=record.agent_id,
+                run_id=record.run_id,
+                model=record.model,
+                kc_domains_queried=record.kc_domains_queried,
+                tokens_in=record.tokens_in,
+                tokens_out=record.tokens_out,
+                context_budget_used=record.context_budget_used,
+                latency_ms=record.latency_ms,
             )
 
 

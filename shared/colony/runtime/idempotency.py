@@ -3,22 +3,23 @@
 Pub/Sub and Cloud Tasks deliver at least once. A handler checks ``seen`` first (a duplicate
 is acknowledged without effect) and calls ``mark`` after its effects are durable; the effects
 themselves are keyed by durable steps, so a crash between the two only repeats a no-op.
+The statements are ``colony.store.processed_events``'s; a handler that records the event in
+the transaction of its own effects calls ``processed_events.mark`` with that cursor.
 """
 
 from __future__ import annotations
 
-from colony.store.db import Database, fetch_one
+from colony.store import processed_events
+from colony.store.db import Database
 
-SEEN = "SELECT outcome FROM processed_events WHERE handler = %s AND event_id = %s"
-MARK = """
-INSERT INTO processed_events (org_id, handler, event_id, outcome, detail)
-VALUES (%s, %s, %s, %s, %s) ON CONFLICT (org_id, handler, event_id) DO NOTHING
-"""
+# Still read by flows.delivery, which runs it in its own transaction; it belongs in
+# processed_events.mark(cur, ...) there, and then this re-export can go.
+from colony.store.processed_events import MARK as MARK
 
 
 def seen(db: Database, org_id: str, handler: str, event_id: str) -> bool:
     with db.transaction(org_id) as cur:
-        return fetch_one(cur, SEEN, (handler, event_id)) is not None
+        return processed_events.seen(cur, handler, event_id)
 
 
 def mark(
@@ -26,5 +27,4 @@ def mark(
 ) -> bool:
     """Record the event as processed; False if it already was."""
     with db.transaction(org_id) as cur:
-        cur.execute(MARK, (org_id, handler, event_id, "done", detail))
-        return cur.rowcount == 1
+        return processed_events.mark(cur, org_id, handler, event_id, detail=detail)

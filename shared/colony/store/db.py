@@ -17,9 +17,11 @@ past that wait, boundedly), each checked before it is handed out again so that o
 or the network ended while it sat idle never fails a request (see ``Database``).
 
 ``Database.transaction(org_id)`` sets ``app.org_id`` with ``set_config(..., true)`` (the
-``SET LOCAL`` equivalent that takes a bind parameter), so row-level security scopes every
+``SET LOCAL`` equivalent that takes any string), so row-level security scopes every
 statement inside it and the setting vanishes at commit or rollback: a pooled connection never
-carries one org's scope into the next transaction.
+carries one org's scope into the next transaction. ``BEGIN``, the scope and ``COMMIT`` take
+one round trip each, and so does every parameterised statement in between
+(``colony.store.wire``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import pg8000.dbapi
 
 from colony.errors import ConfigError, DatabaseError, OrgScopeError, ValidationFailed
 from colony.settings import Settings
+from colony.store.wire import Cursor, begin_sql, prepared
 
 Row = dict[str, Any]
 Connect = Callable[[], pg8000.dbapi.Connection]
@@ -281,14 +284,15 @@ class Database:
             raise OrgScopeError("org_id must be a non-empty string")
         pairs = [("app.org_id", org_id)] if org_id is not None else []
         pairs += list((settings or {}).items())
+        begin = begin_sql(pairs)  # before a connection is taken: a bad value costs nothing
         pooled = self._acquire()
         conn = pooled.conn
         healthy = True
         try:
-            cur = conn.cursor()
-            if pairs:
-                sql = "SELECT " + ", ".join("set_config(%s, %s, true)" for _ in pairs)
-                cur.execute(sql, tuple(x for pair in pairs for x in pair))
+            # BEGIN and the scope in one simple-query round trip (colony.store.wire), and a
+            # cursor whose parameterised statements take one round trip each, not three.
+            conn.execute_simple(begin)
+            cur = Cursor(conn)
             yield cur
             # The simple-query protocol: one round trip, where pg8000's commit() takes three.
             conn.execute_simple("COMMIT")
@@ -366,17 +370,28 @@ def _translate(error: Exception) -> Exception:
     return DatabaseError(f"PostgreSQL error {state or '?'}: {message}")
 
 
-def fetch_all(cur: pg8000.dbapi.Cursor, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-    """Execute ``sql`` and return its rows as dicts keyed by column name."""
-    cur.execute(sql, tuple(params))
+def fetch_all(
+    cur: pg8000.dbapi.Cursor, sql: str, params: Sequence[Any] = (), *, prepare: bool = False
+) -> list[Row]:
+    """Execute ``sql`` and return its rows as dicts keyed by column name.
+
+    ``prepare``: as a statement prepared once per connection (``colony.store.wire.prepared``),
+    for the few run on every durable step.
+    """
+    if prepare:
+        prepared(cur, sql, params)
+    else:
+        cur.execute(sql, tuple(params))
     if cur.description is None:
         return []
     names = [column[0] for column in cur.description]
     return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
 
 
-def fetch_one(cur: pg8000.dbapi.Cursor, sql: str, params: Sequence[Any] = ()) -> Row | None:
-    rows = fetch_all(cur, sql, params)
+def fetch_one(
+    cur: pg8000.dbapi.Cursor, sql: str, params: Sequence[Any] = (), *, prepare: bool = False
+) -> Row | None:
+    rows = fetch_all(cur, sql, params, prepare=prepare)
     return rows[0] if rows else None
 
 

@@ -1,0 +1,49 @@
+"""LLM calls: one row per successful model call, the system of record for usage (``llm_calls``).
+
+Written by ``colony.observability.tracing.CallRecorder`` in its own org-scoped transaction
+(``Database.transaction(org_id)``), so the numbers can be analysed without Langfuse.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+ADD = """
+INSERT INTO llm_calls (
+    org_id, agent_id, run_id, model, kc_domains_queried,
+    tokens_in, tokens_out, context_budget_used, latency_ms
+)
+VALUES (%s, %s, %s, %s, %s::text[], %s, %s, %s::jsonb, %s)
+"""
+
+
+def add(
+    cur: Any,
+    *,
+    org_id: str,
+    agent_id: str,
+    run_id: str | None,
+    model: str,
+    kc_domains_queried: Sequence[str],
+    tokens_in: int,
+    tokens_out: int,
+    context_budget_used: Mapping[str, int],
+    latency_ms: float | None,
+) -> None:
+    """Keep one call's record (``context_budget_used``: tokens per context section)."""
+    cur.execute(
+        ADD,
+        (
+            org_id,
+            agent_id,
+            run_id,
+            model,
+            list(kc_domains_queried),
+            tokens_in,
+            tokens_out,
+            json.dumps(dict(context_budget_used)),
+            latency_ms,
+        ),
+    )

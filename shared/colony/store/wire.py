@@ -1,0 +1,129 @@
+"""How statements go over the wire: each costs one round trip to PostgreSQL, not three or four.
+
+pg8000's DB-API cursor runs a statement with parameters as three exchanges, each ended by a
+Sync it waits on: Parse; Describe; Bind and Execute. ``Cursor.execute`` sends Parse, Bind,
+Describe (of the portal), Execute and one Sync together and then reads the replies, as libpq's
+``PQexecParams`` does: the same messages meaning the same thing (an unnamed statement, its
+parameters as text with types the server infers, rows as text), one wait instead of three.
+pg8000 itself only reads what Describe says to decode the rows, so nothing is lost by asking
+for it in the same exchange. Statements without parameters (pg8000's simple-query path: one
+round trip already), COPY streams and ``executemany`` are pg8000's own.
+
+``begin_sql`` is the other saving: ``BEGIN`` and the transaction-local settings (the org scope
+first of all) as one simple-query batch, where ``BEGIN`` and a parameterised ``set_config``
+would be two exchanges (four with pg8000's cursor). The simple-query protocol takes no
+parameters, so the values are sent as string literals: ``E'...'`` with every backslash and
+quote doubled, which PostgreSQL reads back verbatim whatever ``standard_conforming_strings``
+says; a NUL, which no PostgreSQL text can hold, is refused.
+
+``prepared(cur, sql, params)`` is for the few statements run on every durable step: a
+statement prepared once per connection (Parse and Describe, one round trip, the first time)
+and then executed by name (Bind, Execute, Sync: one round trip), as asyncpg and psycopg 3 do
+for repeated statements. It saves the server parsing, analysing and planning it each time,
+which for ``colony.store.steps``'s claim (a CTE with an ``INSERT ... ON CONFLICT`` under
+row-level security) costs more than the round trip it saves (about 0.3 ms against 0.05 ms
+once prepared, on the embedded server). A named statement lives as long as its session (a
+rollback keeps it), and the pool recycles connections (``max_lifetime``); PostgreSQL
+re-plans it after a schema change by itself, and only refuses it if a column it returns
+changed type, which a migration of these tables would have to do on purpose.
+
+This leans on pg8000's connection internals (``send_PARSE``, ``send_BIND``, ``send_EXECUTE``,
+``handle_messages``, ``_send_message``), which is why pg8000 is pinned (constraints.txt) and
+``tests/test_db.py`` counts the round trips through a proxy: an upgrade that changes them
+fails there, not in production.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+from weakref import WeakKeyDictionary
+
+import pg8000.dbapi
+from pg8000.converters import make_params
+from pg8000.core import Context
+
+from colony.errors import ValidationFailed
+
+_DESCRIBE_PORTAL = (b"D", b"P\x00")  # Describe the unnamed portal: its RowDescription / NoData
+_SYNC = (b"S", b"")
+
+# connection → statement text → (name, columns, decoders), as pg8000's prepare_statement
+# returns them; weak, so a closed connection's entries go with it.
+_PREPARED: WeakKeyDictionary[Any, dict[str, tuple[bytes, Any, Any]]] = WeakKeyDictionary()
+
+
+def literal(value: str) -> str:
+    """``value`` as a PostgreSQL string literal, for the simple-query protocol."""
+    if "\x00" in value:
+        raise ValidationFailed("a database setting cannot contain a NUL character")
+    return "E'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def begin_sql(settings: Sequence[tuple[str, str]]) -> str:
+    """``BEGIN`` and ``set_config(name, value, true)`` for each setting, as one batch."""
+    if not settings:
+        return "BEGIN"
+    calls = ", ".join(f"set_config({literal(k)}, {literal(v)}, true)" for k, v in settings)
+    return f"BEGIN; SELECT {calls}"
+
+
+def prepared(cur: Any, operation: str, args: Sequence[Any]) -> None:
+    """``cur.execute(operation, args)``, as a statement prepared once per connection."""
+    if isinstance(cur, Cursor):
+        cur.execute_prepared(operation, args)
+    else:  # a plain DB-API cursor (a caller's own connection): the ordinary way
+        cur.execute(operation, tuple(args))
+
+
+class Cursor(pg8000.dbapi.Cursor):
+    """pg8000's DB-API cursor whose parameterised statements take one round trip."""
+
+    def execute(self, operation: str, args: Any = (), stream: Any = None) -> None:
+        if len(args) == 0 or stream is not None:
+            super().execute(operation, args, stream)
+            return
+        conn = self._begun()
+        statement, values = pg8000.dbapi.convert_paramstyle(
+            pg8000.dbapi.paramstyle, operation, args
+        )
+        context = Context(statement)
+        conn.send_PARSE(b"\x00", statement, self._input_oids)
+        conn.send_BIND(b"\x00", make_params(conn.py_types, values))
+        conn._send_message(*_DESCRIBE_PORTAL)
+        conn.send_EXECUTE()
+        conn._send_message(*_SYNC)
+        conn._sock.flush()
+        conn.handle_messages(context)
+        self._done(context)
+
+    def execute_prepared(self, operation: str, args: Sequence[Any]) -> None:
+        """Execute ``operation`` by name, preparing it first on this connection's first use."""
+        conn = self._begun()
+        statement, values = pg8000.dbapi.convert_paramstyle(
+            pg8000.dbapi.paramstyle, operation, tuple(args)
+        )
+        cache = _PREPARED.setdefault(conn, {})
+        entry = cache.get(statement)
+        if entry is None:
+            entry = cache[statement] = conn.prepare_statement(statement, ())
+        name, columns, decoders = entry
+        params = make_params(conn.py_types, values)
+        self._done(conn.execute_named(name, params, columns, decoders, statement))
+
+    def _begun(self) -> Any:
+        """The connection, in a transaction (pg8000's implicit BEGIN, as its cursor does)."""
+        conn = self._c
+        if conn is None:
+            raise pg8000.dbapi.InterfaceError("Cursor closed")
+        if conn._sock is None:
+            raise pg8000.dbapi.InterfaceError("connection is closed")
+        if not conn._in_transaction and not conn.autocommit:
+            conn.execute_simple("begin transaction")
+        return conn
+
+    def _done(self, context: Any) -> None:
+        self._context = context
+        self._row_iter = None if context.rows is None else iter(context.rows)
+        self._input_oids = ()
+        self.input_types: list[Any] = []
