@@ -17,9 +17,8 @@ from colony.contracts.events import CampaignResume
 from colony.errors import NotFound, ValidationFailed
 from colony.flows.deps import FlowDeps
 from colony.registry.functions import CAMPAIGN_RESUME_QUEUE
-from colony.runtime import idempotency
 from colony.runtime.transport import enqueue
-from colony.store import campaigns, outbox
+from colony.store import campaigns, outbox, processed_events
 
 DeliveryEvent = Literal["delivered", "bounced", "complained", "replied"]
 EVENTS: tuple[str, ...] = ("delivered", "bounced", "complained", "replied")
@@ -39,8 +38,7 @@ def record(
         if message is None:
             raise NotFound(f"outbox message {outbox_id!r} does not exist in this org")
         campaign_id = message["campaign_id"]
-        cur.execute(idempotency.MARK, (org_id, HANDLER, event_id, "done", event))
-        if cur.rowcount == 0:
+        if not processed_events.mark(cur, org_id, HANDLER, event_id, detail=event):
             outcome = {"duplicate": True}
         elif not outbox.set_status(cur, outbox_id, event):
             outcome = {"outbox_id": outbox_id, "status": message["status"], "ignored": event}

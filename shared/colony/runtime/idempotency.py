@@ -12,10 +12,6 @@ from __future__ import annotations
 from colony.store import processed_events
 from colony.store.db import Database
 
-# Still read by flows.delivery, which runs it in its own transaction; it belongs in
-# processed_events.mark(cur, ...) there, and then this re-export can go.
-from colony.store.processed_events import MARK as MARK
-
 
 def seen(db: Database, org_id: str, handler: str, event_id: str) -> bool:
     with db.transaction(org_id) as cur:
