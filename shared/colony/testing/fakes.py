@@ -7,15 +7,16 @@ import hmac
 import json
 import os
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
 from colony.adapters.embedding import OfflineHashEmbedder
 from colony.adapters.storage import check_object_name, check_ttl
-from colony.errors import NotFound, ProviderError, ProviderUnavailable
-from colony.ports import ModelRequest, ModelResponse, Usage
+from colony.errors import NotFound, ProviderError, ProviderUnavailable, ResponseTooLarge
+from colony.ports import DriveFile, ModelRequest, ModelResponse, Usage
+from colony.webhooks import GOOGLE_DOC
 
 
 class CountingEmbedder:
@@ -153,6 +154,42 @@ class MemoryBlobStore:
     def _sign(self, path: str, query: Mapping[str, str]) -> str:
         canonical = "\n".join([path, *(f"{k}={v}" for k, v in sorted(query.items()))])
         return hmac.new(self._key, canonical.encode(), hashlib.sha256).hexdigest()
+
+
+class MemoryDrive:
+    """``colony.ports.DriveClient`` in memory, seeded as ``colony.testing.drive_server``'s
+    ``DriveServer`` is (``add_file``, ``trash``), so a test can use either."""
+
+    def __init__(self) -> None:
+        self._files: dict[str, tuple[str, DriveFile, bytes]] = {}  # id -> (folder, file, bytes)
+        self._trashed: set[str] = set()
+
+    def add_file(
+        self,
+        folder: str,
+        file_id: str,
+        name: str,
+        content: bytes,
+        mime_type: str = GOOGLE_DOC,
+        modified_time: str = "2026-11-19T19:48:00.000Z",
+    ) -> None:
+        self._files[file_id] = (folder, DriveFile(file_id, name, mime_type, modified_time), content)
+
+    def trash(self, file_id: str) -> None:
+        self._trashed.add(file_id)
+
+    def list_folder(self, folder_id: str) -> Iterator[DriveFile]:
+        for file_id, (folder, file, _) in list(self._files.items()):
+            if folder == folder_id and file_id not in self._trashed:
+                yield file
+
+    def download_text(self, file: DriveFile, max_bytes: int) -> bytes:
+        if file.id not in self._files:
+            raise NotFound("Drive has no such object (GET 404)")
+        content = self._files[file.id][2]
+        if len(content) > max_bytes:
+            raise ResponseTooLarge(f"Drive download exceeds {max_bytes} bytes")
+        return content
 
 
 class RecordingSleep:
