@@ -1,4 +1,9 @@
-"""The I/O seams the logic sees. Adapters implement them; fakes in ``colony.testing``."""
+"""The I/O seams the logic sees. Adapters implement them; fakes in ``colony.testing``.
+
+Each port's contract is the docstring here, and one suite in ``tests/conformance/`` holds its
+fakes and its real adapters (on their local stand-ins) to it alike, so a fake cannot drift
+from what it replaces.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +21,20 @@ class Embedder(Protocol):
     dim: int
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+@runtime_checkable
+class Counter(Protocol):
+    """Counts tokens as the target model does (``colony.context.tokens``: tiktoken offline,
+    Gemini's ``countTokens`` with a key); ``label`` names the tokenizer, and says so when the
+    count is an estimate. The empty text is 0 tokens, any other at least 1; the same text
+    always counts the same. A provider-backed counter raises ``ProviderError`` when it
+    cannot count, never quoting the text."""
+
+    @property
+    def label(self) -> str: ...
+
+    def count(self, text: str) -> int: ...
 
 
 Role = Literal["system", "user", "assistant", "tool"]

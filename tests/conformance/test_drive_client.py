@@ -30,7 +30,7 @@ from colony.testing.drive_server import GOOGLE_DOC, DriveServer
 from colony.testing.fakes import MemoryDrive
 
 FOLDER, OTHER = "folder-meet-notes", "folder-other"
-TRANSCRIPT = "Dana: we need a room-level fact base.\nTomas: before October.\n".encode()
+TRANSCRIPT = "Dana: we need a room-level fact base ✓\nTomás: before October.\n".encode()
 
 
 @pytest.fixture(params=["memory", "http"])
