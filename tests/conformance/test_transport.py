@@ -185,6 +185,7 @@ def gcp(functions: Functions) -> Iterator[GcpEmulators]:
                 mp.undo()
             with TasksGateway(tasks_host) as gateway:
                 yield GcpEmulators(pubsub_host, gateway)
+                assert gateway.handler_errors == []
     except emulators.EmulatorUnavailable as missing:  # a broken path must not pass as skipped
         pytest.fail(f"the GCP transport's emulators are needed here: {missing}")
 
@@ -305,3 +306,36 @@ def test_schedule_refuses_what_cannot_be_delivered(
 def test_schedule_needs_a_task_id(harness: Harness, task_id: Any) -> None:
     with pytest.raises(ValidationFailed, match="task_id"):
         harness.transport.schedule(QUEUE, TARGET, b"{}", task_id=task_id)
+
+
+def test_a_task_named_by_two_gcp_instances_is_created_once(
+    functions: Functions, gcp: GcpEmulators
+) -> None:
+    """Two function instances scheduling the same logical task (a redelivered event handled
+    twice): Cloud Tasks refuses the second name, and the transport counts that as done.
+    Only ``gcp`` shares state between instances: an ``InlineTransport`` or a
+    ``LocalTransport`` is one process's queue, and the local stack runs one of each."""
+    instances = [
+        GcpTransport(
+            PROJECT,
+            REGION,
+            function_urls=functions.urls,
+            pubsub_endpoint=f"http://{gcp.pubsub_host}",
+            tasks_endpoint=gcp.gateway.base_url,
+        )
+        for _ in range(2)
+    ]
+    task_id = f"twice-{uuid.uuid4().hex}"
+    try:
+        names = {
+            t.schedule(QUEUE, TARGET, b'{"n": 1}', task_id=task_id, delay_seconds=0.2)
+            for t in instances
+        }
+        [name] = names
+        [delivered] = GcpHarness(instances[0], functions).task_deliveries(name)
+    finally:
+        for t in instances:
+            t.close()
+    assert delivered.data == b'{"n": 1}'
+    creates = [r for r in gcp.gateway.requests_to("cloudtasks.create") if task_id in str(r.body)]
+    assert len(creates) == 2  # the second instance did ask; it was told ALREADY_EXISTS
