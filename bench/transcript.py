@@ -36,6 +36,7 @@ from colony.local import embedded
 from colony.local.demo import DEMO_DIR, load_demo
 from colony.settings import Settings
 from colony.store import Database, connect_factory, fetch_one
+from colony.testing.fakes import MemoryBlobStore
 from colony.testing.inline import InlineTransport, LocalDeps
 
 ORG = "org_zoomprop_demo"
@@ -55,23 +56,6 @@ class FixedLatency:
             self.calls.append((request.output_name, tokens))
         time.sleep(self.latency)  # the simulated provider round trip
         return self.inner.request(request)
-
-
-class MemoryBlobs:
-    bucket = "bench"
-
-    def __init__(self) -> None:
-        self.objects: dict[str, bytes] = {}
-
-    def put(self, name: str, data: bytes, content_type: str) -> str:
-        self.objects[name] = data
-        return f"gs://{self.bucket}/{name}"
-
-    def get(self, name: str) -> bytes:
-        return self.objects[name]
-
-    def signed_url(self, name: str, ttl_seconds: int) -> str:
-        return f"memory://{name}"
 
 
 def run(deps: LocalDeps, model: FixedLatency, text: bytes, label: str) -> dict[str, Any]:
@@ -121,7 +105,9 @@ def main() -> None:
             model = FixedLatency(args.latency, counter.count)
             llm = llm_from_settings(settings, db)
             llm = replace(llm, chat=model, runner=StructuredRunner(model))
-            deps = LocalDeps(settings, db, InlineTransport(), llm, knowledge, blobs=MemoryBlobs())
+            deps = LocalDeps(
+                settings, db, InlineTransport(), llm, knowledge, blobs=MemoryBlobStore("bench")
+            )
             results[label] = run(deps, model, text.encode(), label)
         budgets = llm_from_settings(base).budgets
         budget = {

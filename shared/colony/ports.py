@@ -1,4 +1,9 @@
-"""The I/O seams the logic sees. Adapters implement them; fakes in ``colony.testing``."""
+"""The I/O seams the logic sees. Adapters implement them; fakes in ``colony.testing``.
+
+Each port's contract is the docstring here, and one suite in ``tests/conformance/`` holds its
+fakes and its real adapters (on their local stand-ins) to it alike, so a fake cannot drift
+from what it replaces.
+"""
 
 from __future__ import annotations
 
@@ -16,6 +21,20 @@ class Embedder(Protocol):
     dim: int
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+@runtime_checkable
+class Counter(Protocol):
+    """Counts tokens as the target model does (``colony.context.tokens``: tiktoken offline,
+    Gemini's ``countTokens`` with a key); ``label`` names the tokenizer, and says so when the
+    count is an estimate. The empty text is 0 tokens, any other at least 1; the same text
+    always counts the same. A provider-backed counter raises ``ProviderError`` when it
+    cannot count, never quoting the text."""
+
+    @property
+    def label(self) -> str: ...
+
+    def count(self, text: str) -> int: ...
 
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -128,6 +147,7 @@ class DriveFile:
     modified_time: str | None = None
 
 
+@runtime_checkable
 class DriveClient(Protocol):
     """The Drive calls the recording webhook makes."""
 
@@ -159,14 +179,44 @@ class PageText:
     blocks: int = 0
 
 
+@runtime_checkable
 class NotionClient(Protocol):
     def page(self, page_id: str) -> NotionPage: ...
 
     def page_text(self, page_id: str) -> PageText: ...
 
 
+MAX_REJECTION_ID = 200  # characters of an event id or claimed org id a rejection keeps
+MAX_REJECTION_REASON = 500
+
+
+@dataclass(frozen=True, slots=True)
+class Rejection:
+    """One recorded rejection, as every ``RejectionRecorder`` keeps it."""
+
+    function: str
+    event_id: str | None
+    claimed_org_id: str | None
+    reason: str
+
+    @classmethod
+    def of(
+        cls, function: str, event_id: str | None, claimed_org_id: str | None, reason: str
+    ) -> Rejection:
+        """Ids clipped to ``MAX_REJECTION_ID`` characters (an empty one is None), the reason
+        to ``MAX_REJECTION_REASON``."""
+        return cls(
+            function,
+            event_id[:MAX_REJECTION_ID] if event_id else None,
+            claimed_org_id[:MAX_REJECTION_ID] if claimed_org_id else None,
+            reason[:MAX_REJECTION_REASON],
+        )
+
+
+@runtime_checkable
 class RejectionRecorder(Protocol):
-    """Where unrecoverable deliveries are recorded (ids and a reason, never the payload)."""
+    """Where unrecoverable deliveries are recorded (ids and a reason, never the payload),
+    kept as ``Rejection.of`` normalises them."""
 
     def record(
         self, function: str, event_id: str | None, claimed_org_id: str | None, reason: str

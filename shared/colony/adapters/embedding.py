@@ -63,6 +63,11 @@ class OfflineHashEmbedder:
         for word in words:
             padded = f"#{word}#"
             features += [(padded[i : i + 3], 0.25) for i in range(len(padded) - 2)]
+        if not features:
+            # No ASCII words (punctuation, symbols, other scripts): the characters' trigrams,
+            # so the row is still a unit vector of its own, never the zero vector.
+            padded = f"#{''.join(text.lower().split())}#"
+            features = [(padded[i : i + 3], 0.25) for i in range(len(padded) - 2)]
         return features
 
     def embed(self, texts: Sequence[str]) -> list[Vector]:

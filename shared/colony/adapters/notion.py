@@ -11,7 +11,7 @@ Webhook signatures are checked by ``colony.webhooks``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from colony.adapters.rest import RestClient
@@ -49,49 +49,72 @@ class HttpNotion:
         self._rest = rest
 
     def page(self, page_id: str) -> NotionPage:
-        body = self._rest.send("GET", f"/v1/pages/{page_id}").json()
-        parent = body.get("parent") or {}
-        parent_id = parent.get(str(parent.get("type"))) if isinstance(parent, dict) else None
-        return NotionPage(
-            id=compact_id(str(body["id"])),
-            title=_title(body.get("properties") or {}),
-            last_edited_time=str(body.get("last_edited_time") or ""),
-            gone=bool(body.get("archived") or body.get("in_trash")),
-            parent_id=compact_id(parent_id) if isinstance(parent_id, str) else None,
-        )
+        return page_from_object(self._rest.send("GET", f"/v1/pages/{page_id}").json())
 
     def page_text(self, page_id: str) -> PageText:
-        out = PageText([])
-        self._walk(page_id, 0, out)
-        return out
+        return read_blocks(self._children, page_id)
 
-    def _walk(self, block_id: str, depth: int, out: PageText) -> None:
+    def _children(self, block_id: str) -> Iterator[Mapping[str, Any]]:
+        """A block's children, every page of them (fetched as they are read)."""
         cursor: str | None = None
         while True:
             params: dict[str, Any] = {"page_size": 100}
             if cursor:
                 params["start_cursor"] = cursor
             body = self._rest.send("GET", f"/v1/blocks/{block_id}/children", params=params).json()
-            for block in body.get("results") or []:
-                out.blocks += 1
-                if out.blocks > MAX_BLOCKS:
-                    raise ValidationFailed(f"Notion page has more than {MAX_BLOCKS} blocks")
-                kind = str(block.get("type") or "unsupported")
-                text = block_text(block)
-                if text is not None:
-                    if text.strip():
-                        out.paragraphs.append(text)
-                elif kind not in _CONTAINERS:
-                    out.unsupported[kind] = out.unsupported.get(kind, 0) + 1
-                    continue  # an unsupported block's children are not read either
-                if block.get("has_children") and depth < MAX_DEPTH and kind != "child_page":
-                    self._walk(str(block["id"]), depth + 1, out)
+            yield from body.get("results") or []
             if not body.get("has_more") or not body.get("next_cursor"):
                 return
             cursor = str(body["next_cursor"])
 
     def close(self) -> None:
         self._rest.close()
+
+
+def page_from_object(body: Mapping[str, Any]) -> NotionPage:
+    """A Notion page object as the port's ``NotionPage`` (ids without dashes)."""
+    parent = body.get("parent") or {}
+    parent_id = parent.get(str(parent.get("type"))) if isinstance(parent, dict) else None
+    return NotionPage(
+        id=compact_id(str(body["id"])),
+        title=_title(body.get("properties") or {}),
+        last_edited_time=str(body.get("last_edited_time") or ""),
+        gone=bool(body.get("archived") or body.get("in_trash")),
+        parent_id=compact_id(parent_id) if isinstance(parent_id, str) else None,
+    )
+
+
+Children = Callable[[str], Iterable[Mapping[str, Any]]]
+
+
+def read_blocks(children: Children, page_id: str) -> PageText:
+    """A page's block tree as text: ``children(block_id)`` gives a block's child blocks.
+
+    Supported blocks become paragraphs (empty ones are skipped); containers are read through;
+    any other block is counted in ``unsupported`` by type and its children are not read.
+    Nesting is read ``MAX_DEPTH`` levels deep, never into a child page; past ``MAX_BLOCKS``
+    blocks the page is refused (``ValidationFailed``).
+    """
+    out = PageText([])
+    _walk(children, page_id, 0, out)
+    return out
+
+
+def _walk(children: Children, block_id: str, depth: int, out: PageText) -> None:
+    for block in children(block_id):
+        out.blocks += 1
+        if out.blocks > MAX_BLOCKS:
+            raise ValidationFailed(f"Notion page has more than {MAX_BLOCKS} blocks")
+        kind = str(block.get("type") or "unsupported")
+        text = block_text(block)
+        if text is not None:
+            if text.strip():
+                out.paragraphs.append(text)
+        elif kind not in _CONTAINERS:
+            out.unsupported[kind] = out.unsupported.get(kind, 0) + 1
+            continue  # an unsupported block's children are not read either
+        if block.get("has_children") and depth < MAX_DEPTH and kind != "child_page":
+            _walk(children, str(block["id"]), depth + 1, out)
 
 
 def block_text(block: Mapping[str, Any]) -> str | None:

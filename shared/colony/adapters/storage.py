@@ -48,7 +48,19 @@ if TYPE_CHECKING:
 
 SIGNING_KEY_NAME = "gcs-signing-key.json"
 LOCAL_SIGNER_EMAIL = "colony-local-signer@colony-local.iam.gserviceaccount.com"
-_MAX_TTL = 7 * 24 * 3600  # V4 signed URLs live at most seven days
+MAX_SIGNED_URL_TTL = 7 * 24 * 3600  # V4 signed URLs live at most seven days
+
+
+def check_object_name(name: str) -> None:
+    """What GCS accepts as an object name (here: not empty, no leading ``/`` or newline,
+    at most 1024 bytes); ``ValidationFailed`` otherwise."""
+    if not name or name.startswith("/") or len(name.encode()) > 1024 or "\n" in name:
+        raise ValidationFailed(f"object name {name!r} is not a valid GCS object name")
+
+
+def check_ttl(ttl_seconds: int) -> None:
+    if not 1 <= ttl_seconds <= MAX_SIGNED_URL_TTL:
+        raise ValidationFailed(f"ttl_seconds={ttl_seconds} must be in 1..{MAX_SIGNED_URL_TTL}")
 
 
 def _translate(error: GoogleApiError, what: str) -> Exception:
@@ -176,17 +188,12 @@ class GcsBlobStore:
         self.bucket = bucket
         self._api, self._signer, self._project = api, signer, project
 
-    @staticmethod
-    def _check_name(name: str) -> None:
-        if not name or name.startswith("/") or len(name.encode()) > 1024 or "\n" in name:
-            raise ValidationFailed(f"object name {name!r} is not a valid GCS object name")
-
     def _object_path(self, name: str) -> str:
         return f"/storage/v1/b/{self.bucket}/o/{quote(name, safe='')}"
 
     def put(self, name: str, data: bytes, content_type: str) -> str:
         """Store ``data`` under ``name`` (overwriting: same name, same bytes is idempotent)."""
-        self._check_name(name)
+        check_object_name(name)
         try:
             self._api.send(
                 "POST",
@@ -200,7 +207,7 @@ class GcsBlobStore:
         return f"gs://{self.bucket}/{name}"
 
     def get(self, name: str) -> bytes:
-        self._check_name(name)
+        check_object_name(name)
         try:
             response = self._api.send("GET", self._object_path(name), params={"alt": "media"})
         except GoogleApiError as error:
@@ -209,9 +216,8 @@ class GcsBlobStore:
 
     def signed_url(self, name: str, ttl_seconds: int, *, now: datetime | None = None) -> str:
         """A V4 signed GET URL; the host is the API's (the emulator locally)."""
-        self._check_name(name)
-        if not 1 <= ttl_seconds <= _MAX_TTL:
-            raise ValidationFailed(f"ttl_seconds={ttl_seconds} must be in 1..{_MAX_TTL}")
+        check_object_name(name)
+        check_ttl(ttl_seconds)
         base = urlsplit(self._api.base_url)
         moment = (now or datetime.now(UTC)).astimezone(UTC)
         timestamp = moment.strftime("%Y%m%dT%H%M%SZ")

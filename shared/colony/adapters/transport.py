@@ -105,15 +105,28 @@ def task_request(
 ) -> tuple[str, bytes, str]:
     """Check a task both transports are asked to schedule; return (target URL, body, the
     full task name) so that both name it identically."""
-    url = task_target(function_urls, queue, target)
+    payload = check_task(queue, target, body, delay_seconds)
+    url = function_url(function_urls, target)
+    return url, payload, task_name(project, region, queue, task_id)
+
+
+def check_task(queue: str, target: str, body: bytes, delay_seconds: float) -> bytes:
+    """Check a task's queue, target function, body and delay (what every transport refuses,
+    the in-memory fake included); return the body as bytes."""
+    task_target(queue, target)
     payload = check_data(body)
     if delay_seconds < 0:
         raise ValidationFailed("delay_seconds must be >= 0")
-    return url, payload, f"{queue_path(project, region, queue)}/tasks/{task_id_for(task_id)}"
+    return payload
 
 
-def task_target(function_urls: Mapping[str, str], queue: str, target: str) -> str:
-    """Check a Cloud Tasks queue and target function; return the target's URL."""
+def task_name(project: str, region: str, queue: str, task_id: str) -> str:
+    """The full Cloud Tasks name ``schedule`` returns for ``task_id`` in ``queue``."""
+    return f"{queue_path(project, region, queue)}/tasks/{task_id_for(task_id)}"
+
+
+def task_target(queue: str, target: str) -> Function:
+    """Check a Cloud Tasks queue and its HTTP-triggered target function."""
     if queue not in QUEUES:
         raise ValidationFailed(f"unknown queue {queue!r}; known: {', '.join(sorted(QUEUES))}")
     function = FUNCTIONS.get(target)
@@ -121,7 +134,7 @@ def task_target(function_urls: Mapping[str, str], queue: str, target: str) -> st
         raise ValidationFailed(f"unknown function {target!r}")
     if function.trigger != "http":
         raise ValidationFailed(f"function {target!r} is not HTTP-triggered; tasks cannot reach it")
-    return function_url(function_urls, target)
+    return function
 
 
 def transport_from_settings(settings: Settings, *, db: Database | None = None) -> Transport:

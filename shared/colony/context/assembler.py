@@ -23,10 +23,9 @@ from typing import Any
 from colony.context import templates
 from colony.context.budgets import Budget, BudgetBook
 from colony.context.serialize import NON_ESSENTIAL, compact, dumps
-from colony.context.tokens import Counter
 from colony.contracts import AgentContextBundle, Exemplar, OrgContext, ToolDefinition
 from colony.errors import ContextBudgetExceeded, ValidationFailed
-from colony.ports import Message
+from colony.ports import Counter, Message
 from colony.registry.agents import AGENTS, PROFILES, agent
 
 _COMPUTED = frozenset({"task_json"})

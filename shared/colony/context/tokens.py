@@ -21,10 +21,11 @@ import hashlib
 import threading
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Protocol
+from typing import Any
 
 from colony.data_files import data_file
 from colony.errors import ConfigError
+from colony.ports import Counter as Counter  # the port, re-exported from its old home
 
 # A literal: the deploy builder reads it without running this module.
 RUNTIME_DATA = (
@@ -120,15 +121,6 @@ def encoding_for(model: str) -> tuple[str, bool]:
         return "cl100k_base", True
     # Gemini and the offline provider: a real BPE count, but not the model's own tokenizer.
     return "o200k_base", False
-
-
-class Counter(Protocol):
-    """What the assembler needs of a token counter."""
-
-    @property
-    def label(self) -> str: ...
-
-    def count(self, text: str) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,10 +15,10 @@ from pydantic import BaseModel
 
 from colony.context.assembler import AssembledContext, AssemblyRequest, assemble
 from colony.context.budgets import BudgetBook, load_budgets
-from colony.context.tokens import Counter, GeminiTokenCounter, counter_for
+from colony.context.tokens import GeminiTokenCounter, counter_for
 from colony.contracts import OUTPUT_CONTRACTS
 from colony.llm.runner import StructuredRunner
-from colony.ports import ChatModel, ModelRequest, ToolCall, Usage
+from colony.ports import ChatModel, Counter, ModelRequest, ToolCall, Usage
 from colony.settings import Settings
 from colony.store import Database
 

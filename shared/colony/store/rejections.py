@@ -7,14 +7,8 @@ dropped and why: ids and a reason, never the payload.
 
 from __future__ import annotations
 
+from colony.ports import Rejection
 from colony.store.db import Database
-
-_MAX_ID = 200
-
-
-def _clip(value: str | None, limit: int = _MAX_ID) -> str | None:
-    return value[:limit] if value else None
-
 
 # The application role may INSERT here but not SELECT (so no RETURNING): a rejected payload's
 # claimed org is unverified, and no org should read another's failures.
@@ -22,7 +16,6 @@ INSERT_REJECTION = (
     "INSERT INTO rejected_deliveries (function, event_id, claimed_org_id, reason) "
     "VALUES (%s, %s, %s, %s)"
 )
-_MAX_REASON = 500
 
 
 class DbRejections:
@@ -34,6 +27,7 @@ class DbRejections:
     def record(
         self, function: str, event_id: str | None, claimed_org_id: str | None, reason: str
     ) -> None:
-        params = (function, _clip(event_id), _clip(claimed_org_id), reason[:_MAX_REASON])
+        kept = Rejection.of(function, event_id, claimed_org_id, reason)
+        params = (kept.function, kept.event_id, kept.claimed_org_id, kept.reason)
         with self._db.transaction(None) as cur:
             cur.execute(INSERT_REJECTION, params)

@@ -214,7 +214,7 @@ def tasks_emulator(*, max_retries: int = 3, timeout: float = 60.0) -> Iterator[s
 
     It dispatches HTTP tasks to their URLs (ignoring OIDC tokens), retrying a failed task
     every 0.1 s; ``max_retries`` bounds that (``-r``; -1 retries forever). It does NOT enforce
-    task-name uniqueness (no ALREADY_EXISTS).
+    task-name uniqueness (no ALREADY_EXISTS; ``TasksGateway`` adds it).
     """
     if not TASKS_EMULATOR.exists():
         raise EmulatorUnavailable(

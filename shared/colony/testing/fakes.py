@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
+import os
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
 from colony.adapters.embedding import OfflineHashEmbedder
-from colony.ports import ModelRequest, ModelResponse, Usage
+from colony.adapters.storage import check_object_name, check_ttl
+from colony.errors import NotFound, ProviderError, ProviderUnavailable, ResponseTooLarge
+from colony.ports import DriveFile, ModelRequest, ModelResponse, Usage
+from colony.webhooks import GOOGLE_DOC
 
 
 class CountingEmbedder:
@@ -73,6 +81,115 @@ class ScriptedChatModel:
             return item
         text = item if isinstance(item, str) else json.dumps(dict(item))
         return ModelResponse(text=text, usage=self.usage, model=self.model)
+
+
+def provider_failure(status: int, *, retry_after: float | None = None) -> ProviderError:
+    """The exception a real chat adapter raises for an HTTP ``status`` from its provider
+    (``colony.ports.ChatModel``): 408, 429 and 5xx are ``ProviderUnavailable`` (retried by the
+    runner, after ``retry_after`` when the provider said), anything else ``ProviderError``.
+    Script it into a ``ScriptedChatModel`` to stand for that answer; the ChatModel conformance
+    suite proves the OpenAI and Gemini adapters raise the same."""
+    detail = f"scripted provider failure (HTTP {status})"
+    if status in (408, 429) or status >= 500:
+        return ProviderUnavailable(detail, retry_after=retry_after)
+    return ProviderError(detail)
+
+
+class MemoryBlobStore:
+    """``colony.ports.BlobStore`` in memory, refusing what ``GcsBlobStore`` refuses.
+
+    Signed URLs have the V4 shape (path-style ``https://storage.googleapis.com/<bucket>/
+    <object>`` with ``X-Goog-Date``, ``X-Goog-Expires`` and ``X-Goog-Signature``), signed with
+    an HMAC key of this instance's; ``fetch`` plays the storage server: it answers a URL this
+    store signed, before it expires, with the object's bytes.
+    """
+
+    host = "https://storage.googleapis.com"
+
+    def __init__(self, bucket: str = "colony-assets-test") -> None:
+        self.bucket = bucket
+        self.objects: dict[str, tuple[bytes, str]] = {}  # name -> (bytes, content type)
+        self._key = os.urandom(32)
+
+    def put(self, name: str, data: bytes, content_type: str) -> str:
+        check_object_name(name)
+        self.objects[name] = (bytes(data), content_type)
+        return f"gs://{self.bucket}/{name}"
+
+    def get(self, name: str) -> bytes:
+        check_object_name(name)
+        if name not in self.objects:
+            raise NotFound(f"reading gs://{self.bucket}/{name}: not found")
+        return self.objects[name][0]
+
+    def signed_url(self, name: str, ttl_seconds: int, *, now: datetime | None = None) -> str:
+        check_object_name(name)
+        check_ttl(ttl_seconds)
+        moment = (now or datetime.now(UTC)).astimezone(UTC)
+        path = f"/{self.bucket}/{quote(name, safe='/~')}"
+        query = {
+            "X-Goog-Algorithm": "GOOG4-HMAC-SHA256",
+            "X-Goog-Date": moment.strftime("%Y%m%dT%H%M%SZ"),
+            "X-Goog-Expires": str(ttl_seconds),
+            "X-Goog-SignedHeaders": "host",
+        }
+        query["X-Goog-Signature"] = self._sign(path, query)
+        return f"{self.host}{path}?{urlencode(query)}"
+
+    def fetch(self, url: str, *, now: datetime | None = None) -> bytes:
+        """What GET ``url`` answers: the object, if this store signed ``url`` and it is live."""
+        parts = urlsplit(url)
+        query = dict(parse_qsl(parts.query))
+        signature = query.pop("X-Goog-Signature", "")
+        if not hmac.compare_digest(signature, self._sign(parts.path, query)):
+            raise PermissionError("signature does not match")
+        signed_at = datetime.strptime(query["X-Goog-Date"], "%Y%m%dT%H%M%SZ").replace(tzinfo=UTC)
+        if (now or datetime.now(UTC)) > signed_at + timedelta(seconds=int(query["X-Goog-Expires"])):
+            raise PermissionError("the signed URL has expired")
+        bucket, _, name = unquote(parts.path).lstrip("/").partition("/")
+        if bucket != self.bucket or name not in self.objects:
+            raise NotFound(f"gs://{bucket}/{name}: not found")
+        return self.objects[name][0]
+
+    def _sign(self, path: str, query: Mapping[str, str]) -> str:
+        canonical = "\n".join([path, *(f"{k}={v}" for k, v in sorted(query.items()))])
+        return hmac.new(self._key, canonical.encode(), hashlib.sha256).hexdigest()
+
+
+class MemoryDrive:
+    """``colony.ports.DriveClient`` in memory, seeded as ``colony.testing.drive_server``'s
+    ``DriveServer`` is (``add_file``, ``trash``), so a test can use either."""
+
+    def __init__(self) -> None:
+        self._files: dict[str, tuple[str, DriveFile, bytes]] = {}  # id -> (folder, file, bytes)
+        self._trashed: set[str] = set()
+
+    def add_file(
+        self,
+        folder: str,
+        file_id: str,
+        name: str,
+        content: bytes,
+        mime_type: str = GOOGLE_DOC,
+        modified_time: str = "2026-11-19T19:48:00.000Z",
+    ) -> None:
+        self._files[file_id] = (folder, DriveFile(file_id, name, mime_type, modified_time), content)
+
+    def trash(self, file_id: str) -> None:
+        self._trashed.add(file_id)
+
+    def list_folder(self, folder_id: str) -> Iterator[DriveFile]:
+        for file_id, (folder, file, _) in list(self._files.items()):
+            if folder == folder_id and file_id not in self._trashed:
+                yield file
+
+    def download_text(self, file: DriveFile, max_bytes: int) -> bytes:
+        if file.id not in self._files:
+            raise NotFound("Drive has no such object (GET 404)")
+        content = self._files[file.id][2]
+        if len(content) > max_bytes:
+            raise ResponseTooLarge(f"Drive download exceeds {max_bytes} bytes")
+        return content
 
 
 class RecordingSleep:

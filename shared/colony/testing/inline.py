@@ -14,6 +14,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from colony.adapters.transport import (
+    check_attributes,
+    check_data,
+    check_task,
+    check_topic,
+    task_name,
+)
 from colony.contracts.events import EVENT_ADAPTER
 from colony.errors import CallerError, InternalError, UpstreamError
 from colony.flows.handlers import PUBSUB_HANDLERS
@@ -46,14 +53,25 @@ class Task:
 
 
 class InlineTransport:
-    def __init__(self) -> None:
+    """``colony.ports.Transport`` in memory: ``pending`` holds published messages for
+    ``run_until_idle``, ``tasks`` the scheduled tasks by full task name (created once).
+
+    It refuses what the real transports refuse (unknown topic, queue or target, bad
+    attributes, non-bytes data, a negative delay) and names tasks as they do; the Transport
+    conformance suite (``tests/conformance/test_transport.py``) holds it to that.
+    """
+
+    def __init__(self, *, project: str = "colony-local", region: str = "us-central1") -> None:
+        self.project, self.region = project, region
         self.pending: deque[Sent] = deque()
         self.tasks: dict[str, Task] = {}
         self.published = 0
         self._ids = itertools.count(1)
 
     def publish(self, topic: str, data: bytes, attributes: Mapping[str, str]) -> str:
-        message = Sent(topic, data, dict(attributes), f"msg-{next(self._ids)}")
+        check_topic(topic)
+        payload, attrs = check_data(data), check_attributes(attributes)
+        message = Sent(topic, payload, attrs, f"msg-{next(self._ids)}")
         self.pending.append(message)
         self.published += 1
         return message.message_id
@@ -61,8 +79,10 @@ class InlineTransport:
     def schedule(
         self, queue: str, target: str, body: bytes, *, task_id: str, delay_seconds: float = 0.0
     ) -> str:
-        self.tasks.setdefault(task_id, Task(queue, target, body, task_id, delay_seconds))
-        return task_id
+        payload = check_task(queue, target, body, delay_seconds)
+        name = task_name(self.project, self.region, queue, task_id)
+        self.tasks.setdefault(name, Task(queue, target, payload, task_id, delay_seconds))
+        return name
 
 
 @dataclass

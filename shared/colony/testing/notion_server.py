@@ -17,6 +17,9 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
+from colony.adapters.notion import page_from_object, read_blocks
+from colony.errors import NotFound
+from colony.ports import NotionPage, PageText
 from colony.testing.wire import ProviderServer, RecordedRequest, Reply, Route
 from colony.webhooks import sign
 
@@ -56,6 +59,35 @@ def block(kind: str, text: str = "", *, children: bool = False, **extra: Any) ->
     }
 
 
+def page_object(
+    page_id: str, title: str, parent_database: str | None, edited: str, archived: bool
+) -> dict[str, Any]:
+    """A page object as ``GET /v1/pages/{id}`` returns it."""
+    pid = page_id.replace("-", "")
+    parent = (
+        {"type": "database_id", "database_id": dashed(parent_database)}
+        if parent_database
+        else {"type": "workspace", "workspace": True}
+    )
+    return {
+        "object": "page",
+        "id": dashed(pid),
+        "created_time": EDITED,
+        "last_edited_time": edited,
+        "archived": archived,
+        "in_trash": archived,
+        "parent": parent,
+        "url": f"https://www.notion.so/{pid}",
+        "properties": {
+            "title": {
+                "id": "title",
+                "type": "title",
+                "title": [{"type": "text", "text": {"content": title}, "plain_text": title}],
+            }
+        },
+    }
+
+
 class NotionServer(ProviderServer):
     """Notion on 127.0.0.1: ``put_page`` creates or replaces a page and its blocks."""
 
@@ -85,28 +117,7 @@ class NotionServer(ProviderServer):
         archived: bool = False,
     ) -> None:
         pid = page_id.replace("-", "")
-        parent = (
-            {"type": "database_id", "database_id": dashed(parent_database)}
-            if parent_database
-            else {"type": "workspace", "workspace": True}
-        )
-        self._pages[pid] = {
-            "object": "page",
-            "id": dashed(pid),
-            "created_time": EDITED,
-            "last_edited_time": edited,
-            "archived": archived,
-            "in_trash": archived,
-            "parent": parent,
-            "url": f"https://www.notion.so/{pid}",
-            "properties": {
-                "title": {
-                    "id": "title",
-                    "type": "title",
-                    "title": [{"type": "text", "text": {"content": title}, "plain_text": title}],
-                }
-            },
-        }
+        self._pages[pid] = page_object(pid, title, parent_database, edited, archived)
         self._children[pid] = list(blocks)
 
     def set_children(self, block_id: str, blocks: Sequence[dict[str, Any]]) -> None:
@@ -193,3 +204,46 @@ def webhook_event(
 
 def signed_headers(secret: str, body: bytes) -> dict[str, str]:
     return {"Content-Type": "application/json", "X-Notion-Signature": sign(secret, body)}
+
+
+class MemoryNotion:
+    """``colony.ports.NotionClient`` in memory, seeded as ``NotionServer`` is (``put_page``,
+    ``set_children``, ``delete_page``); it reads the block tree with the adapter's own
+    ``read_blocks``, so only the HTTP (paging, auth, errors) is left out."""
+
+    def __init__(self) -> None:
+        self._pages: dict[str, dict[str, Any]] = {}
+        self._children: dict[str, list[dict[str, Any]]] = {}
+
+    def put_page(
+        self,
+        page_id: str,
+        title: str,
+        blocks: Sequence[dict[str, Any]],
+        *,
+        parent_database: str | None = None,
+        edited: str = EDITED,
+        archived: bool = False,
+    ) -> None:
+        pid = page_id.replace("-", "")
+        self._pages[pid] = page_object(pid, title, parent_database, edited, archived)
+        self._children[pid] = list(blocks)
+
+    def set_children(self, block_id: str, blocks: Sequence[dict[str, Any]]) -> None:
+        self._children[block_id.replace("-", "")] = list(blocks)
+
+    def delete_page(self, page_id: str) -> None:
+        self._pages[page_id.replace("-", "")]["in_trash"] = True
+
+    def page(self, page_id: str) -> NotionPage:
+        found = self._pages.get(page_id.replace("-", ""))
+        if found is None:
+            raise NotFound("Notion has no such object (GET 404)")
+        return page_from_object(found)
+
+    def page_text(self, page_id: str) -> PageText:
+        if page_id.replace("-", "") not in self._pages:
+            raise NotFound("Notion has no such object (GET 404)")
+        return read_blocks(
+            lambda block_id: self._children.get(block_id.replace("-", ""), []), page_id
+        )

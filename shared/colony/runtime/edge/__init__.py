@@ -34,12 +34,12 @@ platform retries it later.
 from __future__ import annotations
 
 from colony.errors import INTERNAL_MESSAGE
+from colony.ports import Rejection
 from colony.runtime.edge.http import JsonRequest, http_json
 from colony.runtime.edge.pubsub import (
     Decoded,
     MemoryRejections,
     Problem,
-    Rejection,
     decode_push,
     delivery_attempt,
     pubsub_handler,

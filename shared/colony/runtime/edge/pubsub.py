@@ -21,7 +21,7 @@ from colony.errors import CallerError
 from colony.observability import logs
 from colony.observability.sentry import error_scope
 from colony.observability.telemetry import flush_telemetry
-from colony.ports import RejectionRecorder
+from colony.ports import Rejection, RejectionRecorder
 from colony.registry.functions import function as registered_function
 from colony.registry.functions import topic as registered_topic
 from colony.runtime import delivery
@@ -162,16 +162,9 @@ def _clip(value: str | None, limit: int = _MAX_ID) -> str | None:
     return value[:limit] if value else None
 
 
-@dataclass(frozen=True, slots=True)
-class Rejection:
-    function: str
-    event_id: str | None
-    claimed_org_id: str | None
-    reason: str
-
-
 class MemoryRejections:
-    """The in-memory ``RejectionRecorder`` fake: keeps what was recorded, in order."""
+    """The in-memory ``RejectionRecorder`` fake: keeps what was recorded, in order, as
+    ``DbRejections`` stores it (``Rejection.of``)."""
 
     def __init__(self) -> None:
         self.rejections: list[Rejection] = []
@@ -179,7 +172,7 @@ class MemoryRejections:
     def record(
         self, function: str, event_id: str | None, claimed_org_id: str | None, reason: str
     ) -> None:
-        self.rejections.append(Rejection(function, event_id, claimed_org_id, reason))
+        self.rejections.append(Rejection.of(function, event_id, claimed_org_id, reason))
 
 
 Flow = Callable[[Any, str], object]  # (the validated Event, its event id)

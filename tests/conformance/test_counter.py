@@ -1,0 +1,89 @@
+"""The ``Counter`` port's conformance suite: the offline tokenizers and Gemini's countTokens.
+
+- ``tiktoken-exact``: ``counter_for("gpt-4o")``, tiktoken's ``o200k_base`` from the bundled
+  BPE file (OpenAI's own tokenizer: exact);
+- ``tiktoken-estimate``: ``counter_for("gemini-2.5-pro")``, the same encoding standing in for
+  Gemini's tokenizer when no key is configured (labelled an estimate);
+- ``gemini``: ``GeminiTokenCounter`` through the official ``google-genai`` SDK, making real
+  HTTP requests to ``colony.testing.wire.WireServer``, whose ``countTokens`` answers one
+  token per word (Gemini itself needs a key and the network).
+
+The contract (``colony.ports.Counter``, as the assembler and the agent call use it): a
+non-empty ``label`` that says "estimate" exactly when the count is one; the empty text is 0
+tokens, a text with words at least 1; the same text always counts the same and more text
+does not count less; a provider-backed counter's failure is ``ProviderError`` without the
+text in its message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from google import genai
+from google.genai import types
+
+from colony.context.tokens import GeminiTokenCounter, counter_for
+from colony.errors import ProviderError
+from colony.ports import Counter
+from colony.testing.wire import WireServer
+
+TEXTS = ["one", "Mercy Ridge runs 40 clinics.", "Ünïcode ✓ and emoji 🚀", "word " * 200]
+SECRET = "PROMPT-SECRET-51c0"
+
+pytestmark = pytest.mark.usefixtures("no_ambient_config")
+
+
+@pytest.fixture(params=["tiktoken-exact", "tiktoken-estimate", "gemini"])
+def counter(request: pytest.FixtureRequest) -> Iterator[Any]:
+    if request.param == "tiktoken-exact":
+        yield counter_for("gpt-4o")
+        return
+    if request.param == "tiktoken-estimate":
+        yield counter_for("gemini-2.5-pro")
+        return
+    with WireServer() as server:
+        client = genai.Client(
+            api_key="g-test", http_options=types.HttpOptions(base_url=server.gemini_base_url)
+        )
+        try:
+            yield GeminiTokenCounter(client, "gemini-2.5-pro")
+        finally:
+            client.close()
+
+
+def test_it_is_a_counter_with_a_label_that_owns_up_to_estimates(
+    counter: Any, request: pytest.FixtureRequest
+) -> None:
+    assert isinstance(counter, Counter)
+    assert isinstance(counter.label, str) and counter.label
+    estimate = request.node.callspec.params["counter"] == "tiktoken-estimate"
+    assert ("estimate" in counter.label) is estimate
+
+
+def test_empty_text_is_no_tokens_and_words_are_some(counter: Any) -> None:
+    assert counter.count("") == 0
+    for text in TEXTS:
+        n = counter.count(text)
+        assert type(n) is int and n >= 1
+
+
+def test_the_same_text_counts_the_same_and_more_text_not_less(counter: Any) -> None:
+    first = [counter.count(text) for text in TEXTS]
+    assert [counter.count(text) for text in TEXTS] == first
+    assert counter.count("word " * 200) > counter.count("word " * 20) > counter.count("word")
+
+
+def test_a_provider_failure_is_a_provider_error_that_does_not_quote_the_text() -> None:
+    with WireServer() as server:
+        client = genai.Client(
+            api_key="g-test", http_options=types.HttpOptions(base_url=server.gemini_base_url)
+        )
+        try:
+            server.fail(500, retry_after_ms=None)
+            with pytest.raises(ProviderError) as caught:
+                GeminiTokenCounter(client, "gemini-2.5-pro").count(f"count me {SECRET}")
+        finally:
+            client.close()
+    assert SECRET not in str(caught.value)
