@@ -1,0 +1,73 @@
+"""Where SQL may live: only in ``colony.store`` (one repository per aggregate) and
+``colony.knowledge`` (the Knowledge Core's own module). Flows, chat, runtime, adapters and the
+functions call repositories (docs/architecture.md). The import directions are checked by
+``make imports`` (import-linter, ``[tool.importlinter]`` in pyproject.toml)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGE = REPO / "shared" / "colony"
+ALLOWED = ("store", "knowledge")  # where SQL belongs
+TOOLS = ("testing", "local", "deploy")  # not deployed; they may set up data as they need
+SQL = re.compile(
+    r"\b(SELECT\s.+\sFROM|SELECT\s+\d|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM"
+    r"|CREATE\s+(TABLE|INDEX)|pg_advisory\w*\(|pg_notify\(|LISTEN\s+\w)",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """ids of the string nodes that are docstrings (they may name a table or a statement)."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                found.add(id(body[0].value))
+    return found
+
+
+def sql_strings(path: Path, root: Path = REPO) -> list[str]:
+    """``path:line`` of every string literal (not a docstring) that holds a SQL statement."""
+    tree = ast.parse(path.read_text(), str(path))
+    docs = _docstrings(tree)
+    return [
+        f"{path.relative_to(root)}:{node.lineno}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docs
+        and SQL.search(node.value)
+    ]
+
+
+def deployed_modules() -> list[Path]:
+    mains = sorted((REPO / "functions").glob("*/main.py"))
+    shared = [
+        p
+        for p in sorted(PACKAGE.rglob("*.py"))
+        if p.relative_to(PACKAGE).parts[0] not in (*ALLOWED, *TOOLS)
+    ]
+    return mains + shared
+
+
+def test_no_sql_outside_store_and_knowledge() -> None:
+    found = [hit for path in deployed_modules() for hit in sql_strings(path)]
+    assert found == [], "SQL outside colony.store / colony.knowledge: " + ", ".join(found)
+
+
+def test_the_check_finds_sql_where_it_is(tmp_path: Path) -> None:
+    """The scan is not vacuous: it finds the repositories' statements, and a statement
+    written in a flow-shaped module."""
+    assert sql_strings(PACKAGE / "store" / "approvals.py")
+    probe = tmp_path / "flow.py"
+    probe.write_text(
+        '"""A flow whose docstring quotes SELECT id FROM approval_items."""\n'
+        'Q = """\nSELECT id\n  FROM approval_items WHERE id = %s\n"""\n'
+        "def f(cur):\n    cur.execute('UPDATE deals SET stage = %s', ('won',))\n"
+    )
+    assert sql_strings(probe, root=tmp_path) == ["flow.py:2", "flow.py:7"]  # not the docstring
