@@ -13,10 +13,13 @@
     compaction   rolling summaries: fold the oldest turns into the session's one summary row
     resume       the ``tool_action`` applier: run the approved tool, continue the paused turn
     turn_io      what they share: a turn's writes (rows + events) and its event sink
+    tools        AGT-001's actions: they call the approval flows and dispatch to other agents
+    history      the rolling window: load the rows, plan what to fold (pure)
+    events       the session's SSE event log, appended by the turn, replayed by the edge
 
-Each imports only the ones below it in that list (``turn_io`` last), checked by the import
-contract in ``pyproject.toml``. The HTTP edge (``colony.chat.api``) calls what is exported
-here; ``colony.flows.approval`` names ``"colony.flows.chat:apply_tool_action"``.
+Each imports only the ones below it in that list, checked by an import contract in
+``pyproject.toml``; nothing here imports ``colony.chat``, the HTTP edge that calls what is
+exported here. ``colony.flows.approval`` names ``"colony.flows.chat:apply_tool_action"``.
 """
 
 from colony.flows.chat.hydration import OrchestratorFailed

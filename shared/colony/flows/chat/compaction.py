@@ -1,6 +1,6 @@
 """Rolling summaries (seed §6.3): fold a session's oldest turns into its one summary row.
 
-``colony.chat.history`` decides *what* to fold (pure: units, pins, the budget); this module
+``colony.flows.chat.history`` decides *what* to fold (pure: units, pins, the budget); this module
 does it: reads the rows and the approval items that pin paused calls, asks AGT-001's summary
 profile for the new summary, and swaps the folded rows for it in one transaction. Apart from
 hydration because it runs from two places, before a model call and after a turn's last write.
@@ -12,7 +12,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from colony.chat import history
+from colony.flows.chat import history
 from colony.flows.chat.turn_io import AGENT, TurnIO, compact_json
 from colony.store import approvals, orgdata
 from colony.store import chat as chat_store

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from colony.chat import history, tools
 from colony.contracts.chat import OrchestratorReply
 from colony.errors import OutputInvalid, ValidationFailed
 from colony.flows import approval_queue
+from colony.flows.chat import history, tools
 from colony.flows.chat.compaction import awaited, compact_if_needed, pending
 from colony.flows.chat.turn_io import AGENT, TurnIO
 from colony.ports import ModelRequest, ToolCall

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from contextlib import nullcontext
 from typing import Any
 
-from colony.chat import tools
+from colony.flows.chat import tools
 from colony.flows.chat.turn import continue_turn, record_result, tool_context
 from colony.flows.chat.turn_io import TurnIO
 from colony.flows.deps import FlowDeps

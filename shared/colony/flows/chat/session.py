@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from colony.chat import history
 from colony.errors import NotFound, ValidationFailed
+from colony.flows.chat import history
 from colony.flows.chat.turn_io import AGENT
 from colony.flows.deps import FlowDeps
 from colony.store import chat as chat_store

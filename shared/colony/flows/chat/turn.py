@@ -22,9 +22,9 @@ import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from colony.chat import history, tools
 from colony.errors import CallerError, UpstreamError, public_body
 from colony.flows import approval_queue
+from colony.flows.chat import history, tools
 from colony.flows.chat.compaction import compact_if_needed
 from colony.flows.chat.hydration import model_step
 from colony.flows.chat.turn_io import AGENT, Rows, Sink, TurnIO, compact_json

@@ -14,7 +14,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-from colony.chat import events as ev
+from colony.flows.chat import events as ev
 from colony.flows.deps import FlowDeps
 from colony.store import chat as chat_store
 
