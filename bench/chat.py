@@ -25,7 +25,7 @@ from urllib.parse import urlparse
 import httpx
 
 from colony.adapters.embedding import OfflineHashEmbedder
-from colony.chat import history
+from colony.flows.chat import history
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
 from colony.local import embedded

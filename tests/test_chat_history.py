@@ -8,10 +8,9 @@ from __future__ import annotations
 import itertools
 
 from colony.adapters.embedding import OfflineHashEmbedder
-from colony.chat import history
 from colony.context.tokens import counter_for
 from colony.flows import approval
-from colony.flows.chat import create_session, run_turn
+from colony.flows.chat import create_session, history, run_turn
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
 from colony.local.demo import load_demo

@@ -16,11 +16,11 @@ import pytest
 from colony.adapters.embedding import OfflineHashEmbedder
 from colony.adapters.storage import blob_store_from_settings
 from colony.adapters.transport_local import LocalTransport
-from colony.chat import tools
 from colony.contracts.chat import ListApprovalsArgs
 from colony.contracts.events import DealClosedWon
 from colony.errors import NotFound, ProviderUnavailable, ValidationFailed
 from colony.flows import approval, brief, content, deals, onboarding
+from colony.flows.chat import tools
 from colony.flows.handlers import PUBSUB_HANDLERS
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings

@@ -375,7 +375,7 @@ def test_every_function_that_shows_approval_cards_may_sign_kit_links() -> None:
         for path in (REPO / "shared" / "colony").rglob("*.py")
         if "pending_cards(" in path.read_text() and path.name != "approval_queue.py"
     }
-    assert callers == {"colony/chat/api.py", "colony/chat/tools.py"}
+    assert callers == {"colony/chat/api.py", "colony/flows/chat/tools.py"}
     assert registry()["functions"]["chat"]["assets"] in ("read", "write")
     grant = 'asset_users = { for name, fn in var.functions : name => fn if fn.assets != "none" }'
     assert grant in (TF / "iam.tf").read_text()

@@ -30,8 +30,8 @@ from typing import Any
 
 import flask
 
-from colony.chat import events as ev
 from colony.errors import NotFound, ValidationFailed
+from colony.flows.chat import events as ev
 from colony.flows.deps import FlowDeps
 from colony.runtime.edge import JsonRequest, MethodNotAllowed
 

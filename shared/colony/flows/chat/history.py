@@ -2,7 +2,8 @@
 
 A session's history is its turns in order, led by at most one ``summary`` row. When the
 history's tokens (the target model's tokenizer) exceed AGT-001's history budget, the oldest
-turns are folded into that summary in one transaction (``colony.flows.chat`` runs it):
+turns are folded into that summary in one transaction (``compaction`` runs it; this module
+only plans, with no I/O but ``load``):
 
 * the unit of compaction is a *unit*: a user or answer row alone, or a tool call together
   with every row that carries the same call id (its result, or its approval pause and the

@@ -10,9 +10,13 @@
     ask_content_agent    no     dispatch only: a request on ``colony-content`` (AGT-008)
 
 A gated tool never runs inside the turn: the turn writes a ``tool_action`` approval item and
-pauses; approving the item runs the tool (``colony.flows.chat.apply_tool_action``). Every
-runner is idempotent on its call id (deterministic ids, ``ON CONFLICT DO NOTHING``), because
-an approval may be retried after a failed commit.
+pauses; approving the item runs the tool (``colony.flows.chat.resume.apply_tool_action``).
+Every runner is idempotent on its call id (deterministic ids, ``ON CONFLICT DO NOTHING``),
+because an approval may be retried after a failed commit.
+
+The tools live in the chat flow, not beside the HTTP edge, because they are flow actions:
+they call other flows (the approval decision and queue) and publish to other agents. So
+``colony.flows`` never imports ``colony.chat``, and the edge is the only way down into them.
 """
 
 from __future__ import annotations

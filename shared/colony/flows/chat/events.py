@@ -1,6 +1,9 @@
 """The session event log as the chat sees it: every SSE event of every turn, numbered per
 session (stored by ``colony.store.chat_events``, which also notifies the listening chat
 instances, ``colony.chat.hub``, when the appending transaction commits).
+
+The turn appends to it (``turn_io``) and the HTTP edge replays it (``colony.chat.api``), so
+it sits in the flow, below both: the edge imports the flow, never the other way round.
 """
 
 from __future__ import annotations

@@ -1,0 +1,136 @@
+"""Hydration and the model call: one step of a turn, from stored state to AGT-001's reply.
+
+Per model call: the history within AGT-001's budget (compacted first when over,
+``colony.flows.chat.compaction``), today's daily brief and the pending approval items as
+entity data, the top-3 Knowledge Core chunks for the message (retrieved once per turn) — all
+through the assembler, whose per-section token account goes into the call's trace. Apart from
+the turn so what the model sees is read in one place, and the turn only acts on its answer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from colony.contracts.chat import OrchestratorReply
+from colony.errors import OutputInvalid, ValidationFailed
+from colony.flows import approval_queue
+from colony.flows.chat import history, tools
+from colony.flows.chat.compaction import awaited, compact_if_needed, pending
+from colony.flows.chat.turn_io import AGENT, TurnIO
+from colony.ports import ModelRequest, ToolCall
+from colony.store import approvals, orgdata
+from colony.store import chat as chat_store
+
+OUTPUT = "orchestrator_reply"
+KC_TOP = 3
+APPROVALS_SHOWN = 10
+BRIEF_CHARS = 2400  # ≤250 words; a longer brief is clipped, not allowed to crowd the entity
+
+
+class OrchestratorFailed(ValidationFailed):
+    """The model's answer broke its contract even after a repair (reported, not retried)."""
+
+    code = "model_output_invalid"
+
+
+def model_step(io: TurnIO) -> tuple[OrchestratorReply | None, tuple[ToolCall, ...]]:
+    """Hydrate, assemble and call the model once: its reply, or the tools it calls."""
+    from colony.context.assembler import AssemblyRequest, assemble
+    from colony.contracts import IcpDefinition, OrgContext, ToolDefinition
+
+    deps = io.deps
+    budget = deps.llm.budgets.for_profile(AGENT).history
+    with io.tx() as cur:
+        rows = history.load(cur, io.session_id)
+        queue = approvals.pending(cur, limit=APPROVALS_SHOWN)
+        brief = chat_store.brief_on(cur, deps.clock().date())
+        icp = orgdata.active_icp(cur)
+        org_name = orgdata.org_name(cur)
+        decided = awaited(cur, rows)
+    if history.plan(
+        rows,
+        budget=budget,
+        count=deps.llm.counter.count,
+        pending=pending(decided),
+        current_turn=io.turn_id,
+    ):
+        compact_if_needed(io, current_turn=io.turn_id)
+        with io.tx() as cur:
+            rows = history.load(cur, io.session_id)
+    if io.knowledge is None:
+        io.knowledge = _retrieve(io)
+    # The current turn's user row is the task; its tool rows go after it (below).
+    mine = {"user", "summary"}  # a summary written mid-turn carries this turn's id too
+    current = [r for r in rows if r.turn_id == io.turn_id and r.role not in mine]
+    earlier = [r for r in rows if r.turn_id != io.turn_id or r.role == "summary"]
+    summary_first = sorted(earlier, key=lambda r: (r.role != "summary", r.id))
+    messages = [history.to_message(r, decided) for r in (*summary_first, *current)]
+    shown = [
+        {
+            "id": p["id"],
+            "kind": p["kind"],
+            "from": p["source_agent"],
+            "summary": approval_queue.summary(p),
+        }
+        for p in queue
+    ]
+    entities: dict[str, Any] = {
+        "daily_brief": (
+            brief["content"][:BRIEF_CHARS] if brief else "(no daily brief has been written today)"
+        ),
+        "pending_approvals": shown or "(the approval queue is empty)",
+    }
+    org = OrgContext(org_name=org_name, icp=IcpDefinition(**icp) if icp else None)
+    definitions = tools.definitions()
+    request = AssemblyRequest(
+        AGENT,
+        io.org_id,
+        io.turn_id,
+        org,
+        io.knowledge,
+        entities,
+        messages,
+        {"message": io.message},
+        [ToolDefinition(**d) for d in definitions],
+    )
+    assembled = assemble(request, budgets=deps.llm.budgets, counter=deps.llm.counter)
+    sent = list(assembled.messages)
+    kept_current = min(len(current), len(sent) - 2)
+    if kept_current > 0:  # order: …history, the user's message, this turn's tool rounds
+        task = sent.pop()
+        sent.insert(len(sent) - kept_current, task)
+    context = {
+        "message": io.message,
+        "tool_results": list(io.tool_results),
+        "tools": [d["name"] for d in definitions],
+        "pending_approvals": shown,
+        "daily_brief": brief["content"] if brief else None,
+        "knowledge": [{"domain": e.domain, "title": e.title} for e in io.knowledge],
+    }
+    model_request = ModelRequest(
+        model=deps.llm.model,
+        messages=tuple(sent),
+        output_name=OUTPUT,
+        output_schema=OrchestratorReply.model_json_schema(),
+        tools=tuple(definitions),
+        context=context,
+        metadata={
+            "org_id": io.org_id,
+            "run_id": io.turn_id,
+            "agent_id": AGENT,
+            "kc_domains_queried": list(assembled.kc_domains),
+            "context_budget_used": dict(assembled.account),
+        },
+    )
+    try:
+        result = deps.llm.runner.run(model_request, OrchestratorReply)
+    except OutputInvalid as error:
+        raise OrchestratorFailed(str(error)) from None
+    return result.output, result.tool_calls
+
+
+def _retrieve(io: TurnIO) -> list[Any]:
+    from colony.knowledge.exemplars import to_exemplars
+
+    hits = io.deps.knowledge.retrieve(io.org_id, io.message, tools.ALL_DOMAINS, KC_TOP)
+    return to_exemplars(hits, top=KC_TOP)

@@ -1,0 +1,253 @@
+"""One chat turn of AGT-001 (SPEC §6.1; seed §4.2, §7.6): lock, model rounds, answer or pause.
+
+    POST /turns ─► session lock ─► user turn + ``accepted`` ─► [hydrate ─► model]*
+        answer?    ─► ``delta``… ─► assistant turn ─► ``done``
+        tool call? ─► ``tool_call`` ─► run it ─► ``tool_result`` ─► back to the model
+        gated?     ─► approval item ─► ``approval_required`` ─► ``done`` (paused)
+
+Turns of one session are serialised by a transaction-scoped advisory lock on the session
+(held by the database, so it holds across function instances); events are written to
+``chat_events`` as they happen, each step's batch in one short transaction together with its
+history rows, so a client that drops can replay from ``Last-Event-ID`` while the turn goes on.
+A tool call's history row is written with its result, so no failure can leave a call without
+one. Whatever fails, a turn ends with ``error`` + ``done``. What the model sees is built in
+``hydration``; an approved gated call continues here through ``continue_turn`` (``resume``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+from colony.errors import CallerError, UpstreamError, public_body
+from colony.flows import approval_queue
+from colony.flows.chat import history, tools
+from colony.flows.chat.compaction import compact_if_needed
+from colony.flows.chat.hydration import model_step
+from colony.flows.chat.turn_io import AGENT, Rows, Sink, TurnIO, compact_json
+from colony.flows.deps import FlowDeps
+from colony.ports import ToolCall
+from colony.store import approvals
+from colony.store import chat as chat_store
+
+log = logging.getLogger("colony.chat")
+
+MAX_STEPS = 4  # model calls per turn: tool rounds are bounded
+DELTA_WORDS = 6
+RESULT_CHARS = 1600
+
+
+def run_turn(
+    deps: FlowDeps,
+    org_id: str,
+    user_id: str,
+    session_id: str,
+    message: str,
+    *,
+    turn_id: str | None = None,
+    sink: Sink | None = None,
+) -> str:
+    """Run one turn to its end (answer, pause or error); returns the turn id.
+
+    Every event is persisted and handed to ``sink`` as it happens. An upstream failure is
+    reported as an ``error`` event and a failed ``done``, never as a half-written turn.
+    """
+    turn_id = turn_id or f"turn-{uuid.uuid4().hex[:16]}"
+    with deps.db.transaction(org_id) as lock:
+        chat_store.lock_session(lock, session_id)
+        io = TurnIO(
+            deps,
+            org_id,
+            user_id,
+            session_id,
+            turn_id,
+            message,
+            tx=lambda: deps.db.transaction(org_id),
+            sink=sink,
+        )
+        io.write([("accepted", {"session_id": session_id})], [("user", message, None)])
+        continue_turn(io)
+    return turn_id
+
+
+def continue_turn(io: TurnIO) -> None:
+    """Model rounds until the turn answers, pauses or fails, under the turn's guard."""
+    _guarded(io, lambda: _loop(io))
+
+
+def _guarded(io: TurnIO, body: Callable[[], None]) -> None:
+    """Run the turn's body; whatever fails, the turn ends with ``error`` + a failed ``done``
+    in the log, so every follower (and a replay) sees it end. Our own faults
+    (``InternalError``: a missing key, a broken template) and bugs then raise, to be logged
+    and reported."""
+    try:
+        body()
+    except (CallerError, UpstreamError) as error:
+        # Caller errors carry their sentence; upstream ones a fixed one (no provider text).
+        payload = public_body(error)
+        log.warning("chat turn %s failed: %s", io.turn_id, error.code)
+        io.write([("error", payload), ("done", {"status": "failed"})])
+    except Exception as error:  # ours or a bug: end the turn (fixed message), then raise
+        # Best effort: if the database is what failed, the original error is the one to raise.
+        with contextlib.suppress(Exception):
+            io.write([("error", public_body(error)), ("done", {"status": "failed"})])
+        raise
+
+
+def _loop(io: TurnIO) -> None:
+    for _ in range(MAX_STEPS):
+        reply, calls = model_step(io)
+        if not calls:
+            assert reply is not None
+            _answer(io, reply.answer)
+            return
+        for call in calls:
+            if _tool_call(io, call) == "paused":
+                return
+    problem = {
+        "code": "too_many_steps",
+        "message": f"the orchestrator called tools {MAX_STEPS} times without answering",
+    }
+    io.write([("error", {"error": problem}), ("done", {"status": "failed"})])
+
+
+def _answer(io: TurnIO, text: str) -> None:
+    deltas = [("delta", {"text": chunk}) for chunk in _chunks(text)]
+    _finish(io, {"status": "completed"}, deltas, [("assistant", text, None)])
+
+
+def _finish(
+    io: TurnIO,
+    done: dict[str, Any],
+    items: Sequence[tuple[str, dict[str, Any]]] = (),
+    rows: Rows = (),
+) -> None:
+    """Write the turn's last rows and events and say ``done``; when a client sees ``done``,
+    the stored history is within its budget. Usually one transaction: only a turn that took
+    the history over budget commits its rows first, then compacts (a model call) and says
+    ``done`` after, so a failed summary never loses the answer."""
+    budget = io.deps.llm.budgets.for_profile(AGENT).history
+    with io.tx() as cur:
+        io.add_rows(cur, rows)
+        stored_rows = history.load(cur, io.session_id)
+        over = history.tokens(stored_rows, io.deps.llm.counter.count) > budget
+        stored = io.emit(cur, [*items, *([] if over else [("done", {**done, "compacted": 0})])])
+    io.deliver(stored)
+    if over:
+        folded = compact_if_needed(io, current_turn=None)
+        io.write([("done", {**done, "compacted": folded})])
+
+
+def _chunks(text: str) -> Iterator[str]:
+    """The answer in small pieces for progressive rendering (whitespace kept)."""
+    words = text.split(" ")
+    for i in range(0, len(words), DELTA_WORDS):
+        piece = " ".join(words[i : i + DELTA_WORDS])
+        yield piece if i + DELTA_WORDS >= len(words) else piece + " "
+
+
+def _tool_call(io: TurnIO, call: ToolCall) -> str:
+    call_id = call.id or tools.new_call_id()
+    args_view = dict(call.arguments)
+    call_row = (
+        "assistant",
+        f"[tool call {call.name} {compact_json(args_view)}]",
+        {"id": call_id, "name": call.name, "arguments": args_view},
+    )
+    announce = ("tool_call", {"call_id": call_id, "name": call.name, "arguments": args_view})
+    try:
+        tool, args = tools.parse_args(call.name, call.arguments)
+    except CallerError as error:
+        problem = {"code": error.code, "message": str(error)}
+        result_row = (
+            "tool",
+            compact_json({"ok": False, "error": problem}),
+            {"id": call_id, "name": call.name, "status": "result"},
+        )
+        io.write(
+            [announce, ("error", {"call_id": call_id, "error": problem})], [call_row, result_row]
+        )
+        io.tool_results.append({"name": call.name, "ok": False, "error": problem})
+        return "error"
+    if tool.gated:
+        return _pause(io, call_id, tool, args, call_row, announce)
+    io.write([announce])
+    outcome = tools.run(tool, tool_context(io, call_id), args)
+    record_result(io, call_id, tool.name, outcome, call_row)
+    return "ran"
+
+
+def record_result(
+    io: TurnIO, call_id: str, name: str, outcome: dict[str, Any], call_row: Any = None
+) -> None:
+    """The result's row and event; with the call's row too (written only now, so a tool that
+    fails never leaves a call without its result in the history)."""
+    row = (
+        "tool",
+        compact_json(_clip_result(outcome)),
+        {"id": call_id, "name": name, "status": "result"},
+    )
+    io.write(
+        [("tool_result", {"call_id": call_id, "name": name, **outcome})],
+        [call_row, row] if call_row else [row],
+    )
+    io.tool_results.append({"name": name, **outcome})
+
+
+def _pause(
+    io: TurnIO, call_id: str, tool: tools.Tool, args: Any, call_row: Any, announce: Any
+) -> str:
+    arguments = args.model_dump(mode="json", exclude_none=True)
+    payload = {
+        "session_id": io.session_id,
+        "turn_id": io.turn_id,
+        "call_id": call_id,
+        "tool": tool.name,
+        "arguments": arguments,
+        "message": io.message,
+        "requested_by": io.user_id,
+    }
+    with io.tx() as cur:
+        approval_id = approvals.add(
+            cur,
+            io.org_id,
+            "tool_action",
+            "AGT-001",
+            payload,
+            subject_id=io.session_id,
+            run_id=io.turn_id,
+        )
+        waiting = (
+            "tool",
+            f"[{tool.name} awaits approval item {approval_id}]",
+            {"id": call_id, "name": tool.name, "status": "awaiting", "approval_id": approval_id},
+        )
+        io.add_rows(cur, (call_row, waiting))
+        card = {
+            "id": approval_id,
+            "kind": "tool_action",
+            "tool": tool.name,
+            "arguments": arguments,
+            "summary": approval_queue.summary({"kind": "tool_action", "payload": payload}),
+        }
+        stored = io.emit(
+            cur, [announce, ("approval_required", {"call_id": call_id, "approval": card})]
+        )
+    io.deliver(stored)
+    _finish(io, {"status": "paused", "approval_id": approval_id})
+    return "paused"
+
+
+def tool_context(io: TurnIO, call_id: str) -> tools.ToolContext:
+    return tools.ToolContext(io.deps, io.org_id, io.user_id, io.session_id, call_id)
+
+
+def _clip_result(outcome: Mapping[str, Any]) -> Any:
+    """What the history keeps of a tool result: bounded, so one result cannot eat the window."""
+    text = compact_json(outcome)
+    if len(text) <= RESULT_CHARS:
+        return outcome
+    return {"ok": outcome.get("ok"), "clipped": text[: RESULT_CHARS - 40] + "…"}
