@@ -7,11 +7,9 @@ holds every package its imports reach (``colony.deploy.imports``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
-from colony.ports import BlobStore, Transport
+from colony.ports import BlobStore, Clock, Transport
 from colony.runtime.faults import Faults
 from colony.settings import Settings
 from colony.store import Database
@@ -35,6 +33,6 @@ class FlowDeps(Protocol):
     @property
     def faults(self) -> Faults: ...
     @property
-    def clock(self) -> Callable[[], datetime]: ...
+    def clock(self) -> Clock: ...
     @property
     def blobs(self) -> BlobStore: ...

@@ -12,20 +12,30 @@ only (``error_summary``), never its message, which may quote the prompt.
 
 Without Langfuse keys ``tracer_from_settings`` returns ``NoopTracer``: no import of the
 Langfuse SDK, no thread, no network, no measurable latency.
+
+The port (``Tracer``, ``Generation``) and the records it carries (``CallContext``,
+``LlmCallRecord``) are in ``colony.ports``; this module holds their implementations.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from colony.errors import ValidationFailed, error_summary
+from colony.errors import error_summary
 from colony.observability.telemetry import register_flush, unregister_flush
-from colony.ports import ChatModel, ModelRequest, ModelResponse
+from colony.ports import (
+    CallContext,
+    ChatModel,
+    Generation,
+    LlmCallRecord,
+    ModelRequest,
+    ModelResponse,
+    Tracer,
+)
 from colony.store import llm_calls
 
 if TYPE_CHECKING:
@@ -35,119 +45,6 @@ if TYPE_CHECKING:
 
     from colony.settings import Settings
     from colony.store.db import Database
-
-
-@dataclass(frozen=True, slots=True)
-class LlmCallRecord:
-    """The metadata of one LLM call, as sent to Langfuse and kept in ``llm_calls``."""
-
-    org_id: str
-    agent_id: str
-    run_id: str | None
-    model: str
-    kc_domains_queried: tuple[str, ...]
-    tokens_in: int
-    tokens_out: int
-    context_budget_used: Mapping[str, int] = field(default_factory=dict)
-    latency_ms: float | None = None
-
-    def metadata(self) -> dict[str, Any]:
-        """The mandatory trace metadata (JSON-ready)."""
-        return {
-            "org_id": self.org_id,
-            "agent_id": self.agent_id,
-            "run_id": self.run_id,
-            "model": self.model,
-            "kc_domains_queried": list(self.kc_domains_queried),
-            "tokens_in": self.tokens_in,
-            "tokens_out": self.tokens_out,
-            "context_budget_used": dict(self.context_budget_used),
-            "latency_ms": self.latency_ms,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class CallContext:
-    """The trace ids a request carries in ``ModelRequest.metadata``, validated."""
-
-    org_id: str
-    agent_id: str
-    run_id: str | None
-    kc_domains_queried: tuple[str, ...]
-    context_budget_used: Mapping[str, int]
-
-    @classmethod
-    def of(cls, request: ModelRequest) -> CallContext:
-        meta = request.metadata
-        org_id, agent_id, run_id = meta.get("org_id"), meta.get("agent_id"), meta.get("run_id")
-        for name, value in (("org_id", org_id), ("agent_id", agent_id)):
-            if not isinstance(value, str) or not value.strip():
-                raise ValidationFailed(f"ModelRequest.metadata.{name} must be a non-empty string")
-        if run_id is not None and not isinstance(run_id, str):
-            raise ValidationFailed("ModelRequest.metadata.run_id must be a string or absent")
-        domains = meta.get("kc_domains_queried") or ()
-        if isinstance(domains, str) or not isinstance(domains, Sequence):
-            raise ValidationFailed("ModelRequest.metadata.kc_domains_queried must be a list")
-        if not all(isinstance(d, str) for d in domains):
-            raise ValidationFailed("ModelRequest.metadata.kc_domains_queried must hold strings")
-        budget = meta.get("context_budget_used") or {}
-        if not isinstance(budget, Mapping) or not all(
-            isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
-            for k, v in budget.items()
-        ):
-            raise ValidationFailed(
-                "ModelRequest.metadata.context_budget_used must map section names to tokens"
-            )
-        assert isinstance(org_id, str) and isinstance(agent_id, str)  # checked above
-        return cls(org_id, agent_id, run_id, tuple(domains), dict(budget))
-
-    def metadata(self) -> dict[str, Any]:
-        return {
-            "org_id": self.org_id,
-            "agent_id": self.agent_id,
-            "run_id": self.run_id,
-            "kc_domains_queried": list(self.kc_domains_queried),
-            "context_budget_used": dict(self.context_budget_used),
-        }
-
-    def record(
-        self, response: ModelResponse, request: ModelRequest, latency_ms: float
-    ) -> LlmCallRecord:
-        return LlmCallRecord(
-            org_id=self.org_id,
-            agent_id=self.agent_id,
-            run_id=self.run_id,
-            model=response.model or request.model,
-            kc_domains_queried=self.kc_domains_queried,
-            tokens_in=response.usage.tokens_in,
-            tokens_out=response.usage.tokens_out,
-            context_budget_used=self.context_budget_used,
-            latency_ms=latency_ms,
-        )
-
-
-class Generation(Protocol):
-    """One traced LLM call, open while the inner model runs."""
-
-    def succeed(self, record: LlmCallRecord, response: ModelResponse) -> None: ...
-
-    def fail(self, status_message: str) -> None: ...
-
-
-class Tracer(Protocol):
-    """Opens a ``Generation`` per call.
-
-    Contract: an exception raised inside ``generation(...)`` leaves it unchanged (same
-    object), and the tracer records nothing of it beyond what ``Generation.fail`` was told.
-    """
-
-    def generation(
-        self, request: ModelRequest, context: CallContext
-    ) -> AbstractContextManager[Generation]: ...
-
-    def flush(self) -> None: ...
-
-    def shutdown(self) -> None: ...
 
 
 class _NoopGeneration:

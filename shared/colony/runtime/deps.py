@@ -26,12 +26,9 @@ from colony.store.rejections import DbRejections
 if TYPE_CHECKING:
     from colony.knowledge import KnowledgeStore
     from colony.llm.agent_call import LlmDeps
-    from colony.ports import BlobStore, RejectionRecorder, Transport
+    from colony.ports import BlobStore, Clock, RejectionRecorder, Transport
     from colony.settings import Settings
     from colony.store import Database
-
-
-Clock = Callable[[], datetime]
 
 
 def utc_now() -> datetime:
