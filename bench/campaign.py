@@ -37,7 +37,7 @@ from colony.local.functions import FunctionServers
 from colony.policy.anti_icp import match_rules
 from colony.settings import Settings
 from colony.store import Database, connect_factory, fetch_all
-from colony.testing.inline import LocalDeps
+from colony.testing.inline import local_deps
 
 ORG = "org_zoomprop_demo"
 CLONE = """
@@ -76,7 +76,7 @@ def run(
     env = {**function_env(settings, app_dsn), **extra_env}
     with FunctionServers(env, log_dir=settings.data_dir / "logs") as servers:
         transport = LocalTransport(servers.urls)
-        deps = LocalDeps(settings, db, transport, llm_from_settings(settings, db), knowledge)
+        deps = local_deps(settings, db, transport, llm_from_settings(settings, db), knowledge)
         before = calls(db)
         campaign_id = campaign.create_campaign(
             deps, ORG, name=label, angle="Signal", tier="T1", contact_ids=contact_ids

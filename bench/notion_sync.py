@@ -27,10 +27,11 @@ from colony.flows import notion_reembed
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
 from colony.local import embedded
+from colony.runtime.deps import Deps
 from colony.settings import Settings
 from colony.store import Database, connect_factory
 from colony.testing.fakes import CountingEmbedder
-from colony.testing.inline import InlineTransport, LocalDeps
+from colony.testing.inline import InlineTransport, local_deps
 from colony.testing.notion_server import NotionServer, block
 
 ORG = "org_bench_notion"
@@ -65,7 +66,7 @@ def blocks(texts: list[str]) -> list[dict[str, Any]]:
     return out
 
 
-def sync_all(deps: LocalDeps, client: Any, pages: list[str], embedder: CountingEmbedder) -> dict:
+def sync_all(deps: Deps, client: Any, pages: list[str], embedder: CountingEmbedder) -> dict:
     calls, texts = len(embedder.calls), embedder.texts_embedded
     chunks = 0
     started = time.perf_counter()
@@ -112,7 +113,7 @@ def main() -> None:
                 "COLONY_NOTION_DOMAINS": json.dumps({DATABASE: "KC-01"}),
             }
         )
-        deps = LocalDeps(settings, db, InlineTransport(), llm_from_settings(settings), knowledge)
+        deps = local_deps(settings, db, InlineTransport(), llm_from_settings(settings), knowledge)
         client = notion_from_settings(settings)
         pages = [f"{n:032x}" for n in range(1, args.pages + 1)]
         for n, page in enumerate(pages):

@@ -34,10 +34,11 @@ from colony.llm.agent_call import llm_from_settings
 from colony.llm.runner import StructuredRunner
 from colony.local import embedded
 from colony.local.demo import DEMO_DIR, load_demo
+from colony.runtime.deps import Deps
 from colony.settings import Settings
 from colony.store import Database, connect_factory, fetch_one
 from colony.testing.fakes import MemoryBlobStore
-from colony.testing.inline import InlineTransport, LocalDeps
+from colony.testing.inline import InlineTransport, local_deps
 
 ORG = "org_zoomprop_demo"
 
@@ -58,7 +59,7 @@ class FixedLatency:
         return self.inner.request(request)
 
 
-def run(deps: LocalDeps, model: FixedLatency, text: bytes, label: str) -> dict[str, Any]:
+def run(deps: Deps, model: FixedLatency, text: bytes, label: str) -> dict[str, Any]:
     uri = deps.blobs.put(f"transcripts/{label}.txt", text, "text/plain")
     with deps.db.transaction(ORG) as cur:
         row = fetch_one(
@@ -105,7 +106,7 @@ def main() -> None:
             model = FixedLatency(args.latency, counter.count)
             llm = llm_from_settings(settings, db)
             llm = replace(llm, chat=model, runner=StructuredRunner(model))
-            deps = LocalDeps(
+            deps = local_deps(
                 settings, db, InlineTransport(), llm, knowledge, blobs=MemoryBlobStore("bench")
             )
             results[label] = run(deps, model, text.encode(), label)

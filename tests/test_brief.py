@@ -16,29 +16,30 @@ from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
 from colony.local.demo import load_demo
 from colony.local.functions import FunctionServers
+from colony.runtime.deps import Deps
 from colony.settings import Settings
 from colony.store import fetch_all, fetch_one
-from colony.testing.inline import InlineTransport, LocalDeps
+from colony.testing.inline import InlineTransport, local_deps
 from tests.conftest import APP_ROLE, PgDB
 
 ORG = "org_zoomprop_demo"
-TODAY = date(2026, 11, 30)  # LocalDeps' clock: 2026-11-30 09:00 UTC
+TODAY = date(2026, 11, 30)  # local_deps' clock (FIXED_NOW): 2026-11-30 09:00 UTC
 YESTERDAY, BEFORE = "2026-11-29", "2026-11-28"
 
 
-def make_deps(testdb: PgDB) -> LocalDeps:
+def make_deps(testdb: PgDB) -> Deps:
     db = testdb.app()
     knowledge = KnowledgeStore(db, OfflineHashEmbedder())
     load_demo(db, knowledge, say=lambda _: None)
     settings = Settings.from_env({})
-    return LocalDeps(settings, db, InlineTransport(), llm_from_settings(settings, db), knowledge)
+    return local_deps(settings, db, InlineTransport(), llm_from_settings(settings, db), knowledge)
 
 
 def at(day: str, hour: int) -> datetime:
     return datetime.fromisoformat(f"{day}T{hour:02d}:00:00+00:00")
 
 
-def seed_activity(deps: LocalDeps) -> None:
+def seed_activity(deps: Deps) -> None:
     """Sends, bounces, replies, published content, pending items and a paused campaign,
     spread over yesterday and the days around it (only yesterday's may count)."""
     outbox = [  # (created_at, status)
@@ -92,7 +93,7 @@ def seed_activity(deps: LocalDeps) -> None:
         )
 
 
-def independent_numbers(deps: LocalDeps, day: str) -> dict:
+def independent_numbers(deps: Deps, day: str) -> dict:
     """The brief's numbers, computed here with SQL of the test's own (UTC calendar days)."""
     left = ["sent", "delivered", "bounced", "complained", "replied"]
 

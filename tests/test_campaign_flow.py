@@ -22,12 +22,12 @@ from colony.llm.agent_call import llm_from_settings
 from colony.local.demo import load_demo, read_json
 from colony.registry.functions import FUNCTIONS
 from colony.registry.functions import topic as registered_topic
-from colony.runtime.deps import build_deps, set_deps_for_tests
+from colony.runtime.deps import Deps, build_deps, set_deps_for_tests
 from colony.runtime.edge import MemoryRejections
 from colony.runtime.faults import Faults
 from colony.settings import Settings
 from colony.store import fetch_all, fetch_one
-from colony.testing.inline import InlineTransport, LocalDeps, Sent, run_until_idle
+from colony.testing.inline import InlineTransport, Sent, local_deps, run_until_idle
 from tests.apps import registered_app
 from tests.conftest import PgDB
 
@@ -35,21 +35,21 @@ ORG = "org_zoomprop_demo"
 ANTI_ICP = read_json("anti_icp_expected.json")
 
 
-def make_deps(testdb: PgDB, faults: Faults | None = None) -> LocalDeps:
+def make_deps(testdb: PgDB, faults: Faults | None = None) -> Deps:
     db = testdb.app()
     knowledge = KnowledgeStore(db, OfflineHashEmbedder())
     load_demo(db, knowledge, say=lambda _: None)
-    return LocalDeps(
+    return local_deps(
         Settings.from_env({}),
         db,
         InlineTransport(),
         llm_from_settings(Settings.from_env({}), db),
         knowledge,
-        faults or Faults(),
+        faults=faults,
     )
 
 
-def all_contacts_campaign(deps: LocalDeps, tier: str = "T1") -> str:
+def all_contacts_campaign(deps: Deps, tier: str = "T1") -> str:
     with deps.db.transaction(ORG) as cur:
         ids = [r["id"] for r in fetch_all(cur, "SELECT id FROM contacts ORDER BY external_id")]
     return campaign.create_campaign(
@@ -57,13 +57,13 @@ def all_contacts_campaign(deps: LocalDeps, tier: str = "T1") -> str:
     )
 
 
-def llm_calls(deps: LocalDeps) -> dict[str, int]:
+def llm_calls(deps: Deps) -> dict[str, int]:
     with deps.db.transaction(ORG) as cur:
         rows = fetch_all(cur, "SELECT agent_id, count(*) AS n FROM llm_calls GROUP BY agent_id")
     return {r["agent_id"]: r["n"] for r in rows}
 
 
-def snapshot(deps: LocalDeps, run_id: str) -> dict:
+def snapshot(deps: Deps, run_id: str) -> dict:
     with deps.db.transaction(ORG) as cur:
         run = fetch_one(
             cur,
@@ -79,7 +79,7 @@ def snapshot(deps: LocalDeps, run_id: str) -> dict:
     return {"run": run, "items": sorted(i["subject_id"] for i in items), "scored": scored}
 
 
-def run_campaign(deps: LocalDeps, **delivery) -> tuple[str, dict]:
+def run_campaign(deps: Deps, **delivery) -> tuple[str, dict]:
     campaign_id = all_contacts_campaign(deps)
     run_id = campaign.launch(deps, ORG, campaign_id)
     stats = run_until_idle(deps, deps.transport, **delivery)
@@ -267,7 +267,7 @@ def test_approval_is_idempotent_and_conflicts_are_refused(testdb: PgDB) -> None:
     assert json.dumps(second["payload"])  # the original draft is kept alongside the edit
 
 
-def status_campaign(deps: LocalDeps, run_id: str) -> str:
+def status_campaign(deps: Deps, run_id: str) -> str:
     with deps.db.transaction(ORG) as cur:
         return fetch_one(cur, "SELECT campaign_id FROM campaign_runs WHERE id = %s", (run_id,))[
             "campaign_id"

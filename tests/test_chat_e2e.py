@@ -23,10 +23,11 @@ from colony.local.db import connect_factory
 from colony.local.demo import load_demo
 from colony.local.functions import FunctionServers
 from colony.runtime.auth import mint_local_token
+from colony.runtime.deps import Deps
 from colony.settings import Settings
 from colony.store import Database, ensure_app_role_grants, fetch_all
 from colony.store import migrate as run_migrations
-from colony.testing.inline import LocalDeps
+from colony.testing.inline import InlineTransport, local_deps
 from tests.conftest import APP_ROLE, PgDB, _admin, wait_for
 
 ORG = "org_zoomprop_demo"
@@ -35,7 +36,7 @@ FUNCTIONS = ["chat", "approval", "campaign", "enrichment", "qualification", "mes
 
 
 class Stack:
-    def __init__(self, servers: FunctionServers, deps: LocalDeps, data_dir: Path) -> None:
+    def __init__(self, servers: FunctionServers, deps: Deps, data_dir: Path) -> None:
         self.servers, self.deps, self.data_dir = servers, deps, data_dir
         self.chat = servers.urls["chat"]
         self.token = mint_local_token(data_dir, ORG)
@@ -85,7 +86,10 @@ def stack(pg_cluster: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     try:
         with FunctionServers(env, FUNCTIONS, log_dir=data_dir) as servers:
             settings = Settings.from_env({})
-            deps = LocalDeps(settings, db, None, llm_from_settings(settings, db), knowledge)
+            # the functions publish; this side only reads the database
+            deps = local_deps(
+                settings, db, InlineTransport(), llm_from_settings(settings, db), knowledge
+            )
             s = Stack(servers, deps, data_dir)
             yield s
             s.http.close()

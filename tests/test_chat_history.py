@@ -16,7 +16,7 @@ from colony.llm.agent_call import llm_from_settings
 from colony.local.demo import load_demo
 from colony.settings import Settings
 from colony.store import fetch_all
-from colony.testing.inline import InlineTransport, LocalDeps
+from colony.testing.inline import InlineTransport, local_deps
 from tests.conftest import PgDB
 
 ORG = "org_zoomprop_demo"
@@ -38,7 +38,7 @@ def test_300_turns_stay_within_budget_with_pairs_and_pending_approvals(testdb: P
     load_demo(db, knowledge, say=lambda _: None)
     settings = Settings.from_env({})
     llm = llm_from_settings(settings, db)
-    deps = LocalDeps(settings, db, InlineTransport(), llm, knowledge)
+    deps = local_deps(settings, db, InlineTransport(), llm, knowledge)
     budget = llm.budgets.for_profile("AGT-001").history
     count = llm.counter.count
     session = create_session(deps, ORG, "founder")
@@ -129,7 +129,7 @@ def test_content_request_is_dispatched_as_the_content_agent_reads_it(testdb: PgD
         cur.execute("INSERT INTO organizations (id, name) VALUES (%s, 'ZoomProp')", (ORG,))
     settings = Settings.from_env({})
     transport = InlineTransport()
-    deps = LocalDeps(
+    deps = local_deps(
         settings,
         db,
         transport,
@@ -193,7 +193,7 @@ def test_a_failing_tool_ends_the_turn_consistently(testdb: PgDB) -> None:
     ask = "Write a blog post about lease expiry planning"
 
     # An upstream outage: an error event and a failed done, and no call without its result.
-    deps = LocalDeps(
+    deps = local_deps(
         settings, db, _DownTransport(TransportUnavailable("pubsub down")), llm, knowledge
     )
     session = create_session(deps, ORG, "founder")
@@ -206,7 +206,7 @@ def test_a_failing_tool_ends_the_turn_consistently(testdb: PgDB) -> None:
 
     # A bug: it still raises (to be logged), but every follower sees the turn end, and the
     # next turn of the session runs normally.
-    deps = LocalDeps(settings, db, _DownTransport(RuntimeError("a bug")), llm, knowledge)
+    deps = local_deps(settings, db, _DownTransport(RuntimeError("a bug")), llm, knowledge)
     session = create_session(deps, ORG, "founder")
     with pytest.raises(RuntimeError):
         run_turn(deps, ORG, "founder", session, ask, sink=lambda _: None)
@@ -225,7 +225,7 @@ def test_a_failing_tool_ends_the_turn_consistently(testdb: PgDB) -> None:
     # model's to explain nor a warning to swallow. The turn ends the same way, with a fixed
     # message, and the error raises like a bug, to be logged and reported.
     setting = "COLONY_FUNCTION_URLS has no 'content'; private-url-7f3a"
-    deps = LocalDeps(settings, db, _DownTransport(ConfigError(setting)), llm, knowledge)
+    deps = local_deps(settings, db, _DownTransport(ConfigError(setting)), llm, knowledge)
     session = create_session(deps, ORG, "founder")
     with pytest.raises(ConfigError):
         run_turn(deps, ORG, "founder", session, ask, sink=lambda _: None)
@@ -244,7 +244,7 @@ def test_compaction_keeps_a_pending_approval_behind_a_long_queue(testdb: PgDB) -
     knowledge = KnowledgeStore(db, OfflineHashEmbedder())
     load_demo(db, knowledge, say=lambda _: None)
     settings = Settings.from_env({})
-    deps = LocalDeps(settings, db, InlineTransport(), llm_from_settings(settings, db), knowledge)
+    deps = local_deps(settings, db, InlineTransport(), llm_from_settings(settings, db), knowledge)
     session = create_session(deps, ORG, "founder")
     events: list = []
     run_turn(
@@ -293,7 +293,7 @@ def test_an_approval_whose_tool_fails_upstream_stays_pending_for_a_retry(testdb:
     load_demo(db, knowledge, say=lambda _: None)
     settings = Settings.from_env({})
     llm = llm_from_settings(settings, db)
-    deps = LocalDeps(settings, db, InlineTransport(), llm, knowledge)
+    deps = local_deps(settings, db, InlineTransport(), llm, knowledge)
     session = create_session(deps, ORG, "founder")
     events: list = []
     run_turn(
@@ -305,7 +305,7 @@ def test_an_approval_whose_tool_fails_upstream_stays_pending_for_a_retry(testdb:
         sink=events.extend,
     )
     item = events[-1].data["approval_id"]
-    down = LocalDeps(
+    down = local_deps(
         settings, db, _DownTransport(TransportUnavailable("pubsub down")), llm, knowledge
     )
     with pytest.raises(TransportUnavailable):

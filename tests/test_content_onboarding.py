@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from datetime import time as clock_time
 from pathlib import Path
@@ -28,10 +29,11 @@ from colony.local.demo import load_demo
 from colony.local.functions import FunctionServers
 from colony.policy.outbound import competitor_mentions
 from colony.runtime.auth import mint_local_token
+from colony.runtime.deps import Deps
 from colony.settings import Settings
 from colony.store import fetch_all, fetch_one
 from colony.testing.emulators import free_port
-from colony.testing.inline import InlineTransport, LocalDeps, run_until_idle
+from colony.testing.inline import InlineTransport, local_deps, run_until_idle
 from tests.conftest import APP_ROLE, Gcs, PgDB, wait_for
 from tests.test_storage import fetch, verify_v4_signed_url
 
@@ -40,27 +42,27 @@ TTL = 900
 COMPETITORS = ["CareSpace Analytics", "FacilityIQ", "LeaseLogic Health"]
 
 
-def make_deps(testdb: PgDB, blobs=None) -> LocalDeps:
+def make_deps(testdb: PgDB, blobs=None) -> Deps:
     db = testdb.app()
     knowledge = KnowledgeStore(db, OfflineHashEmbedder())
     load_demo(db, knowledge, say=lambda _: None)
     settings = Settings.from_env({"COLONY_SIGNED_URL_TTL_SECONDS": str(TTL)})
-    return LocalDeps(
+    return local_deps(
         settings, db, InlineTransport(), llm_from_settings(settings, db), knowledge, blobs=blobs
     )
 
 
-def deal_id(deps: LocalDeps, external: str) -> str:
+def deal_id(deps: Deps, external: str) -> str:
     with deps.db.transaction(ORG) as cur:
         return fetch_one(cur, "SELECT id FROM deals WHERE external_id = %s", (external,))["id"]
 
 
-def rows(deps: LocalDeps, sql: str, params: tuple = ()) -> list[dict]:
+def rows(deps: Deps, sql: str, params: tuple = ()) -> list[dict]:
     with deps.db.transaction(ORG) as cur:
         return fetch_all(cur, sql, params)
 
 
-def kit_rows(deps: LocalDeps) -> tuple[list[dict], list[dict]]:
+def kit_rows(deps: Deps) -> tuple[list[dict], list[dict]]:
     kits = rows(deps, "SELECT deal_id, approval_item_id, object_name, status FROM deployment_kits")
     items = rows(deps, "SELECT id, payload FROM approval_items WHERE kind = 'deployment_kit'")
     return kits, items
@@ -115,7 +117,7 @@ def test_content_piece_is_grounded_queued_once_and_published_on_approval(testdb:
     ]
     # the next day's brief counts it as content published yesterday
     next_day = published[0]["published_at"].astimezone(UTC).date() + timedelta(days=1)
-    deps.clock = lambda: datetime.combine(next_day, clock_time(6), tzinfo=UTC)
+    deps = replace(deps, clock=lambda: datetime.combine(next_day, clock_time(6), tzinfo=UTC))
     assert brief.daily_brief(deps, ORG)["data_snapshot"]["content_published"] == 1
 
 
@@ -133,7 +135,7 @@ def test_content_without_grounding_is_a_clear_rejection(testdb: PgDB) -> None:
 # ─── deal updates and AGT-009 onboarding ─────────────────────────────────────────────
 
 
-def close_deal(deps: LocalDeps, external: str) -> str:
+def close_deal(deps: Deps, external: str) -> str:
     """Approve a deal update moving ``external`` to closed_won; returns the deal id."""
     deal = deal_id(deps, external)
     item = deals.propose_deal_update(
@@ -197,7 +199,7 @@ def test_a_kit_is_shown_for_review_with_a_freshly_signed_link(testdb: PgDB, gcs:
             (dead, items[0]["id"]),
         )
     reviewed_at = built_at + timedelta(hours=2)
-    deps.clock = lambda: reviewed_at
+    deps = replace(deps, clock=lambda: reviewed_at)
     # a content piece waits in the same queue: it gets no link
     content.request_content(deps, ORG, "utilization pilots for CFOs", "linkedin_post")
     run_until_idle(deps, deps.transport)
@@ -271,7 +273,7 @@ def test_a_gcs_failure_leaves_no_rows_and_the_retry_builds_one_kit(
     assert kit_rows(deps) == ([], [])  # no partial kit, no approval item
     assert rows(deps, "SELECT event_id FROM processed_events WHERE handler = 'onboarding'") == []
 
-    deps.blobs = gcs.store  # GCS is back; the platform redelivers the same event
+    deps = replace(deps, blob_store=gcs.store)  # GCS is back; the event is redelivered
     first = onboarding.build_kit(deps, event, "evt-1")
     assert first["created"] is True
     assert onboarding.build_kit(deps, event, "evt-1") == {"duplicate": True}
@@ -355,7 +357,7 @@ def test_functions_close_a_deal_build_the_kit_and_publish_content(
 
         # content through the transport to the content function, approved over HTTP
         with LocalTransport(servers.urls) as transport:
-            deps.transport = transport
+            deps = replace(deps, transport=transport)
             request_id = content.request_content(deps, ORG, "proof points for CFOs", "one_pager")
             assert transport.drain(60)
         piece = content.queued_item(deps, ORG, request_id)

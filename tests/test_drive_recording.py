@@ -32,7 +32,7 @@ from colony.settings import Settings
 from colony.store import fetch_all, fetch_one
 from colony.testing.drive_server import DriveServer, push_headers
 from colony.testing.fakes import RecordingSleep
-from colony.testing.inline import InlineTransport, LocalDeps, run_until_idle
+from colony.testing.inline import InlineTransport, local_deps, run_until_idle
 from colony.webhooks import org_from_token, watch_token
 from tests.conftest import PgDB
 
@@ -99,9 +99,9 @@ def world(testdb: PgDB, gcs):
             base = llm_from_settings(settings, db)
             spy = SpyModel(base.chat, together, fail)
             llm = replace(base, chat=spy, runner=StructuredRunner(spy))
-            deps = LocalDeps(settings, db, InlineTransport(), llm, knowledge, blobs=gcs.store)
-            if faults is not None:
-                deps.faults = faults
+            deps = local_deps(
+                settings, db, InlineTransport(), llm, knowledge, blobs=gcs.store, faults=faults
+            )
             return deps, spy
 
         yield make, drive_server, db

@@ -26,9 +26,10 @@ from colony.local.demo import load_demo
 from colony.local.functions import FunctionServers
 from colony.runtime.approvals import sign_delivery
 from colony.runtime.auth import mint_local_token
+from colony.runtime.deps import Deps
 from colony.settings import Settings
 from colony.store import fetch_all, fetch_one
-from colony.testing.inline import LocalDeps
+from colony.testing.inline import local_deps
 from tests.conftest import APP_ROLE, PgDB, wait_for
 
 ORG = "org_zoomprop_demo"
@@ -37,7 +38,7 @@ PICK = ["P-001", "P-002", "P-003", "P-004", "P-005", "P-006", "P-007", "P-012"] 
 
 
 @pytest.fixture
-def stack(testdb: PgDB, tmp_path: Path) -> Iterator[tuple[FunctionServers, LocalDeps, Path]]:
+def stack(testdb: PgDB, tmp_path: Path) -> Iterator[tuple[FunctionServers, Deps, Path]]:
     db = testdb.app()
     knowledge = KnowledgeStore(db, OfflineHashEmbedder())
     load_demo(db, knowledge, say=lambda _: None)
@@ -52,20 +53,20 @@ def stack(testdb: PgDB, tmp_path: Path) -> Iterator[tuple[FunctionServers, Local
     with FunctionServers(env, log_dir=tmp_path) as servers:
         transport = LocalTransport(servers.urls)
         settings = Settings.from_env({})
-        deps = LocalDeps(settings, db, transport, llm_from_settings(settings, db), knowledge)
+        deps = local_deps(settings, db, transport, llm_from_settings(settings, db), knowledge)
         try:
             yield servers, deps, tmp_path
         finally:
             transport.close()
 
 
-def contact_ids(deps: LocalDeps, external: list[str]) -> list[str]:
+def contact_ids(deps: Deps, external: list[str]) -> list[str]:
     with deps.db.transaction(ORG) as cur:
         rows = fetch_all(cur, "SELECT id FROM contacts WHERE external_id = ANY(%s)", (external,))
     return [r["id"] for r in rows]
 
 
-def run_state(deps: LocalDeps, run_id: str):
+def run_state(deps: Deps, run_id: str):
     with deps.db.transaction(ORG) as cur:
         return fetch_one(
             cur,
@@ -74,7 +75,7 @@ def run_state(deps: LocalDeps, run_id: str):
         )
 
 
-def llm_calls(deps: LocalDeps) -> dict[str, int]:
+def llm_calls(deps: Deps) -> dict[str, int]:
     with deps.db.transaction(ORG) as cur:
         rows = fetch_all(cur, "SELECT agent_id, count(*) AS n FROM llm_calls GROUP BY agent_id")
     return {r["agent_id"]: r["n"] for r in rows}
@@ -234,7 +235,7 @@ def test_campaign_through_the_real_pubsub_emulator(testdb: PgDB, tmp_path: Path)
                     pubsub_endpoint=f"http://{host}",
                 )
                 settings = Settings.from_env({})
-                deps = LocalDeps(
+                deps = local_deps(
                     settings, db, transport, llm_from_settings(settings, db), knowledge
                 )
                 picked = contact_ids(deps, ["P-001", "P-002", "P-007"])

@@ -13,10 +13,11 @@ from colony.errors import ValidationFailed
 from colony.flows.approval import decide
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
+from colony.runtime.deps import Deps
 from colony.settings import Settings
 from colony.store import fetch_all, fetch_one
 from colony.testing.fakes import CountingEmbedder
-from colony.testing.inline import InlineTransport, LocalDeps
+from colony.testing.inline import InlineTransport, local_deps
 from tests.conftest import PgDB
 
 ORG, OTHER = "org_a", "org_b"
@@ -27,13 +28,13 @@ INSIGHT = (
 
 
 @pytest.fixture
-def deps(testdb: PgDB) -> LocalDeps:
+def deps(testdb: PgDB) -> Deps:
     db = testdb.app()
     for org in (ORG, OTHER):
         with db.transaction(org) as cur:
             cur.execute("INSERT INTO organizations (id, name) VALUES (%s, %s)", (org, org))
     settings = Settings.from_env({})
-    return LocalDeps(
+    return local_deps(
         settings,
         db,
         InlineTransport(),
@@ -42,7 +43,7 @@ def deps(testdb: PgDB) -> LocalDeps:
     )
 
 
-def candidate(deps: LocalDeps, content: str = INSIGHT, domain: str = "KC-09") -> str:
+def candidate(deps: Deps, content: str = INSIGHT, domain: str = "KC-09") -> str:
     payload = {
         "kind": "kc_update_candidate",
         "domain": domain,
@@ -61,7 +62,7 @@ def candidate(deps: LocalDeps, content: str = INSIGHT, domain: str = "KC-09") ->
     return str(row["id"])
 
 
-def kc09(deps: LocalDeps, org: str = ORG) -> list[str]:
+def kc09(deps: Deps, org: str = ORG) -> list[str]:
     hits = deps.knowledge.retrieve(org, "clinicians surveillance sensors objection", ["KC-09"], 5)
     return [h.content for h in hits["KC-09"]]
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -27,7 +28,7 @@ from colony.settings import Settings
 from colony.store import fetch_all
 from colony.store.db import fetch_value
 from colony.testing.fakes import CountingEmbedder, RecordingSleep
-from colony.testing.inline import InlineTransport, LocalDeps
+from colony.testing.inline import InlineTransport, local_deps
 from colony.testing.notion_server import NotionServer, block, signed_headers, webhook_event
 from colony.webhooks import sign
 from tests.conftest import PgDB
@@ -72,7 +73,7 @@ def env(testdb: PgDB):
                 ),
             }
         )
-        deps = LocalDeps(settings, db, InlineTransport(), llm_from_settings(settings), knowledge)
+        deps = local_deps(settings, db, InlineTransport(), llm_from_settings(settings), knowledge)
         sleep = RecordingSleep()
         client = HttpNotion(
             RestClient(
@@ -156,7 +157,7 @@ def test_a_burst_of_edits_is_one_task_that_runs_after_every_edit_of_its_window(e
     deps, *_ = env
     start = datetime(2026, 11, 30, 9, 0, 1, tzinfo=UTC)  # the window is [09:00:00, 09:00:05)
     now = [start]
-    deps.clock = lambda: now[0]
+    deps = replace(deps, clock=lambda: now[0])
 
     def edit(n: int, received_after: float) -> None:
         now[0] = start + timedelta(seconds=received_after)

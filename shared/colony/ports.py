@@ -260,7 +260,7 @@ class BlobStore(Protocol):
 
 
 # The clock flows read (``deps.clock()``): now, timezone-aware. ``colony.runtime.deps.utc_now``
-# in production; tests pass a fixed one.
+# in production; tests pass a fixed one (``colony.testing.inline.fixed_clock``).
 Clock = Callable[[], datetime]
 
 

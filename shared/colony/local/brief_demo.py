@@ -81,11 +81,11 @@ def run_brief_demo(
     from colony.adapters.transport_local import LocalTransport
     from colony.flows import content, deals
     from colony.registry.graph import build_graph
-    from colony.testing.inline import LocalDeps
+    from colony.testing.inline import local_deps
 
     auth = {"Authorization": f"Bearer {token}"}
     transport = LocalTransport(servers.urls)
-    flow_deps = LocalDeps(settings, db, transport, None, None)  # type: ignore[arg-type]
+    flow_deps = local_deps(settings, db, transport)
     try:
         with httpx.Client(timeout=60) as http:
             with db.transaction(org_id) as cur:

@@ -100,13 +100,13 @@ def demo_functions(
 
 def run_demo_campaign(demo: DemoContext) -> None:
     from colony.adapters.transport_local import LocalTransport
-    from colony.testing.inline import LocalDeps
+    from colony.testing.inline import local_deps
 
     settings, db, knowledge, org_id = demo.settings, demo.db, demo.knowledge, demo.org_id
     servers, token, say = demo.servers, demo.token, demo.say
 
     transport = LocalTransport(servers.urls)
-    deps = LocalDeps(settings, db, transport, llm_from_settings(settings, db), knowledge)
+    deps = local_deps(settings, db, transport, llm_from_settings(settings, db), knowledge)
     try:
         with db.transaction(org_id) as cur:
             ids = [r["id"] for r in fetch_all(cur, "SELECT id FROM contacts ORDER BY external_id")]

@@ -106,9 +106,11 @@ def build_deps(
     clock: Clock | None = None,
     blobs: BlobStore | None = None,
     parts: Parts | None = None,
+    faults: Faults | None = None,
 ) -> Deps:
     """Build the parts not given. Imports live here so a cold start loads only what it uses;
-    ``llm``, ``knowledge`` and ``blobs`` are built later, on first use (see ``Deps``)."""
+    ``llm``, ``knowledge`` and ``blobs`` are built later, on first use (see ``Deps``).
+    ``faults`` (tests) replaces the ones ``COLONY_INJECT_FAULTS`` names."""
     if db is None:
         from colony.registry.functions import pool_size
         from colony.store import Database, connect_factory
@@ -130,6 +132,7 @@ def build_deps(
         knowledge_store=knowledge,
         blob_store=blobs,
         parts=parts,
+        faults=faults if faults is not None else Faults.from_env(),
     )
 
 

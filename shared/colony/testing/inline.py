@@ -3,16 +3,18 @@ tests and benchmarks. Delivery semantics mirror Pub/Sub's: at least once (``dupl
 delivers every message that many times), a failing delivery is retried up to
 ``max_attempts`` and then dead-lettered, a caller error is rejected (acked, not retried).
 The end-to-end tests drive the same flows through real functions-framework servers.
+
+``local_deps`` is production's ``colony.runtime.deps.Deps`` (through ``build_deps``) over
+given parts, on a fixed clock: tests exercise the object the functions use.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from colony.adapters.transport import (
     check_attributes,
@@ -23,11 +25,14 @@ from colony.adapters.transport import (
 )
 from colony.contracts.events import EVENT_ADAPTER
 from colony.errors import CallerError, InternalError, UpstreamError
+from colony.flows.deps import FlowDeps
 from colony.flows.handlers import PUBSUB_HANDLERS
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import LlmDeps
+from colony.ports import BlobStore, Clock, Transport
 from colony.registry.functions import FUNCTIONS
 from colony.runtime import delivery
+from colony.runtime.deps import Deps, build_deps
 from colony.runtime.faults import Faults
 from colony.settings import Settings
 from colony.store import Database
@@ -94,7 +99,7 @@ class Delivery:
 
 
 def run_until_idle(
-    deps: Any, transport: InlineTransport, *, duplicates: int = 1, max_attempts: int = 5
+    deps: FlowDeps, transport: InlineTransport, *, duplicates: int = 1, max_attempts: int = 5
 ) -> Delivery:
     """Deliver every published message (and what its handlers publish) until none is left."""
     stats = Delivery()
@@ -119,15 +124,40 @@ def run_until_idle(
     return stats
 
 
-@dataclass
-class LocalDeps:
-    """A FlowDeps for tests and benchmarks."""
+FIXED_NOW = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)  # a Monday
 
-    settings: Settings
-    db: Database
-    transport: Any
-    llm: LlmDeps
-    knowledge: KnowledgeStore
-    faults: Faults = field(default_factory=Faults)
-    clock: Callable[[], datetime] = lambda: datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
-    blobs: Any = None  # a BlobStore, for flows that store assets
+
+def fixed_clock() -> datetime:
+    """The tests' ``Clock``: always ``FIXED_NOW``."""
+    return FIXED_NOW
+
+
+def local_deps(
+    settings: Settings,
+    db: Database,
+    transport: Transport,
+    llm: LlmDeps | None = None,
+    knowledge: KnowledgeStore | None = None,
+    *,
+    blobs: BlobStore | None = None,
+    faults: Faults | None = None,
+    clock: Clock = fixed_clock,
+) -> Deps:
+    """The ``Deps`` production builds (``build_deps``), over these parts, for tests and
+    benchmarks.
+
+    Unlike production it runs on ``fixed_clock`` and injects no faults unless given them
+    (``COLONY_INJECT_FAULTS`` is not read). Rejections are recorded in ``db``, as in
+    production. A part left out (``llm``, ``knowledge``, ``blobs``) raises ``ConfigError`` on
+    use, naming it. ``Deps`` is frozen: change a part with ``dataclasses.replace``.
+    """
+    return build_deps(
+        settings,
+        db=db,
+        transport=transport,
+        llm=llm,
+        knowledge=knowledge,
+        blobs=blobs,
+        clock=clock,
+        faults=faults if faults is not None else Faults(),
+    )
