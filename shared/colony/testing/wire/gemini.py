@@ -1,0 +1,133 @@
+"""The Gemini Developer API routes of the wire stand-in, as ``google-genai`` calls them:
+``POST /{v1beta|v1|v1alpha}/models/{model}:batchEmbedContents`` (what
+``client.models.embed_content`` sends, for one text or many), ``:generateContent``
+(``google-genai`` 3.x sends ``v1`` unless told otherwise) and ``:countTokens``; their default
+responders, and ``gemini_content_reply`` to script a specific ``GenerateContentResponse``.
+
+Point the SDK at ``WireServer.gemini_base_url``
+(``genai.Client(http_options=HttpOptions(base_url=...))``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from colony.testing.wire.replies import RecordedRequest, Reply, Route, error_reply
+from colony.testing.wire.samples import fake_vector, sample_from_schema, word_count
+
+GEMINI_DEFAULT_DIM = 3072
+
+
+def gemini_batch_embed_contents(request: RecordedRequest) -> Reply:
+    """Default answer to Gemini ``POST /v1beta/models/{model}:batchEmbedContents``."""
+    body = request.body if isinstance(request.body, dict) else {}
+    items = body.get("requests")
+    if not isinstance(items, list) or not items:
+        return error_reply(400, "'requests' must be a non-empty array")
+    expected_model = f"models/{request.params.get('model', '')}"
+    embeddings: list[dict[str, Any]] = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict) or item.get("model") != expected_model:
+            return error_reply(400, f"requests[{i}].model must be {expected_model!r}")
+        parts = (item.get("content") or {}).get("parts") or []
+        text = "".join(p.get("text", "") for p in parts if isinstance(p, dict))
+        dim = item.get("outputDimensionality") or GEMINI_DEFAULT_DIM
+        if not isinstance(dim, int) or dim <= 0:
+            return error_reply(400, f"requests[{i}].outputDimensionality must be positive")
+        embeddings.append({"values": fake_vector(text, dim)})
+    return Reply(200, {"embeddings": embeddings})
+
+
+def gemini_content_reply(
+    text: str | None,
+    *,
+    model_version: str = "gemini-test",
+    prompt_tokens: int = 0,
+    candidates_tokens: int | None = None,
+    function_calls: Iterable[tuple[str, Mapping[str, Any]]] = (),
+    finish_reason: str = "STOP",
+) -> Reply:
+    """A ``GenerateContentResponse`` answering with ``text`` and/or ``(name, args)`` calls."""
+    parts: list[dict[str, Any]] = []
+    if text is not None:
+        parts.append({"text": text})
+    parts += [{"functionCall": {"name": name, "args": dict(args)}} for name, args in function_calls]
+    candidates = candidates_tokens if candidates_tokens is not None else word_count(text)
+    return Reply(
+        200,
+        {
+            "candidates": [
+                {
+                    "content": {"role": "model", "parts": parts},
+                    "finishReason": finish_reason,
+                    "index": 0,
+                }
+            ],
+            "usageMetadata": {
+                "promptTokenCount": prompt_tokens,
+                "candidatesTokenCount": candidates,
+                "totalTokenCount": prompt_tokens + candidates,
+            },
+            "modelVersion": model_version,
+            "responseId": "wire-response",
+        },
+    )
+
+
+def gemini_generate_content(request: RecordedRequest) -> Reply:
+    """Default answer to Gemini ``POST /{version}/models/{model}:generateContent``."""
+    body = request.body if isinstance(request.body, dict) else {}
+    contents = body.get("contents")
+    if not isinstance(contents, list) or not contents:
+        return error_reply(400, "'contents' must be a non-empty array")
+    config = body.get("generationConfig") or {}
+    schema = config.get("responseJsonSchema") or config.get("responseSchema")
+    if isinstance(schema, dict):
+        text = json.dumps(sample_from_schema(schema))
+    elif config.get("responseMimeType") == "application/json":
+        text = "{}"
+    else:
+        text = "ok"
+    prompt = [body.get("systemInstruction") or {}, *contents]
+    return gemini_content_reply(
+        text,
+        model_version=request.params.get("model", ""),
+        prompt_tokens=sum(
+            word_count(p.get("text")) for c in prompt for p in (c.get("parts") or []) if "text" in p
+        ),
+    )
+
+
+def gemini_count_tokens(request: RecordedRequest) -> Reply:
+    """Default answer to Gemini ``POST /{version}/models/{model}:countTokens``: one token per
+    whitespace-separated word, so tests can predict it."""
+    body = request.body if isinstance(request.body, dict) else {}
+    contents = body.get("contents")
+    if not isinstance(contents, list):
+        return error_reply(400, "'contents' must be an array")
+    total = sum(word_count(p.get("text")) for c in contents for p in (c.get("parts") or []))
+    return Reply(body={"totalTokens": total})
+
+
+ROUTES: tuple[Route, ...] = (
+    Route.of(
+        "gemini.batchEmbedContents",
+        "POST",
+        r"/(?P<version>v1(?:alpha|beta)?)/models/(?P<model>[^/:]+):batchEmbedContents",
+        gemini_batch_embed_contents,
+    ),
+    Route.of(
+        "gemini.generateContent",
+        "POST",
+        r"/(?P<version>v1(?:alpha|beta)?)/models/(?P<model>[^/:]+):generateContent",
+        gemini_generate_content,
+    ),
+    Route.of(
+        "gemini.countTokens",
+        "POST",
+        r"/(?P<version>v1(?:alpha|beta)?)/models/(?P<model>[^/:]+):countTokens",
+        gemini_count_tokens,
+    ),
+)

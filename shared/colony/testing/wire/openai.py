@@ -1,0 +1,123 @@
+"""The OpenAI routes of the wire stand-in: ``POST /v1/embeddings`` and
+``POST /v1/chat/completions``, their default responders, and ``openai_chat_reply`` to script
+a specific ``chat.completion``.
+
+Point the SDK at ``WireServer.openai_base_url`` (``openai.OpenAI(base_url=...)``).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import struct
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from colony.testing.wire.replies import RecordedRequest, Reply, Route, error_reply
+from colony.testing.wire.samples import fake_vector, sample_from_schema, word_count
+
+OPENAI_DEFAULT_DIM = 1536
+
+
+def openai_embeddings(request: RecordedRequest) -> Reply:
+    """Default answer to OpenAI ``POST /v1/embeddings``."""
+    body = request.body if isinstance(request.body, dict) else {}
+    raw = body.get("input")
+    inputs = [raw] if isinstance(raw, str) else raw
+    if not isinstance(inputs, list) or not inputs:
+        return error_reply(400, "'input' must be a non-empty string or array")
+    texts = [item if isinstance(item, str) else json.dumps(item) for item in inputs]
+    dim = body.get("dimensions") or OPENAI_DEFAULT_DIM
+    if not isinstance(dim, int) or dim <= 0:
+        return error_reply(400, "'dimensions' must be a positive integer")
+    encoding = body.get("encoding_format") or "float"
+    data: list[dict[str, Any]] = []
+    for index, text in enumerate(texts):
+        vector = fake_vector(text, dim)
+        embedding: list[float] | str = vector
+        if encoding == "base64":
+            embedding = base64.b64encode(struct.pack(f"<{dim}f", *vector)).decode()
+        data.append({"object": "embedding", "index": index, "embedding": embedding})
+    tokens = sum(len(text.split()) for text in texts)
+    return Reply(
+        200,
+        {
+            "object": "list",
+            "data": data,
+            "model": body.get("model", ""),
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        },
+    )
+
+
+def openai_chat_reply(
+    content: str | None,
+    *,
+    model: str = "gpt-test",
+    prompt_tokens: int = 0,
+    completion_tokens: int | None = None,
+    tool_calls: Iterable[tuple[str, Mapping[str, Any]]] = (),
+    finish_reason: str | None = None,
+) -> Reply:
+    """A ``chat.completion`` object answering with ``content`` and/or ``(name, args)`` calls."""
+    calls = [
+        {
+            "id": f"call_{i}",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps(dict(arguments))},
+        }
+        for i, (name, arguments) in enumerate(tool_calls)
+    ]
+    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
+    if calls:
+        message["tool_calls"] = calls
+    completion = word_count(content) if completion_tokens is None else completion_tokens
+    return Reply(
+        200,
+        {
+            "id": "chatcmpl-wire",
+            "object": "chat.completion",
+            "created": 1_700_000_000,
+            "model": model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "logprobs": None,
+                    "finish_reason": finish_reason or ("tool_calls" if calls else "stop"),
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_tokens,
+                "completion_tokens": completion,
+                "total_tokens": prompt_tokens + completion,
+            },
+        },
+    )
+
+
+def openai_chat_completions(request: RecordedRequest) -> Reply:
+    """Default answer to OpenAI ``POST /v1/chat/completions``: JSON sampled from the schema."""
+    body = request.body if isinstance(request.body, dict) else {}
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not messages or not body.get("model"):
+        return error_reply(400, "'model' and a non-empty 'messages' array are required")
+    response_format = body.get("response_format") or {}
+    schema = (response_format.get("json_schema") or {}).get("schema")
+    if isinstance(schema, dict):
+        content = json.dumps(sample_from_schema(schema))
+    elif response_format.get("type") == "json_object":
+        content = "{}"
+    else:
+        content = "ok"
+    return openai_chat_reply(
+        content,
+        model=str(body["model"]),
+        prompt_tokens=sum(word_count(m.get("content")) for m in messages if isinstance(m, dict)),
+    )
+
+
+ROUTES: tuple[Route, ...] = (
+    Route.of("openai.embeddings", "POST", r"/v1/embeddings", openai_embeddings),
+    Route.of("openai.chat.completions", "POST", r"/v1/chat/completions", openai_chat_completions),
+)
