@@ -18,6 +18,7 @@ from colony.runtime.edge import JsonRequest, http_json
 @functions_framework.http
 @http_json
 def handle(request: JsonRequest) -> dict[str, Any]:
+    # lazy: the flow and its auth (PyJWT, cryptography) load on the first request
     from colony.flows.approval import decide
     from colony.runtime.approvals import ApprovalRequest, authorise
 

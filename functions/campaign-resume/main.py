@@ -13,6 +13,7 @@ from colony.runtime.edge import JsonRequest, http_json
 @functions_framework.http
 @http_json
 def handle(request: JsonRequest) -> dict[str, Any]:
+    # lazy: the flow, its task model and OIDC (PyJWT) load on the first request
     from colony.contracts.events import CampaignResume
     from colony.flows import campaign
     from colony.runtime.auth import verify_google_oidc

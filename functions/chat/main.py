@@ -15,6 +15,7 @@ from colony.runtime.edge import JsonRequest, http_json
 @functions_framework.http
 @http_json(methods=("GET", "POST"), paths=None)
 def handle(request: JsonRequest) -> Any:  # a JSON value, a status pair or an SSE stream
+    # lazy: the routes and the chat flow load on the first request, not at cold start
     from colony.chat.api import handle as route
 
     return route(deps(parts), request)

@@ -19,6 +19,7 @@ from colony.runtime.edge import JsonRequest, http_json
 @functions_framework.http
 @http_json
 def handle(request: JsonRequest) -> dict[str, Any]:
+    # lazy: the flow and OIDC (PyJWT, cryptography) load on the first request
     from colony.flows.brief import BriefRequest, daily_brief
     from colony.runtime.auth import verify_google_oidc
 

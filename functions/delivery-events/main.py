@@ -14,6 +14,7 @@ from colony.runtime.edge import JsonRequest, http_json
 @functions_framework.http
 @http_json
 def handle(request: JsonRequest) -> dict[str, Any]:
+    # lazy: the flow and the event model load on the first request, not at cold start
     from colony.flows.delivery import record
     from colony.runtime.approvals import DeliveryEvent, verify_delivery_signature
 

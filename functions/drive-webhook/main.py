@@ -22,6 +22,7 @@ _drive: DriveClient | None = None
 @functions_framework.http
 @http_json
 def handle(request: JsonRequest) -> dict[str, Any]:
+    # lazy: the Drive client (httpx) and the flow load on the first request
     from colony.adapters.drive import drive_from_settings
     from colony.flows.drive import ingest
 

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 @functions_framework.cloud_event
 @pubsub_handler("recording-intelligence")
 def handle(event: Event, event_id: str) -> dict[str, Any]:
+    # lazy: the flow loads on the first request, not at cold start
     from colony.flows.recording import analyse_event
 
     return analyse_event(deps(parts), event, event_id)

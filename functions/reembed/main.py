@@ -19,6 +19,7 @@ _notion: NotionClient | None = None
 @functions_framework.http
 @http_json
 def handle(request: JsonRequest) -> dict[str, Any]:
+    # lazy: the Notion client (httpx), the flow and OIDC load on the first request
     from colony.adapters.notion import notion_from_settings
     from colony.contracts.events import NotionReembed
     from colony.flows.notion_reembed import reembed

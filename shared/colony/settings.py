@@ -124,6 +124,7 @@ class Settings:
         """Build the settings from ``environ`` (default: the process environment)."""
         env = os.environ if environ is None else environ
         if env.get("COLONY_SECRETS", "").strip():  # deployed: credentials from Secret Manager
+            # lazy: breaks the cycle settings ↔ runtime.secret_manager
             from colony.runtime.secret_manager import with_secrets
 
             env = with_secrets(env)

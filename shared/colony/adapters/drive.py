@@ -90,6 +90,7 @@ def _static(value: str) -> Callable[[], str]:
 
 
 def _google_token() -> Callable[[], str]:
+    # lazy: google-auth, loaded for the first Drive token
     import google.auth
     import google.auth.transport.requests
 

@@ -99,6 +99,7 @@ class OpenAIEmbedder(OwnsClient):
         self.model, self.dim, self.batch_size = model, dim, batch_size
         owns_client = client is None
         if client is None:
+            # lazy: openai SDK, loaded when the client is first built
             import openai
 
             client = openai.OpenAI(api_key=api_key, base_url=base_url, max_retries=3)
@@ -142,6 +143,7 @@ class GeminiEmbedder(OwnsClient):
         self.model, self.dim, self.batch_size = model, dim, batch_size
         owns_client = client is None
         if client is None:
+            # lazy: google-genai SDK, loaded on first use
             from google import genai
             from google.genai import types
 
@@ -155,6 +157,7 @@ class GeminiEmbedder(OwnsClient):
         self._owns_client = owns_client
 
     def embed(self, texts: Sequence[str]) -> list[Vector]:
+        # lazy: google-genai SDK, loaded on first use
         from google.genai import types
 
         items = _check_inputs(texts)

@@ -107,6 +107,7 @@ def _retry_delay_from_details(details: Any) -> float | None:
 
 def map_gemini_error(error: Exception) -> ProviderError:
     """``google.genai.errors.APIError`` and transport failures, re-expressed as ours."""
+    # lazy: google-genai SDK, only to classify an error it raised (so it is loaded)
     from google.genai import errors
 
     name = type(error).__name__
@@ -139,6 +140,7 @@ class GeminiChatModel(OwnsClient):
     ) -> None:
         owns_client = client is None
         if client is None:
+            # lazy: google-genai SDK, loaded on first use
             from google import genai
             from google.genai import types
 
@@ -151,6 +153,7 @@ class GeminiChatModel(OwnsClient):
         self._owns_client = owns_client
 
     def request(self, request: ModelRequest) -> ModelResponse:
+        # lazy: google-genai SDK, loaded on first use
         from google.genai import types
 
         system = "\n\n".join(m.content for m in request.messages if m.role == "system")
@@ -175,6 +178,7 @@ class GeminiChatModel(OwnsClient):
 
 
 def _gemini_contents(messages: tuple[Message, ...]) -> list[Any]:
+    # lazy: google-genai SDK, loaded on first use
     from google.genai import types
 
     contents: list[Any] = []
@@ -190,6 +194,7 @@ def _gemini_contents(messages: tuple[Message, ...]) -> list[Any]:
 
 
 def _gemini_tools(tools: tuple[Mapping[str, Any], ...]) -> list[Any]:
+    # lazy: google-genai SDK, loaded on first use
     from google.genai import types
 
     declarations = [

@@ -68,11 +68,13 @@ class GoogleApi:
     def _get_session(self) -> Any:
         with self._lock:
             if self._session is None:
+                # lazy: requests and google-auth, loaded on the first call
                 import requests
 
                 if self._anonymous:
                     self._session = requests.Session()
                 else:
+                    # lazy: google-auth, only for credentials (emulators need none)
                     import google.auth
                     import google.auth.exceptions
                     from google.auth.transport.requests import AuthorizedSession
@@ -105,6 +107,7 @@ class GoogleApi:
         headers: dict[str, str] | None = None,
     ) -> Any:
         """One call, retried while it fails transiently; the 2xx ``requests.Response``."""
+        # lazy: requests and google-auth, loaded on the first call
         import google.auth.exceptions
         import requests
 

@@ -173,6 +173,7 @@ def _openai_tools(tools: tuple[Mapping[str, Any], ...]) -> list[dict[str, Any]]:
 
 def map_openai_error(error: Exception) -> ProviderError:
     """The SDK's exception tree, re-expressed as ours (type, status and error code only)."""
+    # lazy: openai SDK, only to classify an error it raised (so it is loaded)
     import openai
 
     name = type(error).__name__
@@ -202,6 +203,7 @@ class OpenAIChatModel(OwnsClient):
     ) -> None:
         owns_client = client is None
         if client is None:
+            # lazy: openai SDK, loaded when the client is first built
             import openai
 
             client = openai.OpenAI(

@@ -80,6 +80,7 @@ def ensure_local_signing_key(path: Path) -> Path:
     """
     if path.exists():
         return path
+    # lazy: cryptography, only to make a local signing key (never deployed)
     from cryptography.hazmat.primitives import serialization
     from cryptography.hazmat.primitives.asymmetric import rsa
 
@@ -120,6 +121,7 @@ class KeySigner:
     """Signs offline with a service-account key file (local mode)."""
 
     def __init__(self, key_file: Path) -> None:
+        # lazy: cryptography, only for local key-file signing (never deployed)
         from cryptography.hazmat.primitives import serialization
         from cryptography.hazmat.primitives.asymmetric import rsa
 
@@ -133,6 +135,7 @@ class KeySigner:
         return self._email
 
     def sign(self, payload: bytes) -> bytes:
+        # lazy: cryptography, loaded only to sign a URL
         from cryptography.hazmat.primitives import hashes
         from cryptography.hazmat.primitives.asymmetric import padding
 
@@ -151,6 +154,7 @@ class IamSigner:
         self._lock = threading.Lock()
 
     def email(self) -> str:
+        # lazy: google-auth, loaded on the first signed URL
         import google.auth
         from google.auth.transport.requests import Request
 

@@ -144,6 +144,7 @@ def transport_from_settings(settings: Settings, *, db: Database | None = None) -
     is given (``DbDeadLetters``), otherwise logged and kept in memory by the transport.
     """
     if settings.transport == "gcp":
+        # lazy: breaks the cycle adapters.transport ↔ adapters.transport_gcp
         from colony.adapters.transport_gcp import GcpTransport
 
         return GcpTransport(
@@ -156,6 +157,7 @@ def transport_from_settings(settings: Settings, *, db: Database | None = None) -
             ),
             tasks_endpoint=settings.tasks_endpoint,
         )
+    # lazy: breaks the cycle adapters.transport ↔ adapters.transport_local
     from colony.adapters.transport_local import DbDeadLetters, LocalTransport
 
     return LocalTransport(

@@ -20,6 +20,7 @@ disconnects, and the response only relays its events.
 
 from __future__ import annotations
 
+import json
 import logging
 import queue
 import re
@@ -30,10 +31,23 @@ from typing import Any
 
 import flask
 
-from colony.errors import NotFound, ValidationFailed
+from colony.chat.hub import hub_for
+from colony.contracts.chat import DecisionRequest, TurnRequest
+from colony.errors import NotFound, ValidationFailed, error_summary
+from colony.flows.approval import decide
+from colony.flows.approval_queue import pending_cards
+from colony.flows.chat import (
+    check_message,
+    create_session,
+    require_session,
+    run_turn,
+    today_brief,
+    transcript,
+)
 from colony.flows.chat import events as ev
 from colony.flows.deps import FlowDeps
-from colony.runtime.edge import JsonRequest, MethodNotAllowed
+from colony.runtime.auth import verify_bearer
+from colony.runtime.edge import JsonRequest, MethodNotAllowed, error_response
 
 log = logging.getLogger("colony.chat")
 
@@ -50,21 +64,15 @@ def handle(deps: FlowDeps, request: JsonRequest) -> Any:
     if path == "/overview":
         _allow(method, "GET")
         return _page()
-    from colony.runtime.auth import verify_bearer
-
     who = verify_bearer(request.authorization, deps.settings)
     if path == "/turns":
         _allow(method, "POST")
         return _turn(deps, who.org_id, who.user_id, request)
     if path == "/sessions":
         _allow(method, "POST")
-        from colony.flows.chat import create_session
-
         return {"session_id": create_session(deps, who.org_id, who.user_id)}, 201
     if path == "/brief":
         _allow(method, "GET")
-        from colony.flows.chat import today_brief
-
         return {"brief": today_brief(deps, who.org_id)}
     if path == "/approvals":
         _allow(method, "GET", "POST")
@@ -74,8 +82,6 @@ def handle(deps: FlowDeps, request: JsonRequest) -> Any:
         _allow(method, "GET")
         if match.group(2):
             return _follow(deps, who.org_id, match.group(1), request)
-        from colony.flows.chat import transcript
-
         return transcript(deps, who.org_id, match.group(1))
     raise NotFound("there is nothing at this path")
 
@@ -97,9 +103,6 @@ def _page() -> flask.Response:
 
 
 def _turn(deps: FlowDeps, org_id: str, user_id: str, request: JsonRequest) -> flask.Response:
-    from colony.contracts.chat import TurnRequest
-    from colony.flows.chat import check_message, create_session, require_session, run_turn
-
     body = request.parse(TurnRequest)
     message = check_message(deps, body.message)
     if body.session_id is None:
@@ -120,9 +123,6 @@ def _turn(deps: FlowDeps, org_id: str, user_id: str, request: JsonRequest) -> fl
         try:
             run_turn(deps, org_id, user_id, session_id, message, sink=sink)
         except Exception as error:  # persisted events are intact; log, and tell this client
-            from colony.errors import error_summary
-            from colony.runtime.edge import error_response
-
             log.error("chat turn in session %s crashed: %s", session_id, error_summary(error))
             if not ended.is_set():  # the turn could not even record its own end
                 relay.put(error_response(error)[0])
@@ -142,8 +142,6 @@ def _turn(deps: FlowDeps, org_id: str, user_id: str, request: JsonRequest) -> fl
             if item is _END:
                 return
             if isinstance(item, dict):  # a crash outside the turn's own error handling
-                import json
-
                 yield f"event: error\ndata: {json.dumps(item)}\n\n"
                 continue
             yield item.sse()
@@ -153,9 +151,6 @@ def _turn(deps: FlowDeps, org_id: str, user_id: str, request: JsonRequest) -> fl
 
 
 def _follow(deps: FlowDeps, org_id: str, session_id: str, request: JsonRequest) -> flask.Response:
-    from colony.chat.hub import hub_for
-    from colony.flows.chat import require_session
-
     after = ev.parse_last_event_id(
         [request.headers.get("Last-Event-ID"), request.args.get("after")]
     )
@@ -187,14 +182,9 @@ def _follow(deps: FlowDeps, org_id: str, session_id: str, request: JsonRequest) 
 
 def _approvals(deps: FlowDeps, org_id: str, user_id: str, request: JsonRequest) -> Any:
     if request.method == "GET":
-        from colony.flows.approval_queue import pending_cards
-
         kind = request.args.get("kind") or None
         if kind is not None and len(kind) > 40:
             raise ValidationFailed("kind must be at most 40 characters")
         return pending_cards(deps, org_id, kind=kind, limit=APPROVALS_SHOWN)
-    from colony.contracts.chat import DecisionRequest
-    from colony.flows.approval import decide
-
     body = request.parse(DecisionRequest)
     return decide(deps, org_id, body.item_id, body.action, decided_by=user_id)

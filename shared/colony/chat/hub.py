@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from colony.errors import DatabaseError
 from colony.store import chat_events
 
 log = logging.getLogger("colony.chat")
@@ -46,8 +47,6 @@ class Hub:
                 self._thread = threading.Thread(target=self._run, name="chat-hub", daemon=True)
                 self._thread.start()
         if not self._ready.wait(timeout):
-            from colony.errors import DatabaseError
-
             raise DatabaseError("the chat notification listener did not start in time")
         return self
 

@@ -24,7 +24,7 @@ from functools import lru_cache
 from typing import Any
 
 from colony.data_files import data_file
-from colony.errors import ConfigError
+from colony.errors import ConfigError, ProviderError
 from colony.ports import Counter as Counter  # the port, re-exported from its old home
 
 # A literal: the deploy builder reads it without running this module.
@@ -100,6 +100,7 @@ def bpe_ranks(name: str) -> dict[bytes, int]:
 
 @lru_cache(maxsize=4)
 def _encoding(name: str) -> Any:
+    # lazy: tiktoken and its BPE ranks load on the first count, not at cold start
     import tiktoken
 
     spec = _SPECS[name]
@@ -172,8 +173,6 @@ class GeminiTokenCounter:
             return 0
         key = hashlib.sha256(text.encode()).hexdigest()
         if key not in self._cache:
-            from colony.errors import ProviderError
-
             try:
                 response = self._client.models.count_tokens(model=self.model, contents=text)
             except Exception as error:  # the SDK's error tree; never echo the text

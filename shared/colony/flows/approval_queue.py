@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from colony.errors import UpstreamError
+from colony.errors import UpstreamError, error_summary
 from colony.store import approvals
 
 if TYPE_CHECKING:
@@ -87,8 +87,6 @@ def _kit_link(deps: FlowDeps, row: Mapping[str, Any]) -> dict[str, Any]:
     try:
         return signed_link(deps, name)
     except UpstreamError as error:
-        from colony.errors import error_summary
-
         log.warning("approval item %s: kit link not signed: %s", row["id"], error_summary(error))
         message = "the kit link could not be signed just now; retry shortly"
         return {"error": {"code": error.code, "message": message}}

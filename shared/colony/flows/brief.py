@@ -24,10 +24,13 @@ from typing import Any
 
 from pydantic import Field
 
+from colony.context.assembler import AssemblyRequest
+from colony.contracts import IcpDefinition, OrgContext
 from colony.contracts.common import Strict
 from colony.contracts.outputs import DailyBrief
 from colony.errors import NotFound, ValidationFailed
 from colony.flows.deps import FlowDeps
+from colony.knowledge.exemplars import to_exemplars
 from colony.llm.agent_call import call_agent
 from colony.ports import Message
 from colony.store import briefs, orgdata
@@ -132,10 +135,6 @@ def _generate(
     icp: Mapping[str, Any] | None,
     name: str | None,
 ) -> dict[str, str]:
-    from colony.context.assembler import AssemblyRequest
-    from colony.contracts import IcpDefinition, OrgContext
-    from colony.knowledge.exemplars import to_exemplars
-
     prior_text = str(prior["content"]) if prior else None
     history = (
         [Message("system", f"Yesterday's brief ({prior['brief_date']}): {prior_text}")]

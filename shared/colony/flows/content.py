@@ -17,10 +17,13 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from colony.context.assembler import AssemblyRequest
+from colony.contracts import IcpDefinition, OrgContext
 from colony.contracts.events import ContentRequest
 from colony.contracts.outputs import ContentPiece
 from colony.errors import ValidationFailed
 from colony.flows.deps import FlowDeps
+from colony.knowledge.exemplars import to_exemplars
 from colony.llm.agent_call import call_agent
 from colony.policy.outbound import competitor_mentions
 from colony.registry.functions import CONTENT_TOPIC
@@ -59,10 +62,6 @@ def write_piece(deps: FlowDeps, event: ContentRequest, event_id: str) -> dict[st
     )
 
     def compute() -> dict[str, Any]:
-        from colony.context.assembler import AssemblyRequest
-        from colony.contracts import IcpDefinition, OrgContext
-        from colony.knowledge.exemplars import to_exemplars
-
         hits = deps.knowledge.retrieve(org, event.topic, GROUNDING, PER_DOMAIN)
         exemplars = to_exemplars(hits)
         if not exemplars:

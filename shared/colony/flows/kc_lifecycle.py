@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from colony.contracts import KcUpdateCandidate
 from colony.contracts.common import describe_validation
 from colony.errors import ValidationFailed
 from colony.flows.deps import FlowDeps
@@ -24,8 +25,6 @@ from colony.knowledge.store import ChunkIn
 def apply_kc_candidate(
     deps: FlowDeps, cur: Any, org_id: str, item_id: str, payload: Mapping[str, Any]
 ) -> None:
-    from colony.contracts import KcUpdateCandidate
-
     try:
         candidate = KcUpdateCandidate.model_validate(
             {k: payload.get(k) for k in ("domain", "content", "confidence")}

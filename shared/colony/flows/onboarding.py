@@ -18,10 +18,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from colony.context.assembler import AssemblyRequest
+from colony.contracts import IcpDefinition, OrgContext
 from colony.contracts.events import DealClosedWon
 from colony.errors import NotFound, UpstreamError, ValidationFailed
 from colony.flows.approval_queue import signed_link
 from colony.flows.deps import FlowDeps
+from colony.knowledge.exemplars import to_exemplars
 from colony.llm.agent_call import call_agent
 from colony.runtime import idempotency
 from colony.runtime.steps import step
@@ -109,10 +112,6 @@ def build_kit(deps: FlowDeps, event: DealClosedWon, event_id: str) -> dict[str, 
 
 
 def _compose(deps: FlowDeps, org: str, run_id: str, deal: Mapping[str, Any]) -> dict[str, Any]:
-    from colony.context.assembler import AssemblyRequest
-    from colony.contracts import IcpDefinition, OrgContext
-    from colony.knowledge.exemplars import to_exemplars
-
     query = " ".join(str(deal.get(k) or "") for k in ("name", "next_action", "company"))
     exemplars = to_exemplars(deps.knowledge.retrieve(org, query, ("KC-10",), PLAYBOOKS))
     if not exemplars:

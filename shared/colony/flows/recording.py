@@ -21,6 +21,9 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from colony.context.assembler import AssemblyRequest
+from colony.context.tokens import counter_for
+from colony.contracts import IcpDefinition, OrgContext
 from colony.contracts.events import RecordingProcessed, RecordingReceived
 from colony.errors import (
     ContextBudgetExceeded,
@@ -29,6 +32,9 @@ from colony.errors import (
 )
 from colony.flows import transcripts
 from colony.flows.deps import FlowDeps
+from colony.knowledge.exemplars import to_exemplars
+from colony.llm.agent_call import call_agent
+from colony.policy.outbound import competitor_mentions, redact_competitors, split_sentences
 from colony.registry.functions import AGENT_TOPICS
 from colony.runtime import delivery, idempotency
 from colony.runtime.steps import step
@@ -89,8 +95,6 @@ def analyse(deps: FlowDeps, org: str, recording_id: str, event_id: str) -> dict[
 
 
 def _two_passes(deps: FlowDeps, org: str, recording: Mapping[str, Any]) -> dict[str, Any]:
-    from colony.context.tokens import counter_for
-
     recording_id = recording["id"]
     if not recording["transcript_uri"]:
         raise transcripts.TranscriptRejected("the recording has no stored transcript")
@@ -109,9 +113,6 @@ def _two_passes(deps: FlowDeps, org: str, recording: Mapping[str, Any]) -> dict[
 
     def pass1(chunk: transcripts.Chunk) -> list[dict[str, Any]]:
         def compute() -> dict[str, Any]:
-            from colony.context.assembler import AssemblyRequest
-            from colony.llm.agent_call import call_agent
-
             request = AssemblyRequest(
                 "AGT-006/pass1",
                 org,
@@ -189,10 +190,6 @@ def _pass2(
 ) -> dict[str, Any]:
     """Pass 2 over the aggregated signals, strongest first, dropping the weakest until the
     task fits its budget (the transcript itself never reaches pass 2)."""
-    from colony.context.assembler import AssemblyRequest
-    from colony.knowledge.exemplars import to_exemplars
-    from colony.llm.agent_call import call_agent
-
     ranked = transcripts.for_pass2(signals)
     deal_view = _deal_view(deal)
     deal_context = (
@@ -294,11 +291,6 @@ def _draft(
     recording: Mapping[str, Any],
     deal: Mapping[str, Any],
 ) -> dict[str, Any]:
-    from colony.context.assembler import AssemblyRequest
-    from colony.knowledge.exemplars import to_exemplars
-    from colony.llm.agent_call import call_agent
-    from colony.policy.outbound import competitor_mentions, redact_competitors
-
     # CONST-006: the recap quotes the customer, who may name a competitor; the email must not.
     summary = redact_competitors(str(recording["summary"]), COMPETITORS, "another vendor")
     summary = _fit(deps, summary)
@@ -337,9 +329,6 @@ def _draft(
 
 def _fit(deps: FlowDeps, summary: str) -> str:
     """The call summary within AGT-007's task budget, cut at a sentence where it must be."""
-    from colony.context.tokens import counter_for
-    from colony.policy.outbound import split_sentences
-
     room = deps.llm.budgets.for_profile("AGT-007").task - 80  # the template's own words
     tokens = counter_for(deps.llm.model)
     if tokens.count(summary) <= room:
@@ -359,8 +348,6 @@ def apply_follow_up(
     subject, body = payload.get("subject"), payload.get("body")
     if not isinstance(subject, str) or not subject.strip() or not isinstance(body, str):
         raise ValidationFailed("a follow-up needs a subject and a body")
-    from colony.policy.outbound import competitor_mentions
-
     if competitor_mentions(f"{subject}\n{body}", COMPETITORS):
         raise ValidationFailed("the follow-up names a competitor (CONST-006)")
     outbox.queue(
@@ -380,8 +367,6 @@ def _recording(cur: Any, recording_id: str) -> dict[str, Any]:
 
 
 def _org_context(cur: Any) -> Any:
-    from colony.contracts import IcpDefinition, OrgContext
-
     icp = orgdata.active_icp(cur)
     return OrgContext(org_name=orgdata.org_name(cur), icp=IcpDefinition(**icp) if icp else None)
 

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from colony.contracts import HandoffEnvelope
+from colony.context.assembler import AssemblyRequest
+from colony.contracts import HandoffEnvelope, IcpDefinition, OrgContext
 from colony.contracts.events import Handoff
 from colony.errors import CallerError, NotFound, OutputInvalid, ValidationFailed
 from colony.flows.campaign import contact_done
@@ -84,9 +85,6 @@ def assembly_request(
     entities: Mapping[str, Any],
     task: Mapping[str, Any],
 ) -> Any:
-    from colony.context.assembler import AssemblyRequest
-    from colony.contracts import IcpDefinition, OrgContext
-
     with deps.db.transaction(org) as cur:
         icp = orgdata.active_icp(cur)
         name = orgdata.org_name(cur)

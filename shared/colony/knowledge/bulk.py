@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import struct
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -86,8 +87,6 @@ def bulk_load(
     Building an HNSW graph once over all rows is far cheaper than growing it row by row.
     Returns (rows, load seconds, index build seconds).
     """
-    import time
-
     cur = conn.cursor()
     cur.execute(_HNSW_INDEXES)
     indexes = cur.fetchall()

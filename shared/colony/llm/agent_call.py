@@ -13,11 +13,15 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from colony.adapters.gemini_chat import GeminiChatModel
+from colony.adapters.offline import OfflineChatModel
+from colony.adapters.openai_chat import OpenAIChatModel
 from colony.context.assembler import AssembledContext, AssemblyRequest, assemble
 from colony.context.budgets import BudgetBook, load_budgets
 from colony.context.tokens import GeminiTokenCounter, counter_for
 from colony.contracts import OUTPUT_CONTRACTS
 from colony.llm.runner import StructuredRunner
+from colony.observability.tracing import CallRecorder, TracedChatModel, tracer_from_settings
 from colony.ports import ChatModel, Counter, ModelRequest, ToolCall, Usage
 from colony.settings import Settings
 from colony.store import Database
@@ -78,24 +82,16 @@ def call_agent(
 def chat_model_from_settings(settings: Settings) -> ChatModel:
     """The configured provider's adapter (SDKs imported only for the one chosen)."""
     if settings.llm_provider == "openai":
-        from colony.adapters.openai_chat import OpenAIChatModel
-
         key = settings.api_key("openai", "COLONY_LLM_PROVIDER")
         return OpenAIChatModel(api_key=key, base_url=settings.openai_base_url)
     if settings.llm_provider == "gemini":
-        from colony.adapters.gemini_chat import GeminiChatModel
-
         key = settings.api_key("gemini", "COLONY_LLM_PROVIDER")
         return GeminiChatModel(api_key=key, base_url=settings.gemini_base_url)
-    from colony.adapters.offline import OfflineChatModel
-
     return OfflineChatModel()
 
 
 def llm_from_settings(settings: Settings, db: Database | None = None) -> LlmDeps:
     """Composition root for LLM calls: provider, tracing (no-op without keys), call records."""
-    from colony.observability.tracing import CallRecorder, TracedChatModel, tracer_from_settings
-
     budgets = load_budgets(settings.budgets_file)
     model = settings.llm_model or budgets.model_for(settings.llm_provider)
     chat = TracedChatModel(
@@ -111,6 +107,7 @@ def llm_from_settings(settings: Settings, db: Database | None = None) -> LlmDeps
 def counter_from_settings(settings: Settings, model: str) -> Counter:
     """Gemini's own countTokens when its key is configured, else the offline tokenizer."""
     if settings.llm_provider == "gemini" and settings.gemini_api_key:
+        # lazy: google-genai SDK, only for Gemini's own countTokens
         from google import genai
         from google.genai import types
 

@@ -217,6 +217,7 @@ def init_sentry(settings: Settings, *, transport: Transport | None = None) -> bo
     """Initialise Sentry when ``SENTRY_DSN`` is set; return whether it was."""
     if not settings.sentry_dsn:
         return False
+    # lazy: sentry_sdk loads only when SENTRY_DSN is set
     import sentry_sdk
 
     sentry_sdk.init(
@@ -232,6 +233,7 @@ def init_sentry(settings: Settings, *, transport: Transport | None = None) -> bo
         traces_sample_rate=None,
         enable_logs=False,
     )
+    # lazy: sentry_sdk loads only when SENTRY_DSN is set
     from sentry_sdk.integrations.logging import ignore_logger
 
     for name in _REPORTING_LOGGERS:

@@ -128,6 +128,7 @@ class LangfuseTracer:
         tracer_provider: TracerProvider | None = None,
         span_exporter: SpanExporter | None = None,
     ) -> None:
+        # lazy: Langfuse and OpenTelemetry load only when its keys are set
         from langfuse import Langfuse
         from opentelemetry.sdk.trace import TracerProvider
 
@@ -198,6 +199,7 @@ class LangfuseTracer:
 
     def shutdown(self) -> None:
         """Flush, stop the SDK's background threads and (if ours) the tracer provider."""
+        # lazy: Langfuse internals, only to undo what its shutdown leaves
         from langfuse._client.resource_manager import LangfuseResourceManager
 
         unregister_flush(self.flush_within)

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
-from colony.errors import CallerError
+from colony.errors import CallerError, error_summary
 
 log = logging.getLogger("colony.runtime")
 
@@ -61,8 +61,6 @@ def current() -> Attempt | None:
 def final_reason(error: BaseException) -> str | None:
     """Why ``error`` ends this delivery for good (no message text: it might quote content),
     or None when the delivery will be retried."""
-    from colony.errors import error_summary
-
     if isinstance(error, CallerError):
         return f"rejected, not retried: {error_summary(error)}"
     now = _current.get()

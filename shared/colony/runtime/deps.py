@@ -19,16 +19,19 @@ from datetime import UTC, datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from colony.adapters.transport import transport_from_settings
 from colony.errors import ConfigError
+from colony.observability.sentry import init_sentry
+from colony.registry.functions import pool_size
 from colony.runtime.faults import Faults
+from colony.settings import Settings
+from colony.store import Database, connect_factory
 from colony.store.rejections import DbRejections
 
 if TYPE_CHECKING:
     from colony.knowledge import KnowledgeStore
     from colony.llm.agent_call import LlmDeps
     from colony.ports import BlobStore, Clock, RejectionRecorder, Transport
-    from colony.settings import Settings
-    from colony.store import Database
 
 
 def utc_now() -> datetime:
@@ -108,19 +111,15 @@ def build_deps(
     parts: Parts | None = None,
     faults: Faults | None = None,
 ) -> Deps:
-    """Build the parts not given. Imports live here so a cold start loads only what it uses;
-    ``llm``, ``knowledge`` and ``blobs`` are built later, on first use (see ``Deps``).
-    ``faults`` (tests) replaces the ones ``COLONY_INJECT_FAULTS`` names."""
+    """Build the parts not given (the database, the configured transport, the rejection
+    recorder); ``llm``, ``knowledge`` and ``blobs`` are built later, on first use (see
+    ``Deps``), by builders the function's parts import on its first request. ``faults``
+    (tests) replaces the ones ``COLONY_INJECT_FAULTS`` names."""
     if db is None:
-        from colony.registry.functions import pool_size
-        from colony.store import Database, connect_factory
-
         # Bounded by what this function runs at once (its concurrency; AGT-006's workers too).
         size = pool_size(settings.function_name, settings.recording_parallelism)
         db = Database(connect_factory(settings, "app"), pool_size=size)
     if transport is None:
-        from colony.adapters.transport import transport_from_settings
-
         transport = transport_from_settings(settings, db=db)
     return Deps(
         settings=settings,
@@ -151,9 +150,6 @@ def deps(parts: Callable[[], Parts] | None = None) -> Deps:
     if current is None or (parts is not None and current.parts is None):
         with _deps_lock:
             if _deps is None:
-                from colony.observability.sentry import init_sentry
-                from colony.settings import Settings
-
                 settings = Settings.from_env()
                 init_sentry(settings)
                 _deps = build_deps(settings, parts=parts() if parts is not None else None)

@@ -28,6 +28,7 @@ from collections.abc import Mapping
 
 from colony.adapters.google_api import GoogleApi, GoogleApiError
 from colony.errors import ConfigError
+from colony.settings import SECRETS
 
 SECRETS_ENV = "COLONY_SECRETS"
 ENDPOINT_ENV = "COLONY_SECRET_MANAGER_ENDPOINT"
@@ -40,8 +41,6 @@ _lock = threading.Lock()
 
 def requested(environ: Mapping[str, str]) -> tuple[str, ...]:
     """The settings names listed in ``COLONY_SECRETS``, validated against ``SECRETS``."""
-    from colony.settings import SECRETS
-
     names = tuple(n.strip() for n in environ.get(SECRETS_ENV, "").split(",") if n.strip())
     unknown = sorted(set(names) - set(SECRETS))
     if unknown:
@@ -63,8 +62,6 @@ def _project(environ: Mapping[str, str]) -> str:
 
 
 def version_path(project: str, name: str) -> str:
-    from colony.settings import SECRETS
-
     return f"projects/{project}/secrets/{SECRETS[name]}/versions/latest"
 
 

@@ -16,6 +16,9 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from pydantic import ValidationError
+
+from colony.contracts.outputs import OUTPUT_CONTRACTS
 from colony.errors import ProviderError, ValidationFailed
 from colony.ports import ModelRequest, ModelResponse, Usage
 
@@ -63,10 +66,6 @@ class OfflineChatModel:
         if responder is not None:
             respond: Responder = _load(responder)
             return respond(request)
-        from pydantic import ValidationError
-
-        from colony.contracts.outputs import OUTPUT_CONTRACTS
-
         target = ANSWERS.get(request.output_name)
         contract = OUTPUT_CONTRACTS.get(request.output_name)
         if target is None or contract is None:

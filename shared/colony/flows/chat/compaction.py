@@ -12,8 +12,11 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from colony.context.assembler import AssemblyRequest
+from colony.contracts import IcpDefinition, OrgContext
 from colony.flows.chat import history
 from colony.flows.chat.turn_io import AGENT, TurnIO, compact_json
+from colony.llm.agent_call import call_agent
 from colony.store import approvals, orgdata
 from colony.store import chat as chat_store
 
@@ -26,10 +29,6 @@ def compact_if_needed(io: TurnIO, *, current_turn: str | None) -> int:
     Runs in one transaction: the folded rows and the old summary go, the new summary comes,
     or nothing changes.
     """
-    from colony.context.assembler import AssemblyRequest
-    from colony.contracts import IcpDefinition, OrgContext
-    from colony.llm.agent_call import call_agent
-
     deps = io.deps
     budget = deps.llm.budgets.for_profile(AGENT).history
     with io.tx() as cur:

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from colony.errors import NotFound, ValidationFailed
 from colony.store import chat_events
 
 
@@ -41,8 +42,6 @@ def append(
         cur, org_id, session_id, turn_id, [(t, {**d, "turn_id": turn_id}) for t, d in items]
     )
     if last is None:  # the session vanished or is another org's: RLS hid the row
-        from colony.errors import NotFound
-
         raise NotFound(f"chat session {session_id!r} does not exist in this org")
     first = last - n + 1
     return [
@@ -61,8 +60,6 @@ def sse_comment(text: str) -> str:
 
 def parse_last_event_id(values: Iterable[str | None]) -> int:
     """The first usable ``Last-Event-ID`` / ``after`` value (0: from the start)."""
-    from colony.errors import ValidationFailed
-
     for value in values:
         if value is None or value == "":
             continue

@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from colony.context.assembler import AssemblyRequest, assemble
+from colony.contracts import IcpDefinition, OrgContext, ToolDefinition
 from colony.contracts.chat import OrchestratorReply
 from colony.errors import OutputInvalid, ValidationFailed
 from colony.flows import approval_queue
 from colony.flows.chat import history, tools
 from colony.flows.chat.compaction import awaited, compact_if_needed, pending
 from colony.flows.chat.turn_io import AGENT, TurnIO
+from colony.knowledge.exemplars import to_exemplars
 from colony.ports import ModelRequest, ToolCall
 from colony.store import approvals, orgdata
 from colony.store import chat as chat_store
@@ -35,9 +38,6 @@ class OrchestratorFailed(ValidationFailed):
 
 def model_step(io: TurnIO) -> tuple[OrchestratorReply | None, tuple[ToolCall, ...]]:
     """Hydrate, assemble and call the model once: its reply, or the tools it calls."""
-    from colony.context.assembler import AssemblyRequest, assemble
-    from colony.contracts import IcpDefinition, OrgContext, ToolDefinition
-
     deps = io.deps
     budget = deps.llm.budgets.for_profile(AGENT).history
     with io.tx() as cur:
@@ -130,7 +130,5 @@ def model_step(io: TurnIO) -> tuple[OrchestratorReply | None, tuple[ToolCall, ..
 
 
 def _retrieve(io: TurnIO) -> list[Any]:
-    from colony.knowledge.exemplars import to_exemplars
-
     hits = io.deps.knowledge.retrieve(io.org_id, io.message, tools.ALL_DOMAINS, KC_TOP)
     return to_exemplars(hits, top=KC_TOP)

@@ -39,8 +39,10 @@ from colony.contracts.chat import (
 )
 from colony.contracts.common import describe_validation
 from colony.errors import CallerError, NotFound, ValidationFailed
+from colony.flows.approval import decide
 from colony.flows.approval_queue import pending_cards
 from colony.flows.deps import FlowDeps
+from colony.knowledge.exemplars import to_exemplars
 from colony.registry.functions import CAMPAIGN_TOPIC, CONTENT_TOPIC
 from colony.runtime.transport import publish
 from colony.store import approvals, campaigns, pipeline
@@ -106,6 +108,7 @@ def _stable_id(prefix: str, *parts: str) -> str:
 
 
 def launch_campaign(ctx: ToolContext, args: LaunchCampaignArgs) -> dict[str, Any]:
+    # lazy: event models (~15 ms of pydantic) load when a tool publishes
     from colony.contracts.events import CampaignStart
 
     campaign_id = _stable_id("cmp", ctx.org_id, ctx.call_id)
@@ -165,8 +168,6 @@ ALL_DOMAINS = tuple(f"KC-{n:02d}" for n in range(1, 11))
 
 
 def search_knowledge(ctx: ToolContext, args: SearchKnowledgeArgs) -> dict[str, Any]:
-    from colony.knowledge.exemplars import to_exemplars
-
     domains = [args.domain] if args.domain else list(ALL_DOMAINS)
     hits = ctx.deps.knowledge.retrieve(ctx.org_id, args.query, domains, args.k)
     found = to_exemplars(hits, top=args.k)
@@ -198,8 +199,6 @@ def list_approvals(ctx: ToolContext, args: ListApprovalsArgs) -> dict[str, Any]:
 
 
 def decide_approval(ctx: ToolContext, args: DecideApprovalArgs) -> dict[str, Any]:
-    from colony.flows.approval import decide
-
     with ctx.deps.db.transaction(ctx.org_id) as cur:
         kind = approvals.kind_of(cur, args.item_id)
     if kind is None:
@@ -215,6 +214,7 @@ def decide_approval(ctx: ToolContext, args: DecideApprovalArgs) -> dict[str, Any
 
 
 def ask_content_agent(ctx: ToolContext, args: AskContentArgs) -> dict[str, Any]:
+    # lazy: event models (~15 ms of pydantic) load when a tool publishes
     from colony.contracts.events import ContentRequest
 
     request_id = _stable_id("content", ctx.org_id, ctx.call_id)

@@ -6,6 +6,7 @@ from colony.runtime.deps import Parts
 
 
 def parts() -> Parts:
+    # lazy: builders (adapters, SDKs) load on the first request, not at cold start
     from colony.llm.agent_call import llm_from_settings
     from colony.runtime.knowledge_core import knowledge_from_settings
 

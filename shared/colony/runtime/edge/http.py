@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import flask
+from pydantic import ValidationError
 from werkzeug.datastructures import Headers
 from werkzeug.wrappers import Response as WerkzeugResponse
 
@@ -64,8 +65,6 @@ class JsonRequest:
 
     def parse(self, model: type[M]) -> M:
         """Validate the body into ``model``; failures name fields, never echo values."""
-        from pydantic import ValidationError
-
         if self.body is None:
             raise ValidationFailed("a JSON body is required")
         try:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, overload
 
 import flask
+from pydantic import ValidationError
 
 from colony.contracts.common import describe_validation
 from colony.errors import CallerError
@@ -25,6 +26,7 @@ from colony.ports import Rejection, RejectionRecorder
 from colony.registry.functions import function as registered_function
 from colony.registry.functions import topic as registered_topic
 from colony.runtime import delivery
+from colony.runtime.deps import deps
 from colony.runtime.edge.responses import (
     error_reply,
     gcp_project,
@@ -112,9 +114,8 @@ def decode_push(cloud_event: Any) -> Decoded:
         return problem("schema_invalid", "the event is not a JSON object")
     org = value.get("org_id")
     claimed = _clip(org) if isinstance(org, str) else claimed
-    from pydantic import ValidationError
-
-    from colony.contracts.events import EVENT_ADAPTER  # pydantic models load on first event
+    # lazy: the event models (pydantic) build on the first delivery
+    from colony.contracts.events import EVENT_ADAPTER
 
     try:
         payload = EVENT_ADAPTER.validate_python(value)
@@ -258,6 +259,4 @@ def pubsub_handler(
 
 
 def _default_rejections() -> RejectionRecorder:
-    from colony.runtime.deps import deps
-
     return deps().rejections

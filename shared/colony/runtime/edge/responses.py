@@ -13,6 +13,9 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, overload
 
 import flask
+from cloudevents.exceptions import InvalidRequiredFields, MissingRequiredFields
+from cloudevents.http import from_http
+from functions_framework import event_conversion
 from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
 from werkzeug.wrappers import Response as WerkzeugResponse
 
@@ -250,10 +253,6 @@ def _check_event() -> WerkzeugResponse | None:
             json.loads(data.decode("utf-8"), parse_constant=reject_constant)
     except (UnicodeDecodeError, ValueError, RecursionError):
         return _refuse(BadJson("the request body is not UTF-8 JSON"))
-    from cloudevents.exceptions import InvalidRequiredFields, MissingRequiredFields
-    from cloudevents.http import from_http
-    from functions_framework import event_conversion
-
     try:
         try:
             from_http(request.headers, data)
