@@ -312,7 +312,8 @@ def test_an_exhausted_pubsub_delivery_fails_the_recording_over_real_functions(
     to the recording-intelligence server, whose provider (an OpenAI wire stand-in) answers
     every call 400. After the topic's last attempt the message is dead-lettered and the
     recording reads ``failed``, not ``processing``."""
-    from colony.adapters.transport_local import DbDeadLetters, LocalTransport
+    from colony.adapters.dead_letters import DbDeadLetters
+    from colony.adapters.transport_local import LocalTransport
     from colony.contracts.events import RecordingReceived
     from colony.local.functions import FunctionServers
     from colony.registry.functions import AGENT_TOPICS, TOPICS

@@ -34,6 +34,7 @@ import pytest
 from cloudevents.http import CloudEvent
 from werkzeug.serving import WSGIRequestHandler, make_server
 
+from colony.adapters.dead_letters import DbDeadLetters, DeadLetter
 from colony.adapters.google_api import GoogleApi
 from colony.adapters.transport import (
     queue_path,
@@ -42,7 +43,7 @@ from colony.adapters.transport import (
     transport_from_settings,
 )
 from colony.adapters.transport_gcp import GcpTransport
-from colony.adapters.transport_local import DbDeadLetters, DeadLetter, LocalTransport
+from colony.adapters.transport_local import LocalTransport
 from colony.contracts.events import CampaignResume, CampaignStart, ContentRequest
 from colony.errors import ConfigError, TransportUnavailable, UpstreamError, ValidationFailed
 from colony.registry.functions import CAMPAIGN_RESUME_QUEUE, CAMPAIGN_TOPIC, CONTENT_TOPIC, QUEUES

@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from colony.errors import ConfigError, ValidationFailed
@@ -45,6 +46,12 @@ def task_id_for(task_id: str) -> str:
     digest = hashlib.sha256(task_id.encode()).hexdigest()[:16]
     cleaned = _TASK_ID_BAD.sub("-", task_id)[: MAX_TASK_ID - len(digest) - 1]
     return f"{cleaned}-{digest}"
+
+
+def rfc3339(moment: datetime) -> str:
+    """A ``google.protobuf.Timestamp`` in its JSON form (UTC, ``Z``), as Pub/Sub and Cloud
+    Tasks write times."""
+    return moment.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def topic_path(project: str, topic: str) -> str:
@@ -158,7 +165,8 @@ def transport_from_settings(settings: Settings, *, db: Database | None = None) -
             tasks_endpoint=settings.tasks_endpoint,
         )
     # lazy: breaks the cycle adapters.transport ↔ adapters.transport_local
-    from colony.adapters.transport_local import DbDeadLetters, LocalTransport
+    from colony.adapters.dead_letters import DbDeadLetters
+    from colony.adapters.transport_local import LocalTransport
 
     return LocalTransport(
         settings.function_urls,

@@ -30,6 +30,7 @@ from colony.adapters.transport import (
     check_data,
     check_topic,
     queue_path,
+    rfc3339,
     task_request,
     topic_path,
 )
@@ -44,11 +45,6 @@ def _translate(error: GoogleApiError, what: str) -> Exception:
     if error.transient:
         return TransportUnavailable(f"{what} failed transiently: {error}")
     return UpstreamError(f"{what} failed: {error}")
-
-
-def rfc3339(moment: datetime) -> str:
-    """A ``google.protobuf.Timestamp`` in its JSON form (UTC, ``Z``)."""
-    return moment.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 class GcpTransport:

@@ -15,7 +15,8 @@ passed, with Cloud Tasks' ``X-CloudTasks-*`` headers; a task name is created onc
 Like Pub/Sub push, any answer but a 2xx (and any connection failure) is a nack: the delivery
 is retried with exponential backoff and jitter, with the same message id, up to
 ``max_attempts``; then it is dead-lettered: kept in ``dead_letters`` and handed to the
-``dead_letter`` callback (``DbDeadLetters`` records it in the ``dead_letters`` table). Nothing
+``dead_letter`` callback (``colony.adapters.dead_letters.DbDeadLetters`` records it in the
+``dead_letters`` table). Nothing
 is dropped silently: a failing callback, a message without an org and a topic nobody
 subscribes to are all logged and kept in memory.
 
@@ -41,39 +42,21 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Literal
 
+from colony.adapters.dead_letters import DeadLetter, DeadLetterSink
 from colony.adapters.transport import (
     check_attributes,
     check_data,
     check_topic,
     function_url,
+    rfc3339,
     subscriber_of,
     task_request,
 )
-from colony.errors import ColonyError, UpstreamError, ValidationFailed
-from colony.store import dead_letters
-from colony.store.db import Database
+from colony.errors import UpstreamError, ValidationFailed
 
 log = logging.getLogger(__name__)
 
 _JSON = {"Content-Type": "application/json"}
-
-
-@dataclass(frozen=True, slots=True)
-class DeadLetter:
-    """A message (or task) that exhausted its delivery attempts.
-
-    For a task, ``topic`` is the queue name and ``message_id`` the full task name.
-    """
-
-    topic: str
-    message_id: str
-    data: bytes
-    attributes: Mapping[str, str]
-    attempts: int
-    last_error: str
-
-
-DeadLetterSink = Callable[[DeadLetter], None]
 
 
 @dataclass(slots=True)
@@ -88,10 +71,6 @@ class _Delivery:
     attempts: int = 0
     last_error: str = ""
     eta: float = field(default=0.0)  # wall-clock schedule time of a task (epoch seconds)
-
-
-def rfc3339(moment: datetime) -> str:
-    return moment.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 class LocalTransport:
@@ -398,52 +377,3 @@ def _letter(item: _Delivery, error: str) -> DeadLetter:
     return DeadLetter(
         item.topic, item.message_id, item.data, dict(attributes), item.attempts, error
     )
-
-
-class DbDeadLetters:
-    """A dead-letter sink writing to ``dead_letters`` in the org of ``attributes["org_id"]``.
-
-    A letter without an org, or one the database refuses, is logged as an error and kept in
-    ``unrecorded``: never dropped silently.
-    """
-
-    def __init__(self, db: Database) -> None:
-        self.db = db
-        self.unrecorded: list[DeadLetter] = []
-        self._lock = threading.Lock()
-
-    def __call__(self, letter: DeadLetter) -> None:
-        org_id = letter.attributes.get("org_id")
-        if not org_id:
-            log.error(
-                "dead letter %s/%s has no org_id attribute; kept in memory, not recorded",
-                letter.topic,
-                letter.message_id,
-            )
-            self._keep(letter)
-            return
-        try:
-            with self.db.transaction(org_id) as cur:
-                dead_letters.add(
-                    cur,
-                    org_id,
-                    letter.topic,
-                    letter.message_id,
-                    letter.data,
-                    letter.attributes,
-                    letter.attempts,
-                    letter.last_error,
-                )
-        except ColonyError as error:
-            log.error(
-                "could not record dead letter %s/%s for org %s: %s; kept in memory",
-                letter.topic,
-                letter.message_id,
-                org_id,
-                error,
-            )
-            self._keep(letter)
-
-    def _keep(self, letter: DeadLetter) -> None:
-        with self._lock:
-            self.unrecorded.append(letter)

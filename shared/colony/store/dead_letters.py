@@ -1,6 +1,6 @@
 """Dead letters: messages no function accepted after bounded attempts (``dead_letters``).
 
-Written by the local transport's sink (``colony.adapters.transport_local.DbDeadLetters``)
+Written by the local transport's sink (``colony.adapters.dead_letters.DbDeadLetters``)
 under the org the message names; one row per (topic, message id), however often it dies.
 """
 
