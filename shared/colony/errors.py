@@ -34,7 +34,10 @@ How each branch is answered is decided once, in ``colony.runtime.edge``:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pydantic
 
 
 class ColonyError(Exception):
@@ -175,3 +178,15 @@ def public_body(error: BaseException) -> dict[str, Any]:
     if isinstance(error, UpstreamError):
         return error_body(error.code, UNAVAILABLE_MESSAGE)
     return error_body(error.code, INTERNAL_MESSAGE)
+
+
+def describe_validation(error: pydantic.ValidationError, limit: int = 3) -> str:
+    """Field locations and messages of a validation error, without the input values.
+
+    Here rather than beside the contracts so the edge can word a refusal without loading
+    pydantic at cold start."""
+    issues = error.errors(include_url=False, include_input=False, include_context=False)
+    parts = [f"{'.'.join(map(str, e['loc'])) or '(root)'}: {e['msg']}" for e in issues[:limit]]
+    if len(issues) > limit:
+        parts.append(f"and {len(issues) - limit} more")
+    return "; ".join(parts)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-import pydantic
 from pydantic import BaseModel, ConfigDict
 
 OutboundAngle = Literal["Signal", "Pain", "Referral", "PatternBreak", "Insight"]
@@ -20,12 +19,3 @@ class Strict(BaseModel):
     """Boundary model: unknown fields are an error, instances are immutable."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-def describe_validation(error: pydantic.ValidationError, limit: int = 3) -> str:
-    """Field locations and messages of a validation error, without the input values."""
-    issues = error.errors(include_url=False, include_input=False, include_context=False)
-    parts = [f"{'.'.join(map(str, e['loc'])) or '(root)'}: {e['msg']}" for e in issues[:limit]]
-    if len(issues) > limit:
-        parts.append(f"and {len(issues) - limit} more")
-    return "; ".join(parts)

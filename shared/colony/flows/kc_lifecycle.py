@@ -16,8 +16,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from colony.contracts import KcUpdateCandidate
-from colony.contracts.common import describe_validation
-from colony.errors import ValidationFailed
+from colony.errors import ValidationFailed, describe_validation
 from colony.flows.deps import FlowDeps
 from colony.knowledge.store import ChunkIn
 

@@ -19,19 +19,17 @@ from datetime import UTC, datetime
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from colony.adapters.transport import transport_from_settings
 from colony.errors import ConfigError
 from colony.observability.sentry import init_sentry
 from colony.registry.functions import pool_size
 from colony.runtime.faults import Faults
-from colony.settings import Settings
-from colony.store import Database, connect_factory
-from colony.store.rejections import DbRejections
 
 if TYPE_CHECKING:
     from colony.knowledge import KnowledgeStore
     from colony.llm.agent_call import LlmDeps
     from colony.ports import BlobStore, Clock, RejectionRecorder, Transport
+    from colony.settings import Settings
+    from colony.store import Database
 
 
 def utc_now() -> datetime:
@@ -115,6 +113,12 @@ def build_deps(
     recorder); ``llm``, ``knowledge`` and ``blobs`` are built later, on first use (see
     ``Deps``), by builders the function's parts import on its first request. ``faults``
     (tests) replaces the ones ``COLONY_INJECT_FAULTS`` names."""
+    # lazy: pg8000, the pool and the transport load when the first request builds them, not
+    # at cold start
+    from colony.adapters.transport import transport_from_settings
+    from colony.store import Database, connect_factory
+    from colony.store.rejections import DbRejections
+
     if db is None:
         # Bounded by what this function runs at once (its concurrency; AGT-006's workers too).
         size = pool_size(settings.function_name, settings.recording_parallelism)
@@ -150,6 +154,9 @@ def deps(parts: Callable[[], Parts] | None = None) -> Deps:
     if current is None or (parts is not None and current.parts is None):
         with _deps_lock:
             if _deps is None:
+                # lazy: settings (and Secret Manager) are read on the first request
+                from colony.settings import Settings
+
                 settings = Settings.from_env()
                 init_sentry(settings)
                 _deps = build_deps(settings, parts=parts() if parts is not None else None)

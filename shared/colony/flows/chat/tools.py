@@ -37,8 +37,7 @@ from colony.contracts.chat import (
     PipelineSnapshotArgs,
     SearchKnowledgeArgs,
 )
-from colony.contracts.common import describe_validation
-from colony.errors import CallerError, NotFound, ValidationFailed
+from colony.errors import CallerError, NotFound, ValidationFailed, describe_validation
 from colony.flows.approval import decide
 from colony.flows.approval_queue import pending_cards
 from colony.flows.deps import FlowDeps

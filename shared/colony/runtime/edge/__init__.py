@@ -34,7 +34,6 @@ platform retries it later.
 from __future__ import annotations
 
 from colony.errors import INTERNAL_MESSAGE
-from colony.ports import Rejection
 from colony.runtime.edge.http import JsonRequest, http_json
 from colony.runtime.edge.pubsub import (
     Decoded,
@@ -63,7 +62,6 @@ __all__ = [
     "MemoryRejections",
     "MethodNotAllowed",
     "Problem",
-    "Rejection",
     "UnsupportedMediaType",
     "decode_push",
     "delivery_attempt",

@@ -13,14 +13,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 import flask
-from pydantic import ValidationError
 from werkzeug.datastructures import Headers
 from werkzeug.wrappers import Response as WerkzeugResponse
 
-from colony.contracts.common import describe_validation
 from colony.errors import (
     NotFound,
     ValidationFailed,
+    describe_validation,
 )
 from colony.observability import logs
 from colony.observability.sentry import error_scope
@@ -67,9 +66,11 @@ class JsonRequest:
         """Validate the body into ``model``; failures name fields, never echo values."""
         if self.body is None:
             raise ValidationFailed("a JSON body is required")
+        import pydantic  # lazy: loaded with the models it validates, not at cold start
+
         try:
             return model.model_validate(self.body)
-        except ValidationError as error:
+        except pydantic.ValidationError as error:
             raise ValidationFailed(f"invalid body: {describe_validation(error)}") from None
 
 

@@ -15,14 +15,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, overload
 
 import flask
-from pydantic import ValidationError
 
-from colony.contracts.common import describe_validation
-from colony.errors import CallerError
+from colony.errors import CallerError, describe_validation
 from colony.observability import logs
 from colony.observability.sentry import error_scope
 from colony.observability.telemetry import flush_telemetry
-from colony.ports import Rejection, RejectionRecorder
 from colony.registry.functions import function as registered_function
 from colony.registry.functions import topic as registered_topic
 from colony.runtime import delivery
@@ -39,6 +36,7 @@ from colony.runtime.edge.responses import (
 
 if TYPE_CHECKING:
     from colony.contracts.events import Event
+    from colony.ports import Rejection, RejectionRecorder
 
 logger = logging.getLogger("colony.runtime")
 
@@ -114,12 +112,13 @@ def decode_push(cloud_event: Any) -> Decoded:
         return problem("schema_invalid", "the event is not a JSON object")
     org = value.get("org_id")
     claimed = _clip(org) if isinstance(org, str) else claimed
-    # lazy: the event models (pydantic) build on the first delivery
-    from colony.contracts.events import EVENT_ADAPTER
+    import pydantic  # lazy: pydantic and the event models load on the first delivery
+
+    from colony.contracts.events import EVENT_ADAPTER  # lazy: (the same)
 
     try:
         payload = EVENT_ADAPTER.validate_python(value)
-    except ValidationError as error:
+    except pydantic.ValidationError as error:
         issues = error.errors(include_url=False, include_input=False)
         if any(e["type"] in _TAG_ERRORS for e in issues):
             return problem("unknown_kind", "the event kind is not one we know", claimed)
@@ -173,6 +172,9 @@ class MemoryRejections:
     def record(
         self, function: str, event_id: str | None, claimed_org_id: str | None, reason: str
     ) -> None:
+        # lazy: the ports' dataclasses load with the first rejection, not at cold start
+        from colony.ports import Rejection
+
         self.rejections.append(Rejection.of(function, event_id, claimed_org_id, reason))
 
 
