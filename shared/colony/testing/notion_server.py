@@ -88,23 +88,13 @@ def page_object(
     }
 
 
-class NotionServer(ProviderServer):
-    """Notion on 127.0.0.1: ``put_page`` creates or replaces a page and its blocks."""
-
-    unauthorised = ("unauthorized", "API token is invalid.")
-    rate_limited = ("rate_limited", "You have been rate limited.")
+class NotionPages:
+    """A workspace's pages and block trees, as both stand-ins are seeded: ``put_page`` creates
+    or replaces a page and its blocks."""
 
     def __init__(self) -> None:
         self._pages: dict[str, dict[str, Any]] = {}
         self._children: dict[str, list[dict[str, Any]]] = {}
-        super().__init__(
-            routes=[
-                Route.of("notion.pages.retrieve", "GET", rf"/v1/pages/{ID}", self._page),
-                Route.of(
-                    "notion.blocks.children", "GET", rf"/v1/blocks/{ID}/children", self._blocks
-                ),
-            ]
-        )
 
     def put_page(
         self,
@@ -125,6 +115,25 @@ class NotionServer(ProviderServer):
 
     def delete_page(self, page_id: str) -> None:
         self._pages[page_id.replace("-", "")]["in_trash"] = True
+
+
+class NotionServer(NotionPages, ProviderServer):
+    """Notion on 127.0.0.1: ``put_page`` creates or replaces a page and its blocks."""
+
+    unauthorised = ("unauthorized", "API token is invalid.")
+    rate_limited = ("rate_limited", "You have been rate limited.")
+
+    def __init__(self) -> None:
+        NotionPages.__init__(self)
+        ProviderServer.__init__(
+            self,
+            routes=[
+                Route.of("notion.pages.retrieve", "GET", rf"/v1/pages/{ID}", self._page),
+                Route.of(
+                    "notion.blocks.children", "GET", rf"/v1/blocks/{ID}/children", self._blocks
+                ),
+            ],
+        )
 
     def provider_error(self, status: int, code: str, message: str) -> Reply:
         return notion_error(status, code, message)
@@ -206,34 +215,10 @@ def signed_headers(secret: str, body: bytes) -> dict[str, str]:
     return {"Content-Type": "application/json", "X-Notion-Signature": sign(secret, body)}
 
 
-class MemoryNotion:
+class MemoryNotion(NotionPages):
     """``colony.ports.NotionClient`` in memory, seeded as ``NotionServer`` is (``put_page``,
     ``set_children``, ``delete_page``); it reads the block tree with the adapter's own
     ``read_blocks``, so only the HTTP (paging, auth, errors) is left out."""
-
-    def __init__(self) -> None:
-        self._pages: dict[str, dict[str, Any]] = {}
-        self._children: dict[str, list[dict[str, Any]]] = {}
-
-    def put_page(
-        self,
-        page_id: str,
-        title: str,
-        blocks: Sequence[dict[str, Any]],
-        *,
-        parent_database: str | None = None,
-        edited: str = EDITED,
-        archived: bool = False,
-    ) -> None:
-        pid = page_id.replace("-", "")
-        self._pages[pid] = page_object(pid, title, parent_database, edited, archived)
-        self._children[pid] = list(blocks)
-
-    def set_children(self, block_id: str, blocks: Sequence[dict[str, Any]]) -> None:
-        self._children[block_id.replace("-", "")] = list(blocks)
-
-    def delete_page(self, page_id: str) -> None:
-        self._pages[page_id.replace("-", "")]["in_trash"] = True
 
     def page(self, page_id: str) -> NotionPage:
         found = self._pages.get(page_id.replace("-", ""))
