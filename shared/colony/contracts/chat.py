@@ -70,11 +70,6 @@ class ListApprovalsArgs(Strict):
     limit: int = Field(default=10, ge=1, le=20)
 
 
-class DecideApprovalArgs(Strict):
-    item_id: str = Field(min_length=1, max_length=200)
-    action: Literal["approve", "reject"]
-
-
 class AskContentArgs(Strict):
     topic: str = Field(min_length=3, max_length=300)
     format: ContentFormat = "linkedin_post"

@@ -7,7 +7,6 @@ returns its state unchanged; deciding it differently is a conflict.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
@@ -94,27 +93,40 @@ def _to_outbox(
 
 
 # What applying an approved item of each kind does. Each applier runs inside the decision's
-# transaction (same cursor, same org) and must be idempotent. Named as "module:function" so
-# the approval function imports only the flow the item needs.
+# transaction (same cursor, same org) and must be idempotent.
 Applier = Callable[[FlowDeps, Any, str, str, Mapping[str, Any]], None]
-APPLIERS: dict[str, str] = {
-    "outbound_message": "colony.flows.approval:_to_outbox",
-    "kc_update_candidate": "colony.flows.kc_lifecycle:apply_kc_candidate",  # issue 6
-    "follow_up": "colony.flows.recording:apply_follow_up",  # issue 6
-    "deal_update": "colony.flows.deals:apply_deal_update",  # issue 7
-    "content_piece": "colony.flows.content:apply_content_piece",  # issue 7
-    "deployment_kit": "colony.flows.onboarding:apply_deployment_kit",  # issue 7
-    "tool_action": "colony.flows.chat:apply_tool_action",  # resumes the paused chat turn
-}
 
 
 def applier(kind: str) -> Applier | None:
-    target = APPLIERS.get(kind)
-    if target is None:
-        return None
-    module, name = target.split(":")
-    found: Applier = getattr(importlib.import_module(module), name)
-    return found
+    """The applier of ``kind`` (None: approving it has no effect beyond the decision)."""
+    # lazy (each branch): the approval function loads only the flow the decided item needs
+    if kind == "outbound_message":
+        return _to_outbox
+    if kind == "kc_update_candidate":
+        from colony.flows.kc_lifecycle import apply_kc_candidate  # lazy: (see above)
+
+        return apply_kc_candidate
+    if kind == "follow_up":
+        from colony.flows.recording import apply_follow_up  # lazy: (see above)
+
+        return apply_follow_up
+    if kind == "deal_update":
+        from colony.flows.deals import apply_deal_update  # lazy: (see above)
+
+        return apply_deal_update
+    if kind == "content_piece":
+        from colony.flows.content import apply_content_piece  # lazy: (see above)
+
+        return apply_content_piece
+    if kind == "deployment_kit":
+        from colony.flows.onboarding import apply_deployment_kit  # lazy: (see above)
+
+        return apply_deployment_kit
+    if kind == "tool_action":  # resumes the paused chat turn
+        from colony.flows.chat.resume import apply_tool_action  # lazy: (see above)
+
+        return apply_tool_action
+    return None
 
 
 def _apply(

@@ -9,8 +9,8 @@ Context shapes (callers build exactly these; a missing required key raises
   "knowledge": [{"domain", "title"}]}``. With tool results from this turn it answers by
   describing them (counts, ids and names copied from the results; a failed tool is reported
   with its error message). Otherwise it maps the message's intent to one tool call, checked
-  in this order, and only to tools offered (``request.tools``): ``approve``/``reject`` + an
-  item id → ``decide_approval``; ``launch`` … ``campaign`` → ``launch_campaign`` (the first
+  in this order, and only to tools offered (``request.tools``): ``launch`` … ``campaign`` →
+  ``launch_campaign`` (the first
   angle word named, default Signal; the tier as written — ``T9`` is passed through so the
   flow's argument check rejects it; ``P-001``-style ids as ``contact_external_ids``, else
   omitted); ``pipeline``/``deals``/``snapshot`` → ``pipeline_snapshot``;
@@ -54,7 +54,6 @@ _I = re.IGNORECASE
 
 # -- orchestrator_reply (AGT-001 chat turn) ----------------------------------------------------
 
-_ITEM_ID = re.compile(r"\b(approve|reject)\b\s+(?:item\s+)?([0-9a-f][0-9a-f-]{7,})", _I)
 _TIER = re.compile(r"\bT(\d{1,2})\b")
 _CONTACT_ID = re.compile(r"\bP-\d{3,6}\b")
 _KC_ID = re.compile(r"\bKC-(0[1-9]|10)\b")
@@ -99,14 +98,7 @@ def _orchestrate(ctx: Mapping[str, Any], offered: set[str]) -> ToolCall | dict[s
     def call(name: str, arguments: dict[str, Any]) -> ToolCall | None:
         return ToolCall(name=name, arguments=arguments) if name in offered else None
 
-    decided = _ITEM_ID.search(message)
     candidates: list[ToolCall | None] = []
-    if decided:
-        candidates.append(
-            call(
-                "decide_approval", {"item_id": decided.group(2), "action": decided.group(1).lower()}
-            )
-        )
     if "launch" in low and "campaign" in low:
         angle = next((a for a in ANGLES if a.casefold() in low), "Signal")
         tier = _TIER.search(message)
@@ -197,8 +189,6 @@ def _describe(item: Mapping[str, Any]) -> str:
         return f"{r.get('pending_total', 0)} pending approval items" + (
             ": " + "; ".join(items) + "." if items else "."
         )
-    if name == "decide_approval":
-        return f"Approval item {r.get('id')} is now {r.get('status')}."
     if name == "ask_content_agent":
         return (
             f"Asked the content agent for a {humanise(str(r.get('format')))} on "

@@ -1,8 +1,9 @@
 """The offline ChatModel's dispatch: output name → the module that answers it, loaded on use.
 
 Each family of contracts lives in its own module (``prospects``, ``outbound``, ``calls``,
-``content``, ``brief``, ``chat``, ``records``); ``ANSWERS`` names them as ``"module:function"``
-so a request imports only the module it needs (a qualification call never compiles the
+``content``, ``brief``, ``chat``, ``records``); ``FAMILIES`` says which answers an output, and
+``_answer`` imports only that module (explicitly, so the import contract sees it): a request
+imports only the module it needs (a qualification call never compiles the
 call-signal patterns), and importing this package stays as cheap as ``colony.ports``.
 An answer function takes ``request.context`` and returns a dict that must validate against
 ``OUTPUT_CONTRACTS[output_name]``; a responder (the chat turn, which may answer with tool
@@ -11,9 +12,9 @@ calls) takes the whole request and returns the ``ModelResponse`` itself.
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Callable, Mapping
+from types import ModuleType
 from typing import Any
 
 from pydantic import ValidationError
@@ -25,30 +26,62 @@ from colony.ports import ModelRequest, ModelResponse, Usage
 MODEL_NAME = "offline-deterministic-v1"
 
 Answer = Callable[[Mapping[str, Any]], dict[str, Any]]
-Responder = Callable[[ModelRequest], ModelResponse]
 
-ANSWERS: dict[str, str] = {
-    "qualification_score": "colony.adapters.offline.prospects:qualification_score",
-    "prospect_enrichment": "colony.adapters.offline.prospects:prospect_enrichment",
-    "outbound_message": "colony.adapters.offline.outbound:outbound_message",
-    "call_signals": "colony.adapters.offline.calls:call_signals",
-    "call_summary": "colony.adapters.offline.calls:call_summary",
-    "follow_up_draft": "colony.adapters.offline.calls:follow_up_draft",
-    "content_piece": "colony.adapters.offline.content:content_piece",
-    "deployment_kit": "colony.adapters.offline.content:deployment_kit",
-    "daily_brief": "colony.adapters.offline.brief:daily_brief",
-    "conversation_summary": "colony.adapters.offline.chat:conversation_summary",
-    "missing_data": "colony.adapters.offline.records:missing_data",
-    "kc_update_candidate": "colony.adapters.offline.records:kc_update_candidate",
-}
-RESPONDERS: dict[str, str] = {
-    "orchestrator_reply": "colony.adapters.offline.chat:orchestrator_response",  # AGT-001
+# Output name → the module that answers it (each answer function is named as its output).
+FAMILIES: dict[str, str] = {
+    "qualification_score": "prospects",
+    "prospect_enrichment": "prospects",
+    "outbound_message": "outbound",
+    "call_signals": "calls",
+    "call_summary": "calls",
+    "follow_up_draft": "calls",
+    "content_piece": "content",
+    "deployment_kit": "content",
+    "daily_brief": "brief",
+    "conversation_summary": "chat",
+    "missing_data": "records",
+    "kc_update_candidate": "records",
 }
 
 
-def _load(target: str) -> Any:
-    module, name = target.split(":")
-    return getattr(importlib.import_module(module), name)
+def _answer(output_name: str) -> Answer | None:
+    """The answer function for ``output_name`` (None: the offline model has none)."""
+    family = FAMILIES.get(output_name)
+    # lazy (each branch): a request loads only its family's module
+    if family == "prospects":
+        from colony.adapters.offline import prospects  # lazy: (see above)
+
+        return _named(prospects, output_name)
+    if family == "outbound":
+        from colony.adapters.offline import outbound  # lazy: (see above)
+
+        return _named(outbound, output_name)
+    if family == "calls":
+        from colony.adapters.offline import calls  # lazy: (see above)
+
+        return _named(calls, output_name)
+    if family == "content":
+        from colony.adapters.offline import content  # lazy: (see above)
+
+        return _named(content, output_name)
+    if family == "brief":
+        from colony.adapters.offline import brief  # lazy: (see above)
+
+        return _named(brief, output_name)
+    if family == "chat":
+        from colony.adapters.offline import chat  # lazy: (see above)
+
+        return _named(chat, output_name)
+    if family == "records":
+        from colony.adapters.offline import records  # lazy: (see above)
+
+        return _named(records, output_name)
+    return None
+
+
+def _named(module: ModuleType, name: str) -> Answer:
+    found: Answer = getattr(module, name)
+    return found
 
 
 def estimate_tokens(text: str) -> int:
@@ -62,19 +95,18 @@ class OfflineChatModel:
     model = MODEL_NAME
 
     def request(self, request: ModelRequest) -> ModelResponse:
-        responder = RESPONDERS.get(request.output_name)
-        if responder is not None:
-            respond: Responder = _load(responder)
-            return respond(request)
-        target = ANSWERS.get(request.output_name)
+        if request.output_name == "orchestrator_reply":  # AGT-001: it may answer with tools
+            from colony.adapters.offline.chat import orchestrator_response  # lazy: (as above)
+
+            return orchestrator_response(request)
+        answer_for = _answer(request.output_name)
         contract = OUTPUT_CONTRACTS.get(request.output_name)
-        if target is None or contract is None:
+        if answer_for is None or contract is None:
             raise ProviderError(
                 f"the offline model has no answer for output {request.output_name!r}"
             )
         if not isinstance(request.context, Mapping):
             raise ValidationFailed("request.context must be an object")
-        answer_for: Answer = _load(target)
         answer = answer_for(request.context)
         try:
             validated = contract.model_validate(answer)

@@ -4,9 +4,8 @@
     launch_campaign      yes    creates the campaign and its run row, dispatches AGT-002
     pipeline_snapshot    no     SQL aggregates (deals by stage, runs, queue, outbox)
     search_knowledge     no     Knowledge Core top-k, optionally one domain
-    list_approvals       no     the approval queue
-    decide_approval      no     approve / reject an item the founder named (never a tool
-                                action: those wait for a person's click, CONST-001)
+    list_approvals       no     the approval queue (people decide items on their cards:
+                                no tool approves or rejects anything, CONST-001)
     ask_content_agent    no     dispatch only: a request on ``colony-content`` (AGT-008)
 
 A gated tool never runs inside the turn: the turn writes a ``tool_action`` approval item and
@@ -15,7 +14,7 @@ Every runner is idempotent on its call id (deterministic ids, ``ON CONFLICT DO N
 because an approval may be retried after a failed commit.
 
 The tools live in the chat flow, not beside the HTTP edge, because they are flow actions:
-they call other flows (the approval decision and queue) and publish to other agents. So
+they call other flows (the approval queue, the Knowledge Core) and publish to other agents. So
 ``colony.flows`` never imports ``colony.chat``, and the edge is the only way down into them.
 """
 
@@ -31,20 +30,18 @@ from pydantic import BaseModel, ValidationError
 
 from colony.contracts.chat import (
     AskContentArgs,
-    DecideApprovalArgs,
     LaunchCampaignArgs,
     ListApprovalsArgs,
     PipelineSnapshotArgs,
     SearchKnowledgeArgs,
 )
-from colony.errors import CallerError, NotFound, ValidationFailed, describe_validation
-from colony.flows.approval import decide
+from colony.errors import CallerError, ValidationFailed, describe_validation
 from colony.flows.approval_queue import pending_cards
 from colony.flows.deps import FlowDeps
 from colony.knowledge.exemplars import to_exemplars
 from colony.registry.functions import CAMPAIGN_TOPIC, CONTENT_TOPIC
 from colony.runtime.transport import publish
-from colony.store import approvals, campaigns, pipeline
+from colony.store import campaigns, pipeline
 
 SNIPPET_CHARS = 240
 
@@ -197,18 +194,6 @@ def list_approvals(ctx: ToolContext, args: ListApprovalsArgs) -> dict[str, Any]:
     return pending_cards(ctx.deps, ctx.org_id, kind=args.kind, limit=args.limit)
 
 
-def decide_approval(ctx: ToolContext, args: DecideApprovalArgs) -> dict[str, Any]:
-    with ctx.deps.db.transaction(ctx.org_id) as cur:
-        kind = approvals.kind_of(cur, args.item_id)
-    if kind is None:
-        raise NotFound(f"approval item {args.item_id!r} does not exist in this org")
-    if kind == "tool_action":
-        # CONST-001: the orchestrator may not approve its own gated actions.
-        raise ValidationFailed("tool actions are decided by a person on their approval card")
-    result = decide(ctx.deps, ctx.org_id, args.item_id, args.action, decided_by=ctx.user_id)
-    return dict(result)
-
-
 # ─── ask_content_agent (dispatch only) ───────────────────────────────────────────────────
 
 
@@ -254,12 +239,6 @@ TOOLS: dict[str, Tool] = {
             search_knowledge,
         ),
         Tool("list_approvals", "List pending approval items.", ListApprovalsArgs, list_approvals),
-        Tool(
-            "decide_approval",
-            "Approve or reject a pending approval item the user named explicitly.",
-            DecideApprovalArgs,
-            decide_approval,
-        ),
         Tool(
             "ask_content_agent",
             "Ask the content agent (AGT-008) for a piece; its draft lands in the approval queue.",
