@@ -459,7 +459,8 @@ def test_gcp_schedule_through_the_tasks_emulator_reaches_the_function(
     assert hit.data == body
     assert hit.at - start >= 1.0
     assert hit.meta["headers"]["Content-Type"] == "application/json"
-    # the second create reached the emulator, which refused the name it already had
+    # two creates reached the emulator: the task and the sentinel (this instance knew it had
+    # created the repeated one; a second instance is refused by the name, tests/conformance)
     creates = gateway.requests_to("cloudtasks.create")
     assert len(creates) == 2 and gateway.handler_errors == []
 
