@@ -20,7 +20,6 @@ import os
 import statistics
 import sys
 import time
-from urllib.parse import urlparse
 
 import httpx
 
@@ -36,7 +35,6 @@ from colony.local.functions import FunctionServers
 from colony.runtime.auth import mint_local_token
 from colony.settings import Settings
 from colony.store import Database, connect_factory, fetch_all
-from colony.store.db import parse_dsn
 from colony.testing.pgproxy import CountingProxy
 
 ORG = "org_zoomprop_demo"
@@ -72,11 +70,8 @@ def main() -> None:
         load_demo(db, knowledge, say=log)
         llm = llm_from_settings(settings, db)
         budget = llm.budgets.for_profile("AGT-001").history
-        target = parse_dsn(app_dsn)
-        proxy = CountingProxy(target["unix_sock"])
-        url = urlparse(app_dsn)
-        proxied = f"postgresql://{url.username}@127.0.0.1:{proxy.port}{url.path}"
-        env = {**function_env(settings, proxied), "COLONY_TRANSPORT": "local"}
+        proxy = CountingProxy.in_front_of(app_dsn)
+        env = {**function_env(settings, proxy.dsn), "COLONY_TRANSPORT": "local"}
         token = mint_local_token(settings.data_dir, ORG)
         headers = {"Authorization": f"Bearer {token}"}
         first_ms: list[float] = []

@@ -19,13 +19,11 @@ import json
 import os
 import sys
 import time
-from urllib.parse import urlparse
 
 from colony.local import embedded
 from colony.runtime.steps import step
 from colony.settings import Settings
 from colony.store import Database, connect_factory
-from colony.store.db import parse_dsn
 from colony.testing.pgproxy import CountingProxy
 
 ORG = "org_bench_steps"
@@ -56,10 +54,8 @@ def main() -> None:
     os.environ.setdefault("XDG_RUNTIME_DIR", f"/tmp/colony-runtime-{os.getuid()}")
     with embedded.scratch_database(Settings.from_env(), "bench_steps") as settings:
         app_dsn = settings.db_dsn or ""
-        proxy = CountingProxy(parse_dsn(app_dsn)["unix_sock"])
-        url = urlparse(app_dsn)
-        proxied = f"postgresql://{url.username}@127.0.0.1:{proxy.port}{url.path}"
-        via_proxy = Settings.from_env({"COLONY_DB_MODE": "dsn", "COLONY_DB_DSN": proxied})
+        proxy = CountingProxy.in_front_of(app_dsn)
+        via_proxy = Settings.from_env({"COLONY_DB_MODE": "dsn", "COLONY_DB_DSN": proxy.dsn})
         db = Database(connect_factory(via_proxy, "app"), pool_size=1)
         with db.transaction(ORG) as cur:  # also opens the one connection, before measuring
             cur.execute("INSERT INTO organizations (id, name) VALUES (%s, 'bench')", (ORG,))

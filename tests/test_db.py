@@ -365,9 +365,8 @@ def test_one_cloud_sql_connector_per_process(testdb: PgDB, monkeypatch: pytest.M
 def counted(testdb: PgDB) -> Iterator[tuple[Database, CountingProxy]]:
     """A one-connection pool whose connection passes through a round-trip counting proxy,
     opened before the test counts anything."""
-    proxy = CountingProxy(parse_dsn(testdb.dsn(APP_ROLE))["unix_sock"])
-    dsn = f"postgresql://{APP_ROLE}@127.0.0.1:{proxy.port}/{testdb.name}?sslmode=disable"
-    db = Database(lambda: pg8000.dbapi.connect(**parse_dsn(dsn)), pool_size=1)
+    proxy = CountingProxy.in_front_of(testdb.dsn(APP_ROLE))
+    db = Database(lambda: pg8000.dbapi.connect(**parse_dsn(proxy.dsn)), pool_size=1)
     testdb.opened.append(db)
     with db.transaction(None):
         pass

@@ -12,6 +12,9 @@ from __future__ import annotations
 import socket
 import struct
 import threading
+from urllib.parse import urlparse
+
+from colony.store.db import parse_dsn
 
 _NEGOTIATION = (80877103, 80877104)  # SSLRequest, GSSENCRequest
 
@@ -22,11 +25,21 @@ class CountingProxy:
 
     def __init__(self, unix_path: str) -> None:
         self.unix_path = unix_path
+        self.dsn = ""  # set by ``in_front_of``
         self.round_trips = 0
         self._lock = threading.Lock()
         self._server = socket.create_server(("127.0.0.1", 0))
         self.port = self._server.getsockname()[1]
         threading.Thread(target=self._accept, daemon=True).start()
+
+    @classmethod
+    def in_front_of(cls, dsn: str) -> CountingProxy:
+        """A proxy to the unix-socket server ``dsn`` names; ``proxy.dsn`` reaches the same
+        role and database through it (no TLS: the relay ends at a local socket)."""
+        proxy = cls(parse_dsn(dsn)["unix_sock"])
+        url = urlparse(dsn)
+        proxy.dsn = f"postgresql://{url.username}@127.0.0.1:{proxy.port}{url.path}?sslmode=disable"
+        return proxy
 
     def _accept(self) -> None:
         while True:
