@@ -33,7 +33,7 @@ from colony.flows.deps import FlowDeps
 from colony.knowledge.exemplars import to_exemplars
 from colony.llm.agent_call import call_agent
 from colony.ports import Message
-from colony.store import briefs, orgdata
+from colony.store import approvals, briefs, orgdata
 
 AGENT = "AGT-010"
 MAX_WORDS = 250
@@ -63,7 +63,7 @@ def snapshot(cur: Any, day: date) -> dict[str, Any]:
     """The brief's numbers, every one computed by SQL inside the org's transaction."""
     start, end = day_window(day)
     stages = briefs.deals_by_stage(cur)
-    queue = briefs.pending_approvals(cur)
+    queue = approvals.pending_count(cur)
     sent = briefs.messages_sent(cur, start, end)
     published = briefs.content_published(cur, start, end)
     n_paused = briefs.paused_campaigns(cur)

@@ -33,7 +33,6 @@ ON CONFLICT (org_id, brief_date) DO NOTHING
 RETURNING brief_date
 """
 DEALS_BY_STAGE = "SELECT stage, count(*) AS n FROM deals GROUP BY stage ORDER BY stage"
-QUEUE = "SELECT count(*) AS n FROM approval_items WHERE status = 'pending'"
 SENT = """
 SELECT count(*) AS sent,
        count(*) FILTER (WHERE status = 'bounced') AS bounced,
@@ -73,11 +72,6 @@ def store(
 def deals_by_stage(cur: Any) -> dict[str, int]:
     """Stage → number of deals, now."""
     return {r["stage"]: int(r["n"]) for r in fetch_all(cur, DEALS_BY_STAGE)}
-
-
-def pending_approvals(cur: Any) -> int:
-    """Approval items pending, now."""
-    return _count(cur, QUEUE)
 
 
 def messages_sent(cur: Any, start: datetime, end: datetime) -> Row:
