@@ -380,27 +380,41 @@ def test_bearer_errors_over_http(
 
 
 def test_approval_token_round_trip() -> None:
-    token = sign_approval_token(KEY, "org_a", "item-1", "approve", NOW + timedelta(days=2))
+    token = sign_approval_token(
+        KEY, "org_a", "item-1", "approve", NOW + timedelta(days=2), recipient="user_1"
+    )
     assert token.count(".") == 1 and "=" not in token
-    assert verify_approval_token(KEY, token, NOW) == ApprovalClaim("org_a", "item-1", "approve")
+    claim = verify_approval_token(KEY, token, NOW)
+    assert claim == ApprovalClaim("org_a", "item-1", "approve", "user_1", claim.nonce)
+    assert len(claim.nonce) >= 16
     assert verify_approval_token(KEY.encode(), token, NOW).action == "approve"
+    again = sign_approval_token(
+        KEY, "org_a", "item-1", "approve", NOW + timedelta(days=2), recipient="user_1"
+    )
+    assert verify_approval_token(KEY, again, NOW).nonce != claim.nonce  # each link is its own
 
 
 def test_approval_token_expires() -> None:
-    token = sign_approval_token(KEY, "org_a", "item-1", "reject", NOW + timedelta(minutes=5))
+    token = sign_approval_token(
+        KEY, "org_a", "item-1", "reject", NOW + timedelta(minutes=5), recipient="user_1"
+    )
     assert verify_approval_token(KEY, token, NOW + timedelta(minutes=4)).item_id == "item-1"
     with pytest.raises(Unauthorized, match="expired"):
         verify_approval_token(KEY, token, NOW + timedelta(minutes=5))
 
 
 def test_approval_token_tampering_is_refused() -> None:
-    token = sign_approval_token(KEY, "org_a", "item-1", "approve", NOW + timedelta(days=1))
+    token = sign_approval_token(
+        KEY, "org_a", "item-1", "approve", NOW + timedelta(days=1), recipient="user_1"
+    )
     payload, signature = token.split(".")
     body = json.loads(base64.urlsafe_b64decode(payload + "=="))
     forged_payload = _segment({**body, "o": "org_b"}).rstrip("=")
+    other_recipient = _segment({**body, "r": "user_2"}).rstrip("=")
     flipped = signature[:-2] + ("A" if signature[-2] != "A" else "B") + signature[-1]
     for forged in (
         f"{forged_payload}.{signature}",
+        f"{other_recipient}.{signature}",
         f"{payload}.{flipped}",
         f"{payload}.",
         payload,
@@ -413,7 +427,9 @@ def test_approval_token_tampering_is_refused() -> None:
 
 
 def test_approval_token_wrong_key() -> None:
-    token = sign_approval_token(KEY, "org_a", "item-1", "approve", NOW + timedelta(days=1))
+    token = sign_approval_token(
+        KEY, "org_a", "item-1", "approve", NOW + timedelta(days=1), recipient="user_1"
+    )
     with pytest.raises(Unauthorized, match="signature"):
         verify_approval_token(KEY[::-1], token, NOW)
 
@@ -421,12 +437,14 @@ def test_approval_token_wrong_key() -> None:
 def test_approval_token_refuses_weak_keys_and_bad_inputs() -> None:
     later = NOW + timedelta(days=1)
     with pytest.raises(ConfigError):
-        sign_approval_token("short", "org_a", "item-1", "approve", later)
+        sign_approval_token("short", "org_a", "item-1", "approve", later, recipient="user_1")
     with pytest.raises(ValidationFailed):
-        sign_approval_token(KEY, "org_a", "item-1", "approve", later.replace(tzinfo=None))
+        sign_approval_token(
+            KEY, "org_a", "item-1", "approve", later.replace(tzinfo=None), recipient="user_1"
+        )
     with pytest.raises(ValidationFailed):
-        sign_approval_token(KEY, "org_a", "item-1", "DROP TABLE", later)
-    token = sign_approval_token(KEY, "org_a", "item-1", "approve", later)
+        sign_approval_token(KEY, "org_a", "item-1", "DROP TABLE", later, recipient="user_1")
+    token = sign_approval_token(KEY, "org_a", "item-1", "approve", later, recipient="user_1")
     with pytest.raises(ValidationFailed):
         verify_approval_token(KEY, token, NOW.replace(tzinfo=None))
 

@@ -147,7 +147,7 @@ def test_circuit_breaker_pauses_blocks_sends_and_resume_completes(testdb: PgDB) 
         )
     assert len(items) >= 12
     for item in items[:-1]:
-        approval.decide(deps, ORG, item["id"], "approve", decided_by="founder")
+        approval.decide(deps, ORG, item["id"], "approve", actor=approval.Actor("founder", "ui"))
     with deps.db.transaction(ORG) as cur:
         outbox = fetch_all(cur, "SELECT id, status FROM outbox ORDER BY id")
     assert {o["status"] for o in outbox} == {"queued"}
@@ -169,7 +169,7 @@ def test_circuit_breaker_pauses_blocks_sends_and_resume_completes(testdb: PgDB) 
     # the run had completed before the bounces, so only the campaign pauses; sends stop
     assert status["status"] == "paused" and not held
     # an approval while paused is held back, not sent
-    approval.decide(deps, ORG, items[-1]["id"], "approve", decided_by="founder")
+    approval.decide(deps, ORG, items[-1]["id"], "approve", actor=approval.Actor("founder", "ui"))
     with deps.db.transaction(ORG) as cur:
         last = fetch_one(
             cur, "SELECT status FROM outbox WHERE approval_item_id = %s", (items[-1]["id"],)
@@ -242,23 +242,32 @@ def test_approval_is_idempotent_and_conflicts_are_refused(testdb: PgDB) -> None:
             "SELECT id, payload FROM approval_items WHERE run_id = %s ORDER BY id LIMIT 2",
             (run_id,),
         )
-    assert approval.decide(deps, ORG, first["id"], "approve", decided_by="u")["changed"]
-    assert not approval.decide(deps, ORG, first["id"], "approve", decided_by="u")["changed"]
+    assert approval.decide(deps, ORG, first["id"], "approve", actor=approval.Actor("u", "ui"))[
+        "changed"
+    ]
+    assert not approval.decide(deps, ORG, first["id"], "approve", actor=approval.Actor("u", "ui"))[
+        "changed"
+    ]
     with pytest.raises(Conflict):
-        approval.decide(deps, ORG, first["id"], "reject", decided_by="u")
+        approval.decide(deps, ORG, first["id"], "reject", actor=approval.Actor("u", "ui"))
     with pytest.raises(NotFound):
-        approval.decide(deps, "org_other", first["id"], "approve", decided_by="u")
+        approval.decide(deps, "org_other", first["id"], "approve", actor=approval.Actor("u", "ui"))
     with pytest.raises(ValidationFailed, match="CONST-006"):
         approval.decide(
             deps,
             ORG,
             second["id"],
             "edit",
-            decided_by="u",
+            actor=approval.Actor("u", "ui"),
             edited={"subject": "one two three four five six seven eight nine"},
         )
     edited = approval.decide(
-        deps, ORG, second["id"], "edit", decided_by="u", edited={"subject": "A shorter subject"}
+        deps,
+        ORG,
+        second["id"],
+        "edit",
+        actor=approval.Actor("u", "ui"),
+        edited={"subject": "A shorter subject"},
     )
     assert edited["status"] == "applied"
     with deps.db.transaction(ORG) as cur:

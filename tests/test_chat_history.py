@@ -53,7 +53,7 @@ def test_300_turns_stay_within_budget_with_pairs_and_pending_approvals(testdb: P
             if len(kept_pending) < 6:
                 kept_pending.append(item)  # left pending: must survive every compaction
             else:
-                approval.decide(deps, ORG, item, "approve", decided_by="founder")
+                approval.decide(deps, ORG, item, "approve", actor=approval.Actor("founder", "ui"))
         with db.transaction(ORG) as cur:
             rows = history.load(cur, session)
             pending = {
@@ -309,11 +309,16 @@ def test_an_approval_whose_tool_fails_upstream_stays_pending_for_a_retry(testdb:
         settings, db, _DownTransport(TransportUnavailable("pubsub down")), llm, knowledge
     )
     with pytest.raises(TransportUnavailable):
-        approval.decide(down, ORG, item, "approve", decided_by="founder")
+        approval.decide(down, ORG, item, "approve", actor=approval.Actor("founder", "ui"))
     with db.transaction(ORG) as cur:
         status = fetch_all(cur, "SELECT status FROM approval_items WHERE id = %s", (item,))
     assert status == [{"status": "pending"}]
-    assert approval.decide(deps, ORG, item, "approve", decided_by="founder")["changed"] is True
+    assert (
+        approval.decide(deps, ORG, item, "approve", actor=approval.Actor("founder", "ui"))[
+            "changed"
+        ]
+        is True
+    )
     _, stored = _stored(db, session)
     results = [e for e in stored if e["type"] == "tool_result"]
     assert len(results) == 1 and results[0]["data"]["ok"]

@@ -108,7 +108,7 @@ def test_content_piece_is_grounded_queued_once_and_published_on_approval(testdb:
         ORG,
         items[0]["id"],
         "edit",
-        decided_by="founder",
+        actor=approval.Actor("founder", "ui"),
         edited={"title": "Lease costs, cut with data"},
     )
     published = rows(deps, "SELECT approval_item_id, title, published_at FROM published_content")
@@ -145,7 +145,10 @@ def close_deal(deps: Deps, external: str) -> str:
         {"stage": "closed_won", "close_date": "2026-11-30"},
         source={"recording_id": "rec-1"},
     )
-    assert approval.decide(deps, ORG, item, "approve", decided_by="founder")["status"] == "applied"
+    assert (
+        approval.decide(deps, ORG, item, "approve", actor=approval.Actor("founder", "ui"))["status"]
+        == "applied"
+    )
     return deal
 
 
@@ -177,7 +180,7 @@ def test_closed_won_builds_one_signed_kit_in_gcs(testdb: PgDB, gcs: Gcs) -> None
     assert calls["n"] == 1
 
     # an approved kit is released, once
-    approval.decide(deps, ORG, items[0]["id"], "approve", decided_by="founder")
+    approval.decide(deps, ORG, items[0]["id"], "approve", actor=approval.Actor("founder", "ui"))
     assert rows(deps, "SELECT status FROM deployment_kits") == [{"status": "released"}]
 
 
@@ -227,7 +230,7 @@ def test_other_deal_updates_publish_nothing_and_bad_updates_are_refused(testdb: 
     deps = make_deps(testdb)
     deal = deal_id(deps, "D-004")
     item = deals.propose_deal_update(deps, ORG, deal, {"stage": "proposal", "value": 210000})
-    approval.decide(deps, ORG, item, "approve", decided_by="founder")
+    approval.decide(deps, ORG, item, "approve", actor=approval.Actor("founder", "ui"))
     assert rows(deps, "SELECT stage, value::float AS v FROM deals WHERE id = %s", (deal,)) == [
         {"stage": "proposal", "v": 210000.0}
     ]

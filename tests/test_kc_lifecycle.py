@@ -10,7 +10,7 @@ import pytest
 
 from colony.adapters.embedding import OfflineHashEmbedder
 from colony.errors import ValidationFailed
-from colony.flows.approval import decide
+from colony.flows.approval import Actor, decide
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
 from colony.runtime.deps import Deps
@@ -70,7 +70,7 @@ def kc09(deps: Deps, org: str = ORG) -> list[str]:
 def test_approved_candidate_is_retrieved_next_in_its_domain_and_org_only(deps) -> None:
     item = candidate(deps)
     assert kc09(deps) == []  # pending: not knowledge yet (CONST-001)
-    assert decide(deps, ORG, item, "approve", decided_by="u1")["status"] == "applied"
+    assert decide(deps, ORG, item, "approve", actor=Actor("u1", "ui"))["status"] == "applied"
     assert kc09(deps) == [INSIGHT]  # the very next retrieval sees it
     assert kc09(deps, OTHER) == []  # and only in its own org
     with deps.db.transaction(ORG) as cur:
@@ -78,21 +78,23 @@ def test_approved_candidate_is_retrieved_next_in_its_domain_and_org_only(deps) -
     assert (row["source"], row["source_id"], row["domain"]) == ("approval", item, "KC-09")
     assert row["tags"]["recording_id"] == "rec-1"
     embedded = deps.knowledge._embedder.texts_embedded  # type: ignore[attr-defined]
-    assert decide(deps, ORG, item, "approve", decided_by="u1")["changed"] is False
+    assert decide(deps, ORG, item, "approve", actor=Actor("u1", "ui"))["changed"] is False
     assert deps.knowledge._embedder.texts_embedded == embedded  # type: ignore[attr-defined]
 
 
 def test_rejected_or_invalid_candidates_never_reach_the_knowledge_core(deps) -> None:
     rejected = candidate(deps)
-    decide(deps, ORG, rejected, "reject", decided_by="u1")
+    decide(deps, ORG, rejected, "reject", actor=Actor("u1", "ui"))
     bad = candidate(deps)
     with pytest.raises(ValidationFailed):
-        decide(deps, ORG, bad, "edit", decided_by="u1", edited={"domain": "KC-99"})
+        decide(deps, ORG, bad, "edit", actor=Actor("u1", "ui"), edited={"domain": "KC-99"})
     with deps.db.transaction(ORG) as cur:
         assert fetch_all(cur, "SELECT id FROM kc_chunks") == []
         status = fetch_one(cur, "SELECT status FROM approval_items WHERE id = %s", (bad,))
     assert status["status"] == "pending"  # the failed edit rolled back with the decision
-    edited = decide(deps, ORG, bad, "edit", decided_by="u1", edited={"content": "Edited. " * 3})
+    edited = decide(
+        deps, ORG, bad, "edit", actor=Actor("u1", "ui"), edited={"content": "Edited. " * 3}
+    )
     assert edited["status"] == "applied" and kc09(deps) == ["Edited. Edited. Edited."]
 
 
@@ -104,7 +106,7 @@ def test_an_embedding_failure_rolls_back_the_approval(deps) -> None:
 
     deps.knowledge._embedder.embed = broken  # type: ignore[attr-defined]
     with pytest.raises(RuntimeError):
-        decide(deps, ORG, item, "approve", decided_by="u1")
+        decide(deps, ORG, item, "approve", actor=Actor("u1", "ui"))
     deps.knowledge._embedder = OfflineHashEmbedder()  # type: ignore[attr-defined]
     with deps.db.transaction(ORG) as cur:
         status = fetch_one(cur, "SELECT status FROM approval_items WHERE id = %s", (item,))

@@ -102,6 +102,11 @@ def test_overview_page_streams_and_approves_inline(
             )
         )
         assert "Approved" in browser.find_element(By.CSS_SELECTOR, ".card").text
+        # the decision is on the record, as the person's, with its effect
+        wait.until(lambda d: "decision approve" in d.find_element(By.ID, "audit").text)
+        audit = browser.find_element(By.ID, "audit").text
+        assert "local-user (ui) · decision approve · tool_action" in audit
+        assert "effect tool_run" in audit
 
         SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
         assert browser.save_screenshot(str(SCREENSHOT))

@@ -32,6 +32,7 @@ ENTITY_TABLES = {
     "dead_letters",
     "rejected_deliveries",
     "notion_verifications",  # issue 6: Notion handshake tokens (no org yet)
+    "audit_log",  # issue 14: decisions, their effects and refusals, append-only
 }
 
 

@@ -1,7 +1,9 @@
-"""Approval callback (CONST-001): approve, reject or edit an approval item.
+"""Approval callback (CONST-001): a person approves, rejects or edits an approval item.
 
-Authenticated by a bearer JWT carrying the org (the /overview UI) or by a signed, expiring
-approval-link token; there is no unauthenticated path.
+Always authenticated by the bearer JWT of the person deciding (the /overview UI), with, for a
+link, the signed approval-link token that was sent to that person; there is no
+unauthenticated path. A refused attempt by a signed-in person is on the org's audit log; a
+link that does not verify is a recorded rejection.
 """
 
 from __future__ import annotations
@@ -19,10 +21,23 @@ from colony.runtime.edge import JsonRequest, http_json
 @http_json
 def handle(request: JsonRequest) -> dict[str, Any]:
     # lazy: the flow and its auth (PyJWT, cryptography) load on the first request
-    from colony.flows.approval import decide
+    from colony.errors import Forbidden, Unauthorized
+    from colony.flows.approval import Actor, decide, refuse
     from colony.runtime.approvals import ApprovalRequest, authorise
+    from colony.runtime.auth import verify_bearer
 
     d = deps(parts)
     body = request.parse(ApprovalRequest)
-    org_id, item_id, action, user = authorise(request.authorization, body, d.settings, d.clock())
-    return decide(d, org_id, item_id, action, decided_by=user, edited=body.edited)
+    try:
+        who = authorise(request.authorization, body, d.settings, d.clock())
+    except Unauthorized as error:
+        d.rejections.record("approval", None, None, str(error))
+        raise
+    except Forbidden as error:
+        person = verify_bearer(request.authorization, d.settings)
+        refuse(d, person.org_id, person.user_id, "link", body.action or "link", error)
+        raise
+    actor = Actor(who.user_id, who.channel, link_nonce=who.link_nonce)
+    return decide(
+        d, who.org_id, who.item_id, who.action, actor=actor, edited=body.edited, reason=body.reason
+    )

@@ -70,6 +70,13 @@ class OrgScopeError(CallerError):
     code = "org_scope"
 
 
+class Forbidden(CallerError):
+    """Authenticated, but this person may not do this (HTTP 403): a link sent to someone
+    else, a decision a model tried to make."""
+
+    code = "forbidden"
+
+
 class NotFound(CallerError):
     code = "not_found"
 

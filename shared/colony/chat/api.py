@@ -9,8 +9,10 @@
     GET  /brief                     today's daily brief, or null
     GET  /approvals[?kind=]         pending approval items as cards (``pending_cards``:
                                     a deployment kit's link is signed afresh)
-    POST /approvals                 {"item_id", "action"} → the approval flow (same as the
-                                    approval function), with the page's bearer token
+    POST /approvals                 {"item_id", "action", "reason"?, "proposal"?} → the
+                                    approval flow, as the page's signed-in person (channel
+                                    ``ui``, or ``chat-confirmed`` confirming a proposal card)
+    GET  /audit[?item_id=&limit=]   the org's audit log, newest first
 
 Everything but the page needs ``Authorization: Bearer <JWT>`` with the org in its claims.
 Errors before a stream starts are JSON (SPEC §10); inside a stream they are ``error`` events.
@@ -34,11 +36,12 @@ import flask
 from colony.chat.hub import hub_for
 from colony.contracts.chat import DecisionRequest, TurnRequest
 from colony.errors import NotFound, ValidationFailed, error_summary
-from colony.flows.approval import decide
+from colony.flows.approval import Actor, audit_trail, decide
 from colony.flows.approval_queue import pending_cards
 from colony.flows.chat import (
     check_message,
     create_session,
+    proposed,
     require_session,
     run_turn,
     today_brief,
@@ -77,6 +80,9 @@ def handle(deps: FlowDeps, request: JsonRequest) -> Any:
     if path == "/approvals":
         _allow(method, "GET", "POST")
         return _approvals(deps, who.org_id, who.user_id, request)
+    if path == "/audit":
+        _allow(method, "GET")
+        return _audit(deps, who.org_id, request)
     match = _SESSION.match(path)
     if match:
         _allow(method, "GET")
@@ -187,4 +193,20 @@ def _approvals(deps: FlowDeps, org_id: str, user_id: str, request: JsonRequest) 
             raise ValidationFailed("kind must be at most 40 characters")
         return pending_cards(deps, org_id, kind=kind, limit=APPROVALS_SHOWN)
     body = request.parse(DecisionRequest)
-    return decide(deps, org_id, body.item_id, body.action, decided_by=user_id)
+    actor = Actor(user_id, "ui")
+    if body.proposal is not None:
+        p = body.proposal
+        if not proposed(deps, org_id, p.session_id, p.call_id, body.item_id, body.action):
+            raise ValidationFailed("the proposal does not exist or proposed another decision")
+        actor = Actor(user_id, "chat-confirmed")
+    return decide(deps, org_id, body.item_id, body.action, actor=actor, reason=body.reason)
+
+
+def _audit(deps: FlowDeps, org_id: str, request: JsonRequest) -> Any:
+    item_id = request.args.get("item_id") or None
+    raw = request.args.get("limit") or "50"
+    if not raw.isdigit() or not 1 <= int(raw) <= 200:
+        raise ValidationFailed("limit must be an integer in 1..200")
+    if item_id is not None and len(item_id) > 200:
+        raise ValidationFailed("item_id must be at most 200 characters")
+    return {"entries": audit_trail(deps, org_id, item_id=item_id, limit=int(raw))}

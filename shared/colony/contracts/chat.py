@@ -30,11 +30,29 @@ class TurnRequest(Strict):
     message: str = Field(max_length=MAX_MESSAGE_CHARS)
 
 
+class Proposal(Strict):
+    """The chat tool call that proposed a decision a person is now confirming."""
+
+    session_id: str = Field(min_length=1, max_length=200)
+    call_id: str = Field(min_length=1, max_length=200)
+
+
 class DecisionRequest(Strict):
-    """POST /approvals: approve or reject an item from its inline card."""
+    """POST /approvals: approve or reject an item from its card (``proposal``: the card
+    confirms a decision the chat proposed)."""
 
     item_id: str = Field(min_length=1, max_length=200)
     action: Literal["approve", "reject"]
+    reason: str | None = Field(default=None, max_length=500)
+    proposal: Proposal | None = None
+
+
+class ProposeDecisionArgs(Strict):
+    """The chat may propose a decision; only the person's click on its card makes it."""
+
+    item_id: str = Field(min_length=1, max_length=200)
+    action: Literal["approve", "reject"]
+    reason: str = Field(min_length=1, max_length=500)
 
 
 class OrchestratorReply(Strict):

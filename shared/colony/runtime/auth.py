@@ -6,7 +6,8 @@
   or a PEM (``COLONY_JWT_PUBLIC_KEY``, else the local key pair under the data dir) locally.
   The org comes from the claims — ``org_id`` (Clerk v1) or ``o.id`` (v2) — never from a body.
 - ``sign_approval_token`` / ``verify_approval_token``: a compact HMAC-SHA256 token for
-  approval links (``<base64url payload>.<base64url signature>``), expiring.
+  approval links (``<base64url payload>.<base64url signature>``), expiring, bound to the
+  person it was sent to and to a nonce that one decision spends.
 - ``verify_google_oidc``: the OIDC token Pub/Sub, Cloud Tasks and Scheduler attach in
   production, verified against Google's JWKS (``COLONY_GOOGLE_JWKS_URL``), fetched once and
   cached per process like Clerk's (not once per request). Locally (``COLONY_ENV=local``)
@@ -27,6 +28,7 @@ import hmac
 import json
 import os
 import re
+import secrets
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -273,10 +275,13 @@ class ApprovalClaim:
     org_id: str
     item_id: str
     action: str
+    recipient: str  # the user id of the person the link was sent to: only they may use it
+    nonce: str  # unique per link: a decision spends it (the audit log keeps it unique)
 
 
 _ACTION = re.compile(r"^[a-z][a-z_]{0,31}$")
-_DOMAIN = b"colony-approval-v1."  # separates these MACs from any other use of the key
+_DOMAIN = b"colony-approval-v2."  # separates these MACs from any other use of the key
+_VERSION = 2  # v1 links named no recipient: they no longer verify
 _MIN_KEY_BYTES = 32
 
 
@@ -298,22 +303,39 @@ def _mac(key: str | bytes, payload: str) -> str:
 
 
 def sign_approval_token(
-    key: str | bytes, org_id: str, item_id: str, action: str, expires_at: datetime
+    key: str | bytes,
+    org_id: str,
+    item_id: str,
+    action: str,
+    expires_at: datetime,
+    *,
+    recipient: str,
+    nonce: str | None = None,
 ) -> str:
-    """A link token allowing ``action`` on ``item_id`` of ``org_id`` until ``expires_at``."""
+    """A link token allowing ``recipient`` (a user id) to ``action`` ``item_id`` of
+    ``org_id`` once, until ``expires_at``."""
     if expires_at.tzinfo is None:
         raise ValidationFailed("expires_at must be timezone-aware")
-    if not org_id or not item_id:
-        raise ValidationFailed("org_id and item_id must be non-empty")
+    if not org_id or not item_id or not recipient:
+        raise ValidationFailed("org_id, item_id and recipient must be non-empty")
     if not _ACTION.match(action):
         raise ValidationFailed(f"action {action!r} must be a short lower-case word")
-    body = {"v": 1, "o": org_id, "i": item_id, "a": action, "e": int(expires_at.timestamp())}
+    body = {
+        "v": _VERSION,
+        "o": org_id,
+        "i": item_id,
+        "a": action,
+        "r": recipient,
+        "n": nonce or secrets.token_urlsafe(12),
+        "e": int(expires_at.timestamp()),
+    }
     payload = _b64(json.dumps(body, separators=(",", ":")).encode())
     return f"{payload}.{_mac(key, payload)}"
 
 
 def verify_approval_token(key: str | bytes, token: str, now: datetime) -> ApprovalClaim:
-    """The claim in ``token`` if its signature verifies and it has not expired."""
+    """The claim in ``token`` if its signature verifies and it has not expired. Whether the
+    caller is its recipient and whether it was used before are the caller's to check."""
     payload, dot, signature = (token or "").strip().partition(".")
     if now.tzinfo is None:
         raise ValidationFailed("now must be timezone-aware")
@@ -323,11 +345,13 @@ def verify_approval_token(key: str | bytes, token: str, now: datetime) -> Approv
         raise Unauthorized("the approval link's signature does not verify")
     try:
         body = json.loads(_unb64(payload))
-        claim = ApprovalClaim(str(body["o"]), str(body["i"]), str(body["a"]))
-        expires = int(body["e"])
-        if body.get("v") != 1:
+        if body.get("v") != _VERSION:
             raise ValueError("version")
-    except (ValueError, KeyError, TypeError, binascii.Error):
+        claim = ApprovalClaim(
+            str(body["o"]), str(body["i"]), str(body["a"]), str(body["r"]), str(body["n"])
+        )
+        expires = int(body["e"])
+    except (ValueError, KeyError, TypeError, AttributeError, binascii.Error):
         raise Unauthorized("the approval link is malformed") from None
     if now.timestamp() >= expires:
         raise Unauthorized("the approval link has expired; ask for a new one")

@@ -18,7 +18,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from colony.store.db import Row, fetch_all, fetch_value
+from colony.store.db import Row, fetch_all, fetch_one, fetch_value
 
 CHANNEL = "colony_chat_events"
 
@@ -39,6 +39,11 @@ SELECT seq, turn_id, type, data FROM chat_events
 WHERE session_id = %s AND seq > %s ORDER BY seq LIMIT %s
 """
 LAST_SEQ = "SELECT last_seq FROM chat_sessions WHERE id = %s"
+TOOL_RESULT = """
+SELECT data FROM chat_events
+WHERE session_id = %s AND type = 'tool_result' AND data->>'call_id' = %s
+ORDER BY seq LIMIT 1
+"""
 LISTEN = f"LISTEN {CHANNEL}"
 # A no-op query makes pg8000 read whatever arrived (notifications first); on a timeout it
 # doubles as a liveness check of the connection.
@@ -75,6 +80,12 @@ def last_seq(cur: Any, session_id: str) -> int | None:
     """The session's last event id (None: no such session in this org)."""
     value = fetch_value(cur, LAST_SEQ, (session_id,))
     return None if value is None else int(value)
+
+
+def tool_result(cur: Any, session_id: str, call_id: str) -> Mapping[str, Any] | None:
+    """The ``tool_result`` event of one call in the session (None: none in this org)."""
+    row = fetch_one(cur, TOOL_RESULT, (session_id, call_id))
+    return None if row is None else row["data"]
 
 
 def listen(conn: Any) -> None:

@@ -55,6 +55,7 @@ ORG_SCOPED_TABLES: tuple[str, ...] = (
     "chat_events",
     "published_content",
     "deployment_kits",
+    "audit_log",
 )
 
 # The first schema is long enough to read best as SQL: it lives beside this module, byte for
@@ -143,6 +144,31 @@ _HNSW = (
     "CREATE INDEX kc_chunks_hnsw_{suffix} ON kc_chunks "
     "USING hnsw (embedding vector_cosine_ops) WHERE domain = '{domain}';"
 )
+
+
+# Issue 14: every decision on an approval item and every side effect it caused, on the record.
+# Append-only: the application role may INSERT and SELECT (under RLS) but never UPDATE,
+# DELETE or TRUNCATE it (ensure_app_role_grants), so no bug and no compromised function can
+# rewrite history. ``approval_item_id`` has no foreign key on purpose: the record of a refusal
+# may name an item that does not exist. A link's nonce is unique: a link works once.
+_AUDIT_LOG = """
+CREATE TABLE audit_log (
+    id                bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    org_id            text NOT NULL REFERENCES organizations(id),
+    at                timestamptz NOT NULL DEFAULT now(),
+    event             text NOT NULL CHECK (event IN ('decision', 'effect', 'refusal')),
+    approval_item_id  text,
+    item_kind         text,
+    actor             text NOT NULL,
+    channel           text NOT NULL CHECK (channel IN ('ui', 'link', 'chat-confirmed', 'system')),
+    action            text NOT NULL,
+    reason            text,
+    detail            jsonb NOT NULL DEFAULT '{}',
+    link_nonce        text UNIQUE
+);
+CREATE INDEX audit_log_org_time ON audit_log (org_id, at DESC, id DESC);
+CREATE INDEX audit_log_item ON audit_log (org_id, approval_item_id);
+"""
 
 
 def _rls(table: str, key: str = "org_id") -> str:
@@ -242,4 +268,5 @@ def migrations(dim: int) -> list[Migration]:
             "    UNIQUE (org_id, deal_id)\n"
             ");\n" + _rls("published_content") + _rls("deployment_kits"),
         ),
+        Migration("0012_audit_log", _AUDIT_LOG + _rls("audit_log")),
     ]

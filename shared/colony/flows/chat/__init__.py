@@ -33,6 +33,7 @@ from colony.flows.chat.session import (
     today_brief,
     transcript,
 )
+from colony.flows.chat.tools import proposed
 from colony.flows.chat.turn import run_turn
 from colony.flows.chat.turn_io import Sink, TurnIO
 
@@ -45,6 +46,7 @@ __all__ = [
     "apply_tool_action",
     "check_message",
     "create_session",
+    "proposed",
     "require_session",
     "run_turn",
     "today_brief",

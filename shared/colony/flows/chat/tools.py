@@ -6,6 +6,8 @@
     search_knowledge     no     Knowledge Core top-k, optionally one domain
     list_approvals       no     the approval queue (people decide items on their cards:
                                 no tool approves or rejects anything, CONST-001)
+    propose_decision     no     a decision for a person to confirm on a card: the tool
+                                records the proposal and decides nothing
     ask_content_agent    no     dispatch only: a request on ``colony-content`` (AGT-008)
 
 A gated tool never runs inside the turn: the turn writes a ``tool_action`` approval item and
@@ -33,6 +35,7 @@ from colony.contracts.chat import (
     LaunchCampaignArgs,
     ListApprovalsArgs,
     PipelineSnapshotArgs,
+    ProposeDecisionArgs,
     SearchKnowledgeArgs,
 )
 from colony.errors import CallerError, ValidationFailed, describe_validation
@@ -41,7 +44,7 @@ from colony.flows.deps import FlowDeps
 from colony.knowledge.exemplars import to_exemplars
 from colony.registry.functions import CAMPAIGN_TOPIC, CONTENT_TOPIC
 from colony.runtime.transport import publish
-from colony.store import campaigns, pipeline
+from colony.store import approvals, campaigns, chat_events, pipeline
 
 SNIPPET_CHARS = 240
 
@@ -65,6 +68,8 @@ class Tool:
     args: type[BaseModel]
     run: Runner
     gated: bool = False
+    # Arguments a person may change on the held action's card; never what it acts on.
+    editable: tuple[str, ...] = ()
 
     def definition(self) -> dict[str, Any]:
         return {
@@ -93,6 +98,26 @@ def parse_args(tool_name: str, arguments: Mapping[str, Any]) -> tuple[Tool, Base
         raise InvalidToolArguments(
             f"invalid arguments for {tool_name}: {describe_validation(error)}"
         ) from None
+
+
+def check_edit(before: Mapping[str, Any], after: Mapping[str, Any]) -> None:
+    """An edited ``tool_action`` payload is valid when only the tool's editable arguments
+    changed and the arguments still validate (``colony.flows.approval_kinds``)."""
+    arguments = after.get("arguments")
+    if not isinstance(arguments, Mapping):
+        raise InvalidToolArguments("the edited arguments must be an object")
+    tool = TOOLS.get(str(before.get("tool")))
+    if tool is None or not tool.gated:
+        raise ValidationFailed("only a held tool action's arguments can be edited")
+    old = before.get("arguments") or {}
+    changed = {k for k in {*old, *arguments} if old.get(k) != arguments.get(k)}
+    refused = sorted(changed - set(tool.editable))
+    if refused:
+        raise ValidationFailed(
+            f"{', '.join(refused)} of {tool.name} cannot be edited; "
+            f"editable: {', '.join(tool.editable) or 'none'}"
+        )
+    parse_args(tool.name, arguments)
 
 
 def _stable_id(prefix: str, *parts: str) -> str:
@@ -194,6 +219,39 @@ def list_approvals(ctx: ToolContext, args: ListApprovalsArgs) -> dict[str, Any]:
     return pending_cards(ctx.deps, ctx.org_id, kind=args.kind, limit=args.limit)
 
 
+def propose_decision(ctx: ToolContext, args: ProposeDecisionArgs) -> dict[str, Any]:
+    """A proposal the chat shows as a card; only the person's confirmation on it decides
+    (``POST /approvals`` with this call as its ``proposal``). The orchestrator's own held
+    actions have their own cards and are not proposed."""
+    with ctx.deps.db.transaction(ctx.org_id) as cur:
+        found = approvals.statuses(cur, [args.item_id])
+        kind = approvals.kind_of(cur, args.item_id) if found else None
+    if not found:
+        raise ValidationFailed(f"there is no approval item {args.item_id!r}")
+    if found[args.item_id] != "pending":
+        raise ValidationFailed(f"approval item {args.item_id!r} is already decided")
+    if kind == "tool_action":
+        raise ValidationFailed("a held chat action is decided on its own card")
+    return {
+        "proposal": {"item_id": args.item_id, "action": args.action, "reason": args.reason},
+        "decided": False,
+        "next": "the person confirms or dismisses it on the card",
+    }
+
+
+def proposed(
+    deps: FlowDeps, org_id: str, session_id: str, call_id: str, item_id: str, action: str
+) -> bool:
+    """Whether the session's call ``call_id`` proposed exactly this decision (what a
+    ``chat-confirmed`` decision confirms)."""
+    with deps.db.transaction(org_id) as cur:
+        event = chat_events.tool_result(cur, session_id, call_id)
+    if event is None or event.get("name") != "propose_decision" or not event.get("ok"):
+        return False
+    proposal = (event.get("result") or {}).get("proposal") or {}
+    return bool(proposal.get("item_id") == item_id and proposal.get("action") == action)
+
+
 # ─── ask_content_agent (dispatch only) ───────────────────────────────────────────────────
 
 
@@ -224,6 +282,7 @@ TOOLS: dict[str, Tool] = {
             LaunchCampaignArgs,
             launch_campaign,
             gated=True,
+            editable=("name", "angle", "tier"),
         ),
         Tool(
             "pipeline_snapshot",
@@ -239,6 +298,12 @@ TOOLS: dict[str, Tool] = {
             search_knowledge,
         ),
         Tool("list_approvals", "List pending approval items.", ListApprovalsArgs, list_approvals),
+        Tool(
+            "propose_decision",
+            "Propose approving or rejecting one pending item; the person decides on its card.",
+            ProposeDecisionArgs,
+            propose_decision,
+        ),
         Tool(
             "ask_content_agent",
             "Ask the content agent (AGT-008) for a piece; its draft lands in the approval queue.",

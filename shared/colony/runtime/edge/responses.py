@@ -24,6 +24,7 @@ from colony.errors import (
     CallerError,
     ColonyError,
     Conflict,
+    Forbidden,
     InternalError,
     NotFound,
     OrgScopeError,
@@ -67,6 +68,7 @@ class MethodNotAllowed(CallerError):
 _STATUS: tuple[tuple[type[ColonyError], int], ...] = (
     (Unauthorized, 401),
     (OrgScopeError, 403),
+    (Forbidden, 403),
     (NotFound, 404),
     (MethodNotAllowed, 405),
     (Conflict, 409),

@@ -1,0 +1,127 @@
+"""What each kind of approval item allows: which fields a person may edit, how an edited
+payload is validated, and what applying it does (its name on the audit log).
+
+An edit replaces only the fields its kind declares editable: never a tool's name, a deal's
+id, a recipient, a run or a session (issue 14: a ``launch_campaign`` card was once applied as
+another tool because an edit could merge any field). The edited payload is then validated
+against the kind's schema, the same one its applier parses, so a person cannot approve into
+existence a payload no agent could have proposed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from colony.contracts import (
+    ContentPiece,
+    FollowUpDraft,
+    KcUpdateCandidate,
+    OutboundMessage,
+)
+from colony.errors import ValidationFailed, describe_validation
+from colony.policy.outbound import check_shape, competitor_mentions
+
+Payload = Mapping[str, Any]
+Check = Callable[[Payload, Payload], None]  # (before, after) → None, or ValidationFailed
+
+
+@dataclass(frozen=True, slots=True)
+class ItemKind:
+    effect: str  # what applying an item of this kind did, as the audit log names it
+    editable: frozenset[str]  # top-level payload fields a person may replace
+    check: Check | None = None  # validates an edited payload
+
+
+def _model(model: type[BaseModel], fields: tuple[str, ...], payload: Payload) -> None:
+    try:
+        model.model_validate({k: payload.get(k) for k in fields})
+    except ValidationError as error:
+        problem = describe_validation(error)
+        raise ValidationFailed(f"the edited item is invalid: {problem}") from None
+
+
+def _message(before: Payload, after: Payload) -> None:
+    _model(OutboundMessage, ("subject", "body", "angle_used", "signal_referenced"), after)
+    problems = check_shape(
+        str(after["subject"]), str(after["body"]), tier=str(after.get("tier", "T3")), competitors=[]
+    )
+    if problems:
+        raise ValidationFailed("the edited message breaks CONST-006: " + "; ".join(problems))
+
+
+def _follow_up(before: Payload, after: Payload) -> None:
+    # lazy: the competitor list lives with AGT-007's flow, loaded only for this kind
+    from colony.flows.recording import COMPETITORS  # lazy: (see above)
+
+    _model(FollowUpDraft, ("subject", "body"), after)
+    if competitor_mentions(f"{after['subject']}\n{after['body']}", COMPETITORS):
+        raise ValidationFailed("the edited follow-up names a competitor (CONST-006)")
+
+
+def _kc(before: Payload, after: Payload) -> None:
+    _model(KcUpdateCandidate, ("domain", "content", "confidence"), after)
+
+
+def _deal(before: Payload, after: Payload) -> None:
+    from colony.flows.deals import parse_update  # lazy: the deal flow, only for this kind
+
+    parse_update(after)
+
+
+def _content(before: Payload, after: Payload) -> None:
+    _model(ContentPiece, ("title", "format", "body"), after)
+
+
+def _tool_action(before: Payload, after: Payload) -> None:
+    from colony.flows.chat.tools import check_edit  # lazy: the chat tools, only for this kind
+
+    check_edit(before, after)
+
+
+KINDS: dict[str, ItemKind] = {
+    "outbound_message": ItemKind("message_queued", frozenset({"subject", "body"}), _message),
+    "follow_up": ItemKind("message_queued", frozenset({"subject", "body"}), _follow_up),
+    "kc_update_candidate": ItemKind("kc_upserted", frozenset({"content"}), _kc),
+    "deal_update": ItemKind("deal_changed", frozenset({"changes"}), _deal),
+    "content_piece": ItemKind("content_published", frozenset({"title", "body"}), _content),
+    # The kit's document is in GCS, written by AGT-009: reject it and ask for another.
+    "deployment_kit": ItemKind("kit_released", frozenset()),
+    # Only the arguments the tool declares editable (colony.flows.chat.tools.check_edit).
+    "tool_action": ItemKind("tool_run", frozenset({"arguments"}), _tool_action),
+}
+
+
+def item_kind(kind: str) -> ItemKind:
+    spec = KINDS.get(kind)
+    if spec is None:
+        raise ValidationFailed(f"approval items of kind {kind!r} cannot be decided here")
+    return spec
+
+
+def edit(kind: str, payload: Payload, edited: Payload) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The edited payload and its diff (``{field: {"from": old, "to": new}}``), or
+    ValidationFailed naming the fields that may not be edited or the first invalid one."""
+    spec = item_kind(kind)
+    if not spec.editable:
+        raise ValidationFailed(f"a {kind} cannot be edited; reject it instead")
+    refused = sorted(set(edited) - spec.editable)
+    if refused:
+        raise ValidationFailed(
+            f"{', '.join(refused)} of a {kind} cannot be edited; "
+            f"editable: {', '.join(sorted(spec.editable))}"
+        )
+    after = {**payload, **edited}
+    if spec.check is not None:
+        spec.check(payload, after)
+    diff = {
+        field: {"from": payload.get(field), "to": value}
+        for field, value in edited.items()
+        if payload.get(field) != value
+    }
+    if not diff:
+        raise ValidationFailed("the edit changes nothing; approve the item instead")
+    return after, diff
