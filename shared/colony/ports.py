@@ -349,3 +349,40 @@ class RejectionRecorder(Protocol):
     def record(
         self, function: str, event_id: str | None, claimed_org_id: str | None, reason: str
     ) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Mail:
+    """One message to one recipient. ``message_id`` (``<local@domain>``) is ours and
+    deterministic per outbox row, so a retry after a crash sends the same message again, as
+    the receiving side can tell. ``headers`` are extra header fields (``List-Unsubscribe``…)."""
+
+    message_id: str
+    sender: str
+    to: str
+    subject: str
+    text: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not (self.message_id.startswith("<") and self.message_id.endswith(">")):
+            raise ValidationFailed("a Message-ID is written <local@domain>")
+        for value in (self.sender, self.to, self.subject, *self.headers.values()):
+            if "\r" in value or "\n" in value:
+                raise ValidationFailed("header values cannot contain line breaks")
+
+
+class MailRejected(ValidationFailed):
+    """The mail server refused this message for good (an unknown mailbox, a policy block):
+    sending it again cannot succeed. A transient refusal is ``UpstreamError`` instead."""
+
+    code = "mail_rejected"
+
+
+@runtime_checkable
+class Sender(Protocol):
+    """Hands one message to a mail server. Returns when the server has accepted it (the only
+    moment we know it will be delivered or bounced by someone else); raises ``MailRejected``
+    for a permanent refusal and ``UpstreamError`` for a transient one (retry later)."""
+
+    def send(self, mail: Mail) -> None: ...

@@ -1,0 +1,100 @@
+"""The ``Sender`` port over SMTP (standard library ``smtplib``): a Google Workspace SMTP relay,
+any provider's SMTP endpoint, or the local server ``make run`` starts.
+
+One connection per message: a send is one durable step (``colony.flows.sending``), and a
+function instance sends seldom enough that a pool would mostly hold idle sockets. STARTTLS is
+required unless explicitly turned off (the local server only): credentials and bodies never
+cross the network in clear. The server's certificate is verified (system roots, or
+``ca_file``).
+
+Refusals are sorted the way SMTP sorts them: a 5xx reply is permanent (``MailRejected``: do
+not retry), a 4xx reply or a broken connection is transient (``UpstreamError``: retry), and a
+refused login is our configuration's fault (``ConfigError``).
+"""
+
+from __future__ import annotations
+
+import smtplib
+import ssl
+from email.message import EmailMessage
+from email.policy import SMTP
+from email.utils import formatdate
+
+from colony.errors import ConfigError, UpstreamError
+from colony.ports import Mail, MailRejected
+
+
+class SmtpSender:
+    def __init__(
+        self,
+        host: str,
+        port: int = 587,
+        *,
+        username: str | None = None,
+        password: str | None = None,
+        starttls: bool = True,
+        ca_file: str | None = None,
+        timeout: float = 20.0,
+    ) -> None:
+        if not host:
+            raise ConfigError("COLONY_SMTP_HOST is required to send mail over SMTP")
+        if username and not password:
+            raise ConfigError("COLONY_SMTP_USERNAME is set without COLONY_SMTP_PASSWORD")
+        if username and not starttls:
+            raise ConfigError("SMTP credentials are never sent without STARTTLS")
+        self._host, self._port, self._timeout = host, port, timeout
+        self._username, self._password = username, password
+        self._tls = ssl.create_default_context(cafile=ca_file) if starttls else None
+
+    def send(self, mail: Mail) -> None:
+        message = _message(mail)
+        try:
+            with smtplib.SMTP(self._host, self._port, timeout=self._timeout) as smtp:
+                smtp.ehlo()
+                if self._tls is not None:
+                    smtp.starttls(context=self._tls)
+                    smtp.ehlo()
+                if self._username:
+                    smtp.login(self._username, self._password or "")
+                smtp.send_message(message)
+        except smtplib.SMTPNotSupportedError:
+            raise ConfigError(f"the SMTP server {self._host} does not offer STARTTLS") from None
+        except smtplib.SMTPAuthenticationError as error:
+            raise ConfigError(f"the SMTP server refused our login ({error.smtp_code})") from None
+        except ssl.SSLCertVerificationError:
+            raise ConfigError(
+                f"the SMTP server {self._host}'s certificate does not verify"
+            ) from None
+        except smtplib.SMTPRecipientsRefused as error:
+            code = min((c for c, _ in error.recipients.values()), default=550)
+            _refused(code, "the recipient")
+        except smtplib.SMTPResponseException as error:  # sender refused, data refused…
+            _refused(error.smtp_code, "the message")
+        except (smtplib.SMTPException, ssl.SSLError, OSError) as error:
+            raise UpstreamError(f"cannot reach the SMTP server: {type(error).__name__}") from None
+
+
+# 530 "must issue STARTTLS / authentication required", 535 "credentials invalid", 538
+# "encryption required": the server refuses us, not the message — our configuration's fault.
+_OURS = {530, 535, 538}
+
+
+def _refused(code: int, what: str) -> None:
+    if code in _OURS:
+        raise ConfigError(f"the SMTP server refuses this connection's setup ({code})")
+    if 500 <= code < 600:
+        raise MailRejected(f"the SMTP server refused {what} for good ({code})")
+    raise UpstreamError(f"the SMTP server refused {what} for now ({code}); retry later")
+
+
+def _message(mail: Mail) -> EmailMessage:
+    message = EmailMessage(policy=SMTP)
+    message["Message-ID"] = mail.message_id
+    message["Date"] = formatdate(usegmt=True)
+    message["From"] = mail.sender
+    message["To"] = mail.to
+    message["Subject"] = mail.subject
+    for name, value in mail.headers.items():
+        message[name] = value
+    message.set_content(mail.text)
+    return message

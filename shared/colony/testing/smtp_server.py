@@ -1,0 +1,165 @@
+"""A real SMTP server on 127.0.0.1 (``aiosmtpd``): the stand-in the sender is tested against.
+
+It speaks SMTP as a relay would: EHLO, optional STARTTLS (with a self-signed certificate
+written for it, so a client can verify it), optional AUTH LOGIN/PLAIN, and replies 550 to a
+recipient whose mailbox starts with ``bounce`` and 451 to one that starts with ``defer``
+(scripted permanent and transient refusals). Every accepted message is kept as received:
+envelope, raw bytes and the parsed message.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+import ssl
+import tempfile
+import threading
+from dataclasses import dataclass
+from email import message_from_bytes
+from email.message import EmailMessage
+from email.policy import default
+from pathlib import Path
+from typing import Any, Self
+
+from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import AuthResult, LoginPassword
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+
+from colony.testing.emulators import free_port
+
+
+@dataclass(frozen=True, slots=True)
+class Received:
+    mail_from: str
+    rcpt_tos: tuple[str, ...]
+    raw: bytes
+    message: EmailMessage
+    tls: bool
+    login: str | None
+
+
+class _Handler:
+    def __init__(self, server: SmtpServer) -> None:
+        self._server = server
+
+    async def handle_RCPT(
+        self, server: Any, session: Any, envelope: Any, address: str, rcpt_options: Any
+    ) -> str:
+        mailbox = address.split("@", 1)[0].lower()
+        if mailbox.startswith("bounce"):
+            return "550 5.1.1 no such mailbox"
+        if mailbox.startswith("defer"):
+            return "451 4.3.0 try again later"
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        raw = bytes(envelope.original_content or envelope.content)
+        parsed = message_from_bytes(raw, policy=default)
+        login = session.auth_data.login.decode() if session.auth_data else None
+        received = Received(
+            envelope.mail_from,
+            tuple(envelope.rcpt_tos),
+            raw,
+            parsed,  # policy=default parses to EmailMessage
+            session.ssl is not None,
+            login,
+        )
+        self._server._keep(received)
+        return "250 2.0.0 accepted"
+
+
+class SmtpServer:
+    """``SmtpServer(starttls=True, credentials=("user", "secret"))`` as a context manager;
+    ``host``, ``port``, ``ca_file`` (the certificate to trust) and ``received``."""
+
+    host = "127.0.0.1"
+
+    def __init__(self, *, starttls: bool = False, credentials: tuple[str, str] | None = None):
+        self.port = free_port()
+        self._lock = threading.Lock()
+        self._received: list[Received] = []
+        self._credentials = credentials
+        self._dir = tempfile.TemporaryDirectory(prefix="colony-smtp-")
+        self.ca_file: str | None = None
+        params: dict[str, Any] = {}
+        if starttls:
+            self.ca_file, context = _certificate(Path(self._dir.name))
+            params.update(tls_context=context, require_starttls=True)
+        if credentials is not None:
+            params.update(
+                authenticator=self._authenticate, auth_required=True, auth_require_tls=starttls
+            )
+        self._controller = Controller(_Handler(self), hostname=self.host, port=self.port, **params)
+
+    def _authenticate(
+        self, server: Any, session: Any, envelope: Any, mechanism: str, auth_data: Any
+    ) -> AuthResult:
+        if not isinstance(auth_data, LoginPassword) or self._credentials is None:
+            return AuthResult(success=False, handled=False)
+        given = (auth_data.login.decode(), auth_data.password.decode())
+        if given != self._credentials:
+            return AuthResult(success=False, handled=False)  # aiosmtpd answers 535
+        return AuthResult(success=True, auth_data=auth_data)
+
+    def _keep(self, received: Received) -> None:
+        with self._lock:
+            self._received.append(received)
+
+    @property
+    def received(self) -> list[Received]:
+        with self._lock:
+            return list(self._received)
+
+    def start(self) -> Self:
+        self._controller.start()
+        return self
+
+    def stop(self) -> None:
+        self._controller.stop()
+        self._dir.cleanup()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _certificate(root: Path) -> tuple[str, ssl.SSLContext]:
+    """A self-signed certificate for 127.0.0.1 and the server context that presents it."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "colony local smtp")])
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(minutes=5))
+        .not_valid_after(now + dt.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
+            ),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = root / "smtp.crt", root / "smtp.key"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert_file, key_file)
+    return str(cert_file), context

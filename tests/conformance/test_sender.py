@@ -1,0 +1,131 @@
+"""The ``Sender`` port's conformance suite, against a real SMTP server (aiosmtpd) on
+127.0.0.1, in the two shapes production uses:
+
+- ``plain``: no TLS, no login (the local server ``make run`` starts);
+- ``relay``: STARTTLS required and AUTH required, as a Google Workspace SMTP relay or a
+  provider's SMTP endpoint is (the server's self-signed certificate is the trusted root).
+
+The contract (``colony.ports.Sender``): an accepted message arrives once, as sent (our
+Message-ID, the extra headers, a UTF-8 body); a permanent refusal is ``MailRejected``; a
+transient one, or no server, is ``UpstreamError``; a refusal of our own setup (credentials,
+TLS) is ``ConfigError``. No test double: the real adapter and a real server are both here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from colony.adapters.smtp import SmtpSender
+from colony.errors import ConfigError, UpstreamError, ValidationFailed
+from colony.ports import Mail, MailRejected, Sender
+from colony.testing.emulators import free_port
+from colony.testing.smtp_server import SmtpServer
+
+CREDENTIALS = ("colony-relay", "s3cret-relay-password")
+
+
+@dataclass
+class Harness:
+    sender: Sender
+    server: SmtpServer
+
+
+@pytest.fixture(params=["plain", "relay"])
+def harness(request: pytest.FixtureRequest) -> Iterator[Harness]:
+    relay = request.param == "relay"
+    server = SmtpServer(starttls=relay, credentials=CREDENTIALS if relay else None)
+    with server:
+        if relay:
+            sender = SmtpSender(
+                server.host,
+                server.port,
+                username=CREDENTIALS[0],
+                password=CREDENTIALS[1],
+                ca_file=server.ca_file,
+                timeout=10,
+            )
+        else:
+            sender = SmtpSender(server.host, server.port, starttls=False, timeout=10)
+        yield Harness(sender, server)
+
+
+def mail(to: str = "dana@granitepeak.example", **changes: object) -> Mail:
+    fields: dict[str, object] = {
+        "message_id": "<ob-123.step-1@colony.example>",
+        "sender": "Colony <outreach@zoomprop.example>",
+        "to": to,
+        "subject": "Lease costs at Granite Peak — a thought",
+        "text": "Hi Dana,\n\nUtilisation data cut costs 18% at a peer — café included ✓.\n",
+        "headers": {
+            "List-Unsubscribe": "<https://colony.example/u?t=abc>",
+            "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
+        },
+    }
+    fields.update(changes)
+    return Mail(**fields)  # type: ignore[arg-type]
+
+
+def test_an_accepted_message_arrives_once_as_sent(harness: Harness) -> None:
+    assert isinstance(harness.sender, Sender)
+    harness.sender.send(mail())
+    (got,) = harness.server.received
+    assert got.rcpt_tos == ("dana@granitepeak.example",)
+    message = got.message
+    assert message["Message-ID"] == "<ob-123.step-1@colony.example>"
+    assert message["Subject"] == "Lease costs at Granite Peak — a thought"
+    assert message["List-Unsubscribe"] == "<https://colony.example/u?t=abc>"
+    assert message["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+    assert message["Date"]
+    assert "café included ✓" in message.get_content()
+    relay = harness.server.ca_file is not None
+    assert (got.tls, got.login) == ((True, CREDENTIALS[0]) if relay else (False, None))
+
+
+def test_a_permanent_refusal_is_mail_rejected(harness: Harness) -> None:
+    with pytest.raises(MailRejected, match="550"):
+        harness.sender.send(mail("bounce-me@granitepeak.example"))
+    assert harness.server.received == []
+
+
+def test_a_transient_refusal_is_an_upstream_error(harness: Harness) -> None:
+    with pytest.raises(UpstreamError, match="451"):
+        harness.sender.send(mail("defer-me@granitepeak.example"))
+    assert harness.server.received == []
+
+
+def test_no_server_is_an_upstream_error() -> None:
+    sender = SmtpSender("127.0.0.1", free_port(), starttls=False, timeout=2)
+    with pytest.raises(UpstreamError, match="cannot reach"):
+        sender.send(mail())
+
+
+def test_the_relay_refuses_a_wrong_setup_as_our_fault() -> None:
+    with SmtpServer(starttls=True, credentials=CREDENTIALS) as server:
+        wrong_password = SmtpSender(
+            server.host,
+            server.port,
+            username="colony-relay",
+            password="nope",
+            ca_file=server.ca_file,
+        )
+        with pytest.raises(ConfigError, match="login"):
+            wrong_password.send(mail())
+        untrusted = SmtpSender(server.host, server.port, username="u", password="p", timeout=5)
+        with pytest.raises(ConfigError, match="certificate"):
+            untrusted.send(mail())
+        no_tls = SmtpSender(server.host, server.port, starttls=False, timeout=5)
+        with pytest.raises(ConfigError, match="530"):
+            no_tls.send(mail())
+        assert server.received == []
+    with pytest.raises(ConfigError, match="never sent without STARTTLS"):
+        SmtpSender("127.0.0.1", 25, username="u", password="p", starttls=False)
+
+
+def test_header_injection_is_refused_before_anything_is_sent() -> None:
+    with pytest.raises(ValidationFailed, match="line breaks"):
+        mail(subject="Hi\r\nBcc: everyone@example.com")
+    with pytest.raises(ValidationFailed, match="Message-ID"):
+        mail(message_id="no-brackets@colony.example")
