@@ -33,6 +33,7 @@ ENTITY_TABLES = {
     "rejected_deliveries",
     "notion_verifications",  # issue 6: Notion handshake tokens (no org yet)
     "audit_log",  # issue 14: decisions, their effects and refusals, append-only
+    "suppressions",  # issue 18: addresses no message may reach again, per org
 }
 
 

@@ -102,6 +102,16 @@ class Settings:
     google_jwks_url: str = GOOGLE_JWKS_URL  # Google's OIDC signing keys (a stand-in in tests)
     approval_token_key: str | None = None  # HMAC key for signed approval links
     delivery_webhook_secret: str | None = None  # HMAC key of the ESP's delivery events
+    # sending (issue 18): the SMTP relay, who we send as, and the unsubscribe links
+    mail_from: str = "Colony <outreach@colony.localhost>"
+    smtp_host: str | None = None
+    smtp_port: int = 587
+    smtp_username: str | None = None
+    smtp_password: str | None = None
+    smtp_starttls: bool = True  # off only for a local server
+    smtp_ca_file: str | None = None  # None: the system's roots verify the relay
+    unsubscribe_url: str | None = None  # the unsubscribe function's URL
+    unsubscribe_token_key: str | None = None  # HMAC key of unsubscribe links
     # knowledge webhooks (Drive recordings, Notion sync)
     drive_channel_token: str | None = None  # the token we set on the Drive watch channel
     drive_base_url: str | None = None  # None: https://www.googleapis.com (local: a stand-in)
@@ -176,6 +186,8 @@ class Settings:
                 "COLONY_INVOKER_SERVICE_ACCOUNT is required when COLONY_ENV=production: it is"
                 " the only identity whose OIDC tokens may call Cloud Tasks and Scheduler targets"
             )
+        if deploy_env == "production" and get("COLONY_SMTP_STARTTLS") == "false":
+            raise ConfigError("COLONY_SMTP_STARTTLS=false is for a local mail server only")
         langfuse_keys = {name: get(name) for name in ("LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY")}
         if any(langfuse_keys.values()) and not all(langfuse_keys.values()):
             missing = next(name for name, value in langfuse_keys.items() if not value)
@@ -232,6 +244,15 @@ class Settings:
             google_jwks_url=_google_jwks_url(get("COLONY_GOOGLE_JWKS_URL"), deploy_env),
             approval_token_key=get("COLONY_APPROVAL_TOKEN_KEY"),
             delivery_webhook_secret=get("COLONY_DELIVERY_WEBHOOK_SECRET"),
+            mail_from=get("COLONY_MAIL_FROM") or "Colony <outreach@colony.localhost>",
+            smtp_host=get("COLONY_SMTP_HOST"),
+            smtp_port=_bounded_int("COLONY_SMTP_PORT", get("COLONY_SMTP_PORT"), 587, 1, 65535),
+            smtp_username=get("COLONY_SMTP_USERNAME"),
+            smtp_password=get("COLONY_SMTP_PASSWORD"),
+            smtp_starttls=choice("COLONY_SMTP_STARTTLS", ("true", "false"), "true") == "true",
+            smtp_ca_file=get("COLONY_SMTP_CA_FILE"),
+            unsubscribe_url=get("COLONY_UNSUBSCRIBE_URL"),
+            unsubscribe_token_key=get("COLONY_UNSUBSCRIBE_TOKEN_KEY"),
             drive_channel_token=get("COLONY_DRIVE_CHANNEL_TOKEN"),
             drive_base_url=get("COLONY_DRIVE_BASE_URL"),
             notion_signing_secret=get("COLONY_NOTION_SIGNING_SECRET"),
@@ -275,6 +296,7 @@ class Settings:
         hidden = {"db_password", "db_owner_password", "openai_api_key", "gemini_api_key"}
         hidden |= {"langfuse_secret_key", "approval_token_key", "delivery_webhook_secret"}
         hidden |= {"drive_channel_token", "notion_signing_secret", "notion_token"}
+        hidden |= {"smtp_password", "unsubscribe_token_key"}
         # sentry_dsn is hidden by its *dsn suffix
         parts = []
         for name in self.__dataclass_fields__:

@@ -22,6 +22,21 @@ from email.utils import formatdate
 
 from colony.errors import ConfigError, UpstreamError
 from colony.ports import Mail, MailRejected
+from colony.settings import Settings
+
+
+def sender_from_settings(settings: Settings) -> SmtpSender:
+    """The relay the settings name (``COLONY_SMTP_*``)."""
+    if not settings.smtp_host:
+        raise ConfigError("COLONY_SMTP_HOST is required to send mail; set it in the environment")
+    return SmtpSender(
+        settings.smtp_host,
+        settings.smtp_port,
+        username=settings.smtp_username,
+        password=settings.smtp_password,
+        starttls=settings.smtp_starttls,
+        ca_file=settings.smtp_ca_file,
+    )
 
 
 class SmtpSender:

@@ -18,7 +18,7 @@ from colony.errors import NotFound, ValidationFailed
 from colony.flows.deps import FlowDeps
 from colony.registry.functions import CAMPAIGN_RESUME_QUEUE
 from colony.runtime.transport import enqueue
-from colony.store import campaigns, outbox, processed_events
+from colony.store import campaigns, outbox, processed_events, suppressions
 
 DeliveryEvent = Literal["delivered", "bounced", "complained", "replied"]
 EVENTS: tuple[str, ...] = ("delivered", "bounced", "complained", "replied")
@@ -44,6 +44,10 @@ def record(
             outcome = {"outbox_id": outbox_id, "status": message["status"], "ignored": event}
         else:
             outcome = {"outbox_id": outbox_id, "status": event}
+            if event in ("bounced", "complained"):  # never mail this address again
+                address = outbox.address_of(cur, outbox_id)
+                if address:
+                    suppressions.add(cur, org_id, address, event)
             if campaign_id:
                 outcome.update(_breaker(cur, campaign_id))
         paused = campaigns.pause_state(cur, campaign_id) if campaign_id else None

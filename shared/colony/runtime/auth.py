@@ -19,13 +19,8 @@ with two) included: nothing can be done in Colony without one.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import fcntl
 import functools
-import hashlib
-import hmac
-import json
 import os
 import re
 import secrets
@@ -41,6 +36,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from colony.errors import ConfigError, Unauthorized, UpstreamError, ValidationFailed
+from colony.runtime import signed
 from colony.settings import Settings
 
 ALGORITHMS = ["RS256"]  # never HS* (key confusion) and never "none"
@@ -282,24 +278,7 @@ class ApprovalClaim:
 _ACTION = re.compile(r"^[a-z][a-z_]{0,31}$")
 _DOMAIN = b"colony-approval-v2."  # separates these MACs from any other use of the key
 _VERSION = 2  # v1 links named no recipient: they no longer verify
-_MIN_KEY_BYTES = 32
-
-
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
-def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
-def _mac(key: str | bytes, payload: str) -> str:
-    secret = key.encode() if isinstance(key, str) else key
-    if len(secret) < _MIN_KEY_BYTES:
-        raise ConfigError(
-            f"COLONY_APPROVAL_TOKEN_KEY must be at least {_MIN_KEY_BYTES} bytes of random data"
-        )
-    return _b64(hmac.new(secret, _DOMAIN + payload.encode("ascii"), hashlib.sha256).digest())
+_SETTING = "COLONY_APPROVAL_TOKEN_KEY"
 
 
 def sign_approval_token(
@@ -314,8 +293,6 @@ def sign_approval_token(
 ) -> str:
     """A link token allowing ``recipient`` (a user id) to ``action`` ``item_id`` of
     ``org_id`` once, until ``expires_at``."""
-    if expires_at.tzinfo is None:
-        raise ValidationFailed("expires_at must be timezone-aware")
     if not org_id or not item_id or not recipient:
         raise ValidationFailed("org_id, item_id and recipient must be non-empty")
     if not _ACTION.match(action):
@@ -327,35 +304,22 @@ def sign_approval_token(
         "a": action,
         "r": recipient,
         "n": nonce or secrets.token_urlsafe(12),
-        "e": int(expires_at.timestamp()),
     }
-    payload = _b64(json.dumps(body, separators=(",", ":")).encode())
-    return f"{payload}.{_mac(key, payload)}"
+    return signed.sign(key, _DOMAIN, body, expires_at, setting=_SETTING)
 
 
 def verify_approval_token(key: str | bytes, token: str, now: datetime) -> ApprovalClaim:
     """The claim in ``token`` if its signature verifies and it has not expired. Whether the
     caller is its recipient and whether it was used before are the caller's to check."""
-    payload, dot, signature = (token or "").strip().partition(".")
-    if now.tzinfo is None:
-        raise ValidationFailed("now must be timezone-aware")
-    if not (dot and payload and signature and payload.isascii() and signature.isascii()):
-        raise Unauthorized("the approval link is malformed")
-    if not hmac.compare_digest(_mac(key, payload), signature):
-        raise Unauthorized("the approval link's signature does not verify")
+    body = signed.verify(
+        key, _DOMAIN, token, now, version=_VERSION, what="approval link", setting=_SETTING
+    )
     try:
-        body = json.loads(_unb64(payload))
-        if body.get("v") != _VERSION:
-            raise ValueError("version")
-        claim = ApprovalClaim(
+        return ApprovalClaim(
             str(body["o"]), str(body["i"]), str(body["a"]), str(body["r"]), str(body["n"])
         )
-        expires = int(body["e"])
-    except (ValueError, KeyError, TypeError, AttributeError, binascii.Error):
+    except KeyError:
         raise Unauthorized("the approval link is malformed") from None
-    if now.timestamp() >= expires:
-        raise Unauthorized("the approval link has expired; ask for a new one")
-    return claim
 
 
 # ----------------------------------------------------------------------------- Google OIDC

@@ -27,7 +27,7 @@ from colony.runtime.faults import Faults
 if TYPE_CHECKING:
     from colony.knowledge import KnowledgeStore
     from colony.llm.agent_call import LlmDeps
-    from colony.ports import BlobStore, Clock, RejectionRecorder, Transport
+    from colony.ports import BlobStore, Clock, RejectionRecorder, Sender, Transport
     from colony.settings import Settings
     from colony.store import Database
 
@@ -44,6 +44,7 @@ class Parts:
     llm: Callable[[Settings, Database], LlmDeps] | None = None
     knowledge: Callable[[Settings, Database], KnowledgeStore] | None = None
     blobs: Callable[[Settings], BlobStore] | None = None
+    sender: Callable[[Settings], Sender] | None = None
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ class Deps:
     llm_deps: LlmDeps | None = None
     knowledge_store: KnowledgeStore | None = None
     blob_store: BlobStore | None = None
+    mail_sender: Sender | None = None
     parts: Parts | None = None  # None: not composed yet (``deps(parts)`` composes it)
 
     def _builder(self, part: str) -> Any:
@@ -95,6 +97,13 @@ class Deps:
             return self.blob_store
         return self._builder("blobs")(self.settings)
 
+    @cached_property
+    def sender(self) -> Sender:
+        """The mail relay (SMTP); built on first use, by the send function only."""
+        if self.mail_sender is not None:
+            return self.mail_sender
+        return self._builder("sender")(self.settings)
+
 
 def build_deps(
     settings: Settings,
@@ -106,6 +115,7 @@ def build_deps(
     rejections: RejectionRecorder | None = None,
     clock: Clock | None = None,
     blobs: BlobStore | None = None,
+    sender: Sender | None = None,
     parts: Parts | None = None,
     faults: Faults | None = None,
 ) -> Deps:
@@ -134,6 +144,7 @@ def build_deps(
         llm_deps=llm,
         knowledge_store=knowledge,
         blob_store=blobs,
+        mail_sender=sender,
         parts=parts,
         faults=faults if faults is not None else Faults.from_env(),
     )

@@ -56,6 +56,7 @@ ORG_SCOPED_TABLES: tuple[str, ...] = (
     "published_content",
     "deployment_kits",
     "audit_log",
+    "suppressions",
 )
 
 # The first schema is long enough to read best as SQL: it lives beside this module, byte for
@@ -171,6 +172,30 @@ CREATE INDEX audit_log_item ON audit_log (org_id, approval_item_id);
 """
 
 
+# Issue 18: an approved message is sent by a durable step. ``sending`` holds a lease
+# (``send_lease_until``): a duplicate task waits it out, a crashed send is retried after it
+# with the same ``message_id``. ``suppressions`` lists, per org, the addresses no message may
+# reach again (unsubscribed, hard-bounced, complained), checked at send time.
+_SENDING = """
+ALTER TABLE outbox DROP CONSTRAINT outbox_status_check;
+ALTER TABLE outbox ADD CONSTRAINT outbox_status_check CHECK (status IN (
+    'queued', 'sending', 'sent', 'delivered', 'bounced', 'complained', 'replied', 'blocked',
+    'suppressed'));
+ALTER TABLE outbox ADD COLUMN message_id text UNIQUE;
+ALTER TABLE outbox ADD COLUMN to_address text;
+ALTER TABLE outbox ADD COLUMN send_lease_until timestamptz;
+ALTER TABLE outbox ADD COLUMN sent_at timestamptz;
+ALTER TABLE outbox ADD COLUMN send_error text;
+CREATE TABLE suppressions (
+    org_id      text NOT NULL REFERENCES organizations(id),
+    address     text NOT NULL CHECK (address = lower(address) AND address LIKE '%_@_%'),
+    reason      text NOT NULL CHECK (reason IN ('unsubscribed', 'bounced', 'complained')),
+    created_at  timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (org_id, address)
+);
+"""
+
+
 def _rls(table: str, key: str = "org_id") -> str:
     return (
         f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;\n"
@@ -269,4 +294,5 @@ def migrations(dim: int) -> list[Migration]:
             ");\n" + _rls("published_content") + _rls("deployment_kits"),
         ),
         Migration("0012_audit_log", _AUDIT_LOG + _rls("audit_log")),
+        Migration("0016_sending", _SENDING + _rls("suppressions")),
     ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from colony.store.db import Row, fetch_one
+from colony.store.db import Row, fetch_all, fetch_one
 
 QUEUE = """
 INSERT INTO outbox (org_id, approval_item_id, campaign_id, contact_id, subject, body, status)
@@ -31,6 +31,40 @@ SELECT count(*) FILTER (WHERE o.status IN ('delivered', 'bounced', 'complained',
        count(*) FILTER (WHERE o.status = 'complained') AS complained
 FROM outbox o JOIN campaigns c ON c.id = o.campaign_id
 WHERE o.campaign_id = %s AND (c.resumed_at IS NULL OR o.updated_at >= c.resumed_at)
+"""
+
+
+# Claim a message for sending: queued, or sending with a lapsed lease (a crashed attempt).
+# The address is read now (the contact's, or the draft's own for a follow-up) and kept.
+CLAIM_SEND = """
+UPDATE outbox o SET status = 'sending', updated_at = now(),
+    message_id = COALESCE(o.message_id, %s),
+    send_lease_until = now() + make_interval(secs => %s),
+    to_address = COALESCE(o.to_address, lower(%s), (SELECT lower(c.email) FROM contacts c
+                                                   WHERE c.id = o.contact_id))
+WHERE o.id = %s AND (o.status = 'queued' OR (o.status = 'sending' AND o.send_lease_until < now()))
+RETURNING o.id, o.message_id, o.to_address, o.subject, o.body, o.campaign_id, o.contact_id,
+          o.approval_item_id
+"""
+SEND_STATE = (
+    "SELECT status, message_id, send_lease_until > now() AS leased FROM outbox WHERE id = %s"
+)
+FINISH_SEND = """
+UPDATE outbox SET status = %s, send_error = %s, send_lease_until = NULL, updated_at = now(),
+    sent_at = CASE WHEN %s = 'sent' THEN now() ELSE sent_at END
+WHERE id = %s AND status = 'sending'
+"""
+ADDRESS = """
+SELECT COALESCE(o.to_address, lower(c.email)) AS address
+FROM outbox o LEFT JOIN contacts c ON c.id = o.contact_id WHERE o.id = %s
+"""
+# Messages to an address that became suppressed and that have not left yet.
+STOP_TO = """
+UPDATE outbox o SET status = 'suppressed', updated_at = now()
+WHERE o.status IN ('queued', 'blocked')
+  AND (lower(o.to_address) = %s OR o.contact_id IN (SELECT c.id FROM contacts c
+                                                   WHERE lower(c.email) = %s))
+RETURNING o.id
 """
 
 
@@ -65,3 +99,37 @@ def rates(cur: Any, campaign_id: str) -> Row | None:
     """The campaign's messages with an outcome (``judged``) and of those ``bounced`` and
     ``complained``, counting only messages updated since the campaign's last resume."""
     return fetch_one(cur, RATES, (campaign_id,))
+
+
+def claim_send(
+    cur: Any, outbox_id: str, *, message_id: str, lease_seconds: int, to: str | None = None
+) -> Row | None:
+    """Take the message for one send attempt (None: it is not queued, or another attempt
+    holds it); its Message-ID is fixed by the first attempt and kept by every retry."""
+    return fetch_one(cur, CLAIM_SEND, (message_id, lease_seconds, to, outbox_id))
+
+
+def send_state(cur: Any, outbox_id: str) -> Row | None:
+    """``status``, ``message_id`` and whether a send attempt's lease is live (None: no such
+    message in this org)."""
+    return fetch_one(cur, SEND_STATE, (outbox_id,))
+
+
+def finish_send(
+    cur: Any,
+    outbox_id: str,
+    status: Literal["sent", "bounced", "suppressed"],
+    error: str | None = None,
+) -> None:
+    cur.execute(FINISH_SEND, (status, error, status, outbox_id))
+
+
+def address_of(cur: Any, outbox_id: str) -> str | None:
+    """The message's recipient, lower-cased (None: no contact with an address)."""
+    row = fetch_one(cur, ADDRESS, (outbox_id,))
+    return None if row is None else row["address"]
+
+
+def stop_to(cur: Any, address: str) -> list[str]:
+    """Suppress every message to ``address`` that has not left; their ids."""
+    return [r["id"] for r in fetch_all(cur, STOP_TO, (address, address))]

@@ -29,7 +29,7 @@ from colony.flows.deps import FlowDeps
 from colony.flows.handlers import PUBSUB_HANDLERS
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import LlmDeps
-from colony.ports import BlobStore, Clock, Transport
+from colony.ports import BlobStore, Clock, Sender, Transport
 from colony.registry.functions import FUNCTIONS
 from colony.runtime import delivery
 from colony.runtime.deps import Deps, build_deps
@@ -140,6 +140,7 @@ def local_deps(
     knowledge: KnowledgeStore | None = None,
     *,
     blobs: BlobStore | None = None,
+    sender: Sender | None = None,
     faults: Faults | None = None,
     clock: Clock = fixed_clock,
 ) -> Deps:
@@ -148,8 +149,9 @@ def local_deps(
 
     Unlike production it runs on ``fixed_clock`` and injects no faults unless given them
     (``COLONY_INJECT_FAULTS`` is not read). Rejections are recorded in ``db``, as in
-    production. A part left out (``llm``, ``knowledge``, ``blobs``) raises ``ConfigError`` on
-    use, naming it. ``Deps`` is frozen: change a part with ``dataclasses.replace``.
+    production. A part left out (``llm``, ``knowledge``, ``blobs``, ``sender``) raises
+    ``ConfigError`` on use, naming it. ``Deps`` is frozen: change a part with
+    ``dataclasses.replace``.
     """
     return build_deps(
         settings,
@@ -158,6 +160,7 @@ def local_deps(
         llm=llm,
         knowledge=knowledge,
         blobs=blobs,
+        sender=sender,
         clock=clock,
         faults=faults if faults is not None else Faults(),
     )

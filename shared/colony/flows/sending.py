@@ -1,0 +1,157 @@
+"""Sending an approved message (issue 18), and the way out of ever receiving another.
+
+    approval applied ─► outbox ``queued`` ─► send(outbox id), once per delivery of its task
+        ─► claim: ``queued`` → ``sending`` (a lease; the Message-ID fixed) ─► suppressed?
+        ─► Sender.send ─► ``sent``  (a permanent refusal: ``bounced``, address suppressed)
+
+Exactly once as far as mail allows. The claim is one conditional UPDATE, so of duplicate
+deliveries one sends and the others find the row ``sending`` (``SendInProgress``: retried
+later, when they find it ``sent`` and answer so) or already ``sent``. The one window is a
+crash between the server's acceptance and our commit of ``sent``: the row stays ``sending``
+until its lease lapses, and the retry sends again under the same Message-ID, so the
+recipient's mail system sees the same message twice and can tell. A transient refusal
+(``UpstreamError``) leaves the lease to lapse the same way.
+
+The suppression list is read at send time, not only when the message was drafted: an
+address unsubscribed or bounced after the approval is never mailed. Every message carries
+``List-Unsubscribe`` (an expiring signed link) with ``List-Unsubscribe-Post:
+List-Unsubscribe=One-Click`` (RFC 8058), and the same link in its footer.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from email.utils import parseaddr
+from typing import Any
+from urllib.parse import quote
+
+from colony.errors import ConfigError, Conflict, NotFound, ValidationFailed
+from colony.flows.deps import FlowDeps
+from colony.ports import Mail, MailRejected
+from colony.runtime import signed
+from colony.store import audit, outbox, suppressions
+
+LEASE_SECONDS = 300  # longer than one SMTP exchange can take (the sender's timeout is 20 s)
+UNSUBSCRIBE_DAYS = 90  # RFC 8058 asks links to keep working for a long while
+_DOMAIN = b"colony-unsubscribe-v1."
+_SETTING = "COLONY_UNSUBSCRIBE_TOKEN_KEY"
+
+
+class SendInProgress(Conflict):
+    """Another delivery of this message's task is sending it now: retry later."""
+
+    code = "send_in_progress"
+    expected = True
+
+
+class NotQueuedYet(NotFound):
+    """The message is not in the outbox (yet: the approval's commit may not be visible)."""
+
+    code = "not_queued"
+    expected = True
+
+
+def message_id_for(mail_from: str, outbox_id: str) -> str:
+    """The Message-ID of an outbox row: ours, stable across retries."""
+    domain = parseaddr(mail_from)[1].rpartition("@")[2]
+    if not domain:
+        raise ConfigError(f"COLONY_MAIL_FROM={mail_from!r} has no address to send from")
+    return f"<{outbox_id}@{domain}>"
+
+
+def send(deps: FlowDeps, org_id: str, outbox_id: str) -> dict[str, Any]:
+    settings = deps.settings
+    message_id = message_id_for(settings.mail_from, outbox_id)
+    with deps.db.transaction(org_id) as cur:
+        row = outbox.claim_send(cur, outbox_id, message_id=message_id, lease_seconds=LEASE_SECONDS)
+        if row is None:
+            return _not_claimed(cur, outbox_id)
+        address = row["to_address"]
+        why = suppressions.reason_for(cur, address) if address else "no address"
+        if why is not None:
+            outbox.finish_send(cur, outbox_id, "suppressed", f"suppressed: {why}")
+            return {"outbox_id": outbox_id, "status": "suppressed", "reason": why}
+    link = unsubscribe_link(deps, org_id, address)
+    mail = Mail(
+        message_id=row["message_id"],
+        sender=settings.mail_from,
+        to=address,
+        subject=row["subject"],
+        text=f"{row['body']}\n\n--\nTo stop receiving these emails: {link}\n",
+        headers={
+            "List-Unsubscribe": f"<{link}>",
+            "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
+        },
+    )
+    try:
+        deps.sender.send(mail)  # UpstreamError propagates: the task retries after the lease
+    except MailRejected as error:
+        with deps.db.transaction(org_id) as cur:
+            outbox.finish_send(cur, outbox_id, "bounced", str(error))
+            suppressions.add(cur, org_id, address, "bounced")
+            _record(cur, org_id, row, "message_bounced", {"error": str(error)})
+        return {"outbox_id": outbox_id, "status": "bounced"}
+    with deps.db.transaction(org_id) as cur:
+        outbox.finish_send(cur, outbox_id, "sent")
+        _record(cur, org_id, row, "message_sent", {"message_id": row["message_id"]})
+    return {"outbox_id": outbox_id, "status": "sent", "message_id": row["message_id"]}
+
+
+def _not_claimed(cur: Any, outbox_id: str) -> dict[str, Any]:
+    state = outbox.send_state(cur, outbox_id)
+    if state is None:
+        raise NotQueuedYet(f"outbox message {outbox_id!r} is not queued in this org")
+    if state["status"] == "sending" and state["leased"]:
+        raise SendInProgress(f"outbox message {outbox_id!r} is being sent; retry later")
+    if state["status"] == "blocked":  # its campaign is paused: the resume re-queues it
+        return {"outbox_id": outbox_id, "status": "blocked", "deferred": True}
+    return {"outbox_id": outbox_id, "status": state["status"], "duplicate": True}
+
+
+def _record(cur: Any, org_id: str, row: Any, action: str, detail: dict[str, Any]) -> None:
+    entry = audit.Entry(
+        "effect",
+        "system",
+        "system",
+        action,
+        approval_item_id=row["approval_item_id"],
+        item_kind="outbound_message",
+        detail={"outbox_id": row["id"], **detail},
+    )
+    audit.append(cur, org_id, entry)
+
+
+# ─── unsubscribe ─────────────────────────────────────────────────────────────────────────
+
+
+def _key(deps: FlowDeps) -> str:
+    key = deps.settings.unsubscribe_token_key
+    if not key:
+        raise ConfigError(f"{_SETTING} is not set; messages cannot carry an unsubscribe link")
+    return key
+
+
+def unsubscribe_link(deps: FlowDeps, org_id: str, address: str) -> str:
+    base = deps.settings.unsubscribe_url or deps.settings.function_urls.get("unsubscribe")
+    if not base:
+        raise ConfigError("COLONY_UNSUBSCRIBE_URL is not set; messages need an unsubscribe link")
+    expires = deps.clock() + timedelta(days=UNSUBSCRIBE_DAYS)
+    token = signed.sign(
+        _key(deps), _DOMAIN, {"v": 1, "o": org_id, "a": address}, expires, setting=_SETTING
+    )
+    return f"{base.rstrip('/')}/?t={quote(token)}"
+
+
+def unsubscribe(deps: FlowDeps, token: str, now: datetime) -> dict[str, Any]:
+    """Put the link's address on its org's suppression list and stop every message to it
+    that has not left; idempotent (a second click finds it suppressed)."""
+    body = signed.verify(
+        _key(deps), _DOMAIN, token, now, version=1, what="unsubscribe link", setting=_SETTING
+    )
+    org_id, address = body.get("o"), body.get("a")
+    if not isinstance(org_id, str) or not isinstance(address, str) or "@" not in address:
+        raise ValidationFailed("the unsubscribe link names no address")
+    with deps.db.transaction(org_id) as cur:
+        suppressions.add(cur, org_id, address, "unsubscribed")
+        stopped = outbox.stop_to(cur, address.lower())
+    return {"unsubscribed": True, "stopped": len(stopped)}

@@ -1,0 +1,182 @@
+"""Sending approved messages (issue 18): real PostgreSQL, a real SMTP server (aiosmtpd) and
+the real SMTP adapter; a message goes from its approval to the server once, carries its
+unsubscribe headers, and never reaches a suppressed address."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator
+from datetime import timedelta
+from typing import Any
+from urllib.parse import parse_qs, urlparse
+
+import pytest
+
+from colony.adapters.smtp import SmtpSender
+from colony.errors import Unauthorized, UpstreamError
+from colony.flows import approval, delivery, sending
+from colony.ports import Mail
+from colony.runtime.deps import Deps
+from colony.settings import Settings
+from colony.store import fetch_all, fetch_one
+from colony.testing.inline import InlineTransport, fixed_clock, local_deps
+from colony.testing.smtp_server import SmtpServer
+from tests.conftest import PgDB
+
+ORG = "org_zoomprop_demo"
+PERSON = approval.Actor("user_founder", "ui")
+SETTINGS = {
+    "COLONY_MAIL_FROM": "ZoomProp <outreach@zoomprop.example>",
+    "COLONY_UNSUBSCRIBE_URL": "https://colony.example/unsubscribe",
+    "COLONY_UNSUBSCRIBE_TOKEN_KEY": "u" * 40,
+}
+
+
+@pytest.fixture
+def smtp() -> Iterator[SmtpServer]:
+    with SmtpServer() as server:
+        yield server
+
+
+@pytest.fixture
+def deps(testdb: PgDB, smtp: SmtpServer) -> Deps:
+    db = testdb.app()
+    with db.transaction(ORG) as cur:
+        cur.execute("INSERT INTO organizations (id, name) VALUES (%s, 'ZoomProp')", (ORG,))
+    sender = SmtpSender(smtp.host, smtp.port, starttls=False, timeout=10)
+    return local_deps(Settings.from_env(SETTINGS), db, InlineTransport(), sender=sender)
+
+
+def approved_message(deps: Deps, email: str, subject: str = "Lease costs") -> str:
+    """An outbound message for a new contact at ``email``, approved by a person; its outbox id."""
+    with deps.db.transaction(ORG) as cur:
+        contact = fetch_one(
+            cur,
+            "INSERT INTO contacts (org_id, name, email, company) VALUES (%s, 'Dana', %s, 'GP')"
+            " RETURNING id",
+            (ORG, email),
+        )["id"]
+        payload = {
+            "subject": subject,
+            "body": "Hi Dana,\nA thought on utilisation.",
+            "contact_id": contact,
+        }
+        item = fetch_one(
+            cur,
+            "INSERT INTO approval_items (org_id, kind, source_agent, payload)"
+            " VALUES (%s, 'outbound_message', 'AGT-005', %s::jsonb) RETURNING id",
+            (ORG, json.dumps(payload)),
+        )["id"]
+    approval.decide(deps, ORG, item, "approve", actor=PERSON)
+    with deps.db.transaction(ORG) as cur:
+        return fetch_one(cur, "SELECT id FROM outbox WHERE approval_item_id = %s", (item,))["id"]
+
+
+def outbox_row(deps: Deps, outbox_id: str) -> dict[str, Any]:
+    with deps.db.transaction(ORG) as cur:
+        return fetch_one(
+            cur,
+            "SELECT status, message_id, to_address, sent_at, send_error FROM outbox WHERE id = %s",
+            (outbox_id,),
+        )
+
+
+def test_an_approved_message_is_sent_once_with_its_unsubscribe_headers(
+    deps: Deps, smtp: SmtpServer
+) -> None:
+    outbox_id = approved_message(deps, "Dana@GranitePeak.example")
+    results = [sending.send(deps, ORG, outbox_id) for _ in range(3)]  # a task delivered 3×
+    assert results[0] == {
+        "outbox_id": outbox_id,
+        "status": "sent",
+        "message_id": f"<{outbox_id}@zoomprop.example>",
+    }
+    assert [r.get("duplicate") for r in results[1:]] == [True, True]
+    (got,) = smtp.received
+    assert got.rcpt_tos == ("dana@granitepeak.example",)
+    message = got.message
+    assert message["Message-ID"] == f"<{outbox_id}@zoomprop.example>"
+    assert message["From"] == "ZoomProp <outreach@zoomprop.example>"
+    assert message["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+    link = message["List-Unsubscribe"].strip("<>")
+    assert link.startswith("https://colony.example/unsubscribe/?t=")
+    assert link in message.get_content()  # the footer carries the same link
+    row = outbox_row(deps, outbox_id)
+    assert row["status"] == "sent" and row["sent_at"] is not None
+    with deps.db.transaction(ORG) as cur:
+        effects = fetch_all(cur, "SELECT action FROM audit_log WHERE event = 'effect' ORDER BY id")
+    assert [e["action"] for e in effects] == ["message_queued", "message_sent"]
+
+    # the link unsubscribes the address: the next message to it is never sent
+    token = parse_qs(urlparse(link).query)["t"][0]
+    assert sending.unsubscribe(deps, token, fixed_clock()) == {"unsubscribed": True, "stopped": 0}
+    later = approved_message(deps, "dana@granitepeak.example", "Second thought")
+    assert sending.send(deps, ORG, later)["status"] == "suppressed"
+    assert len(smtp.received) == 1
+    # a queued message to an address that unsubscribes is stopped before it leaves
+    queued = approved_message(deps, "lee@granitepeak.example")
+    lee = sending.unsubscribe_link(deps, ORG, "lee@granitepeak.example")
+    stopped = sending.unsubscribe(deps, parse_qs(urlparse(lee).query)["t"][0], fixed_clock())
+    assert stopped == {"unsubscribed": True, "stopped": 1}
+    assert outbox_row(deps, queued)["status"] == "suppressed"
+    assert sending.send(deps, ORG, queued)["duplicate"] is True
+    assert len(smtp.received) == 1
+
+
+def test_unsubscribe_links_that_are_forged_or_expired_are_refused(deps: Deps) -> None:
+    link = sending.unsubscribe_link(deps, ORG, "dana@granitepeak.example")
+    token = parse_qs(urlparse(link).query)["t"][0]
+    with pytest.raises(Unauthorized, match="signature"):
+        sending.unsubscribe(deps, token[:-2] + "xx", fixed_clock())
+    with pytest.raises(Unauthorized, match="expired"):
+        sending.unsubscribe(deps, token, fixed_clock() + timedelta(days=sending.UNSUBSCRIBE_DAYS))
+    with deps.db.transaction(ORG) as cur:
+        assert fetch_all(cur, "SELECT address FROM suppressions") == []
+
+
+def test_refusals_bounces_and_complaints_suppress_and_retries_reuse_the_message_id(
+    deps: Deps, smtp: SmtpServer
+) -> None:
+    # a permanent refusal: bounced, and the address suppressed
+    hard = approved_message(deps, "bounce-me@granitepeak.example")
+    assert sending.send(deps, ORG, hard)["status"] == "bounced"
+    assert outbox_row(deps, hard)["send_error"].endswith("(550)")
+    # a transient one: the row stays 'sending' under its lease; a duplicate waits
+    soft = approved_message(deps, "defer-me@granitepeak.example")
+    with pytest.raises(UpstreamError, match="451"):
+        sending.send(deps, ORG, soft)
+    assert outbox_row(deps, soft)["status"] == "sending"
+    with pytest.raises(sending.SendInProgress):
+        sending.send(deps, ORG, soft)
+    # the crash window: the server accepted, we died before recording it
+    crash = approved_message(deps, "kim@granitepeak.example")
+    real = deps.sender
+
+    class AcceptedThenCrashed:
+        def send(self, mail: Mail) -> None:
+            real.send(mail)
+            raise UpstreamError("the function instance died after the server accepted")
+
+    crashing = dataclasses.replace(deps, mail_sender=AcceptedThenCrashed())
+    with pytest.raises(UpstreamError):
+        sending.send(crashing, ORG, crash)
+    with deps.db.transaction(ORG) as cur:  # the lease lapses (as it would after 5 minutes)
+        cur.execute(
+            "UPDATE outbox SET send_lease_until = now() - interval '1 second' WHERE id = %s",
+            (crash,),
+        )
+    assert sending.send(deps, ORG, crash)["status"] == "sent"
+    ids = [r.message["Message-ID"] for r in smtp.received]
+    assert ids == [f"<{crash}@zoomprop.example>"] * 2  # the same message, twice: the window
+    # a complaint reported by the provider suppresses the address too
+    delivery.record(deps, ORG, crash, "complained", "esp-evt-1")
+    with deps.db.transaction(ORG) as cur:
+        rows = fetch_all(cur, "SELECT address, reason FROM suppressions ORDER BY address")
+    assert rows == [
+        {"address": "bounce-me@granitepeak.example", "reason": "bounced"},
+        {"address": "kim@granitepeak.example", "reason": "complained"},
+    ]
+    again = approved_message(deps, "kim@granitepeak.example")
+    assert sending.send(deps, ORG, again)["status"] == "suppressed"
+    assert len(smtp.received) == 2
