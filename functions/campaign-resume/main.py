@@ -11,17 +11,13 @@ from colony.runtime.edge import JsonRequest, http_json
 
 
 @functions_framework.http
-@http_json
+@http_json(internal="campaign-resume")  # only the invoker (OIDC) may call it
 def handle(request: JsonRequest) -> dict[str, Any]:
-    # lazy: the flow, its task model and OIDC (PyJWT) load on the first request
+    # lazy: the flow and its task model load on the first request
     from colony.contracts.events import CampaignResume
     from colony.flows import campaign
-    from colony.runtime.auth import verify_google_oidc
 
     d = deps()
-    verify_google_oidc(
-        request.authorization, d.settings.function_urls.get("campaign-resume", ""), d.settings
-    )
     event = request.parse(CampaignResume)
     task = request.headers.get("X-CloudTasks-TaskName") or f"manual-{event.campaign_id}"
     return campaign.resume(d, event, task)

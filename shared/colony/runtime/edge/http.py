@@ -24,6 +24,8 @@ from colony.errors import (
 from colony.observability import logs
 from colony.observability.sentry import error_scope
 from colony.observability.telemetry import flush_telemetry
+from colony.runtime.deps import deps
+from colony.runtime.edge.invoker import internal_function, require_invoker
 from colony.runtime.edge.responses import (
     BadJson,
     MethodNotAllowed,
@@ -99,7 +101,10 @@ HttpFunction = Callable[[flask.Request], WerkzeugResponse]
 def http_json(handler: JsonHandler, /) -> HttpFunction: ...
 @overload
 def http_json(
-    *, methods: Sequence[str] = ..., paths: Sequence[str] | None = ...
+    *,
+    methods: Sequence[str] = ...,
+    paths: Sequence[str] | None = ...,
+    internal: str | None = ...,
 ) -> Callable[[JsonHandler], HttpFunction]: ...
 def http_json(
     handler: JsonHandler | None = None,
@@ -107,6 +112,7 @@ def http_json(
     *,
     methods: Sequence[str] = ("POST",),
     paths: Sequence[str] | None = ("/",),
+    internal: str | None = None,
 ) -> HttpFunction | Callable[[JsonHandler], HttpFunction]:
     """Turn ``handler(JsonRequest)`` into a functions-framework HTTP function.
 
@@ -114,13 +120,18 @@ def http_json(
     ready ``flask.Response`` (e.g. a stream or redirect), or None (204). Requests outside
     ``methods`` get 405, outside ``paths`` (exact, trailing slash ignored; None: any) 404.
     A body must be ``application/json`` (else 415) and parse (else 400 ``bad_json``).
-    Authentication is the handler's first line (``colony.runtime.auth``).
+    Authentication is the handler's first line (``colony.runtime.auth``), except for an
+    ``internal`` function (a Cloud Tasks or Scheduler target, by its registry name): there
+    the invoker's Google OIDC token is verified before anything else
+    (``colony.runtime.edge.invoker``; 401 JSON without it, nothing read or run).
 
     Log lines name the function by ``K_SERVICE`` (set by Cloud Run, and by the local servers).
     Telemetry is flushed before the response is returned, or when a streamed one ends.
     """
     allowed = tuple(m.upper() for m in methods)
     routes = None if paths is None else {_normalise_path(p) for p in paths}
+    if internal is not None:
+        internal_function(internal)
 
     def decorate(fn: JsonHandler) -> HttpFunction:
         install_on_current_app()
@@ -131,6 +142,8 @@ def http_json(
         def respond(request: flask.Request) -> WerkzeugResponse:
             path = _normalise_path(request.path)
             try:
+                if internal is not None:
+                    require_invoker(internal, request.headers, deps().settings)
                 if routes is not None and path not in routes:
                     raise NotFound("there is nothing at this path")
                 if request.method.upper() not in allowed:
