@@ -9,6 +9,7 @@
     │   ├── NotFound             a referenced row does not exist in the caller's org
     │   ├── Unauthorized         no credentials, or credentials that do not verify
     │   └── Conflict             the request clashes with the current state of a row
+    │       └── HandoffRefused   a handoff that is not the next link of its run's chain
     ├── InternalError            our fault: the caller cannot fix it, a fix of ours can
     │   ├── ConfigError          a setting is missing or malformed (names the variable)
     │   ├── TemplateError        a prompt template and its variables disagree (names both)
@@ -140,6 +141,13 @@ class Conflict(CallerError):
     """The request clashes with the current state (e.g. an item already decided; HTTP 409)."""
 
     code = "conflict"
+
+
+class HandoffRefused(Conflict):
+    """A handoff for a contact outside its run's campaign, or before the step it follows is
+    done (``colony.flows.specialist``): forged or misrouted, never worth a retry."""
+
+    code = "handoff_refused"
 
 
 class TransportUnavailable(UpstreamError):
