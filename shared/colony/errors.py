@@ -8,6 +8,7 @@
     │   ├── OrgScopeError        no org, or an org that is not the caller's (CONST-003)
     │   ├── NotFound             a referenced row does not exist in the caller's org
     │   ├── Unauthorized         no credentials, or credentials that do not verify
+    │   ├── RateLimited          too many requests of a kind in a window; later may work
     │   └── Conflict             the request clashes with the current state of a row
     │       └── HandoffRefused   a handoff that is not the next link of its run's chain
     ├── InternalError            our fault: the caller cannot fix it, a fix of ours can
@@ -135,6 +136,16 @@ class Unauthorized(CallerError):
     """Missing, malformed, expired or unverifiable credentials (HTTP 401)."""
 
     code = "unauthorized"
+
+
+class RateLimited(CallerError):
+    """Too many requests of one kind in a window (HTTP 429, with Retry-After)."""
+
+    code = "rate_limited"
+
+    def __init__(self, message: str, *, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 class Conflict(CallerError):
