@@ -177,6 +177,7 @@ END
 $$;
 """
 
+
 def migrations(dim: int) -> list[Migration]:
     """The ordered migration list; ``dim`` sizes the embedding column."""
     if not isinstance(dim, int) or not 1 <= dim <= 16000:
