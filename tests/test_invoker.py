@@ -32,7 +32,8 @@ from cryptography.x509.oid import NameOID
 from colony.errors import ConfigError
 from colony.local.functions import FunctionServers
 from colony.registry.functions import FUNCTIONS
-from colony.runtime.edge import http_json, pubsub_handler
+from colony.runtime.edge import pubsub_handler
+from colony.runtime.edge.invoker import invoker_only
 from colony.store import fetch_all
 from tests.conftest import APP_ROLE, PgDB
 
@@ -256,6 +257,6 @@ def test_every_internal_function_refuses_a_caller_without_the_token(
 
 def test_only_internal_functions_can_require_the_invoker() -> None:
     with pytest.raises(ConfigError, match="public"):
-        http_json(internal="chat")(lambda request: {})
+        invoker_only("chat")
     with pytest.raises(ConfigError, match="public"):
         pubsub_handler("approval", lambda event, event_id: None)

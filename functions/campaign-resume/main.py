@@ -8,10 +8,11 @@ import functions_framework
 
 from colony.runtime.deps import deps
 from colony.runtime.edge import JsonRequest, http_json
+from colony.runtime.edge.invoker import invoker_only
 
 
 @functions_framework.http
-@http_json(internal="campaign-resume")  # only the invoker (OIDC) may call it
+@http_json(caller=invoker_only("campaign-resume"))  # Cloud Tasks / Scheduler, by OIDC
 def handle(request: JsonRequest) -> dict[str, Any]:
     # lazy: the flow and its task model load on the first request
     from colony.contracts.events import CampaignResume

@@ -14,10 +14,11 @@ import functions_framework
 from colony.runtime.compose.model import parts
 from colony.runtime.deps import deps
 from colony.runtime.edge import JsonRequest, http_json
+from colony.runtime.edge.invoker import invoker_only
 
 
 @functions_framework.http
-@http_json(internal="daily-brief")  # only the invoker (OIDC) may call it
+@http_json(caller=invoker_only("daily-brief"))  # Cloud Tasks / Scheduler, by OIDC
 def handle(request: JsonRequest) -> dict[str, Any]:
     # lazy: the flow load on the first request
     from colony.flows.brief import BriefRequest, daily_brief

@@ -9,6 +9,7 @@ import functions_framework
 from colony.runtime.compose.knowledge import parts
 from colony.runtime.deps import deps
 from colony.runtime.edge import JsonRequest, http_json
+from colony.runtime.edge.invoker import invoker_only
 
 if TYPE_CHECKING:
     from colony.ports import NotionClient
@@ -17,7 +18,7 @@ _notion: NotionClient | None = None
 
 
 @functions_framework.http
-@http_json(internal="reembed")  # only the invoker (OIDC) may call it
+@http_json(caller=invoker_only("reembed"))  # Cloud Tasks / Scheduler, by OIDC
 def handle(request: JsonRequest) -> dict[str, Any]:
     # lazy: the Notion client (httpx) and the flow load on the first request
     from colony.adapters.notion import notion_from_settings

@@ -24,8 +24,6 @@ from colony.errors import (
 from colony.observability import logs
 from colony.observability.sentry import error_scope
 from colony.observability.telemetry import flush_telemetry
-from colony.runtime.deps import deps
-from colony.runtime.edge.invoker import internal_function, require_invoker
 from colony.runtime.edge.responses import (
     BadJson,
     MethodNotAllowed,
@@ -94,6 +92,7 @@ def _read_json(request: flask.Request) -> Any:
 
 
 JsonHandler = Callable[[JsonRequest], Any]
+CallerCheck = Callable[[Headers], object]  # raises (e.g. Unauthorized) to refuse a request
 HttpFunction = Callable[[flask.Request], WerkzeugResponse]
 
 
@@ -104,7 +103,7 @@ def http_json(
     *,
     methods: Sequence[str] = ...,
     paths: Sequence[str] | None = ...,
-    internal: str | None = ...,
+    caller: CallerCheck | None = ...,
 ) -> Callable[[JsonHandler], HttpFunction]: ...
 def http_json(
     handler: JsonHandler | None = None,
@@ -112,7 +111,7 @@ def http_json(
     *,
     methods: Sequence[str] = ("POST",),
     paths: Sequence[str] | None = ("/",),
-    internal: str | None = None,
+    caller: CallerCheck | None = None,
 ) -> HttpFunction | Callable[[JsonHandler], HttpFunction]:
     """Turn ``handler(JsonRequest)`` into a functions-framework HTTP function.
 
@@ -120,18 +119,16 @@ def http_json(
     ready ``flask.Response`` (e.g. a stream or redirect), or None (204). Requests outside
     ``methods`` get 405, outside ``paths`` (exact, trailing slash ignored; None: any) 404.
     A body must be ``application/json`` (else 415) and parse (else 400 ``bad_json``).
-    Authentication is the handler's first line (``colony.runtime.auth``), except for an
-    ``internal`` function (a Cloud Tasks or Scheduler target, by its registry name): there
-    the invoker's Google OIDC token is verified before anything else
-    (``colony.runtime.edge.invoker``; 401 JSON without it, nothing read or run).
+    Authentication is the handler's first line (``colony.runtime.auth``), or ``caller``:
+    a check of the request's headers run before anything else, e.g. a Cloud Tasks or
+    Scheduler target's ``caller=invoker_only("<name>")`` (``colony.runtime.edge.invoker``:
+    the invoker's Google OIDC token, else 401 JSON with nothing read or run).
 
     Log lines name the function by ``K_SERVICE`` (set by Cloud Run, and by the local servers).
     Telemetry is flushed before the response is returned, or when a streamed one ends.
     """
     allowed = tuple(m.upper() for m in methods)
     routes = None if paths is None else {_normalise_path(p) for p in paths}
-    if internal is not None:
-        internal_function(internal)
 
     def decorate(fn: JsonHandler) -> HttpFunction:
         install_on_current_app()
@@ -142,8 +139,8 @@ def http_json(
         def respond(request: flask.Request) -> WerkzeugResponse:
             path = _normalise_path(request.path)
             try:
-                if internal is not None:
-                    require_invoker(internal, request.headers, deps().settings)
+                if caller is not None:
+                    caller(request.headers)
                 if routes is not None and path not in routes:
                     raise NotFound("there is nothing at this path")
                 if request.method.upper() not in allowed:

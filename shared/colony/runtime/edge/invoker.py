@@ -6,8 +6,9 @@ account (terraform ``google_service_account.invoker``, ``COLONY_INVOKER_SERVICE_
 audience is the function's URL (``COLONY_FUNCTION_URLS[name]``, the URL terraform and the Cloud
 Tasks transport put in the token). IAM already refuses other callers; this module refuses them
 again before a body is read or a flow runs, so a mis-set ingress or a stray ``run.invoker``
-grant does not open the function. ``pubsub_handler`` and ``http_json(internal=...)`` both call
-``require_invoker``: one mechanism, not one per function.
+grant does not open the function. ``pubsub_handler`` and ``http_json(caller=invoker_only(name))``
+both call ``require_invoker``: one mechanism, not one per function. (Only they import this
+module, so a webhook's bundle does not carry PyJWT.)
 
 Locally (``COLONY_ENV=local``) the emulators and the local transport attach no token, and none
 is needed (``colony.runtime.auth.verify_google_oidc``).
@@ -15,12 +16,13 @@ is needed (``colony.runtime.auth.verify_google_oidc``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from colony.errors import ConfigError
 from colony.observability.logs import Headers
 from colony.registry.functions import function as registered_function
+from colony.runtime.deps import deps
 
 if TYPE_CHECKING:
     from colony.settings import Settings
@@ -32,6 +34,17 @@ def internal_function(name: str) -> str:
     if registered_function(name).public:
         raise ConfigError(f"function {name!r} is public: it cannot require the OIDC invoker")
     return name
+
+
+def invoker_only(name: str) -> Callable[[Headers], object]:
+    """``http_json``'s ``caller`` check for internal HTTP function ``name`` (a Cloud Tasks or
+    Scheduler target): ``require_invoker`` against this process's settings."""
+    internal_function(name)
+
+    def check(headers: Headers) -> object:
+        return require_invoker(name, headers, deps().settings)
+
+    return check
 
 
 def require_invoker(name: str, headers: Headers, settings: Settings) -> Mapping[str, Any] | None:
