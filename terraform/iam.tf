@@ -10,9 +10,10 @@ resource "google_service_account" "function" {
 }
 
 # The identity whose OIDC tokens Pub/Sub push, Cloud Tasks and Cloud Scheduler present to the
-# internal functions (COLONY_INVOKER_SERVICE_ACCOUNT: the code accepts no other caller).
+# internal functions (COLONY_INVOKER_SERVICE_ACCOUNT: the code accepts no other caller, see
+# colony.runtime.edge.invoker). Its id comes from the registry (INVOKER_ACCOUNT).
 resource "google_service_account" "invoker" {
-  account_id   = "colony-invoker"
+  account_id   = var.invoker_account_id
   display_name = "Colony internal invoker (Pub/Sub push, Cloud Tasks, Scheduler)"
 }
 

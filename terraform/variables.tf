@@ -162,6 +162,11 @@ variable "dead_letter_topic" {
   type        = string
 }
 
+variable "invoker_account_id" {
+  description = "colony.registry.functions.INVOKER_ACCOUNT: the account whose OIDC tokens internal functions accept."
+  type        = string
+}
+
 variable "queues" {
   description = "colony.registry.functions.QUEUES."
   type = map(object({

@@ -17,7 +17,14 @@ from typing import Any
 import hcl2
 
 from colony.deploy import tfvars
-from colony.registry.functions import DEAD_LETTER_TOPIC, FUNCTIONS, QUEUES, TOPICS, pool_size
+from colony.registry.functions import (
+    DEAD_LETTER_TOPIC,
+    FUNCTIONS,
+    INVOKER_ACCOUNT,
+    QUEUES,
+    TOPICS,
+    pool_size,
+)
 from colony.settings import SECRETS, Settings
 
 REPO = Path(__file__).resolve().parents[1]
@@ -342,6 +349,23 @@ def test_internal_functions_are_invoked_only_by_the_invoker() -> None:
     public = {n for n, f in registry()["functions"].items() if f["public"]}
     assert public and all(FUNCTIONS[n].trigger == "http" for n in public)
     assert not public & {n for n, f in FUNCTIONS.items() if f.trigger == "pubsub"}
+
+
+def test_the_invoker_terraform_creates_is_the_one_the_code_checks() -> None:
+    """Its id is the registry's; its email is COLONY_INVOKER_SERVICE_ACCOUNT; every OIDC token
+    terraform configures is the invoker's, for the function's own URL, which is the audience
+    the code expects (COLONY_FUNCTION_URLS is the same local.function_urls)."""
+    assert registry()["invoker_account_id"] == INVOKER_ACCOUNT
+    account = parsed()["google_service_account"]["invoker"]
+    assert account["account_id"] == "${var.invoker_account_id}"
+    env = local_values()["function_env"]
+    assert env["COLONY_INVOKER_SERVICE_ACCOUNT"] == "${google_service_account.invoker.email}"
+    assert env["COLONY_FUNCTION_URLS"] == "${jsonencode(local.function_urls)}"
+    push = block(block(parsed()["google_pubsub_subscription"]["push"], "push_config"), "oidc_token")
+    assert push == {
+        "service_account_email": "${google_service_account.invoker.email}",
+        "audience": "${local.function_urls[each.key]}",
+    }
 
 
 def test_every_function_that_decides_approvals_may_publish_what_the_appliers_publish() -> None:

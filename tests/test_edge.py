@@ -73,13 +73,15 @@ def api(req):
 
 PUBSUB_SOURCE = """
 from colony.runtime.edge import MemoryRejections, pubsub_handler
+from colony.settings import Settings
 
 ERROR = None
 CALLS = []
 RECORDER = MemoryRejections()
+SETTINGS = Settings()  # local: no OIDC token needed (tests/test_invoker.py checks them)
 
 
-@pubsub_handler("campaign", recorder=lambda: RECORDER)
+@pubsub_handler("campaign", recorder=lambda: RECORDER, config=lambda: SETTINGS)
 def on_event(event, event_id):
     CALLS.append((event, event_id))
     if ERROR is not None:

@@ -58,13 +58,15 @@ PUBSUB_SOURCE = """
 import logging
 
 from colony.runtime.edge import MemoryRejections, pubsub_handler
+from colony.settings import Settings
 from colony.runtime.steps import step
 
 DB = []  # set by the test
 RECORDER = MemoryRejections()
+SETTINGS = Settings()  # local: no OIDC token needed (tests/test_invoker.py checks them)
 
 
-@pubsub_handler("campaign", recorder=lambda: RECORDER)
+@pubsub_handler("campaign", recorder=lambda: RECORDER, config=lambda: SETTINGS)
 def on_event(event, event_id):
     logging.getLogger("colony.flows.test").info("starting %s", event.run_id)
     if DB:

@@ -64,12 +64,14 @@ def api(req):
 
 PUBSUB_SOURCE = """
 from colony.runtime.edge import MemoryRejections, pubsub_handler
+from colony.settings import Settings
 
 WORK = []
 RECORDER = MemoryRejections()
+SETTINGS = Settings()  # local: no OIDC token needed (tests/test_invoker.py checks them)
 
 
-@pubsub_handler("campaign", recorder=lambda: RECORDER)
+@pubsub_handler("campaign", recorder=lambda: RECORDER, config=lambda: SETTINGS)
 def on_event(event, event_id):
     WORK[0]()
 """

@@ -8,20 +8,17 @@ import functions_framework
 
 from colony.runtime.deps import deps
 from colony.runtime.edge import JsonRequest, http_json
+from colony.runtime.edge.invoker import invoker_only
 
 
 @functions_framework.http
-@http_json
+@http_json(caller=invoker_only("campaign-resume"))  # Cloud Tasks / Scheduler, by OIDC
 def handle(request: JsonRequest) -> dict[str, Any]:
-    # lazy: the flow, its task model and OIDC (PyJWT) load on the first request
+    # lazy: the flow and its task model load on the first request
     from colony.contracts.events import CampaignResume
     from colony.flows import campaign
-    from colony.runtime.auth import verify_google_oidc
 
     d = deps()
-    verify_google_oidc(
-        request.authorization, d.settings.function_urls.get("campaign-resume", ""), d.settings
-    )
     event = request.parse(CampaignResume)
     task = request.headers.get("X-CloudTasks-TaskName") or f"manual-{event.campaign_id}"
     return campaign.resume(d, event, task)

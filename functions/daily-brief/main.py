@@ -14,18 +14,15 @@ import functions_framework
 from colony.runtime.compose.model import parts
 from colony.runtime.deps import deps
 from colony.runtime.edge import JsonRequest, http_json
+from colony.runtime.edge.invoker import invoker_only
 
 
 @functions_framework.http
-@http_json
+@http_json(caller=invoker_only("daily-brief"))  # Cloud Tasks / Scheduler, by OIDC
 def handle(request: JsonRequest) -> dict[str, Any]:
-    # lazy: the flow and OIDC (PyJWT, cryptography) load on the first request
+    # lazy: the flow load on the first request
     from colony.flows.brief import BriefRequest, daily_brief
-    from colony.runtime.auth import verify_google_oidc
 
     d = deps(parts)
-    verify_google_oidc(
-        request.authorization, d.settings.function_urls.get("daily-brief", ""), d.settings
-    )
     body = request.parse(BriefRequest)
     return daily_brief(d, body.org_id, body.brief_date)

@@ -9,6 +9,7 @@ import functions_framework
 from colony.runtime.compose.knowledge import parts
 from colony.runtime.deps import deps
 from colony.runtime.edge import JsonRequest, http_json
+from colony.runtime.edge.invoker import invoker_only
 
 if TYPE_CHECKING:
     from colony.ports import NotionClient
@@ -17,19 +18,15 @@ _notion: NotionClient | None = None
 
 
 @functions_framework.http
-@http_json
+@http_json(caller=invoker_only("reembed"))  # Cloud Tasks / Scheduler, by OIDC
 def handle(request: JsonRequest) -> dict[str, Any]:
-    # lazy: the Notion client (httpx), the flow and OIDC load on the first request
+    # lazy: the Notion client (httpx) and the flow load on the first request
     from colony.adapters.notion import notion_from_settings
     from colony.contracts.events import NotionReembed
     from colony.flows.notion_reembed import reembed
-    from colony.runtime.auth import verify_google_oidc
 
     global _notion
     d = deps(parts)
-    verify_google_oidc(
-        request.authorization, d.settings.function_urls.get("reembed", ""), d.settings
-    )
     job = request.parse(NotionReembed)
     if _notion is None:
         _notion = notion_from_settings(d.settings)

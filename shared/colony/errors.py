@@ -8,7 +8,9 @@
     │   ├── OrgScopeError        no org, or an org that is not the caller's (CONST-003)
     │   ├── NotFound             a referenced row does not exist in the caller's org
     │   ├── Unauthorized         no credentials, or credentials that do not verify
+    │   ├── RateLimited          too many requests of a kind in a window; later may work
     │   └── Conflict             the request clashes with the current state of a row
+    │       └── HandoffRefused   a handoff that is not the next link of its run's chain
     ├── InternalError            our fault: the caller cannot fix it, a fix of ours can
     │   ├── ConfigError          a setting is missing or malformed (names the variable)
     │   ├── TemplateError        a prompt template and its variables disagree (names both)
@@ -143,10 +145,27 @@ class Unauthorized(CallerError):
     code = "unauthorized"
 
 
+class RateLimited(CallerError):
+    """Too many requests of one kind in a window (HTTP 429, with Retry-After)."""
+
+    code = "rate_limited"
+
+    def __init__(self, message: str, *, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 class Conflict(CallerError):
     """The request clashes with the current state (e.g. an item already decided; HTTP 409)."""
 
     code = "conflict"
+
+
+class HandoffRefused(Conflict):
+    """A handoff for a contact outside its run's campaign, or before the step it follows is
+    done (``colony.flows.specialist``): forged or misrouted, never worth a retry."""
+
+    code = "handoff_refused"
 
 
 class TransportUnavailable(UpstreamError):

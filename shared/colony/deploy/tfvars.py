@@ -16,6 +16,7 @@ from colony.errors import ConfigError
 from colony.registry.functions import (
     DEAD_LETTER_TOPIC,
     FUNCTIONS,
+    INVOKER_ACCOUNT,
     QUEUES,
     TOPICS,
     Function,
@@ -85,8 +86,8 @@ def _function(function: Function) -> dict[str, Any]:
 def registry_tfvars() -> dict[str, Any]:
     """Everything terraform iterates over, as plain JSON values."""
     accounts = [account_id(name) for name in FUNCTIONS]
-    if len(set(accounts)) != len(accounts):
-        raise ConfigError("two functions would share a service account id; rename one")
+    if len(set(accounts)) != len(accounts) or INVOKER_ACCOUNT in accounts:
+        raise ConfigError("two accounts (functions, the invoker) would share an id; rename one")
     return {
         "functions": {name: _function(f) for name, f in sorted(FUNCTIONS.items())},
         "topics": {
@@ -94,6 +95,7 @@ def registry_tfvars() -> dict[str, Any]:
             for name, t in sorted(TOPICS.items())
         },
         "dead_letter_topic": DEAD_LETTER_TOPIC,
+        "invoker_account_id": INVOKER_ACCOUNT,
         "queues": {
             name: {
                 "purpose": q.purpose,

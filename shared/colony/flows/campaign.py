@@ -42,6 +42,31 @@ HINTS: dict[str, list[str]] = {
 }
 
 
+# The chain each contact of a run goes through, as durable steps: AGT-002's anti-ICP filter
+# (one step per run), then each specialist's step per contact, then ``done:<contact>``, which
+# counts it. A handoff to a specialist is accepted only when the step it follows is done
+# (``colony.flows.specialist``): it is the next link of a chain this module started.
+ANTI_ICP_STEP = "anti_icp"
+STEPS: dict[str, str] = {"AGT-003": "enrich", "AGT-004": "qualify", "AGT-005": "message"}
+FOLLOWS: dict[str, str] = {"AGT-004": "AGT-003", "AGT-005": "AGT-004"}  # AGT-003: anti_icp
+
+
+def step_key(agent_id: str, contact_id: str) -> str:
+    """The durable step specialist ``agent_id`` runs for one contact of a run."""
+    return f"{STEPS[agent_id]}:{contact_id}"
+
+
+def previous_step_key(agent_id: str, contact_id: str) -> str:
+    """The step that must be done before a handoff of ``contact_id`` to ``agent_id``."""
+    before = FOLLOWS.get(agent_id)
+    return step_key(before, contact_id) if before else ANTI_ICP_STEP
+
+
+def done_key(contact_id: str) -> str:
+    """The step that counts a contact's chain as finished, once."""
+    return f"done:{contact_id}"
+
+
 # ─── campaign set-up (used by the CLI, chat tools and tests) ────────────────────────────
 
 
@@ -121,7 +146,7 @@ def start(deps: FlowDeps, event: CampaignStart, event_id: str) -> dict[str, Any]
         for contact_id, rule_ids in output["disqualified"].items():
             campaigns.set_score(cur, contact_id, 0, rule_ids, "disqualify")
 
-    filtered = step(deps.db, org, run_id, "anti_icp", anti_icp, record_scores)
+    filtered = step(deps.db, org, run_id, ANTI_ICP_STEP, anti_icp, record_scores)
     disqualified = filtered["disqualified"]
     for contact in contacts:
         if contact["id"] in disqualified:
@@ -166,7 +191,7 @@ def contact_done(deps: FlowDeps, org: str, run_id: str, contact_id: str, outcome
         deps.db,
         org,
         run_id,
-        f"done:{contact_id}",
+        done_key(contact_id),
         lambda: {"outcome": outcome},
         lambda cur, _: campaigns.contact_done(cur, run_id),
     )

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from colony.contracts import HandoffEnvelope
-from colony.flows.campaign import as_prospect, handoff
+from colony.flows.campaign import as_prospect, handoff, step_key
 from colony.flows.deps import FlowDeps
 from colony.flows.specialist import assembly_request, handle_handoff, load_contact
 from colony.llm.agent_call import call_agent
@@ -35,6 +35,6 @@ def _enrich(
         extra = {"summary": output["summary"], "persona": output.get("persona")}
         campaigns.add_enrichment(cur, contact_id, extra)
 
-    step(deps.db, org, run_id, f"enrich:{contact_id}", compute, apply)
+    step(deps.db, org, run_id, step_key("AGT-003", contact_id), compute, apply)
     handoff(deps, org, campaign, run_id, contact_id, "AGT-004")
     return "enriched"

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from colony.contracts import HandoffEnvelope
-from colony.flows.campaign import as_prospect, contact_done
+from colony.flows.campaign import as_prospect, contact_done, step_key
 from colony.flows.deps import FlowDeps
 from colony.flows.specialist import assembly_request, handle_handoff, load_contact
 from colony.llm.agent_call import call_agent
@@ -76,6 +76,6 @@ def _message(
             cur, org, "outbound_message", "AGT-005", payload, subject_id=contact_id, run_id=run_id
         )
 
-    step(deps.db, org, run_id, f"message:{contact_id}", compute, apply)
+    step(deps.db, org, run_id, step_key("AGT-005", contact_id), compute, apply)
     contact_done(deps, org, run_id, contact_id, "message_queued")
     return "message_queued"

@@ -20,7 +20,7 @@ import json
 from typing import Any
 
 from colony.contracts.events import NotionReembed
-from colony.errors import ConfigError, ValidationFailed
+from colony.errors import ConfigError, RateLimited, ValidationFailed
 from colony.flows.deps import FlowDeps
 from colony.flows.notion_pages import domain_for
 from colony.registry.functions import NOTION_REEMBED_QUEUE
@@ -30,6 +30,12 @@ from colony.store import notion
 from colony.webhooks import compact_id, verify_signature
 
 HANDLER = "notion-webhook"
+# The handshake is unauthenticated (Notion sends it before there is a secret to sign with), so
+# what it may write is bounded: this many per window are stored, the rest answered 429, and
+# only the newest HANDSHAKES_KEPT are kept (store.notion; the database clamps both).
+HANDSHAKES_PER_WINDOW = 5
+HANDSHAKE_WINDOW_SECONDS = 3600
+HANDSHAKES_KEPT = 20
 BURST_WINDOW_SECONDS = 5  # a page's events received within one window share one task
 SETTLE_SECONDS = 1.0  # the task runs this long after its window closes
 # Events that change what a page says (or whether it exists); others (comments, views...)
@@ -115,7 +121,19 @@ def _verification(deps: FlowDeps, token: Any) -> dict[str, Any]:
     if not isinstance(token, str) or not 1 <= len(token) <= 200:
         raise ValidationFailed("verification_token must be a short string")
     with deps.db.transaction(None) as cur:
-        notion.add_verification(cur, token)
+        stored = notion.add_verification(
+            cur,
+            token,
+            deps.clock(),
+            per_window=HANDSHAKES_PER_WINDOW,
+            window_seconds=HANDSHAKE_WINDOW_SECONDS,
+            keep=HANDSHAKES_KEPT,
+        )
+    if not stored:
+        raise RateLimited(
+            "too many verification handshakes; try again later",
+            retry_after=HANDSHAKE_WINDOW_SECONDS,
+        )
     return {"status": "verification_received"}
 
 

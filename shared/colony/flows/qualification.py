@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from colony.contracts import HandoffEnvelope
-from colony.flows.campaign import as_prospect, contact_done, handoff
+from colony.flows.campaign import as_prospect, contact_done, handoff, step_key
 from colony.flows.deps import FlowDeps
 from colony.flows.specialist import assembly_request, handle_handoff, load_contact
 from colony.llm.agent_call import call_agent
@@ -56,7 +56,7 @@ def _qualify(
             output["recommendation"],
         )
 
-    score = step(deps.db, org, run_id, f"qualify:{contact_id}", compute, apply)
+    score = step(deps.db, org, run_id, step_key("AGT-004", contact_id), compute, apply)
     if score["recommendation"] != "qualify":
         contact_done(deps, org, run_id, contact_id, "not_qualified")
         return "not_qualified"

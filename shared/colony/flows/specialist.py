@@ -13,8 +13,8 @@ from typing import Any
 from colony.context.assembler import AssemblyRequest
 from colony.contracts import HandoffEnvelope, IcpDefinition, OrgContext
 from colony.contracts.events import Handoff
-from colony.errors import CallerError, NotFound, OutputInvalid, ValidationFailed
-from colony.flows.campaign import contact_done
+from colony.errors import CallerError, HandoffRefused, NotFound, OutputInvalid, ValidationFailed
+from colony.flows.campaign import contact_done, done_key, previous_step_key, step_key
 from colony.flows.deps import FlowDeps
 from colony.knowledge.exemplars import hinted_domains, to_exemplars
 from colony.registry.agents import AGENTS, agent_by_slug
@@ -31,7 +31,14 @@ Work = Callable[[FlowDeps, str, Row, str, str, HandoffEnvelope], str]
 def handle_handoff(
     deps: FlowDeps, event: Any, event_id: str, agent_id: str, work: Work
 ) -> dict[str, Any]:
-    """Run ``work`` for each contact of a handoff to ``agent_id``, once per event."""
+    """Run ``work`` for each contact of a handoff to ``agent_id``, once per event.
+
+    Only the next link of a chain AGT-002 started is accepted: the run must be one of the
+    event's campaign and each contact one of that campaign whose step before ``agent_id``'s
+    is done in the run (and whose chain is not already counted). Anything else is
+    ``HandoffRefused`` before any step is claimed or model called, and the run's count is
+    untouched: a forged handoff cannot finish a run or draft for a stranger.
+    """
     if not isinstance(event, Handoff):
         raise ValidationFailed(f"expected a handoff, got {type(event).__name__}")
     org, envelope = event.org_id, event.envelope
@@ -46,6 +53,9 @@ def handle_handoff(
         campaign = campaigns.get(cur, event.campaign_id)
     if run is None or campaign is None:
         raise NotFound(f"run {run_id!r} or its campaign does not exist in this org")
+    if run["campaign_id"] != campaign["id"]:
+        raise HandoffRefused(f"run {run_id!r} is not a run of campaign {campaign['id']!r}")
+    _check_chain(deps, org, campaign["id"], run_id, agent_id, envelope.entity_ids)
     if run["status"] != "running":
         # Paused (CONST-005) or finished: no new work. Resume re-dispatches what is left.
         idempotency.mark(deps.db, org, handler, event_id, detail=f"skipped: run {run['status']}")
@@ -66,6 +76,31 @@ def handle_handoff(
         deps.faults.check(f"{handler}.after_step", event_id)
     idempotency.mark(deps.db, org, handler, event_id)
     return {"results": results}
+
+
+def _check_chain(
+    deps: FlowDeps, org: str, campaign_id: str, run_id: str, agent_id: str, contacts: list[str]
+) -> None:
+    with deps.db.transaction(org) as cur:
+        for contact_id in contacts:
+            shown = repr(contact_id[:64])
+            standing = campaigns.handoff_standing(
+                cur,
+                campaign_id,
+                run_id,
+                contact_id,
+                previous_key=previous_step_key(agent_id, contact_id),
+                own_key=step_key(agent_id, contact_id),
+                done_key=done_key(contact_id),
+            )
+            if not standing["member"]:
+                raise HandoffRefused(f"contact {shown} is not in campaign {campaign_id!r}")
+            if standing["previous"] != "done":
+                raise HandoffRefused(
+                    f"contact {shown} has not finished the step before {agent_id} in this run"
+                )
+            if standing["finished"] == "done" and standing["own"] != "done":
+                raise HandoffRefused(f"contact {shown} has already finished this run")
 
 
 def load_contact(deps: FlowDeps, org: str, contact_id: str) -> Row:

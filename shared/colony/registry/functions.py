@@ -96,6 +96,13 @@ DEAD_LETTER_TOPIC = "colony-dead-letter"
 CAMPAIGN_RESUME_QUEUE = "colony-campaign-resume"
 NOTION_REEMBED_QUEUE = "colony-notion-reembed"
 
+# The one service account whose Google OIDC tokens Pub/Sub push, Cloud Tasks and Cloud
+# Scheduler present to the functions not marked ``public`` (terraform creates it from this id;
+# its email reaches the code as COLONY_INVOKER_SERVICE_ACCOUNT). Those functions accept no other
+# caller, in IAM (roles/run.invoker) and in code (colony.runtime.edge.invoker), and the token's
+# audience is the function's own URL (COLONY_FUNCTION_URLS).
+INVOKER_ACCOUNT = "colony-invoker"
+
 TOPICS: dict[str, Topic] = {
     t.name: t
     for t in (

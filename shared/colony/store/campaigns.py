@@ -92,6 +92,16 @@ UPDATE outbox SET status = 'queued', updated_at = now()
 WHERE campaign_id = %s AND status = 'blocked'
 """
 # FOR SHARE: a breaker pause cannot commit between this read and the outbox insert.
+# Where one contact of a handoff stands in its run (colony.flows.specialist): whether it is a
+# contact of the run's campaign, and the status of the step the handoff follows, of the
+# agent's own step and of the contact's ``done:`` step (NULL: never claimed). One round trip.
+HANDOFF_STANDING = """
+SELECT EXISTS (SELECT 1 FROM campaign_contacts WHERE campaign_id = %s AND contact_id = %s)
+           AS member,
+       (SELECT status FROM run_steps WHERE run_id = %s AND step_key = %s) AS previous,
+       (SELECT status FROM run_steps WHERE run_id = %s AND step_key = %s) AS own,
+       (SELECT status FROM run_steps WHERE run_id = %s AND step_key = %s) AS finished
+"""
 STATUS_FOR_SHARE = "SELECT status FROM campaigns WHERE id = %s FOR SHARE"
 PAUSE_STATE = "SELECT status, paused_at FROM campaigns WHERE id = %s"
 # The ``done:<contact id>`` durable steps (``colony.flows.campaign.contact_done``) of runs.
@@ -180,6 +190,23 @@ def contact_done(cur: Any, run_id: str) -> None:
 def complete_if_done(cur: Any, run_id: str) -> None:
     """Complete a running run whose contacts are all counted (e.g. none needed any work)."""
     cur.execute(COMPLETE_IF_DONE, (run_id,))
+
+
+def handoff_standing(
+    cur: Any,
+    campaign_id: str,
+    run_id: str,
+    contact_id: str,
+    *,
+    previous_key: str,
+    own_key: str,
+    done_key: str,
+) -> Row:
+    """``member`` (bool) and the ``previous``, ``own`` and ``finished`` step statuses."""
+    params = (campaign_id, contact_id, run_id, previous_key, run_id, own_key, run_id, done_key)
+    row = fetch_one(cur, HANDOFF_STANDING, params)
+    assert row is not None  # a SELECT without FROM always yields its one row
+    return row
 
 
 def done_steps(cur: Any, run_ids: Sequence[str]) -> list[Row]:

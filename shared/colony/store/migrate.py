@@ -55,7 +55,9 @@ def ensure_app_role_grants(conn: pg8000.dbapi.Connection, role: str) -> None:
         f"REVOKE SELECT, UPDATE, DELETE ON rejected_deliveries FROM {role};"
         # Notion handshake tokens become signing secrets: written by the webhook, read only
         # by the operator (owner role); no org owns them, so RLS cannot scope them.
-        f"REVOKE SELECT, UPDATE, DELETE ON notion_verifications FROM {role};"
+        # It writes them only through record_notion_verification (migration 0014), which
+        # bounds how many are kept and how fast they may come: no INSERT around it.
+        f"REVOKE SELECT, INSERT, UPDATE, DELETE ON notion_verifications FROM {role};"
         # The audit log is append-only for the application (issue 14): history is never
         # rewritten by the code it records.
         f"REVOKE UPDATE, DELETE, TRUNCATE ON audit_log FROM {role};"

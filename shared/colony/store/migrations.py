@@ -206,6 +206,29 @@ def _rls(table: str, key: str = "org_id") -> str:
     )
 
 
+_BOUNDED_HANDSHAKES = """
+CREATE INDEX notion_verifications_received ON notion_verifications (received_at);
+CREATE FUNCTION record_notion_verification(
+    token text, at timestamptz, per_window integer, window_seconds integer, keep integer
+) RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, public AS $$
+BEGIN
+    PERFORM pg_advisory_xact_lock(7243502);
+    IF (SELECT count(*) FROM notion_verifications
+        WHERE received_at > at - make_interval(secs => least(greatest(window_seconds, 1), 86400))
+          AND received_at <= at) >= least(greatest(per_window, 1), 100) THEN
+        RETURN false;
+    END IF;
+    INSERT INTO notion_verifications (verification_token, received_at) VALUES (token, at);
+    DELETE FROM notion_verifications WHERE id NOT IN (
+        SELECT id FROM notion_verifications ORDER BY id DESC LIMIT least(greatest(keep, 1), 100)
+    );
+    RETURN true;
+END
+$$;
+"""
+
+
 def migrations(dim: int) -> list[Migration]:
     """The ordered migration list; ``dim`` sizes the embedding column."""
     if not isinstance(dim, int) or not 1 <= dim <= 16000:
@@ -294,5 +317,13 @@ def migrations(dim: int) -> list[Migration]:
             ");\n" + _rls("published_content") + _rls("deployment_kits"),
         ),
         Migration("0012_audit_log", _AUDIT_LOG + _rls("audit_log")),
+        # Bounded handshakes (issue 14): the Notion verification endpoint is unauthenticated,
+        # so what it may write is bounded here, in the one way in: at most ``per_window``
+        # handshakes per window are stored (false: refused, the caller answers 429) and only
+        # the newest ``keep`` rows are kept. Both bounds are clamped, so no argument lifts
+        # them. SECURITY DEFINER because the application role may neither read these tokens
+        # (they become signing secrets) nor insert around the bound (ensure_app_role_grants
+        # revokes both); an advisory lock makes concurrent handshakes count one at a time.
+        Migration("0014_bounded_notion_handshakes", _BOUNDED_HANDSHAKES),
         Migration("0016_sending", _SENDING + _rls("suppressions")),
     ]

@@ -7,6 +7,13 @@ HTTP functions wrap a handler with ``http_json``; Pub/Sub functions wrap a flow 
 ``{"error": {"code": "<snake_case>", "message": "<sentence>"}}`` — never HTML, never a
 traceback, never an exception's text unless it is one of our caller-facing messages.
 
+Every function the registry does not mark ``public`` accepts only the invoker's Google OIDC
+token (``invoker``: audience its own URL, issuer Google, email the invoker account; not
+locally): ``pubsub_handler`` checks it on every push before decoding, and a Cloud Tasks or
+Scheduler target passes ``http_json(caller=invoker_only(name))``. A refused caller gets 401
+JSON and nothing is run or stored (a refused push is not acknowledged either: a real message
+refused by a misconfiguration is redelivered and dead-lettered, never lost).
+
 Pub/Sub acknowledges any 2xx and redelivers on anything else, so ``pubsub_handler`` answers:
 
 - a delivery that can never succeed (not base64, not JSON, unknown kind, schema-invalid, no

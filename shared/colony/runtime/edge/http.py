@@ -92,6 +92,7 @@ def _read_json(request: flask.Request) -> Any:
 
 
 JsonHandler = Callable[[JsonRequest], Any]
+CallerCheck = Callable[[Headers], object]  # raises (e.g. Unauthorized) to refuse a request
 HttpFunction = Callable[[flask.Request], WerkzeugResponse]
 
 
@@ -99,7 +100,10 @@ HttpFunction = Callable[[flask.Request], WerkzeugResponse]
 def http_json(handler: JsonHandler, /) -> HttpFunction: ...
 @overload
 def http_json(
-    *, methods: Sequence[str] = ..., paths: Sequence[str] | None = ...
+    *,
+    methods: Sequence[str] = ...,
+    paths: Sequence[str] | None = ...,
+    caller: CallerCheck | None = ...,
 ) -> Callable[[JsonHandler], HttpFunction]: ...
 def http_json(
     handler: JsonHandler | None = None,
@@ -107,6 +111,7 @@ def http_json(
     *,
     methods: Sequence[str] = ("POST",),
     paths: Sequence[str] | None = ("/",),
+    caller: CallerCheck | None = None,
 ) -> HttpFunction | Callable[[JsonHandler], HttpFunction]:
     """Turn ``handler(JsonRequest)`` into a functions-framework HTTP function.
 
@@ -114,7 +119,10 @@ def http_json(
     ready ``flask.Response`` (e.g. a stream or redirect), or None (204). Requests outside
     ``methods`` get 405, outside ``paths`` (exact, trailing slash ignored; None: any) 404.
     A body must be ``application/json`` (else 415) and parse (else 400 ``bad_json``).
-    Authentication is the handler's first line (``colony.runtime.auth``).
+    Authentication is the handler's first line (``colony.runtime.auth``), or ``caller``:
+    a check of the request's headers run before anything else, e.g. a Cloud Tasks or
+    Scheduler target's ``caller=invoker_only("<name>")`` (``colony.runtime.edge.invoker``:
+    the invoker's Google OIDC token, else 401 JSON with nothing read or run).
 
     Log lines name the function by ``K_SERVICE`` (set by Cloud Run, and by the local servers).
     Telemetry is flushed before the response is returned, or when a streamed one ends.
@@ -131,6 +139,8 @@ def http_json(
         def respond(request: flask.Request) -> WerkzeugResponse:
             path = _normalise_path(request.path)
             try:
+                if caller is not None:
+                    caller(request.headers)
                 if routes is not None and path not in routes:
                     raise NotFound("there is nothing at this path")
                 if request.method.upper() not in allowed:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 import flask
 
-from colony.errors import CallerError, describe_validation
+from colony.errors import CallerError, Unauthorized, describe_validation
 from colony.observability import logs
 from colony.observability.sentry import error_scope
 from colony.observability.telemetry import flush_telemetry
@@ -24,6 +24,7 @@ from colony.registry.functions import function as registered_function
 from colony.registry.functions import topic as registered_topic
 from colony.runtime import delivery
 from colony.runtime.deps import deps
+from colony.runtime.edge.invoker import internal_function, require_invoker
 from colony.runtime.edge.responses import (
     error_reply,
     gcp_project,
@@ -37,6 +38,7 @@ from colony.runtime.edge.responses import (
 if TYPE_CHECKING:
     from colony.contracts.events import Event
     from colony.ports import Rejection, RejectionRecorder
+    from colony.settings import Settings
 
 logger = logging.getLogger("colony.runtime")
 
@@ -184,26 +186,39 @@ CloudEventFunction = Callable[[Any], None]
 
 @overload
 def pubsub_handler(
-    function_name: str, handle: Flow, *, recorder: Callable[[], RejectionRecorder] | None = ...
+    function_name: str,
+    handle: Flow,
+    *,
+    recorder: Callable[[], RejectionRecorder] | None = ...,
+    config: Callable[[], Settings] | None = ...,
 ) -> CloudEventFunction: ...
 @overload
 def pubsub_handler(
-    function_name: str, *, recorder: Callable[[], RejectionRecorder] | None = ...
+    function_name: str,
+    *,
+    recorder: Callable[[], RejectionRecorder] | None = ...,
+    config: Callable[[], Settings] | None = ...,
 ) -> Callable[[Flow], CloudEventFunction]: ...
 def pubsub_handler(
     function_name: str,
     handle: Flow | None = None,
     *,
     recorder: Callable[[], RejectionRecorder] | None = None,
+    config: Callable[[], Settings] | None = None,
 ) -> CloudEventFunction | Callable[[Flow], CloudEventFunction]:
     """Turn ``handle(event, event_id)`` into a functions-framework CloudEvent function.
 
     ``function_name`` is the registry name (``colony.registry.functions``); it also names the
     function's log lines. Rejections go to ``recorder()`` (default: ``deps().rejections``),
-    resolved only when one happens. Telemetry is flushed before the invocation returns.
+    resolved only when one happens. Every push must carry the invoker's Google OIDC token
+    (``colony.runtime.edge.invoker``; not locally), checked against ``config()`` (default:
+    ``deps().settings``) before anything is decoded. Telemetry is flushed before the
+    invocation returns.
     """
     spec = registered_function(function_name)
+    internal_function(function_name)  # every push function is called by Pub/Sub alone
     rejections = recorder or _default_rejections
+    settings = config or _settings
     limit = registered_topic(spec.topic).max_delivery_attempts if spec.topic else None
 
     def decorate(flow: Flow) -> CloudEventFunction:
@@ -244,11 +259,30 @@ def pubsub_handler(
             headers: logs.Headers = flask.request.headers if flask.has_request_context() else {}
             with logs.request_scope(function_name, project, headers):
                 try:
+                    refuse_unless_invoker(cloud_event, headers)
                     deliver(cloud_event)
                 finally:
                     flush_telemetry()
 
         return entry
+
+    def refuse_unless_invoker(cloud_event: Any, headers: logs.Headers) -> None:
+        """A push not carrying the invoker's OIDC token runs nothing and writes nothing: it
+        is answered 401 JSON, not acknowledged. A real Pub/Sub delivery refused (a config
+        mistake) is then redelivered with backoff and dead-lettered after the topic's
+        bounded attempts, kept for replay rather than lost; a forger just gets its 401. It
+        is not stored in ``rejected_deliveries``: an unauthenticated caller must not be able
+        to write rows; the WARNING line is its record."""
+        try:
+            require_invoker(function_name, headers, settings())
+        except Unauthorized as error:
+            logger.warning(
+                "%s refused a push (event %s) from an unverified caller: %s",
+                function_name,
+                _clip(_attribute(cloud_event, "id"), 64),
+                error,  # one of verify_google_oidc's fixed sentences: never the token
+            )
+            flask.abort(error_reply(error))
 
     def _reject(event_id: str | None, org_id: str | None, reason: str) -> None:
         code = reason.split(":", 1)[0]
@@ -262,3 +296,7 @@ def pubsub_handler(
 
 def _default_rejections() -> RejectionRecorder:
     return deps().rejections
+
+
+def _settings() -> Settings:
+    return deps().settings

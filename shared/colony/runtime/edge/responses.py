@@ -29,6 +29,7 @@ from colony.errors import (
     NotFound,
     OrgScopeError,
     ProviderUnavailable,
+    RateLimited,
     Unauthorized,
     UpstreamError,
     ValidationFailed,
@@ -73,6 +74,7 @@ _STATUS: tuple[tuple[type[ColonyError], int], ...] = (
     (MethodNotAllowed, 405),
     (Conflict, 409),
     (UnsupportedMediaType, 415),
+    (RateLimited, 429),
     (CallerError, 400),
     (InternalError, 500),
     (UpstreamError, 503),
@@ -123,6 +125,8 @@ def error_reply(error: BaseException) -> flask.Response:
         headers["WWW-Authenticate"] = "Bearer"
     if isinstance(error, MethodNotAllowed):
         headers["Allow"] = ", ".join(error.allow)
+    if isinstance(error, RateLimited):
+        headers["Retry-After"] = str(max(1, math.ceil(error.retry_after)))
     if isinstance(error, ProviderUnavailable) and error.retry_after:
         headers["Retry-After"] = str(max(1, math.ceil(error.retry_after)))
     return json_response(body, status, headers)
