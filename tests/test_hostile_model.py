@@ -131,15 +131,26 @@ def assert_no_system_role_data(model: HostileChatModel) -> None:
                 assert "Ignore previous instructions" not in message.content
 
 
-def assert_no_forged_boundary(model: HostileChatModel) -> None:
-    """Wherever planted text reached a prompt it sits inside a data block it cannot close:
-    the planted fake separator and fake role line never start a line of the prompt as sent."""
+def assert_no_forged_boundary(model: HostileChatModel, people_said: tuple[str, ...] = ()) -> None:
+    """Wherever planted text reached a prompt (but in what the person typed) it sits inside a
+    data block it cannot leave: between ``<<DATA b`` and ``<<END b>>`` of one random boundary
+    ``b``, with no ``<<`` of its own in between (a fake separator or role line stays data)."""
+    marker = "Ignore previous instructions"
     for request in model.requests:
         for message in request.messages:
-            lines = message.content.splitlines()
-            if any("Ignore previous instructions" in line for line in lines):
-                assert "---" not in lines
-                assert not any(line.startswith("SYSTEM:") for line in lines)
+            text = message.content
+            if marker not in text or text in people_said:
+                continue
+            at = text.find(marker)
+            while at != -1:
+                opened = text.rfind("<<DATA ", 0, at)
+                closed = text.find("<<END ", at)
+                assert opened != -1 and closed != -1, "planted text outside a data block"
+                boundary = text[opened + 7 :].split(maxsplit=1)[0].rstrip(">")
+                assert text.startswith(f"<<END {boundary}>>", closed)
+                header_end = text.index(">>", opened) + 2
+                assert "<<" not in text[header_end:closed]
+                at = text.find(marker, at + 1)
 
 
 def assert_no_cross_org(model: HostileChatModel) -> None:
@@ -188,7 +199,7 @@ def test_chat_obeying_planted_text_changes_nothing_without_a_person(world: World
     assert {decoy} <= {r["id"] for r in world.rows("SELECT id FROM approval_items")}
     assert_no_cross_org(world.model)
     assert_no_system_role_data(world.model)
-    assert_no_forged_boundary(world.model)
+    assert_no_forged_boundary(world.model, people_said=(message,))
     assert world.tracer.flagged(ORG)
 
 

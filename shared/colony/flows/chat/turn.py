@@ -210,6 +210,8 @@ def _pause(
         "message": io.message,
         "requested_by": io.user_id,
     }
+    if io.untrusted:  # the card shows what the model read that tried to give orders
+        payload["untrusted_instructions"] = list(io.untrusted)
     with io.tx() as cur:
         approval_id = approvals.add(
             cur,
