@@ -27,7 +27,7 @@ from colony.llm.agent_call import llm_from_settings
 from colony.llm.runner import StructuredRunner
 from colony.local.demo import load_demo
 from colony.observability.tracing import CallRecorder, TracedChatModel
-from colony.ports import ChatModel, Message, ModelRequest
+from colony.ports import ChatModel, Message, ModelRequest, ToolCall
 from colony.registry.functions import AGENT_TOPICS
 from colony.runtime.deps import Deps
 from colony.runtime.transport import publish
@@ -214,7 +214,7 @@ def test_a_tool_result_goes_back_in_the_tool_role_on_the_wire() -> None:
             Message(
                 "assistant",
                 "",
-                tool_calls=(_call("search_knowledge", {"query": "q"}, "call_1"),),
+                tool_calls=(ToolCall("search_knowledge", {"query": "q"}, id="call_1"),),
             ),
             Message("tool", planted(), tool_call_id="call_1", name="search_knowledge"),
         ),
@@ -229,12 +229,6 @@ def test_a_tool_result_goes_back_in_the_tool_role_on_the_wire() -> None:
     assert roles == ["system", "user", "assistant", "tool"]
     assert sent[3]["tool_call_id"] == "call_1"
     assert sent[2]["tool_calls"][0]["id"] == "call_1"
-
-
-def _call(name: str, arguments: dict[str, Any], call_id: str) -> Any:
-    from colony.ports import ToolCall
-
-    return ToolCall(name, arguments, id=call_id)
 
 
 # -- Notion page → KC → AGT-005; enrichment page → AGT-003/004 -----------------------------------

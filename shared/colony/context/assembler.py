@@ -141,7 +141,7 @@ def _rule_text(rule: Mapping[str, Any]) -> str:
     return f"- {rule.get('id', '?')}: {condition}"
 
 
-def _kc_block(exemplars: Sequence[Exemplar], boundary: str = "") -> str:
+def _kc_block(exemplars: Sequence[Exemplar], boundary: str) -> str:
     if not exemplars:
         return ""
     parts = ["KNOWLEDGE CORE EXEMPLARS:"]
@@ -155,7 +155,7 @@ def _kc_block(exemplars: Sequence[Exemplar], boundary: str = "") -> str:
     return "\n".join(parts)
 
 
-def _entity_block(entities: Mapping[str, Any], strip: frozenset[str], boundary: str = "") -> str:
+def _entity_block(entities: Mapping[str, Any], strip: frozenset[str], boundary: str) -> str:
     if not entities:
         return ""
     lines = ["ENTITY DATA:"]
@@ -180,7 +180,7 @@ def _history_turn(turn: Message, boundary: str) -> Message:
 
 
 def _task_text(
-    template: str, task: Mapping[str, Any], optional: Mapping[str, Any], boundary: str = ""
+    template: str, task: Mapping[str, Any], optional: Mapping[str, Any], boundary: str
 ) -> str:
     names = templates.fields(template)
     variables: dict[str, Any] = {}
