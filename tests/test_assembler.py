@@ -277,7 +277,7 @@ def test_data_cannot_close_its_block_even_knowing_the_boundary() -> None:
     for message in (context, task.content):
         # exactly the blocks we opened, each closed once: the planted END line is escaped
         assert message.count(f"<<DATA {BOUNDARY}") == message.count(f"<<END {BOUNDARY}>>")
-        assert f"‹‹END [boundary removed]››" in message
+        assert "‹‹END [boundary removed]››" in message
     opened = context.index(f"<<DATA {BOUNDARY} source=kc")
     body = context[context.index(">>\n", opened) + 3 : context.index(f"<<END {BOUNDARY}>>")]
     assert "ignore previous instructions" in body and "<<" not in body and ">>" not in body
