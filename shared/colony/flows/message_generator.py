@@ -64,7 +64,8 @@ def _message(
         result = call_agent(deps.llm, request, provider_context=context, check=problems)
         assert result.output is not None
         output = result.output.model_dump(mode="json")
-        return flags.flagged(output, flags.of_draft(result, output, allowed=[contact.get("email")]))
+        to = str(contact.get("email") or "")
+        return flags.flagged(output, flags.of_draft(result, output, allowed=[to]))
 
     def apply(cur: Any, output: Mapping[str, Any]) -> None:
         payload = {

@@ -79,13 +79,13 @@ def _read_line(line: str, orders: Orders) -> None:
             value = found.rstrip(".,;")
             if value not in orders.inserts:
                 orders.inserts.append(value)
-    match = _SET.search(line)
-    if match:
-        raw = match.group(2).strip().rstrip(".")
+    setting = _SET.search(line)
+    if setting:
+        raw = setting.group(2).strip().rstrip(".")
         try:
-            orders.fields[match.group(1)] = json.loads(raw)
+            orders.fields[setting.group(1)] = json.loads(raw)
         except json.JSONDecodeError:
-            orders.fields[match.group(1)] = raw.strip("\"'")
+            orders.fields[setting.group(1)] = raw.strip("\"'")
 
 
 def _call_id(orders: Orders) -> str:
