@@ -19,6 +19,7 @@ from colony.adapters.embedding import OfflineHashEmbedder
 from colony.adapters.openai_chat import OpenAIChatModel
 from colony.contracts.events import RecordingReceived
 from colony.flows import campaign
+from colony.flows.approval_queue import pending_cards
 from colony.flows.chat.session import create_session
 from colony.flows.chat.turn import run_turn
 from colony.knowledge import KnowledgeStore
@@ -196,6 +197,8 @@ def test_chat_obeying_planted_text_changes_nothing_without_a_person(world: World
     held = [i for i in pending if i["kind"] == "tool_action"]
     assert held and held[0]["payload"]["tool"] == "launch_campaign"  # held for a person
     assert held[0]["payload"].get("untrusted_instructions")  # and its card says why
+    shown = pending_cards(world.deps, ORG)["items"]  # the /overview queue
+    assert any(c.get("untrusted_instructions") for c in shown if c["kind"] == "tool_action")
     assert {decoy} <= {r["id"] for r in world.rows("SELECT id FROM approval_items")}
     assert_no_cross_org(world.model)
     assert_no_system_role_data(world.model)
@@ -314,6 +317,8 @@ def test_planted_transcript_reaches_the_queue_flagged_and_chat_cannot_act_on_it(
     for card in cards:
         assert card["payload"].get("untrusted_instructions"), card["kind"]
     assert_flagged_cards(world, {"follow_up", "kc_update_candidate", "deal_update"})
+    shown = pending_cards(world.deps, ORG)["items"]
+    assert all(c.get("untrusted_instructions") for c in shown if c["kind"] == "follow_up")
     assert world.effects() == before  # no candidate applied, no deal changed, nothing sent
     assert "AGT-006" in {
         meta["agent_id"] for _, meta in world.tracer.calls if meta.get("untrusted_instructions")

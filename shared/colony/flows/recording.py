@@ -269,7 +269,7 @@ def follow_up_event(deps: FlowDeps, event: Any, event_id: str) -> dict[str, Any]
         idempotency.mark(deps.db, org, handler, event_id, detail="missing_data: contact")
         return {"missing_data": ["contact"]}
     run_id = f"rec:{recording_id}"
-    planted = _transcript_flags(deps, recording)
+    planted = flags.of_blob(deps.blobs, recording.get("transcript_uri"))
 
     def compute() -> dict[str, Any]:
         return _draft(deps, org, run_id, org_context, recording, deal)
@@ -337,19 +337,6 @@ def _draft(
     return flags.flagged(
         output, flags.of_draft(result, output, allowed=[deal.get("contact_email") or ""])
     )
-
-
-def _transcript_flags(deps: FlowDeps, recording: Mapping[str, Any]) -> list[str]:
-    """What the detector finds in the call's transcript, for the follow-up's card (the
-    draft never reads the transcript, but it is drawn from it)."""
-    uri = recording.get("transcript_uri")
-    if not uri:
-        return []
-    try:
-        data = deps.blobs.get(str(uri).split("/", 3)[-1])
-    except NotFound:
-        return []
-    return untrusted.scan([data.decode("utf-8", errors="replace")])
 
 
 def _fit(deps: FlowDeps, summary: str) -> str:

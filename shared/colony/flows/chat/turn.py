@@ -235,6 +235,8 @@ def _pause(
             "arguments": arguments,
             "summary": approval_queue.summary({"kind": "tool_action", "payload": payload}),
         }
+        if io.untrusted:
+            card["untrusted_instructions"] = list(io.untrusted)
         stored = io.emit(
             cur, [announce, ("approval_required", {"call_id": call_id, "approval": card})]
         )
