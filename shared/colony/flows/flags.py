@@ -12,9 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from colony.context import untrusted
-from colony.errors import NotFound
 from colony.llm.agent_call import AgentResult
-from colony.ports import BlobStore
 
 KEY = "untrusted_instructions"
 
@@ -32,15 +30,3 @@ def flagged(payload: Mapping[str, Any], *groups: Iterable[str]) -> dict[str, Any
     """``payload`` with the flags of ``groups`` added to any it has (none: unchanged)."""
     flags = untrusted.merge(payload.get(KEY) or (), *groups)
     return {**payload, KEY: flags} if flags else dict(payload)
-
-
-def of_blob(blobs: BlobStore, uri: str | None) -> list[str]:
-    """What the detector finds in a stored text (``gs://bucket/name``): a follow-up is drawn
-    from its call's transcript though the draft never reads it, so its card shows those."""
-    if not uri:
-        return []
-    try:
-        data = blobs.get(str(uri).split("/", 3)[-1])
-    except NotFound:
-        return []
-    return untrusted.scan([data.decode("utf-8", errors="replace")])

@@ -141,7 +141,7 @@ def _two_passes(deps: FlowDeps, org: str, recording: Mapping[str, Any]) -> dict[
 
     def apply(cur: Any, output: Mapping[str, Any]) -> None:
         recordings.finish(
-            cur, recording_id, signals, output["executive_summary"], count, len(chunks)
+            cur, recording_id, signals, output["executive_summary"], count, len(chunks), planted
         )
         changes = deal_changes(deal, output["crm_updates"])
         found = untrusted.merge(planted, output.get(flags.KEY) or ())
@@ -269,7 +269,7 @@ def follow_up_event(deps: FlowDeps, event: Any, event_id: str) -> dict[str, Any]
         idempotency.mark(deps.db, org, handler, event_id, detail="missing_data: contact")
         return {"missing_data": ["contact"]}
     run_id = f"rec:{recording_id}"
-    planted = flags.of_blob(deps.blobs, recording.get("transcript_uri"))
+    planted = list(recording.get("untrusted_instructions") or ())  # found in its transcript
 
     def compute() -> dict[str, Any]:
         return _draft(deps, org, run_id, org_context, recording, deal)

@@ -242,4 +242,12 @@ def migrations(dim: int) -> list[Migration]:
             "    UNIQUE (org_id, deal_id)\n"
             ");\n" + _rls("published_content") + _rls("deployment_kits"),
         ),
+        # Untrusted text stays data (issue 14 item 4): what the injection detector flagged in
+        # a call's transcript, so every card drawn from the call (the follow-up too, which
+        # never reads the transcript) can show it.
+        Migration(
+            "0015_recording_untrusted_instructions",
+            "ALTER TABLE recordings\n"
+            "    ADD COLUMN untrusted_instructions jsonb NOT NULL DEFAULT '[]'::jsonb;\n",
+        ),
     ]
