@@ -134,6 +134,7 @@ class LlmCallRecord:
     tokens_out: int
     context_budget_used: Mapping[str, int] = field(default_factory=dict)
     latency_ms: float | None = None
+    untrusted_instructions: tuple[str, ...] = ()
 
     def metadata(self) -> dict[str, Any]:
         """The mandatory trace metadata (JSON-ready)."""
@@ -147,6 +148,7 @@ class LlmCallRecord:
             "tokens_out": self.tokens_out,
             "context_budget_used": dict(self.context_budget_used),
             "latency_ms": self.latency_ms,
+            "untrusted_instructions": list(self.untrusted_instructions),
         }
 
 
@@ -218,6 +220,7 @@ class CallContext:
             tokens_out=response.usage.tokens_out,
             context_budget_used=self.context_budget_used,
             latency_ms=latency_ms,
+            untrusted_instructions=self.untrusted_instructions,
         )
 
 
