@@ -7,6 +7,7 @@ fixture fails a test that opens an internet socket or resolves a name.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import socket
@@ -213,7 +214,22 @@ def test_generation_carries_the_mandatory_metadata_and_usage(
     assert meta["latency_ms"] >= 0
     assert "langfuse.observation.input" not in attrs
     assert "langfuse.observation.output" not in attrs
+    assert meta["untrusted_instructions"] == []
     assert span.status.status_code is not StatusCode.ERROR
+
+
+def test_the_trace_says_what_the_detector_flagged(langfuse: Callable[..., Traced]) -> None:
+    """``untrusted_instructions`` (issue 14 item 4) reaches the generation's metadata: labels
+    and planted links, not the prompt."""
+    traced = langfuse()
+    flags = ["asks to ignore the instructions", "asks to insert link http://evil.example"]
+    request = make_request()
+    request = dataclasses.replace(
+        request, metadata={**request.metadata, "untrusted_instructions": flags}
+    )
+    TracedChatModel(FakeModel(), traced.tracer).request(request)
+    attrs = traced.generation().attributes or {}
+    assert json.loads(str(attrs[META + "untrusted_instructions"])) == flags
 
 
 def _texts(span: ReadableSpan) -> list[str]:

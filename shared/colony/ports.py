@@ -45,16 +45,27 @@ Role = Literal["system", "user", "assistant", "tool"]
 
 
 @dataclass(frozen=True, slots=True)
-class Message:
-    role: Role
-    content: str
-
-
-@dataclass(frozen=True, slots=True)
 class ToolCall:
     name: str
     arguments: Mapping[str, Any]
     id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One message of a conversation.
+
+    An ``assistant`` message may carry the ``tool_calls`` it made; a ``tool`` message is the
+    result of the call ``tool_call_id`` (of tool ``name``). Adapters send both as their
+    provider's tool turns, so a tool result never reaches a model as the person speaking.
+    ``name`` also labels an assistant message that is our own rolling summary (``"summary"``).
+    """
+
+    role: Role
+    content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +77,8 @@ class ModelRequest:
     was rendered from (agent id, task, entities, exemplars, org context): real providers read
     only ``messages``; the offline provider computes its answer from ``context``.
     ``metadata`` carries trace ids (org_id, run_id, agent_id, kc_domains_queried,
-    context_budget_used), never prompt text.
+    context_budget_used) and ``untrusted_instructions`` (what the detector flagged in the
+    untrusted input: labels and planted links, never the prompt).
     """
 
     model: str
@@ -122,6 +134,7 @@ class LlmCallRecord:
     tokens_out: int
     context_budget_used: Mapping[str, int] = field(default_factory=dict)
     latency_ms: float | None = None
+    untrusted_instructions: tuple[str, ...] = ()
 
     def metadata(self) -> dict[str, Any]:
         """The mandatory trace metadata (JSON-ready)."""
@@ -135,6 +148,7 @@ class LlmCallRecord:
             "tokens_out": self.tokens_out,
             "context_budget_used": dict(self.context_budget_used),
             "latency_ms": self.latency_ms,
+            "untrusted_instructions": list(self.untrusted_instructions),
         }
 
 
@@ -147,6 +161,7 @@ class CallContext:
     run_id: str | None
     kc_domains_queried: tuple[str, ...]
     context_budget_used: Mapping[str, int]
+    untrusted_instructions: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, request: ModelRequest) -> CallContext:
@@ -170,8 +185,17 @@ class CallContext:
             raise ValidationFailed(
                 "ModelRequest.metadata.context_budget_used must map section names to tokens"
             )
+        flags = meta.get("untrusted_instructions") or ()
+        if (
+            isinstance(flags, str)
+            or not isinstance(flags, Sequence)
+            or not all(isinstance(f, str) for f in flags)
+        ):
+            raise ValidationFailed(
+                "ModelRequest.metadata.untrusted_instructions must be a list of strings"
+            )
         assert isinstance(org_id, str) and isinstance(agent_id, str)  # checked above
-        return cls(org_id, agent_id, run_id, tuple(domains), dict(budget))
+        return cls(org_id, agent_id, run_id, tuple(domains), dict(budget), tuple(flags))
 
     def metadata(self) -> dict[str, Any]:
         return {
@@ -180,6 +204,7 @@ class CallContext:
             "run_id": self.run_id,
             "kc_domains_queried": list(self.kc_domains_queried),
             "context_budget_used": dict(self.context_budget_used),
+            "untrusted_instructions": list(self.untrusted_instructions),
         }
 
     def record(
@@ -195,6 +220,7 @@ class CallContext:
             tokens_out=response.usage.tokens_out,
             context_budget_used=self.context_budget_used,
             latency_ms=latency_ms,
+            untrusted_instructions=self.untrusted_instructions,
         )
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from colony.adapters.client import OwnsClient
 from colony.adapters.retry_after import retry_after_seconds
+from colony.adapters.tool_turns import paired
 from colony.errors import ProviderError, ProviderUnavailable, ValidationFailed
 from colony.ports import Message, ModelRequest, ModelResponse, ToolCall, Usage
 
@@ -182,14 +183,38 @@ def _gemini_contents(messages: tuple[Message, ...]) -> list[Any]:
     from google.genai import types
 
     contents: list[Any] = []
-    for message in messages:
+    tool_turns = paired(messages)
+    names: dict[str, str] = {}
+    for i, message in enumerate(messages):
         if message.role == "system":
             continue
-        role = "model" if message.role == "assistant" else "user"
-        text = message.content
-        if message.role == "tool":
-            text = f"Tool result:\n{text}"
-        contents.append(types.Content(role=role, parts=[types.Part(text=text)]))
+        if i in tool_turns and message.role == "assistant":
+            parts = [types.Part(text=message.content)] if message.content else []
+            for call in message.tool_calls:
+                names[str(call.id)] = call.name
+                parts.append(
+                    types.Part(
+                        function_call=types.FunctionCall(
+                            id=call.id, name=call.name, args=dict(call.arguments)
+                        )
+                    )
+                )
+            contents.append(types.Content(role="model", parts=parts))
+        elif i in tool_turns:  # the answer to the call just before it
+            response = types.FunctionResponse(
+                id=message.tool_call_id,
+                name=message.name or names.get(str(message.tool_call_id), "tool"),
+                response={"result": message.content},
+            )
+            contents.append(
+                types.Content(role="user", parts=[types.Part(function_response=response)])
+            )
+        else:
+            role = "model" if message.role == "assistant" else "user"
+            text = message.content
+            if message.role == "tool":  # no call right before it: user text, in its block
+                text = f"Tool result:\n{text}"
+            contents.append(types.Content(role=role, parts=[types.Part(text=text)]))
     return contents
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from colony.adapters.client import OwnsClient
 from colony.adapters.retry_after import retry_after_seconds
+from colony.adapters.tool_turns import paired
 from colony.errors import OutputInvalid, ProviderError, ProviderUnavailable
 from colony.ports import Message, ModelRequest, ModelResponse, ToolCall, Usage
 
@@ -146,12 +147,32 @@ def schema_name(output_name: str) -> str:
     return _SCHEMA_NAME_BAD_CHARS.sub("_", output_name)[:64] or "output"
 
 
-def _openai_messages(messages: tuple[Message, ...]) -> list[dict[str, str]]:
-    out: list[dict[str, str]] = []
-    for message in messages:
-        if message.role == "tool":
-            # A ``tool`` message needs a tool_call_id the port does not carry: send the result
-            # as user text instead.
+def _openai_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    tool_turns = paired(messages)
+    for i, message in enumerate(messages):
+        if i in tool_turns and message.role == "assistant":
+            calls = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {
+                        "name": call.name,
+                        "arguments": json.dumps(dict(call.arguments), ensure_ascii=False),
+                    },
+                }
+                for call in message.tool_calls
+            ]
+            out.append(
+                {"role": "assistant", "content": message.content or None, "tool_calls": calls}
+            )
+        elif i in tool_turns:  # a tool result answering the call just before it
+            out.append(
+                {"role": "tool", "tool_call_id": message.tool_call_id, "content": message.content}
+            )
+        elif message.role == "tool":
+            # No call right before it to answer (a paused call's later result): user text,
+            # still inside its data block.
             out.append({"role": "user", "content": f"Tool result:\n{message.content}"})
         else:
             out.append({"role": message.role, "content": message.content})

@@ -2,8 +2,16 @@
 
 Pure: given the agent profile, retrieved exemplars, entities, history and the task, it renders
 the four-section system prompt (role, domain grounding with ICP and anti-ICP, behavioural
-constraints, a delimited context block) and the task message, and returns them with a
-per-section token account counted by the target model's tokenizer.
+constraints, the data policy), a context message and the task message, and returns them with
+a per-section token account counted by the target model's tokenizer.
+
+Untrusted text stays data (``colony.context.untrusted``): the system message holds only our
+instructions, the org admins' ICP and the policy; Knowledge Core exemplars and entities go in
+a user-role context message, tool results and the rolling summary keep their own turns, and
+every task value that is not ours — all but ``TRUSTED_TASK_FIELDS`` — is rendered into the
+template as a data block. Each block's boundary is random per call and its content escaped, so
+the text cannot end its block. What the detector flags in that text comes back as
+``untrusted_instructions`` for the trace and the approval card.
 
 Each section must fit its budget. Over budget, in this order of what gives way:
   entity   non-essential fields (raw enrichment HTML, full transcript text) are stripped;
@@ -20,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from colony.context import templates
+from colony.context import templates, untrusted
 from colony.context.budgets import Budget, BudgetBook
 from colony.context.serialize import NON_ESSENTIAL, compact, dumps
 from colony.contracts import AgentContextBundle, Exemplar, OrgContext, ToolDefinition
@@ -32,6 +40,11 @@ _COMPUTED = frozenset({"task_json"})
 # Agents whose job is to read raw enrichment (AGT-003 reads ENT-002 raw): they get the
 # non-essential fields while the budget allows. Everyone else never sees them.
 RAW_READERS = frozenset({"AGT-003"})
+# Task fields our own code (or the signed-in person, for AGT-001's message) sets: rendered as
+# they are. Every other task value is data.
+TRUSTED_TASK_FIELDS = frozenset(
+    {"angle", "tier", "step", "segment_label", "today", "brief_date", "format", "message"}
+)
 
 
 @dataclass(frozen=True)
@@ -42,7 +55,7 @@ class AssemblyRequest:
     org: OrgContext
     exemplars: Sequence[Exemplar] = ()  # best first
     entities: Mapping[str, Any] = field(default_factory=dict)  # name → row or list of rows
-    history: Sequence[Message] = ()  # oldest first; a summary turn arrives as "system"
+    history: Sequence[Message] = ()  # oldest first; the summary is an assistant "summary"
     task: Mapping[str, Any] = field(default_factory=dict)
     tools: Sequence[ToolDefinition] = ()
 
@@ -57,6 +70,8 @@ class AssembledContext:
     kc_domains: tuple[str, ...]
     trimmed: dict[str, int]
     tokenizer: str
+    boundary: str = ""
+    untrusted_instructions: tuple[str, ...] = ()
 
     @property
     def tokens_in(self) -> int:
@@ -82,7 +97,7 @@ def _check(section: str, tokens: int, budget: Budget, what: str) -> None:
         )
 
 
-def _system(req: AssemblyRequest, agent_id: str) -> str:
+def _system(req: AssemblyRequest, agent_id: str, boundary: str) -> str:
     a = AGENTS[agent_id]
     icp = req.org.icp
     rules = icp.anti_icp_rules if icp else []
@@ -98,6 +113,7 @@ def _system(req: AssemblyRequest, agent_id: str) -> str:
             "anti_icp_list": anti or "- (none on record)",
             "org_id": req.org_id,
             "agent_constraints": constraints,
+            "data_policy": untrusted.policy(boundary),
         },
     )
 
@@ -125,26 +141,47 @@ def _rule_text(rule: Mapping[str, Any]) -> str:
     return f"- {rule.get('id', '?')}: {condition}"
 
 
-def _kc_block(exemplars: Sequence[Exemplar]) -> str:
+def _kc_block(exemplars: Sequence[Exemplar], boundary: str) -> str:
     if not exemplars:
         return ""
     parts = ["KNOWLEDGE CORE EXEMPLARS:"]
     for e in exemplars:
         tags = ", ".join(f"{k}={v}" for k, v in sorted(e.tags.items()))
-        head = f"--- [{e.domain}] {e.title or ''}{f' ({tags})' if tags else ''}".rstrip()
-        parts.append(f"{head}\n{e.content.strip()}")
-    return "\n".join(parts) + "\n---"
+        parts.append(
+            untrusted.block(
+                boundary, e.content.strip(), source="kc", domain=e.domain, title=e.title, tags=tags
+            )
+        )
+    return "\n".join(parts)
 
 
-def _entity_block(entities: Mapping[str, Any], strip: frozenset[str]) -> str:
+def _entity_block(entities: Mapping[str, Any], strip: frozenset[str], boundary: str) -> str:
     if not entities:
         return ""
     lines = ["ENTITY DATA:"]
-    lines += [f"{name}: {dumps(compact(value, strip=strip))}" for name, value in entities.items()]
+    lines += [
+        untrusted.block(boundary, dumps(compact(value, strip=strip)), source="entity", name=name)
+        for name, value in entities.items()
+    ]
     return "\n".join(lines)
 
 
-def _task_text(template: str, task: Mapping[str, Any], optional: Mapping[str, Any]) -> str:
+def _history_turn(turn: Message, boundary: str) -> Message:
+    """Tool results and our rolling summary are data in their own turns."""
+    if turn.role == "tool":
+        text = untrusted.block(boundary, turn.content, source="tool", name=turn.name)
+    elif turn.role == "assistant" and turn.name == "summary":
+        text = untrusted.block(boundary, turn.content, source="summary")
+    elif turn.role == "system":  # no caller may put data in the system role
+        return Message("assistant", untrusted.block(boundary, turn.content, source="summary"))
+    else:
+        return turn
+    return Message(turn.role, text, turn.tool_calls, turn.tool_call_id, turn.name)
+
+
+def _task_text(
+    template: str, task: Mapping[str, Any], optional: Mapping[str, Any], boundary: str
+) -> str:
     names = templates.fields(template)
     variables: dict[str, Any] = {}
     missing = sorted(n for n in names - _COMPUTED if n not in task)
@@ -154,13 +191,38 @@ def _task_text(template: str, task: Mapping[str, Any], optional: Mapping[str, An
         )
     for name in names - _COMPUTED:
         value = task[name]
-        variables[name] = value if isinstance(value, str) else dumps(compact(value))
+        text = value if isinstance(value, str) else dumps(compact(value))
+        trusted = name in TRUSTED_TASK_FIELDS
+        variables[name] = text if trusted else untrusted.block(boundary, text, source=name)
     if "task_json" in names:
-        variables["task_json"] = dumps(compact(dict(optional))) if optional else "{}"
+        text = dumps(compact(dict(optional))) if optional else "{}"
+        variables["task_json"] = untrusted.block(boundary, text, source="task")
     return templates.render(template, variables)
 
 
-def assemble(req: AssemblyRequest, *, budgets: BudgetBook, counter: Counter) -> AssembledContext:
+def _untrusted_texts(
+    req: AssemblyRequest, kept: Sequence[Exemplar], history: Sequence[Message]
+) -> list[str]:
+    texts = [e.content for e in kept] + [e.title or "" for e in kept]
+    texts += [dumps(compact(v)) for v in req.entities.values()]
+    texts += [t.content for t in history if t.role in ("tool", "system") or t.name == "summary"]
+    texts += [
+        v if isinstance(v, str) else dumps(compact(v))
+        for k, v in req.task.items()
+        if k not in TRUSTED_TASK_FIELDS
+    ]
+    return texts
+
+
+def assemble(
+    req: AssemblyRequest,
+    *,
+    budgets: BudgetBook,
+    counter: Counter,
+    boundary: str | None = None,
+) -> AssembledContext:
+    """Assemble one call; ``boundary`` is fixed only by tests (a fresh one per call)."""
+    boundary = boundary or untrusted.new_boundary()
     agent_id, output_name, template = profile_of(req.profile)
     budget = budgets.for_profile(req.profile)
     trimmed = {
@@ -171,23 +233,23 @@ def assemble(req: AssemblyRequest, *, budgets: BudgetBook, counter: Counter) -> 
     }
     count = counter.count
 
-    system = _system(req, agent_id)
+    system = _system(req, agent_id, boundary)
     _check("system", count(system), budget, "role, grounding and constraints are never cut")
 
     # kc: drop the least similar exemplars; never below one while the budget allows any.
     kept = list(req.exemplars) if budget.kc > 0 else []
-    kc = _kc_block(kept)
+    kc = _kc_block(kept, boundary)
     while len(kept) > 1 and count(kc) > budget.kc:
         kept.pop()
-        kc = _kc_block(kept)
+        kc = _kc_block(kept, boundary)
     _check("kc", count(kc), budget, f"{len(kept)} exemplar(s) left")
     trimmed["exemplars_dropped"] = len(req.exemplars) - len(kept)
 
     # entity: compact; non-essential fields go first when over budget (or when unused).
     keep_raw = agent_id in RAW_READERS
-    entity = _entity_block(req.entities, frozenset() if keep_raw else NON_ESSENTIAL)
+    entity = _entity_block(req.entities, frozenset() if keep_raw else NON_ESSENTIAL, boundary)
     if keep_raw and count(entity) > budget.entity:
-        entity = _entity_block(req.entities, NON_ESSENTIAL)
+        entity = _entity_block(req.entities, NON_ESSENTIAL, boundary)
         trimmed["entity_fields_stripped"] = 1
     _check("entity", count(entity), budget, "after stripping non-essential fields")
 
@@ -195,28 +257,29 @@ def assemble(req: AssemblyRequest, *, budgets: BudgetBook, counter: Counter) -> 
     history: list[Message] = []
     spent = 0
     for turn in reversed(req.history):
-        tokens = count(turn.content)
+        sent = _history_turn(turn, boundary)
+        tokens = count(sent.content)
         if budget.history == 0 or spent + tokens > budget.history:
             break
-        history.insert(0, turn)
+        history.insert(0, sent)
         spent += tokens
     trimmed["history_dropped"] = len(req.history) - len(history)
 
     # task: required (template) fields are never cut; optional ones go first, largest first.
     required = templates.fields(template) - _COMPUTED
     optional = {k: v for k, v in req.task.items() if k not in required}
-    task = _task_text(template, req.task, optional)
+    task = _task_text(template, req.task, optional, boundary)
     while optional and count(task) > budget.task:
         largest = max(optional, key=lambda k: len(dumps(compact(optional[k]))))
         del optional[largest]
         trimmed["task_fields_stripped"] += 1
-        task = _task_text(template, req.task, optional)
+        task = _task_text(template, req.task, optional, boundary)
     _check("task", count(task), budget, "required task fields are never cut")
 
     context_block = "\n\n".join(part for part in (kc, entity) if part)
-    system_message = f"{system}\n{context_block}" if context_block else system
     messages = (
-        Message("system", system_message),
+        Message("system", system),
+        *([Message("user", context_block)] if context_block else []),
         *history,
         Message("user", task),
     )
@@ -231,13 +294,23 @@ def assemble(req: AssemblyRequest, *, budgets: BudgetBook, counter: Counter) -> 
         org_id=req.org_id,
         run_id=req.run_id,
         agent_role=agent_id,
-        system_prompt=system_message,
+        system_prompt=system,
         knowledge_core_exemplars=kept,
         org_context=req.org,
         task_payload=dict(req.task),
         tool_definitions=list(req.tools),
     )
     domains = tuple(dict.fromkeys(e.domain for e in req.exemplars))
+    flags = untrusted.scan(_untrusted_texts(req, kept, req.history))
     return AssembledContext(
-        bundle, messages, account, budget, output_name, domains, trimmed, counter.label
+        bundle,
+        messages,
+        account,
+        budget,
+        output_name,
+        domains,
+        trimmed,
+        counter.label,
+        boundary,
+        tuple(flags),
     )

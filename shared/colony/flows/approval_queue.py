@@ -65,6 +65,9 @@ def card(deps: FlowDeps, row: Mapping[str, Any]) -> dict[str, Any]:
     }
     if row["kind"] == "deployment_kit":
         shown["link"] = _kit_link(deps, row)
+    flags = (row.get("payload") or {}).get("untrusted_instructions")
+    if flags:  # what the detector found behind the draft: the card shows it as a warning
+        shown["untrusted_instructions"] = [str(f) for f in flags]
     return shown
 
 

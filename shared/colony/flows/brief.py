@@ -137,9 +137,15 @@ def _generate(
 ) -> dict[str, str]:
     prior_text = str(prior["content"]) if prior else None
     history = (
-        [Message("system", f"Yesterday's brief ({prior['brief_date']}): {prior_text}")]
+        [
+            Message(
+                "assistant",
+                f"Yesterday's brief ({prior['brief_date']}): {prior_text}",
+                name="summary",
+            )
+        ]
         if prior
-        else [Message("system", "Yesterday's brief: none on record.")]
+        else [Message("assistant", "Yesterday's brief: none on record.", name="summary")]
     )
     hits = deps.knowledge.retrieve(org_id, "product positioning summary", ("KC-01",), 1)
     request = AssemblyRequest(

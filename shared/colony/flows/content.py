@@ -22,6 +22,7 @@ from colony.contracts import IcpDefinition, OrgContext
 from colony.contracts.events import ContentRequest
 from colony.contracts.outputs import ContentPiece
 from colony.errors import ValidationFailed
+from colony.flows import flags
 from colony.flows.deps import FlowDeps
 from colony.knowledge.exemplars import to_exemplars
 from colony.llm.agent_call import call_agent
@@ -96,11 +97,11 @@ def write_piece(deps: FlowDeps, event: ContentRequest, event_id: str) -> dict[st
         result = call_agent(deps.llm, request, provider_context=context, check=no_competitor)
         assert result.output is not None
         grounding = [{"domain": e.domain, "title": e.title} for e in exemplars]
-        return {
-            **result.output.model_dump(mode="json"),
-            "topic": event.topic,
-            "grounding": grounding,
-        }
+        piece = result.output.model_dump(mode="json")
+        return flags.flagged(
+            {**piece, "topic": event.topic, "grounding": grounding},
+            flags.of_draft(result, piece),
+        )
 
     def queue(cur: Any, output: Mapping[str, Any]) -> None:
         approvals.add(

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from colony.contracts import HandoffEnvelope
+from colony.flows import flags
 from colony.flows.campaign import as_prospect, contact_done, step_key
 from colony.flows.deps import FlowDeps
 from colony.flows.specialist import assembly_request, handle_handoff, load_contact
@@ -62,7 +63,9 @@ def _message(
 
         result = call_agent(deps.llm, request, provider_context=context, check=problems)
         assert result.output is not None
-        return result.output.model_dump(mode="json")
+        output = result.output.model_dump(mode="json")
+        to = str(contact.get("email") or "")
+        return flags.flagged(output, flags.of_draft(result, output, allowed=[to]))
 
     def apply(cur: Any, output: Mapping[str, Any]) -> None:
         payload = {

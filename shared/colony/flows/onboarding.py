@@ -22,6 +22,7 @@ from colony.context.assembler import AssemblyRequest
 from colony.contracts import IcpDefinition, OrgContext
 from colony.contracts.events import DealClosedWon
 from colony.errors import NotFound, UpstreamError, ValidationFailed
+from colony.flows import flags
 from colony.flows.approval_queue import signed_link
 from colony.flows.deps import FlowDeps
 from colony.knowledge.exemplars import to_exemplars
@@ -90,6 +91,7 @@ def build_kit(deps: FlowDeps, event: DealClosedWon, event_id: str) -> dict[str, 
         "url_expires_at": link["expires_at"],
         "playbooks": kit.get("playbooks", []),
     }
+    payload = flags.flagged(payload, kit.get(flags.KEY) or ())
     with deps.db.transaction(org) as cur:
         deals.lock(cur, deal_id)  # racing deliveries queue here
         raced = kits.of_deal(cur, deal_id)
@@ -136,10 +138,11 @@ def _compose(deps: FlowDeps, org: str, run_id: str, deal: Mapping[str, Any]) -> 
     }
     result = call_agent(deps.llm, request, provider_context=context, max_output_tokens=4096)
     assert result.output is not None
-    return {
-        **result.output.model_dump(mode="json"),
-        "playbooks": sorted({e.title for e in exemplars if e.title}),
-    }
+    kit = result.output.model_dump(mode="json")
+    found = [flags.of_draft(result, section) for section in kit["sections"]]
+    return flags.flagged(
+        {**kit, "playbooks": sorted({e.title for e in exemplars if e.title})}, *found
+    )
 
 
 def apply_deployment_kit(

@@ -21,6 +21,7 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from colony.context import untrusted
 from colony.context.assembler import AssemblyRequest
 from colony.context.tokens import counter_for
 from colony.contracts import IcpDefinition, OrgContext
@@ -30,7 +31,7 @@ from colony.errors import (
     NotFound,
     ValidationFailed,
 )
-from colony.flows import transcripts
+from colony.flows import flags, transcripts
 from colony.flows.deps import FlowDeps
 from colony.knowledge.exemplars import to_exemplars
 from colony.llm.agent_call import call_agent
@@ -105,6 +106,7 @@ def _two_passes(deps: FlowDeps, org: str, recording: Mapping[str, Any]) -> dict[
         raise transcripts.TranscriptRejected("the stored transcript object is missing") from None
     tokens = counter_for(deps.llm.model)  # local tokenizer: splitting must not cost API calls
     text, count = transcripts.decode(data, tokens)
+    planted = untrusted.scan([text])  # shown on every card drawn from this call
     chunks = transcripts.split(text, tokens, max_tokens=chunk_tokens(deps), overlap=OVERLAP_TOKENS)
     run_id = f"rec:{recording_id}"
     with deps.db.transaction(org) as cur:
@@ -139,20 +141,23 @@ def _two_passes(deps: FlowDeps, org: str, recording: Mapping[str, Any]) -> dict[
 
     def apply(cur: Any, output: Mapping[str, Any]) -> None:
         recordings.finish(
-            cur, recording_id, signals, output["executive_summary"], count, len(chunks)
+            cur, recording_id, signals, output["executive_summary"], count, len(chunks), planted
         )
         changes = deal_changes(deal, output["crm_updates"])
+        found = untrusted.merge(planted, output.get(flags.KEY) or ())
         if deal is not None and changes:
             payload = {
                 "deal_id": deal["id"],
                 "changes": changes,
                 "source": {"recording_id": recording_id},
             }
+            payload = flags.flagged(payload, found, untrusted.links_in(changes))
             approvals.add(
                 cur, org, "deal_update", "AGT-006", payload, subject_id=deal["id"], run_id=run_id
             )
         for candidate in output["kc_updates"]:
             payload = {**candidate, "source": {"recording_id": recording_id}}
+            payload = flags.flagged(payload, found, untrusted.links_in(candidate))
             approvals.add(
                 cur,
                 org,
@@ -220,7 +225,9 @@ def _pass2(
                 raise
             ranked = ranked[: max(0, len(ranked) - max(1, len(ranked) // 8))]
     assert result.output is not None
-    return result.output.model_dump(mode="json")
+    return flags.flagged(
+        result.output.model_dump(mode="json"), result.assembled.untrusted_instructions
+    )
 
 
 def deal_changes(deal: Mapping[str, Any] | None, crm: Mapping[str, Any]) -> dict[str, Any]:
@@ -262,6 +269,7 @@ def follow_up_event(deps: FlowDeps, event: Any, event_id: str) -> dict[str, Any]
         idempotency.mark(deps.db, org, handler, event_id, detail="missing_data: contact")
         return {"missing_data": ["contact"]}
     run_id = f"rec:{recording_id}"
+    planted = list(recording.get("untrusted_instructions") or ())  # found in its transcript
 
     def compute() -> dict[str, Any]:
         return _draft(deps, org, run_id, org_context, recording, deal)
@@ -274,6 +282,7 @@ def follow_up_event(deps: FlowDeps, event: Any, event_id: str) -> dict[str, Any]
             "contact_id": deal["contact_id"],
             "to": deal["contact_email"],
         }
+        payload = flags.flagged(payload, planted)
         approvals.add(
             cur, org, "follow_up", "AGT-007", payload, subject_id=deal["contact_id"], run_id=run_id
         )
@@ -324,7 +333,10 @@ def _draft(
 
     result = call_agent(deps.llm, request, provider_context=context, check=no_competitors)
     assert result.output is not None
-    return result.output.model_dump(mode="json")
+    output = result.output.model_dump(mode="json")
+    return flags.flagged(
+        output, flags.of_draft(result, output, allowed=[deal.get("contact_email") or ""])
+    )
 
 
 def _fit(deps: FlowDeps, summary: str) -> str:

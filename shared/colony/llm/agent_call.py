@@ -71,6 +71,7 @@ def call_agent(
             "agent_id": assembled.bundle.agent_role,
             "kc_domains_queried": list(assembled.kc_domains),
             "context_budget_used": dict(assembled.account),
+            "untrusted_instructions": list(assembled.untrusted_instructions),
         },
     )
     result = deps.runner.run(model_request, contract, check=check)

@@ -325,5 +325,13 @@ def migrations(dim: int) -> list[Migration]:
         # (they become signing secrets) nor insert around the bound (ensure_app_role_grants
         # revokes both); an advisory lock makes concurrent handshakes count one at a time.
         Migration("0014_bounded_notion_handshakes", _BOUNDED_HANDSHAKES),
+        # Untrusted text stays data (issue 14 item 4): what the injection detector flagged in
+        # a call's transcript, so every card drawn from the call (the follow-up too, which
+        # never reads the transcript) can show it.
+        Migration(
+            "0015_recording_untrusted_instructions",
+            "ALTER TABLE recordings\n"
+            "    ADD COLUMN untrusted_instructions jsonb NOT NULL DEFAULT '[]'::jsonb;\n",
+        ),
         Migration("0016_sending", _SENDING + _rls("suppressions")),
     ]

@@ -22,14 +22,16 @@ VALUES (%s, %s, %s, %s, %s, %s, %s)
 ON CONFLICT (org_id, source_file_id) DO NOTHING RETURNING id
 """
 RECORDING = """
-SELECT id, deal_id, source_file_id, title, transcript_uri, status, signals, summary, error
+SELECT id, deal_id, source_file_id, title, transcript_uri, status, signals, summary, error,
+       untrusted_instructions
 FROM recordings WHERE id = %s
 """
 START = "UPDATE recordings SET status = 'processing' WHERE id = %s AND status = 'received'"
 FAIL = "UPDATE recordings SET status = 'failed', error = %s WHERE id = %s AND status <> 'processed'"
 FINISH = """
 UPDATE recordings SET status = 'processed', signals = %s::jsonb, summary = %s, error = NULL,
-    transcript_tokens = %s, chunk_count = %s, processed_at = now()
+    transcript_tokens = %s, chunk_count = %s, untrusted_instructions = %s::jsonb,
+    processed_at = now()
 WHERE id = %s
 """
 
@@ -78,7 +80,16 @@ def finish(
     summary: str,
     transcript_tokens: int,
     chunk_count: int,
+    untrusted_instructions: Sequence[str] = (),
 ) -> None:
-    """Mark it ``processed`` with its signals and summary (clearing any error)."""
-    params = (json.dumps(signals), summary, transcript_tokens, chunk_count, recording_id)
+    """Mark it ``processed`` with its signals and summary (clearing any error), and what the
+    injection detector flagged in its transcript."""
+    params = (
+        json.dumps(signals),
+        summary,
+        transcript_tokens,
+        chunk_count,
+        json.dumps(list(untrusted_instructions)),
+        recording_id,
+    )
     cur.execute(FINISH, params)

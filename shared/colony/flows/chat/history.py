@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from colony.ports import Message
+from colony.ports import Message, ToolCall
 from colony.store import chat as chat_store
 
 SUMMARY_HEADER = "CONVERSATION SUMMARY (older turns, compacted):"
@@ -60,22 +60,30 @@ def load(cur: Any, session_id: str) -> list[Row]:
     ]
 
 
-_ROLES = {
-    "user": "user",
-    "assistant": "assistant",
-    "tool": "tool",
-    "summary": "system",
-    "system": "system",
-}
-
-
 def to_message(row: Row, decided: Mapping[str, str]) -> Message:
-    """The row as the model sees it. A paused call whose item was since rejected says so."""
+    """The row as the model sees it: a call as the assistant's tool call, its result (or its
+    pause) as the tool's answer to it, the summary as our own assistant text (the assembler
+    puts results and the summary in data blocks). A paused call whose item was since rejected
+    says so."""
     content = row.content
     approval = row.awaiting
     if approval and decided.get(approval) == "rejected":
         content = f"{content} (a person rejected approval item {approval}; it did not run)"
-    return Message(_ROLES[row.role], content)  # type: ignore[arg-type]
+    call = row.tool_call or {}
+    if row.role == "summary":
+        return Message("assistant", content, name="summary")
+    if row.role == "assistant" and row.call_id:
+        arguments = call.get("arguments")
+        tool_call = ToolCall(
+            str(call.get("name") or ""),
+            dict(arguments) if isinstance(arguments, Mapping) else {},
+            id=row.call_id,
+        )
+        return Message("assistant", content, tool_calls=(tool_call,))
+    if row.role == "tool":
+        name = str(call["name"]) if call.get("name") else None
+        return Message("tool", content, tool_call_id=row.call_id, name=name)
+    return Message("assistant" if row.role == "assistant" else "user", content)
 
 
 def tokens(rows: Sequence[Row], count: Callable[[str], int]) -> int:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from colony.context import untrusted
 from colony.context.assembler import AssemblyRequest, assemble
 from colony.contracts import IcpDefinition, OrgContext, ToolDefinition
 from colony.contracts.chat import OrchestratorReply
@@ -95,7 +96,8 @@ def model_step(io: TurnIO) -> tuple[OrchestratorReply | None, tuple[ToolCall, ..
     )
     assembled = assemble(request, budgets=deps.llm.budgets, counter=deps.llm.counter)
     sent = list(assembled.messages)
-    kept_current = min(len(current), len(sent) - 2)
+    context_message = int(bool(assembled.account["kc"] or assembled.account["entity"]))
+    kept_current = min(len(current), len(sent) - 2 - context_message)
     if kept_current > 0:  # order: …history, the user's message, this turn's tool rounds
         task = sent.pop()
         sent.insert(len(sent) - kept_current, task)
@@ -120,8 +122,10 @@ def model_step(io: TurnIO) -> tuple[OrchestratorReply | None, tuple[ToolCall, ..
             "agent_id": AGENT,
             "kc_domains_queried": list(assembled.kc_domains),
             "context_budget_used": dict(assembled.account),
+            "untrusted_instructions": list(assembled.untrusted_instructions),
         },
     )
+    io.untrusted[:] = untrusted.merge(io.untrusted, assembled.untrusted_instructions)
     try:
         result = deps.llm.runner.run(model_request, OrchestratorReply)
     except OutputInvalid as error:

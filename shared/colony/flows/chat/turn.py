@@ -210,6 +210,8 @@ def _pause(
         "message": io.message,
         "requested_by": io.user_id,
     }
+    if io.untrusted:  # the card shows what the model read that tried to give orders
+        payload["untrusted_instructions"] = list(io.untrusted)
     with io.tx() as cur:
         approval_id = approvals.add(
             cur,
@@ -233,6 +235,8 @@ def _pause(
             "arguments": arguments,
             "summary": approval_queue.summary({"kind": "tool_action", "payload": payload}),
         }
+        if io.untrusted:
+            card["untrusted_instructions"] = list(io.untrusted)
         stored = io.emit(
             cur, [announce, ("approval_required", {"call_id": call_id, "approval": card})]
         )

@@ -38,6 +38,9 @@ class TurnIO:
     sink: Sink | None = None
     tool_results: list[dict[str, Any]] = field(default_factory=list)
     knowledge: list[Any] | None = None
+    # What the detector flagged in the untrusted text of this turn's model calls: carried
+    # onto any approval card the turn writes (``colony.context.untrusted``).
+    untrusted: list[str] = field(default_factory=list)
 
     def emit(self, cur: Any, items: Sequence[tuple[str, dict[str, Any]]]) -> list[ev.Event]:
         stored = ev.append(cur, self.org_id, self.session_id, self.turn_id, items)

@@ -76,12 +76,29 @@ def gemini_content_reply(
     )
 
 
+def _function_turn_problem(contents: list[Any]) -> str | None:
+    """What Gemini refuses about function turns: a ``functionResponse`` that does not answer a
+    ``functionCall`` of the same name in the model turn just before it."""
+    called: set[str] = set()
+    for content in contents:
+        parts = content.get("parts") or [] if isinstance(content, dict) else []
+        responses = [p["functionResponse"] for p in parts if "functionResponse" in p]
+        for response in responses:
+            if content.get("role") != "user" or response.get("name") not in called:
+                return "a function response turn must follow the function call turn"
+        called = {str(p["functionCall"].get("name")) for p in parts if "functionCall" in p}
+    return None
+
+
 def gemini_generate_content(request: RecordedRequest) -> Reply:
     """Default answer to Gemini ``POST /{version}/models/{model}:generateContent``."""
     body = request.body if isinstance(request.body, dict) else {}
     contents = body.get("contents")
     if not isinstance(contents, list) or not contents:
         return error_reply(400, "'contents' must be a non-empty array")
+    problem = _function_turn_problem(contents)
+    if problem:
+        return error_reply(400, problem)
     config = body.get("generationConfig") or {}
     schema = config.get("responseJsonSchema") or config.get("responseSchema")
     if isinstance(schema, dict):

@@ -96,12 +96,40 @@ def openai_chat_reply(
     )
 
 
+def _tool_turn_problem(messages: list[Any]) -> str | None:
+    """What OpenAI refuses about tool turns: a ``tool`` message that does not answer a call
+    of the assistant message just before it, or a call left unanswered."""
+    waiting: set[str] = set()
+    for message in messages:
+        if not isinstance(message, dict):
+            return "every message must be an object"
+        role = message.get("role")
+        if role == "tool":
+            call_id = message.get("tool_call_id")
+            if call_id not in waiting:
+                return "messages with role 'tool' must be a response to a preceding 'tool_calls'"
+            waiting.discard(call_id)
+            continue
+        if waiting:
+            return "an assistant message with 'tool_calls' must be followed by tool messages"
+        if role == "assistant" and message.get("tool_calls"):
+            waiting = {str(c.get("id")) for c in message["tool_calls"]}
+    return (
+        "an assistant message with 'tool_calls' must be followed by tool messages"
+        if waiting
+        else None
+    )
+
+
 def openai_chat_completions(request: RecordedRequest) -> Reply:
     """Default answer to OpenAI ``POST /v1/chat/completions``: JSON sampled from the schema."""
     body = request.body if isinstance(request.body, dict) else {}
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages or not body.get("model"):
         return error_reply(400, "'model' and a non-empty 'messages' array are required")
+    problem = _tool_turn_problem(messages)
+    if problem:
+        return error_reply(400, problem)
     response_format = body.get("response_format") or {}
     schema = (response_format.get("json_schema") or {}).get("schema")
     if isinstance(schema, dict):

@@ -1,0 +1,32 @@
+"""What an approval card says about untrusted text behind its draft (issue 14 item 4).
+
+A card's payload carries ``untrusted_instructions`` when there is anything to show: what the
+detector flagged in the text the drafting call read (``AssembledContext``) and every link or
+address the draft itself would carry. The /overview card shows them as a warning; the
+defence (data blocks, people decide) does not depend on them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from colony.context import untrusted
+from colony.llm.agent_call import AgentResult
+
+KEY = "untrusted_instructions"
+
+
+def of_draft(
+    result: AgentResult, output: Mapping[str, Any], *, allowed: Iterable[str] = ()
+) -> list[str]:
+    """The flags for a draft: its call's findings, then the links/addresses in the draft."""
+    return untrusted.merge(
+        result.assembled.untrusted_instructions, untrusted.links_in(output, allowed)
+    )
+
+
+def flagged(payload: Mapping[str, Any], *groups: Iterable[str]) -> dict[str, Any]:
+    """``payload`` with the flags of ``groups`` added to any it has (none: unchanged)."""
+    flags = untrusted.merge(payload.get(KEY) or (), *groups)
+    return {**payload, KEY: flags} if flags else dict(payload)
