@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
 from colony.adapters.embedding import OfflineHashEmbedder
-from colony.adapters.storage import check_object_name, check_ttl
+from colony.adapters.storage import check_object_name, check_prefix, check_ttl
 from colony.errors import NotFound, ProviderError, ProviderUnavailable, ResponseTooLarge
 from colony.ports import DriveFile, ModelRequest, ModelResponse, Usage
 from colony.webhooks import GOOGLE_DOC
@@ -121,6 +121,14 @@ class MemoryBlobStore:
         if name not in self.objects:
             raise NotFound(f"reading gs://{self.bucket}/{name}: not found")
         return self.objects[name][0]
+
+    def names(self, prefix: str) -> list[str]:
+        check_prefix(prefix)
+        return sorted(name for name in self.objects if name.startswith(prefix))
+
+    def delete(self, name: str) -> bool:
+        check_object_name(name)
+        return self.objects.pop(name, None) is not None
 
     def signed_url(self, name: str, ttl_seconds: int, *, now: datetime | None = None) -> str:
         check_object_name(name)
