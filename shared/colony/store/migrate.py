@@ -57,5 +57,8 @@ def ensure_app_role_grants(conn: pg8000.dbapi.Connection, role: str) -> None:
         # by the operator (owner role); no org owns them, so RLS cannot scope them.
         f"REVOKE SELECT, UPDATE, DELETE ON notion_verifications FROM {role};"
         f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role};"
+        # erasure (migration 0013): the two owner-only steps, for one org at a time
+        f"GRANT EXECUTE ON FUNCTION colony_drop_org_indexes(text) TO {role};"
+        f"GRANT EXECUTE ON FUNCTION colony_erase_rejections(text) TO {role};"
     )
     conn.commit()

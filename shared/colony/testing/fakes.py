@@ -208,3 +208,20 @@ class RecordingSleep:
 
     def __call__(self, seconds: float) -> None:
         self.delays.append(seconds)
+
+
+class MemoryTraceArchive:
+    """``colony.ports.TraceArchive`` in memory: trace id → its tags."""
+
+    def __init__(self) -> None:
+        self.traces: dict[str, set[str]] = {}
+
+    def add(self, trace_id: str, *tags: str) -> None:
+        self.traces[trace_id] = set(tags)
+
+    def trace_ids(self, tag: str) -> list[str]:
+        return sorted(t for t, tags in self.traces.items() if tag in tags)
+
+    def delete(self, trace_ids: Sequence[str]) -> None:
+        for trace_id in trace_ids:
+            self.traces.pop(trace_id, None)
