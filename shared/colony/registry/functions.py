@@ -298,6 +298,7 @@ FUNCTIONS: dict[str, Function] = {
             secrets=(*MODEL_FREE_SECRETS, *JWT_SECRETS),
             enqueues=(ERASURE_QUEUE,),
             public=True,  # it verifies the bearer token and the org admin role itself
+            concurrency=2,  # a few admins at a time: it only opens jobs and reads reports
             max_instances=1,
         ),
         Function(
