@@ -134,6 +134,8 @@ def test_a_crash_in_any_phase_is_resumed_by_the_next_attempt(world: World) -> No
     with pytest.raises(InjectedFault):
         erasure.run_job(deps, job_id, world.traces)  # rows deleted, not yet marked
     assert erasure.job(deps, job_id)["phases_done"] == ["traces", "objects", "indexes"]
+    # the org's row is gone, yet asking again (the CLI re-run) resumes the same job
+    assert erasure.request_org(deps, ALPHA, "user_admin") == job_id
     done = erasure.run_job(deps, job_id, world.traces)
     assert done["phases_done"] == ["traces", "objects", "indexes", "rows"]
     assert done["report"]["complete"] is True

@@ -44,9 +44,12 @@ CONTACT_PHASES = ("objects", "rows")
 
 
 def request_org(deps: FlowDeps, org_id: str, requested_by: str) -> str:
-    """Open (or find the open) erasure job for ``org_id``; ``NotFound`` for an unknown org."""
+    """Open (or find the open) erasure job for ``org_id``; ``NotFound`` for an unknown org.
+    The open job is found first: a job that crashed after deleting the org's row resumes."""
     check_org_literal(org_id)
     with deps.db.transaction(org_id) as cur:
+        if (running := erasure.open_job(cur, org_id, None)) is not None:
+            return running
         if not erasure.org_exists(cur, org_id):
             raise NotFound(f"org {org_id!r} does not exist")
         return erasure.create_job(cur, org_id, None, requested_by)
@@ -56,6 +59,8 @@ def request_contact(deps: FlowDeps, org_id: str, contact_id: str, requested_by: 
     """Open (or find) the erasure job for one contact of ``org_id``."""
     check_org_literal(org_id)
     with deps.db.transaction(org_id) as cur:
+        if (running := erasure.open_job(cur, org_id, contact_id)) is not None:
+            return running
         if erasure_contact.contact(cur, contact_id) is None:
             raise NotFound(f"contact {contact_id!r} does not exist in this org")
         return erasure.create_job(cur, org_id, contact_id, requested_by)

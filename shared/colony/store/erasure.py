@@ -203,6 +203,12 @@ def _like(text: str) -> str:
 # -- jobs
 
 
+def open_job(cur: Any, org_id: str, contact_id: str | None) -> str | None:
+    """The job still running for this org (and contact), if any."""
+    found = fetch_value(cur, OPEN_JOB, (org_id, contact_id))
+    return str(found) if found is not None else None
+
+
 def create_job(cur: Any, org_id: str, contact_id: str | None, requested_by: str) -> str:
     """The open job for this org (and contact), created if there is none: a repeated
     request resumes the same job instead of starting a second one."""

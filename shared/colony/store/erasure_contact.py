@@ -3,8 +3,9 @@
 What a contact leaves behind, by the schema:
 
 - ``contacts`` (the row: name, email, enrichment, signals), ``campaign_contacts``;
-- its messages: ``outbox`` rows to it, ``approval_items`` about it (``subject_id``, or its id
-  anywhere in the payload: outbound drafts, follow-ups), and their ``run_steps`` outputs;
+- its messages: ``outbox`` rows to it, ``approval_items`` about it (``subject_id``, or
+  ``payload.contact_id``: outbound drafts, follow-ups), and their ``run_steps`` outputs; an
+  item that merely mentions it among others (a campaign launch) is redacted, not deleted;
 - its calls: ``recordings`` of the deals it is the contact of (``deals.contact_id``), with
   the approval items AGT-006/007 made from them (``subject_id`` = the recording, or
   ``payload.source.recording_id``), the ``run_steps`` of ``rec:<recording>`` runs, and the
@@ -40,8 +41,6 @@ WHERE subject_id = ANY(%s::text[])
    OR payload->>'contact_id' = %s
    OR payload->'source'->>'recording_id' = ANY(%s::text[])
    OR payload->>'recording_id' = ANY(%s::text[])
-   OR strpos(payload::text, %s) > 0
-   OR strpos(coalesce(edited_payload::text, ''), %s) > 0
 """
 DELETES: tuple[tuple[str, str], ...] = (
     (
@@ -107,10 +106,7 @@ def erase(cur: Any, row: Row) -> dict[str, int]:
     contact_id = str(row["id"])
     calls = [str(r["id"]) for r in fetch_all(cur, CALLS, (contact_id,))]
     subjects = [contact_id, *calls]
-    items = [
-        str(r["id"])
-        for r in fetch_all(cur, ITEMS, (subjects, contact_id, calls, calls, contact_id, contact_id))
-    ]
+    items = [str(r["id"]) for r in fetch_all(cur, ITEMS, (subjects, contact_id, calls, calls))]
     params = {
         "contact": contact_id,
         "calls": calls,
