@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from colony.adapters.langfuse_traces import LangfuseTraces
-from colony.errors import NotFound
+from colony.errors import DatabaseError, NotFound
 from colony.flows import erasure
 from colony.knowledge.indexes import existing_org_indexes, provision_org_indexes
 from colony.ports import BlobStore, org_tag
@@ -211,3 +211,16 @@ def test_a_prospect_erasure_resumes_after_a_crash(world: World) -> None:
     assert done["report"]["complete"] is True
     assert world.owner_scan([alpha.dana, alpha.dana_email]) == {}
     assert world.org_scan(ALPHA, [alpha.dana_name]) == {}
+
+
+def test_the_owner_only_steps_run_only_inside_the_orgs_own_scope(world: World) -> None:
+    app = world.db.app()
+    for step in (erasure_store.drop_org_indexes, erasure_store.erase_rejections):
+        with pytest.raises(DatabaseError, match="own scope"), app.transaction(BETA) as cur:
+            step(cur, ALPHA)
+    with pytest.raises(DatabaseError, match="invalid org id"), app.transaction(BETA) as cur:
+        erasure_store.drop_org_indexes(cur, "x'; DROP TABLE contacts; --")
+    conn = world.db.owner_connection()
+    assert len(existing_org_indexes(conn.cursor(), ALPHA)) == 10
+    conn.close()
+    assert world.owner_scan([ALPHA])["rejected_deliveries.claimed_org_id"] == 1

@@ -145,9 +145,10 @@ CREATE TABLE chat_events (
 # and has no foreign key), keeps ids and the verification report, never a name or an email.
 # ``org_retention`` holds an org's own retention periods, each within the deployment's limit
 # (``Settings.retention_max_days``). Two SECURITY DEFINER functions let the application role
-# do exactly two owner-only things for one org: drop its per-org HNSW indexes (an index can
-# only be dropped by its table's owner) and delete the rejections that claimed it (the
-# application role may not read ``rejected_deliveries``).
+# do exactly two owner-only things for one org, and only inside that org's own scope
+# (``app.org_id``): drop its per-org HNSW indexes (an index can only be dropped by its
+# table's owner) and delete the rejections that claimed it (the application role may not
+# read ``rejected_deliveries``).
 _ERASURE = """
 CREATE TABLE erasure_jobs (
     id            text PRIMARY KEY DEFAULT gen_random_uuid()::text,
@@ -179,6 +180,9 @@ BEGIN
     IF org IS NULL OR org !~ '^[A-Za-z0-9_.:-]{1,128}$' THEN
         RAISE EXCEPTION 'invalid org id';
     END IF;
+    IF org IS DISTINCT FROM current_setting('app.org_id', true) THEN
+        RAISE EXCEPTION 'only inside the org''s own scope' USING ERRCODE = '42501';
+    END IF;
     FOR idx IN
         SELECT i.indexrelid::regclass FROM pg_index i
         WHERE i.indrelid = 'kc_chunks'::regclass AND i.indpred IS NOT NULL
@@ -192,9 +196,17 @@ BEGIN
 END
 $$;
 CREATE FUNCTION colony_erase_rejections(org text) RETURNS integer
-LANGUAGE sql SECURITY DEFINER SET search_path = public, pg_catalog AS $$
-    WITH gone AS (DELETE FROM rejected_deliveries WHERE claimed_org_id = org RETURNING 1)
-    SELECT count(*)::integer FROM gone
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_catalog AS $$
+DECLARE
+    gone integer;
+BEGIN
+    IF org IS NULL OR org IS DISTINCT FROM current_setting('app.org_id', true) THEN
+        RAISE EXCEPTION 'only inside the org''s own scope' USING ERRCODE = '42501';
+    END IF;
+    DELETE FROM rejected_deliveries WHERE claimed_org_id = org;
+    GET DIAGNOSTICS gone = ROW_COUNT;
+    RETURN gone;
+END
 $$;
 REVOKE ALL ON FUNCTION colony_drop_org_indexes(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION colony_erase_rejections(text) FROM PUBLIC;
