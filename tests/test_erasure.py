@@ -10,6 +10,7 @@ after.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -21,12 +22,13 @@ from colony.errors import DatabaseError, NotFound
 from colony.flows import erasure
 from colony.knowledge.indexes import existing_org_indexes, provision_org_indexes
 from colony.ports import BlobStore, org_tag
+from colony.runtime.compose import lifecycle
 from colony.runtime.faults import Faults, InjectedFault
 from colony.store import erasure as erasure_store
 from colony.store.migrations import ORG_SCOPED_TABLES
 from colony.testing.inline import InlineTransport, local_deps
 from colony.testing.langfuse_server import LangfuseServer
-from tests.conftest import Gcs, PgDB
+from tests.conftest import APP_ROLE, Gcs, PgDB
 from tests.erasure_seed import SEEDED, Seeded, dump, object_bytes, seed_org
 
 DIM = 8
@@ -224,3 +226,31 @@ def test_the_owner_only_steps_run_only_inside_the_orgs_own_scope(world: World) -
     assert len(existing_org_indexes(conn.cursor(), ALPHA)) == 10
     conn.close()
     assert world.owner_scan([ALPHA])["rejected_deliveries.claimed_org_id"] == 1
+
+
+def test_the_cli_erases_a_prospect_then_the_org_and_prints_the_reports(
+    world: World, gcs: Gcs, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from colony.local import cli
+
+    for name, value in {
+        **gcs.env,
+        "COLONY_DB_MODE": "dsn",
+        "COLONY_DB_DSN": world.db.dsn(APP_ROLE),
+        "COLONY_EMBEDDING_DIM": str(DIM),
+    }.items():
+        monkeypatch.setenv(name, value)
+    for name in ("LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY", "COLONY_ENV"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr(lifecycle, "_built", {})  # no Langfuse keys: no trace archive
+    assert cli.main(["org", "erase-contact", ALPHA, world.alpha.dana]) == 0
+    assert json.loads(capsys.readouterr().out.split("\n", 1)[1])["complete"] is True
+    assert cli.main(["org", "retention", ALPHA]) == 0
+    assert json.loads(capsys.readouterr().out)["org_id"] == ALPHA
+    assert cli.main(["org", "erase", ALPHA, "--requested-by", "ops"]) == 0
+    out = capsys.readouterr().out
+    report = json.loads(out[out.index("{") :])
+    assert report["complete"] is True and report["traces_checked"] is False
+    assert world.owner_scan([ALPHA]) == {}
+    assert cli.main(["org", "erase", ALPHA]) == 2  # erased: the org no longer exists
+    assert "does not exist" in capsys.readouterr().err
