@@ -31,7 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 from colony.contracts.lifecycle import ErasureTask, LifecycleBody
-from colony.errors import NotFound, ValidationFailed
+from colony.errors import NotFound
 from colony.flows.deps import FlowDeps
 from colony.knowledge.indexes import check_org_literal, existing_org_indexes
 from colony.ports import TraceArchive, org_tag
@@ -102,10 +102,18 @@ def run_job(deps: FlowDeps, job_id: str, traces: TraceArchive | None) -> dict[st
         return current
     org, contact_id = current["org_id"], current["contact_id"]
     done = set(current["phases_done"])
+    phases: dict[str, Callable[[], None]]
     if contact_id is None:
         phases = _org_phases(deps, org, traces)
+
+        def verify() -> dict[str, Any]:
+            return verify_org(deps, org, traces)
     else:
-        phases = _contact_phases(deps, org, contact_id)
+        contact = phases = _contact_phases(deps, org, contact_id)
+
+        def verify() -> dict[str, Any]:
+            return verify_contact(deps, org, contact_id, contact.needles, contact.objects)
+
     for name, work in phases.items():
         if name in done:
             continue
@@ -113,10 +121,7 @@ def run_job(deps: FlowDeps, job_id: str, traces: TraceArchive | None) -> dict[st
         deps.faults.check(f"erasure.after_{name}", job_id)  # crash-and-resume tests
         with deps.db.transaction(None) as cur:
             erasure.mark_phase(cur, job_id, name)
-    if contact_id is None:
-        report = verify_org(deps, org, traces)
-    else:
-        report = verify_contact(deps, org, contact_id, phases)
+    report = verify()
     with deps.db.transaction(None) as cur:
         erasure.finish_job(cur, job_id, report)
     return job(deps, job_id)
@@ -227,17 +232,16 @@ def _contact_phases(deps: FlowDeps, org: str, contact_id: str) -> _ContactPhases
 
 
 def verify_contact(
-    deps: FlowDeps, org: str, contact_id: str, phases: dict[str, Callable[[], None]]
+    deps: FlowDeps, org: str, contact_id: str, needles: list[str], names: list[str]
 ) -> dict[str, Any]:
-    """References left to the contact (its id always; its email and name when this run
-    read them before deleting the row) in every org table, and its transcripts left."""
-    if not isinstance(phases, _ContactPhases):
-        raise ValidationFailed("not a contact job")
+    """References left to the contact in every org table (``needles``: its id always, its
+    email and name when this run read them before deleting the row), and which of its
+    transcripts (``names``) are still in the bucket."""
     with deps.db.transaction(org) as cur:
-        references = erasure.references(cur, phases.needles, tables=erasure.scoped_tables())
+        references = erasure.references(cur, needles, tables=erasure.scoped_tables())
         still = erasure_contact.contact(cur, contact_id) is not None
     objects = 0
-    for name in phases.objects:
+    for name in names:
         folder = name.rsplit("/", 1)[0] + "/"
         objects += name in deps.blobs.names(folder)
     return {
@@ -246,7 +250,7 @@ def verify_contact(
         "contact_id": contact_id,
         "contact_left": still,
         "references_left": references,
-        "identifiers_checked": len(phases.needles),
+        "identifiers_checked": len(needles),
         "objects_left": objects,
         "complete": not still and not references and not objects,
     }

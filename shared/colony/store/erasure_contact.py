@@ -42,35 +42,39 @@ WHERE subject_id = ANY(%s::text[])
    OR payload->'source'->>'recording_id' = ANY(%s::text[])
    OR payload->>'recording_id' = ANY(%s::text[])
 """
-DELETES: tuple[tuple[str, str], ...] = (
+# (table, statement, the parameters it takes in order)
+DELETES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     (
         "kc_chunks",
-        "DELETE FROM kc_chunks WHERE (source = 'approval' AND source_id = ANY(%(items)s::text[]))"
-        " OR tags->>'recording_id' = ANY(%(calls)s::text[])",
+        "DELETE FROM kc_chunks WHERE (source = 'approval' AND source_id = ANY(%s::text[]))"
+        " OR tags->>'recording_id' = ANY(%s::text[])",
+        ("items", "calls"),
     ),
     (
         "outbox",
-        "DELETE FROM outbox WHERE contact_id = %(contact)s"
-        " OR approval_item_id = ANY(%(items)s::text[])",
+        "DELETE FROM outbox WHERE contact_id = %s OR approval_item_id = ANY(%s::text[])",
+        ("contact", "items"),
     ),
     (
         "published_content",
-        "DELETE FROM published_content WHERE approval_item_id = ANY(%(items)s::text[])",
+        "DELETE FROM published_content WHERE approval_item_id = ANY(%s::text[])",
+        ("items",),
     ),
     (
         "deployment_kits",
-        "DELETE FROM deployment_kits WHERE approval_item_id = ANY(%(items)s::text[])",
+        "DELETE FROM deployment_kits WHERE approval_item_id = ANY(%s::text[])",
+        ("items",),
     ),
-    ("approval_items", "DELETE FROM approval_items WHERE id = ANY(%(items)s::text[])"),
+    ("approval_items", "DELETE FROM approval_items WHERE id = ANY(%s::text[])", ("items",)),
     (
         "run_steps",
-        "DELETE FROM run_steps WHERE run_id = ANY(%(runs)s::text[])"
-        " OR step_key LIKE '%%:' || %(contact)s OR strpos(coalesce(output::text, ''),"
-        " %(contact)s) > 0",
+        "DELETE FROM run_steps WHERE run_id = ANY(%s::text[]) OR step_key LIKE '%%:' || %s"
+        " OR strpos(coalesce(output::text, ''), %s) > 0",
+        ("runs", "contact", "contact"),
     ),
-    ("recordings", "DELETE FROM recordings WHERE id = ANY(%(calls)s::text[])"),
-    ("campaign_contacts", "DELETE FROM campaign_contacts WHERE contact_id = %(contact)s"),
-    ("deals", "UPDATE deals SET contact_id = NULL WHERE contact_id = %(contact)s"),
+    ("recordings", "DELETE FROM recordings WHERE id = ANY(%s::text[])", ("calls",)),
+    ("campaign_contacts", "DELETE FROM campaign_contacts WHERE contact_id = %s", ("contact",)),
+    ("deals", "UPDATE deals SET contact_id = NULL WHERE contact_id = %s", ("contact",)),
 )
 DELETE_CONTACT = "DELETE FROM contacts WHERE id = %s"
 
@@ -114,8 +118,8 @@ def erase(cur: Any, row: Row) -> dict[str, int]:
         "runs": [f"rec:{c}" for c in calls],
     }
     touched: dict[str, int] = {}
-    for table, sql in DELETES:
-        cur.execute(_named(sql), _positional(sql, params))
+    for table, sql, names in DELETES:
+        cur.execute(sql, tuple(params[name] for name in names))
         touched[table] = touched.get(table, 0) + int(cur.rowcount)
     redacted = redact(cur, tokens(row))
     cur.execute(DELETE_CONTACT, (contact_id,))
@@ -141,22 +145,3 @@ def redact(cur: Any, needles: list[str]) -> int:
             )
             changed += int(cur.rowcount)
     return changed
-
-
-def _named(sql: str) -> str:
-    """pg8000 takes positional ``%s``; the statements above name their parameters."""
-    out = sql
-    for name in ("contact", "calls", "items", "runs"):
-        out = out.replace(f"%({name})s", "%s")
-    return out
-
-
-def _positional(sql: str, params: dict[str, Any]) -> tuple[Any, ...]:
-    order = []
-    rest = sql
-    while "%(" in rest:
-        start = rest.index("%(") + 2
-        end = rest.index(")s", start)
-        order.append(params[rest[start:end]])
-        rest = rest[end + 2 :]
-    return tuple(order)
