@@ -15,7 +15,7 @@ by name; a missing object is ``NotFound``; a bad name or a ttl outside 1 s .. 7 
 bucket with the ttl as ``X-Goog-Expires``, and fetching it gives the object's bytes.
 ``names(prefix)`` lists every object under a folder prefix (ending ``/``), sorted, across
 pages, and nothing outside it (gcp-storage-emulator answers in one page, so the adapter's
-``nextPageToken`` loop is not exercised here); ``delete`` removes one object, and deleting
+``nextPageToken`` loop is in tests/test_storage.py); ``delete`` removes one object, and deleting
 a missing one is False, not an error (erasure and retention re-run after a crash).
 """
 
