@@ -25,6 +25,7 @@ locals {
     COLONY_EMBEDDING_PROVIDER      = var.embedding_provider
     COLONY_EMBEDDING_DIM           = tostring(var.embedding_dim)
     LANGFUSE_HOST                  = var.langfuse_host
+    COLONY_RETENTION_MAX_DAYS      = join(",", [for k, v in var.retention_max_days : "${k}=${v}"])
   }
 }
 

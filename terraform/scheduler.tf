@@ -1,5 +1,5 @@
-# Cloud Scheduler: the daily brief (AGT-010), one job per org, POSTing {"org_id": ...} to the
-# daily-brief function with an OIDC token of the invoker (verified by the function).
+# Cloud Scheduler: the daily brief (AGT-010) and the daily retention run, one job per org each,
+# POSTing to their function with an OIDC token of the invoker (verified by the function).
 
 resource "google_cloud_scheduler_job" "daily_brief" {
   for_each    = toset(var.brief_org_ids)
@@ -25,6 +25,38 @@ resource "google_cloud_scheduler_job" "daily_brief" {
     oidc_token {
       service_account_email = google_service_account.invoker.email
       audience              = local.function_urls["daily-brief"]
+    }
+  }
+
+  depends_on = [google_cloudfunctions2_function.function]
+}
+
+# Retention (issue 14): each org's data classes expired past its periods, daily, by the
+# data-lifecycle function ({"task": {"kind": "retention", "org_id": ...}}).
+resource "google_cloud_scheduler_job" "retention" {
+  for_each    = toset(var.retention_org_ids)
+  name        = "colony-retention-${replace(lower(each.key), "/[^a-z0-9-]/", "-")}"
+  description = "Daily retention for ${each.key}"
+  region      = var.region
+  schedule    = var.retention_schedule
+  time_zone   = "Etc/UTC"
+
+  retry_config {
+    retry_count          = 3
+    min_backoff_duration = "60s"
+    max_backoff_duration = "900s"
+  }
+
+  http_target {
+    http_method = "POST"
+    uri         = local.function_urls["data-lifecycle"]
+    body        = base64encode(jsonencode({ task = { kind = "retention", org_id = each.key } }))
+    headers = {
+      "Content-Type" = "application/json"
+    }
+    oidc_token {
+      service_account_email = google_service_account.invoker.email
+      audience              = local.function_urls["data-lifecycle"]
     }
   }
 

@@ -38,6 +38,19 @@ resource "google_storage_bucket" "assets" {
     }
   }
 
+  # Retention (issue 14): no transcript outlives the deployment's limit, whatever an org set
+  # (the daily job deletes them sooner at an org's shorter period). Erasure and retention
+  # delete live objects; the noncurrent versions they leave go by the rule below.
+  lifecycle_rule {
+    condition {
+      age            = var.retention_max_days["transcripts"]
+      matches_prefix = ["transcripts/"]
+    }
+    action {
+      type = "Delete"
+    }
+  }
+
   # An overwritten or deleted object stays recoverable for 30 days, then goes.
   lifecycle_rule {
     condition {

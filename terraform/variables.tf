@@ -101,6 +101,33 @@ variable "assets_bucket" {
   default     = "colony-assets"
 }
 
+variable "retention_org_ids" {
+  description = "Orgs whose retention periods are enforced daily: one Cloud Scheduler job each."
+  type        = list(string)
+  default     = []
+}
+
+variable "retention_schedule" {
+  description = "When the daily retention run starts (cron, UTC)."
+  type        = string
+  default     = "30 3 * * *"
+}
+
+variable "retention_max_days" {
+  description = "The longest any org may keep each data class, in days (COLONY_RETENTION_MAX_DAYS); the bucket deletes transcripts past the transcripts limit."
+  type        = map(number)
+  default = {
+    transcripts   = 365
+    chat_events   = 90
+    llm_calls     = 180
+    outbox_bodies = 365
+  }
+  validation {
+    condition     = alltrue([for k, v in var.retention_max_days : contains(["transcripts", "chat_events", "llm_calls", "outbox_bodies"], k) && v >= 1 && v <= 3650])
+    error_message = "retention_max_days: known data classes only, each 1..3650 days."
+  }
+}
+
 variable "brief_org_ids" {
   description = "Orgs that get a daily brief: one Cloud Scheduler job each."
   type        = list(string)

@@ -30,6 +30,7 @@ from colony.deploy.bundle import SOURCES_FILE, Bundle, build_bundles
 from colony.deploy.imports import read_pins
 from colony.registry.functions import FUNCTIONS
 from colony.runtime import secret_manager
+from colony.runtime.auth import mint_local_token
 from colony.store import fetch_one, fetch_value
 from colony.testing.wire import Reply, Route, WireServer
 from tests.conftest import APP_ROLE, PgDB
@@ -269,6 +270,7 @@ EVIDENCE: dict[str, tuple[str, tuple[Any, ...]]] = {
     ),
     "reembed": ("SELECT count(*) FROM kc_chunks WHERE source = 'notion'", ()),
     "delivery-events": ("SELECT count(*) FROM outbox WHERE status = 'delivered'", ()),
+    "admin": ("SELECT count(*) FROM org_retention", ()),
 }
 
 
@@ -354,7 +356,23 @@ def test_every_bundle_runs_the_demo_scenario_from_its_own_virtualenv(
         )
         assert resumed.status_code == 200, resumed.text
         assert resumed.json()["campaign_id"] == campaign_id
-    assert set(EVIDENCE) | {"campaign-resume"} == set(FUNCTIONS)
+        # the admin API (an org admin's v2 token) and the daily retention run
+        admin = {
+            "Authorization": f"Bearer {mint_local_token(settings.data_dir, org_id, org_claim='v2')}"
+        }
+        kept = http.put(
+            f"{servers.urls['admin']}/orgs/{org_id}/retention",
+            json={"days": {"chat_events": 30}},
+            headers=admin,
+        )
+        assert kept.status_code == 200, kept.text
+        swept = http.post(
+            servers.urls["data-lifecycle"],
+            json={"task": {"kind": "retention", "org_id": org_id}},
+        )
+        assert swept.status_code == 200, swept.text
+        assert swept.json()["days"]["chat_events"] == 30
+    assert set(EVIDENCE) | {"campaign-resume", "data-lifecycle"} == set(FUNCTIONS)
     missing = []
     with db.transaction(org_id) as cur:
         for name, (sql, params) in EVIDENCE.items():

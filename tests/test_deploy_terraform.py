@@ -25,7 +25,7 @@ from colony.registry.functions import (
     TOPICS,
     pool_size,
 )
-from colony.settings import SECRETS, Settings
+from colony.settings import RETENTION_MAX_DAYS, SECRETS, Settings
 
 REPO = Path(__file__).resolve().parents[1]
 TF = REPO / "terraform"
@@ -236,12 +236,15 @@ def test_every_secret_exists_and_is_granted_only_to_the_functions_that_read_it()
         "drive-webhook",
         "notion-webhook",
         "campaign-resume",
+        "admin",
+        "data-lifecycle",
     }
     assert readers["OPENAI_API_KEY"] == set(FUNCTIONS) - model_free
     assert readers["GEMINI_API_KEY"] == readers["OPENAI_API_KEY"]
     # the Langfuse secret key reads every org's traced prompts: only functions that call a
     # chat model get it (reembed only embeds), never the webhooks or the model-free targets
-    untraced = {*model_free, "reembed"}
+    # (and data-lifecycle, which deletes an erased org's traces through Langfuse's API)
+    untraced = {*model_free, "reembed"} - {"data-lifecycle"}
     assert readers["LANGFUSE_SECRET_KEY"] == set(FUNCTIONS) - untraced
     assert readers["LANGFUSE_PUBLIC_KEY"] == readers["LANGFUSE_SECRET_KEY"]
     assert readers["COLONY_DB_PASSWORD"] == readers["SENTRY_DSN"] == set(FUNCTIONS)
@@ -298,7 +301,20 @@ def test_assets_bucket_has_cmek_public_access_prevention_and_lifecycle() -> None
         "${google_kms_crypto_key.assets.id}"
     )
     assert assets["uniform_bucket_level_access"] is True
-    assert {len(assets["lifecycle_rule"])} <= {3}
+    rules = assets["lifecycle_rule"]
+    assert len(rules) == 4
+    # retention (issue 14): transcripts are deleted at the deployment's limit, which is the
+    # limit the settings hold orgs to (the daily job deletes them sooner for shorter periods)
+    (transcripts,) = [r for r in rules if block(r, "condition").get("matches_prefix")]
+    assert block(transcripts, "condition") == {
+        "age": '${var.retention_max_days["transcripts"]}',
+        "matches_prefix": ["transcripts/"],
+    }
+    assert block(transcripts, "action") == {"type": "Delete"}
+    limits = variables()["retention_max_days"]["default"]
+    assert limits == RETENTION_MAX_DAYS
+    env = local_values()["function_env"]
+    assert "COLONY_RETENTION_MAX_DAYS" in env
     for name, bucket in buckets.items():
         assert bucket["public_access_prevention"] == "enforced", name
         assert bucket["uniform_bucket_level_access"] is True, name
@@ -337,6 +353,20 @@ def test_daily_brief_scheduler_calls_the_registered_function_with_oidc() -> None
         "audience": '${local.function_urls["daily-brief"]}',
     }
     assert "org_id" in target["body"]
+
+
+def test_retention_scheduler_calls_the_data_lifecycle_function_with_oidc() -> None:
+    spec = FUNCTIONS["data-lifecycle"]
+    assert spec.trigger == "http" and not spec.public
+    job = parsed()["google_cloud_scheduler_job"]["retention"]
+    assert job["for_each"] == "${toset(var.retention_org_ids)}"
+    target = block(job, "http_target")
+    assert target["uri"] == '${local.function_urls["data-lifecycle"]}'
+    assert block(target, "oidc_token") == {
+        "service_account_email": "${google_service_account.invoker.email}",
+        "audience": '${local.function_urls["data-lifecycle"]}',
+    }
+    assert "retention" in target["body"] and "org_id" in target["body"]
 
 
 def test_internal_functions_are_invoked_only_by_the_invoker() -> None:

@@ -35,7 +35,7 @@ from colony.observability.tracing import (
     TracedChatModel,
     tracer_from_settings,
 )
-from colony.ports import Message, ModelRequest, ModelResponse, Usage
+from colony.ports import Message, ModelRequest, ModelResponse, Usage, org_tag
 from colony.settings import Settings
 from colony.store.db import fetch_all
 from tests.conftest import PgDB
@@ -184,6 +184,8 @@ def test_generation_carries_the_mandatory_metadata_and_usage(
         k.removeprefix(META): json.loads(str(v)) for k, v in attrs.items() if k.startswith(META)
     }
     assert attrs["langfuse.observation.type"] == "generation"
+    # the trace is tagged with its org, which is how an org's erasure finds its traces
+    assert list(attrs["langfuse.trace.tags"]) == [org_tag(meta["org_id"])]
     assert attrs["langfuse.observation.model.name"] == "gpt-x-0601"
     assert json.loads(str(attrs["langfuse.observation.usage_details"])) == {
         "input": 1200,

@@ -69,6 +69,7 @@ COMPOSITIONS = {  # colony.runtime.compose module → the parts it builds
     "model_assets": {"llm", "knowledge", "blobs"},
     "knowledge": {"knowledge"},
     "assets": {"blobs"},
+    "lifecycle": {"blobs", "traces"},  # erasure deletes an org's Langfuse traces
 }
 
 
@@ -86,11 +87,14 @@ def _composition(main: Path) -> str | None:
 
 def test_each_function_is_composed_with_what_its_registry_entry_grants() -> None:
     """A function composed with a model holds the tracing keys, one that embeds the provider
-    keys, one with the assets part bucket access; and none holds what it is not composed
+    keys, one with the assets part bucket access (one that erases traces, the Langfuse keys);
+    and none holds what it is not composed
     with (its bundle then carries no SDK it does not use, and its account no needless key)."""
     for name, function in FUNCTIONS.items():
         composed = COMPOSITIONS[_composition(REPO / "functions" / name / "main.py")]
         secrets = set(function.secrets)
-        assert ("llm" in composed) == (set(TRACING_SECRETS) <= secrets), name
+        # the Langfuse keys: to trace model calls, or (data-lifecycle) to delete traces
+        traced = "llm" in composed or "traces" in composed
+        assert traced == (set(TRACING_SECRETS) <= secrets), name
         assert ("knowledge" in composed) == (set(PROVIDER_SECRETS) <= secrets), name
         assert ("blobs" in composed) == (function.assets != "none"), name

@@ -2,9 +2,13 @@
 
 from collections.abc import Callable
 
+import pytest
+
+from colony.errors import InternalError
 from colony.knowledge.indexes import provision_org_indexes
 from colony.store import migrate
 from colony.store.db import fetch_all, fetch_value
+from colony.store.erasure import delete_order, foreign_keys, org_delete_order, scoped_tables
 from colony.store.migrations import ORG_SCOPED_TABLES, migrations
 from tests.conftest import APP_ROLE, PgDB
 
@@ -34,6 +38,8 @@ ENTITY_TABLES = {
     "notion_verifications",  # issue 6: Notion handshake tokens (no org yet)
     "audit_log",  # issue 14: decisions, their effects and refusals, append-only
     "suppressions",  # issue 18: addresses no message may reach again, per org
+    "erasure_jobs",  # issue 14: erasure jobs and their reports (outlive the org they name)
+    "org_retention",  # issue 14: an org's retention period per data class
 }
 
 
@@ -124,3 +130,33 @@ def test_application_role_cannot_skip_rls(testdb: PgDB) -> None:
     )
     assert APP_ROLE not in {r["tableowner"] for r in owners}
     conn.close()
+
+
+def test_every_table_referencing_an_org_table_is_org_scoped(testdb: PgDB) -> None:
+    """Erasure deletes ``scoped_tables()``: a table with a foreign key into one of them (and
+    so rows that would block its delete, or outlive it) must be registered too."""
+    conn = testdb.owner_connection()
+    edges = foreign_keys(conn.cursor())
+    conn.close()
+    scoped = set(scoped_tables())
+    assert {child for child, parent in edges if parent in scoped} <= scoped
+
+
+def test_the_erasure_order_deletes_children_before_parents(testdb: PgDB) -> None:
+    conn = testdb.owner_connection()
+    cur = conn.cursor()
+    order = org_delete_order(cur)
+    edges = foreign_keys(cur)
+    conn.close()
+    assert sorted(order) == sorted(scoped_tables())
+    assert order[-1] == "organizations"
+    position = {table: n for n, table in enumerate(order)}
+    for child, parent in edges:
+        if child in position and parent in position and child != parent:
+            assert position[child] < position[parent], (child, parent)
+
+
+def test_delete_order_is_stable_and_refuses_a_cycle() -> None:
+    assert delete_order(["p", "c", "b"], [("c", "p"), ("b", "p")]) == ["b", "c", "p"]
+    with pytest.raises(InternalError, match="cycle"):
+        delete_order(["a", "b"], [("a", "b"), ("b", "a")])

@@ -231,3 +231,31 @@ def test_production_signing_goes_through_iam_as_the_runtime_account(
     verify_v4_signed_url(again, key_file)
     assert credentials.refreshes == 1  # the token is reused while valid
     assert fetch(url) == b"# iam"
+
+
+def test_names_follows_next_page_tokens_over_the_wire(no_ambient_config: None) -> None:
+    """GCS pages ``objects.list`` (1000 at most per page); gcp-storage-emulator never does,
+    so a stand-in answering in three pages shows the adapter reads them all, in order."""
+    from colony.adapters.google_api import GoogleApi
+    from colony.adapters.storage import GcsBlobStore
+    from colony.testing.wire import RecordedRequest, Reply, Route, WireServer
+
+    pages = {
+        None: (["imports/o/a.csv", "imports/o/b.csv"], "t1"),
+        "t1": (["imports/o/c.csv"], "t2"),
+        "t2": (["imports/o/d.csv"], None),
+    }
+
+    def listing(request: RecordedRequest) -> Reply:
+        assert request.query["prefix"] == ["imports/o/"]
+        names, token = pages[(request.query.get("pageToken") or [None])[0]]
+        body: dict[str, object] = {"items": [{"name": n} for n in names]}
+        if token:
+            body["nextPageToken"] = token
+        return Reply(200, body)
+
+    route = Route.of("gcs.objects.list", "GET", r"/storage/v1/b/bkt/o", listing)
+    with WireServer(routes=[route]) as server:
+        store = GcsBlobStore(GoogleApi("storage", server.base_url), "bkt", signer=None)  # type: ignore[arg-type]
+        assert store.names("imports/o/") == [f"imports/o/{c}.csv" for c in "abcd"]
+        assert len(server.requests_to("gcs.objects.list")) == 3

@@ -284,6 +284,36 @@ class BlobStore(Protocol):
         """A V4 signed GET URL for ``name`` that expires after ``ttl_seconds``."""
         ...
 
+    def names(self, prefix: str) -> list[str]:
+        """Every object name starting with ``prefix`` (all pages), sorted. ``prefix`` must
+        end with ``/`` (a folder: erasure and retention never match by a name's stem), else
+        ``ValidationFailed``."""
+        ...
+
+    def delete(self, name: str) -> bool:
+        """Delete ``name``; False if it did not exist (deleting twice is not an error, so an
+        erasure that is re-run after a crash finishes)."""
+        ...
+
+
+@runtime_checkable
+class TraceArchive(Protocol):
+    """Where LLM traces are kept (Langfuse), as erasure sees it. Every trace of an org carries
+    the tag ``org_tag(org_id)`` (``colony.observability.tracing``)."""
+
+    def trace_ids(self, tag: str) -> list[str]:
+        """The ids of every trace carrying ``tag`` (all pages)."""
+        ...
+
+    def delete(self, trace_ids: Sequence[str]) -> None:
+        """Ask for these traces to be deleted (ids already gone are not an error)."""
+        ...
+
+
+def org_tag(org_id: str) -> str:
+    """The tag every trace of ``org_id`` carries, by which erasure finds them."""
+    return f"org:{org_id}"
+
 
 # The clock flows read (``deps.clock()``): now, timezone-aware. ``colony.runtime.deps.utc_now``
 # in production; tests pass a fixed one (``colony.testing.inline.fixed_clock``).

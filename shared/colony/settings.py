@@ -31,6 +31,15 @@ DEFAULT_EMBEDDING_MODELS: dict[str, str] = {
 }
 _ROLE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 GOOGLE_JWKS_URL = "https://www.googleapis.com/oauth2/v3/certs"
+# The longest any org may keep each data class (days); an org may choose less, never more
+# (``COLONY_RETENTION_MAX_DAYS``). ``transcripts`` must match terraform's bucket lifecycle
+# rule (``var.transcript_retention_days``), which deletes what the daily job did not.
+RETENTION_MAX_DAYS: dict[str, int] = {
+    "transcripts": 365,
+    "chat_events": 90,
+    "llm_calls": 180,
+    "outbox_bodies": 365,
+}
 
 # Every credential the settings read: environment name → Secret Manager secret id. The one
 # list that secret resolution (colony.runtime.secret_manager), the generated terraform and the
@@ -128,6 +137,8 @@ class Settings:
     assets_bucket: str = "colony-assets"
     signed_url_ttl_seconds: int = 3600
     signing_key_file: Path | None = None  # local service-account key for V4 signed URLs
+    # retention (issue 14): the deployment's limit per data class, in days
+    retention_max_days: Mapping[str, int] = field(default_factory=lambda: dict(RETENTION_MAX_DAYS))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -273,6 +284,7 @@ class Settings:
                 604800,
             ),
             signing_key_file=Path(k) if (k := get("COLONY_SIGNING_KEY_FILE")) else None,
+            retention_max_days=_retention(get("COLONY_RETENTION_MAX_DAYS")),
         )
         return settings
 
@@ -385,3 +397,21 @@ def _notion_domains(text: str | None) -> dict[str, str]:
             'COLONY_NOTION_DOMAINS must map Notion ids to KC-01..KC-07: {"<page id>": "KC-01"}'
         )
     return {k.replace("-", ""): v for k, v in value.items()}
+
+
+def _retention(text: str | None) -> dict[str, int]:
+    """``COLONY_RETENTION_MAX_DAYS``: ``class=days`` pairs, comma-separated, over the
+    defaults (``RETENTION_MAX_DAYS``); each class a known one, each period 1..3650 days."""
+    limits = dict(RETENTION_MAX_DAYS)
+    for pair in (p.strip() for p in (text or "").split(",")):
+        if not pair:
+            continue
+        name, _, days = pair.partition("=")
+        name = name.strip()
+        if name not in limits or not days.strip().isdigit() or not 1 <= int(days) <= 3650:
+            raise ConfigError(
+                f"COLONY_RETENTION_MAX_DAYS: {pair!r} must be <class>=<days> with a class in"
+                f" {sorted(limits)} and 1..3650 days"
+            )
+        limits[name] = int(days)
+    return limits

@@ -13,6 +13,10 @@ The contract (``colony.ports.BlobStore`` and what the recording and content flow
 by name; a missing object is ``NotFound``; a bad name or a ttl outside 1 s .. 7 days is
 ``ValidationFailed``; ``signed_url`` is a V4-shaped https/http URL for that object in that
 bucket with the ttl as ``X-Goog-Expires``, and fetching it gives the object's bytes.
+``names(prefix)`` lists every object under a folder prefix (ending ``/``), sorted, across
+pages, and nothing outside it (gcp-storage-emulator answers in one page, so the adapter's
+``nextPageToken`` loop is in tests/test_storage.py); ``delete`` removes one object, and deleting
+a missing one is False, not an error (erasure and retention re-run after a crash).
 """
 
 from __future__ import annotations
@@ -112,3 +116,40 @@ def test_a_signed_url_is_for_that_object_and_serves_its_bytes(harness: Harness, 
     assert {"X-Goog-Algorithm", "X-Goog-Date", "X-Goog-Signature"} <= set(query)
     assert harness.fetch(url) == body
     assert url != store.signed_url("transcripts/org_a/rec 2.txt", ttl)
+
+
+def test_names_lists_one_folder_sorted_and_nothing_beside_it(harness: Harness) -> None:
+    store = harness.store
+    for name in (
+        "transcripts/org_a/b.txt",
+        "transcripts/org_a/a.txt",
+        "transcripts/org_ab/x.txt",
+        "kits/org_a/k.md",
+        "transcripts/org_a/sub/c.txt",
+    ):
+        store.put(name, b"x", "text/plain")
+    assert store.names("transcripts/org_a/") == [
+        "transcripts/org_a/a.txt",
+        "transcripts/org_a/b.txt",
+        "transcripts/org_a/sub/c.txt",
+    ]
+    assert store.names("imports/org_a/") == []
+
+
+@pytest.mark.parametrize("prefix", ["transcripts/org_a", "", "/x/"])
+def test_a_prefix_must_name_a_folder(harness: Harness, prefix: str) -> None:
+    with pytest.raises(ValidationFailed):
+        harness.store.names(prefix)
+
+
+def test_delete_removes_one_object_and_a_second_delete_is_false(harness: Harness) -> None:
+    store = harness.store
+    store.put("kits/org_a/k.md", b"k", "text/markdown")
+    store.put("kits/org_a/l.md", b"l", "text/markdown")
+    assert store.delete("kits/org_a/k.md") is True
+    assert store.delete("kits/org_a/k.md") is False
+    with pytest.raises(NotFound):
+        store.get("kits/org_a/k.md")
+    assert store.names("kits/org_a/") == ["kits/org_a/l.md"]
+    with pytest.raises(ValidationFailed):
+        store.delete("")

@@ -1,9 +1,10 @@
 """``GcsBlobStore``: the assets bucket (``colony.ports.BlobStore``) on GCS's JSON API.
 
-Three calls, each one request over ``colony.adapters.google_api`` (why not
+A few calls, each one request over ``colony.adapters.google_api`` (why not
 ``google-cloud-storage``: it brings ``google-api-core`` and protobuf, a sixth of a webhook's
 bundle, for an upload): ``objects.insert`` (``uploadType=media``), ``objects.get``
-(``alt=media``) and, locally, ``buckets.insert``. ``STORAGE_EMULATOR_HOST``
+(``alt=media``), ``objects.list`` (``prefix``, ``pageToken``) and ``objects.delete`` for
+erasure and retention, and, locally, ``buckets.insert``. ``STORAGE_EMULATOR_HOST``
 (``http://host:port``) points them at ``gcp-storage-emulator``
 (``colony.testing.emulators.storage_emulator``), which serves the same JSON API.
 
@@ -56,6 +57,13 @@ def check_object_name(name: str) -> None:
     at most 1024 bytes); ``ValidationFailed`` otherwise."""
     if not name or name.startswith("/") or len(name.encode()) > 1024 or "\n" in name:
         raise ValidationFailed(f"object name {name!r} is not a valid GCS object name")
+
+
+def check_prefix(prefix: str) -> None:
+    """A listing prefix names a folder: a valid object name ending with ``/``."""
+    check_object_name(prefix)
+    if not prefix.endswith("/"):
+        raise ValidationFailed(f"prefix {prefix!r} must end with '/' (a folder)")
 
 
 def check_ttl(ttl_seconds: int) -> None:
@@ -217,6 +225,34 @@ class GcsBlobStore:
         except GoogleApiError as error:
             raise _translate(error, f"reading gs://{self.bucket}/{name}") from error
         return bytes(response.content)
+
+    def names(self, prefix: str) -> list[str]:
+        """``objects.list`` under ``prefix``, every page (``nextPageToken``), sorted."""
+        check_prefix(prefix)
+        found: list[str] = []
+        params: dict[str, str] = {"prefix": prefix, "fields": "items(name),nextPageToken"}
+        while True:
+            try:
+                page = self._api.send("GET", f"/storage/v1/b/{self.bucket}/o", params=params)
+            except GoogleApiError as error:
+                raise _translate(error, f"listing gs://{self.bucket}/{prefix}") from error
+            body = page.json() if page.content else {}
+            found += [str(item["name"]) for item in body.get("items") or ()]
+            token = body.get("nextPageToken")
+            if not token:
+                return sorted(found)
+            params["pageToken"] = str(token)
+
+    def delete(self, name: str) -> bool:
+        """``objects.delete``; a 404 is False (already gone: a re-run erasure goes on)."""
+        check_object_name(name)
+        try:
+            self._api.send("DELETE", self._object_path(name))
+        except GoogleApiError as error:
+            if error.status == 404:
+                return False
+            raise _translate(error, f"deleting gs://{self.bucket}/{name}") from error
+        return True
 
     def signed_url(self, name: str, ttl_seconds: int, *, now: datetime | None = None) -> str:
         """A V4 signed GET URL; the host is the API's (the emulator locally)."""

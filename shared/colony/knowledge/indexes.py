@@ -68,3 +68,13 @@ def provision_org_indexes(
             created.append(index_name(org_id, domain))
     conn.commit()
     return created
+
+
+def existing_org_indexes(cur: pg8000.dbapi.Cursor, org_id: str) -> list[str]:
+    """The org's per-(org, domain) HNSW indexes that exist now (erasure checks none is left;
+    ``colony_drop_org_indexes`` drops them as their owner)."""
+    cur.execute(
+        "SELECT indexname FROM pg_indexes WHERE tablename = 'kc_chunks' AND indexname = ANY(%s)",
+        ([index_name(check_org_literal(org_id), d) for d in DOMAINS],),
+    )
+    return sorted(str(row[0]) for row in cur.fetchall())

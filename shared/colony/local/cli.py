@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from colony.errors import ColonyError
 from colony.settings import Settings
@@ -57,6 +57,66 @@ def _provision(settings: Settings, org_id: str) -> list[str]:
 def cmd_org_provision(settings: Settings, args: argparse.Namespace) -> int:
     created = _provision(settings, args.org_id)
     _say(f"{args.org_id}: {len(created)} index(es) created" if created else "already provisioned")
+    return 0
+
+
+def _lifecycle_deps(settings: Settings) -> Any:
+    """The parts an erasure runs with locally: the application role (RLS scopes every
+    statement to the org), the assets bucket and, when its keys are set, Langfuse."""
+    from colony.adapters.storage import blob_store_from_settings
+    from colony.local.db import connect_factory
+    from colony.runtime.deps import build_deps
+    from colony.store import Database
+
+    db = Database(connect_factory(settings, "app"))
+    return build_deps(settings, db=db, blobs=blob_store_from_settings(settings))
+
+
+def _run_erasure(settings: Settings, open_job: Callable[[Any], str]) -> int:
+    import json
+
+    from colony.flows import erasure
+    from colony.runtime.compose.lifecycle import traces
+
+    deps = _lifecycle_deps(settings)
+    try:
+        job_id = open_job(deps)
+        _say(f"erasure job {job_id}: running (re-run the same command to resume it)")
+        done = erasure.run_job(deps, job_id, traces(settings))
+    finally:
+        deps.db.close()
+    _say(json.dumps(done["report"], indent=2, sort_keys=True))
+    return 0 if done["report"]["complete"] else 1
+
+
+def cmd_org_erase(settings: Settings, args: argparse.Namespace) -> int:
+    """Erase an org everywhere (rows, KC chunks and indexes, GCS objects, Langfuse traces)."""
+    from colony.flows import erasure
+
+    return _run_erasure(settings, lambda d: erasure.request_org(d, args.org_id, args.requested_by))
+
+
+def cmd_org_erase_contact(settings: Settings, args: argparse.Namespace) -> int:
+    """Erase one prospect of an org (a data-subject request)."""
+    from colony.flows import erasure
+
+    return _run_erasure(
+        settings,
+        lambda d: erasure.request_contact(d, args.org_id, args.contact_id, args.requested_by),
+    )
+
+
+def cmd_org_retention(settings: Settings, args: argparse.Namespace) -> int:
+    """Enforce an org's retention now (what the daily Scheduler job does)."""
+    import json
+
+    from colony.flows import retention
+
+    deps = _lifecycle_deps(settings)
+    try:
+        _say(json.dumps(retention.enforce(deps, args.org_id), indent=2, sort_keys=True))
+    finally:
+        deps.db.close()
     return 0
 
 
@@ -218,6 +278,20 @@ def build_parser() -> argparse.ArgumentParser:
     provision = org.add_parser("provision", help="build an org's Knowledge Core vector indexes")
     provision.add_argument("org_id")
     provision.set_defaults(run=cmd_org_provision)
+    erase = org.add_parser("erase", help="erase an org everywhere, ending with a report")
+    erase.add_argument("org_id")
+    erase.add_argument("--requested-by", default="cli", help="who asked (kept on the job)")
+    erase.set_defaults(run=cmd_org_erase)
+    erase_contact = org.add_parser(
+        "erase-contact", help="erase one prospect (a data-subject request)"
+    )
+    erase_contact.add_argument("org_id")
+    erase_contact.add_argument("contact_id")
+    erase_contact.add_argument("--requested-by", default="cli", help="who asked")
+    erase_contact.set_defaults(run=cmd_org_erase_contact)
+    keep = org.add_parser("retention", help="enforce an org's retention periods now")
+    keep.add_argument("org_id")
+    keep.set_defaults(run=cmd_org_retention)
     graph = sub.add_parser("graph", help="query the knowledge graph of the system itself")
     graph.add_argument(
         "query",

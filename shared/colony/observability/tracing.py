@@ -35,6 +35,7 @@ from colony.ports import (
     ModelRequest,
     ModelResponse,
     Tracer,
+    org_tag,
 )
 from colony.store import llm_calls
 
@@ -153,18 +154,25 @@ class LangfuseTracer:
 
     @contextmanager
     def generation(self, request: ModelRequest, context: CallContext) -> Iterator[Generation]:
+        # lazy: Langfuse, loaded with the client in __init__
+        from langfuse import propagate_attributes
+
         failure: BaseException | None = None
-        with self._client.start_as_current_observation(
-            name=f"{context.agent_id}.{request.output_name}",
-            as_type="generation",
-            model=request.model,
-            model_parameters={
-                "temperature": request.temperature,
-                "max_output_tokens": request.max_output_tokens,
-            },
-            metadata={**context.metadata(), "output_name": request.output_name},
-            input=_prompt(request) if self.capture_content else None,
-        ) as observation:
+        # The org tag is how erasure finds an org's traces (``TraceArchive.trace_ids``).
+        with (
+            propagate_attributes(tags=[org_tag(context.org_id)]),
+            self._client.start_as_current_observation(
+                name=f"{context.agent_id}.{request.output_name}",
+                as_type="generation",
+                model=request.model,
+                model_parameters={
+                    "temperature": request.temperature,
+                    "max_output_tokens": request.max_output_tokens,
+                },
+                metadata={**context.metadata(), "output_name": request.output_name},
+                input=_prompt(request) if self.capture_content else None,
+            ) as observation,
+        ):
             generation = _LangfuseGeneration(observation, self.capture_content)
             try:
                 yield generation

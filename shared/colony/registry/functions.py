@@ -95,6 +95,7 @@ ONBOARDING_TOPIC = "colony-onboarding"
 DEAD_LETTER_TOPIC = "colony-dead-letter"
 CAMPAIGN_RESUME_QUEUE = "colony-campaign-resume"
 NOTION_REEMBED_QUEUE = "colony-notion-reembed"
+ERASURE_QUEUE = "colony-erasure"
 
 # The one service account whose Google OIDC tokens Pub/Sub push, Cloud Tasks and Cloud
 # Scheduler present to the functions not marked ``public`` (terraform creates it from this id;
@@ -132,6 +133,15 @@ QUEUES: dict[str, Queue] = {
             target="reembed",
             purpose="Notion page re-embed jobs (named by page + edit)",
             max_dispatches_per_second=3.0,
+        ),
+        # An erasure job runs its phases in order; a failed attempt is retried and resumes
+        # after the last phase it finished (issue 14).
+        Queue(
+            ERASURE_QUEUE,
+            target="data-lifecycle",
+            purpose="org and data-subject erasure jobs (named by job id)",
+            max_attempts=20,
+            max_dispatches_per_second=1.0,
         ),
     )
 }
@@ -284,6 +294,31 @@ FUNCTIONS: dict[str, Function] = {
             agent="AGT-010",
             purpose="Cloud Scheduler target: daily brief",
             timeout_seconds=300,
+            max_instances=1,
+        ),
+        Function(
+            name="admin",
+            trigger="http",
+            topic=None,
+            agent=None,
+            purpose="org admin API: erasure requests and reports, retention periods",
+            secrets=(*MODEL_FREE_SECRETS, *JWT_SECRETS),
+            enqueues=(ERASURE_QUEUE,),
+            public=True,  # it verifies the bearer token and the org admin role itself
+            concurrency=2,  # a few admins at a time: it only opens jobs and reads reports
+            max_instances=1,
+        ),
+        Function(
+            name="data-lifecycle",
+            trigger="http",
+            topic=None,
+            agent=None,
+            purpose="Cloud Tasks target: erasure jobs; Cloud Scheduler target: daily retention",
+            # the Langfuse keys delete an erased org's traces; no model is called
+            secrets=(*MODEL_FREE_SECRETS, *TRACING_SECRETS),
+            assets="write",  # deletes transcripts, kits and imports
+            timeout_seconds=540,
+            concurrency=1,
             max_instances=1,
         ),
         Function(

@@ -62,5 +62,8 @@ def ensure_app_role_grants(conn: pg8000.dbapi.Connection, role: str) -> None:
         # rewritten by the code it records.
         f"REVOKE UPDATE, DELETE, TRUNCATE ON audit_log FROM {role};"
         f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {role};"
+        # erasure (migration 0013): the two owner-only steps, for one org at a time
+        f"GRANT EXECUTE ON FUNCTION colony_drop_org_indexes(text) TO {role};"
+        f"GRANT EXECUTE ON FUNCTION colony_erase_rejections(text) TO {role};"
     )
     conn.commit()

@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
 from colony.adapters.embedding import OfflineHashEmbedder
-from colony.adapters.storage import check_object_name, check_ttl
+from colony.adapters.storage import check_object_name, check_prefix, check_ttl
 from colony.errors import NotFound, ProviderError, ProviderUnavailable, ResponseTooLarge
 from colony.ports import DriveFile, ModelRequest, ModelResponse, Usage
 from colony.webhooks import GOOGLE_DOC
@@ -122,6 +122,14 @@ class MemoryBlobStore:
             raise NotFound(f"reading gs://{self.bucket}/{name}: not found")
         return self.objects[name][0]
 
+    def names(self, prefix: str) -> list[str]:
+        check_prefix(prefix)
+        return sorted(name for name in self.objects if name.startswith(prefix))
+
+    def delete(self, name: str) -> bool:
+        check_object_name(name)
+        return self.objects.pop(name, None) is not None
+
     def signed_url(self, name: str, ttl_seconds: int, *, now: datetime | None = None) -> str:
         check_object_name(name)
         check_ttl(ttl_seconds)
@@ -200,3 +208,20 @@ class RecordingSleep:
 
     def __call__(self, seconds: float) -> None:
         self.delays.append(seconds)
+
+
+class MemoryTraceArchive:
+    """``colony.ports.TraceArchive`` in memory: trace id → its tags."""
+
+    def __init__(self) -> None:
+        self.traces: dict[str, set[str]] = {}
+
+    def add(self, trace_id: str, *tags: str) -> None:
+        self.traces[trace_id] = set(tags)
+
+    def trace_ids(self, tag: str) -> list[str]:
+        return sorted(t for t, tags in self.traces.items() if tag in tags)
+
+    def delete(self, trace_ids: Sequence[str]) -> None:
+        for trace_id in trace_ids:
+            self.traces.pop(trace_id, None)

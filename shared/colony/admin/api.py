@@ -1,0 +1,102 @@
+"""The admin API: an org's admins erase their org or one prospect, read the report, and set
+retention periods.
+
+Routes (JSON; ``Authorization: Bearer <Clerk session JWT>``):
+
+- ``POST /orgs/{org}/erasure`` → 202 ``{"job_id", "status"}``: erase the whole org;
+- ``POST /orgs/{org}/contacts/{contact}/erasure`` → 202: erase one prospect;
+- ``GET /erasures/{job}`` → the job, with its verification report once done;
+- ``GET /orgs/{org}/retention``, ``PUT /orgs/{org}/retention`` (``{"days": {...}}``).
+
+Who may: a verified bearer token (``runtime.auth.verify_bearer``) whose org is the target
+org (else 403) and which carries the org admin role (``is_org_admin``; else 403). A refusal
+is recorded (``RejectionRecorder``: ids and the reason, never the token) and changes
+nothing. The erasure itself runs on the erasure queue (``flows.erasure.schedule``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from colony.contracts.lifecycle import RetentionUpdate
+from colony.errors import NotFound, OrgScopeError, Unauthorized
+from colony.flows import erasure, retention
+from colony.runtime.auth import Principal, verify_bearer
+from colony.runtime.deps import Deps
+from colony.runtime.edge import JsonRequest
+from colony.runtime.edge.responses import MethodNotAllowed
+
+FUNCTION = "admin"
+ADMIN_ROLES = ("org:admin", "admin")  # Clerk v1 ``org_role``; v2 ``o.rol`` is "admin"
+_ID = r"[A-Za-z0-9_.:-]{1,128}"
+ORG_ERASURE = re.compile(rf"^/orgs/(?P<org>{_ID})/erasure$")
+CONTACT_ERASURE = re.compile(rf"^/orgs/(?P<org>{_ID})/contacts/(?P<contact>{_ID})/erasure$")
+JOB = re.compile(rf"^/erasures/(?P<job>{_ID})$")
+RETENTION = re.compile(rf"^/orgs/(?P<org>{_ID})/retention$")
+
+
+def is_org_admin(claims: Mapping[str, Any]) -> bool:
+    """Whether a verified token carries the org admin role: Clerk v1 puts it in
+    ``org_role`` (``org:admin``), v2 in ``o.rol`` (``admin``)."""
+    nested = claims.get("o")
+    role = claims.get("org_role")
+    v2 = nested.get("rol") if isinstance(nested, Mapping) else None
+    return role in ADMIN_ROLES or v2 == "admin"
+
+
+def _admin_of(deps: Deps, request: JsonRequest, org: str) -> Principal:
+    """The caller, if an admin of ``org``; else the refusal, recorded, raised."""
+    try:
+        principal = verify_bearer(request.authorization, deps.settings)
+    except Unauthorized as error:
+        deps.rejections.record(FUNCTION, None, org, f"unauthorized: {error}")
+        raise
+    if principal.org_id != org:
+        deps.rejections.record(FUNCTION, None, org, "forbidden: the token is for another org")
+        raise OrgScopeError("you can only administer your own organisation")
+    if not is_org_admin(principal.claims):
+        deps.rejections.record(FUNCTION, None, org, "forbidden: not an org admin")
+        raise OrgScopeError("this needs the organisation's admin role")
+    return principal
+
+
+def _method(request: JsonRequest, *allowed: str) -> None:
+    if request.method not in allowed:
+        raise MethodNotAllowed("this method is not allowed here", allow=allowed)
+
+
+def handle(deps: Deps, request: JsonRequest) -> tuple[dict[str, Any], int] | dict[str, Any]:
+    path = request.path
+    if match := ORG_ERASURE.match(path):
+        _method(request, "POST")
+        org = match["org"]
+        principal = _admin_of(deps, request, org)
+        job_id = erasure.request_org(deps, org, principal.user_id)
+        erasure.schedule(deps, job_id)
+        return {"job_id": job_id, "status": "pending"}, 202
+    if match := CONTACT_ERASURE.match(path):
+        _method(request, "POST")
+        org = match["org"]
+        principal = _admin_of(deps, request, org)
+        job_id = erasure.request_contact(deps, org, match["contact"], principal.user_id)
+        erasure.schedule(deps, job_id)
+        return {"job_id": job_id, "status": "pending"}, 202
+    if match := JOB.match(path):
+        _method(request, "GET")
+        principal = verify_bearer(request.authorization, deps.settings)
+        found = erasure.job(deps, match["job"])
+        if found["org_id"] != principal.org_id:  # another org's job: as if it did not exist
+            raise NotFound(f"erasure job {match['job']!r} does not exist")
+        _admin_of(deps, request, found["org_id"])
+        return found
+    if match := RETENTION.match(path):
+        _method(request, "GET", "PUT")
+        org = match["org"]
+        _admin_of(deps, request, org)
+        if request.method == "GET":
+            return retention.periods(deps, org)
+        update = request.parse(RetentionUpdate)
+        return retention.set_periods(deps, org, dict(update.days.items()))
+    raise NotFound("there is nothing at this path")

@@ -1,0 +1,298 @@
+"""Two orgs with a row in every org-scoped table, objects in the bucket and traces in
+Langfuse, and the schema-generated dumps and scans the erasure tests compare.
+
+``seed_org`` writes, for one org, everything an org accumulates: its ICP, two contacts
+(``c1`` "Dana Whitfield", the data subject; ``c2``, kept), a deal each, a campaign with both,
+durable steps, a recording of each deal's call (transcript in GCS), KC chunks (a seed one and
+one approved from each call), chat turns and events that mention Dana, a brief, approval
+items (outbound drafts, a follow-up, a KC candidate, a kit, a content piece), the outbox,
+processed events, LLM call records, a dead letter, published content, a deployment kit,
+retention settings and a rejection that claimed it. ``SEEDED`` lists the tables it fills and
+a test holds that to ``ORG_SCOPED_TABLES``: a new org table must be seeded here, so the
+erasure tests cover it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from colony.ports import BlobStore
+from colony.store.db import fetch_all
+from colony.store.erasure import searchable_columns
+from colony.store.migrations import ORG_SCOPED_TABLES
+
+SEEDED = {*ORG_SCOPED_TABLES, "organizations"}
+
+
+@dataclass(frozen=True)
+class Seeded:
+    org: str
+    dana: str  # the data subject's contact id
+    dana_email: str
+    dana_name: str
+    other: str  # another contact of the same org, kept
+    objects: tuple[str, ...]
+
+
+def _vector(dim: int, n: int) -> str:
+    return "[" + ",".join("1" if i == n % dim else "0" for i in range(dim)) + "]"
+
+
+def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
+    """Write one org's data (owner connection; committed)."""
+    dana, other = f"{org}_c1", f"{org}_c2"
+    email, name = f"dana.whitfield@{org}.example", "Dana Whitfield"
+    d1, d2, r1, r2 = f"{org}_d1", f"{org}_d2", f"{org}_r1", f"{org}_r2"
+    t1, t2 = f"transcripts/{org}/f1.txt", f"transcripts/{org}/f2.txt"
+    kit, imported = f"deployment-kits/{org}/{d2}.md", f"imports/{org}/contacts.csv"
+    bucket = blobs.bucket
+    blobs.put(t1, f"call with {name} <{email}>".encode(), "text/plain")
+    blobs.put(t2, b"call with Rob Kessler", "text/plain")
+    blobs.put(kit, b"# kit", "text/markdown")
+    blobs.put(imported, f"name,email\n{name},{email}\n".encode(), "text/csv")
+    items = {k: f"{org}_i_{k}" for k in ("out1", "out2", "follow", "kc1", "kc2", "kit", "piece")}
+    cur = conn.cursor()
+    run = f"{org}_run"
+
+    def ex(sql: str, *params: Any) -> None:
+        cur.execute(sql, params)
+
+    ex("INSERT INTO organizations (id, name) VALUES (%s, %s)", org, f"Org {org}")
+    ex(
+        "INSERT INTO icp_definitions (org_id, description, rubric) VALUES (%s, %s, %s)",
+        org,
+        "health systems",
+        json.dumps({"fit": 1}),
+    )
+    for cid, cname, cemail in ((dana, name, email), (other, "Rob Kessler", f"rob@{org}.example")):
+        ex(
+            "INSERT INTO contacts (id, org_id, name, email, company, signals, enrichment)"
+            " VALUES (%s, %s, %s, %s, %s, %s, %s)",
+            cid,
+            org,
+            cname,
+            cemail,
+            "Mercy Ridge",
+            json.dumps([{"signal": f"{cname} changed roles"}]),
+            json.dumps({"linkedin": f"https://example.com/{cid}"}),
+        )
+    for deal, contact in ((d1, dana), (d2, other)):
+        ex(
+            "INSERT INTO deals (id, org_id, contact_id, name, stage) VALUES (%s, %s, %s, %s, %s)",
+            deal,
+            org,
+            contact,
+            f"Mercy Ridge {deal}",
+            "discovery",
+        )
+    ex(
+        "INSERT INTO sequences (org_id, angle, tier, step, guidance) VALUES (%s, %s, %s, %s, %s)",
+        org,
+        "Signal",
+        "T1",
+        1,
+        "lead with the signal",
+    )
+    ex(
+        "INSERT INTO campaigns (id, org_id, name, angle, tier) VALUES (%s, %s, %s, %s, %s)",
+        f"{org}_camp",
+        org,
+        "Q4",
+        "Signal",
+        "T1",
+    )
+    for contact in (dana, other):
+        ex(
+            "INSERT INTO campaign_contacts (org_id, campaign_id, contact_id) VALUES (%s, %s, %s)",
+            org,
+            f"{org}_camp",
+            contact,
+        )
+    ex(
+        "INSERT INTO campaign_runs (id, org_id, campaign_id) VALUES (%s, %s, %s)",
+        run,
+        org,
+        f"{org}_camp",
+    )
+    for key, output in (
+        (f"qualify:{dana}", {"contact_id": dana, "score": 80}),
+        (f"qualify:{other}", {"contact_id": other, "score": 60}),
+    ):
+        ex(
+            "INSERT INTO run_steps (org_id, run_id, step_key, output) VALUES (%s, %s, %s, %s)",
+            org,
+            run,
+            key,
+            json.dumps(output),
+        )
+    ex(
+        "INSERT INTO run_steps (org_id, run_id, step_key, output) VALUES (%s, %s, %s, %s)",
+        org,
+        f"rec:{r1}",
+        "pass2",
+        json.dumps({"executive_summary": "budget approved"}),
+    )
+    for rec, deal, uri in ((r1, d1, t1), (r2, d2, t2)):
+        ex(
+            "INSERT INTO recordings (id, org_id, deal_id, title, transcript_uri, summary)"
+            " VALUES (%s, %s, %s, %s, %s, %s)",
+            rec,
+            org,
+            deal,
+            f"Discovery {deal}",
+            f"gs://{bucket}/{uri}",
+            "they want a pilot",
+        )
+    approvals = (
+        ("out1", "outbound_message", dana, {"contact_id": dana, "to": email, "body": "Hi Dana"}),
+        ("out2", "outbound_message", other, {"contact_id": other, "body": "Hi Rob"}),
+        ("follow", "follow_up", dana, {"recording_id": r1, "contact_id": dana, "to": email}),
+        ("kc1", "kc_update_candidate", r1, {"domain": "KC-09", "source": {"recording_id": r1}}),
+        ("kc2", "kc_update_candidate", r2, {"domain": "KC-09", "source": {"recording_id": r2}}),
+        ("kit", "deployment_kit", d2, {"deal_id": d2}),
+        ("piece", "content_piece", None, {"title": "Lease costs"}),
+    )
+    for key, kind, subject, payload in approvals:
+        ex(
+            "INSERT INTO approval_items (id, org_id, kind, source_agent, subject_id, payload)"
+            " VALUES (%s, %s, %s, %s, %s, %s)",
+            items[key],
+            org,
+            kind,
+            "AGT-005",
+            subject,
+            json.dumps(payload),
+        )
+    chunks = (
+        ("seed", f"{org}-kc01", {}, "our product"),
+        ("approval", items["kc1"], {"recording_id": r1}, "buyers ask for pilots"),
+        ("approval", items["kc2"], {"recording_id": r2}, "buyers compare vendors"),
+    )
+    for n, (source, source_id, tags, content) in enumerate(chunks):
+        ex(
+            "INSERT INTO kc_chunks (org_id, domain, source, source_id, chunk_index, content,"
+            " content_hash, tags, embedding_model, embedding)"
+            " VALUES (%s, 'KC-09', %s, %s, 0, %s, %s, %s, 'offline', %s::vector)",
+            org,
+            source,
+            source_id,
+            content,
+            f"h{n}",
+            json.dumps(tags),
+            _vector(dim, n),
+        )
+    session = f"{org}_s1"
+    ex(
+        "INSERT INTO chat_sessions (id, org_id, user_id, last_seq) VALUES (%s, %s, %s, 2)",
+        session,
+        org,
+        "user_1",
+    )
+    ex(
+        "INSERT INTO chat_turns (org_id, session_id, role, content) VALUES (%s, %s, %s, %s)",
+        org,
+        session,
+        "user",
+        f"Draft a note to {name} ({email}) about the pilot",
+    )
+    ex(
+        "INSERT INTO chat_turns (org_id, session_id, role, content) VALUES (%s, %s, %s, %s)",
+        org,
+        session,
+        "assistant",
+        "Rob Kessler replied yesterday",
+    )
+    for seq, data in ((1, {"text": f"{name} asked for pricing", "contact_id": dana}), (2, {})):
+        ex(
+            "INSERT INTO chat_events (org_id, session_id, seq, turn_id, type, data)"
+            " VALUES (%s, %s, %s, 't1', 'delta', %s)",
+            org,
+            session,
+            seq,
+            json.dumps(data),
+        )
+    ex(
+        "INSERT INTO daily_briefs (org_id, brief_date, content) VALUES (%s, '2026-11-29', %s)",
+        org,
+        f"Follow up with {name}; Rob Kessler is waiting",
+    )
+    for item, contact in ((items["out1"], dana), (items["out2"], other)):
+        ex(
+            "INSERT INTO outbox (org_id, approval_item_id, campaign_id, contact_id, subject, body)"
+            " VALUES (%s, %s, %s, %s, %s, %s)",
+            org,
+            item,
+            f"{org}_camp",
+            contact,
+            "Pilot",
+            "Hello",
+        )
+    ex(
+        "INSERT INTO processed_events (org_id, handler, event_id) VALUES (%s, %s, %s)",
+        org,
+        "qualification",
+        f"{org}-evt-1",
+    )
+    ex(
+        "INSERT INTO llm_calls (org_id, agent_id, run_id, model, tokens_in, tokens_out)"
+        " VALUES (%s, 'AGT-004', %s, 'offline', 10, 5)",
+        org,
+        run,
+    )
+    ex(
+        "INSERT INTO dead_letters (org_id, topic, message_id, data, attempts, last_error)"
+        " VALUES (%s, 'colony-enrichment', %s, %s, 5, 'boom')",
+        org,
+        f"{org}-m1",
+        json.dumps({"contact_email": email}),
+    )
+    ex(
+        "INSERT INTO published_content (org_id, approval_item_id, title, format, body)"
+        " VALUES (%s, %s, 'Lease costs', 'post', 'body')",
+        org,
+        items["piece"],
+    )
+    ex(
+        "INSERT INTO deployment_kits (org_id, deal_id, approval_item_id, title, object_name,"
+        " gcs_uri) VALUES (%s, %s, %s, 'Kit', %s, %s)",
+        org,
+        d2,
+        items["kit"],
+        kit,
+        f"gs://{bucket}/{kit}",
+    )
+    ex(
+        "INSERT INTO org_retention (org_id, data_class, days) VALUES (%s, 'chat_events', 30)",
+        org,
+    )
+    ex(
+        "INSERT INTO rejected_deliveries (function, claimed_org_id, reason)"
+        " VALUES ('admin', %s, 'forbidden')",
+        org,
+    )
+    conn.commit()
+    return Seeded(org, dana, email, name, other, (t1, t2, kit, imported))
+
+
+def dump(conn: Any, org: str) -> dict[str, list[str]]:
+    """Every row of every table that mentions ``org`` anywhere in its text, as JSON text
+    (sorted): generated from the catalog, so a new table is in the dump."""
+    cur = conn.cursor()
+    tables = sorted({t for t, _, _ in searchable_columns(cur)})
+    out = {}
+    for table in tables:
+        rows = fetch_all(
+            cur,
+            f"SELECT row_to_json(t)::text AS j FROM {table} t WHERE row_to_json(t)::text LIKE %s",
+            (f"%{org}%",),
+        )
+        out[table] = sorted(r["j"] for r in rows)
+    conn.commit()
+    return out
+
+
+def object_bytes(blobs: BlobStore, org: str) -> dict[str, bytes]:
+    prefixes = (f"transcripts/{org}/", f"deployment-kits/{org}/", f"imports/{org}/")
+    return {name: blobs.get(name) for p in prefixes for name in blobs.names(p)}
