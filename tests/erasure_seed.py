@@ -7,7 +7,8 @@ durable steps, a recording of each deal's call (transcript in GCS), KC chunks (a
 one approved from each call), chat turns and events that mention Dana, a brief, approval
 items (outbound drafts, a follow-up, a KC candidate, a kit, a content piece), the outbox,
 processed events, LLM call records, a dead letter, published content, a deployment kit,
-retention settings and a rejection that claimed it. ``SEEDED`` lists the tables it fills and
+retention settings, a rejection that claimed it, audit log entries about Dana's draft and
+Dana's address on the suppression list. ``SEEDED`` lists the tables it fills and
 a test holds that to ``ORG_SCOPED_TABLES``: a new org table must be seeded here, so the
 erasure tests cover it.
 """
@@ -271,6 +272,31 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
         "INSERT INTO rejected_deliveries (function, claimed_org_id, reason)"
         " VALUES ('admin', %s, 'forbidden')",
         org,
+    )
+    # the audit log (append-only for the application role) records a decision about Dana's
+    # draft with its diff, and the effect it caused; the suppression list holds her address
+    ex(
+        "INSERT INTO audit_log (org_id, event, approval_item_id, item_kind, actor, channel,"
+        " action, reason, detail) VALUES (%s, 'decision', %s, 'outbound_message', 'user_1',"
+        " 'ui', 'edit', %s, %s::jsonb)",
+        org,
+        items["out1"],
+        f"shorter for {name}",
+        json.dumps({"diff": {"body": {"from": f"Hi {name}", "to": "Hi Dana"}}}),
+    )
+    ex(
+        "INSERT INTO audit_log (org_id, event, approval_item_id, item_kind, actor, channel,"
+        " action, detail) VALUES (%s, 'effect', %s, 'outbound_message', 'user_1', 'ui',"
+        " 'message_queued', %s::jsonb)",
+        org,
+        items["out1"],
+        json.dumps({"subject_id": dana}),
+    )
+    ex(
+        "INSERT INTO suppressions (org_id, address, reason)"
+        " VALUES (%s, encode(sha256(convert_to(%s, 'UTF8')), 'hex'), 'unsubscribed')",
+        org,
+        email,
     )
     conn.commit()
     return Seeded(org, dana, email, name, other, (t1, t2, kit, imported))

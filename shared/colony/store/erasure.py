@@ -70,6 +70,10 @@ SELECT transcript_uri AS uri FROM recordings WHERE transcript_uri IS NOT NULL
 UNION SELECT gcs_uri FROM deployment_kits
 """
 DROP_INDEXES = "SELECT colony_drop_org_indexes(%s)"
+# The audit log is append-only for the application role: an org's erasure removes it through
+# its owner's function, which checks that this org's erasure job is open (migration 0017).
+ERASE_AUDIT = "SELECT colony_erase_audit(%s)"
+APPEND_ONLY = {"audit_log": ERASE_AUDIT}
 ERASE_REJECTIONS = "SELECT colony_erase_rejections(%s)"
 
 
@@ -127,6 +131,8 @@ def delete_org_rows(cur: Any, table: str, org_id: str) -> int:
     """Delete the org's rows from one registered table; returns how many went."""
     if table not in scoped_tables():
         raise InternalError(f"{table!r} is not an org-scoped table")
+    if table in APPEND_ONLY:
+        return int(fetch_value(cur, APPEND_ONLY[table], (org_id,)))
     cur.execute(f"DELETE FROM {_ident(table)} WHERE {_key(table)} = %s", (org_id,))
     return int(cur.rowcount)
 

@@ -248,7 +248,9 @@ CREATE INDEX audit_log_item ON audit_log (org_id, approval_item_id);
 # Issue 18: an approved message is sent by a durable step. ``sending`` holds a lease
 # (``send_lease_until``): a duplicate task waits it out, a crashed send is retried after it
 # with the same ``message_id``. ``suppressions`` lists, per org, the addresses no message may
-# reach again (unsubscribed, hard-bounced, complained), checked at send time.
+# reach again (unsubscribed, hard-bounced, complained), checked at send time. It keeps a
+# SHA-256 of the address, not the address: erasing a prospect leaves no address behind, and
+# a re-import of them still cannot be mailed.
 _SENDING = """
 ALTER TABLE outbox DROP CONSTRAINT outbox_status_check;
 ALTER TABLE outbox ADD CONSTRAINT outbox_status_check CHECK (status IN (
@@ -261,11 +263,70 @@ ALTER TABLE outbox ADD COLUMN sent_at timestamptz;
 ALTER TABLE outbox ADD COLUMN send_error text;
 CREATE TABLE suppressions (
     org_id      text NOT NULL REFERENCES organizations(id),
-    address     text NOT NULL CHECK (address = lower(address) AND address LIKE '%_@_%'),
+    address     text NOT NULL CHECK (address ~ '^[0-9a-f]{64}$'),  -- sha256 of lower(address)
     reason      text NOT NULL CHECK (reason IN ('unsubscribed', 'bounced', 'complained')),
     created_at  timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (org_id, address)
 );
+"""
+
+
+# The audit log is append-only for the application role, but an org's erasure (issue 14) must
+# remove it too, and a prospect's erasure must redact them out of it. Only these two owner
+# functions can, each only inside the org's own scope and only while an erasure job of the
+# matching kind is open for it; jobs cannot be deleted by the application role (its grants,
+# ``store.migrate``), so every
+# removal of audit history leaves the job that asked for it (who, when) on the record.
+_AUDIT_ERASURE = """
+CREATE FUNCTION colony_erase_audit(org text) RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_catalog AS $$
+DECLARE
+    gone integer;
+BEGIN
+    IF org IS NULL OR org IS DISTINCT FROM current_setting('app.org_id', true) THEN
+        RAISE EXCEPTION 'only inside the org''s own scope' USING ERRCODE = '42501';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM erasure_jobs WHERE target_org = org AND contact_id IS NULL
+                   AND status = 'pending') THEN
+        RAISE EXCEPTION 'no open erasure job for this org' USING ERRCODE = '42501';
+    END IF;
+    DELETE FROM audit_log WHERE org_id = org;
+    GET DIAGNOSTICS gone = ROW_COUNT;
+    RETURN gone;
+END
+$$;
+CREATE FUNCTION colony_redact_audit(org text, needles text[], redacted text) RETURNS integer
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_catalog AS $$
+DECLARE
+    needle text;
+    changed integer := 0;
+    n integer;
+BEGIN
+    IF org IS NULL OR org IS DISTINCT FROM current_setting('app.org_id', true) THEN
+        RAISE EXCEPTION 'only inside the org''s own scope' USING ERRCODE = '42501';
+    END IF;
+    IF NOT EXISTS (SELECT 1 FROM erasure_jobs WHERE target_org = org
+                   AND contact_id IS NOT NULL AND status = 'pending') THEN
+        RAISE EXCEPTION 'no open prospect erasure job for this org' USING ERRCODE = '42501';
+    END IF;
+    FOREACH needle IN ARRAY needles LOOP
+        CONTINUE WHEN needle IS NULL OR needle = '';
+        UPDATE audit_log SET
+            approval_item_id = replace(approval_item_id, needle, redacted),
+            actor = replace(actor, needle, redacted),
+            reason = replace(reason, needle, redacted),
+            detail = replace(detail::text, needle, redacted)::jsonb
+        WHERE org_id = org AND (strpos(coalesce(approval_item_id, ''), needle) > 0
+            OR strpos(actor, needle) > 0 OR strpos(coalesce(reason, ''), needle) > 0
+            OR strpos(detail::text, needle) > 0);
+        GET DIAGNOSTICS n = ROW_COUNT;
+        changed := changed + n;
+    END LOOP;
+    RETURN changed;
+END
+$$;
+REVOKE ALL ON FUNCTION colony_erase_audit(text) FROM PUBLIC;
+REVOKE ALL ON FUNCTION colony_redact_audit(text, text[], text) FROM PUBLIC;
 """
 
 
@@ -408,4 +469,5 @@ def migrations(dim: int) -> list[Migration]:
             "    ADD COLUMN untrusted_instructions jsonb NOT NULL DEFAULT '[]'::jsonb;\n",
         ),
         Migration("0016_sending", _SENDING + _rls("suppressions")),
+        Migration("0017_audit_erasure", _AUDIT_ERASURE),
     ]

@@ -1,7 +1,8 @@
 """The org's suppression list (issue 18): addresses no message may reach again.
 
-An unsubscribe, a hard bounce or a complaint adds the address (lower-cased); nothing removes
-it here. The send step checks it for every message at send time, so a campaign, a sequence or
+An unsubscribe, a hard bounce or a complaint adds the address; nothing removes it here. Only
+its SHA-256 (of the lower-cased address) is kept, so the list outlives a prospect's erasure
+without holding their address. The send step checks it for every message at send time, so a campaign, a sequence or
 a re-import drafted before the address was suppressed cannot mail it either.
 """
 
@@ -13,11 +14,12 @@ from colony.store.db import fetch_one
 
 Reason = Literal["unsubscribed", "bounced", "complained"]
 
-ADD = """
-INSERT INTO suppressions (org_id, address, reason) VALUES (%s, lower(%s), %s)
+_DIGEST = "encode(sha256(convert_to(lower(%s), 'UTF8')), 'hex')"
+ADD = f"""
+INSERT INTO suppressions (org_id, address, reason) VALUES (%s, {_DIGEST}, %s)
 ON CONFLICT (org_id, address) DO NOTHING
 """
-REASON = "SELECT reason FROM suppressions WHERE address = lower(%s)"
+REASON = f"SELECT reason FROM suppressions WHERE address = {_DIGEST}"
 
 
 def add(cur: Any, org_id: str, address: str, reason: Reason) -> None:
