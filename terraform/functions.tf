@@ -26,6 +26,11 @@ locals {
     COLONY_EMBEDDING_DIM           = tostring(var.embedding_dim)
     LANGFUSE_HOST                  = var.langfuse_host
     COLONY_RETENTION_MAX_DAYS      = join(",", [for k, v in var.retention_max_days : "${k}=${v}"])
+    # sending (issue 18): the relay and who we send as; the password is a secret
+    COLONY_MAIL_FROM     = var.mail_from
+    COLONY_SMTP_HOST     = var.smtp_host
+    COLONY_SMTP_PORT     = tostring(var.smtp_port)
+    COLONY_SMTP_USERNAME = var.smtp_username
   }
 }
 

@@ -207,3 +207,27 @@ variable "secrets" {
   description = "colony.settings.SECRETS: settings name → Secret Manager secret id."
   type        = map(string)
 }
+
+variable "mail_from" {
+  description = "Who approved messages are sent as (COLONY_MAIL_FROM), e.g. \"ZoomProp <outreach@zoomprop.com>\"; its domain names every Message-ID."
+  type        = string
+  default     = "Colony <outreach@colony.localhost>"
+}
+
+variable "smtp_host" {
+  description = "The SMTP relay approved messages go through (e.g. smtp-relay.gmail.com for a Google Workspace relay); its password is the colony-smtp-password secret."
+  type        = string
+  default     = "smtp-relay.gmail.com"
+}
+
+variable "smtp_port" {
+  description = "The relay's submission port (STARTTLS is always required)."
+  type        = number
+  default     = 587
+}
+
+variable "smtp_username" {
+  description = "The relay login (empty: a relay that authenticates by IP allow-list)."
+  type        = string
+  default     = ""
+}

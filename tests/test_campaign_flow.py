@@ -172,9 +172,10 @@ def test_circuit_breaker_pauses_blocks_sends_and_resume_completes(testdb: PgDB) 
     approval.decide(deps, ORG, items[-1]["id"], "approve", actor=approval.Actor("founder", "ui"))
     with deps.db.transaction(ORG) as cur:
         last = fetch_one(
-            cur, "SELECT status FROM outbox WHERE approval_item_id = %s", (items[-1]["id"],)
+            cur, "SELECT id, status FROM outbox WHERE approval_item_id = %s", (items[-1]["id"],)
         )
     assert last["status"] == "blocked"
+    blocked_id = last["id"]
     # the same delivery event again changes nothing
     assert delivery.record(deps, ORG, outbox[0]["id"], "delivered", "evt-0") == {"duplicate": True}
     # a late "delivered" never erases a bounce (the breaker would forget it)
@@ -182,10 +183,22 @@ def test_circuit_breaker_pauses_blocks_sends_and_resume_completes(testdb: PgDB) 
     late = delivery.record(deps, ORG, bounced, "delivered", "evt-late")
     assert late["ignored"] == "delivered" and late["status"] == "bounced"
     # the pause scheduled exactly one resume, named by the pause, however many events came
-    assert len(deps.transport.tasks) == 1
-    task = next(iter(deps.transport.tasks.values()))
-    assert task.target == "campaign-resume" and task.delay_seconds == delivery.RESUME_AFTER_SECONDS
+    resumes = [t for t in deps.transport.tasks.values() if t.target == "campaign-resume"]
+    assert len(resumes) == 1
+    task = resumes[0]
+    assert task.delay_seconds == delivery.RESUME_AFTER_SECONDS
+    # every message approved while the campaign ran went to the send step; the blocked one not
+    sends = {t.task_id for t in deps.transport.tasks.values() if t.target == "send"}
+    assert len(sends) == len(deps.transport.tasks) - 1 and f"send-{blocked_id}" not in sends
+    with deps.db.transaction(ORG) as cur:
+        blocked = {
+            r["id"] for r in fetch_all(cur, "SELECT id FROM outbox WHERE status = 'blocked'")
+        }
+    assert blocked_id in blocked
     resumed = campaign.resume(deps, EVENT_ADAPTER.validate_json(task.body), task.task_id)
+    # the resume hands every unblocked message to the send step, under a name of its own
+    after = {t.task_id for t in deps.transport.tasks.values() if t.target == "send"} - sends
+    assert {name.split("-resume-")[0].removeprefix("send-") for name in after} == blocked
     assert resumed["campaign_id"] == status_campaign(deps, run_id)
     with deps.db.transaction(ORG) as cur:
         assert (

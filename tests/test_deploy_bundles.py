@@ -270,6 +270,7 @@ EVIDENCE: dict[str, tuple[str, tuple[Any, ...]]] = {
     ),
     "reembed": ("SELECT count(*) FROM kc_chunks WHERE source = 'notion'", ()),
     "delivery-events": ("SELECT count(*) FROM outbox WHERE status = 'delivered'", ()),
+    "send": ("SELECT count(*) FROM audit_log WHERE action = 'message_sent'", ()),
     "admin": ("SELECT count(*) FROM org_retention", ()),
 }
 
@@ -288,7 +289,12 @@ def test_every_bundle_runs_the_demo_scenario_from_its_own_virtualenv(
     from colony.adapters.embedding import OfflineHashEmbedder
     from colony.knowledge import KnowledgeStore
     from colony.local.brief_demo import local_storage, run_brief_demo
-    from colony.local.campaign_demo import DemoContext, demo_functions, run_demo_campaign
+    from colony.local.campaign_demo import (
+        DemoContext,
+        demo_functions,
+        local_mail,
+        run_demo_campaign,
+    )
     from colony.local.chat_demo import run_chat_demo
     from colony.local.demo import load_demo
     from colony.local.functions import BundleSource
@@ -319,17 +325,18 @@ def test_every_bundle_runs_the_demo_scenario_from_its_own_virtualenv(
     with (
         local_storage(settings, said.append),
         knowledge_stand_ins(settings, org_id) as stand_ins,
+        local_mail(said.append) as mail,
         demo_functions(
             settings,
             org_id,
             testdb.dsn(APP_ROLE),
             said.append,
-            extra_env={**stand_ins, **env},
+            extra_env={**stand_ins, **mail.env(), **env},
             bundles=sources,
         ) as (servers, token),
         httpx.Client(timeout=60) as http,
     ):
-        demo = DemoContext(settings, db, knowledge, org_id, servers, token, said.append)
+        demo = DemoContext(settings, db, knowledge, org_id, servers, token, said.append, mail)
         run_demo_campaign(demo)
         run_knowledge_demo(demo)
         run_brief_demo(settings, db, org_id, servers, token, said.append)

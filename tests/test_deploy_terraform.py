@@ -238,7 +238,10 @@ def test_every_secret_exists_and_is_granted_only_to_the_functions_that_read_it()
         "campaign-resume",
         "admin",
         "data-lifecycle",
+        "send",
     }
+    assert readers["COLONY_SMTP_PASSWORD"] == {"send"}  # only the sender logs in to the relay
+    assert readers["COLONY_UNSUBSCRIBE_TOKEN_KEY"] == {"send", "delivery-events"}
     assert readers["OPENAI_API_KEY"] == set(FUNCTIONS) - model_free
     assert readers["GEMINI_API_KEY"] == readers["OPENAI_API_KEY"]
     # the Langfuse secret key reads every org's traced prompts: only functions that call a

@@ -33,6 +33,7 @@ from colony.store import fetch_all, fetch_one
 from colony.testing.drive_server import DriveServer, push_headers
 from colony.testing.fakes import RecordingSleep
 from colony.testing.inline import InlineTransport, local_deps, run_until_idle
+from colony.testing.smtp_server import SmtpServer
 from colony.webhooks import org_from_token, watch_token
 from tests.conftest import PgDB
 
@@ -490,8 +491,13 @@ def test_recording_over_real_functions(testdb: PgDB, gcs, tmp_path: Path) -> Non
             "COLONY_APPROVAL_TOKEN_KEY": "k",
             **gcs.env,
         }
-        names = ["drive-webhook", "recording-intelligence", "follow-up", "approval"]
-        with FunctionServers(env, names, log_dir=tmp_path) as servers, httpx.Client() as http:
+        names = ["drive-webhook", "recording-intelligence", "follow-up", "approval", "send"]
+        names.append("delivery-events")  # its /unsubscribe is every message's link
+        with (
+            SmtpServer() as smtp,
+            FunctionServers({**env, **smtp.env()}, names, log_dir=tmp_path) as servers,
+            httpx.Client() as http,
+        ):
             url = servers.urls["drive-webhook"]
             ok = push_headers(
                 channel_id="c1",
@@ -519,5 +525,11 @@ def test_recording_over_real_functions(testdb: PgDB, gcs, tmp_path: Path) -> Non
                 json={"item_id": item["id"], "action": "approve"},
             )
             assert decided.status_code == 200 and decided.json()["status"] == "applied"
-    outbox = rows(db, "SELECT subject, contact_id FROM outbox")
+            # the approved follow-up is sent, once, to the deal's contact
+            (got,) = wait_for(lambda: smtp.received, what="the follow-up at the SMTP server")
+    outbox = rows(db, "SELECT subject, contact_id, to_address, status FROM outbox")
     assert len(outbox) == 1 and outbox[0]["contact_id"] and outbox[0]["subject"].startswith("Recap")
+    assert (
+        got.rcpt_tos == (outbox[0]["to_address"],)
+        and got.message["Subject"] == outbox[0]["subject"]
+    )

@@ -30,6 +30,7 @@ from colony.runtime.deps import Deps
 from colony.settings import Settings
 from colony.store import fetch_all, fetch_one
 from colony.testing.inline import local_deps
+from colony.testing.smtp_server import SmtpServer
 from tests.conftest import APP_ROLE, PgDB, wait_for
 
 ORG = "org_zoomprop_demo"
@@ -38,7 +39,15 @@ PICK = ["P-001", "P-002", "P-003", "P-004", "P-005", "P-006", "P-007", "P-012"] 
 
 
 @pytest.fixture
-def stack(testdb: PgDB, tmp_path: Path) -> Iterator[tuple[FunctionServers, Deps, Path]]:
+def smtp() -> Iterator[SmtpServer]:
+    with SmtpServer() as server:
+        yield server
+
+
+@pytest.fixture
+def stack(
+    testdb: PgDB, tmp_path: Path, smtp: SmtpServer
+) -> Iterator[tuple[FunctionServers, Deps, Path]]:
     db = testdb.app()
     knowledge = KnowledgeStore(db, OfflineHashEmbedder())
     load_demo(db, knowledge, say=lambda _: None)
@@ -49,6 +58,7 @@ def stack(testdb: PgDB, tmp_path: Path) -> Iterator[tuple[FunctionServers, Deps,
         "COLONY_DATA_DIR": str(tmp_path),
         "COLONY_DELIVERY_WEBHOOK_SECRET": SECRET,
         "COLONY_APPROVAL_TOKEN_KEY": "test-approval-key",
+        **smtp.env(),
     }
     with FunctionServers(env, log_dir=tmp_path) as servers:
         transport = LocalTransport(servers.urls)
@@ -75,13 +85,18 @@ def run_state(deps: Deps, run_id: str):
         )
 
 
+def sent_message(deps: Deps) -> dict | None:
+    with deps.db.transaction(ORG) as cur:
+        return fetch_one(cur, "SELECT id, message_id FROM outbox WHERE status = 'sent'")
+
+
 def llm_calls(deps: Deps) -> dict[str, int]:
     with deps.db.transaction(ORG) as cur:
         rows = fetch_all(cur, "SELECT agent_id, count(*) AS n FROM llm_calls GROUP BY agent_id")
     return {r["agent_id"]: r["n"] for r in rows}
 
 
-def test_campaign_over_http_to_approval_outbox_and_delivery(stack) -> None:
+def test_campaign_over_http_to_approval_outbox_and_delivery(stack, smtp: SmtpServer) -> None:
     servers, deps, data_dir = stack
     campaign_id = campaign.create_campaign(
         deps, ORG, name="e2e", angle="Signal", tier="T1", contact_ids=contact_ids(deps, PICK)
@@ -117,9 +132,24 @@ def test_campaign_over_http_to_approval_outbox_and_delivery(stack) -> None:
         malformed = http.post(approve, content=b"{nope", headers=as_json)
         assert malformed.json()["error"]["code"] == "bad_json"
 
+        # the approval handed the message to the send function (Cloud Tasks, locally the
+        # transport), which sent it through the SMTP server once, with its unsubscribe headers
+        (got,) = wait_for(lambda: smtp.received, what="the approved message at the SMTP server")
+        outbox = wait_for(lambda: sent_message(deps), what="the outbox row marked sent")
+        assert got.message["Message-ID"] == outbox["message_id"]
+        assert got.message["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+        link = got.message["List-Unsubscribe"].strip("<>")
+        assert link.startswith(servers.urls["delivery-events"] + "/unsubscribe?t=")
+        # the footer link shows a page and changes nothing; the one-click POST unsubscribes
+        page = http.get(link)
+        assert page.status_code == 200 and "Unsubscribe" in page.text
+        assert "text/html" in page.headers["Content-Type"]
+        one_click = http.post(link, data={"List-Unsubscribe": "One-Click"})
+        assert one_click.status_code == 200 and "unsubscribed" in one_click.text
+        forged = http.post(link[:-4] + "AAAA", data={"List-Unsubscribe": "One-Click"})
+        assert forged.status_code == 401 and forged.json()["error"]["code"] == "unauthorized"
         with deps.db.transaction(ORG) as cur:
-            outbox = fetch_one(cur, "SELECT id, status FROM outbox")
-        assert outbox["status"] == "queued"
+            assert fetch_one(cur, "SELECT reason FROM suppressions")["reason"] == "unsubscribed"
         event = json.dumps(
             {"org_id": ORG, "outbox_id": outbox["id"], "event": "delivered", "event_id": "esp-1"}
         ).encode()

@@ -448,4 +448,4 @@ def test_local_servers_write_json_lines_that_colony_logs_shows(
     assert f"INFO     trace={TRACE_ID} POST / -> 401 unauthorized" in shown
     assert "INFO     POST / -> 413 request_entity_too_large" in shown
     assert cli.main(["logs", "no-such-function"]) == 2
-    assert "the functions are: approval, campaign" in capsys.readouterr().err
+    assert "the functions are: admin, approval, campaign" in capsys.readouterr().err

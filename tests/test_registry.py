@@ -70,6 +70,7 @@ COMPOSITIONS = {  # colony.runtime.compose module → the parts it builds
     "knowledge": {"knowledge"},
     "assets": {"blobs"},
     "lifecycle": {"blobs", "traces"},  # erasure deletes an org's Langfuse traces
+    "mail": {"sender"},  # the SMTP relay
 }
 
 
@@ -98,3 +99,4 @@ def test_each_function_is_composed_with_what_its_registry_entry_grants() -> None
         assert traced == (set(TRACING_SECRETS) <= secrets), name
         assert ("knowledge" in composed) == (set(PROVIDER_SECRETS) <= secrets), name
         assert ("blobs" in composed) == (function.assets != "none"), name
+        assert ("sender" in composed) == ("COLONY_SMTP_PASSWORD" in secrets), name

@@ -14,7 +14,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from colony.adapters.smtp import SmtpSender
-from colony.errors import Unauthorized, UpstreamError
+from colony.errors import ConfigError, Unauthorized, UpstreamError
 from colony.flows import approval, delivery, sending
 from colony.ports import Mail
 from colony.runtime.deps import Deps
@@ -100,7 +100,7 @@ def test_an_approved_message_is_sent_once_with_its_unsubscribe_headers(
     assert message["From"] == "ZoomProp <outreach@zoomprop.example>"
     assert message["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
     link = message["List-Unsubscribe"].strip("<>")
-    assert link.startswith("https://colony.example/unsubscribe/?t=")
+    assert link.startswith("https://colony.example/unsubscribe?t=")
     assert link in message.get_content()  # the footer carries the same link
     row = outbox_row(deps, outbox_id)
     assert row["status"] == "sent" and row["sent_at"] is not None
@@ -181,3 +181,17 @@ def test_refusals_bounces_and_complaints_suppress_and_retries_reuse_the_message_
     again = approved_message(deps, "kim@granitepeak.example")
     assert sending.send(deps, ORG, again)["status"] == "suppressed"
     assert len(smtp.received) == 2
+
+
+def test_a_missing_setting_refuses_before_the_message_is_claimed(deps: Deps) -> None:
+    """A ConfigError after the claim would hold the message under its lease for nothing."""
+    outbox_id = approved_message(deps, "dana@granitepeak.example")
+    for missing in ("COLONY_UNSUBSCRIBE_TOKEN_KEY", "COLONY_UNSUBSCRIBE_URL"):
+        settings = Settings.from_env({k: v for k, v in SETTINGS.items() if k != missing})
+        with pytest.raises(ConfigError, match=missing):
+            sending.send(dataclasses.replace(deps, settings=settings), ORG, outbox_id)
+    unset = dataclasses.replace(deps, mail_sender=None)  # no relay configured
+    with pytest.raises(ConfigError, match="this function is not composed with 'sender'"):
+        sending.send(unset, ORG, outbox_id)
+    assert outbox_row(deps, outbox_id)["status"] == "queued"
+    assert sending.send(deps, ORG, outbox_id)["status"] == "sent"  # and it still goes

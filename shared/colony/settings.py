@@ -58,6 +58,8 @@ SECRETS: dict[str, str] = {
     "COLONY_JWT_JWKS_URL": "colony-jwt-jwks-url",
     "COLONY_APPROVAL_TOKEN_KEY": "colony-approval-token-key",
     "COLONY_DELIVERY_WEBHOOK_SECRET": "colony-delivery-webhook-secret",
+    "COLONY_SMTP_PASSWORD": "colony-smtp-password",
+    "COLONY_UNSUBSCRIBE_TOKEN_KEY": "colony-unsubscribe-token-key",
     "COLONY_DRIVE_CHANNEL_TOKEN": "colony-drive-channel-token",
     "COLONY_NOTION_SIGNING_SECRET": "colony-notion-signing-secret",
     "COLONY_NOTION_TOKEN": "colony-notion-token",

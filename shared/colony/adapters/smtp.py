@@ -102,8 +102,13 @@ def _refused(code: int, what: str) -> None:
     raise UpstreamError(f"the SMTP server refused {what} for now ({code}); retry later")
 
 
+# RFC 5322 allows 998 characters a line: no folding of our one-line headers (Python folds a
+# long Subject before its first word, which a reader then sees as a leading space).
+_POLICY = SMTP.clone(max_line_length=998)
+
+
 def _message(mail: Mail) -> EmailMessage:
-    message = EmailMessage(policy=SMTP)
+    message = EmailMessage(policy=_POLICY)
     message["Message-ID"] = mail.message_id
     message["Date"] = formatdate(usegmt=True)
     message["From"] = mail.sender

@@ -32,6 +32,14 @@ class CampaignResume(Strict):
     run_id: str | None = Field(default=None, min_length=1, max_length=200)
 
 
+class SendMessage(Strict):
+    """Send one approved outbox message (``colony.flows.sending``); the send task's body."""
+
+    kind: Literal["outbox.send"] = "outbox.send"
+    org_id: str = _ID
+    outbox_id: str = _ID
+
+
 class Handoff(Strict):
     """Work for one specialist agent on the entities in its envelope."""
 

@@ -28,6 +28,7 @@ from typing import Any, Literal
 from colony.errors import CallerError, Conflict, Forbidden, NotFound, ValidationFailed
 from colony.flows.approval_kinds import edit, item_kind
 from colony.flows.deps import FlowDeps
+from colony.flows.sending import schedule_send
 from colony.store import approvals, audit, campaigns, outbox
 
 Action = Literal["approve", "reject", "edit"]
@@ -196,7 +197,7 @@ def _to_outbox(
     if campaign_id:
         # Share-locked: a breaker pause cannot commit between this read and the outbox insert.
         paused = campaigns.status_for_share(cur, campaign_id) == "paused"
-    outbox.queue(
+    outbox_id = outbox.queue(
         cur,
         org_id,
         item_id,
@@ -206,6 +207,8 @@ def _to_outbox(
         body=payload["body"],
         status="blocked" if paused else "queued",
     )
+    if not paused:  # a blocked message is handed over when its campaign resumes
+        schedule_send(deps, org_id, outbox_id)
 
 
 # What applying an approved item of each kind does. Each applier runs inside the decision's

@@ -17,6 +17,7 @@ from their stored outputs.
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Mapping
 from typing import Any
@@ -25,13 +26,14 @@ from colony.contracts import HandoffEnvelope
 from colony.contracts.events import CampaignResume, CampaignStart, Handoff
 from colony.errors import NotFound, ValidationFailed
 from colony.flows.deps import FlowDeps
+from colony.flows.sending import schedule_send
 from colony.policy.anti_icp import match_rules
 from colony.registry.agents import AGENTS
 from colony.registry.functions import AGENT_TOPICS, CAMPAIGN_TOPIC
 from colony.runtime import idempotency
 from colony.runtime.steps import step
 from colony.runtime.transport import publish
-from colony.store import campaigns, orgdata
+from colony.store import campaigns, orgdata, outbox
 from colony.store.db import Row
 
 # Bucket hints per downstream agent (seed §7.2): what each specialist should retrieve.
@@ -172,10 +174,14 @@ def resume(deps: FlowDeps, event: CampaignResume, event_id: str) -> dict[str, An
         if campaign is None:
             raise NotFound(f"campaign {event.campaign_id!r} does not exist in this org")
         runs = campaigns.resume(cur, event.campaign_id, event.run_id)
+        unblocked = outbox.queued_in_campaign(cur, event.campaign_id)
         contacts = campaigns.contacts(cur, event.campaign_id)
         finished = {
             (r["run_id"], r["step_key"][len("done:") :]) for r in campaigns.done_steps(cur, runs)
         }
+    for outbox_id in unblocked:  # blocked while paused: handed to the send step now
+        resume_id = hashlib.sha256(event_id.encode()).hexdigest()[:16]
+        schedule_send(deps, org, outbox_id, attempt=f"resume-{resume_id}")
     redispatched = 0
     for run_id in runs:
         for contact in contacts:

@@ -33,6 +33,7 @@ from colony.errors import (
 )
 from colony.flows import flags, transcripts
 from colony.flows.deps import FlowDeps
+from colony.flows.sending import schedule_send
 from colony.knowledge.exemplars import to_exemplars
 from colony.llm.agent_call import call_agent
 from colony.policy.outbound import competitor_mentions, redact_competitors, split_sentences
@@ -362,9 +363,17 @@ def apply_follow_up(
         raise ValidationFailed("a follow-up needs a subject and a body")
     if competitor_mentions(f"{subject}\n{body}", COMPETITORS):
         raise ValidationFailed("the follow-up names a competitor (CONST-006)")
-    outbox.queue(
-        cur, org_id, item_id, contact_id=payload.get("contact_id"), subject=subject, body=body
+    to = payload.get("to")
+    outbox_id = outbox.queue(
+        cur,
+        org_id,
+        item_id,
+        contact_id=payload.get("contact_id"),
+        subject=subject,
+        body=body,
+        to=to if isinstance(to, str) else None,
     )
+    schedule_send(deps, org_id, outbox_id)
 
 
 # ─── helpers ───────────────────────────────────────────────────────────────────────────

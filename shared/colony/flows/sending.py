@@ -28,7 +28,9 @@ from urllib.parse import quote
 from colony.errors import ConfigError, Conflict, NotFound, ValidationFailed
 from colony.flows.deps import FlowDeps
 from colony.ports import Mail, MailRejected
+from colony.registry.functions import SEND_QUEUE
 from colony.runtime import signed
+from colony.runtime.transport import enqueue
 from colony.store import audit, outbox, suppressions
 
 LEASE_SECONDS = 300  # longer than one SMTP exchange can take (the sender's timeout is 20 s)
@@ -59,9 +61,24 @@ def message_id_for(mail_from: str, outbox_id: str) -> str:
     return f"<{outbox_id}@{domain}>"
 
 
+def schedule_send(deps: FlowDeps, org_id: str, outbox_id: str, *, attempt: str = "") -> str:
+    """Hand an outbox message to the send step (a Cloud Tasks task named by the row, so a
+    re-applied approval schedules it once; ``attempt`` names a later hand-over, a resume's)."""
+    # lazy: the task model loads with the first hand-over (pydantic models, ~15 ms)
+    from colony.contracts.events import SendMessage
+
+    task = SendMessage(org_id=org_id, outbox_id=outbox_id)
+    name = f"send-{outbox_id}" + (f"-{attempt}" if attempt else "")
+    return enqueue(deps.transport, SEND_QUEUE, task, task_id=name, delay_seconds=0)
+
+
 def send(deps: FlowDeps, org_id: str, outbox_id: str) -> dict[str, Any]:
     settings = deps.settings
+    # Everything our configuration must provide is checked before the claim: a ConfigError
+    # after it would hold the message under its lease for nothing.
     message_id = message_id_for(settings.mail_from, outbox_id)
+    base, key = _unsubscribe_base(deps), _key(deps)
+    sender = deps.sender
     with deps.db.transaction(org_id) as cur:
         row = outbox.claim_send(cur, outbox_id, message_id=message_id, lease_seconds=LEASE_SECONDS)
         if row is None:
@@ -71,7 +88,7 @@ def send(deps: FlowDeps, org_id: str, outbox_id: str) -> dict[str, Any]:
         if why is not None:
             outbox.finish_send(cur, outbox_id, "suppressed", f"suppressed: {why}")
             return {"outbox_id": outbox_id, "status": "suppressed", "reason": why}
-    link = unsubscribe_link(deps, org_id, address)
+    link = _link(deps, base, key, org_id, address)
     mail = Mail(
         message_id=row["message_id"],
         sender=settings.mail_from,
@@ -84,7 +101,7 @@ def send(deps: FlowDeps, org_id: str, outbox_id: str) -> dict[str, Any]:
         },
     )
     try:
-        deps.sender.send(mail)  # UpstreamError propagates: the task retries after the lease
+        sender.send(mail)  # UpstreamError propagates: the task retries after the lease
     except MailRejected as error:
         with deps.db.transaction(org_id) as cur:
             outbox.finish_send(cur, outbox_id, "bounced", str(error))
@@ -131,26 +148,41 @@ def _key(deps: FlowDeps) -> str:
     return key
 
 
-def unsubscribe_link(deps: FlowDeps, org_id: str, address: str) -> str:
-    base = deps.settings.unsubscribe_url or deps.settings.function_urls.get("unsubscribe")
+def _unsubscribe_base(deps: FlowDeps) -> str:
+    base = deps.settings.unsubscribe_url
+    if not base and (events := deps.settings.function_urls.get("delivery-events")):
+        base = f"{events.rstrip('/')}/unsubscribe"  # the mail-events function serves it
     if not base:
         raise ConfigError("COLONY_UNSUBSCRIBE_URL is not set; messages need an unsubscribe link")
+    return base.rstrip("/")
+
+
+def _link(deps: FlowDeps, base: str, key: str, org_id: str, address: str) -> str:
     expires = deps.clock() + timedelta(days=UNSUBSCRIBE_DAYS)
-    token = signed.sign(
-        _key(deps), _DOMAIN, {"v": 1, "o": org_id, "a": address}, expires, setting=_SETTING
-    )
-    return f"{base.rstrip('/')}/?t={quote(token)}"
+    body = {"v": 1, "o": org_id, "a": address}
+    return f"{base}?t={quote(signed.sign(key, _DOMAIN, body, expires, setting=_SETTING))}"
 
 
-def unsubscribe(deps: FlowDeps, token: str, now: datetime) -> dict[str, Any]:
-    """Put the link's address on its org's suppression list and stop every message to it
-    that has not left; idempotent (a second click finds it suppressed)."""
+def unsubscribe_link(deps: FlowDeps, org_id: str, address: str) -> str:
+    """The signed, expiring link that unsubscribes ``address`` from ``org_id``'s mail."""
+    return _link(deps, _unsubscribe_base(deps), _key(deps), org_id, address)
+
+
+def check_unsubscribe(deps: FlowDeps, token: str, now: datetime) -> tuple[str, str]:
+    """The (org, address) an unsubscribe link names, if it verifies and has not expired."""
     body = signed.verify(
         _key(deps), _DOMAIN, token, now, version=1, what="unsubscribe link", setting=_SETTING
     )
     org_id, address = body.get("o"), body.get("a")
     if not isinstance(org_id, str) or not isinstance(address, str) or "@" not in address:
         raise ValidationFailed("the unsubscribe link names no address")
+    return org_id, address
+
+
+def unsubscribe(deps: FlowDeps, token: str, now: datetime) -> dict[str, Any]:
+    """Put the link's address on its org's suppression list and stop every message to it
+    that has not left; idempotent (a second click finds it suppressed)."""
+    org_id, address = check_unsubscribe(deps, token, now)
     with deps.db.transaction(org_id) as cur:
         suppressions.add(cur, org_id, address, "unsubscribed")
         stopped = outbox.stop_to(cur, address.lower())

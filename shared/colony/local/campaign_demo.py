@@ -24,6 +24,7 @@ from colony.local.stack import update_stack
 from colony.registry.functions import FUNCTIONS
 from colony.settings import Settings
 from colony.store import Database, fetch_all, fetch_one
+from colony.testing.smtp_server import SmtpServer
 
 
 def function_env(settings: Settings, app_dsn: str) -> dict[str, str]:
@@ -68,6 +69,16 @@ class DemoContext:
     servers: FunctionServers
     token: str
     say: Callable[[str], None]
+    mail: SmtpServer | None = None  # the local mail server the send function sends through
+
+
+@contextmanager
+def local_mail(say: Callable[[str], None]) -> Iterator[SmtpServer]:
+    """A real SMTP server on 127.0.0.1 for the demo's approved messages (``mail.env()``
+    points the functions at it)."""
+    with SmtpServer() as server:
+        say(f"local SMTP server on {server.host}:{server.port} (approved messages go here)")
+        yield server
 
 
 @contextmanager
@@ -164,12 +175,29 @@ def run_demo_campaign(demo: DemoContext) -> None:
             f"approved the first draft over HTTP (approval function): {response.status_code}"
             f" {response.json()}"
         )
+        if demo.mail is not None:
+            _show_sent(demo.mail, say)
         with db.transaction(org_id) as cur:
             outbox = fetch_all(cur, "SELECT subject, status FROM outbox ORDER BY created_at")
         say(
             f"  outbox now holds {len(outbox)} message(s): "
             + "; ".join(f"{o['status']}: {o['subject']}" for o in outbox[-3:])
         )
+
+
+def _show_sent(mail: SmtpServer, say: Callable[[str], None], timeout: float = 30.0) -> None:
+    """What the local SMTP server received once the send function has sent the approval."""
+    deadline = time.monotonic() + timeout
+    while not mail.received and time.monotonic() < deadline:
+        time.sleep(0.2)  # polling for display, bounded by the deadline
+    if not mail.received:
+        say("  (the send function has not delivered it to the local SMTP server yet)")
+        return
+    got = mail.received[-1]
+    say(f"  the send function sent it; the SMTP server received, for {', '.join(got.rcpt_tos)}:")
+    for name in ("Message-ID", "From", "To", "Subject", "List-Unsubscribe-Post"):
+        say(f"      {name}: {got.message[name]}")
+    say(f"      List-Unsubscribe: {str(got.message['List-Unsubscribe'])[:90]}…")
 
 
 def _llm_calls(cur: Any) -> dict[str, int]:

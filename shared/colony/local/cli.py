@@ -212,7 +212,12 @@ def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
             hits = knowledge.retrieve(summary.org_id, text, [domain], 2)
             _print_hits(hits, (time.perf_counter() - started) * 1000)
     _print_bundles(db, knowledge, summary.org_id)
-    from colony.local.campaign_demo import DemoContext, demo_functions, run_demo_campaign
+    from colony.local.campaign_demo import (
+        DemoContext,
+        demo_functions,
+        local_mail,
+        run_demo_campaign,
+    )
 
     app_dsn = settings.db_dsn or ""
     if settings.db_mode == "embedded":
@@ -227,9 +232,13 @@ def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
     with (
         local_storage(settings, _say),
         knowledge_stand_ins(settings, org_id) as stand_ins,
-        demo_functions(settings, org_id, app_dsn, _say, extra_env=stand_ins) as (servers, token),
+        local_mail(_say) as mail,
+        demo_functions(settings, org_id, app_dsn, _say, extra_env={**stand_ins, **mail.env()}) as (
+            servers,
+            token,
+        ),
     ):
-        demo = DemoContext(settings, db, knowledge, org_id, servers, token, _say)
+        demo = DemoContext(settings, db, knowledge, org_id, servers, token, _say, mail)
         run_demo_campaign(demo)
         run_knowledge_demo(demo)
         run_brief_demo(settings, db, org_id, servers, token, _say)

@@ -96,6 +96,7 @@ DEAD_LETTER_TOPIC = "colony-dead-letter"
 CAMPAIGN_RESUME_QUEUE = "colony-campaign-resume"
 NOTION_REEMBED_QUEUE = "colony-notion-reembed"
 ERASURE_QUEUE = "colony-erasure"
+SEND_QUEUE = "colony-send"
 
 # The one service account whose Google OIDC tokens Pub/Sub push, Cloud Tasks and Cloud
 # Scheduler present to the functions not marked ``public`` (terraform creates it from this id;
@@ -142,6 +143,15 @@ QUEUES: dict[str, Queue] = {
             purpose="org and data-subject erasure jobs (named by job id)",
             max_attempts=20,
             max_dispatches_per_second=1.0,
+        ),
+        # One task per approved message (named by its outbox row): a send is a durable step,
+        # retried while the relay refuses for now; a lapsed lease resends the same Message-ID.
+        Queue(
+            SEND_QUEUE,
+            target="send",
+            purpose="send one approved outbox message through the mail relay",
+            max_attempts=10,
+            max_dispatches_per_second=5.0,
         ),
     )
 }
@@ -204,6 +214,7 @@ FUNCTIONS: dict[str, Function] = {
             secrets=(*RUNTIME_SECRETS, *JWT_SECRETS, "COLONY_APPROVAL_TOKEN_KEY"),
             # an approved chat tool resumes its turn here (launch, content request)
             publishes=(ONBOARDING_TOPIC, CAMPAIGN_TOPIC, CONTENT_TOPIC),
+            enqueues=(SEND_QUEUE,),  # an approved message is handed to the send step
             public=True,
             max_instances=3,
         ),
@@ -212,11 +223,25 @@ FUNCTIONS: dict[str, Function] = {
             trigger="http",
             topic=None,
             agent=None,
-            purpose="delivered/bounced/complained/replied",
-            secrets=(*MODEL_FREE_SECRETS, "COLONY_DELIVERY_WEBHOOK_SECRET"),
+            purpose="mail events: delivered/bounced/complained/replied, and unsubscribes",
+            secrets=(
+                *MODEL_FREE_SECRETS,
+                "COLONY_DELIVERY_WEBHOOK_SECRET",
+                "COLONY_UNSUBSCRIBE_TOKEN_KEY",
+            ),
             enqueues=(CAMPAIGN_RESUME_QUEUE,),
             public=True,
-            max_instances=3,
+            max_instances=2,
+        ),
+        Function(
+            name="send",
+            trigger="http",
+            topic=None,
+            agent=None,
+            purpose="Cloud Tasks target: send one approved message (SMTP relay)",
+            secrets=(*MODEL_FREE_SECRETS, "COLONY_SMTP_PASSWORD", "COLONY_UNSUBSCRIBE_TOKEN_KEY"),
+            concurrency=4,
+            max_instances=1,
         ),
         Function(
             name="chat",
@@ -227,6 +252,7 @@ FUNCTIONS: dict[str, Function] = {
             secrets=(*RUNTIME_SECRETS, *JWT_SECRETS),
             # it decides approval items too, so it publishes what their appliers do
             publishes=(CAMPAIGN_TOPIC, CONTENT_TOPIC, ONBOARDING_TOPIC),
+            enqueues=(SEND_QUEUE,),
             # its approval cards sign deployment-kit links (colony.flows.approval_queue)
             assets="read",
             public=True,

@@ -14,8 +14,11 @@ from colony.store.db import Row, fetch_all, fetch_one
 
 QUEUE = """
 INSERT INTO outbox (org_id, approval_item_id, campaign_id, contact_id, subject, body, status)
-VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (approval_item_id) DO NOTHING
+VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (approval_item_id) DO NOTHING RETURNING id
 """
+BY_ITEM = "SELECT id FROM outbox WHERE approval_item_id = %s"
+SET_ADDRESS = "UPDATE outbox SET to_address = lower(%s) WHERE id = %s AND to_address IS NULL"
+QUEUED_IN_CAMPAIGN = "SELECT id FROM outbox WHERE campaign_id = %s AND status = 'queued'"
 MESSAGE = "SELECT campaign_id, status FROM outbox WHERE id = %s"
 # Forward only: bounced and complained are final; replied is not undone by a late delivered.
 SET_STATUS = """
@@ -78,10 +81,23 @@ def queue(
     body: str,
     campaign_id: str | None = None,
     status: Literal["queued", "blocked"] = "queued",
-) -> None:
+    to: str | None = None,
+) -> str:
     """The approved message ``item_id`` enters the outbox (``blocked`` while its campaign is
-    paused by the circuit breaker)."""
-    cur.execute(QUEUE, (org_id, item_id, campaign_id, contact_id, subject, body, status))
+    paused by the circuit breaker); its outbox id (the existing row's, when it was already
+    queued). ``to``: the address, when it is not the contact's."""
+    row = fetch_one(cur, QUEUE, (org_id, item_id, campaign_id, contact_id, subject, body, status))
+    if row is None:
+        row = fetch_one(cur, BY_ITEM, (item_id,))
+    assert row is not None  # inserted, or there already
+    if to:
+        cur.execute(SET_ADDRESS, (to, row["id"]))
+    return str(row["id"])
+
+
+def queued_in_campaign(cur: Any, campaign_id: str) -> list[str]:
+    """The campaign's messages waiting to be sent (after a resume unblocked them)."""
+    return [str(r["id"]) for r in fetch_all(cur, QUEUED_IN_CAMPAIGN, (campaign_id,))]
 
 
 def message(cur: Any, outbox_id: str) -> Row | None:

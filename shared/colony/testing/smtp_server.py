@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 import ipaddress
+import secrets
 import ssl
 import tempfile
 import threading
@@ -83,6 +84,7 @@ class SmtpServer:
         self._lock = threading.Lock()
         self._received: list[Received] = []
         self._credentials = credentials
+        self._unsubscribe_key = secrets.token_urlsafe(32)
         self._dir = tempfile.TemporaryDirectory(prefix="colony-smtp-")
         self.ca_file: str | None = None
         params: dict[str, Any] = {}
@@ -108,6 +110,17 @@ class SmtpServer:
     def _keep(self, received: Received) -> None:
         with self._lock:
             self._received.append(received)
+
+    def env(self, mail_from: str = "Colony <outreach@colony.localhost>") -> dict[str, str]:
+        """The settings that send through this server (plain: its STARTTLS variant is for the
+        adapter's own tests), with a fresh unsubscribe-link key."""
+        return {
+            "COLONY_SMTP_HOST": self.host,
+            "COLONY_SMTP_PORT": str(self.port),
+            "COLONY_SMTP_STARTTLS": "false",
+            "COLONY_MAIL_FROM": mail_from,
+            "COLONY_UNSUBSCRIBE_TOKEN_KEY": self._unsubscribe_key,
+        }
 
     @property
     def received(self) -> list[Received]:

@@ -74,11 +74,18 @@ class JsonRequest:
             raise ValidationFailed(f"invalid body: {describe_validation(error)}") from None
 
 
-def _read_json(request: flask.Request) -> Any:
+FORM = "application/x-www-form-urlencoded"
+
+
+def _read_json(request: flask.Request, *, form: bool = False) -> Any:
+    """The JSON body (None when there is none); with ``form``, an HTML form's fields are
+    accepted too (a dict of the first value of each)."""
     data = request.get_data(cache=True)
     if not data:
         return None
     mimetype = request.mimetype
+    if form and mimetype == FORM:
+        return {key: request.form.get(key, "") for key in request.form}
     charset = request.mimetype_params.get("charset", "utf-8").lower()
     if (mimetype != "application/json" and not mimetype.endswith("+json")) or charset not in (
         "utf-8",
@@ -104,6 +111,7 @@ def http_json(
     methods: Sequence[str] = ...,
     paths: Sequence[str] | None = ...,
     caller: CallerCheck | None = ...,
+    forms: Sequence[str] = ...,
 ) -> Callable[[JsonHandler], HttpFunction]: ...
 def http_json(
     handler: JsonHandler | None = None,
@@ -112,13 +120,15 @@ def http_json(
     methods: Sequence[str] = ("POST",),
     paths: Sequence[str] | None = ("/",),
     caller: CallerCheck | None = None,
+    forms: Sequence[str] = (),
 ) -> HttpFunction | Callable[[JsonHandler], HttpFunction]:
     """Turn ``handler(JsonRequest)`` into a functions-framework HTTP function.
 
     The handler returns a JSON-able value or pydantic model (200), ``(value, status)``, a
     ready ``flask.Response`` (e.g. a stream or redirect), or None (204). Requests outside
     ``methods`` get 405, outside ``paths`` (exact, trailing slash ignored; None: any) 404.
-    A body must be ``application/json`` (else 415) and parse (else 400 ``bad_json``).
+    A body must be ``application/json`` (else 415) and parse (else 400 ``bad_json``); on the
+    ``forms`` paths an HTML form body is accepted too (RFC 8058's one-click unsubscribe).
     Authentication is the handler's first line (``colony.runtime.auth``), or ``caller``:
     a check of the request's headers run before anything else, e.g. a Cloud Tasks or
     Scheduler target's ``caller=invoker_only("<name>")`` (``colony.runtime.edge.invoker``:
@@ -129,6 +139,7 @@ def http_json(
     """
     allowed = tuple(m.upper() for m in methods)
     routes = None if paths is None else {_normalise_path(p) for p in paths}
+    form_paths = {_normalise_path(p) for p in forms}
 
     def decorate(fn: JsonHandler) -> HttpFunction:
         install_on_current_app()
@@ -150,7 +161,7 @@ def http_json(
                     path=path,
                     headers=request.headers,
                     args=request.args,
-                    body=_read_json(request),
+                    body=_read_json(request, form=path in form_paths),
                     raw=request,
                 )
                 with error_scope(None, None, None):
