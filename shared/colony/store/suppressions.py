@@ -2,8 +2,9 @@
 
 An unsubscribe, a hard bounce or a complaint adds the address; nothing removes it here. Only
 its SHA-256 (of the lower-cased address) is kept, so the list outlives a prospect's erasure
-without holding their address. The send step checks it for every message at send time, so a campaign, a sequence or
-a re-import drafted before the address was suppressed cannot mail it either.
+without holding their address. The send step checks it for every message at send time, so a
+campaign, a sequence or a re-import drafted before the address was suppressed cannot mail it
+either.
 """
 
 from __future__ import annotations
