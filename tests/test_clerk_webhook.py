@@ -13,18 +13,23 @@ import json
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
+from colony.local.functions import FunctionServers
 from colony.registry.functions import ERASURE_QUEUE
+from colony.runtime.auth import mint_local_token
 from colony.runtime.deps import set_deps_for_tests
 from colony.settings import Settings
 from colony.store import fetch_all
 from colony.store.orgs import DEFAULT_ICP_DESCRIPTION
 from colony.testing.inline import InlineTransport, local_deps
+from colony.testing.langfuse_server import LangfuseServer
 from tests.apps import registered_app
-from tests.conftest import APP_ROLE, PgDB
+from tests.conftest import APP_ROLE, Gcs, PgDB, wait_for
 
 KEY = b"clerk-test-signing-key-32-bytes!"
 SECRET = "whsec_" + base64.b64encode(KEY).decode()
@@ -253,3 +258,73 @@ def test_an_unconfigured_secret_is_a_500_that_names_nothing(
     finally:
         set_deps_for_tests(None)
     assert answer.status_code == 500 and "COLONY_CLERK" not in answer.get_data(as_text=True)
+
+
+def test_an_orgs_whole_life_over_http(testdb: PgDB, gcs: Gcs, tmp_path: Path) -> None:
+    """The real servers (functions-framework processes) over real HTTP: Clerk creates the
+    org, its admin shapes it through the admin function, Clerk deletes it, and the erasure
+    job it opens runs in data-lifecycle (via the local Cloud Tasks stand-in) to the end."""
+    with LangfuseServer() as langfuse:
+        env = {
+            "COLONY_DB_MODE": "dsn",
+            "COLONY_DB_DSN": testdb.dsn(APP_ROLE),
+            "COLONY_EMBEDDING_DIM": str(testdb.dim),
+            "COLONY_TRANSPORT": "local",
+            "COLONY_DATA_DIR": str(tmp_path),
+            "COLONY_CLERK_WEBHOOK_SECRET": SECRET,
+            "LANGFUSE_PUBLIC_KEY": langfuse.public_key,
+            "LANGFUSE_SECRET_KEY": langfuse.secret_key,
+            "LANGFUSE_HOST": langfuse.url,
+            **gcs.env,
+        }
+        names = ("clerk-webhook", "admin", "data-lifecycle")
+        with (
+            FunctionServers(env, names, log_dir=tmp_path / "logs") as servers,
+            httpx.Client(timeout=30) as http,
+        ):
+            hook = servers.urls["clerk-webhook"]
+
+            def deliver(body: bytes, msg_id: str) -> httpx.Response:
+                headers = {**svix_headers(body, msg_id), "content-type": "application/json"}
+                return http.post(hook, content=body, headers=headers)
+
+            created = deliver(event("organization.created"), "msg_http_1")
+            assert created.status_code == 200, created.text
+            forged = http.post(hook, content=GOOD, headers={"content-type": "application/json"})
+            assert forged.status_code == 401 and forged.json()["error"]["code"]
+            token = mint_local_token(tmp_path, ORG, org_claim="v2")
+            bearer = {"Authorization": f"Bearer {token}"}
+            admin = servers.urls["admin"]
+            icp = http.get(f"{admin}/orgs/{ORG}/icp", headers=bearer)
+            assert icp.status_code == 200 and icp.json()["version"] == 1
+            settings = {
+                "competitors": ["CareSpace"],
+                "sending": {"daily_cap": 50, "per_domain_hourly": 2},
+            }
+            put = http.put(f"{admin}/orgs/{ORG}/settings", json=settings, headers=bearer)
+            assert put.status_code == 200, put.text
+            stranger = mint_local_token(tmp_path, "org_other", org_claim="v2")
+            other = http.get(
+                f"{admin}/orgs/{ORG}/settings", headers={"Authorization": f"Bearer {stranger}"}
+            )
+            assert other.status_code == 403
+            deleted = deliver(event("organization.deleted", name=None), "msg_http_2")
+            assert deleted.status_code == 200 and deleted.json()["status"] == "erasing"
+            job = deleted.json()["job_id"]
+            owner = testdb.owner_connection()
+            try:
+
+                def done() -> bool:
+                    rows = fetch_all(
+                        owner.cursor(), "SELECT status FROM erasure_jobs WHERE id = %s", (job,)
+                    )
+                    owner.rollback()
+                    return bool(rows) and rows[0]["status"] == "done"
+
+                wait_for(done, what="the org's erasure job to finish")
+                cur = owner.cursor()
+                assert fetch_all(cur, "SELECT id FROM organizations") == []
+                assert fetch_all(cur, "SELECT 1 FROM org_settings") == []
+                assert fetch_all(cur, "SELECT 1 FROM icp_definitions") == []
+            finally:
+                owner.close()
