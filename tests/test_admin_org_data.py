@@ -266,3 +266,24 @@ def test_an_unknown_org_is_a_404(api: Api) -> None:
     answer = api.call("GET", "/orgs/org_nobody/settings", api.token("org_nobody"))
     assert answer.status_code == 404
     assert api.call("DELETE", f"/orgs/{ALPHA}/icp", api.token(ALPHA)).status_code == 405
+
+
+def test_const_006_keeps_out_the_orgs_own_competitors_too(api: Api) -> None:
+    """The message generator and the content agent ask ``flows.org_admin.competitors``: the
+    org's settings, then KC-06's tagged names; the fallback only when neither has any."""
+    from colony.adapters.embedding import OfflineHashEmbedder
+    from colony.flows.org_admin import competitors
+    from colony.knowledge import ChunkIn, KnowledgeStore
+
+    db = api.db.app()
+    knowledge = KnowledgeStore(db, OfflineHashEmbedder(dim=api.db.dim))
+    deps = local_deps(Settings.from_env({}), db, InlineTransport(), knowledge=knowledge)
+    fallback = ("Default Rival",)
+    assert competitors(deps, ALPHA, fallback) == ["Default Rival"]
+    chunk = ChunkIn("KC-06", "Landscape.", title="KC-06", tags={"competitors": "FacilityIQ"})
+    knowledge.sync_source(ALPHA, "seed", "KC-06/landscape", [chunk])
+    assert competitors(deps, ALPHA, fallback) == ["FacilityIQ"]
+    put = api.call("PUT", f"/orgs/{ALPHA}/settings", api.token(ALPHA), SETTINGS)
+    assert put.status_code == 200
+    assert competitors(deps, ALPHA, fallback) == ["CareSpace", "Facilio", "FacilityIQ"]
+    assert competitors(deps, BETA, fallback) == ["Default Rival"]  # alpha's list stays alpha's

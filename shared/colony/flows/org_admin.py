@@ -6,6 +6,7 @@ contract (``colony.contracts.admin``); the caller has checked who may.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from colony.contracts.admin import IcpReplace, OrgSettingsReplace, SequenceLibrary
@@ -105,3 +106,15 @@ def replace_settings(deps: FlowDeps, org_id: str, update: OrgSettingsReplace) ->
             update.sending.per_domain_hourly,
         )
     return update.model_dump(mode="json")
+
+
+def competitors(deps: FlowDeps, org_id: str, fallback: Sequence[str]) -> list[str]:
+    """The names CONST-006 keeps out of outbound text: the org's own list (its settings) and
+    those tagged on its KC-06 documents; ``fallback`` only when neither names any."""
+    with deps.db.transaction(org_id) as cur:
+        row = org_admin.settings(cur)
+    own = [str(name) for name in (row["competitors"] if row else [])]
+    known = {name.lower() for name in own}
+    tagged = deps.knowledge.tag_values(org_id, "KC-06", "competitors")
+    names = own + [name for name in tagged if name.lower() not in known]
+    return names or list(fallback)
