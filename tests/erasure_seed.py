@@ -7,7 +7,7 @@ durable steps, a recording of each deal's call (transcript in GCS), KC chunks (a
 one approved from each call), chat turns and events that mention Dana, a brief, approval
 items (outbound drafts, a follow-up, a KC candidate, a kit, a content piece), the outbox,
 processed events, LLM call records, a dead letter, published content, a deployment kit,
-retention settings, a rejection that claimed it, audit log entries about Dana's draft and
+retention and org settings, a rejection that claimed it, audit log entries about Dana's draft and
 Dana's address on the suppression list. ``SEEDED`` lists the tables it fills and
 a test holds that to ``ORG_SCOPED_TABLES``: a new org table must be seeded here, so the
 erasure tests cover it.
@@ -266,6 +266,11 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
     )
     ex(
         "INSERT INTO org_retention (org_id, data_class, days) VALUES (%s, 'chat_events', 30)",
+        org,
+    )
+    ex(
+        "INSERT INTO org_settings (org_id, competitors, daily_send_cap, per_domain_hourly_cap)"
+        " VALUES (%s, '[\"CareSpace\"]'::jsonb, 100, 4)",
         org,
     )
     ex(

@@ -34,6 +34,8 @@ from colony.runtime.auth import mint_local_token
 from colony.store import fetch_one, fetch_value
 from colony.testing.wire import Reply, Route, WireServer
 from tests.conftest import APP_ROLE, PgDB
+from tests.test_clerk_webhook import SECRET as CLERK_SECRET
+from tests.test_clerk_webhook import svix_headers
 
 REPO = Path(__file__).resolve().parents[1]
 PIP = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
@@ -210,6 +212,7 @@ def test_bundles_stay_small_installed(bundles, venvs) -> None:
         "delivery-events",
         "drive-webhook",
         "notion-webhook",
+        "clerk-webhook",
     } <= model_free
     too_big = {
         n: round(mb, 1)
@@ -272,6 +275,10 @@ EVIDENCE: dict[str, tuple[str, tuple[Any, ...]]] = {
     "delivery-events": ("SELECT count(*) FROM outbox WHERE status = 'delivered'", ()),
     "send": ("SELECT count(*) FROM audit_log WHERE action = 'message_sent'", ()),
     "admin": ("SELECT count(*) FROM org_retention", ()),
+    "clerk-webhook": (
+        "SELECT count(*) FROM processed_events WHERE handler = %s",
+        ("clerk-webhook",),
+    ),
 }
 
 
@@ -320,6 +327,7 @@ def test_every_bundle_runs_the_demo_scenario_from_its_own_virtualenv(
         "COLONY_DELIVERY_WEBHOOK_SECRET": "",  # not the local one: read from Secret Manager
         "COLONY_GCP_PROJECT": "colony-bundle-test",
         "COLONY_SECRET_MANAGER_ENDPOINT": secret_store.base_url,
+        "COLONY_CLERK_WEBHOOK_SECRET": CLERK_SECRET,
         "HOME": str(tmp_path),
     }
     with (
@@ -379,6 +387,13 @@ def test_every_bundle_runs_the_demo_scenario_from_its_own_virtualenv(
         )
         assert swept.status_code == 200, swept.text
         assert swept.json()["days"]["chat_events"] == 30
+        # Clerk renames the org (a Svix-signed organization.updated; the bundle verifies it)
+        renamed = json.dumps(
+            {"type": "organization.updated", "data": {"id": org_id, "name": "ZoomProp (demo)"}}
+        ).encode()
+        clerk = {**svix_headers(renamed, "msg_bundle_1"), "Content-Type": "application/json"}
+        applied = http.post(servers.urls["clerk-webhook"], content=renamed, headers=clerk)
+        assert applied.status_code == 200, applied.text
     assert set(EVIDENCE) | {"campaign-resume", "data-lifecycle"} == set(FUNCTIONS)
     missing = []
     with db.transaction(org_id) as cur:

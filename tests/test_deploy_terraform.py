@@ -227,6 +227,7 @@ def test_every_secret_exists_and_is_granted_only_to_the_functions_that_read_it()
     readers = {s: {n for n, f in spec["functions"].items() if s in f["secrets"]} for s in SECRETS}
     assert readers["COLONY_DB_OWNER_PASSWORD"] == set()  # migrations only (the deployer)
     assert readers["COLONY_DELIVERY_WEBHOOK_SECRET"] == {"delivery-events"}
+    assert readers["COLONY_CLERK_WEBHOOK_SECRET"] == {"clerk-webhook"}
     assert "COLONY_APPROVAL_TOKEN_KEY" not in spec["functions"]["enrichment"]["secrets"]
     # the model provider keys: only functions that build a model client or an embedder (the
     # internet-facing webhooks and the resume target never do, and start without them)
@@ -239,6 +240,7 @@ def test_every_secret_exists_and_is_granted_only_to_the_functions_that_read_it()
         "admin",
         "data-lifecycle",
         "send",
+        "clerk-webhook",
     }
     assert readers["COLONY_SMTP_PASSWORD"] == {"send"}  # only the sender logs in to the relay
     assert readers["COLONY_UNSUBSCRIBE_TOKEN_KEY"] == {"send", "delivery-events"}

@@ -75,6 +75,7 @@ def deps_for(testdb: PgDB) -> Iterator[PgDB]:
             "COLONY_NOTION_SIGNING_SECRET": "notion-secret",
             "COLONY_NOTION_TOKEN": "notion-token",
             "COLONY_APPROVAL_TOKEN_KEY": "approval-key",
+            "COLONY_CLERK_WEBHOOK_SECRET": "whsec_Y2xlcmstd2ViaG9vay1zZWNyZXQ=",
         }
     )
     built = build_deps(settings, transport=InlineTransport())

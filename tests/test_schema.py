@@ -40,6 +40,7 @@ ENTITY_TABLES = {
     "suppressions",  # issue 18: addresses no message may reach again, per org
     "erasure_jobs",  # issue 14: erasure jobs and their reports (outlive the org they name)
     "org_retention",  # issue 14: an org's retention period per data class
+    "org_settings",  # issue 17: competitors and sending limits, one row per org
 }
 
 

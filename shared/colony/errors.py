@@ -4,7 +4,8 @@
     ├── CallerError              the input is wrong; retrying the same input cannot help
     │   ├── ValidationFailed     a value broke a contract (names the field)
     │   │   ├── UnknownDomain    a Knowledge Core domain id that is not KC-01..KC-10
-    │   │   └── DimensionMismatch  an embedding of the wrong length
+    │   │   ├── DimensionMismatch  an embedding of the wrong length
+    │   │   └── Unprocessable    well-formed JSON whose content cannot be used (HTTP 422)
     │   ├── OrgScopeError        no org, or an org that is not the caller's (CONST-003)
     │   ├── NotFound             a referenced row does not exist in the caller's org
     │   ├── Unauthorized         no credentials, or credentials that do not verify
@@ -66,6 +67,12 @@ class UnknownDomain(ValidationFailed):
 
 class DimensionMismatch(ValidationFailed):
     code = "dimension_mismatch"
+
+
+class Unprocessable(ValidationFailed):
+    """The body parsed, but a field is unknown or a rule cannot work; the message says which."""
+
+    code = "unprocessable"
 
 
 class OrgScopeError(CallerError):

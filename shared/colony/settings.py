@@ -63,6 +63,7 @@ SECRETS: dict[str, str] = {
     "COLONY_DRIVE_CHANNEL_TOKEN": "colony-drive-channel-token",
     "COLONY_NOTION_SIGNING_SECRET": "colony-notion-signing-secret",
     "COLONY_NOTION_TOKEN": "colony-notion-token",
+    "COLONY_CLERK_WEBHOOK_SECRET": "colony-clerk-webhook-secret",
 }
 
 
@@ -131,6 +132,7 @@ class Settings:
     notion_base_url: str | None = None  # None: https://api.notion.com (local: a stand-in)
     notion_domains: Mapping[str, str] = field(default_factory=dict)  # Notion id → KC-01..07
     notion_org_id: str | None = None  # the org the Notion workspace (and its secret) belongs to
+    clerk_webhook_secret: str | None = None  # ``whsec_...``: verifies Clerk's Svix signatures
     recording_parallelism: int = 8  # AGT-006 pass-1 chunks in flight at once
     # The deployed function this process serves (K_SERVICE, which Cloud Run sets on a gen2
     # function to its name); None locally. Sizes the connection pool (registry.pool_size).
@@ -273,6 +275,7 @@ class Settings:
             notion_base_url=get("COLONY_NOTION_BASE_URL"),
             notion_domains=_notion_domains(get("COLONY_NOTION_DOMAINS")),
             notion_org_id=get("COLONY_NOTION_ORG_ID"),
+            clerk_webhook_secret=get("COLONY_CLERK_WEBHOOK_SECRET"),
             recording_parallelism=_bounded_int(
                 "COLONY_RECORDING_PARALLELISM", get("COLONY_RECORDING_PARALLELISM"), 8, 1, 32
             ),
@@ -310,7 +313,7 @@ class Settings:
         hidden = {"db_password", "db_owner_password", "openai_api_key", "gemini_api_key"}
         hidden |= {"langfuse_secret_key", "approval_token_key", "delivery_webhook_secret"}
         hidden |= {"drive_channel_token", "notion_signing_secret", "notion_token"}
-        hidden |= {"smtp_password", "unsubscribe_token_key"}
+        hidden |= {"smtp_password", "unsubscribe_token_key", "clerk_webhook_secret"}
         # sentry_dsn is hidden by its *dsn suffix
         parts = []
         for name in self.__dataclass_fields__:

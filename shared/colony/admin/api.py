@@ -1,12 +1,19 @@
-"""The admin API: an org's admins erase their org or one prospect, read the report, and set
-retention periods.
+"""The admin API: an org's admins erase their org or one prospect, read the report, set
+retention periods, and read and replace the ICP definition, the sequence library and the
+org's settings.
 
 Routes (JSON; ``Authorization: Bearer <Clerk session JWT>``):
 
 - ``POST /orgs/{org}/erasure`` → 202 ``{"job_id", "status"}``: erase the whole org;
 - ``POST /orgs/{org}/contacts/{contact}/erasure`` → 202: erase one prospect;
 - ``GET /erasures/{job}`` → the job, with its verification report once done;
-- ``GET /orgs/{org}/retention``, ``PUT /orgs/{org}/retention`` (``{"days": {...}}``).
+- ``GET /orgs/{org}/retention``, ``PUT /orgs/{org}/retention`` (``{"days": {...}}``);
+- ``GET``/``PUT /orgs/{org}/icp``: the active ICP definition and anti-ICP rules
+  (``contracts.admin.IcpReplace``; a replace writes a new version);
+- ``GET``/``PUT /orgs/{org}/sequences``: the sequence library (``SequenceLibrary``);
+- ``GET``/``PUT /orgs/{org}/settings``: competitors and sending limits (``OrgSettingsReplace``).
+
+A replace body with an unknown field, or a rule that cannot work, is a 422 naming it.
 
 Who may: a verified bearer token (``runtime.auth.verify_bearer``) whose org is the target
 org (else 403) and which carries the org admin role (``is_org_admin``; else 403). A refusal
@@ -18,16 +25,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeVar
 
+from pydantic import BaseModel
+
+from colony.contracts.admin import IcpReplace, OrgSettingsReplace, SequenceLibrary
 from colony.contracts.lifecycle import RetentionUpdate
-from colony.errors import NotFound, OrgScopeError, Unauthorized
-from colony.flows import erasure, retention
+from colony.errors import NotFound, OrgScopeError, Unauthorized, Unprocessable, ValidationFailed
+from colony.flows import erasure, org_admin, retention
 from colony.runtime.auth import Principal, verify_bearer
 from colony.runtime.deps import Deps
 from colony.runtime.edge import JsonRequest
 from colony.runtime.edge.responses import MethodNotAllowed
 
+M = TypeVar("M", bound=BaseModel)
 FUNCTION = "admin"
 ADMIN_ROLES = ("org:admin", "admin")  # Clerk v1 ``org_role``; v2 ``o.rol`` is "admin"
 _ID = r"[A-Za-z0-9_.:-]{1,128}"
@@ -35,6 +46,7 @@ ORG_ERASURE = re.compile(rf"^/orgs/(?P<org>{_ID})/erasure$")
 CONTACT_ERASURE = re.compile(rf"^/orgs/(?P<org>{_ID})/contacts/(?P<contact>{_ID})/erasure$")
 JOB = re.compile(rf"^/erasures/(?P<job>{_ID})$")
 RETENTION = re.compile(rf"^/orgs/(?P<org>{_ID})/retention$")
+ORG_DATA = re.compile(rf"^/orgs/(?P<org>{_ID})/(?P<what>icp|sequences|settings)$")
 
 
 def is_org_admin(claims: Mapping[str, Any]) -> bool:
@@ -65,6 +77,28 @@ def _admin_of(deps: Deps, request: JsonRequest, org: str) -> Principal:
 def _method(request: JsonRequest, *allowed: str) -> None:
     if request.method not in allowed:
         raise MethodNotAllowed("this method is not allowed here", allow=allowed)
+
+
+def _replacement(request: JsonRequest, model: type[M]) -> M:
+    """The body as ``model``; a body that parses as JSON but breaks the model is a 422."""
+    try:
+        return request.parse(model)
+    except ValidationFailed as error:
+        raise Unprocessable(str(error)) from None
+
+
+def _org_data(deps: Deps, request: JsonRequest, org: str, what: str) -> dict[str, Any]:
+    read, replace, model = _ORG_DATA[what]
+    if request.method == "GET":
+        return read(deps, org)
+    return replace(deps, org, _replacement(request, model))
+
+
+_ORG_DATA: dict[str, tuple[Any, Any, type[Any]]] = {
+    "icp": (org_admin.icp, org_admin.replace_icp, IcpReplace),
+    "sequences": (org_admin.sequences, org_admin.replace_sequences, SequenceLibrary),
+    "settings": (org_admin.settings, org_admin.replace_settings, OrgSettingsReplace),
+}
 
 
 def handle(deps: Deps, request: JsonRequest) -> tuple[dict[str, Any], int] | dict[str, Any]:
@@ -99,4 +133,9 @@ def handle(deps: Deps, request: JsonRequest) -> tuple[dict[str, Any], int] | dic
             return retention.periods(deps, org)
         update = request.parse(RetentionUpdate)
         return retention.set_periods(deps, org, dict(update.days.items()))
+    if match := ORG_DATA.match(path):
+        _method(request, "GET", "PUT")
+        org = match["org"]
+        _admin_of(deps, request, org)
+        return _org_data(deps, request, org, match["what"])
     raise NotFound("there is nothing at this path")

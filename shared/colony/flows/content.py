@@ -22,7 +22,7 @@ from colony.contracts import IcpDefinition, OrgContext
 from colony.contracts.events import ContentRequest
 from colony.contracts.outputs import ContentPiece
 from colony.errors import ValidationFailed
-from colony.flows import flags
+from colony.flows import flags, org_admin
 from colony.flows.deps import FlowDeps
 from colony.knowledge.exemplars import to_exemplars
 from colony.llm.agent_call import call_agent
@@ -58,9 +58,7 @@ def write_piece(deps: FlowDeps, event: ContentRequest, event_id: str) -> dict[st
     if idempotency.seen(deps.db, org, HANDLER, event_id):
         return {"duplicate": True}
     run_id = f"content:{event.request_id}"
-    competitors = deps.knowledge.tag_values(org, "KC-06", "competitors") or list(
-        DEFAULT_COMPETITORS
-    )
+    competitors = org_admin.competitors(deps, org, DEFAULT_COMPETITORS)
 
     def compute() -> dict[str, Any]:
         hits = deps.knowledge.retrieve(org, event.topic, GROUNDING, PER_DOMAIN)

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from colony.contracts import HandoffEnvelope
-from colony.flows import flags
+from colony.flows import flags, org_admin
 from colony.flows.campaign import as_prospect, contact_done, step_key
 from colony.flows.deps import FlowDeps
 from colony.flows.specialist import assembly_request, handle_handoff, load_contact
@@ -34,9 +34,7 @@ def _message(
     if missing:  # CONST-004: never guess; the contact ends with missing data
         contact_done(deps, org, run_id, contact_id, "missing_data")
         return "missing_data"
-    competitors = deps.knowledge.tag_values(org, "KC-06", "competitors") or list(
-        DEFAULT_COMPETITORS
-    )
+    competitors = org_admin.competitors(deps, org, DEFAULT_COMPETITORS)
     tier = envelope.tier
 
     def compute() -> dict[str, Any]:

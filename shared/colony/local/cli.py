@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from colony.errors import ColonyError
+from colony.local.cli_admin import add_commands as add_org_data_commands
 from colony.settings import Settings
 
 if TYPE_CHECKING:
@@ -301,6 +302,7 @@ def build_parser() -> argparse.ArgumentParser:
     keep = org.add_parser("retention", help="enforce an org's retention periods now")
     keep.add_argument("org_id")
     keep.set_defaults(run=cmd_org_retention)
+    add_org_data_commands(org)
     graph = sub.add_parser("graph", help="query the knowledge graph of the system itself")
     graph.add_argument(
         "query",

@@ -335,6 +335,18 @@ FUNCTIONS: dict[str, Function] = {
             max_instances=1,
         ),
         Function(
+            name="clerk-webhook",
+            trigger="http",
+            topic=None,
+            agent=None,
+            purpose="Clerk organization events → org rows and defaults, or org erasure",
+            secrets=(*MODEL_FREE_SECRETS, "COLONY_CLERK_WEBHOOK_SECRET"),
+            enqueues=(ERASURE_QUEUE,),  # organization.deleted opens the org's erasure job
+            public=True,  # it verifies Svix's signature of every delivery itself
+            concurrency=1,  # org events are rare: one at a time is plenty
+            max_instances=1,
+        ),
+        Function(
             name="data-lifecycle",
             trigger="http",
             topic=None,

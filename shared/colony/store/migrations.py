@@ -58,6 +58,7 @@ ORG_SCOPED_TABLES: tuple[str, ...] = (
     "audit_log",
     "suppressions",
     "org_retention",
+    "org_settings",
 )
 
 # The first schema is long enough to read best as SQL: it lives beside this module, byte for
@@ -340,6 +341,28 @@ def _rls(table: str, key: str = "org_id") -> str:
     )
 
 
+# Org settings (issue 17): competitor names CONST-006 keeps out of outbound text and the
+# sending limits (a daily cap, a per-recipient-domain hourly throttle), one row per org (an
+# org without one has the defaults). Sequence steps (ENT-004) gain their channel and the
+# name of the sequence they belong to (one named sequence per angle x tier).
+_ORG_SETTINGS = """
+CREATE TABLE org_settings (
+    org_id                 text PRIMARY KEY REFERENCES organizations(id),
+    competitors            jsonb NOT NULL DEFAULT '[]'::jsonb
+                           CHECK (jsonb_typeof(competitors) = 'array'),
+    daily_send_cap         integer NOT NULL DEFAULT 200
+                           CHECK (daily_send_cap BETWEEN 0 AND 100000),
+    per_domain_hourly_cap  integer NOT NULL DEFAULT 5
+                           CHECK (per_domain_hourly_cap BETWEEN 0 AND 100000),
+    updated_at             timestamptz NOT NULL DEFAULT now(),
+    CHECK (per_domain_hourly_cap <= daily_send_cap)
+);
+ALTER TABLE sequences ADD COLUMN channel text NOT NULL DEFAULT 'email'
+    CHECK (channel IN ('email', 'linkedin', 'call'));
+ALTER TABLE sequences ADD COLUMN name text NOT NULL DEFAULT '';
+"""
+
+
 _BOUNDED_HANDSHAKES = """
 CREATE INDEX notion_verifications_received ON notion_verifications (received_at);
 CREATE FUNCTION record_notion_verification(
@@ -470,4 +493,5 @@ def migrations(dim: int) -> list[Migration]:
         ),
         Migration("0016_sending", _SENDING + _rls("suppressions")),
         Migration("0017_audit_erasure", _AUDIT_ERASURE),
+        Migration("0018_org_settings", _ORG_SETTINGS + _rls("org_settings")),
     ]

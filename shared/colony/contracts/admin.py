@@ -1,0 +1,123 @@
+"""What the admin API (and the CLI) accept: an org's ICP definition, its sequence library
+(ENT-004) and its settings. Each model refuses an unknown field; the validators refuse a
+definition that cannot work (a tier no score reaches, rubric weights that do not add up to
+the 100-point score, two sequences for one angle x tier), naming what is wrong. Anti-ICP
+rule semantics (operators and their values) are checked by ``colony.policy.anti_icp``."""
+
+from __future__ import annotations
+
+from itertools import pairwise
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, StringConstraints, model_validator
+
+from colony.contracts.common import TIERS, OutboundAngle, SequenceTier, Strict
+
+Channel = Literal["email", "linkedin", "call"]
+Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=4000)]
+Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=120)]
+SCORE_POINTS = 100  # a contact's ICP score is out of 100 (contacts.icp_score)
+
+
+class AntiIcpRule(Strict):
+    id: Name
+    field: Name
+    op: str
+    value: Any = None
+    reason: Text
+
+
+class TierBand(Strict):
+    tier: SequenceTier
+    min_score: int = Field(ge=0, le=SCORE_POINTS)
+
+
+class RubricDimension(Strict):
+    """One scored dimension: its weight and how to score it (free-form, for AGT-004)."""
+
+    model_config = Strict.model_config | {"extra": "allow"}
+    weight: int = Field(ge=0, le=SCORE_POINTS)
+    criteria: Text
+
+
+class IcpReplace(Strict):
+    """The whole ICP definition (ENT-010): a replace writes it as the org's new version."""
+
+    description: Text
+    rubric: dict[Name, RubricDimension] = Field(min_length=1, max_length=20)
+    anti_icp_rules: list[AntiIcpRule] = Field(default_factory=list, max_length=200)
+    tiers: list[TierBand] = Field(min_length=1, max_length=len(TIERS))
+
+    @model_validator(mode="after")
+    def _possible(self) -> IcpReplace:
+        total = sum(d.weight for d in self.rubric.values())
+        if total != SCORE_POINTS:
+            raise ValueError(f"rubric: the weights add up to {total}, not {SCORE_POINTS}")
+        names = [t.tier for t in self.tiers]
+        if len(set(names)) != len(names):
+            raise ValueError("tiers: a tier is listed twice")
+        ordered = sorted(self.tiers, key=lambda t: TIERS.index(t.tier))
+        for higher, lower in pairwise(ordered):
+            if lower.min_score >= higher.min_score:
+                raise ValueError(
+                    f"tiers: {lower.tier} needs a lower min_score than {higher.tier}"
+                    f" ({lower.min_score} >= {higher.min_score}), or no score reaches it"
+                )
+        if ordered[-1].min_score != 0:
+            raise ValueError(f"tiers: the last tier ({ordered[-1].tier}) must start at 0")
+        return self
+
+
+class SequenceStepIn(Strict):
+    channel: Channel
+    delay_days: int = Field(ge=0, le=365)  # after the previous step (the first: after start)
+    guidance: Text
+
+
+class SequenceIn(Strict):
+    name: Name
+    angle: OutboundAngle
+    tier: SequenceTier
+    steps: list[SequenceStepIn] = Field(min_length=1, max_length=20)
+
+
+class SequenceLibrary(Strict):
+    """The whole sequence library: a replace removes every sequence not listed."""
+
+    sequences: list[SequenceIn] = Field(max_length=len(TIERS) * 5)
+
+    @model_validator(mode="after")
+    def _unique(self) -> SequenceLibrary:
+        seen: set[tuple[str, str]] = set()
+        names: set[str] = set()
+        for index, s in enumerate(self.sequences):
+            if (s.angle, s.tier) in seen:
+                raise ValueError(f"sequences.{index}: a second sequence for {s.angle} x {s.tier}")
+            if s.name.lower() in names:
+                raise ValueError(f"sequences.{index}: the name {s.name!r} is used twice")
+            seen.add((s.angle, s.tier))
+            names.add(s.name.lower())
+        return self
+
+
+class SendingLimits(Strict):
+    daily_cap: int = Field(ge=0, le=100_000)  # messages per day, the whole org
+    per_domain_hourly: int = Field(ge=0, le=100_000)  # per recipient domain, per hour
+
+    @model_validator(mode="after")
+    def _possible(self) -> SendingLimits:
+        if self.per_domain_hourly > self.daily_cap:
+            raise ValueError("sending: per_domain_hourly cannot exceed daily_cap")
+        return self
+
+
+class OrgSettingsReplace(Strict):
+    competitors: list[Name] = Field(max_length=200)  # CONST-006: never named in outbound
+    sending: SendingLimits
+
+    @model_validator(mode="after")
+    def _unique(self) -> OrgSettingsReplace:
+        lowered = [c.lower() for c in self.competitors]
+        if len(set(lowered)) != len(lowered):
+            raise ValueError("competitors: a name is listed twice")
+        return self

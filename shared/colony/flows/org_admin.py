@@ -1,0 +1,120 @@
+"""An org's admins read and replace what shapes its outbound: the ICP definition (ENT-010),
+the sequence library (ENT-004) and the org's settings (competitors for CONST-006, sending
+limits). Called by the admin API and the CLI alike, with a body already parsed into its
+contract (``colony.contracts.admin``); the caller has checked who may.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from colony.contracts.admin import IcpReplace, OrgSettingsReplace, SequenceLibrary
+from colony.errors import NotFound, Unprocessable, ValidationFailed
+from colony.flows.deps import FlowDeps
+from colony.policy.anti_icp import validate_rules
+from colony.store import org_admin, orgdata
+
+# What an org without an ``org_settings`` row has (the column defaults of migration 0018).
+DEFAULT_SETTINGS: dict[str, Any] = {
+    "competitors": [],
+    "sending": {"daily_cap": 200, "per_domain_hourly": 5},
+}
+
+
+def _org(cur: Any, org_id: str) -> None:
+    if not orgdata.org_exists(cur, org_id):
+        raise NotFound(f"org {org_id!r} does not exist")
+
+
+def icp(deps: FlowDeps, org_id: str) -> dict[str, Any]:
+    with deps.db.transaction(org_id) as cur:
+        _org(cur, org_id)
+        row = org_admin.icp(cur)
+    if row is None:
+        return {"version": None, "icp": None}
+    version = row.pop("version")
+    row.pop("created_at")
+    return {"version": version, "icp": row}
+
+
+def replace_icp(deps: FlowDeps, org_id: str, definition: IcpReplace) -> dict[str, Any]:
+    """Write a new ICP version; an impossible anti-ICP rule is ``Unprocessable``."""
+    body = definition.model_dump(mode="json", exclude_none=True)  # a "missing" rule has no value
+    try:
+        validate_rules(body["anti_icp_rules"])
+    except ValidationFailed as error:
+        raise Unprocessable(f"anti_icp_rules: {error}") from None
+    with deps.db.transaction(org_id) as cur:
+        _org(cur, org_id)
+        version = org_admin.replace_icp(cur, org_id, body)
+    return {"version": version, "icp": body}
+
+
+def sequences(deps: FlowDeps, org_id: str) -> dict[str, Any]:
+    with deps.db.transaction(org_id) as cur:
+        _org(cur, org_id)
+        rows = org_admin.sequence_steps(cur)
+    library: dict[tuple[str, str], dict[str, Any]] = {}
+    for row in rows:
+        key = (str(row["angle"]), str(row["tier"]))
+        entry = library.setdefault(
+            key,
+            {"name": row["name"] or f"{key[0]} {key[1]}", "angle": key[0], "tier": key[1]},
+        )
+        entry.setdefault("steps", []).append(
+            {
+                "channel": row["channel"],
+                "delay_days": row["delay_days"],
+                "guidance": row["guidance"],
+            }
+        )
+    return {"sequences": list(library.values())}
+
+
+def replace_sequences(deps: FlowDeps, org_id: str, library: SequenceLibrary) -> dict[str, Any]:
+    body = library.model_dump(mode="json")
+    with deps.db.transaction(org_id) as cur:
+        _org(cur, org_id)
+        steps = org_admin.replace_sequences(cur, org_id, body["sequences"])
+    return {**body, "steps": steps}
+
+
+def settings(deps: FlowDeps, org_id: str) -> dict[str, Any]:
+    with deps.db.transaction(org_id) as cur:
+        _org(cur, org_id)
+        row = org_admin.settings(cur)
+    if row is None:
+        return dict(DEFAULT_SETTINGS)
+    return {
+        "competitors": list(row["competitors"]),
+        "sending": {
+            "daily_cap": row["daily_send_cap"],
+            "per_domain_hourly": row["per_domain_hourly_cap"],
+        },
+    }
+
+
+def replace_settings(deps: FlowDeps, org_id: str, update: OrgSettingsReplace) -> dict[str, Any]:
+    with deps.db.transaction(org_id) as cur:
+        _org(cur, org_id)
+        org_admin.replace_settings(
+            cur,
+            org_id,
+            list(update.competitors),
+            update.sending.daily_cap,
+            update.sending.per_domain_hourly,
+        )
+    return update.model_dump(mode="json")
+
+
+def competitors(deps: FlowDeps, org_id: str, fallback: Sequence[str]) -> list[str]:
+    """The names CONST-006 keeps out of outbound text: the org's own list (its settings) and
+    those tagged on its KC-06 documents; ``fallback`` only when neither names any."""
+    with deps.db.transaction(org_id) as cur:
+        row = org_admin.settings(cur)
+    own = [str(name) for name in (row["competitors"] if row else [])]
+    known = {name.lower() for name in own}
+    tagged = deps.knowledge.tag_values(org_id, "KC-06", "competitors")
+    names = own + [name for name in tagged if name.lower() not in known]
+    return names or list(fallback)
