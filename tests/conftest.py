@@ -23,7 +23,7 @@ from colony.local import embedded
 from colony.local.db import connect_factory
 from colony.settings import Settings
 from colony.store import Database, ensure_app_role_grants, migrate
-from colony.store.db import parse_dsn
+from colony.store.db import fetch_all, parse_dsn
 from colony.testing.wire import WireServer
 
 APP_ROLE = "colony_app"
@@ -70,6 +70,17 @@ class PgDB:
 
     def owner_connection(self) -> pg8000.dbapi.Connection:
         return connect_factory(self.settings, "owner")()
+
+    def as_owner(self, work: Callable[[pg8000.dbapi.Connection], Any]) -> Any:
+        """``work(conn)`` on an owner connection, closed afterwards."""
+        conn = self.owner_connection()
+        try:
+            return work(conn)
+        finally:
+            conn.close()
+
+    def owner_rows(self, sql: str) -> list[dict[str, Any]]:
+        return self.as_owner(lambda conn: fetch_all(conn.cursor(), sql))
 
 
 def _admin(pgdata: Path) -> pg8000.dbapi.Connection:

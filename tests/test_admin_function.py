@@ -61,11 +61,7 @@ class Admin:
         return self.api.post(path, json=body if body is not None else {}, headers=headers)
 
     def dump(self, org: str) -> dict[str, list[str]]:
-        conn = self.db.owner_connection()
-        try:
-            return dump(conn, org)
-        finally:
-            conn.close()
+        return self.db.as_owner(lambda conn: dump(conn, org))
 
     def state(self) -> tuple[dict[str, list[str]], ...]:
         """Both orgs' rows (and any an unknown org could have), less the rejections log."""

@@ -19,7 +19,6 @@ from colony.local.demo import read_json
 from colony.runtime.auth import ensure_local_keys
 from colony.runtime.deps import set_deps_for_tests
 from colony.settings import Settings
-from colony.store import fetch_all
 from colony.testing.inline import InlineTransport, local_deps
 from tests.apps import registered_app
 from tests.conftest import APP_ROLE, PgDB
@@ -73,11 +72,7 @@ class Api:
         return self.client.open(path, method=method, json=body, headers=headers)
 
     def rows(self, sql: str) -> list[dict[str, Any]]:
-        conn = self.db.owner_connection()
-        try:
-            return fetch_all(conn.cursor(), sql)
-        finally:
-            conn.close()
+        return self.db.owner_rows(sql)
 
     def state(self) -> tuple[Any, ...]:
         return (

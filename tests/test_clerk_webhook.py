@@ -66,11 +66,7 @@ class Clerk:
         return self.post(body, svix_headers(body, msg_id))
 
     def rows(self, sql: str) -> list[dict[str, Any]]:
-        conn = self.db.owner_connection()
-        try:
-            return fetch_all(conn.cursor(), sql)
-        finally:
-            conn.close()
+        return self.db.owner_rows(sql)
 
     def state(self) -> tuple[Any, ...]:
         return (

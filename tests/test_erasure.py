@@ -62,11 +62,7 @@ class World:
             return erasure_store.references(cur, needles, tables=erasure_store.scoped_tables())
 
     def dump(self, org: str) -> dict[str, list[str]]:
-        conn = self.db.owner_connection()
-        try:
-            return dump(conn, org)
-        finally:
-            conn.close()
+        return self.db.as_owner(lambda conn: dump(conn, org))
 
 
 @pytest.fixture

@@ -17,17 +17,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from ipaddress import IPv4Address
 from pathlib import Path
 from typing import Any
 
 import httpx
 import jwt
 import pytest
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec, rsa
-from cryptography.x509.oid import NameOID
+from cryptography.hazmat.primitives.asymmetric import rsa
 
 from colony.errors import ConfigError
 from colony.local.functions import FunctionServers
@@ -35,6 +31,7 @@ from colony.registry.functions import FUNCTIONS
 from colony.runtime.edge import pubsub_handler
 from colony.runtime.edge.invoker import invoker_only
 from colony.store import fetch_all
+from colony.testing.certs import self_signed
 from tests.conftest import APP_ROLE, PgDB
 
 ORG = "org_invoker"
@@ -65,36 +62,6 @@ class GoogleStandIn:
         return jwt.encode(claims, self.key, "RS256", headers={"kid": "g-1"})
 
 
-def _self_signed(tmp: Path) -> tuple[Path, Path]:
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.now(UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - timedelta(minutes=5))
-        .not_valid_after(now + timedelta(hours=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(IPv4Address("127.0.0.1"))]), False
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_file, key_file = tmp / "google.pem", tmp / "google.key"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_file, key_file
-
-
 @pytest.fixture(scope="module")
 def google(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GoogleStandIn]:
     """Google's ``/oauth2/v3/certs`` over HTTPS, serving one RSA signing key."""
@@ -112,7 +79,7 @@ def google(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GoogleStandIn]:
         def log_message(self, *args: Any) -> None:
             pass
 
-    cert_file, key_file = _self_signed(tmp_path_factory.mktemp("google"))
+    cert_file, key_file = self_signed(tmp_path_factory.mktemp("google"), "google")
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert_file, key_file)
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), Certs)

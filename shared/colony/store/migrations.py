@@ -276,8 +276,8 @@ CREATE TABLE suppressions (
 # remove it too, and a prospect's erasure must redact them out of it. Only these two owner
 # functions can, each only inside the org's own scope and only while an erasure job of the
 # matching kind is open for it; jobs cannot be deleted by the application role (its grants,
-# ``store.migrate``), so every
-# removal of audit history leaves the job that asked for it (who, when) on the record.
+# ``store.migrate``), so every removal of audit history leaves the job that asked for it
+# (who, when) on the record.
 _AUDIT_ERASURE = """
 CREATE FUNCTION colony_erase_audit(org text) RETURNS integer
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = public, pg_catalog AS $$
