@@ -195,3 +195,38 @@ def test_a_missing_setting_refuses_before_the_message_is_claimed(deps: Deps) -> 
         sending.send(unset, ORG, outbox_id)
     assert outbox_row(deps, outbox_id)["status"] == "queued"
     assert sending.send(deps, ORG, outbox_id)["status"] == "sent"  # and it still goes
+
+
+def test_caps_defer_and_never_drop(deps: Deps, smtp: SmtpServer) -> None:
+    """The org's daily cap and its per-recipient-domain hourly cap (org settings) put a
+    message back in the queue with a send task for later: deferred, never dropped."""
+    with deps.db.transaction(ORG) as cur:
+        cur.execute(
+            "INSERT INTO org_settings (org_id, daily_send_cap, per_domain_hourly_cap)"
+            " VALUES (%s, 2, 1)",
+            (ORG,),
+        )
+    first = approved_message(deps, "ann@granitepeak.example")
+    same_domain = approved_message(deps, "bo@granitepeak.example")
+    other_domain = approved_message(deps, "cy@mercyridge.example")
+    over_daily = approved_message(deps, "di@summit.example")
+    assert sending.send(deps, ORG, first)["status"] == "sent"
+    held = sending.send(deps, ORG, same_domain)
+    assert held["status"] == "deferred" and "an hour to this domain" in held["reason"]
+    assert sending.send(deps, ORG, other_domain)["status"] == "sent"
+    late = sending.send(deps, ORG, over_daily)
+    assert late["status"] == "deferred" and "daily cap of 2" in late["reason"]
+    assert [r.rcpt_tos for r in smtp.received] == [
+        ("ann@granitepeak.example",),
+        ("cy@mercyridge.example",),
+    ]
+    for outbox_id, delay in ((same_domain, sending.DOMAIN_RETRY_SECONDS), (over_daily, None)):
+        assert outbox_row(deps, outbox_id)["status"] == "queued"  # back in the queue
+        (later,) = [
+            t for t in deps.transport.tasks.values() if t.task_id.startswith(f"send-{outbox_id}-")
+        ]
+        assert "-deferred-" in later.task_id
+        if delay is not None:
+            assert later.delay_seconds == delay
+        else:  # the next UTC day: the fixed clock says 09:00, so 15 hours
+            assert later.delay_seconds == 15 * 3600

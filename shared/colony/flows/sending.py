@@ -31,8 +31,10 @@ from colony.ports import Mail, MailRejected
 from colony.registry.functions import SEND_QUEUE
 from colony.runtime import signed
 from colony.runtime.transport import enqueue
-from colony.store import audit, outbox, suppressions
+from colony.store import audit, org_admin, outbox, suppressions
 
+DAILY_CAP, DOMAIN_HOURLY_CAP = 200, 5  # an org without settings (store.org_admin defaults)
+DOMAIN_RETRY_SECONDS = 900
 LEASE_SECONDS = 300  # longer than one SMTP exchange can take (the sender's timeout is 20 s)
 UNSUBSCRIBE_DAYS = 90  # RFC 8058 asks links to keep working for a long while
 _DOMAIN = b"colony-unsubscribe-v1."
@@ -61,15 +63,35 @@ def message_id_for(mail_from: str, outbox_id: str) -> str:
     return f"<{outbox_id}@{domain}>"
 
 
-def schedule_send(deps: FlowDeps, org_id: str, outbox_id: str, *, attempt: str = "") -> str:
+def schedule_send(
+    deps: FlowDeps, org_id: str, outbox_id: str, *, attempt: str = "", delay: float = 0
+) -> str:
     """Hand an outbox message to the send step (a Cloud Tasks task named by the row, so a
-    re-applied approval schedules it once; ``attempt`` names a later hand-over, a resume's)."""
+    re-applied approval schedules it once; ``attempt`` names a later hand-over: a resume's,
+    a deferral's), after ``delay`` seconds."""
     # lazy: the task model loads with the first hand-over (pydantic models, ~15 ms)
     from colony.contracts.events import SendMessage
 
     task = SendMessage(org_id=org_id, outbox_id=outbox_id)
     name = f"send-{outbox_id}" + (f"-{attempt}" if attempt else "")
-    return enqueue(deps.transport, SEND_QUEUE, task, task_id=name, delay_seconds=0)
+    return enqueue(deps.transport, SEND_QUEUE, task, task_id=name, delay_seconds=delay)
+
+
+def _over_cap(cur: Any, address: str, now: datetime) -> tuple[str, float] | None:
+    """Why this message must wait, and how long (None: it may go now). The org's daily cap
+    waits for the next UTC day; the per-recipient-domain hourly cap for a quarter of an hour.
+    Checked per send, so concurrent sends may pass a cap by at most the function's
+    concurrency: a soft limit that protects the sender's reputation, not an invoice."""
+    limits = org_admin.settings(cur)
+    daily = int(limits["daily_send_cap"]) if limits else DAILY_CAP
+    hourly = int(limits["per_domain_hourly_cap"]) if limits else DOMAIN_HOURLY_CAP
+    counts = outbox.sent_counts(cur, address.rpartition("@")[2])
+    if counts["today"] >= daily:
+        tomorrow = (now + timedelta(days=1)).replace(hour=0, minute=0, second=0, microsecond=0)
+        return f"the org's daily cap of {daily} is reached", (tomorrow - now).total_seconds()
+    if counts["domain_hour"] >= hourly:
+        return f"{hourly} an hour to this domain is reached", DOMAIN_RETRY_SECONDS
+    return None
 
 
 def send(deps: FlowDeps, org_id: str, outbox_id: str) -> dict[str, Any]:
@@ -88,6 +110,13 @@ def send(deps: FlowDeps, org_id: str, outbox_id: str) -> dict[str, Any]:
         if why is not None:
             outbox.finish_send(cur, outbox_id, "suppressed", f"suppressed: {why}")
             return {"outbox_id": outbox_id, "status": "suppressed", "reason": why}
+        wait = _over_cap(cur, address, deps.clock())
+        if wait is not None:  # deferred, never dropped: back to the queue, sent later
+            reason, delay = wait
+            outbox.release(cur, outbox_id)
+            due = int(deps.clock().timestamp() + delay)
+            schedule_send(deps, org_id, outbox_id, attempt=f"deferred-{due}", delay=delay)
+            return {"outbox_id": outbox_id, "status": "deferred", "reason": reason}
     link = _link(deps, base, key, org_id, address)
     mail = Mail(
         message_id=row["message_id"],

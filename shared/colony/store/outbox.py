@@ -71,6 +71,21 @@ RETURNING o.id
 """
 
 
+# What this org sent today (UTC) and in the last hour to one recipient domain: the send
+# step's caps (org settings). Messages counted once they are sent, whatever came after.
+SENT_COUNTS = """
+SELECT count(*) FILTER (WHERE sent_at >= date_trunc('day', now() AT TIME ZONE 'UTC')
+                                          AT TIME ZONE 'UTC') AS today,
+       count(*) FILTER (WHERE sent_at >= now() - interval '1 hour'
+                          AND split_part(to_address, '@', 2) = %s) AS domain_hour
+FROM outbox WHERE sent_at >= now() - interval '1 day'
+"""
+RELEASE = """
+UPDATE outbox SET status = 'queued', send_lease_until = NULL, updated_at = now()
+WHERE id = %s AND status = 'sending'
+"""
+
+
 def queue(
     cur: Any,
     org_id: str,
@@ -149,3 +164,16 @@ def address_of(cur: Any, outbox_id: str) -> str | None:
 def stop_to(cur: Any, address: str) -> list[str]:
     """Suppress every message to ``address`` that has not left; their ids."""
     return [r["id"] for r in fetch_all(cur, STOP_TO, (address, address))]
+
+
+def sent_counts(cur: Any, domain: str) -> Row:
+    """``today`` (messages sent since midnight UTC) and ``domain_hour`` (sent to ``domain``
+    in the last hour), in this org."""
+    row = fetch_one(cur, SENT_COUNTS, (domain,))
+    assert row is not None  # an aggregate always returns its row
+    return row
+
+
+def release(cur: Any, outbox_id: str) -> None:
+    """Give a claimed message back to the queue (deferred by a cap: it is sent later)."""
+    cur.execute(RELEASE, (outbox_id,))
