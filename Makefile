@@ -69,14 +69,19 @@ lint: $(STAMP)
 imports: $(STAMP)
 	$(BIN)/lint-imports --no-cache --config pyproject.toml
 
-# shared/colony in one run (pyproject's [tool.mypy]), then each functions/<name>/main.py in a
-# run of its own: they are all modules named `main`, which one run would reject as duplicates.
+# shared/colony and every functions/<name>/main.py in one run. The mains are all modules named
+# `main`, which one run would reject as duplicates, so each is linked in under a name of its own
+# (build/typecheck/fn_<name>.py) and mypy's messages are mapped back to functions/<name>/main.py.
+TYPECHECK_LINKS := build/typecheck
 typecheck: $(STAMP)
-	$(BIN)/mypy
-	@echo "mypy: functions/*/main.py, one run each"
-	@status=0; for main in functions/*/main.py; do \
-		$(BIN)/mypy --no-error-summary $$main || status=1; \
-	done; exit $$status
+	@rm -rf $(TYPECHECK_LINKS) && mkdir -p $(TYPECHECK_LINKS)
+	@map=""; for main in functions/*/main.py; do \
+		name=$$(basename $$(dirname $$main)); link=fn_$$(echo $$name | tr - _).py; \
+		ln -s ../../$$main $(TYPECHECK_LINKS)/$$link; \
+		map="$$map;s#$(TYPECHECK_LINKS)/$$link#$$main#g"; \
+	done; \
+	$(BIN)/mypy shared/colony $(TYPECHECK_LINKS)/*.py > $(TYPECHECK_LINKS)/report.txt; status=$$?; \
+	sed -e "$${map#;}" $(TYPECHECK_LINKS)/report.txt; exit $$status
 
 # The /overview browser test (tests/test_overview_browser.py) drives Debian's Chromium with
 # its chromedriver; installed here when missing (as root, or through sudo).
@@ -87,8 +92,11 @@ browser:
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install \
 			-y -qq --no-install-recommends chromium chromium-driver >/dev/null; }
 
+# Two workers (the machines have two cores); a test file stays on one worker, so its
+# module fixtures (the bundles' virtualenvs, function stacks) are built once.
+PYTEST_WORKERS ?= 2
 unit: $(STAMP) $(PGVECTOR_STAMP) browser
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 
 test: lint imports typecheck infra-check unit
 
