@@ -7,10 +7,10 @@ durable steps, a recording of each deal's call (transcript in GCS), KC chunks (a
 one approved from each call), chat turns and events that mention Dana, a brief, approval
 items (outbound drafts, a follow-up, a KC candidate, a kit, a content piece), the outbox,
 processed events, LLM call records, a dead letter, published content, a deployment kit,
-retention and org settings, a rejection that claimed it, audit log entries about Dana's draft and
-Dana's address on the suppression list. ``SEEDED`` lists the tables it fills and
-a test holds that to ``ORG_SCOPED_TABLES``: a new org table must be seeded here, so the
-erasure tests cover it.
+retention and org settings, both contacts' sequence enrollments, a rejection that claimed
+it, audit log entries about Dana's draft and Dana's address on the suppression list.
+``SEEDED`` lists the tables it fills and a test holds that to ``ORG_SCOPED_TABLES``: a new
+org table must be seeded here, so the erasure tests cover it.
 """
 
 from __future__ import annotations
@@ -229,6 +229,15 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
             contact,
             "Pilot",
             "Hello",
+        )
+    for contact in (dana, other):  # both mid-sequence
+        ex(
+            "INSERT INTO sequence_enrollments (org_id, campaign_id, contact_id, run_id, angle,"
+            " tier, steps) VALUES (%s, %s, %s, %s, 'Signal', 'T1', 2)",
+            org,
+            f"{org}_camp",
+            contact,
+            f"{org}_run",
         )
     ex(
         "INSERT INTO processed_events (org_id, handler, event_id) VALUES (%s, %s, %s)",

@@ -48,7 +48,7 @@ SEQUENCES = {
 }
 SETTINGS = {
     "competitors": ["CareSpace", "Facilio"],
-    "sending": {"daily_cap": 150, "per_domain_hourly": 3},
+    "sending": {"daily_cap": 150, "per_domain_hourly": 3, "sequence_approval": "once"},
 }
 
 
@@ -209,7 +209,10 @@ def test_an_impossible_sequence_library_is_a_422(
 def test_an_admin_sets_competitors_and_sending_limits(api: Api) -> None:
     token = api.token(ALPHA)
     defaults = api.call("GET", f"/orgs/{ALPHA}/settings", token).get_json()
-    assert defaults == {"competitors": [], "sending": {"daily_cap": 200, "per_domain_hourly": 5}}
+    assert defaults == {
+        "competitors": [],
+        "sending": {"daily_cap": 200, "per_domain_hourly": 5, "sequence_approval": "each_step"},
+    }
     put = api.call("PUT", f"/orgs/{ALPHA}/settings", token, SETTINGS)
     assert put.status_code == 200 and put.get_json() == SETTINGS
     assert api.call("GET", f"/orgs/{ALPHA}/settings", token).get_json() == SETTINGS
@@ -221,6 +224,10 @@ def test_an_admin_sets_competitors_and_sending_limits(api: Api) -> None:
     )
     twice = {**SETTINGS, "competitors": ["CareSpace", "carespace"]}
     assert api.call("PUT", f"/orgs/{ALPHA}/settings", token, twice).status_code == 422
+    unknown = {**SETTINGS, "sending": {**SETTINGS["sending"], "sequence_approval": "never"}}
+    refused = api.call("PUT", f"/orgs/{ALPHA}/settings", token, unknown)
+    assert refused.status_code == 422
+    assert "sequence_approval" in refused.get_json()["error"]["message"]
     extra = {**SETTINGS, "retention": {}}
     assert api.call("PUT", f"/orgs/{ALPHA}/settings", token, extra).status_code == 422
 

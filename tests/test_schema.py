@@ -38,6 +38,7 @@ ENTITY_TABLES = {
     "notion_verifications",  # issue 6: Notion handshake tokens (no org yet)
     "audit_log",  # issue 14: decisions, their effects and refusals, append-only
     "suppressions",  # issue 18: addresses no message may reach again, per org
+    "sequence_enrollments",  # issue 18: where each contact is in its sequence
     "erasure_jobs",  # issue 14: erasure jobs and their reports (outlive the org they name)
     "org_retention",  # issue 14: an org's retention period per data class
     "org_settings",  # issue 17: competitors and sending limits, one row per org

@@ -1,4 +1,5 @@
-"""Cloud Tasks target: resume a campaign run the circuit breaker paused (OIDC in production)."""
+"""Cloud Tasks target for AGT-002 (OIDC in production): resume a campaign run the circuit
+breaker paused, or hand a sequence's next step to AGT-005 once its delay has passed."""
 
 from __future__ import annotations
 
@@ -14,11 +15,13 @@ from colony.runtime.edge.invoker import invoker_only
 @functions_framework.http
 @http_json(caller=invoker_only("campaign-resume"))  # Cloud Tasks / Scheduler, by OIDC
 def handle(request: JsonRequest) -> dict[str, Any]:
-    # lazy: the flow and its task model load on the first request
-    from colony.contracts.events import CampaignResume
-    from colony.flows import campaign
+    # lazy: the flows and their task models load on the first request
+    from colony.contracts.events import CampaignResume, SequenceStep
+    from colony.flows import campaign, sequences
 
     d = deps()
+    if isinstance(request.body, dict) and request.body.get("kind") == "sequence.step":
+        return sequences.due(d, request.parse(SequenceStep))
     event = request.parse(CampaignResume)
     task = request.headers.get("X-CloudTasks-TaskName") or f"manual-{event.campaign_id}"
     return campaign.resume(d, event, task)

@@ -103,6 +103,9 @@ class SequenceLibrary(Strict):
 class SendingLimits(Strict):
     daily_cap: int = Field(ge=0, le=100_000)  # messages per day, the whole org
     per_domain_hourly: int = Field(ge=0, le=100_000)  # per recipient domain, per hour
+    # Who approves a sequence's later steps: a person, each one ("each_step"), or the person
+    # who approved step 1, for the whole sequence ("once"; a flagged draft still waits).
+    sequence_approval: Literal["each_step", "once"] = "each_step"
 
     @model_validator(mode="after")
     def _possible(self) -> SendingLimits:

@@ -40,6 +40,17 @@ class SendMessage(Strict):
     outbox_id: str = _ID
 
 
+class SequenceStep(Strict):
+    """Draft step ``step`` (2 or later) of a contact's sequence: the Cloud Tasks task scheduled
+    when step ``step - 1`` was sent (its delay later), and the event it hands AGT-005."""
+
+    kind: Literal["sequence.step"] = "sequence.step"
+    org_id: str = _ID
+    campaign_id: str = _ID
+    contact_id: str = _ID
+    step: int = Field(ge=2, le=50)
+
+
 class Handoff(Strict):
     """Work for one specialist agent on the entities in its envelope."""
 
@@ -118,6 +129,7 @@ Event = Annotated[
     CampaignStart
     | CampaignResume
     | Handoff
+    | SequenceStep
     | ContactDone
     | RecordingReceived
     | RecordingProcessed

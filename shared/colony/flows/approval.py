@@ -26,13 +26,16 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from colony.errors import CallerError, Conflict, Forbidden, NotFound, ValidationFailed
+from colony.flows import sequences
 from colony.flows.approval_kinds import edit, item_kind
 from colony.flows.deps import FlowDeps
 from colony.flows.sending import schedule_send
 from colony.store import approvals, audit, campaigns, outbox
 
 Action = Literal["approve", "reject", "edit"]
-Channel = Literal["ui", "link", "chat-confirmed"]
+# "sequence": a later step of a sequence, approved by the person whose approval of step 1
+# covers the sequence (an org setting; only ``colony.flows.message_generator`` uses it).
+Channel = Literal["ui", "link", "chat-confirmed", "sequence"]
 
 logger = logging.getLogger("colony.flows")
 
@@ -155,6 +158,8 @@ def _decide(
             link_nonce=actor.link_nonce,
         )
         audit.append(cur, org_id, entry)
+        if kind == "outbound_message":  # a sequence's step: a rejection stops it
+            sequences.decided(cur, payload, status, actor.user_id)
         if status == "applied":
             with _guard(item_id):
                 _apply(deps, cur, org_id, item_id, kind, payload)
@@ -206,6 +211,7 @@ def _to_outbox(
         subject=payload["subject"],
         body=payload["body"],
         status="blocked" if paused else "queued",
+        sequence_step=int(payload.get("sequence_step") or 1),
     )
     if not paused:  # a blocked message is handed over when its campaign resumes
         schedule_send(deps, org_id, outbox_id)

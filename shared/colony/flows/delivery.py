@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from colony.contracts.events import CampaignResume
 from colony.errors import NotFound, ValidationFailed
+from colony.flows import sequences
 from colony.flows.deps import FlowDeps
 from colony.registry.functions import CAMPAIGN_RESUME_QUEUE
 from colony.runtime.transport import enqueue
@@ -48,6 +49,8 @@ def record(
                 address = outbox.address_of(cur, outbox_id)
                 if address:
                     suppressions.add(cur, org_id, address, event)
+            if event != "delivered" and message["contact_id"]:  # the sequence ends here
+                sequences.stop_contacts(cur, [message["contact_id"]], event)
             if campaign_id:
                 outcome.update(_breaker(cur, campaign_id))
         paused = campaigns.pause_state(cur, campaign_id) if campaign_id else None

@@ -20,10 +20,13 @@ KEY = "untrusted_instructions"
 def of_draft(
     result: AgentResult, output: Mapping[str, Any], *, allowed: Iterable[str] = ()
 ) -> list[str]:
-    """The flags for a draft: its call's findings, then the links/addresses in the draft."""
-    return untrusted.merge(
-        result.assembled.untrusted_instructions, untrusted.links_in(output, allowed)
-    )
+    """The flags for a draft: its call's findings, then the links/addresses in the draft.
+    An ``allowed`` address (the recipient's own, which their record carries) is not a
+    planted one, wherever it appears."""
+    keep = [a for a in allowed if a]
+    planted = {f"asks to insert address {a}".lower() for a in keep}
+    findings = [f for f in result.assembled.untrusted_instructions if f.lower() not in planted]
+    return untrusted.merge(findings, untrusted.links_in(output, keep))
 
 
 def flagged(payload: Mapping[str, Any], *groups: Iterable[str]) -> dict[str, Any]:

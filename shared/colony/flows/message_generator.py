@@ -1,27 +1,40 @@
-"""AGT-005 Message Generator: draft a contact's first outbound message, checked by the
-outbound policy, and queue it for approval; the contact's chain ends here."""
+"""AGT-005 Message Generator: draft each step of a contact's sequence, checked by the outbound
+policy, and queue it for approval.
+
+Step 1 comes from the campaign run's handoff (the contact's chain ends with it, and the
+contact is enrolled in its sequence: ``colony.flows.sequences``); each later step comes from
+its ``SequenceStep`` task once the step before was sent, and is written knowing steps
+1..n-1 (their subjects and how each fared).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from colony.contracts import HandoffEnvelope
-from colony.flows import flags, org_admin
-from colony.flows.campaign import as_prospect, contact_done, step_key
+from colony.contracts.events import SequenceStep
+from colony.flows import approval, flags, org_admin, sequences
+from colony.flows.campaign import HINTS, as_prospect, contact_done, step_key
 from colony.flows.deps import FlowDeps
 from colony.flows.specialist import assembly_request, handle_handoff, load_contact
 from colony.llm.agent_call import call_agent
 from colony.policy.outbound import check_outbound
+from colony.registry.agents import AGENTS
+from colony.runtime import idempotency
 from colony.runtime.steps import step
 from colony.store import approvals
+from colony.store import sequences as enrollments
 from colony.store.db import Row
 
 DEFAULT_COMPETITORS = ("CareSpace Analytics", "FacilityIQ", "LeaseLogic Health")
+SEQUENCE_HANDLER = "message-generator.sequence"
 
 
 def write_message(deps: FlowDeps, event: Any, event_id: str) -> dict[str, Any]:
     """The ``message-generator`` function's Pub/Sub handler."""
+    if isinstance(event, SequenceStep):
+        return write_step(deps, event, event_id)
     return handle_handoff(deps, event, event_id, "AGT-005", _message)
 
 
@@ -29,29 +42,111 @@ def _message(
     deps: FlowDeps, org: str, campaign: Row, run_id: str, contact_id: str, envelope: HandoffEnvelope
 ) -> str:
     contact = load_contact(deps, org, contact_id)
-    signals = [s.get("detail", "") for s in contact.get("signals") or [] if s.get("detail")]
-    missing = [f for f, ok in (("name", contact.get("name")), ("signals", signals)) if not ok]
-    if missing:  # CONST-004: never guess; the contact ends with missing data
+    if _missing(contact):  # CONST-004: never guess; the contact ends with missing data
         contact_done(deps, org, run_id, contact_id, "missing_data")
         return "missing_data"
+
+    def enroll(cur: Any) -> None:
+        sequences.enroll(
+            cur, org, campaign["id"], contact_id, run_id, envelope.angle, envelope.tier
+        )
+
+    key = step_key("AGT-005", contact_id)
+    _draft(deps, org, campaign["id"], run_id, key, contact, envelope, 1, [], enroll)
+    contact_done(deps, org, run_id, contact_id, "message_queued")
+    return "message_queued"
+
+
+def write_step(deps: FlowDeps, event: SequenceStep, event_id: str) -> dict[str, Any]:
+    """Draft step ``event.step`` of the contact's sequence, once, if it still stands."""
+    org, n = event.org_id, event.step
+    if idempotency.seen(deps.db, org, SEQUENCE_HANDLER, event_id):
+        return {"duplicate": True}
+    with deps.db.transaction(org) as cur:
+        standing = sequences.standing(cur, event)
+    if isinstance(standing, str):  # stopped, or drafted already
+        idempotency.mark(deps.db, org, SEQUENCE_HANDLER, event_id, detail=standing[:200])
+        return {"skipped": standing, "step": n}
+    enrollment, earlier = standing
+    contact = load_contact(deps, org, event.contact_id)
+    if _missing(contact):
+        with deps.db.transaction(org) as cur:
+            enrollments.stop_in(cur, event.campaign_id, event.contact_id, "missing_data")
+        idempotency.mark(deps.db, org, SEQUENCE_HANDLER, event_id, detail="missing_data")
+        return {"skipped": "missing_data", "step": n}
+    run_id = str(enrollment["run_id"])
+    envelope = HandoffEnvelope(
+        parent_run_id=run_id,
+        downstream_agent=AGENTS["AGT-005"].slug,
+        entity_ids=[event.contact_id],
+        angle=enrollment["angle"],
+        tier=enrollment["tier"],
+        kc_bucket_hints=HINTS["AGT-005"],  # type: ignore[arg-type]  # registry ids
+    )
+
+    def advance(cur: Any) -> None:
+        enrollments.advance(cur, event.campaign_id, event.contact_id, n)
+
+    key = f"message:{event.contact_id}:{n}"
+    history = sequences.history(earlier)
+    _draft(deps, org, event.campaign_id, run_id, key, contact, envelope, n, history, advance)
+    idempotency.mark(deps.db, org, SEQUENCE_HANDLER, event_id)
+    return {"drafted": n, **_covered(deps, org, event, run_id)}
+
+
+def _covered(deps: FlowDeps, org: str, event: SequenceStep, run_id: str) -> dict[str, Any]:
+    """Approve the drafted step on behalf of the person who approved step 1, when the org's
+    settings say one approval covers the sequence and nothing in the draft is flagged."""
+    with deps.db.transaction(org) as cur:
+        enrollment = enrollments.get(cur, event.campaign_id, event.contact_id)
+        approver = sequences.covering_approver(cur, enrollment) if enrollment else None
+        item = enrollments.step_item(cur, run_id, event.campaign_id, event.contact_id, event.step)
+    if approver is None or item is None:
+        return {"approval": "a person decides"}
+    if item["payload"].get(flags.KEY):  # flagged: a person looks at it
+        return {"approval": "flagged: a person decides"}
+    actor = approval.Actor(approver, "sequence")
+    approval.decide(deps, org, str(item["id"]), "approve", actor=actor)
+    return {"approval": f"covered by {approver}'s approval of step 1"}
+
+
+def _missing(contact: Row) -> list[str]:
+    signals = _signals(contact)
+    return [f for f, ok in (("name", contact.get("name")), ("signals", signals)) if not ok]
+
+
+def _signals(contact: Row) -> list[str]:
+    return [s.get("detail", "") for s in contact.get("signals") or [] if s.get("detail")]
+
+
+def _draft(
+    deps: FlowDeps,
+    org: str,
+    campaign_id: str,
+    run_id: str,
+    key: str,
+    contact: Row,
+    envelope: HandoffEnvelope,
+    n: int,
+    history: list[dict[str, Any]],
+    also: Callable[[Any], None],
+) -> None:
+    """Step ``n`` of the contact's sequence as a durable step ``key`` of ``run_id``: drafted,
+    checked and queued for approval (``also`` runs in the same transaction)."""
+    contact_id = str(contact["id"])
+    signals = _signals(contact)
     competitors = org_admin.competitors(deps, org, DEFAULT_COMPETITORS)
     tier = envelope.tier
+    task: dict[str, Any] = {"angle": envelope.angle, "tier": tier, "step": n}
+    if history:
+        task["earlier_steps"] = history
 
     def compute() -> dict[str, Any]:
-        request = assembly_request(
-            deps,
-            org,
-            run_id,
-            "AGT-005",
-            envelope,
-            {"contact": contact},
-            {"angle": envelope.angle, "tier": tier, "step": 1},
-        )
+        entities = {"contact": contact}
+        request = assembly_request(deps, org, run_id, "AGT-005", envelope, entities, task)
         context = {
             "contact": as_prospect(contact),
-            "angle": envelope.angle,
-            "tier": tier,
-            "step": 1,
+            **task,
             "exemplars": [e.model_dump(mode="json") for e in request.exemplars],
             "competitors": competitors,
         }
@@ -69,14 +164,14 @@ def _message(
         payload = {
             **output,
             "contact_id": contact_id,
-            "campaign_id": campaign["id"],
+            "campaign_id": campaign_id,
             "tier": tier,
             "to": contact.get("email"),
+            "sequence_step": n,
         }
         approvals.add(
             cur, org, "outbound_message", "AGT-005", payload, subject_id=contact_id, run_id=run_id
         )
+        also(cur)
 
-    step(deps.db, org, run_id, step_key("AGT-005", contact_id), compute, apply)
-    contact_done(deps, org, run_id, contact_id, "message_queued")
-    return "message_queued"
+    step(deps.db, org, run_id, key, compute, apply)

@@ -18,7 +18,7 @@ from colony.store import org_admin, orgdata
 # What an org without an ``org_settings`` row has (the column defaults of migration 0018).
 DEFAULT_SETTINGS: dict[str, Any] = {
     "competitors": [],
-    "sending": {"daily_cap": 200, "per_domain_hourly": 5},
+    "sending": {"daily_cap": 200, "per_domain_hourly": 5, "sequence_approval": "each_step"},
 }
 
 
@@ -91,6 +91,7 @@ def settings(deps: FlowDeps, org_id: str) -> dict[str, Any]:
         "sending": {
             "daily_cap": row["daily_send_cap"],
             "per_domain_hourly": row["per_domain_hourly_cap"],
+            "sequence_approval": row["sequence_approval"],
         },
     }
 
@@ -104,6 +105,7 @@ def replace_settings(deps: FlowDeps, org_id: str, update: OrgSettingsReplace) ->
             list(update.competitors),
             update.sending.daily_cap,
             update.sending.per_domain_hourly,
+            update.sending.sequence_approval,
         )
     return update.model_dump(mode="json")
 

@@ -26,6 +26,7 @@ from typing import Any
 from urllib.parse import quote
 
 from colony.errors import ConfigError, Conflict, NotFound, ValidationFailed
+from colony.flows import sequences
 from colony.flows.deps import FlowDeps
 from colony.ports import Mail, MailRejected
 from colony.registry.functions import SEND_QUEUE
@@ -110,6 +111,11 @@ def send(deps: FlowDeps, org_id: str, outbox_id: str) -> dict[str, Any]:
         if why is not None:
             outbox.finish_send(cur, outbox_id, "suppressed", f"suppressed: {why}")
             return {"outbox_id": outbox_id, "status": "suppressed", "reason": why}
+        stop = sequences.stopped(cur, row)  # a later step, after a reply or a bounce
+        if stop is not None:
+            outbox.finish_send(cur, outbox_id, "suppressed", stop)
+            return {"outbox_id": outbox_id, "status": "suppressed", "reason": stop}
+        thread = sequences.thread_headers(cur, row)
         wait = _over_cap(cur, address, deps.clock())
         if wait is not None:  # deferred, never dropped: back to the queue, sent later
             reason, delay = wait
@@ -127,6 +133,7 @@ def send(deps: FlowDeps, org_id: str, outbox_id: str) -> dict[str, Any]:
         headers={
             "List-Unsubscribe": f"<{link}>",
             "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
+            **thread,
         },
     )
     try:
@@ -140,7 +147,8 @@ def send(deps: FlowDeps, org_id: str, outbox_id: str) -> dict[str, Any]:
     with deps.db.transaction(org_id) as cur:
         outbox.finish_send(cur, outbox_id, "sent")
         _record(cur, org_id, row, "message_sent", {"message_id": row["message_id"]})
-    return {"outbox_id": outbox_id, "status": "sent", "message_id": row["message_id"]}
+        following = sequences.after_sent(deps, cur, org_id, row)
+    return {"outbox_id": outbox_id, "status": "sent", "message_id": row["message_id"], **following}
 
 
 def _not_claimed(cur: Any, outbox_id: str) -> dict[str, Any]:
@@ -215,4 +223,5 @@ def unsubscribe(deps: FlowDeps, token: str, now: datetime) -> dict[str, Any]:
     with deps.db.transaction(org_id) as cur:
         suppressions.add(cur, org_id, address, "unsubscribed")
         stopped = outbox.stop_to(cur, address.lower())
+        sequences.stop_address(cur, address, "unsubscribed")
     return {"unsubscribed": True, "stopped": len(stopped)}

@@ -97,6 +97,7 @@ CAMPAIGN_RESUME_QUEUE = "colony-campaign-resume"
 NOTION_REEMBED_QUEUE = "colony-notion-reembed"
 ERASURE_QUEUE = "colony-erasure"
 SEND_QUEUE = "colony-send"
+SEQUENCE_QUEUE = "colony-sequence"
 
 # The one service account whose Google OIDC tokens Pub/Sub push, Cloud Tasks and Cloud
 # Scheduler present to the functions not marked ``public`` (terraform creates it from this id;
@@ -153,6 +154,14 @@ QUEUES: dict[str, Queue] = {
             max_attempts=10,
             max_dispatches_per_second=5.0,
         ),
+        # One task per later step of a contact's sequence (named by campaign, contact and
+        # step), due after the step's delay; it re-reads the enrollment, so a stop holds.
+        Queue(
+            SEQUENCE_QUEUE,
+            target="campaign-resume",
+            purpose="the next step of a contact's sequence, after its delay",
+            max_dispatches_per_second=5.0,
+        ),
     )
 }
 
@@ -193,6 +202,10 @@ FUNCTIONS: dict[str, Function] = {
             topic=MESSAGE_GENERATOR_TOPIC,
             agent="AGT-005",
             purpose="outbound message drafts into the approval queue",
+            # A later sequence step the person's approval of step 1 covers (org setting) is
+            # decided here, so it holds what deciding needs: the appliers' topics, the send.
+            publishes=(ONBOARDING_TOPIC, CAMPAIGN_TOPIC, CONTENT_TOPIC),
+            enqueues=(SEND_QUEUE,),
             max_instances=4,
         ),
         Function(
@@ -200,9 +213,9 @@ FUNCTIONS: dict[str, Function] = {
             trigger="http",
             topic=None,
             agent="AGT-002",
-            purpose="Cloud Tasks target: resume a run",
+            purpose="Cloud Tasks target: resume a run, or hand a sequence's next step to AGT-005",
             secrets=MODEL_FREE_SECRETS,
-            publishes=(ENRICHMENT_TOPIC,),
+            publishes=(ENRICHMENT_TOPIC, MESSAGE_GENERATOR_TOPIC),
             max_instances=1,
         ),
         Function(
@@ -240,6 +253,7 @@ FUNCTIONS: dict[str, Function] = {
             agent=None,
             purpose="Cloud Tasks target: send one approved message (SMTP relay)",
             secrets=(*MODEL_FREE_SECRETS, "COLONY_SMTP_PASSWORD", "COLONY_UNSUBSCRIBE_TOKEN_KEY"),
+            enqueues=(SEQUENCE_QUEUE,),  # a sent step schedules the sequence's next one
             concurrency=4,
             max_instances=1,
         ),

@@ -2,7 +2,8 @@
 
 What a contact leaves behind, by the schema:
 
-- ``contacts`` (the row: name, email, enrichment, signals), ``campaign_contacts``;
+- ``contacts`` (the row: name, email, enrichment, signals), ``campaign_contacts``,
+  ``sequence_enrollments``;
 - its messages: ``outbox`` rows to it, ``approval_items`` about it (``subject_id``, or
   ``payload.contact_id``: outbound drafts, follow-ups), and their ``run_steps`` outputs; an
   item that merely mentions it among others (a campaign launch) is redacted, not deleted;
@@ -74,6 +75,11 @@ DELETES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ),
     ("recordings", "DELETE FROM recordings WHERE id = ANY(%s::text[])", ("calls",)),
     ("campaign_contacts", "DELETE FROM campaign_contacts WHERE contact_id = %s", ("contact",)),
+    (
+        "sequence_enrollments",
+        "DELETE FROM sequence_enrollments WHERE contact_id = %s",
+        ("contact",),
+    ),
     ("deals", "UPDATE deals SET contact_id = NULL WHERE contact_id = %s", ("contact",)),
 )
 DELETE_CONTACT = "DELETE FROM contacts WHERE id = %s"

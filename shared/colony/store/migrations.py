@@ -59,6 +59,7 @@ ORG_SCOPED_TABLES: tuple[str, ...] = (
     "suppressions",
     "org_retention",
     "org_settings",
+    "sequence_enrollments",
 )
 
 # The first schema is long enough to read best as SQL: it lives beside this module, byte for
@@ -363,6 +364,41 @@ ALTER TABLE sequences ADD COLUMN name text NOT NULL DEFAULT '';
 """
 
 
+# Sequences (issue 18): one enrollment per (campaign, contact) walks the contact through the
+# library's steps for the campaign's angle and tier. ``step`` is the latest step drafted; a
+# reply, bounce, complaint or unsubscribe stops it (``stop_reason``), and every later step's
+# task, draft and send reads it first. ``approved_by``: the person whose approval of step 1
+# approved the whole sequence, when the org's settings say one approval covers it.
+_SEQUENCES = """
+CREATE TABLE sequence_enrollments (
+    org_id        text NOT NULL REFERENCES organizations(id),
+    campaign_id   text NOT NULL REFERENCES campaigns(id),
+    contact_id    text NOT NULL REFERENCES contacts(id),
+    run_id        text NOT NULL,
+    angle         text NOT NULL,
+    tier          text NOT NULL,
+    steps         integer NOT NULL CHECK (steps >= 1),
+    step          integer NOT NULL DEFAULT 1 CHECK (step BETWEEN 1 AND steps),
+    status        text NOT NULL DEFAULT 'active'
+                  CHECK (status IN ('active', 'completed', 'stopped')),
+    stop_reason   text,
+    approved_by   text,
+    next_due_at   timestamptz,
+    created_at    timestamptz NOT NULL DEFAULT now(),
+    updated_at    timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (org_id, campaign_id, contact_id)
+);
+CREATE INDEX sequence_enrollments_contact ON sequence_enrollments (org_id, contact_id);
+ALTER TABLE outbox ADD COLUMN sequence_step integer NOT NULL DEFAULT 1 CHECK (sequence_step >= 1);
+ALTER TABLE contacts ADD COLUMN timezone text;
+ALTER TABLE audit_log DROP CONSTRAINT audit_log_channel_check;
+ALTER TABLE audit_log ADD CONSTRAINT audit_log_channel_check
+    CHECK (channel IN ('ui', 'link', 'chat-confirmed', 'system', 'sequence'));
+ALTER TABLE org_settings ADD COLUMN sequence_approval text NOT NULL DEFAULT 'each_step'
+    CHECK (sequence_approval IN ('each_step', 'once'));
+"""
+
+
 _BOUNDED_HANDSHAKES = """
 CREATE INDEX notion_verifications_received ON notion_verifications (received_at);
 CREATE FUNCTION record_notion_verification(
@@ -494,4 +530,5 @@ def migrations(dim: int) -> list[Migration]:
         Migration("0016_sending", _SENDING + _rls("suppressions")),
         Migration("0017_audit_erasure", _AUDIT_ERASURE),
         Migration("0018_org_settings", _ORG_SETTINGS + _rls("org_settings")),
+        Migration("0022_sequences", _SEQUENCES + _rls("sequence_enrollments")),
     ]

@@ -35,14 +35,17 @@ INSERT INTO sequences (org_id, name, angle, tier, step, channel, delay_days, gui
 VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
 """
 SETTINGS = """
-SELECT competitors, daily_send_cap, per_domain_hourly_cap, updated_at FROM org_settings
+SELECT competitors, daily_send_cap, per_domain_hourly_cap, sequence_approval, updated_at
+FROM org_settings
 """
 UPSERT_SETTINGS = """
-INSERT INTO org_settings (org_id, competitors, daily_send_cap, per_domain_hourly_cap)
-VALUES (%s, %s::jsonb, %s, %s)
+INSERT INTO org_settings
+    (org_id, competitors, daily_send_cap, per_domain_hourly_cap, sequence_approval)
+VALUES (%s, %s::jsonb, %s, %s, %s)
 ON CONFLICT (org_id) DO UPDATE SET competitors = EXCLUDED.competitors,
     daily_send_cap = EXCLUDED.daily_send_cap,
-    per_domain_hourly_cap = EXCLUDED.per_domain_hourly_cap, updated_at = now()
+    per_domain_hourly_cap = EXCLUDED.per_domain_hourly_cap,
+    sequence_approval = EXCLUDED.sequence_approval, updated_at = now()
 """
 
 
@@ -97,6 +100,12 @@ def settings(cur: Any) -> Row | None:
 
 
 def replace_settings(
-    cur: Any, org_id: str, competitors: list[str], daily_cap: int, per_domain_hourly: int
+    cur: Any,
+    org_id: str,
+    competitors: list[str],
+    daily_cap: int,
+    per_domain_hourly: int,
+    sequence_approval: str = "each_step",
 ) -> None:
-    cur.execute(UPSERT_SETTINGS, (org_id, json.dumps(competitors), daily_cap, per_domain_hourly))
+    params = (org_id, json.dumps(competitors), daily_cap, per_domain_hourly, sequence_approval)
+    cur.execute(UPSERT_SETTINGS, params)

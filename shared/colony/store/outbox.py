@@ -13,13 +13,14 @@ from typing import Any, Literal
 from colony.store.db import Row, fetch_all, fetch_one
 
 QUEUE = """
-INSERT INTO outbox (org_id, approval_item_id, campaign_id, contact_id, subject, body, status)
-VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (approval_item_id) DO NOTHING RETURNING id
+INSERT INTO outbox
+    (org_id, approval_item_id, campaign_id, contact_id, subject, body, status, sequence_step)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (approval_item_id) DO NOTHING RETURNING id
 """
 BY_ITEM = "SELECT id FROM outbox WHERE approval_item_id = %s"
 SET_ADDRESS = "UPDATE outbox SET to_address = lower(%s) WHERE id = %s AND to_address IS NULL"
 QUEUED_IN_CAMPAIGN = "SELECT id FROM outbox WHERE campaign_id = %s AND status = 'queued'"
-MESSAGE = "SELECT campaign_id, status FROM outbox WHERE id = %s"
+MESSAGE = "SELECT campaign_id, contact_id, status FROM outbox WHERE id = %s"
 # Forward only: bounced and complained are final; replied is not undone by a late delivered.
 SET_STATUS = """
 UPDATE outbox SET status = %s, updated_at = now()
@@ -47,7 +48,7 @@ UPDATE outbox o SET status = 'sending', updated_at = now(),
                                                    WHERE c.id = o.contact_id))
 WHERE o.id = %s AND (o.status = 'queued' OR (o.status = 'sending' AND o.send_lease_until < now()))
 RETURNING o.id, o.message_id, o.to_address, o.subject, o.body, o.campaign_id, o.contact_id,
-          o.approval_item_id
+          o.approval_item_id, o.sequence_step
 """
 SEND_STATE = (
     "SELECT status, message_id, send_lease_until > now() AS leased FROM outbox WHERE id = %s"
@@ -97,11 +98,13 @@ def queue(
     campaign_id: str | None = None,
     status: Literal["queued", "blocked"] = "queued",
     to: str | None = None,
+    sequence_step: int = 1,
 ) -> str:
     """The approved message ``item_id`` enters the outbox (``blocked`` while its campaign is
     paused by the circuit breaker); its outbox id (the existing row's, when it was already
     queued). ``to``: the address, when it is not the contact's."""
-    row = fetch_one(cur, QUEUE, (org_id, item_id, campaign_id, contact_id, subject, body, status))
+    params = (org_id, item_id, campaign_id, contact_id, subject, body, status, sequence_step)
+    row = fetch_one(cur, QUEUE, params)
     if row is None:
         row = fetch_one(cur, BY_ITEM, (item_id,))
     assert row is not None  # inserted, or there already
