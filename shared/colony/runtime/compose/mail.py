@@ -1,12 +1,30 @@
-"""The send function's part: the mail relay (``colony.adapters.smtp``), built on first use."""
+"""The mail functions' part: the sender the settings choose (``COLONY_MAIL_PROVIDER``: the
+SMTP relay, ``colony.adapters.smtp``, or Resend, ``colony.adapters.resend_mail``) and, for the
+provider's inbound webhook, its reader of received mail; built on first use."""
 
 from __future__ import annotations
 
+from colony.ports import ReceivedMail, Sender
 from colony.runtime.deps import Parts
+from colony.settings import Settings
+
+
+def sender(settings: Settings) -> Sender:
+    # lazy: smtplib or the provider's SDK loads on the first send, not at cold start
+    if settings.mail_provider == "resend":
+        from colony.adapters.resend_mail import resend_from_settings
+
+        return resend_from_settings(settings)
+    from colony.adapters.smtp import sender_from_settings
+
+    return sender_from_settings(settings)
+
+
+def inbound(settings: Settings) -> ReceivedMail:
+    from colony.adapters.resend_mail import resend_from_settings
+
+    return resend_from_settings(settings)
 
 
 def parts() -> Parts:
-    # lazy: smtplib and the adapter load on the first request, not at cold start
-    from colony.adapters.smtp import sender_from_settings
-
-    return Parts(sender=sender_from_settings)
+    return Parts(sender=sender, inbound=inbound)
