@@ -462,6 +462,17 @@ class ReceivedMail(Protocol):
 
 
 @runtime_checkable
+class Mailbox(Protocol):
+    """A mailbox replies land in (for SMTP relay users: no provider webhook), polled: the
+    unread messages as (key, message), and ``mark_read`` once one is dealt with, so a crash
+    before it reads the message again (ingesting it is idempotent)."""
+
+    def unread(self) -> list[tuple[str, InboundMail]]: ...
+
+    def mark_read(self, key: str) -> None: ...
+
+
+@runtime_checkable
 class Sender(Protocol):
     """Hands one message to a mail server. Returns when the server has accepted it (the only
     moment we know it will be delivered or bounced by someone else); raises ``MailRejected``

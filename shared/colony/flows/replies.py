@@ -9,6 +9,9 @@ stops the contact's sequence: ``colony.flows.delivery``).
 A reply naming no message of ours, or (for a mailbox bound to one org) another org's
 message, is ``NotFound``; the caller records the rejection. The text is untrusted: it is
 stored and shown as data, never logged, and it never reaches an exception message.
+
+Two ways in: the provider's inbound webhook (``colony.flows.mail_events``) and, for SMTP
+relay users, ``poll`` over a ``Mailbox`` (``colony.adapters.imap_mailbox``) bound to one org.
 """
 
 from __future__ import annotations
@@ -21,9 +24,10 @@ from colony.errors import NotFound
 from colony.flows import delivery
 from colony.flows.deps import FlowDeps
 from colony.policy.replies import own_text, sentiment
-from colony.ports import InboundMail
+from colony.ports import InboundMail, Mailbox, RejectionRecorder
 from colony.store import replies
 
+HANDLER = "replies-mailbox"
 MAX_REFERENCES = 20  # a long thread's References: the newest are the ones that matter
 _MESSAGE_ID = re.compile(r"<[^<>\s]{1,500}>")
 
@@ -79,3 +83,21 @@ def ingest(
         "sentiment": mood,
         "delivery": outcome,
     }
+
+
+def poll(
+    deps: FlowDeps, rejections: RejectionRecorder, mailbox: Mailbox, org_id: str
+) -> dict[str, int]:
+    """Ingest the unread replies of ``org_id``'s mailbox (an SMTP relay user's). Each is
+    marked read once stored, or once its rejection (no message of this org's) is recorded;
+    a failure to store leaves it unread for the next poll."""
+    counts = {"stored": 0, "duplicate": 0, "rejected": 0}
+    for key, mail in mailbox.unread():
+        event_id = f"imap-{org_id}-{key}"[:200]
+        try:
+            counts[ingest(deps, mail, event_id=event_id, org_id=org_id)["status"]] += 1
+        except NotFound as error:
+            rejections.record(HANDLER, event_id, org_id, f"{error.code}: {error}")
+            counts["rejected"] += 1
+        mailbox.mark_read(key)
+    return counts
