@@ -30,7 +30,8 @@ from colony.flows import delivery, replies
 from colony.flows.deps import FlowDeps
 from colony.ports import RejectionRecorder
 from colony.store import replies as replies_store
-from colony.webhooks import untag, verify_svix
+from colony.svix import verify_svix
+from colony.webhooks import untag
 
 HANDLER = "delivery-events"
 DELIVERY: dict[str, delivery.DeliveryEvent] = {

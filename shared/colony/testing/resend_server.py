@@ -26,8 +26,8 @@ from email.policy import SMTP
 from email.utils import format_datetime
 from typing import Any
 
+from colony.svix import sign_svix
 from colony.testing.wire import ProviderServer, RecordedRequest, Reply, Route
-from colony.webhooks import sign_svix
 
 API_KEY = "re_test_colony_stand_in"
 _POLICY = SMTP.clone(max_line_length=998)

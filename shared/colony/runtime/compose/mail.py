@@ -12,15 +12,18 @@ from colony.settings import Settings
 def sender(settings: Settings) -> Sender:
     # lazy: smtplib or the provider's SDK loads on the first send, not at cold start
     if settings.mail_provider == "resend":
+        # lazy: the provider's SDK loads with the first send
         from colony.adapters.resend_mail import resend_from_settings
 
         return resend_from_settings(settings)
+    # lazy: smtplib loads with the first send
     from colony.adapters.smtp import sender_from_settings
 
     return sender_from_settings(settings)
 
 
 def inbound(settings: Settings) -> ReceivedMail:
+    # lazy: the provider's SDK loads with the first inbound reply
     from colony.adapters.resend_mail import resend_from_settings
 
     return resend_from_settings(settings)
