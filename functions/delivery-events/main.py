@@ -17,7 +17,7 @@ from typing import Any
 import flask
 import functions_framework
 
-from colony.runtime.compose.mail import parts
+from colony.runtime.compose.inbound import parts
 from colony.runtime.deps import deps
 from colony.runtime.edge import JsonRequest, MethodNotAllowed, http_json
 

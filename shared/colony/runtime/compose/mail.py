@@ -1,18 +1,17 @@
-"""The mail functions' part: the sender the settings choose (``COLONY_MAIL_PROVIDER``: the
-SMTP relay, ``colony.adapters.smtp``, or Resend, ``colony.adapters.resend_mail``) and, for the
-provider's inbound webhook, its reader of received mail; built on first use."""
+"""The send function's part: the sender the settings choose (``COLONY_MAIL_PROVIDER``: the
+SMTP relay, ``colony.adapters.smtp``, or Resend, ``colony.adapters.resend_mail``), built on
+first use."""
 
 from __future__ import annotations
 
-from colony.ports import ReceivedMail, Sender
+from colony.ports import Sender
 from colony.runtime.deps import Parts
 from colony.settings import Settings
 
 
 def sender(settings: Settings) -> Sender:
-    # lazy: smtplib or the provider's SDK loads on the first send, not at cold start
     if settings.mail_provider == "resend":
-        # lazy: the provider's SDK loads with the first send
+        # lazy: the provider's SDK loads with the first send, not at cold start
         from colony.adapters.resend_mail import resend_from_settings
 
         return resend_from_settings(settings)
@@ -22,12 +21,5 @@ def sender(settings: Settings) -> Sender:
     return sender_from_settings(settings)
 
 
-def inbound(settings: Settings) -> ReceivedMail:
-    # lazy: the provider's SDK loads with the first inbound reply
-    from colony.adapters.resend_mail import resend_from_settings
-
-    return resend_from_settings(settings)
-
-
 def parts() -> Parts:
-    return Parts(sender=sender, inbound=inbound)
+    return Parts(sender=sender)
