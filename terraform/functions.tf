@@ -26,7 +26,9 @@ locals {
     COLONY_EMBEDDING_DIM           = tostring(var.embedding_dim)
     LANGFUSE_HOST                  = var.langfuse_host
     COLONY_RETENTION_MAX_DAYS      = join(",", [for k, v in var.retention_max_days : "${k}=${v}"])
-    # sending (issue 18): the relay and who we send as; the password is a secret
+    # sending (issue 18): SMTP or Resend, the relay and who we send as; the SMTP password and
+    # the Resend API key are secrets
+    COLONY_MAIL_PROVIDER = var.mail_provider
     COLONY_MAIL_FROM     = var.mail_from
     COLONY_SMTP_HOST     = var.smtp_host
     COLONY_SMTP_PORT     = tostring(var.smtp_port)

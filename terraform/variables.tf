@@ -214,6 +214,16 @@ variable "mail_from" {
   default     = "Colony <outreach@colony.localhost>"
 }
 
+variable "mail_provider" {
+  description = "How approved messages leave: \"smtp\" (the relay below) or \"resend\" (Resend's API; its key is the colony-resend-api-key secret, its webhook signing secret colony-delivery-webhook-secret). docs/deploy.md."
+  type        = string
+  default     = "smtp"
+  validation {
+    condition     = contains(["smtp", "resend"], var.mail_provider)
+    error_message = "mail_provider is smtp or resend."
+  }
+}
+
 variable "smtp_host" {
   description = "The SMTP relay approved messages go through (e.g. smtp-relay.gmail.com for a Google Workspace relay); its password is the colony-smtp-password secret."
   type        = string

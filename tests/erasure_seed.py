@@ -239,6 +239,15 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
             contact,
             f"{org}_run",
         )
+    # Dana's reply to her message, with her name in it (a contact's erasure takes it)
+    ex(
+        "INSERT INTO replies (org_id, outbox_id, contact_id, message_id, body, sentiment)"
+        " SELECT org_id, id, contact_id, %s, %s, 'positive' FROM outbox"
+        " WHERE approval_item_id = %s",
+        f"<reply-{org}@{org}.example>",
+        f"Yes, let's talk. {name}",
+        items["out1"],
+    )
     ex(
         "INSERT INTO processed_events (org_id, handler, event_id) VALUES (%s, %s, %s)",
         org,

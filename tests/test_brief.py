@@ -205,6 +205,9 @@ def test_an_org_with_no_data_gets_a_clear_brief_and_an_unknown_org_an_error(
         "circuit_breaker": "closed",
         "bounce_rate": 0.0,
         "reply_rate": 0.0,
+        "replies_received": 0,
+        "replies_positive": 0,
+        "replies_negative": 0,
     }
     text = brief["content"]
     assert "0 open deals; by stage: no deals." in text

@@ -227,7 +227,9 @@ def test_bundles_stay_small_installed(bundles, venvs) -> None:
         ), bundle.name
 
 
-DELIVERY_SECRET = "bundle-delivery-secret"  # served only by the Secret Manager stand-in
+DELIVERY_SECRET = (
+    "whsec_YnVuZGxlLWRlbGl2ZXJ5LXNlY3JldC0tLS0t"  # served only by the Secret Manager stand-in
+)
 
 
 @pytest.fixture
@@ -306,8 +308,8 @@ def test_every_bundle_runs_the_demo_scenario_from_its_own_virtualenv(
     from colony.local.demo import load_demo
     from colony.local.functions import BundleSource
     from colony.local.knowledge_demo import knowledge_stand_ins, run_knowledge_demo
-    from colony.runtime.approvals import sign_delivery
     from colony.settings import Settings
+    from colony.testing.resend_server import signed
 
     settings = Settings.from_env(
         {
@@ -354,17 +356,12 @@ def test_every_bundle_runs_the_demo_scenario_from_its_own_virtualenv(
             campaign_id = fetch_one(cur, "SELECT id FROM campaigns ORDER BY created_at")["id"]
         event = json.dumps(
             {
-                "org_id": org_id,
-                "outbox_id": outbox_id,
-                "event": "delivered",
-                "event_id": "bundle-esp-1",
+                "type": "email.delivered",
+                "data": {"tags": {"org_id": org_id, "outbox_id": outbox_id}},
             }
         ).encode()
-        signed = {
-            "X-Colony-Signature": sign_delivery(DELIVERY_SECRET, event),
-            "Content-Type": "application/json",
-        }
-        delivered = http.post(servers.urls["delivery-events"], content=event, headers=signed)
+        headers = signed(DELIVERY_SECRET, event, msg_id="msg_bundle_esp_1")
+        delivered = http.post(servers.urls["delivery-events"], content=event, headers=headers)
         assert delivered.is_success, delivered.text
         resumed = http.post(
             servers.urls["campaign-resume"], json={"org_id": org_id, "campaign_id": campaign_id}

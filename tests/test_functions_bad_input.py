@@ -69,7 +69,7 @@ def deps_for(testdb: PgDB) -> Iterator[PgDB]:
             "COLONY_DB_MODE": "dsn",
             "COLONY_DB_DSN": testdb.dsn(APP_ROLE),
             "COLONY_EMBEDDING_DIM": str(testdb.dim),
-            "COLONY_DELIVERY_WEBHOOK_SECRET": "delivery-secret",
+            "COLONY_DELIVERY_WEBHOOK_SECRET": "whsec_ZGVsaXZlcnktc2VjcmV0LWZvci10ZXN0cw==",
             "COLONY_DRIVE_CHANNEL_TOKEN": "drive-token",
             "COLONY_DRIVE_BASE_URL": "http://127.0.0.1:9",  # never reached: no Google creds
             "COLONY_NOTION_SIGNING_SECRET": "notion-secret",

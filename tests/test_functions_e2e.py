@@ -24,17 +24,17 @@ from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
 from colony.local.demo import load_demo
 from colony.local.functions import FunctionServers
-from colony.runtime.approvals import sign_delivery
 from colony.runtime.auth import mint_local_token
 from colony.runtime.deps import Deps
 from colony.settings import Settings
 from colony.store import fetch_all, fetch_one
 from colony.testing.inline import local_deps
+from colony.testing.resend_server import signed, webhook_secret
 from colony.testing.smtp_server import SmtpServer
 from tests.conftest import APP_ROLE, PgDB, wait_for
 
 ORG = "org_zoomprop_demo"
-SECRET = "test-delivery-secret"
+SECRET = webhook_secret(b"test-delivery-secret")
 PICK = ["P-001", "P-002", "P-003", "P-004", "P-005", "P-006", "P-007", "P-012"]  # 2 anti-ICP
 
 
@@ -150,15 +150,16 @@ def test_campaign_over_http_to_approval_outbox_and_delivery(stack, smtp: SmtpSer
         assert forged.status_code == 401 and forged.json()["error"]["code"] == "unauthorized"
         with deps.db.transaction(ORG) as cur:
             assert fetch_one(cur, "SELECT reason FROM suppressions")["reason"] == "unsubscribed"
+        # Resend's delivery event, signed as Resend (Svix) signs it, naming the message by
+        # the tags the send attached
+        tags = {"org_id": ORG, "outbox_id": outbox["id"]}
         event = json.dumps(
-            {"org_id": ORG, "outbox_id": outbox["id"], "event": "delivered", "event_id": "esp-1"}
-        ).encode()
-        signed = {
-            "X-Colony-Signature": sign_delivery(SECRET, event),
-            "Content-Type": "application/json",
-        }
-        assert http.post(servers.urls["delivery-events"], content=event, headers=signed).is_success
-        bad = {**signed, "X-Colony-Signature": sign_delivery("wrong", event)}
+            {"type": "email.delivered", "created_at": "2026-12-01T10:00:00Z",
+             "data": {"email_id": "re-1", "tags": tags, "to": [got.rcpt_tos[0]]}}
+        ).encode()  # fmt: skip
+        headers = signed(SECRET, event, msg_id="msg_esp_1")
+        assert http.post(servers.urls["delivery-events"], content=event, headers=headers).is_success
+        bad = signed(webhook_secret(b"wrong"), event, msg_id="msg_esp_1")
         assert (
             http.post(servers.urls["delivery-events"], content=event, headers=bad).status_code
             == 401
@@ -319,17 +320,13 @@ def test_model_free_functions_serve_without_provider_keys_and_model_ones_fail_cl
         assert resumed.status_code == 200, resumed.text
         assert resumed.json() == {"campaign_id": "cmp-nokey", "resumed_runs": [], "redispatched": 0}
         delivered = {
-            "org_id": org,
-            "outbox_id": "no-such-message",
-            "event": "delivered",
-            "event_id": "esp-nokey",
+            "type": "email.delivered",
+            "data": {"tags": {"org_id": org, "outbox_id": "no-such-message"}},
         }
         event = json.dumps(delivered).encode()
-        signed = {
-            "X-Colony-Signature": sign_delivery(SECRET, event),
-            "Content-Type": "application/json",
-        }
-        unknown = http.post(servers.urls["delivery-events"], content=event, headers=signed)
+        unknown = http.post(
+            servers.urls["delivery-events"], content=event, headers=signed(SECRET, event)
+        )
         assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "not_found"
 
         auth = {"Authorization": f"Bearer {mint_local_token(tmp_path, org)}"}

@@ -417,7 +417,7 @@ def test_local_servers_write_json_lines_that_colony_logs_shows(
         "COLONY_DB_DSN": testdb.dsn(APP_ROLE),
         "COLONY_TRANSPORT": "local",
         "COLONY_DATA_DIR": str(tmp_path),
-        "COLONY_DELIVERY_WEBHOOK_SECRET": "test-secret",
+        "COLONY_DELIVERY_WEBHOOK_SECRET": "whsec_dGVzdC1zZWNyZXQtZm9yLWxvZ3MtdGVzdA==",
         "COLONY_GCP_PROJECT": "proj-local",
     }
     event = {"org_id": "org-a", "outbox_id": "o-1", "event": "delivered", "event_id": "x"}

@@ -70,7 +70,8 @@ COMPOSITIONS = {  # colony.runtime.compose module → the parts it builds
     "knowledge": {"knowledge"},
     "assets": {"blobs"},
     "lifecycle": {"blobs", "traces"},  # erasure deletes an org's Langfuse traces
-    "mail": {"sender"},  # the SMTP relay
+    "mail": {"sender"},  # the SMTP relay or Resend
+    "inbound": {"inbound"},  # Resend's received mail (replies its webhook names)
 }
 
 
@@ -100,3 +101,5 @@ def test_each_function_is_composed_with_what_its_registry_entry_grants() -> None
         assert ("knowledge" in composed) == (set(PROVIDER_SECRETS) <= secrets), name
         assert ("blobs" in composed) == (function.assets != "none"), name
         assert ("sender" in composed) == ("COLONY_SMTP_PASSWORD" in secrets), name
+        mail_api = "sender" in composed or "inbound" in composed
+        assert mail_api == ("COLONY_RESEND_API_KEY" in secrets), name

@@ -42,6 +42,7 @@ ENTITY_TABLES = {
     "erasure_jobs",  # issue 14: erasure jobs and their reports (outlive the org they name)
     "org_retention",  # issue 14: an org's retention period per data class
     "org_settings",  # issue 17: competitors and sending limits, one row per org
+    "replies",  # issue 18: replies to our messages, quoted history stripped (ENT-012)
 }
 
 

@@ -1,6 +1,7 @@
-"""Mail events: the ESP's delivery events (delivered / bounced / complained / replied,
-HMAC-signed; they feed the circuit breaker, CONST-005, and the suppression list) at ``/``, and
-the unsubscribe links every message carries at ``/unsubscribe`` (issue 18).
+"""Mail events: the mail provider's webhook at ``/`` (Resend, Svix-signed: delivered /
+bounced / complained feed the circuit breaker, CONST-005, and the suppression list; an
+inbound ``email.received`` is a reply, ``colony.flows.mail_events``), and the unsubscribe
+links every message carries at ``/unsubscribe`` (issue 18).
 
 ``GET /unsubscribe?t=…`` (the footer link) shows a page with one button and changes nothing,
 so a mail scanner that follows links unsubscribes no one; ``POST`` (that button, or a mail
@@ -16,6 +17,7 @@ from typing import Any
 import flask
 import functions_framework
 
+from colony.runtime.compose.inbound import parts
 from colony.runtime.deps import deps
 from colony.runtime.edge import JsonRequest, MethodNotAllowed, http_json
 
@@ -25,18 +27,15 @@ UNSUBSCRIBE = "/unsubscribe"
 @functions_framework.http
 @http_json(methods=("GET", "POST"), paths=("/", UNSUBSCRIBE), forms=(UNSUBSCRIBE,))
 def handle(request: JsonRequest) -> Any:
-    d = deps()
+    d = deps(parts)
     if request.path == UNSUBSCRIBE:
         return _unsubscribe(d, request)
     if request.method != "POST":
         raise MethodNotAllowed("delivery events are POSTed", allow=("POST",))
-    # lazy: the flow and the event model load on the first request, not at cold start
-    from colony.flows.delivery import record
-    from colony.runtime.approvals import DeliveryEvent, verify_delivery_signature
+    # lazy: the flow and the verifier load on the first request, not at cold start
+    from colony.flows.mail_events import receive
 
-    verify_delivery_signature(request.raw.get_data(), request.headers, d.settings)
-    event = request.parse(DeliveryEvent)
-    return record(d, event.org_id, event.outbox_id, event.event, event.event_id)
+    return receive(d, d.rejections, request.raw.get_data(cache=True), request.headers)
 
 
 _PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8">

@@ -59,6 +59,7 @@ SECRETS: dict[str, str] = {
     "COLONY_APPROVAL_TOKEN_KEY": "colony-approval-token-key",
     "COLONY_DELIVERY_WEBHOOK_SECRET": "colony-delivery-webhook-secret",
     "COLONY_SMTP_PASSWORD": "colony-smtp-password",
+    "COLONY_RESEND_API_KEY": "colony-resend-api-key",
     "COLONY_UNSUBSCRIBE_TOKEN_KEY": "colony-unsubscribe-token-key",
     "COLONY_DRIVE_CHANNEL_TOKEN": "colony-drive-channel-token",
     "COLONY_NOTION_SIGNING_SECRET": "colony-notion-signing-secret",
@@ -113,8 +114,12 @@ class Settings:
     jwt_authorized_parties: tuple[str, ...] = ()
     google_jwks_url: str = GOOGLE_JWKS_URL  # Google's OIDC signing keys (a stand-in in tests)
     approval_token_key: str | None = None  # HMAC key for signed approval links
-    delivery_webhook_secret: str | None = None  # HMAC key of the ESP's delivery events
-    # sending (issue 18): the SMTP relay, who we send as, and the unsubscribe links
+    # the mail provider's webhook signing secret (Resend's ``whsec_…``, Svix's scheme)
+    delivery_webhook_secret: str | None = None
+    # sending (issue 18): SMTP or Resend, who we send as, and the unsubscribe links
+    mail_provider: str = "smtp"  # "smtp" (a relay, or make run's server) or "resend"
+    resend_api_key: str | None = None
+    resend_api_url: str | None = None  # None: https://api.resend.com (tests: a stand-in)
     mail_from: str = "Colony <outreach@colony.localhost>"
     smtp_host: str | None = None
     smtp_port: int = 587
@@ -259,6 +264,9 @@ class Settings:
             google_jwks_url=_google_jwks_url(get("COLONY_GOOGLE_JWKS_URL"), deploy_env),
             approval_token_key=get("COLONY_APPROVAL_TOKEN_KEY"),
             delivery_webhook_secret=get("COLONY_DELIVERY_WEBHOOK_SECRET"),
+            mail_provider=choice("COLONY_MAIL_PROVIDER", ("smtp", "resend"), "smtp"),
+            resend_api_key=get("COLONY_RESEND_API_KEY"),
+            resend_api_url=get("COLONY_RESEND_API_URL"),
             mail_from=get("COLONY_MAIL_FROM") or "Colony <outreach@colony.localhost>",
             smtp_host=get("COLONY_SMTP_HOST"),
             smtp_port=_bounded_int("COLONY_SMTP_PORT", get("COLONY_SMTP_PORT"), 587, 1, 65535),
@@ -314,6 +322,7 @@ class Settings:
         hidden |= {"langfuse_secret_key", "approval_token_key", "delivery_webhook_secret"}
         hidden |= {"drive_channel_token", "notion_signing_secret", "notion_token"}
         hidden |= {"smtp_password", "unsubscribe_token_key", "clerk_webhook_secret"}
+        hidden |= {"resend_api_key"}
         # sentry_dsn is hidden by its *dsn suffix
         parts = []
         for name in self.__dataclass_fields__:

@@ -15,12 +15,21 @@ token, raw body)>``; ``verify_signature`` checks it in constant time.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import hmac
 import re
+from typing import Protocol
 
 from colony.errors import ConfigError, Unauthorized
 from colony.ports import DriveFile
+
+
+class HeaderReader(Protocol):
+    """What is read of a request's headers (werkzeug's, case-insensitive, or a dict)."""
+
+    def get(self, key: str, /) -> str | None: ...
+
 
 GOOGLE_DOC = "application/vnd.google-apps.document"
 TEXT_TYPES = ("text/plain", "text/markdown", "text/vtt")
@@ -86,3 +95,24 @@ def verify_signature(secret: str | None, body: bytes, header: str | None) -> Non
         raise Unauthorized("the Notion event is not signed (no X-Notion-Signature)")
     if not hmac.compare_digest(sign(secret, body).encode(), header.strip().encode()):
         raise Unauthorized("the X-Notion-Signature does not match the body")
+
+
+# Mail provider tags (Resend): only ASCII letters, digits, ``_`` and ``-``, at most 256. A
+# value outside that travels as ``b32-`` and its base32 (lower case, no padding).
+_TAG = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
+_B32 = "b32-"
+
+
+def tag_value(value: str) -> str:
+    """``value`` as a provider tag can carry it (``untag`` reverses it)."""
+    if _TAG.match(value) and not value.startswith(_B32):
+        return value
+    return _B32 + base64.b32encode(value.encode()).decode().rstrip("=").lower()
+
+
+def untag(value: str) -> str:
+    """The value ``tag_value`` encoded."""
+    if not value.startswith(_B32):
+        return value
+    body = value[len(_B32) :].upper()
+    return base64.b32decode(body + "=" * (-len(body) % 8)).decode()

@@ -1,9 +1,11 @@
 """The ``Sender`` port's conformance suite, against a real SMTP server (aiosmtpd) on
-127.0.0.1, in the two shapes production uses:
+127.0.0.1 in the two shapes production uses, and against Resend's HTTP API:
 
 - ``plain``: no TLS, no login (the local server ``make run`` starts);
 - ``relay``: STARTTLS required and AUTH required, as a Google Workspace SMTP relay or a
-  provider's SMTP endpoint is (the server's self-signed certificate is the trusted root).
+  provider's SMTP endpoint is (the server's self-signed certificate is the trusted root);
+- ``resend``: the official ``resend`` SDK against ``colony.testing.resend_server``, a local
+  stand-in for Resend's REST API (stood in: Resend itself; real: the SDK, its HTTP, ours).
 
 The contract (``colony.ports.Sender``): an accepted message arrives once, as sent (our
 Message-ID, the extra headers, a UTF-8 body); a permanent refusal is ``MailRejected``; a
@@ -18,10 +20,12 @@ from dataclasses import dataclass
 
 import pytest
 
+from colony.adapters.resend_mail import ResendMail
 from colony.adapters.smtp import SmtpSender
 from colony.errors import ConfigError, UpstreamError, ValidationFailed
 from colony.ports import Mail, MailRejected, Sender
 from colony.testing.emulators import free_port
+from colony.testing.resend_server import API_KEY, ResendServer
 from colony.testing.smtp_server import SmtpServer
 
 CREDENTIALS = ("colony-relay", "s3cret-relay-password")
@@ -29,12 +33,19 @@ CREDENTIALS = ("colony-relay", "s3cret-relay-password")
 
 @dataclass
 class Harness:
+    kind: str
     sender: Sender
-    server: SmtpServer
+    server: SmtpServer | ResendServer
+    permanent: str  # what a permanent refusal's message names (the SMTP code, Resend's)
+    transient: str
 
 
-@pytest.fixture(params=["plain", "relay"])
+@pytest.fixture(params=["plain", "relay", "resend"])
 def harness(request: pytest.FixtureRequest) -> Iterator[Harness]:
+    if request.param == "resend":
+        with ResendServer() as api:
+            yield Harness("resend", ResendMail(API_KEY, api_url=api.base_url), api, "422", "429")
+        return
     relay = request.param == "relay"
     server = SmtpServer(starttls=relay, credentials=CREDENTIALS if relay else None)
     with server:
@@ -49,7 +60,7 @@ def harness(request: pytest.FixtureRequest) -> Iterator[Harness]:
             )
         else:
             sender = SmtpSender(server.host, server.port, starttls=False, timeout=10)
-        yield Harness(sender, server)
+        yield Harness(request.param, sender, server, "550", "451")
 
 
 def mail(to: str = "dana@granitepeak.example", **changes: object) -> Mail:
@@ -80,18 +91,43 @@ def test_an_accepted_message_arrives_once_as_sent(harness: Harness) -> None:
     assert message["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
     assert message["Date"]
     assert "café included ✓" in message.get_content()
+    if isinstance(harness.server, ResendServer):  # the key went as a bearer token
+        (call,) = harness.server.requests_to("resend.emails.send")
+        assert call.header("authorization") == f"Bearer {API_KEY}"
+        assert call.header("idempotency-key") == "<ob-123.step-1@colony.example>"
+        return
     relay = harness.server.ca_file is not None
     assert (got.tls, got.login) == ((True, CREDENTIALS[0]) if relay else (False, None))
 
 
+def test_a_retried_send_reaches_the_recipient_once_where_the_server_can_tell(
+    harness: Harness,
+) -> None:
+    """Resend answers a repeated Idempotency-Key (our Message-ID) with the first send; SMTP
+    cannot tell, so there the send step's lease is what keeps a message single."""
+    harness.sender.send(mail())
+    harness.sender.send(mail())
+    assert len(harness.server.received) == (1 if harness.kind == "resend" else 2)
+
+
+def test_tags_travel_with_the_message_only_where_the_provider_echoes_them(
+    harness: Harness,
+) -> None:
+    harness.sender.send(mail(tags={"org_id": "org.a", "outbox_id": "ob-123"}))
+    (got,) = harness.server.received
+    assert "org_id" not in got.message and "X-Tags" not in got.message
+    if isinstance(harness.server, ResendServer):
+        assert got.tags == {"org_id": "b32-n5zgoltb", "outbox_id": "ob-123"}
+
+
 def test_a_permanent_refusal_is_mail_rejected(harness: Harness) -> None:
-    with pytest.raises(MailRejected, match="550"):
+    with pytest.raises(MailRejected, match=harness.permanent):
         harness.sender.send(mail("bounce-me@granitepeak.example"))
     assert harness.server.received == []
 
 
 def test_a_transient_refusal_is_an_upstream_error(harness: Harness) -> None:
-    with pytest.raises(UpstreamError, match="451"):
+    with pytest.raises(UpstreamError, match=harness.transient):
         harness.sender.send(mail("defer-me@granitepeak.example"))
     assert harness.server.received == []
 
@@ -100,6 +136,22 @@ def test_no_server_is_an_upstream_error() -> None:
     sender = SmtpSender("127.0.0.1", free_port(), starttls=False, timeout=2)
     with pytest.raises(UpstreamError, match="cannot reach"):
         sender.send(mail())
+
+
+def test_resend_sorts_a_wrong_key_a_dead_api_and_an_outage() -> None:
+    with ResendServer() as api:
+        url = api.base_url
+        with pytest.raises(ConfigError, match="403"):
+            ResendMail("re_wrong", api_url=api.base_url).send(mail())
+        sender = ResendMail(API_KEY, api_url=api.base_url)
+        api.fail(503)
+        with pytest.raises(UpstreamError, match="503"):
+            sender.send(mail())
+        assert api.received == []
+    with pytest.raises(UpstreamError, match="retry later"):  # nothing listens there now
+        ResendMail(API_KEY, api_url=url, timeout=2).send(mail())
+    with pytest.raises(ConfigError, match="COLONY_RESEND_API_KEY"):
+        ResendMail("")
 
 
 def test_the_relay_refuses_a_wrong_setup_as_our_fault() -> None:

@@ -13,7 +13,11 @@ What the numbers mean (each one SQL aggregate in ``colony.store.briefs``):
 - messages sent: outbox rows created yesterday that left the outbox (any status past
   ``queued`` / ``blocked``); bounce and reply rates are over those messages (0 when none);
 - content published: content pieces whose approval published them yesterday;
-- circuit breaker: ``open`` while any campaign is paused by it, else ``closed``.
+- circuit breaker: ``open`` while any campaign is paused by it, else ``closed``;
+- replies: replies received yesterday, and how many of them read as positive / negative
+  (``colony.policy.replies``). The replies themselves (who, to what, their own text) go to
+  AGT-010 as entity data (``recent_replies``): untrusted text, inside a data block, never in
+  the snapshot that is stored as the brief's numbers.
 """
 
 from __future__ import annotations
@@ -33,7 +37,7 @@ from colony.flows.deps import FlowDeps
 from colony.knowledge.exemplars import to_exemplars
 from colony.llm.agent_call import call_agent
 from colony.ports import Message
-from colony.store import approvals, briefs, orgdata
+from colony.store import approvals, briefs, orgdata, replies
 
 AGENT = "AGT-010"
 MAX_WORDS = 250
@@ -68,6 +72,7 @@ def snapshot(cur: Any, day: date) -> dict[str, Any]:
     published = briefs.content_published(cur, start, end)
     n_paused = briefs.paused_campaigns(cur)
     n_sent = int(sent["sent"])
+    answered = replies.counts(cur, start, end)
     return {
         "deals_by_stage": stages,
         "approval_queue_count": queue,
@@ -80,7 +85,28 @@ def snapshot(cur: Any, day: date) -> dict[str, Any]:
         ),
         "bounce_rate": round(int(sent["bounced"]) / n_sent, 4) if n_sent else 0.0,
         "reply_rate": round(int(sent["replied"]) / n_sent, 4) if n_sent else 0.0,
+        "replies_received": int(answered["replies"]),
+        "replies_positive": int(answered["positive"]),
+        "replies_negative": int(answered["negative"]),
     }
+
+
+RECENT_REPLIES = 5
+REPLY_CHARS = 300  # each reply's own text, clipped: the brief needs the gist, not the thread
+
+
+def recent_replies(cur: Any, day: date) -> list[dict[str, Any]]:
+    """Yesterday's replies as entity data: who, to which message, the sentiment, the text."""
+    start, _ = day_window(day)
+    return [
+        {
+            "from": r["name"] or "a contact",
+            "re": r["subject"],
+            "sentiment": r["sentiment"],
+            "text": str(r["body"])[:REPLY_CHARS],
+        }
+        for r in replies.recent(cur, start, RECENT_REPLIES)
+    ]
 
 
 def render(brief: Mapping[str, str]) -> str:
@@ -113,11 +139,12 @@ def daily_brief(deps: FlowDeps, org_id: str, day: date | None = None) -> dict[st
         if stored is not None:
             return _result(stored, created=False)
         data = snapshot(cur, day)
+        answered = recent_replies(cur, day)
         prior = briefs.prior(cur, day)
         icp = orgdata.active_icp(cur)
         name = orgdata.org_name(cur)
 
-    sections = _generate(deps, org_id, day, data, prior, icp, name)
+    sections = _generate(deps, org_id, day, data, prior, icp, name, answered)
     content = render(sections)
     with deps.db.transaction(org_id) as cur:
         inserted = briefs.store(cur, org_id, day, content, sections, data)
@@ -134,6 +161,7 @@ def _generate(
     prior: Mapping[str, Any] | None,
     icp: Mapping[str, Any] | None,
     name: str | None,
+    answered: list[dict[str, Any]],
 ) -> dict[str, str]:
     prior_text = str(prior["content"]) if prior else None
     history = (
@@ -154,7 +182,7 @@ def _generate(
         f"brief:{day.isoformat()}",
         OrgContext(org_name=name, icp=IcpDefinition(**icp) if icp else None),
         to_exemplars(hits, top=1),
-        {"data_snapshot": dict(data)},
+        {"data_snapshot": dict(data), "recent_replies": answered or "(no replies yesterday)"},
         history,
         {"brief_date": day.isoformat()},
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
-from colony.ports import BlobStore, Clock, Sender, Transport
+from colony.ports import BlobStore, Clock, ReceivedMail, Sender, Transport
 from colony.runtime.faults import Faults
 from colony.settings import Settings
 from colony.store import Database
@@ -38,3 +38,5 @@ class FlowDeps(Protocol):
     def blobs(self) -> BlobStore: ...
     @property
     def sender(self) -> Sender: ...
+    @property
+    def inbound(self) -> ReceivedMail: ...

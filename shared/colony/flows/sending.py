@@ -135,6 +135,7 @@ def send(deps: FlowDeps, org_id: str, outbox_id: str) -> dict[str, Any]:
             "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
             **thread,
         },
+        tags={"org_id": org_id, "outbox_id": outbox_id},  # a provider's events name it back
     )
     try:
         sender.send(mail)  # UpstreamError propagates: the task retries after the lease

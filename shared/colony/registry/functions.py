@@ -236,11 +236,12 @@ FUNCTIONS: dict[str, Function] = {
             trigger="http",
             topic=None,
             agent=None,
-            purpose="mail events: delivered/bounced/complained/replied, and unsubscribes",
+            purpose="mail events (Resend, Svix-signed): delivery, bounces, replies; unsubscribes",
             secrets=(
                 *MODEL_FREE_SECRETS,
                 "COLONY_DELIVERY_WEBHOOK_SECRET",
                 "COLONY_UNSUBSCRIBE_TOKEN_KEY",
+                "COLONY_RESEND_API_KEY",  # reads back the replies Resend's inbound webhook names
             ),
             enqueues=(CAMPAIGN_RESUME_QUEUE,),
             public=True,
@@ -251,8 +252,13 @@ FUNCTIONS: dict[str, Function] = {
             trigger="http",
             topic=None,
             agent=None,
-            purpose="Cloud Tasks target: send one approved message (SMTP relay)",
-            secrets=(*MODEL_FREE_SECRETS, "COLONY_SMTP_PASSWORD", "COLONY_UNSUBSCRIBE_TOKEN_KEY"),
+            purpose="Cloud Tasks target: send one approved message (SMTP relay or Resend)",
+            secrets=(
+                *MODEL_FREE_SECRETS,
+                "COLONY_SMTP_PASSWORD",
+                "COLONY_RESEND_API_KEY",
+                "COLONY_UNSUBSCRIBE_TOKEN_KEY",
+            ),
             enqueues=(SEQUENCE_QUEUE,),  # a sent step schedules the sequence's next one
             concurrency=4,
             max_instances=1,

@@ -1,9 +1,7 @@
-"""Who may decide an approval item, and whether a delivery event really came from the ESP."""
+"""Who may decide an approval item."""
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
@@ -16,10 +14,9 @@ from colony.runtime.auth import verify_approval_token, verify_bearer
 from colony.settings import Settings
 
 if TYPE_CHECKING:
-    from colony.observability.logs import Headers
+    pass
 
 Action = Literal["approve", "reject", "edit"]
-SIGNATURE_HEADER = "X-Colony-Signature"
 
 
 class ApprovalRequest(Strict):
@@ -37,13 +34,6 @@ class ApprovalRequest(Strict):
         if self.token is None and (self.item_id is None or self.action is None):
             raise ValueError("send item_id and action, or a link token")
         return self
-
-
-class DeliveryEvent(Strict):
-    org_id: str = Field(min_length=1, max_length=200)
-    outbox_id: str = Field(min_length=1, max_length=200)
-    event: Literal["delivered", "bounced", "complained", "replied"]
-    event_id: str = Field(min_length=1, max_length=200)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,18 +74,3 @@ def authorise(
         raise Forbidden("this approval link was sent to someone else")
     action: Action = claim.action  # type: ignore[assignment]  # checked just above
     return Decider(claim.org_id, claim.item_id, action, principal.user_id, "link", claim.nonce)
-
-
-def sign_delivery(secret: str, raw: bytes) -> str:
-    return "sha256=" + hmac.new(secret.encode(), raw, hashlib.sha256).hexdigest()
-
-
-def verify_delivery_signature(raw: bytes, headers: Headers, settings: Settings) -> None:
-    """The ESP signs each raw body with the shared secret (HMAC-SHA256); compare in constant
-    time. The org named in the body is trusted only because the signature covers it."""
-    if not settings.delivery_webhook_secret:
-        raise ConfigError("COLONY_DELIVERY_WEBHOOK_SECRET is not set; delivery events are refused")
-    given = (headers.get(SIGNATURE_HEADER) or "").encode("utf-8", "replace")
-    expected = sign_delivery(settings.delivery_webhook_secret, raw).encode()
-    if not hmac.compare_digest(expected, given):
-        raise Unauthorized(f"the {SIGNATURE_HEADER} header does not match the body")

@@ -27,7 +27,14 @@ from colony.runtime.faults import Faults
 if TYPE_CHECKING:
     from colony.knowledge import KnowledgeStore
     from colony.llm.agent_call import LlmDeps
-    from colony.ports import BlobStore, Clock, RejectionRecorder, Sender, Transport
+    from colony.ports import (
+        BlobStore,
+        Clock,
+        ReceivedMail,
+        RejectionRecorder,
+        Sender,
+        Transport,
+    )
     from colony.settings import Settings
     from colony.store import Database
 
@@ -45,6 +52,7 @@ class Parts:
     knowledge: Callable[[Settings, Database], KnowledgeStore] | None = None
     blobs: Callable[[Settings], BlobStore] | None = None
     sender: Callable[[Settings], Sender] | None = None
+    inbound: Callable[[Settings], ReceivedMail] | None = None
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,7 @@ class Deps:
     knowledge_store: KnowledgeStore | None = None
     blob_store: BlobStore | None = None
     mail_sender: Sender | None = None
+    inbound_mail: ReceivedMail | None = None
     parts: Parts | None = None  # None: not composed yet (``deps(parts)`` composes it)
 
     def _builder(self, part: str) -> Any:
@@ -104,6 +113,13 @@ class Deps:
             return self.mail_sender
         return self._builder("sender")(self.settings)
 
+    @cached_property
+    def inbound(self) -> ReceivedMail:
+        """The provider's store of received mail (replies its inbound webhook names)."""
+        if self.inbound_mail is not None:
+            return self.inbound_mail
+        return self._builder("inbound")(self.settings)
+
 
 def build_deps(
     settings: Settings,
@@ -116,6 +132,7 @@ def build_deps(
     clock: Clock | None = None,
     blobs: BlobStore | None = None,
     sender: Sender | None = None,
+    inbound: ReceivedMail | None = None,
     parts: Parts | None = None,
     faults: Faults | None = None,
 ) -> Deps:
@@ -145,6 +162,7 @@ def build_deps(
         knowledge_store=knowledge,
         blob_store=blobs,
         mail_sender=sender,
+        inbound_mail=inbound,
         parts=parts,
         faults=faults if faults is not None else Faults.from_env(),
     )

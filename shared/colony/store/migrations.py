@@ -60,6 +60,7 @@ ORG_SCOPED_TABLES: tuple[str, ...] = (
     "org_retention",
     "org_settings",
     "sequence_enrollments",
+    "replies",
 )
 
 # The first schema is long enough to read best as SQL: it lives beside this module, byte for
@@ -332,6 +333,37 @@ REVOKE ALL ON FUNCTION colony_redact_audit(text, text[], text) FROM PUBLIC;
 """
 
 
+# Replies (issue 18 item 5): an inbound message matched to the outbox message it answers,
+# its quoted history stripped (the text is untrusted: data, never instructions), with a
+# deterministic sentiment (colony.policy.replies) and the angle of the message it answers,
+# for the Knowledge Core's outcomes. One row per inbound Message-ID and org: a redelivered
+# reply is stored once. A reply goes with its message (erasing a contact's messages erases
+# their replies). One more way to see an outbox row answers the only question an inbound
+# webhook (one per provider account) must ask before it knows the org: which org sent the
+# message with this exact Message-ID. A transaction that sets ``app.message_lookup`` to it
+# sees that one row (RLS policies are OR'ed), and nothing else, and cannot write through it.
+_REPLIES = """
+CREATE TABLE replies (
+    id           text PRIMARY KEY DEFAULT gen_random_uuid()::text,
+    org_id       text NOT NULL REFERENCES organizations(id),
+    outbox_id    text NOT NULL REFERENCES outbox(id) ON DELETE CASCADE,
+    contact_id   text REFERENCES contacts(id) ON DELETE CASCADE,
+    deal_id      text REFERENCES deals(id) ON DELETE SET NULL,
+    message_id   text NOT NULL CHECK (message_id <> ''),
+    angle        text,
+    body         text NOT NULL,
+    sentiment    text NOT NULL CHECK (sentiment IN ('positive', 'negative', 'unknown')),
+    received_at  timestamptz NOT NULL DEFAULT now(),
+    created_at   timestamptz NOT NULL DEFAULT now(),
+    UNIQUE (org_id, message_id)
+);
+CREATE INDEX replies_org_time ON replies (org_id, received_at DESC);
+CREATE INDEX replies_outbox ON replies (outbox_id);
+CREATE POLICY message_lookup ON outbox FOR SELECT
+    USING (message_id = current_setting('app.message_lookup', true));
+"""
+
+
 def _rls(table: str, key: str = "org_id") -> str:
     return (
         f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY;\n"
@@ -530,5 +562,6 @@ def migrations(dim: int) -> list[Migration]:
         Migration("0016_sending", _SENDING + _rls("suppressions")),
         Migration("0017_audit_erasure", _AUDIT_ERASURE),
         Migration("0018_org_settings", _ORG_SETTINGS + _rls("org_settings")),
+        Migration("0021_replies", _REPLIES + _rls("replies")),
         Migration("0022_sequences", _SEQUENCES + _rls("sequence_enrollments")),
     ]

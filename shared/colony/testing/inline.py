@@ -29,7 +29,7 @@ from colony.flows.deps import FlowDeps
 from colony.flows.handlers import PUBSUB_HANDLERS
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import LlmDeps
-from colony.ports import BlobStore, Clock, Sender, Transport
+from colony.ports import BlobStore, Clock, ReceivedMail, Sender, Transport
 from colony.registry.functions import FUNCTIONS
 from colony.runtime import delivery
 from colony.runtime.deps import Deps, build_deps
@@ -141,6 +141,7 @@ def local_deps(
     *,
     blobs: BlobStore | None = None,
     sender: Sender | None = None,
+    inbound: ReceivedMail | None = None,
     faults: Faults | None = None,
     clock: Clock = fixed_clock,
 ) -> Deps:
@@ -161,6 +162,7 @@ def local_deps(
         knowledge=knowledge,
         blobs=blobs,
         sender=sender,
+        inbound=inbound,
         clock=clock,
         faults=faults if faults is not None else Faults(),
     )

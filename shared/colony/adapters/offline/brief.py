@@ -131,6 +131,10 @@ def daily_brief(ctx: Mapping[str, Any]) -> dict[str, Any]:
         f"{sent} messages sent, {published} content pieces published, reply rate "
         f"{_show_rate(reply)}."
     )
+    if "replies_received" in snapshot:
+        got = _count(snapshot, "replies_received")
+        good, bad = _count(snapshot, "replies_positive"), _count(snapshot, "replies_negative")
+        yesterday += f" {got} repl{'y' if got == 1 else 'ies'} ({good} positive, {bad} negative)."
     if prior and prior.strip():
         yesterday += " " + _continuity(prior, bounce, queue, sent)
     priorities: list[str] = []

@@ -2,13 +2,16 @@
 
 Per model call: the history within AGT-001's budget (compacted first when over,
 ``colony.flows.chat.compaction``), today's daily brief and the pending approval items as
-entity data, the top-3 Knowledge Core chunks for the message (retrieved once per turn) — all
-through the assembler, whose per-section token account goes into the call's trace. Apart from
-the turn so what the model sees is read in one place, and the turn only acts on its answer.
+entity data, the latest replies to our messages (their own text: untrusted, so inside the
+entity data block like everything there), the top-3 Knowledge Core chunks for the message
+(retrieved once per turn) — all through the assembler, whose per-section token account goes
+into the call's trace. Apart from the turn so what the model sees is read in one place, and
+the turn only acts on its answer.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any
 
 from colony.context import untrusted
@@ -22,13 +25,16 @@ from colony.flows.chat.compaction import awaited, compact_if_needed, pending
 from colony.flows.chat.turn_io import AGENT, TurnIO
 from colony.knowledge.exemplars import to_exemplars
 from colony.ports import ModelRequest, ToolCall
-from colony.store import approvals, orgdata
+from colony.store import approvals, orgdata, replies
 from colony.store import chat as chat_store
 
 OUTPUT = "orchestrator_reply"
 KC_TOP = 3
 APPROVALS_SHOWN = 10
 BRIEF_CHARS = 2400  # ≤250 words; a longer brief is clipped, not allowed to crowd the entity
+REPLIES_SHOWN = 5
+REPLIES_SINCE = timedelta(days=7)
+REPLY_CHARS = 300  # a reply's own text, clipped
 
 
 class OrchestratorFailed(ValidationFailed):
@@ -45,6 +51,7 @@ def model_step(io: TurnIO) -> tuple[OrchestratorReply | None, tuple[ToolCall, ..
         rows = history.load(cur, io.session_id)
         queue = approvals.pending(cur, limit=APPROVALS_SHOWN)
         brief = chat_store.brief_on(cur, deps.clock().date())
+        answered = replies.recent(cur, deps.clock() - REPLIES_SINCE, REPLIES_SHOWN)
         icp = orgdata.active_icp(cur)
         org_name = orgdata.org_name(cur)
         decided = awaited(cur, rows)
@@ -80,6 +87,17 @@ def model_step(io: TurnIO) -> tuple[OrchestratorReply | None, tuple[ToolCall, ..
             brief["content"][:BRIEF_CHARS] if brief else "(no daily brief has been written today)"
         ),
         "pending_approvals": shown or "(the approval queue is empty)",
+        "recent_replies": [
+            {
+                "from": r["name"] or "a contact",
+                "re": r["subject"],
+                "sentiment": r["sentiment"],
+                "received": r["received_at"].isoformat(),
+                "text": str(r["body"])[:REPLY_CHARS],
+            }
+            for r in answered
+        ]
+        or "(no replies in the last 7 days)",
     }
     org = OrgContext(org_name=org_name, icp=IcpDefinition(**icp) if icp else None)
     definitions = tools.definitions()
@@ -107,6 +125,7 @@ def model_step(io: TurnIO) -> tuple[OrchestratorReply | None, tuple[ToolCall, ..
         "tools": [d["name"] for d in definitions],
         "pending_approvals": shown,
         "daily_brief": brief["content"] if brief else None,
+        "recent_replies": len(answered),
         "knowledge": [{"domain": e.domain, "title": e.title} for e in io.knowledge],
     }
     model_request = ModelRequest(

@@ -1,0 +1,20 @@
+"""The mail-events function's part: the provider's reader of received mail (Resend's, for the
+replies its inbound webhook names: ``colony.adapters.resend_mail``), built on first use. It
+sends nothing, so it is composed with no sender."""
+
+from __future__ import annotations
+
+from colony.ports import ReceivedMail
+from colony.runtime.deps import Parts
+from colony.settings import Settings
+
+
+def inbound(settings: Settings) -> ReceivedMail:
+    # lazy: the provider's SDK loads with the first inbound reply, not at cold start
+    from colony.adapters.resend_mail import resend_from_settings
+
+    return resend_from_settings(settings)
+
+
+def parts() -> Parts:
+    return Parts(inbound=inbound)
