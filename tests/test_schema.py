@@ -41,6 +41,9 @@ ENTITY_TABLES = {
     "erasure_jobs",  # issue 14: erasure jobs and their reports (outlive the org they name)
     "org_retention",  # issue 14: an org's retention period per data class
     "org_settings",  # issue 17: competitors and sending limits, one row per org
+    "notion_workspaces",  # issue 17: Notion workspaces an org connected (token in Secret Manager)
+    "notion_syncs",  # issue 17: backfill / reconciliation runs and their checkpoints
+    "drive_channels",  # issue 17: Drive watch channels and their expiry
 }
 
 

@@ -363,11 +363,43 @@ class PageText:
     blocks: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class DatabasePage:
+    """One page of a Notion database query: its pages and the cursor of the next (None:
+    the last)."""
+
+    pages: list[NotionPage]
+    next_cursor: str | None
+
+
 @runtime_checkable
 class NotionClient(Protocol):
     def page(self, page_id: str) -> NotionPage: ...
 
     def page_text(self, page_id: str) -> PageText: ...
+
+    def query_database(
+        self, database_id: str, cursor: str | None, page_size: int
+    ) -> DatabasePage: ...
+
+
+@runtime_checkable
+class SecretStore(Protocol):
+    """Per-org credentials we are handed at run time (an org's Notion token): Secret Manager
+    in production. ``name`` is a secret id (``[a-zA-Z0-9_-]``, at most 255); a value is
+    never logged, and only its name is stored anywhere else."""
+
+    def put(self, name: str, value: str) -> None:
+        """Create the secret if needed and make ``value`` its latest version."""
+        ...
+
+    def get(self, name: str) -> str:
+        """The latest version; ``NotFound`` if there is none."""
+        ...
+
+    def delete(self, name: str) -> None:
+        """Remove the secret and every version (absent: nothing to do)."""
+        ...
 
 
 MAX_REJECTION_ID = 200  # characters of an event id or claimed org id a rejection keeps

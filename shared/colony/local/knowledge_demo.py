@@ -31,6 +31,7 @@ FOLDER = "meetnotesdemo01"
 TITLE = "Mercy Ridge Health <> ZoomProp | Discovery Call"
 DRIVE_SECRET = "local-drive-channel-secret"  # local stand-ins only; production: Secret Manager
 NOTION_SECRET = "local-notion-signing-secret"
+NOTION_WORKSPACE = "ws-demo"
 
 
 def notion_pages() -> dict[str, Any]:
@@ -55,11 +56,22 @@ def knowledge_stand_ins(settings: Settings, org_id: str) -> Iterator[dict[str, s
             "COLONY_DRIVE_CHANNEL_TOKEN": DRIVE_SECRET,
             "COLONY_DRIVE_BASE_URL": drive.url,
             "COLONY_NOTION_SIGNING_SECRET": NOTION_SECRET,
-            "COLONY_NOTION_TOKEN": "local-notion",
             "COLONY_NOTION_BASE_URL": notion.url,
-            "COLONY_NOTION_ORG_ID": org_id,
-            "COLONY_NOTION_DOMAINS": json.dumps(pages["databases"]),
         }
+
+
+def connect_demo_workspace(settings: Settings, db: Database, org_id: str) -> None:
+    """Connect the stand-in's workspace (``webhook_event``'s default id) to the demo org, as
+    the admin API's connect does, without its backfill: the demo posts edit events instead.
+    Its token goes to the local secret store the functions read (``FileSecrets``)."""
+    from colony.adapters.secrets import FileSecrets
+    from colony.flows.notion_workspaces import secret_name
+    from colony.store import notion_workspaces
+
+    name = secret_name(org_id, NOTION_WORKSPACE)
+    FileSecrets(settings.data_dir.resolve() / "secrets").put(name, "local-notion")
+    with db.transaction(org_id) as cur:
+        notion_workspaces.connect(cur, org_id, NOTION_WORKSPACE, name, notion_pages()["databases"])
 
 
 def run_knowledge_demo(demo: DemoContext) -> None:
@@ -68,6 +80,7 @@ def run_knowledge_demo(demo: DemoContext) -> None:
 
     db, knowledge, org_id = demo.db, demo.knowledge, demo.org_id
     servers, token, say = demo.servers, demo.token, demo.say
+    connect_demo_workspace(demo.settings, db, org_id)
 
     with httpx.Client(timeout=60) as http:
         say("Drive: a Meet Notes transcript lands in the watched folder; Drive notifies us…")

@@ -132,7 +132,7 @@ QUEUES: dict[str, Queue] = {
         Queue(
             NOTION_REEMBED_QUEUE,
             target="reembed",
-            purpose="Notion page re-embed jobs (named by page + edit)",
+            purpose="Notion page re-embed jobs (page + window), backfill/reconciliation steps",
             max_dispatches_per_second=3.0,
         ),
         # An erasure job runs its phases in order; a failed attempt is retried and resumes
@@ -308,8 +308,14 @@ FUNCTIONS: dict[str, Function] = {
             trigger="http",
             topic=None,
             agent=None,
-            purpose="Cloud Tasks target: re-embed one Notion page",
-            secrets=(*EMBEDDING_SECRETS, "COLONY_NOTION_TOKEN"),
+            purpose=(
+                "Cloud Tasks target: re-embed one Notion page, backfill / reconciliation steps;"
+                " Cloud Scheduler target: daily Notion reconciliation"
+            ),
+            # each workspace's token is read from its own Secret Manager secret
+            # (colony-notion-*, granted in terraform/secrets.tf), not from a setting
+            secrets=EMBEDDING_SECRETS,
+            enqueues=(NOTION_REEMBED_QUEUE,),  # a step queues the next (or itself, after a 429)
             timeout_seconds=300,
             max_instances=1,
         ),
@@ -327,9 +333,14 @@ FUNCTIONS: dict[str, Function] = {
             trigger="http",
             topic=None,
             agent=None,
-            purpose="org admin API: erasure requests and reports, retention periods",
+            purpose=(
+                "org admin API: erasure requests and reports, retention periods, org data,"
+                " Notion workspace connections"
+            ),
             secrets=(*MODEL_FREE_SECRETS, *JWT_SECRETS),
-            enqueues=(ERASURE_QUEUE,),
+            # a connected workspace's backfill starts on the re-embed queue; its token is
+            # written to its own secret (colony-notion-*, terraform/secrets.tf)
+            enqueues=(ERASURE_QUEUE, NOTION_REEMBED_QUEUE),
             public=True,  # it verifies the bearer token and the org admin role itself
             concurrency=2,  # a few admins at a time: it only opens jobs and reads reports
             max_instances=1,

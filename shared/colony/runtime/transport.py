@@ -15,7 +15,13 @@ from typing import TYPE_CHECKING
 from colony.registry.functions import QUEUES
 
 if TYPE_CHECKING:
-    from colony.contracts.events import CampaignResume, Event, NotionReembed, SendMessage
+    from colony.contracts.events import (
+        CampaignResume,
+        Event,
+        NotionReembed,
+        NotionSyncStep,
+        SendMessage,
+    )
     from colony.ports import Transport
 
 
@@ -28,7 +34,7 @@ def publish(transport: Transport, topic: str, event: Event) -> str:
 def enqueue(
     transport: Transport,
     queue: str,
-    task: CampaignResume | NotionReembed | SendMessage,
+    task: CampaignResume | NotionReembed | NotionSyncStep | SendMessage,
     *,
     task_id: str,
     delay_seconds: float,
