@@ -346,6 +346,30 @@ class DriveClient(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class WatchChannel:
+    """A Drive push channel as Drive created it: ``expiration`` in epoch milliseconds."""
+
+    id: str
+    resource_id: str
+    expiration_ms: int
+
+
+@runtime_checkable
+class DriveChannels(Protocol):
+    """The Drive calls that keep a folder watched (``flows.drive_channels``)."""
+
+    def watch_folder(
+        self, folder_id: str, channel_id: str, address: str, token: str, expiration_ms: int
+    ) -> WatchChannel:
+        """``files.watch`` on the folder: notifications go to ``address`` with ``token``."""
+        ...
+
+    def stop_channel(self, channel_id: str, resource_id: str) -> None:
+        """``channels.stop``; a channel Drive no longer knows (404) counts as stopped."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
 class NotionPage:
     id: str
     title: str

@@ -142,3 +142,11 @@ class NotionConnect(Strict):
     ]
     token: SecretStr = Field(min_length=1, max_length=500)
     domains: dict[NotionId, NotionKc] = Field(min_length=1, max_length=50)
+
+
+class DriveWatch(Strict):
+    """Watch the org's recordings (Meet Notes) folder: Drive notifies the recording webhook."""
+
+    folder_id: Annotated[
+        str, StringConstraints(strip_whitespace=True, pattern=r"^[A-Za-z0-9_-]{1,200}$")
+    ]

@@ -74,6 +74,19 @@ def connect_demo_workspace(settings: Settings, db: Database, org_id: str) -> Non
         notion_workspaces.connect(cur, org_id, NOTION_WORKSPACE, name, notion_pages()["databases"])
 
 
+def _demo_channel(db: Database, org_id: str) -> None:
+    """The watch channel the demo's notification names, as ``flows.drive_channels.watch``
+    stores it (the stand-in's Drive does not call back; the demo posts the push itself)."""
+    from datetime import UTC, datetime, timedelta
+
+    from colony.store import drive_channels
+
+    with db.transaction(org_id) as cur:
+        if drive_channels.get(cur, "demo-channel") is None:
+            expires = datetime.now(UTC) + timedelta(days=1)
+            drive_channels.add(cur, "demo-channel", org_id, FOLDER, f"res-{FOLDER}", expires)
+
+
 def run_knowledge_demo(demo: DemoContext) -> None:
     from colony.testing.drive_server import push_headers
     from colony.testing.notion_server import signed_headers, webhook_event
@@ -81,6 +94,7 @@ def run_knowledge_demo(demo: DemoContext) -> None:
     db, knowledge, org_id = demo.db, demo.knowledge, demo.org_id
     servers, token, say = demo.servers, demo.token, demo.say
     connect_demo_workspace(demo.settings, db, org_id)
+    _demo_channel(db, org_id)
 
     with httpx.Client(timeout=60) as http:
         say("Drive: a Meet Notes transcript lands in the watched folder; Drive notifies us…")

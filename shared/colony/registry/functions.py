@@ -335,9 +335,10 @@ FUNCTIONS: dict[str, Function] = {
             agent=None,
             purpose=(
                 "org admin API: erasure requests and reports, retention periods, org data,"
-                " Notion workspace connections"
+                " Notion workspace connections, Drive folder watches"
             ),
-            secrets=(*MODEL_FREE_SECRETS, *JWT_SECRETS),
+            # the Drive channel token signs the token of a folder watch it creates
+            secrets=(*MODEL_FREE_SECRETS, *JWT_SECRETS, "COLONY_DRIVE_CHANNEL_TOKEN"),
             # a connected workspace's backfill starts on the re-embed queue; its token is
             # written to its own secret (colony-notion-*, terraform/secrets.tf)
             enqueues=(ERASURE_QUEUE, NOTION_REEMBED_QUEUE),
@@ -362,9 +363,13 @@ FUNCTIONS: dict[str, Function] = {
             trigger="http",
             topic=None,
             agent=None,
-            purpose="Cloud Tasks target: erasure jobs; Cloud Scheduler target: daily retention",
-            # the Langfuse keys delete an erased org's traces; no model is called
-            secrets=(*MODEL_FREE_SECRETS, *TRACING_SECRETS),
+            purpose=(
+                "Cloud Tasks target: erasure jobs; Cloud Scheduler targets: daily retention,"
+                " Drive channel renewal"
+            ),
+            # the Langfuse keys delete an erased org's traces; no model is called; the Drive
+            # channel token signs a renewed channel's token
+            secrets=(*MODEL_FREE_SECRETS, *TRACING_SECRETS, "COLONY_DRIVE_CHANNEL_TOKEN"),
             assets="write",  # deletes transcripts, kits and imports
             timeout_seconds=540,
             concurrency=1,

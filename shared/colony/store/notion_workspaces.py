@@ -44,6 +44,7 @@ LIST = """
 SELECT workspace_id, domains, status, connected_at, updated_at FROM notion_workspaces
 WHERE status = 'connected' OR %s ORDER BY workspace_id
 """
+SECRET_NAMES = "SELECT secret_name FROM notion_workspaces ORDER BY workspace_id"
 START_SYNC = """
 INSERT INTO notion_syncs (id, org_id, workspace_id, kind, targets)
 VALUES (%s, %s, %s, %s, %s::jsonb)
@@ -100,6 +101,11 @@ def connect(
 
 def get(cur: Any, workspace_id: str) -> Row | None:
     return fetch_one(cur, GET, (workspace_id,))
+
+
+def secret_names(cur: Any) -> list[str]:
+    """The Secret Manager names of every workspace the org ever connected."""
+    return [str(r["secret_name"]) for r in fetch_all(cur, SECRET_NAMES)]
 
 
 def list_workspaces(cur: Any, *, connected_only: bool = False) -> list[Row]:
