@@ -22,7 +22,7 @@ from colony.local.demo import DEMO_DIR
 from colony.local.progress import wait_until
 from colony.settings import Settings
 from colony.store import Database, fetch_all, fetch_one
-from colony.webhooks import watch_token
+from colony.webhooks import compact_id, watch_token
 
 if TYPE_CHECKING:
     from colony.local.campaign_demo import DemoContext
@@ -70,8 +70,9 @@ def connect_demo_workspace(settings: Settings, db: Database, org_id: str) -> Non
 
     name = secret_name(org_id, NOTION_WORKSPACE)
     FileSecrets(settings.data_dir.resolve() / "secrets").put(name, "local-notion")
+    domains = {compact_id(k): v for k, v in notion_pages()["databases"].items()}
     with db.transaction(org_id) as cur:
-        notion_workspaces.connect(cur, org_id, NOTION_WORKSPACE, name, notion_pages()["databases"])
+        notion_workspaces.connect(cur, org_id, NOTION_WORKSPACE, name, domains)
 
 
 def _demo_channel(db: Database, org_id: str) -> None:

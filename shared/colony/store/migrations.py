@@ -374,49 +374,7 @@ ALTER TABLE sequences ADD COLUMN name text NOT NULL DEFAULT '';
 # workspace, not its org: a second, read-only policy lets a transaction that names one
 # workspace (``app.notion_workspace``) read that one row, so it can route the event to its
 # org; nothing lists workspaces across orgs, and nothing but the owning org writes them.
-_CONNECTIONS = """
-CREATE TABLE notion_workspaces (
-    workspace_id  text PRIMARY KEY CHECK (length(workspace_id) BETWEEN 1 AND 100),
-    org_id        text NOT NULL REFERENCES organizations(id),
-    secret_name   text NOT NULL,
-    domains       jsonb NOT NULL CHECK (jsonb_typeof(domains) = 'object'),
-    status        text NOT NULL DEFAULT 'connected'
-                  CHECK (status IN ('connected', 'disconnected')),
-    connected_at  timestamptz NOT NULL DEFAULT now(),
-    updated_at    timestamptz NOT NULL DEFAULT now()
-);
-CREATE INDEX notion_workspaces_org ON notion_workspaces (org_id);
-CREATE TABLE notion_syncs (
-    id             text PRIMARY KEY,
-    org_id         text NOT NULL REFERENCES organizations(id),
-    workspace_id   text NOT NULL REFERENCES notion_workspaces(workspace_id) ON DELETE CASCADE,
-    kind           text NOT NULL CHECK (kind IN ('backfill', 'reconcile')),
-    targets        jsonb NOT NULL CHECK (jsonb_typeof(targets) = 'array'),
-    position       integer NOT NULL DEFAULT 0,
-    cursor         text,
-    step           integer NOT NULL DEFAULT 0,
-    status         text NOT NULL DEFAULT 'running' CHECK (status IN ('running', 'done')),
-    pages_seen     integer NOT NULL DEFAULT 0,
-    pages_synced   integer NOT NULL DEFAULT 0,
-    pages_skipped  integer NOT NULL DEFAULT 0,
-    rate_limited   integer NOT NULL DEFAULT 0,
-    started_at     timestamptz NOT NULL DEFAULT now(),
-    updated_at     timestamptz NOT NULL DEFAULT now(),
-    finished_at    timestamptz
-);
-CREATE INDEX notion_syncs_workspace ON notion_syncs (org_id, workspace_id, started_at);
-CREATE TABLE drive_channels (
-    id           text PRIMARY KEY CHECK (length(id) BETWEEN 1 AND 64),
-    org_id       text NOT NULL REFERENCES organizations(id),
-    folder_id    text NOT NULL,
-    resource_id  text NOT NULL,
-    expires_at   timestamptz NOT NULL,
-    status       text NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'stopped')),
-    created_at   timestamptz NOT NULL DEFAULT now(),
-    stopped_at   timestamptz
-);
-CREATE INDEX drive_channels_org ON drive_channels (org_id, status, expires_at);
-"""
+# The tables are in sql/0020_connections.sql (read as 0001 is).
 
 
 _NOTION_ROUTE = """
@@ -558,7 +516,7 @@ def migrations(dim: int) -> list[Migration]:
         Migration("0018_org_settings", _ORG_SETTINGS + _rls("org_settings")),
         Migration(
             "0020_connections",
-            _CONNECTIONS
+            (_SQL / "0020_connections.sql").read_text(encoding="utf-8")
             + "".join(_rls(t) for t in ("notion_workspaces", "notion_syncs", "drive_channels"))
             + _NOTION_ROUTE,
         ),
