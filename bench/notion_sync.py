@@ -21,7 +21,7 @@ import os
 import time
 from typing import Any
 
-from colony.adapters.notion import notion_from_settings
+from colony.adapters.notion import notion_for_token
 from colony.contracts.events import NotionReembed
 from colony.flows import notion_reembed
 from colony.knowledge import KnowledgeStore
@@ -29,13 +29,15 @@ from colony.llm.agent_call import llm_from_settings
 from colony.local import embedded
 from colony.runtime.deps import Deps
 from colony.settings import Settings
-from colony.store import Database, connect_factory
+from colony.store import Database, connect_factory, notion_workspaces
 from colony.testing.fakes import CountingEmbedder
 from colony.testing.inline import InlineTransport, local_deps
 from colony.testing.notion_server import NotionServer, block
 
 ORG = "org_bench_notion"
 DATABASE = "d" * 32  # the Notion database every page lives in, mapped to KC-01
+WORKSPACE = "ws-bench"
+DOMAINS = {DATABASE: "KC-01"}
 TOPICS = (
     "utilization dashboards",
     "lease abstraction",
@@ -71,8 +73,10 @@ def sync_all(deps: Deps, client: Any, pages: list[str], embedder: CountingEmbedd
     chunks = 0
     started = time.perf_counter()
     for page in pages:
-        job = NotionReembed(org_id=ORG, page_id=page, domain="KC-01", edited_time="t")
-        chunks += notion_reembed.reembed(deps, job, client)["chunks"]
+        job = NotionReembed(
+            org_id=ORG, workspace_id=WORKSPACE, page_id=page, domain="KC-01", edited_time="t"
+        )
+        chunks += notion_reembed.reembed(deps, job, lambda ws: client)["chunks"]
     seconds = time.perf_counter() - started
     batches = [len(b) for b in embedder.calls[calls:]]
     return {
@@ -103,18 +107,16 @@ def main() -> None:
         db = Database(connect_factory(base, "app"))
         with db.transaction(ORG) as cur:
             cur.execute("INSERT INTO organizations (id, name) VALUES (%s, 'bench')", (ORG,))
+            notion_workspaces.connect(cur, ORG, WORKSPACE, "colony-notion-bench", DOMAINS)
         embedder = CountingEmbedder(dim=base.embedding_dim)
         knowledge = KnowledgeStore(db, embedder)
         settings = Settings.from_env(
             {
-                "COLONY_NOTION_TOKEN": "secret_bench",
                 "COLONY_NOTION_BASE_URL": server.url,
-                "COLONY_NOTION_ORG_ID": ORG,
-                "COLONY_NOTION_DOMAINS": json.dumps({DATABASE: "KC-01"}),
             }
         )
         deps = local_deps(settings, db, InlineTransport(), llm_from_settings(settings), knowledge)
-        client = notion_from_settings(settings)
+        client = notion_for_token(settings, "secret_bench", attempts=4)
         pages = [f"{n:032x}" for n in range(1, args.pages + 1)]
         for n, page in enumerate(pages):
             server.put_page(page, f"KC page {n}", blocks(paragraphs(n)), parent_database=DATABASE)

@@ -53,3 +53,34 @@ resource "google_secret_manager_secret_version" "db_password" {
   secret      = google_secret_manager_secret.secret[each.key].id
   secret_data = each.value.result
 }
+
+# Per-org credentials handed to us at run time (issue 17 item 4): each connected Notion
+# workspace's token is its own secret, colony-notion-<digest of org and workspace>, created by
+# the admin API when an org connects it and read by the reembed worker. Terraform cannot list
+# them, so the grants are conditioned on the name prefix, never project-wide.
+locals {
+  notion_secret_prefix = "projects/${data.google_project.this.number}/secrets/colony-notion-"
+}
+
+# roles/secretmanager.admin for the admin function on colony-notion-* only: it creates the
+# secret and adds a version (a reconnect rotates the token).
+resource "google_project_iam_member" "admin_notion_secrets" {
+  project = var.project_id
+  role    = "roles/secretmanager.admin"
+  member  = "serviceAccount:${google_service_account.function["admin"].email}"
+  condition {
+    title      = "colony-notion-secrets-only"
+    expression = "resource.name.startsWith(\"${local.notion_secret_prefix}\")"
+  }
+}
+
+# roles/secretmanager.secretAccessor for the reembed worker on colony-notion-* only.
+resource "google_project_iam_member" "reembed_notion_secrets" {
+  project = var.project_id
+  role    = "roles/secretmanager.secretAccessor"
+  member  = "serviceAccount:${google_service_account.function["reembed"].email}"
+  condition {
+    title      = "colony-notion-secrets-only"
+    expression = "resource.name.startsWith(\"${local.notion_secret_prefix}\")"
+  }
+}

@@ -128,6 +128,30 @@ variable "retention_max_days" {
   }
 }
 
+variable "drive_org_ids" {
+  description = "Orgs whose Drive watch channels are renewed: one Cloud Scheduler job each."
+  type        = list(string)
+  default     = []
+}
+
+variable "drive_renew_schedule" {
+  description = "When Drive channels are renewed (cron, UTC); well inside a channel's one-day life."
+  type        = string
+  default     = "0 */4 * * *"
+}
+
+variable "notion_org_ids" {
+  description = "Orgs whose connected Notion workspaces are reconciled daily: one Cloud Scheduler job each."
+  type        = list(string)
+  default     = []
+}
+
+variable "notion_reconcile_schedule" {
+  description = "When the daily Notion reconciliation starts (cron, UTC)."
+  type        = string
+  default     = "15 4 * * *"
+}
+
 variable "brief_org_ids" {
   description = "Orgs that get a daily brief: one Cloud Scheduler job each."
   type        = list(string)

@@ -7,10 +7,11 @@ durable steps, a recording of each deal's call (transcript in GCS), KC chunks (a
 one approved from each call), chat turns and events that mention Dana, a brief, approval
 items (outbound drafts, a follow-up, a KC candidate, a kit, a content piece), the outbox,
 processed events, LLM call records, a dead letter, published content, a deployment kit,
-retention and org settings, both contacts' sequence enrollments, a rejection that claimed
-it, audit log entries about Dana's draft and Dana's address on the suppression list.
-``SEEDED`` lists the tables it fills and a test holds that to ``ORG_SCOPED_TABLES``: a new
-org table must be seeded here, so the erasure tests cover it.
+retention and org settings, both contacts' sequence enrollments, a Notion workspace and its
+backfill run, a Drive channel, a rejection that claimed it, audit log entries about Dana's
+draft and Dana's address on the suppression list. ``SEEDED`` lists the tables it fills and
+a test holds that to ``ORG_SCOPED_TABLES``: a new org table must be seeded here, so the
+erasure tests cover it.
 """
 
 from __future__ import annotations
@@ -290,6 +291,29 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
         "INSERT INTO org_settings (org_id, competitors, daily_send_cap, per_domain_hourly_cap)"
         " VALUES (%s, '[\"CareSpace\"]'::jsonb, 100, 4)",
         org,
+    )
+    # a connected Notion workspace, its backfill run, and a Drive watch channel
+    ex(
+        "INSERT INTO notion_workspaces (workspace_id, org_id, secret_name, domains)"
+        " VALUES (%s, %s, %s, '{}'::jsonb)",
+        f"ws-{org}",
+        org,
+        f"colony-notion-{org}",
+    )
+    ex(
+        "INSERT INTO notion_syncs (id, org_id, workspace_id, kind, targets)"
+        " VALUES (%s, %s, %s, 'backfill', '[]'::jsonb)",
+        f"bf-{org}",
+        org,
+        f"ws-{org}",
+    )
+    ex(
+        "INSERT INTO drive_channels (id, org_id, folder_id, resource_id, expires_at)"
+        " VALUES (%s, %s, %s, %s, now() + interval '1 day')",
+        f"ch-{org}",
+        org,
+        f"folder-{org}",
+        f"res-{org}",
     )
     ex(
         "INSERT INTO rejected_deliveries (function, claimed_org_id, reason)"

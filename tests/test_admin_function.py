@@ -24,6 +24,7 @@ from colony.runtime.deps import set_deps_for_tests
 from colony.runtime.faults import Faults
 from colony.settings import Settings
 from colony.store import fetch_all
+from colony.testing.drive_server import DriveServer
 from colony.testing.inline import InlineTransport, local_deps
 from colony.testing.langfuse_server import LangfuseServer
 from tests.apps import registered_app
@@ -104,7 +105,7 @@ def admin(
     alpha = seed_org(conn, blobs, ALPHA, DIM)
     seed_org(conn, blobs, BETA, DIM)
     conn.close()
-    with LangfuseServer() as langfuse:
+    with LangfuseServer() as langfuse, DriveServer() as drive:  # the seeded channel is stopped
         langfuse.add_trace("alpha-1", [org_tag(ALPHA)], {})
         langfuse.add_trace("beta-1", [org_tag(BETA)], {})
         settings = Settings.from_env(
@@ -116,6 +117,7 @@ def admin(
                 "LANGFUSE_PUBLIC_KEY": langfuse.public_key,
                 "LANGFUSE_SECRET_KEY": langfuse.secret_key,
                 "LANGFUSE_HOST": langfuse.url,
+                "COLONY_DRIVE_BASE_URL": drive.url,
             }
         )
         transport = InlineTransport()
@@ -168,7 +170,7 @@ def test_a_failed_attempt_is_retried_by_the_queue_and_resumes(admin: Admin) -> N
     assert failed.status_code == 503 and failed.get_json()["error"]["code"]
     (done,) = admin.run_tasks()  # Cloud Tasks retries the same task
     assert done.status_code == 200 and done.get_json()["report"]["complete"] is True
-    assert done.get_json()["phases_done"] == ["traces", "objects", "indexes", "rows"]
+    assert done.get_json()["phases_done"] == ["connections", "traces", "objects", "indexes", "rows"]
 
 
 def test_an_admin_erases_one_prospect(admin: Admin) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import threading
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
@@ -29,7 +30,7 @@ from colony.llm.runner import StructuredRunner
 from colony.local.demo import DEMO_DIR, load_demo
 from colony.runtime.faults import Faults
 from colony.settings import Settings
-from colony.store import fetch_all, fetch_one
+from colony.store import drive_channels, fetch_all, fetch_one
 from colony.testing.drive_server import DriveServer, push_headers
 from colony.testing.fakes import RecordingSleep
 from colony.testing.inline import InlineTransport, local_deps, run_until_idle
@@ -82,6 +83,7 @@ def world(testdb: PgDB, gcs):
     db = testdb.app()
     knowledge = KnowledgeStore(db, OfflineHashEmbedder())
     load_demo(db, knowledge, say=lambda _: None)
+    add_channel(db, "chan-1")
     with DriveServer(page_size_cap=2) as drive_server:
 
         def make(
@@ -106,6 +108,13 @@ def world(testdb: PgDB, gcs):
             return deps, spy
 
         yield make, drive_server, db
+
+
+def add_channel(db, channel_id: str, folder: str = FOLDER) -> None:
+    """The channel a watch created (``flows.drive_channels.watch``), as it stores it."""
+    expires = datetime.now(UTC) + timedelta(days=400)  # past every clock the tests use
+    with db.transaction(ORG) as cur:
+        drive_channels.add(cur, channel_id, ORG, folder, f"res-{folder}", expires)
 
 
 def notify(
@@ -479,6 +488,7 @@ def test_recording_over_real_functions(testdb: PgDB, gcs, tmp_path: Path) -> Non
 
     db = testdb.app()
     load_demo(db, KnowledgeStore(db, OfflineHashEmbedder()), say=lambda _: None)
+    add_channel(db, "c1")
     with DriveServer() as drive:
         drive.add_file(FOLDER, "doc-1", TITLE, TRANSCRIPT)
         env = {

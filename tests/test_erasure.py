@@ -127,15 +127,20 @@ def test_a_crash_in_any_phase_is_resumed_by_the_next_attempt(world: World) -> No
     job_id = erasure.request_org(deps, ALPHA, "user_admin")
     with pytest.raises(InjectedFault):
         erasure.run_job(deps, job_id, world.traces)  # objects gone, not yet marked
-    assert erasure.job(deps, job_id)["phases_done"] == ["traces"]
+    assert erasure.job(deps, job_id)["phases_done"] == ["connections", "traces"]
     assert erasure.request_org(deps, ALPHA, "user_admin") == job_id  # one open job per org
     with pytest.raises(InjectedFault):
         erasure.run_job(deps, job_id, world.traces)  # rows deleted, not yet marked
-    assert erasure.job(deps, job_id)["phases_done"] == ["traces", "objects", "indexes"]
+    assert erasure.job(deps, job_id)["phases_done"] == [
+        "connections",
+        "traces",
+        "objects",
+        "indexes",
+    ]
     # the org's row is gone, yet asking again (the CLI re-run) resumes the same job
     assert erasure.request_org(deps, ALPHA, "user_admin") == job_id
     done = erasure.run_job(deps, job_id, world.traces)
-    assert done["phases_done"] == ["traces", "objects", "indexes", "rows"]
+    assert done["phases_done"] == ["connections", "traces", "objects", "indexes", "rows"]
     assert done["report"]["complete"] is True
     assert world.owner_scan([ALPHA]) == {}
 

@@ -25,7 +25,7 @@ from colony.knowledge import KnowledgeStore
 from colony.knowledge.store import ChunkIn
 from colony.llm.agent_call import llm_from_settings
 from colony.settings import Settings
-from colony.store import fetch_all
+from colony.store import fetch_all, notion_workspaces
 from colony.store.db import fetch_value
 from colony.testing.fakes import CountingEmbedder, RecordingSleep
 from colony.testing.inline import InlineTransport, local_deps
@@ -38,6 +38,8 @@ SECRET = "notion-signing-secret"
 DB_KC01 = "a" * 32  # a Notion database mapped to KC-01
 DB_KC04 = "b" * 32  # one mapped to KC-04
 DB_UNMAPPED = "c" * 32  # a database no KC domain is configured for
+WORKSPACE = "ws-demo"  # what webhook_event names by default
+DOMAINS = {DB_KC01: "KC-01", DB_KC04: "KC-04", "2" * 32: "KC-04"}
 PAGE = "1" * 32
 OTHER_PAGE = "2" * 32
 PARAGRAPHS = [
@@ -59,18 +61,14 @@ def env(testdb: PgDB):
     db = testdb.app()
     with db.transaction(ORG) as cur:
         cur.execute("INSERT INTO organizations (id, name) VALUES (%s, 'ZoomProp')", (ORG,))
+        notion_workspaces.connect(cur, ORG, WORKSPACE, "colony-notion-test", DOMAINS)
     embedder = CountingEmbedder()
     knowledge = KnowledgeStore(db, embedder)
     with NotionServer() as server:
         settings = Settings.from_env(
             {
                 "COLONY_NOTION_SIGNING_SECRET": SECRET,
-                "COLONY_NOTION_TOKEN": "secret_int",
                 "COLONY_NOTION_BASE_URL": server.url,
-                "COLONY_NOTION_ORG_ID": ORG,
-                "COLONY_NOTION_DOMAINS": json.dumps(
-                    {DB_KC01: "KC-01", DB_KC04: "KC-04", OTHER_PAGE: "KC-04"}
-                ),
             }
         )
         deps = local_deps(settings, db, InlineTransport(), llm_from_settings(settings), knowledge)
@@ -85,7 +83,7 @@ def env(testdb: PgDB):
             )
         )
         try:
-            yield deps, server, client, embedder, sleep
+            yield deps, server, (lambda ws: client), embedder, sleep
         finally:
             client.close()
 
@@ -101,7 +99,13 @@ def chunks(deps, source_id: str = PAGE):
 
 
 def job(page: str = PAGE, domain: str = "KC-01") -> NotionReembed:
-    return NotionReembed(org_id=ORG, page_id=page, domain=domain, edited_time="t1")  # type: ignore[arg-type]
+    return NotionReembed(
+        org_id=ORG,
+        workspace_id=WORKSPACE,
+        page_id=page,
+        domain=domain,  # type: ignore[arg-type]
+        edited_time="t1",
+    )
 
 
 def test_webhook_verifies_signature_dedupes_and_names_tasks_by_page_and_edit(
@@ -268,11 +272,17 @@ def test_a_page_moved_to_another_mapped_database_changes_domain_without_re_embed
 
 
 def test_a_reembed_job_for_another_org_is_refused(env) -> None:
-    """The workspace belongs to COLONY_NOTION_ORG_ID; a task naming another org (locally no
-    OIDC guards the worker) must not write the workspace's pages into that org."""
+    """The workspace is connected to ORG; a task naming another org (locally no OIDC guards
+    the worker) must not write the workspace's pages into that org."""
     deps, server, client, embedder, _ = env
     server.put_page(PAGE, "Product overview", page_blocks(PARAGRAPHS[:2]))
-    other = NotionReembed(org_id="org_other", page_id=PAGE, domain="KC-01", edited_time="t1")  # type: ignore[arg-type]
+    other = NotionReembed(
+        org_id="org_other",
+        workspace_id=WORKSPACE,
+        page_id=PAGE,
+        domain="KC-01",
+        edited_time="t1",
+    )
     with pytest.raises(OrgScopeError):
         notion_reembed.reembed(deps, other, client)
     assert embedder.calls == [] and server.requests_to("notion.pages.retrieve") == []
@@ -407,6 +417,7 @@ def test_notion_webhook_to_cloud_tasks_to_reembed_over_real_functions(
     from google.cloud import tasks_v2
     from google.cloud.tasks_v2.services.cloud_tasks.transports import CloudTasksGrpcTransport
 
+    from colony.adapters.secrets import FileSecrets
     from colony.adapters.transport import queue_path
     from colony.local.functions import FunctionServers
     from colony.testing import emulators
@@ -416,6 +427,8 @@ def test_notion_webhook_to_cloud_tasks_to_reembed_over_real_functions(
     db = testdb.app()
     with db.transaction(ORG) as cur:
         cur.execute("INSERT INTO organizations (id, name) VALUES (%s, 'ZoomProp')", (ORG,))
+        notion_workspaces.connect(cur, ORG, WORKSPACE, "colony-notion-e2e", {DB_KC01: "KC-01"})
+    FileSecrets(tmp_path / "secrets").put("colony-notion-e2e", "secret_int")
     try:
         tasks = emulators.tasks_emulator(max_retries=3)
         host = tasks.__enter__()
@@ -441,10 +454,7 @@ def test_notion_webhook_to_cloud_tasks_to_reembed_over_real_functions(
                 "COLONY_TASKS_ENDPOINT": gateway.base_url,
                 "COLONY_DATA_DIR": str(tmp_path),
                 "COLONY_NOTION_SIGNING_SECRET": SECRET,
-                "COLONY_NOTION_TOKEN": "secret_int",
                 "COLONY_NOTION_BASE_URL": notion.url,
-                "COLONY_NOTION_ORG_ID": ORG,
-                "COLONY_NOTION_DOMAINS": json.dumps({DB_KC01: "KC-01"}),
             }
             names = ["notion-webhook", "reembed"]
             with FunctionServers(env, names, log_dir=tmp_path) as servers, httpx.Client() as http:
@@ -457,6 +467,13 @@ def test_notion_webhook_to_cloud_tasks_to_reembed_over_real_functions(
                 assert unsigned.json()["error"]["code"] == "unauthorized"
                 forged = http.post(url, content=body, headers=signed_headers("nope", body))
                 assert forged.status_code == 401
+                # A genuine event from a workspace no org connected: refused, not routed.
+                stranger = webhook_event(
+                    PAGE, parent_database=DB_KC01, event_id="evt-x", workspace_id="ws-other"
+                )
+                refused = http.post(url, content=stranger, headers=signed_headers(SECRET, stranger))
+                assert refused.status_code == 403
+                assert "not connected" in refused.json()["error"]["message"]
                 reply = http.post(
                     url, content=body, headers=signed_headers(SECRET, body), timeout=30
                 )

@@ -43,6 +43,9 @@ ENTITY_TABLES = {
     "org_retention",  # issue 14: an org's retention period per data class
     "org_settings",  # issue 17: competitors and sending limits, one row per org
     "replies",  # issue 18: replies to our messages, quoted history stripped (ENT-012)
+    "notion_workspaces",  # issue 17: Notion workspaces an org connected (token in Secret Manager)
+    "notion_syncs",  # issue 17: backfill / reconciliation runs and their checkpoints
+    "drive_channels",  # issue 17: Drive watch channels and their expiry
 }
 
 

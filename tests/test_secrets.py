@@ -98,11 +98,11 @@ def test_a_secret_without_version_is_unset_and_a_forbidden_one_fails(store) -> N
     with pytest.raises(ConfigError, match="GEMINI_API_KEY is required"):  # names what is missing
         unset.api_key("gemini", "COLONY_LLM_PROVIDER")
     assert len(server.requests_to("secretmanager.access")) == 2  # absences are cached too
-    values.values["colony-notion-token"] = "secret-notion-token"
-    values.denied.add("colony-notion-token")
-    with pytest.raises(ConfigError, match="may not read 'colony-notion-token'") as raised:
-        Settings.from_env(deployed_env(server, "COLONY_NOTION_TOKEN"))
-    assert "secret-notion-token" not in str(raised.value)
+    values.values["colony-notion-signing-secret"] = "secret-notion-signing"
+    values.denied.add("colony-notion-signing-secret")
+    with pytest.raises(ConfigError, match="may not read 'colony-notion-signing-secret'") as raised:
+        Settings.from_env(deployed_env(server, "COLONY_NOTION_SIGNING_SECRET"))
+    assert "secret-notion-signing" not in str(raised.value)
 
 
 def test_unknown_names_and_literal_values_are_refused(store) -> None:
@@ -117,8 +117,9 @@ def test_unknown_names_and_literal_values_are_refused(store) -> None:
 
 def test_locally_the_environment_is_used_as_it_is(store) -> None:
     _, server = store
-    settings = Settings.from_env({"OPENAI_API_KEY": "sk-local", "COLONY_NOTION_TOKEN": "nt"})
-    assert settings.openai_api_key == "sk-local" and settings.notion_token == "nt"
+    env = {"OPENAI_API_KEY": "sk-local", "COLONY_NOTION_SIGNING_SECRET": "nt"}
+    settings = Settings.from_env(env)
+    assert settings.openai_api_key == "sk-local" and settings.notion_signing_secret == "nt"
     assert server.requests == []
 
 
@@ -137,6 +138,7 @@ def test_every_credential_setting_is_declared_a_secret() -> None:
         "COLONY_JWT_PUBLIC_KEY",
         "COLONY_SIGNING_KEY_FILE",
         "COLONY_GOOGLE_JWKS_URL",
+        "COLONY_SECRET_MANAGER_ENDPOINT",  # where secrets live (a stand-in's URL), not one
     }  # DSNs
     # embed no password in production (cloudsql mode); the JWT public key, a key *file path*
     # and Google's published certificate URL (overridden only to point tests at a stand-in)

@@ -1,14 +1,16 @@
-"""Erasure jobs (the Cloud Tasks target of the erasure queue) and the daily retention run
-(the Cloud Scheduler target, one job per org); OIDC-verified in production.
+"""Erasure jobs (the Cloud Tasks target of the erasure queue), the daily retention run and
+the Drive channel renewal (Cloud Scheduler targets, one job per org); OIDC-verified in
+production.
 
-Body: ``{"task": {"kind": "erasure", "job_id": ...}}`` or
-``{"task": {"kind": "retention", "org_id": ...}}``. A failed erasure attempt raises, so Cloud
-Tasks retries it, and the retry resumes after the last finished phase.
+Body: ``{"task": {"kind": "erasure", "job_id": ...}}``,
+``{"task": {"kind": "retention", "org_id": ...}}`` or
+``{"task": {"kind": "drive.renew", "org_id": ...}}``. A failed erasure attempt raises, so
+Cloud Tasks retries it, and the retry resumes after the last finished phase.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import functions_framework
 
@@ -16,20 +18,33 @@ from colony.runtime.compose.lifecycle import parts, traces
 from colony.runtime.deps import deps
 from colony.runtime.edge import JsonRequest, http_json
 
+if TYPE_CHECKING:
+    from colony.adapters.drive import HttpDrive
+
+_drive: HttpDrive | None = None
+
 
 @functions_framework.http
 @http_json
 def handle(request: JsonRequest) -> dict[str, Any]:
-    # lazy: the flows, their task model and OIDC (PyJWT) load on the first request
-    from colony.contracts.lifecycle import ErasureTask, LifecycleBody
-    from colony.flows import erasure, retention
+    # lazy: the flows, their task model, OIDC (PyJWT) and Drive load on the first request
+    from colony.adapters.drive import drive_from_settings
+    from colony.contracts.lifecycle import DriveRenewal, ErasureTask, LifecycleBody
+    from colony.flows import drive_channels, erasure, retention
     from colony.runtime.auth import verify_google_oidc
+    from colony.runtime.notion_clients import secret_store
 
+    global _drive
     d = deps(parts)
     verify_google_oidc(
         request.authorization, d.settings.function_urls.get("data-lifecycle", ""), d.settings
     )
     task = request.parse(LifecycleBody).task
+    if _drive is None:
+        _drive = drive_from_settings(d.settings)  # its token is fetched on the first call
     if isinstance(task, ErasureTask):
-        return erasure.run_job(d, task.job_id, traces(d.settings))
+        connections = erasure.OrgConnections(_drive, secret_store(d.settings))
+        return erasure.run_job(d, task.job_id, traces(d.settings), connections)
+    if isinstance(task, DriveRenewal):
+        return drive_channels.renew(d, _drive, task.org_id)
     return retention.enforce(d, task.org_id)

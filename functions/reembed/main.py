@@ -1,4 +1,10 @@
-"""Cloud Tasks target: re-embed one Notion page into its KC domain (OIDC in production)."""
+"""Cloud Tasks target of the re-embed queue, and the daily Notion reconciliation's Cloud
+Scheduler target (OIDC in production).
+
+Bodies (``contracts.events.NotionTaskBody``): ``notion.reembed`` (one page, from the webhook),
+``notion.sync`` (one step of a backfill or reconciliation run), ``notion.reconcile`` with an
+``org_id`` (start the day's reconciliation of the org's connected workspaces).
+"""
 
 from __future__ import annotations
 
@@ -12,22 +18,27 @@ from colony.runtime.edge import JsonRequest, http_json
 from colony.runtime.edge.invoker import invoker_only
 
 if TYPE_CHECKING:
-    from colony.ports import NotionClient
+    from colony.runtime.notion_clients import WorkspaceClients
 
-_notion: NotionClient | None = None
+_clients: WorkspaceClients | None = None
 
 
 @functions_framework.http
 @http_json(caller=invoker_only("reembed"))  # Cloud Tasks / Scheduler, by OIDC
 def handle(request: JsonRequest) -> dict[str, Any]:
-    # lazy: the Notion client (httpx) and the flow load on the first request
-    from colony.adapters.notion import notion_from_settings
-    from colony.contracts.events import NotionReembed
+    # lazy: the Notion clients (httpx), Secret Manager and the flows load on the first request
+    from colony.contracts.events import NotionReconcile, NotionSyncStep, NotionTaskBody
+    from colony.flows.notion_backfill import reconcile, step
     from colony.flows.notion_reembed import reembed
+    from colony.runtime.notion_clients import WorkspaceClients, secret_store
 
-    global _notion
+    global _clients
     d = deps(parts)
-    job = request.parse(NotionReembed)
-    if _notion is None:
-        _notion = notion_from_settings(d.settings)
-    return reembed(d, job, _notion)
+    task = request.parse(NotionTaskBody).root
+    if isinstance(task, NotionReconcile):
+        return reconcile(d, task.org_id)
+    if _clients is None:
+        _clients = WorkspaceClients(d.settings, secret_store(d.settings))
+    if isinstance(task, NotionSyncStep):
+        return step(d, task, _clients)
+    return reembed(d, task, _clients)

@@ -346,6 +346,30 @@ class DriveClient(Protocol):
 
 
 @dataclass(frozen=True, slots=True)
+class WatchChannel:
+    """A Drive push channel as Drive created it: ``expiration`` in epoch milliseconds."""
+
+    id: str
+    resource_id: str
+    expiration_ms: int
+
+
+@runtime_checkable
+class DriveChannels(Protocol):
+    """The Drive calls that keep a folder watched (``flows.drive_channels``)."""
+
+    def watch_folder(
+        self, folder_id: str, channel_id: str, address: str, token: str, expiration_ms: int
+    ) -> WatchChannel:
+        """``files.watch`` on the folder: notifications go to ``address`` with ``token``."""
+        ...
+
+    def stop_channel(self, channel_id: str, resource_id: str) -> None:
+        """``channels.stop``; a channel Drive no longer knows (404) counts as stopped."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
 class NotionPage:
     id: str
     title: str
@@ -363,11 +387,43 @@ class PageText:
     blocks: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class DatabasePage:
+    """One page of a Notion database query: its pages and the cursor of the next (None:
+    the last)."""
+
+    pages: list[NotionPage]
+    next_cursor: str | None
+
+
 @runtime_checkable
 class NotionClient(Protocol):
     def page(self, page_id: str) -> NotionPage: ...
 
     def page_text(self, page_id: str) -> PageText: ...
+
+    def query_database(
+        self, database_id: str, cursor: str | None, page_size: int
+    ) -> DatabasePage: ...
+
+
+@runtime_checkable
+class SecretStore(Protocol):
+    """Per-org credentials we are handed at run time (an org's Notion token): Secret Manager
+    in production. ``name`` is a secret id (``[a-zA-Z0-9_-]``, at most 255); a value is
+    never logged, and only its name is stored anywhere else."""
+
+    def put(self, name: str, value: str) -> None:
+        """Create the secret if needed and make ``value`` its latest version."""
+        ...
+
+    def get(self, name: str) -> str:
+        """The latest version; ``NotFound`` if there is none."""
+        ...
+
+    def delete(self, name: str) -> None:
+        """Remove the secret and every version (absent: nothing to do)."""
+        ...
 
 
 MAX_REJECTION_ID = 200  # characters of an event id or claimed org id a rejection keeps

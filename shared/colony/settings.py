@@ -63,7 +63,6 @@ SECRETS: dict[str, str] = {
     "COLONY_UNSUBSCRIBE_TOKEN_KEY": "colony-unsubscribe-token-key",
     "COLONY_DRIVE_CHANNEL_TOKEN": "colony-drive-channel-token",
     "COLONY_NOTION_SIGNING_SECRET": "colony-notion-signing-secret",
-    "COLONY_NOTION_TOKEN": "colony-notion-token",
     "COLONY_CLERK_WEBHOOK_SECRET": "colony-clerk-webhook-secret",
 }
 
@@ -105,6 +104,7 @@ class Settings:
     # Local servers speaking the Pub/Sub and Cloud Tasks REST APIs (emulators); None: Google's
     pubsub_emulator_host: str | None = None  # host:port, as the Google SDKs read it
     tasks_endpoint: str | None = None  # a URL (the Cloud Tasks emulator's REST gateway)
+    secret_manager_endpoint: str | None = None  # a URL (a Secret Manager REST stand-in)
     invoker_service_account: str | None = None  # OIDC identity for Cloud Tasks / Scheduler
     # who is calling
     jwt_public_key: str | None = None  # PEM; local mode signs with .colony/jwt_private.pem
@@ -133,10 +133,7 @@ class Settings:
     drive_channel_token: str | None = None  # the token we set on the Drive watch channel
     drive_base_url: str | None = None  # None: https://www.googleapis.com (local: a stand-in)
     notion_signing_secret: str | None = None  # verifies X-Notion-Signature
-    notion_token: str | None = None  # the integration token the re-embed worker reads with
     notion_base_url: str | None = None  # None: https://api.notion.com (local: a stand-in)
-    notion_domains: Mapping[str, str] = field(default_factory=dict)  # Notion id → KC-01..07
-    notion_org_id: str | None = None  # the org the Notion workspace (and its secret) belongs to
     clerk_webhook_secret: str | None = None  # ``whsec_...``: verifies Clerk's Svix signatures
     recording_parallelism: int = 8  # AGT-006 pass-1 chunks in flight at once
     # The deployed function this process serves (K_SERVICE, which Cloud Run sets on a gen2
@@ -254,6 +251,7 @@ class Settings:
             gcp_region=get("COLONY_GCP_REGION") or "us-central1",
             pubsub_emulator_host=get("PUBSUB_EMULATOR_HOST"),
             tasks_endpoint=get("COLONY_TASKS_ENDPOINT"),
+            secret_manager_endpoint=get("COLONY_SECRET_MANAGER_ENDPOINT"),
             invoker_service_account=get("COLONY_INVOKER_SERVICE_ACCOUNT"),
             jwt_public_key=get("COLONY_JWT_PUBLIC_KEY"),
             jwt_jwks_url=get("COLONY_JWT_JWKS_URL"),
@@ -279,10 +277,7 @@ class Settings:
             drive_channel_token=get("COLONY_DRIVE_CHANNEL_TOKEN"),
             drive_base_url=get("COLONY_DRIVE_BASE_URL"),
             notion_signing_secret=get("COLONY_NOTION_SIGNING_SECRET"),
-            notion_token=get("COLONY_NOTION_TOKEN"),
             notion_base_url=get("COLONY_NOTION_BASE_URL"),
-            notion_domains=_notion_domains(get("COLONY_NOTION_DOMAINS")),
-            notion_org_id=get("COLONY_NOTION_ORG_ID"),
             clerk_webhook_secret=get("COLONY_CLERK_WEBHOOK_SECRET"),
             recording_parallelism=_bounded_int(
                 "COLONY_RECORDING_PARALLELISM", get("COLONY_RECORDING_PARALLELISM"), 8, 1, 32
@@ -320,7 +315,7 @@ class Settings:
     def __repr__(self) -> str:  # never print a secret
         hidden = {"db_password", "db_owner_password", "openai_api_key", "gemini_api_key"}
         hidden |= {"langfuse_secret_key", "approval_token_key", "delivery_webhook_secret"}
-        hidden |= {"drive_channel_token", "notion_signing_secret", "notion_token"}
+        hidden |= {"drive_channel_token", "notion_signing_secret"}
         hidden |= {"smtp_password", "unsubscribe_token_key", "clerk_webhook_secret"}
         hidden |= {"resend_api_key"}
         # sentry_dsn is hidden by its *dsn suffix
@@ -391,26 +386,6 @@ def _bounded_int(name: str, text: str | None, default: int, low: int, high: int)
     if not text.isdigit() or not low <= int(text) <= high:
         raise ConfigError(f"{name}={text!r} must be an integer in {low}..{high}")
     return int(text)
-
-
-_KC_NOTION = re.compile(r"^KC-0[1-7]$")
-
-
-def _notion_domains(text: str | None) -> dict[str, str]:
-    """``COLONY_NOTION_DOMAINS``: JSON mapping Notion page/database ids to KC-01..KC-07."""
-    if not text:
-        return {}
-    try:
-        value = json.loads(text)
-    except ValueError as error:
-        raise ConfigError(f"COLONY_NOTION_DOMAINS is not JSON: {error}") from error
-    if not isinstance(value, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) and _KC_NOTION.match(v) for k, v in value.items()
-    ):
-        raise ConfigError(
-            'COLONY_NOTION_DOMAINS must map Notion ids to KC-01..KC-07: {"<page id>": "KC-01"}'
-        )
-    return {k.replace("-", ""): v for k, v in value.items()}
 
 
 def _retention(text: str | None) -> dict[str, int]:

@@ -2,7 +2,8 @@
 
 ``DriveClient`` is the port the recording webhook sees; ``HttpDrive`` speaks Drive v3's REST
 shapes (``files.list`` with ``q``/``fields``/``pageToken``, ``files.export`` for Google Docs,
-``files.get?alt=media`` for uploaded text), against ``https://www.googleapis.com`` or a local
+``files.get?alt=media`` for uploaded text), and ``DriveChannels``' ``files.watch`` /
+``channels.stop``, against ``https://www.googleapis.com`` or a local
 stand-in (``colony.testing.drive_server``).
 
 What a watch-channel notification means and whether it is genuine is ``colony.webhooks``.
@@ -11,9 +12,11 @@ What a watch-channel notification means and whether it is genuine is ``colony.we
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from typing import Any
 
 from colony.adapters.rest import RestClient
-from colony.ports import DriveFile
+from colony.errors import NotFound
+from colony.ports import DriveFile, WatchChannel
 from colony.settings import Settings
 from colony.webhooks import GOOGLE_DOC
 
@@ -68,6 +71,36 @@ class HttpDrive:
             )
         return response.content
 
+    def watch_folder(
+        self, folder_id: str, channel_id: str, address: str, token: str, expiration_ms: int
+    ) -> WatchChannel:
+        body = {
+            "id": channel_id,
+            "type": "web_hook",
+            "address": address,
+            "token": token,
+            "expiration": str(expiration_ms),
+        }
+        answer = self._rest.send(
+            "POST",
+            f"/drive/v3/files/{folder_id}/watch",
+            params={"supportsAllDrives": "true"},
+            json=body,
+        ).json()
+        return WatchChannel(
+            str(answer["id"]), str(answer["resourceId"]), int(answer.get("expiration") or 0)
+        )
+
+    def stop_channel(self, channel_id: str, resource_id: str) -> None:
+        try:
+            self._rest.send(
+                "POST",
+                "/drive/v3/channels/stop",
+                json={"id": channel_id, "resourceId": resource_id},
+            )
+        except NotFound:
+            return  # expired or already stopped: nothing left to stop
+
     def close(self) -> None:
         self._rest.close()
 
@@ -90,16 +123,21 @@ def _static(value: str) -> Callable[[], str]:
 
 
 def _google_token() -> Callable[[], str]:
-    # lazy: google-auth, loaded for the first Drive token
-    import google.auth
-    import google.auth.transport.requests
-
-    credentials, _ = google.auth.default(scopes=[DRIVE_SCOPE])
-    request = google.auth.transport.requests.Request()
+    """A token source over Application Default Credentials, found on the first call (a
+    function that never calls Drive, e.g. an erasure of an org with no channel, needs none)."""
+    state: dict[str, Any] = {}
 
     def token() -> str:
+        if not state:
+            # lazy: google-auth, loaded for the first Drive token
+            import google.auth
+            import google.auth.transport.requests
+
+            state["credentials"], _ = google.auth.default(scopes=[DRIVE_SCOPE])
+            state["request"] = google.auth.transport.requests.Request()
+        credentials = state["credentials"]
         if not credentials.valid:
-            credentials.refresh(request)
+            credentials.refresh(state["request"])
         return str(credentials.token)
 
     return token

@@ -2,9 +2,12 @@
 
 ``colony.ports.NotionClient`` is the port the re-embed worker sees; ``HttpNotion`` speaks the
 public REST shapes (``GET /v1/pages/{id}``, ``GET /v1/blocks/{id}/children`` with ``start_cursor`` /
-``page_size`` pagination, children fetched for blocks with ``has_children``), honours 429
+``page_size`` pagination, children fetched for blocks with ``has_children``;
+``POST /v1/databases/{id}/query`` one page at a time, for the backfill), honours 429
 ``Retry-After`` through ``RestClient``, and runs against ``https://api.notion.com`` or a local
-stand-in (``colony.testing.notion_server``).
+stand-in (``colony.testing.notion_server``). ``notion_for_token`` builds the client of one
+connected workspace; with ``attempts=1`` a 429 is raised at once (``ProviderUnavailable``
+carrying ``Retry-After``) so a durable task can be rescheduled instead of sleeping.
 
 Webhook signatures are checked by ``colony.webhooks``.
 """
@@ -16,7 +19,7 @@ from typing import Any
 
 from colony.adapters.rest import RestClient
 from colony.errors import ConfigError, ValidationFailed
-from colony.ports import NotionPage, PageText
+from colony.ports import DatabasePage, NotionPage, PageText
 from colony.settings import Settings
 from colony.webhooks import compact_id
 
@@ -53,6 +56,19 @@ class HttpNotion:
 
     def page_text(self, page_id: str) -> PageText:
         return read_blocks(self._children, page_id)
+
+    def query_database(self, database_id: str, cursor: str | None, page_size: int) -> DatabasePage:
+        body: dict[str, Any] = {"page_size": max(1, min(page_size, 100))}
+        if cursor:
+            body["start_cursor"] = cursor
+        answer = self._rest.send("POST", f"/v1/databases/{database_id}/query", json=body).json()
+        pages = [
+            page_from_object(item)
+            for item in answer.get("results") or []
+            if isinstance(item, Mapping) and item.get("object") == "page"
+        ]
+        more = bool(answer.get("has_more")) and bool(answer.get("next_cursor"))
+        return DatabasePage(pages, str(answer["next_cursor"]) if more else None)
 
     def _children(self, block_id: str) -> Iterator[Mapping[str, Any]]:
         """A block's children, every page of them (fetched as they are read)."""
@@ -140,17 +156,23 @@ def _title(properties: Mapping[str, Any]) -> str:
     return ""
 
 
-def notion_from_settings(
-    settings: Settings, *, sleep: Callable[[float], None] | None = None
+def notion_for_token(
+    settings: Settings,
+    token: str,
+    *,
+    attempts: int = 1,
+    sleep: Callable[[float], None] | None = None,
 ) -> HttpNotion:
-    if not settings.notion_token:
-        raise ConfigError("COLONY_NOTION_TOKEN is required to read Notion pages")
+    """The client of one connected workspace, reading with its ``token``."""
+    if not token:
+        raise ConfigError("a connected Notion workspace has an empty token")
     extra: dict[str, Any] = {"sleep": sleep} if sleep else {}
     rest = RestClient(
         "Notion",
         settings.notion_base_url or "https://api.notion.com",
-        lambda: str(settings.notion_token),
+        lambda: token,
         headers={"Notion-Version": NOTION_VERSION},
+        attempts=attempts,
         **extra,
     )
     return HttpNotion(rest)

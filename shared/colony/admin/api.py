@@ -11,7 +11,12 @@ Routes (JSON; ``Authorization: Bearer <Clerk session JWT>``):
 - ``GET``/``PUT /orgs/{org}/icp``: the active ICP definition and anti-ICP rules
   (``contracts.admin.IcpReplace``; a replace writes a new version);
 - ``GET``/``PUT /orgs/{org}/sequences``: the sequence library (``SequenceLibrary``);
-- ``GET``/``PUT /orgs/{org}/settings``: competitors and sending limits (``OrgSettingsReplace``).
+- ``GET``/``PUT /orgs/{org}/settings``: competitors and sending limits (``OrgSettingsReplace``);
+- ``POST /orgs/{org}/notion`` → 202: connect a Notion workspace (``NotionConnect``: its id, its
+  token, its KC mapping) and start its backfill; 409 if another org holds the workspace;
+- ``GET /orgs/{org}/notion``: the org's workspaces and their backfill / reconciliation runs;
+- ``POST /orgs/{org}/drive/watch`` → 201 (``{"folder_id"}``): watch the org's recordings
+  folder (a Drive channel, renewed by the scheduler); ``GET /orgs/{org}/drive/channels``.
 
 A replace body with an unknown field, or a rule that cannot work, is a 422 naming it.
 
@@ -29,10 +34,16 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from colony.contracts.admin import IcpReplace, OrgSettingsReplace, SequenceLibrary
+from colony.contracts.admin import (
+    DriveWatch,
+    IcpReplace,
+    NotionConnect,
+    OrgSettingsReplace,
+    SequenceLibrary,
+)
 from colony.contracts.lifecycle import RetentionUpdate
 from colony.errors import NotFound, OrgScopeError, Unauthorized, Unprocessable, ValidationFailed
-from colony.flows import erasure, org_admin, retention
+from colony.flows import drive_channels, erasure, notion_workspaces, org_admin, retention
 from colony.runtime.auth import Principal, verify_bearer
 from colony.runtime.deps import Deps
 from colony.runtime.edge import JsonRequest
@@ -47,6 +58,8 @@ CONTACT_ERASURE = re.compile(rf"^/orgs/(?P<org>{_ID})/contacts/(?P<contact>{_ID}
 JOB = re.compile(rf"^/erasures/(?P<job>{_ID})$")
 RETENTION = re.compile(rf"^/orgs/(?P<org>{_ID})/retention$")
 ORG_DATA = re.compile(rf"^/orgs/(?P<org>{_ID})/(?P<what>icp|sequences|settings)$")
+NOTION = re.compile(rf"^/orgs/(?P<org>{_ID})/notion$")
+DRIVE = re.compile(rf"^/orgs/(?P<org>{_ID})/drive/(?P<what>watch|channels)$")
 
 
 def is_org_admin(claims: Mapping[str, Any]) -> bool:
@@ -138,4 +151,39 @@ def handle(deps: Deps, request: JsonRequest) -> tuple[dict[str, Any], int] | dic
         org = match["org"]
         _admin_of(deps, request, org)
         return _org_data(deps, request, org, match["what"])
+    if match := NOTION.match(path):
+        _method(request, "GET", "POST")
+        org = match["org"]
+        _admin_of(deps, request, org)
+        if request.method == "GET":
+            return notion_workspaces.status(deps, org)
+        # lazy: Secret Manager's client loads with the first connect
+        from colony.runtime.notion_clients import secret_store
+
+        body = _replacement(request, NotionConnect)
+        return notion_workspaces.connect(deps, secret_store(deps.settings), org, body), 202
+    if match := DRIVE.match(path):
+        org = match["org"]
+        if match["what"] == "channels":
+            _method(request, "GET")
+            _admin_of(deps, request, org)
+            return drive_channels.channels(deps, org)
+        _method(request, "POST")
+        _admin_of(deps, request, org)
+        watch = _replacement(request, DriveWatch)
+        return drive_channels.watch(deps, _drive(deps), org, watch.folder_id), 201
     raise NotFound("there is nothing at this path")
+
+
+_drives: dict[int, Any] = {}
+
+
+def _drive(deps: Deps) -> Any:
+    """This instance's Drive client (built on the first watch)."""
+    # lazy: httpx and google-auth, for the first Drive call
+    from colony.adapters.drive import drive_from_settings
+
+    key = id(deps.settings)
+    if key not in _drives:
+        _drives[key] = drive_from_settings(deps.settings)
+    return _drives[key]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from itertools import pairwise
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StringConstraints, model_validator
+from pydantic import Field, SecretStr, StringConstraints, model_validator
 
 from colony.contracts.common import TIERS, OutboundAngle, SequenceTier, Strict
 
@@ -124,3 +124,32 @@ class OrgSettingsReplace(Strict):
         if len(set(lowered)) != len(lowered):
             raise ValueError("competitors: a name is listed twice")
         return self
+
+
+NotionId = Annotated[
+    str,
+    StringConstraints(
+        strip_whitespace=True, pattern=r"^[0-9a-fA-F]{8}-?([0-9a-fA-F]{4}-?){3}[0-9a-fA-F]{12}$"
+    ),
+]
+NotionKc = Literal["KC-01", "KC-02", "KC-03", "KC-04", "KC-05", "KC-06", "KC-07"]
+
+
+class NotionConnect(Strict):
+    """Connect a Notion workspace: its id (as Notion's events name it), the integration's
+    access token for it (stored in Secret Manager, never echoed or logged), and which of its
+    databases (or single pages) feed which Knowledge Core domain (KC-01..07)."""
+
+    workspace_id: Annotated[
+        str, StringConstraints(strip_whitespace=True, pattern=r"^[A-Za-z0-9_-]{1,100}$")
+    ]
+    token: SecretStr = Field(min_length=1, max_length=500)
+    domains: dict[NotionId, NotionKc] = Field(min_length=1, max_length=50)
+
+
+class DriveWatch(Strict):
+    """Watch the org's recordings (Meet Notes) folder: Drive notifies the recording webhook."""
+
+    folder_id: Annotated[
+        str, StringConstraints(strip_whitespace=True, pattern=r"^[A-Za-z0-9_-]{1,200}$")
+    ]

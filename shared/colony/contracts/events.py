@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import Field, TypeAdapter
+from pydantic import Field, RootModel, TypeAdapter
 
 from colony.contracts.common import Strict
 from colony.contracts.envelope import HandoffEnvelope
@@ -89,6 +89,9 @@ class RecordingProcessed(Strict):
     recording_id: str = _ID
 
 
+NotionDomain = Literal["KC-01", "KC-02", "KC-03", "KC-04", "KC-05", "KC-06", "KC-07"]
+
+
 class NotionReembed(Strict):
     """The Cloud Tasks body of one re-embed job: sync one Notion page into its KC domain.
 
@@ -101,9 +104,39 @@ class NotionReembed(Strict):
 
     kind: Literal["notion.reembed"] = "notion.reembed"
     org_id: str = _ID
+    workspace_id: str = Field(min_length=1, max_length=100)
     page_id: str = Field(min_length=1, max_length=64)
-    domain: Literal["KC-01", "KC-02", "KC-03", "KC-04", "KC-05", "KC-06", "KC-07"] | None = None
+    domain: NotionDomain | None = None
     edited_time: str = Field(min_length=1, max_length=64)
+
+
+class NotionSyncStep(Strict):
+    """The Cloud Tasks body of one step of a backfill or reconciliation run
+    (``flows.notion_backfill``): one page of one mapped database. ``step`` must be the run's
+    current step (its checkpoint in ``notion_syncs``); any other is a stale duplicate."""
+
+    kind: Literal["notion.sync"] = "notion.sync"
+    org_id: str = _ID
+    workspace_id: str = Field(min_length=1, max_length=100)
+    sync_id: str = _ID
+    step: int = Field(ge=0)
+
+
+class NotionReconcile(Strict):
+    """The daily Cloud Scheduler body (one job per org, as retention's): start the day's
+    reconciliation run of each of the org's connected workspaces."""
+
+    kind: Literal["notion.reconcile"] = "notion.reconcile"
+    org_id: str = _ID
+
+
+NotionTask = Annotated[
+    NotionReembed | NotionSyncStep | NotionReconcile, Field(discriminator="kind")
+]
+
+
+class NotionTaskBody(RootModel[NotionTask]):
+    """What the re-embed worker accepts: one of the three, told apart by ``kind``."""
 
 
 class ContentRequest(Strict):

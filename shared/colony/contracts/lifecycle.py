@@ -26,7 +26,14 @@ class RetentionRun(Strict):
     org_id: str = Field(min_length=1, max_length=200)
 
 
-LifecycleTask = Annotated[ErasureTask | RetentionRun, Field(discriminator="kind")]
+class DriveRenewal(Strict):
+    """Cloud Scheduler, every few hours per org: renew its Drive channels before they expire."""
+
+    kind: Literal["drive.renew"] = "drive.renew"
+    org_id: str = Field(min_length=1, max_length=200)
+
+
+LifecycleTask = Annotated[ErasureTask | RetentionRun | DriveRenewal, Field(discriminator="kind")]
 
 
 class LifecycleBody(Strict):

@@ -1,7 +1,9 @@
 """The Drive webhook (SPEC §6.3; seed §5.3): a push notification → transcripts in GCS → ENT-006.
 
-    Drive push ─► verify the channel token (it names the org) ─► dedupe (channel, message
-        number) ─► list the folder ─► each new transcript → GCS, one ENT-006 row ─►
+    Drive push ─► verify the channel token (it names the org) ─► the channel is one we
+        created for that org and folder, active and unexpired (``flows.drive_channels``) ─►
+        dedupe (channel, message number) ─► list the folder ─► each new transcript → GCS,
+        one ENT-006 row ─►
         ``recording.received`` on colony-recording-intelligence (AGT-006, ``flows.recording``)
 
 Model-free: nothing here (or below it) imports the LLM, context or knowledge packages, so the
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from colony.contracts.events import RecordingReceived
 from colony.errors import NotFound, ResponseTooLarge, ValidationFailed
+from colony.flows import drive_channels
 from colony.flows.deps import FlowDeps
 from colony.ports import DriveClient
 from colony.registry.functions import AGENT_TOPICS
@@ -43,6 +46,7 @@ def ingest(deps: FlowDeps, headers: Headers, drive: DriveClient) -> dict[str, An
     channel, number = headers.get("X-Goog-Channel-ID"), headers.get("X-Goog-Message-Number")
     if not channel or not number or not (number.isascii() and number.isdigit()):
         raise ValidationFailed("a Drive notification needs X-Goog-Channel-ID and a message number")
+    drive_channels.check(deps, org, channel, folder)
     event_id = f"{channel[:100]}:{number}"
     if idempotency.seen(deps.db, org, "drive-webhook", event_id):
         return {"status": "duplicate"}

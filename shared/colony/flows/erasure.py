@@ -7,6 +7,9 @@ simply finds less to do. It ends with a verification report, stored on the job a
 
 Org phases, in order:
 
+0. ``connections``: the org's Drive watch channels stopped at Drive (``channels.stop``; a
+   disabled org must stop receiving notifications first) and its Notion workspaces' tokens
+   deleted from Secret Manager (``OrgConnections``; None: nothing outside to undo);
 1. ``traces``: every Langfuse trace tagged ``org:<org>`` (``ports.TraceArchive``) deleted;
 2. ``objects``: every object under the org's folders (``ORG_PREFIXES``) and every object an
    org row names (transcript URIs, kit objects), deleted;
@@ -28,18 +31,29 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from colony.contracts.lifecycle import ErasureTask, LifecycleBody
 from colony.errors import NotFound
+from colony.flows import drive_channels
 from colony.flows.deps import FlowDeps
 from colony.knowledge.indexes import check_org_literal, existing_org_indexes
-from colony.ports import TraceArchive, org_tag
+from colony.ports import DriveChannels, SecretStore, TraceArchive, org_tag
 from colony.registry.functions import ERASURE_QUEUE, QUEUES
-from colony.store import erasure, erasure_contact
+from colony.store import erasure, erasure_contact, notion_workspaces
+
+
+@dataclass(frozen=True, slots=True)
+class OrgConnections:
+    """What an org connected outside our database: its Drive channels, its secrets."""
+
+    drive: DriveChannels | None = None
+    secrets: SecretStore | None = None
+
 
 ORG_PREFIXES = ("transcripts/{org}/", "deployment-kits/{org}/", "imports/{org}/")
-ORG_PHASES = ("traces", "objects", "indexes", "rows")
+ORG_PHASES = ("connections", "traces", "objects", "indexes", "rows")
 CONTACT_PHASES = ("objects", "rows")
 
 
@@ -94,7 +108,12 @@ def job(deps: FlowDeps, job_id: str) -> dict[str, Any]:
     }
 
 
-def run_job(deps: FlowDeps, job_id: str, traces: TraceArchive | None) -> dict[str, Any]:
+def run_job(
+    deps: FlowDeps,
+    job_id: str,
+    traces: TraceArchive | None,
+    connections: OrgConnections | None = None,
+) -> dict[str, Any]:
     """Run the job's remaining phases and its verification; returns the job with its report.
     ``traces`` None: tracing is off in this deployment, so no trace was ever kept."""
     current = job(deps, job_id)
@@ -104,7 +123,7 @@ def run_job(deps: FlowDeps, job_id: str, traces: TraceArchive | None) -> dict[st
     done = set(current["phases_done"])
     phases: dict[str, Callable[[], None]]
     if contact_id is None:
-        phases = _org_phases(deps, org, traces)
+        phases = _org_phases(deps, org, traces, connections or OrgConnections())
 
         def verify() -> dict[str, Any]:
             return verify_org(deps, org, traces)
@@ -131,8 +150,17 @@ def run_job(deps: FlowDeps, job_id: str, traces: TraceArchive | None) -> dict[st
 
 
 def _org_phases(
-    deps: FlowDeps, org: str, traces: TraceArchive | None
+    deps: FlowDeps, org: str, traces: TraceArchive | None, connections: OrgConnections
 ) -> dict[str, Callable[[], None]]:
+    def erase_connections() -> None:
+        if connections.drive is not None:
+            drive_channels.stop_org(deps, connections.drive, org)
+        if connections.secrets is not None:
+            with deps.db.transaction(org) as cur:
+                names = notion_workspaces.secret_names(cur)
+            for name in names:
+                connections.secrets.delete(name)
+
     def erase_traces() -> None:
         if traces is not None and (ids := traces.trace_ids(org_tag(org))):
             traces.delete(ids)
@@ -155,6 +183,7 @@ def _org_phases(
             erasure.erase_rejections(cur, org)
 
     return {
+        "connections": erase_connections,
         "traces": erase_traces,
         "objects": erase_objects,
         "indexes": erase_indexes,

@@ -7,8 +7,10 @@
         re-embedding; vanished chunks deleted; all in ONE transaction per page) ─► a trashed,
         archived or unreachable page is removed
 
-The Notion integration reads one workspace, which belongs to one org
-(``COLONY_NOTION_ORG_ID``): a job naming any other org is refused.
+The job names its org and workspace (``flows.notion_webhook`` routed the event); the worker
+reads with that workspace's own client (its token), and only a workspace connected to the
+job's org is read: a job naming another org's workspace is refused. ``sync_page`` is what the
+backfill (``flows.notion_backfill``) reuses for each page a database query lists.
 """
 
 from __future__ import annotations
@@ -17,54 +19,62 @@ import logging
 from typing import Any
 
 from colony.contracts.events import NotionReembed
-from colony.errors import NotFound, OrgScopeError, ValidationFailed
+from colony.errors import NotFound, ValidationFailed
 from colony.flows.deps import FlowDeps
 from colony.flows.notion_pages import domain_for
+from colony.flows.notion_workspaces import NotionConnector, Workspace, workspace
 from colony.knowledge.chunking import chunk_text
 from colony.knowledge.store import ChunkIn, SyncResult
-from colony.ports import NotionClient
+from colony.ports import NotionClient, NotionPage
 from colony.store.rejections import DbRejections
 
 log = logging.getLogger("colony.notion_sync")
 
 
-def reembed(deps: FlowDeps, job: NotionReembed, notion: NotionClient) -> dict[str, Any]:
+def reembed(deps: FlowDeps, job: NotionReembed, connect: NotionConnector) -> dict[str, Any]:
     """Make the KC chunks of one Notion page equal the page as it is now: in the domain its
     current parent maps to (moved there if it was elsewhere), or gone when nothing maps it."""
-    if job.org_id != deps.settings.notion_org_id:
-        # The integration token reads one workspace, which belongs to one org: a job naming
-        # any other org (a forged or misrouted task) must not write that workspace into it.
-        raise OrgScopeError("this re-embed job names an org the Notion workspace is not for")
-    source_id = job.page_id
+    # Raises OrgScopeError unless the job's org holds the workspace (a forged or misrouted
+    # task must not write one org's workspace into another).
+    ws = workspace(deps, job.org_id, job.workspace_id)
+    notion = connect(ws)
     try:
         page = notion.page(job.page_id)
     except NotFound:  # deleted for good, or no longer shared with the integration
-        removed = deps.knowledge.delete_source(job.org_id, "notion", source_id)
+        removed = deps.knowledge.delete_source(job.org_id, "notion", job.page_id)
         return {"page_id": job.page_id, "removed": removed}
+    return sync_page(deps, ws, page, notion, job.edited_time)
+
+
+def sync_page(
+    deps: FlowDeps, ws: Workspace, page: NotionPage, notion: NotionClient, edited: str
+) -> dict[str, Any]:
+    """Sync one page (as Notion described it) into the domain its parent maps to."""
+    org = ws.org_id
     if page.gone:
-        removed = deps.knowledge.delete_source(job.org_id, "notion", source_id)
-        return {"page_id": job.page_id, "removed": removed}
-    domain = domain_for(deps.settings.notion_domains, job.page_id, page.parent_id)
+        removed = deps.knowledge.delete_source(org, "notion", page.id)
+        return {"page_id": page.id, "removed": removed}
+    domain = domain_for(ws.domains, page.id, page.parent_id)
     if domain is None:  # moved out of every mapped database (or never in one)
-        removed = deps.knowledge.delete_source(job.org_id, "notion", source_id)
-        return {"page_id": job.page_id, "removed": removed, "reason": "unmapped"}
+        removed = deps.knowledge.delete_source(org, "notion", page.id)
+        return {"page_id": page.id, "removed": removed, "reason": "unmapped"}
     try:
-        text = notion.page_text(job.page_id)
+        text = notion.page_text(page.id)
         chunks = [
             ChunkIn(
                 domain,
                 piece,
                 title=page.title or None,
-                tags={"notion_page": job.page_id, "edited": page.last_edited_time},
+                tags={"notion_page": page.id, "edited": page.last_edited_time},
             )
             for piece in chunk_text("\n\n".join(text.paragraphs))
         ]
         # Everything was fetched first: the store writes it in one transaction, or nothing.
-        result: SyncResult = deps.knowledge.sync_source(job.org_id, "notion", source_id, chunks)
+        result: SyncResult = deps.knowledge.sync_source(org, "notion", page.id, chunks)
     except ValidationFailed as error:
-        return _failed(deps, job, error)
+        return _failed(deps, org, page.id, edited, error)
     return {
-        "page_id": job.page_id,
+        "page_id": page.id,
         "domain": domain,
         "chunks": len(chunks),
         "embedded": result.embedded,
@@ -74,12 +84,14 @@ def reembed(deps: FlowDeps, job: NotionReembed, notion: NotionClient) -> dict[st
     }
 
 
-def _failed(deps: FlowDeps, job: NotionReembed, error: ValidationFailed) -> dict[str, Any]:
+def _failed(
+    deps: FlowDeps, org: str, page_id: str, edited: str, error: ValidationFailed
+) -> dict[str, Any]:
     """The page's content cannot be stored (too many blocks, a chunk past the store's limit):
     a retry would fail the same way, and Cloud Tasks retries anything but a 2xx. Recorded for
     the operator (ids and the reason, never content), acknowledged; the page's chunks stay
     as they were."""
     reason = f"{error.code}: {error}"
-    DbRejections(deps.db).record("reembed", f"{job.page_id}@{job.edited_time}", job.org_id, reason)
-    log.warning("reembed of Notion page %s failed: %s", job.page_id, error.code)
-    return {"page_id": job.page_id, "status": "failed", "error": reason}
+    DbRejections(deps.db).record("reembed", f"{page_id}@{edited}", org, reason)
+    log.warning("reembed of Notion page %s failed: %s", page_id, error.code)
+    return {"page_id": page_id, "status": "failed", "error": reason}

@@ -10,23 +10,28 @@
 Model-free: nothing here (or below it) imports the LLM, context or knowledge packages, so the
 webhook's bundle carries no model or embedding SDK.
 
-The org is the one the Notion integration is configured for (``COLONY_NOTION_ORG_ID``): the
-signing secret belongs to one subscription, hence one workspace, hence one org.
+The signing secret belongs to the integration's one subscription, which delivers the events
+of every workspace that installed it; the event's ``workspace_id`` names the workspace, and
+the workspace an org connected (``flows.notion_workspaces``) names the org and its KC
+mapping. An event from a workspace no org connected is refused (403 ``org_scope``) and
+recorded, never routed to a default org.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from typing import Any
 
 from colony.contracts.events import NotionReembed
-from colony.errors import ConfigError, RateLimited, ValidationFailed
+from colony.errors import OrgScopeError, RateLimited, ValidationFailed
 from colony.flows.deps import FlowDeps
 from colony.flows.notion_pages import domain_for
 from colony.registry.functions import NOTION_REEMBED_QUEUE
 from colony.runtime import idempotency
 from colony.runtime.transport import enqueue
-from colony.store import notion
+from colony.store import notion, notion_workspaces
+from colony.store.rejections import DbRejections
 from colony.webhooks import compact_id, verify_signature
 
 HANDLER = "notion-webhook"
@@ -60,9 +65,6 @@ def receive(deps: FlowDeps, raw: bytes, signature: str | None) -> dict[str, Any]
     if signature is None and isinstance(body, dict) and set(body) == {"verification_token"}:
         return _verification(deps, body["verification_token"])
     verify_signature(deps.settings.notion_signing_secret, raw, signature)
-    org = deps.settings.notion_org_id
-    if not org:
-        raise ConfigError("COLONY_NOTION_ORG_ID is required to accept Notion events")
     if not isinstance(body, dict):
         raise ValidationFailed("a Notion event is a JSON object")
     event_id, kind = body.get("id"), body.get("type")
@@ -71,6 +73,10 @@ def receive(deps: FlowDeps, raw: bytes, signature: str | None) -> dict[str, Any]
         raise ValidationFailed("a Notion event needs an id and a type")
     if kind not in PAGE_EVENTS or entity.get("type") != "page":
         return {"status": "ignored", "reason": f"{kind} is not a page content event"}
+    workspace_id = body.get("workspace_id")
+    if not isinstance(workspace_id, str) or not 1 <= len(workspace_id) <= 100:
+        raise ValidationFailed("a Notion event needs its workspace_id")
+    org, domains = _route(deps, workspace_id, event_id)
     page_id = compact_id(str(entity.get("id") or ""))
     if len(page_id) != 32 or not all(c in "0123456789abcdef" for c in page_id):
         raise ValidationFailed("entity.id is not a Notion page id")
@@ -78,19 +84,26 @@ def receive(deps: FlowDeps, raw: bytes, signature: str | None) -> dict[str, Any]
     if idempotency.seen(deps.db, org, HANDLER, event_key):
         return {"status": "duplicate"}
     parent = _object(_object(body.get("data")).get("parent"))
-    domain = domain_for(deps.settings.notion_domains, page_id, parent.get("id"))
+    domain = domain_for(domains, page_id, parent.get("id"))
     if domain is None and not _has_chunks(deps, org, page_id):
         idempotency.mark(deps.db, org, HANDLER, event_key, detail="unmapped")
         return {"status": "ignored", "reason": "the page is not mapped to a KC domain"}
     # Unmapped but known (moved out of a mapped database): the worker removes its chunks.
     edited = str(body.get("timestamp") or event_id)[:64]
-    job = NotionReembed(org_id=org, page_id=page_id, domain=domain, edited_time=edited)  # type: ignore[arg-type]
+    job = NotionReembed(
+        org_id=org,
+        workspace_id=workspace_id,
+        page_id=page_id,
+        domain=domain,  # type: ignore[arg-type]
+        edited_time=edited,
+    )
     window, delay = burst_window(deps.clock().timestamp())
     task = enqueue(
         deps.transport,
         NOTION_REEMBED_QUEUE,
         job,
-        task_id=f"notion-{page_id}-w{window}",
+        # the workspace is in the name: two orgs' events never collapse into one task
+        task_id=f"notion-{_digest(workspace_id)}-{page_id}-w{window}",
         delay_seconds=delay,
     )
     idempotency.mark(deps.db, org, HANDLER, event_key, detail=task[-200:])
@@ -108,6 +121,22 @@ def burst_window(received: float) -> tuple[int, float]:
     (Notion's timestamps play no part), so clock skew cannot make a task read too early."""
     window = int(received // BURST_WINDOW_SECONDS)
     return window, (window + 1) * BURST_WINDOW_SECONDS + SETTLE_SECONDS - received
+
+
+def _digest(workspace_id: str) -> str:
+    return hashlib.sha256(workspace_id.encode()).hexdigest()[:12]
+
+
+def _route(deps: FlowDeps, workspace_id: str, event_id: str) -> tuple[str, dict[str, str]]:
+    """The org that connected ``workspace_id`` and its KC mapping; refused (and recorded, by
+    ids only) when no org did."""
+    with deps.db.transaction(None) as cur:
+        row = notion_workspaces.route(cur, workspace_id)
+    if row is None:
+        reason = f"unknown_workspace: {workspace_id[:100]!r} is not connected to any org"
+        DbRejections(deps.db).record(HANDLER, event_id, None, reason)
+        raise OrgScopeError(f"Notion workspace {workspace_id!r} is not connected to any org")
+    return str(row["org_id"]), dict(row["domains"])
 
 
 def _has_chunks(deps: FlowDeps, org: str, page_id: str) -> bool:

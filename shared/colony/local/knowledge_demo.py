@@ -22,7 +22,7 @@ from colony.local.demo import DEMO_DIR
 from colony.local.progress import wait_until
 from colony.settings import Settings
 from colony.store import Database, fetch_all, fetch_one
-from colony.webhooks import watch_token
+from colony.webhooks import compact_id, watch_token
 
 if TYPE_CHECKING:
     from colony.local.campaign_demo import DemoContext
@@ -31,6 +31,7 @@ FOLDER = "meetnotesdemo01"
 TITLE = "Mercy Ridge Health <> ZoomProp | Discovery Call"
 DRIVE_SECRET = "local-drive-channel-secret"  # local stand-ins only; production: Secret Manager
 NOTION_SECRET = "local-notion-signing-secret"
+NOTION_WORKSPACE = "ws-demo"
 
 
 def notion_pages() -> dict[str, Any]:
@@ -55,11 +56,36 @@ def knowledge_stand_ins(settings: Settings, org_id: str) -> Iterator[dict[str, s
             "COLONY_DRIVE_CHANNEL_TOKEN": DRIVE_SECRET,
             "COLONY_DRIVE_BASE_URL": drive.url,
             "COLONY_NOTION_SIGNING_SECRET": NOTION_SECRET,
-            "COLONY_NOTION_TOKEN": "local-notion",
             "COLONY_NOTION_BASE_URL": notion.url,
-            "COLONY_NOTION_ORG_ID": org_id,
-            "COLONY_NOTION_DOMAINS": json.dumps(pages["databases"]),
         }
+
+
+def connect_demo_workspace(settings: Settings, db: Database, org_id: str) -> None:
+    """Connect the stand-in's workspace (``webhook_event``'s default id) to the demo org, as
+    the admin API's connect does, without its backfill: the demo posts edit events instead.
+    Its token goes to the local secret store the functions read (``FileSecrets``)."""
+    from colony.adapters.secrets import FileSecrets
+    from colony.flows.notion_workspaces import secret_name
+    from colony.store import notion_workspaces
+
+    name = secret_name(org_id, NOTION_WORKSPACE)
+    FileSecrets(settings.data_dir.resolve() / "secrets").put(name, "local-notion")
+    domains = {compact_id(k): v for k, v in notion_pages()["databases"].items()}
+    with db.transaction(org_id) as cur:
+        notion_workspaces.connect(cur, org_id, NOTION_WORKSPACE, name, domains)
+
+
+def _demo_channel(db: Database, org_id: str) -> None:
+    """The watch channel the demo's notification names, as ``flows.drive_channels.watch``
+    stores it (the stand-in's Drive does not call back; the demo posts the push itself)."""
+    from datetime import UTC, datetime, timedelta
+
+    from colony.store import drive_channels
+
+    with db.transaction(org_id) as cur:
+        if drive_channels.get(cur, "demo-channel") is None:
+            expires = datetime.now(UTC) + timedelta(days=1)
+            drive_channels.add(cur, "demo-channel", org_id, FOLDER, f"res-{FOLDER}", expires)
 
 
 def run_knowledge_demo(demo: DemoContext) -> None:
@@ -68,6 +94,8 @@ def run_knowledge_demo(demo: DemoContext) -> None:
 
     db, knowledge, org_id = demo.db, demo.knowledge, demo.org_id
     servers, token, say = demo.servers, demo.token, demo.say
+    connect_demo_workspace(demo.settings, db, org_id)
+    _demo_channel(db, org_id)
 
     with httpx.Client(timeout=60) as http:
         say("Drive: a Meet Notes transcript lands in the watched folder; Drive notifies us…")

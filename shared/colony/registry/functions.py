@@ -133,7 +133,7 @@ QUEUES: dict[str, Queue] = {
         Queue(
             NOTION_REEMBED_QUEUE,
             target="reembed",
-            purpose="Notion page re-embed jobs (named by page + edit)",
+            purpose="Notion page re-embed jobs (page + window), backfill/reconciliation steps",
             max_dispatches_per_second=3.0,
         ),
         # An erasure job runs its phases in order; a failed attempt is retried and resumes
@@ -328,8 +328,14 @@ FUNCTIONS: dict[str, Function] = {
             trigger="http",
             topic=None,
             agent=None,
-            purpose="Cloud Tasks target: re-embed one Notion page",
-            secrets=(*EMBEDDING_SECRETS, "COLONY_NOTION_TOKEN"),
+            purpose=(
+                "Cloud Tasks target: re-embed one Notion page, backfill / reconciliation steps;"
+                " Cloud Scheduler target: daily Notion reconciliation"
+            ),
+            # each workspace's token is read from its own Secret Manager secret
+            # (colony-notion-*, granted in terraform/secrets.tf), not from a setting
+            secrets=EMBEDDING_SECRETS,
+            enqueues=(NOTION_REEMBED_QUEUE,),  # a step queues the next (or itself, after a 429)
             timeout_seconds=300,
             max_instances=1,
         ),
@@ -347,9 +353,15 @@ FUNCTIONS: dict[str, Function] = {
             trigger="http",
             topic=None,
             agent=None,
-            purpose="org admin API: erasure requests and reports, retention periods",
-            secrets=(*MODEL_FREE_SECRETS, *JWT_SECRETS),
-            enqueues=(ERASURE_QUEUE,),
+            purpose=(
+                "org admin API: erasure requests and reports, retention periods, org data,"
+                " Notion workspace connections, Drive folder watches"
+            ),
+            # the Drive channel token signs the token of a folder watch it creates
+            secrets=(*MODEL_FREE_SECRETS, *JWT_SECRETS, "COLONY_DRIVE_CHANNEL_TOKEN"),
+            # a connected workspace's backfill starts on the re-embed queue; its token is
+            # written to its own secret (colony-notion-*, terraform/secrets.tf)
+            enqueues=(ERASURE_QUEUE, NOTION_REEMBED_QUEUE),
             public=True,  # it verifies the bearer token and the org admin role itself
             concurrency=2,  # a few admins at a time: it only opens jobs and reads reports
             max_instances=1,
@@ -371,9 +383,13 @@ FUNCTIONS: dict[str, Function] = {
             trigger="http",
             topic=None,
             agent=None,
-            purpose="Cloud Tasks target: erasure jobs; Cloud Scheduler target: daily retention",
-            # the Langfuse keys delete an erased org's traces; no model is called
-            secrets=(*MODEL_FREE_SECRETS, *TRACING_SECRETS),
+            purpose=(
+                "Cloud Tasks target: erasure jobs; Cloud Scheduler targets: daily retention,"
+                " Drive channel renewal"
+            ),
+            # the Langfuse keys delete an erased org's traces; no model is called; the Drive
+            # channel token signs a renewed channel's token
+            secrets=(*MODEL_FREE_SECRETS, *TRACING_SECRETS, "COLONY_DRIVE_CHANNEL_TOKEN"),
             assets="write",  # deletes transcripts, kits and imports
             timeout_seconds=540,
             concurrency=1,

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
         CampaignResume,
         Event,
         NotionReembed,
+        NotionSyncStep,
         SendMessage,
         SequenceStep,
     )
@@ -34,7 +35,7 @@ def publish(transport: Transport, topic: str, event: Event) -> str:
 def enqueue(
     transport: Transport,
     queue: str,
-    task: CampaignResume | NotionReembed | SendMessage | SequenceStep,
+    task: CampaignResume | NotionReembed | NotionSyncStep | SendMessage | SequenceStep,
     *,
     task_id: str,
     delay_seconds: float,

@@ -61,6 +61,9 @@ ORG_SCOPED_TABLES: tuple[str, ...] = (
     "org_settings",
     "sequence_enrollments",
     "replies",
+    "notion_workspaces",
+    "notion_syncs",
+    "drive_channels",
 )
 
 # The first schema is long enough to read best as SQL: it lives beside this module, byte for
@@ -431,6 +434,23 @@ ALTER TABLE org_settings ADD COLUMN sequence_approval text NOT NULL DEFAULT 'eac
 """
 
 
+# Connections (issue 17 items 4-5): Notion workspaces an org connected (several per
+# deployment, each owned by one org; its token lives in Secret Manager, the row keeps only
+# the secret's name), the backfill and reconciliation runs over their mapped databases (a
+# cursor checkpoint per run, so a retried or rate-limited task resumes where it stopped),
+# and Drive watch channels with their expiry. The Notion webhook knows only the event's
+# workspace, not its org: a second, read-only policy lets a transaction that names one
+# workspace (``app.notion_workspace``) read that one row, so it can route the event to its
+# org; nothing lists workspaces across orgs, and nothing but the owning org writes them.
+# The tables are in sql/0020_connections.sql (read as 0001 is).
+
+
+_NOTION_ROUTE = """
+CREATE POLICY notion_route ON notion_workspaces FOR SELECT
+    USING (workspace_id = current_setting('app.notion_workspace', true));
+"""
+
+
 _BOUNDED_HANDSHAKES = """
 CREATE INDEX notion_verifications_received ON notion_verifications (received_at);
 CREATE FUNCTION record_notion_verification(
@@ -562,6 +582,12 @@ def migrations(dim: int) -> list[Migration]:
         Migration("0016_sending", _SENDING + _rls("suppressions")),
         Migration("0017_audit_erasure", _AUDIT_ERASURE),
         Migration("0018_org_settings", _ORG_SETTINGS + _rls("org_settings")),
+        Migration(
+            "0020_connections",
+            (_SQL / "0020_connections.sql").read_text(encoding="utf-8")
+            + "".join(_rls(t) for t in ("notion_workspaces", "notion_syncs", "drive_channels"))
+            + _NOTION_ROUTE,
+        ),
         Migration("0021_replies", _REPLIES + _rls("replies")),
         Migration("0022_sequences", _SEQUENCES + _rls("sequence_enrollments")),
     ]

@@ -3,6 +3,11 @@
 Routes: ``GET /drive/v3/files`` (``q="'<folder>' in parents and trashed = false"``,
 ``pageSize``/``pageToken`` pagination, ``fields`` accepted), ``GET /drive/v3/files/{id}/export
 ?mimeType=text/plain`` (Google Docs) and ``GET /drive/v3/files/{id}?alt=media`` (uploads).
+Watch channels: ``POST /drive/v3/files/{id}/watch`` (a ``web_hook`` channel: ``id``,
+``address``, ``token``, ``expiration`` in ms, capped at ``MAX_CHANNEL_SECONDS`` from now, as
+Drive caps file channels at a day) and ``POST /drive/v3/channels/stop`` (``id`` +
+``resourceId``; 404 for a channel it does not know). ``channels`` holds them, ``expire`` ends
+one early, and ``live_channels`` lists those neither stopped nor past their expiration.
 Every call needs ``Authorization: Bearer ...`` (401 otherwise, in Drive's error shape);
 ``rate_limit`` scripts 429s with ``Retry-After``.
 
@@ -13,6 +18,7 @@ the demo can deliver notifications the way Drive does (an empty POST).
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +26,18 @@ from colony.testing.wire import ProviderServer, RecordedRequest, Reply, Route
 
 GOOGLE_DOC = "application/vnd.google-apps.document"
 _PARENT = re.compile(r"'([^']+)' in parents")
+MAX_CHANNEL_SECONDS = 86_400
+
+
+@dataclass
+class Channel:
+    id: str
+    resource_id: str
+    folder: str
+    address: str
+    token: str
+    expiration_ms: int
+    stopped: bool = False
 
 
 @dataclass
@@ -47,8 +65,16 @@ class DriveServer(ProviderServer):
     def __init__(self, page_size_cap: int = 100) -> None:
         self._files: dict[str, _File] = {}
         self._cap = page_size_cap
+        self.channels: dict[str, Channel] = {}
         super().__init__(
             routes=[
+                Route.of("drive.channels.stop", "POST", r"/drive/v3/channels/stop", self._stop),
+                Route.of(
+                    "drive.files.watch",
+                    "POST",
+                    r"/drive/v3/files/(?P<id>[^/]+)/watch",
+                    self._watch,
+                ),
                 Route.of(
                     "drive.files.export",
                     "GET",
@@ -70,6 +96,55 @@ class DriveServer(ProviderServer):
 
     def provider_error(self, status: int, code: str, message: str) -> Reply:
         return drive_error(status, code, message)
+
+    def expire(self, channel_id: str) -> None:
+        self.channels[channel_id].expiration_ms = int(time.time() * 1000) - 1
+
+    def live_channels(self) -> list[Channel]:
+        now = int(time.time() * 1000)
+        return [c for c in self.channels.values() if not c.stopped and c.expiration_ms > now]
+
+    def _watch(self, request: RecordedRequest) -> Reply:
+        if (denied := self._authorised(request)) is not None:
+            return denied
+        body = request.body if isinstance(request.body, dict) else {}
+        channel_id, address = body.get("id"), body.get("address")
+        if not isinstance(channel_id, str) or not channel_id or body.get("type") != "web_hook":
+            return drive_error(400, "required", "Required parameter: id / type=web_hook")
+        if not isinstance(address, str) or not address.startswith(("https://", "http://")):
+            return drive_error(400, "push.webhookUrlNotHttps", "WebHook callback must be HTTPS")
+        if channel_id in self.channels:
+            return drive_error(400, "channelIdNotUnique", "Channel id not unique")
+        folder = request.params["id"]
+        now = int(time.time() * 1000)
+        cap = now + MAX_CHANNEL_SECONDS * 1000
+        asked = str(body.get("expiration") or "")
+        expiration = min(int(asked), cap) if asked.isdigit() else now + 3_600_000
+        channel = Channel(
+            channel_id, f"res-{folder}", folder, address, str(body.get("token") or ""), expiration
+        )
+        self.channels[channel_id] = channel
+        return Reply(
+            200,
+            {
+                "kind": "api#channel",
+                "id": channel_id,
+                "resourceId": channel.resource_id,
+                "resourceUri": f"https://www.googleapis.com/drive/v3/files/{folder}?alt=json",
+                "token": channel.token,
+                "expiration": str(expiration),
+            },
+        )
+
+    def _stop(self, request: RecordedRequest) -> Reply:
+        if (denied := self._authorised(request)) is not None:
+            return denied
+        body = request.body if isinstance(request.body, dict) else {}
+        channel = self.channels.get(str(body.get("id") or ""))
+        if channel is None or channel.resource_id != body.get("resourceId"):
+            return drive_error(404, "notFound", "Channel not found")
+        channel.stopped = True
+        return Reply(204, b"")
 
     # -- routes ---------------------------------------------------------------------------
 

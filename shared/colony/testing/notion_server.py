@@ -1,8 +1,10 @@
 """A local stand-in for the Notion API (2022-06-28), speaking its REST shapes.
 
-Routes: ``GET /v1/pages/{id}`` and ``GET /v1/blocks/{id}/children`` (``page_size`` at most
-100, ``start_cursor``/``next_cursor``/``has_more`` pagination). Requests need
-``Authorization: Bearer`` and ``Notion-Version``; errors use Notion's shape
+Routes: ``GET /v1/pages/{id}``, ``GET /v1/blocks/{id}/children`` and
+``POST /v1/databases/{id}/query`` (a database's pages, oldest first; ``page_size`` at most
+100, ``start_cursor``/``next_cursor``/``has_more`` pagination). ``put_database`` makes a
+database exist (``put_page(parent_database=...)`` does too); a query of any other id is 404.
+Requests need ``Authorization: Bearer`` and ``Notion-Version``; errors use Notion's shape
 (``{"object": "error", "status", "code", "message"}``); ``rate_limit`` scripts 429
 ``rate_limited`` replies with ``Retry-After``.
 
@@ -19,7 +21,7 @@ from typing import Any
 
 from colony.adapters.notion import page_from_object, read_blocks
 from colony.errors import NotFound
-from colony.ports import NotionPage, PageText
+from colony.ports import DatabasePage, NotionPage, PageText
 from colony.testing.wire import ProviderServer, RecordedRequest, Reply, Route
 from colony.webhooks import sign
 
@@ -95,6 +97,21 @@ class NotionPages:
     def __init__(self) -> None:
         self._pages: dict[str, dict[str, Any]] = {}
         self._children: dict[str, list[dict[str, Any]]] = {}
+        self._databases: set[str] = set()
+
+    def put_database(self, database_id: str) -> None:
+        self._databases.add(database_id.replace("-", ""))
+
+    def database_pages(self, database_id: str) -> list[dict[str, Any]] | None:
+        """The pages whose parent is the database, in creation order (None: no database)."""
+        key = database_id.replace("-", "")
+        if key not in self._databases:
+            return None
+        return [
+            p
+            for p in self._pages.values()
+            if (p["parent"].get("database_id") or "").replace("-", "") == key
+        ]
 
     def put_page(
         self,
@@ -109,6 +126,8 @@ class NotionPages:
         pid = page_id.replace("-", "")
         self._pages[pid] = page_object(pid, title, parent_database, edited, archived)
         self._children[pid] = list(blocks)
+        if parent_database:
+            self.put_database(parent_database)
 
     def set_children(self, block_id: str, blocks: Sequence[dict[str, Any]]) -> None:
         self._children[block_id.replace("-", "")] = list(blocks)
@@ -131,6 +150,9 @@ class NotionServer(NotionPages, ProviderServer):
                 Route.of("notion.pages.retrieve", "GET", rf"/v1/pages/{ID}", self._page),
                 Route.of(
                     "notion.blocks.children", "GET", rf"/v1/blocks/{ID}/children", self._blocks
+                ),
+                Route.of(
+                    "notion.databases.query", "POST", rf"/v1/databases/{ID}/query", self._query
                 ),
             ],
         )
@@ -179,6 +201,37 @@ class NotionServer(NotionPages, ProviderServer):
         }
         return Reply(200, listing)
 
+    def _query(self, request: RecordedRequest) -> Reply:
+        if (denied := self._authorised(request)) is not None:
+            return denied
+        pages = self.database_pages(request.params["id"])
+        if pages is None:
+            return notion_error(404, "object_not_found", "Could not find database.")
+        body = request.body if isinstance(request.body, dict) else {}
+        size = body.get("page_size", 100)
+        if not isinstance(size, int) or not 1 <= size <= 100:
+            return notion_error(400, "validation_error", "page_size should be ≤ 100.")
+        start = _offset(pages, body.get("start_cursor"))
+        if start is None:
+            return notion_error(400, "validation_error", "start_cursor is not valid.")
+        more = start + size < len(pages)
+        listing: dict[str, Any] = {
+            "object": "list",
+            "results": pages[start : start + size],
+            "type": "page_or_database",
+            "page_or_database": {},
+            "has_more": more,
+            "next_cursor": pages[start + size]["id"] if more else None,
+        }
+        return Reply(200, listing)
+
+
+def _offset(pages: Sequence[dict[str, Any]], cursor: Any) -> int | None:
+    """Where a query resumes: Notion's cursor is the id of the first page not yet returned."""
+    if not cursor:
+        return 0
+    return next((i for i, p in enumerate(pages) if p["id"] == cursor), None)
+
 
 def webhook_event(
     page_id: str,
@@ -225,6 +278,17 @@ class MemoryNotion(NotionPages):
         if found is None:
             raise NotFound("Notion has no such object (GET 404)")
         return page_from_object(found)
+
+    def query_database(self, database_id: str, cursor: str | None, page_size: int) -> DatabasePage:
+        pages = self.database_pages(database_id)
+        if pages is None:
+            raise NotFound("Notion has no such object (POST 404)")
+        start = _offset(pages, cursor) or 0
+        more = start + page_size < len(pages)
+        return DatabasePage(
+            [page_from_object(p) for p in pages[start : start + page_size]],
+            pages[start + page_size]["id"] if more else None,
+        )
 
     def page_text(self, page_id: str) -> PageText:
         if page_id.replace("-", "") not in self._pages:

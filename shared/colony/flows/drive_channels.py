@@ -1,0 +1,110 @@
+"""Drive watch channels that live (issue 17 item 5): create, renew before expiry, stop.
+
+    admin ``POST /orgs/{org}/drive/watch`` ─► ``watch``: ``files.watch`` on the org's
+        recordings folder, its token bound to (org, folder) (``webhooks.watch_token``), the
+        channel id and expiry stored ─► the Drive webhook accepts only notifications of a
+        stored, active, unexpired channel of that org and folder (``check``)
+    Scheduler ``{"task": {"kind": "drive.renew", "org_id"}}`` ─► ``renew``: every channel
+        expiring within ``RENEW_WITHIN`` gets a successor for its folder first, then is
+        stopped, so the folder is never unwatched
+    org erased (Clerk ``organization.deleted`` → erasure, phase ``channels``) ─► ``stop_org``:
+        ``channels.stop`` for each active channel, then marked stopped
+
+Drive caps a file channel at a day (``CHANNEL_SECONDS``); the renewal runs every few hours
+(terraform ``drive_renew_schedule``), well inside ``RENEW_WITHIN``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from colony.errors import ConfigError, Unauthorized, ValidationFailed
+from colony.flows.deps import FlowDeps
+from colony.ports import DriveChannels
+from colony.store import drive_channels as repo
+from colony.webhooks import watch_token
+
+CHANNEL_SECONDS = 86_400
+RENEW_WITHIN = timedelta(hours=12)
+WEBHOOK = "drive-webhook"
+
+
+def watch(deps: FlowDeps, drive: DriveChannels, org_id: str, folder_id: str) -> dict[str, Any]:
+    """Watch ``folder_id`` for the org: a new channel, stored with its expiry."""
+    if (
+        not folder_id
+        or len(folder_id) > 200
+        or not folder_id.replace("-", "").replace("_", "").isalnum()
+    ):
+        raise ValidationFailed("folder_id is not a Drive folder id")
+    secret = deps.settings.drive_channel_token
+    if not secret:
+        raise ConfigError("COLONY_DRIVE_CHANNEL_TOKEN is required to create Drive channels")
+    address = deps.settings.function_urls.get(WEBHOOK)
+    if not address:
+        raise ConfigError(f"COLONY_FUNCTION_URLS names no URL for {WEBHOOK!r} (Drive's address)")
+    now = deps.clock()
+    channel_id = f"colony-{uuid.uuid4().hex}"
+    asked = int((now.timestamp() + CHANNEL_SECONDS) * 1000)
+    token = watch_token(secret, org_id, folder_id)
+    created = drive.watch_folder(folder_id, channel_id, address, token, asked)
+    expires = datetime.fromtimestamp((created.expiration_ms or asked) / 1000, UTC)
+    with deps.db.transaction(org_id) as cur:
+        repo.add(cur, created.id, org_id, folder_id, created.resource_id, expires)
+    return {"channel_id": created.id, "folder_id": folder_id, "expires_at": expires.isoformat()}
+
+
+def renew(deps: FlowDeps, drive: DriveChannels, org_id: str) -> dict[str, Any]:
+    """Replace every channel of the org that expires within ``RENEW_WITHIN``."""
+    horizon = deps.clock() + RENEW_WITHIN
+    with deps.db.transaction(org_id) as cur:
+        due = repo.expiring(cur, horizon)
+    renewed = []
+    for old in due:
+        new = watch(deps, drive, org_id, str(old["folder_id"]))  # the successor first
+        _stop(deps, drive, org_id, old)
+        renewed.append({"old": old["id"], "new": new["channel_id"]})
+    return {"org_id": org_id, "renewed": renewed}
+
+
+def stop_org(deps: FlowDeps, drive: DriveChannels, org_id: str) -> int:
+    """Stop every active channel of the org (a disabled or erased org); how many."""
+    with deps.db.transaction(org_id) as cur:
+        channels = repo.active(cur)
+    for channel in channels:
+        _stop(deps, drive, org_id, channel)
+    return len(channels)
+
+
+def _stop(deps: FlowDeps, drive: DriveChannels, org_id: str, channel: Any) -> None:
+    drive.stop_channel(str(channel["id"]), str(channel["resource_id"]))
+    with deps.db.transaction(org_id) as cur:
+        repo.mark_stopped(cur, str(channel["id"]))
+
+
+def check(deps: FlowDeps, org_id: str, channel_id: str | None, folder_id: str) -> None:
+    """``Unauthorized`` unless ``channel_id`` is an active, unexpired channel we created for
+    this org's ``folder_id`` (a valid token of a stopped or expired channel is refused)."""
+    if not channel_id or len(channel_id) > 64:
+        raise Unauthorized("the Drive notification names no channel we created")
+    with deps.db.transaction(org_id) as cur:
+        row = repo.get(cur, channel_id)
+    if row is None or row["folder_id"] != folder_id:
+        raise Unauthorized("the Drive notification names no channel we created")
+    if row["status"] != "active":
+        raise Unauthorized("the Drive channel was stopped")
+    if row["expires_at"] <= deps.clock():
+        raise Unauthorized("the Drive channel has expired")
+
+
+def channels(deps: FlowDeps, org_id: str) -> dict[str, Any]:
+    with deps.db.transaction(org_id) as cur:
+        rows = repo.recent(cur)
+    return {
+        "channels": [
+            {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in r.items()}
+            for r in rows
+        ]
+    }

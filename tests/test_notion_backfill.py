@@ -1,0 +1,334 @@
+"""Notion per workspace (issue 17 item 4): an org admin connects a workspace over the admin
+API, its token goes to Secret Manager, its mapped databases are backfilled by durable,
+checkpointed steps on the re-embed queue (a 429 reschedules the step after its Retry-After),
+and the daily reconciliation re-syncs only what changed since.
+
+Real parts: embedded PostgreSQL, the admin and reembed functions loaded from their real
+``main.py`` by functions-framework, the local Notion stand-in (pagination, 429s) and a Secret
+Manager stand-in behind the real REST adapter. Tasks are delivered to the reembed function as
+Cloud Tasks would (the in-memory transport records them).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import jwt
+import pytest
+
+from colony.contracts.admin import NotionConnect
+from colony.contracts.events import NotionSyncStep
+from colony.errors import OrgScopeError
+from colony.flows import notion_backfill, notion_webhook, notion_workspaces
+from colony.knowledge import KnowledgeStore
+from colony.registry.functions import NOTION_REEMBED_QUEUE
+from colony.runtime.auth import ensure_local_keys
+from colony.runtime.deps import Deps, set_deps_for_tests
+from colony.runtime.notion_clients import WorkspaceClients, secret_store
+from colony.settings import Settings
+from colony.store import fetch_all
+from colony.testing.fakes import CountingEmbedder
+from colony.testing.inline import FIXED_NOW, InlineTransport, local_deps
+from colony.testing.notion_server import EDITED, NotionServer, block, dashed, webhook_event
+from colony.testing.secret_manager_server import SecretManagerServer
+from colony.webhooks import sign
+from tests.apps import registered_app
+from tests.conftest import APP_ROLE, PgDB
+
+ALPHA, BETA = "org_alpha", "org_beta"
+WS_ALPHA, WS_BETA = "ws-alpha", "ws-beta"
+TOKEN_ALPHA = "secret_alpha_notion_token"
+SIGNING = "notion-signing-secret"
+DB_PRODUCT = "a" * 32  # 30 pages → KC-01 (two steps of PAGE_SIZE 25)
+PAGE_VOICE = "b" * 32  # a single mapped page → KC-07
+DB_BETA = "c" * 32
+PAGES = [f"{n:032x}" for n in range(1, 31)]
+
+
+def blocks(n: int, extra: str = "") -> list[dict[str, Any]]:
+    return [block("paragraph", f"Page {n} explains ZoomProp lease analytics. {extra}" * 5)]
+
+
+@dataclass
+class Env:
+    db: PgDB
+    deps: Deps
+    notion: NotionServer
+    secrets: SecretManagerServer
+    embedder: CountingEmbedder
+    transport: InlineTransport
+    admin: Any
+    worker: Any
+    data_dir: Path
+    delivered: set[str]
+
+    def token(self, org: str, role: str | None = "org:admin") -> str:
+        keys = ensure_local_keys(self.data_dir)
+        now = datetime.now(UTC)
+        claims: dict[str, Any] = {"sub": "user_1", "org_id": org, "iat": now}
+        claims["exp"] = now + timedelta(hours=1)
+        if role:
+            claims["org_role"] = role
+        return jwt.encode(claims, keys.private_path.read_bytes(), algorithm="RS256")
+
+    def connect(self, org: str, body: dict[str, Any], token: str | None = None) -> Any:
+        bearer = token if token is not None else self.token(org)
+        headers = {"Authorization": f"Bearer {bearer}"} if bearer else {}
+        return self.admin.post(f"/orgs/{org}/notion", json=body, headers=headers)
+
+    def drain(self, limit: int = 50) -> list[Any]:
+        """Deliver every task not yet delivered to the reembed function, until none is left
+        (each step queues the next), as Cloud Tasks would."""
+        answers = []
+        for _ in range(limit):
+            fresh = [n for n in self.transport.tasks if n not in self.delivered]
+            if not fresh:
+                return answers
+            for name in fresh:
+                self.delivered.add(name)
+                task = self.transport.tasks[name]
+                assert task.queue == NOTION_REEMBED_QUEUE and task.target == "reembed"
+                answers.append(self.post_task(task.body))
+        raise AssertionError("the backfill never stopped queueing steps")
+
+    def post_task(self, body: bytes) -> Any:
+        answer = self.worker.post("/", data=body, content_type="application/json")
+        assert answer.status_code == 200, answer.get_json()
+        return answer.get_json()
+
+    def rows(self, org: str, sql: str) -> list[dict[str, Any]]:
+        with self.deps.db.transaction(org) as cur:
+            return fetch_all(cur, sql)
+
+
+@pytest.fixture
+def env(testdb: PgDB, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
+    db = testdb.app()
+    for org in (ALPHA, BETA):
+        with db.transaction(org) as cur:
+            cur.execute("INSERT INTO organizations (id, name) VALUES (%s, %s)", (org, org))
+    embedder = CountingEmbedder()
+    with NotionServer() as notion, SecretManagerServer("colony-test") as secrets:
+        for n, page in enumerate(PAGES):
+            notion.put_page(page, f"Product {n}", blocks(n), parent_database=DB_PRODUCT)
+        notion.put_page(PAGE_VOICE, "Brand voice", [block("paragraph", "Plain words. " * 20)])
+        settings = Settings.from_env(
+            {
+                "COLONY_DB_MODE": "dsn",
+                "COLONY_DB_DSN": testdb.dsn(APP_ROLE),
+                "COLONY_DATA_DIR": str(tmp_path),
+                "COLONY_GCP_PROJECT": "colony-test",
+                "COLONY_SECRET_MANAGER_ENDPOINT": secrets.base_url,
+                "COLONY_NOTION_BASE_URL": notion.url,
+                "COLONY_NOTION_SIGNING_SECRET": SIGNING,
+            }
+        )
+        transport = InlineTransport()
+        deps = local_deps(settings, db, transport, knowledge=KnowledgeStore(db, embedder))
+        set_deps_for_tests(deps)
+        admin = registered_app("admin", monkeypatch)
+        worker = registered_app("reembed", monkeypatch)
+        yield Env(
+            testdb, deps, notion, secrets, embedder, transport, admin, worker, tmp_path, set()
+        )
+        set_deps_for_tests(None)
+
+
+def body(workspace: str = WS_ALPHA, token: str = TOKEN_ALPHA, **domains: str) -> dict[str, Any]:
+    mapping = domains or {DB_PRODUCT: "KC-01", PAGE_VOICE: "KC-07"}
+    return {"workspace_id": workspace, "token": token, "domains": mapping}
+
+
+def sync_runs(env: Env, org: str = ALPHA) -> list[dict[str, Any]]:
+    return env.rows(
+        org,
+        "SELECT kind, status, step, position, pages_seen, pages_synced, pages_skipped,"
+        " rate_limited FROM notion_syncs ORDER BY started_at, id",
+    )
+
+
+def sources(env: Env, org: str = ALPHA) -> dict[str, str]:
+    rows = env.rows(org, "SELECT DISTINCT source_id, domain FROM kc_chunks WHERE source='notion'")
+    return {r["source_id"]: r["domain"] for r in rows}
+
+
+def test_connecting_a_workspace_backfills_every_mapped_database_over_http(env: Env) -> None:
+    answer = env.connect(ALPHA, body())
+    assert answer.status_code == 202, answer.get_json()
+    assert TOKEN_ALPHA not in answer.get_data(as_text=True)  # never echoed
+    name = notion_workspaces.secret_name(ALPHA, WS_ALPHA)
+    assert env.secrets.latest(name) == TOKEN_ALPHA
+    [row] = env.rows(ALPHA, "SELECT workspace_id, secret_name FROM notion_workspaces")
+    assert row == {"workspace_id": WS_ALPHA, "secret_name": name}  # the name, not the token
+
+    env.drain()
+    assert sources(env) == {**{p: "KC-01" for p in PAGES}, PAGE_VOICE: "KC-07"}
+    # 30 pages in two query pages, then the single page (the query 404s, so it is read alone)
+    [run] = sync_runs(env)
+    assert run == {
+        "kind": "backfill",
+        "status": "done",
+        "step": 3,
+        "position": 2,
+        "pages_seen": 31,
+        "pages_synced": 31,
+        "pages_skipped": 0,
+        "rate_limited": 0,
+    }
+    queries = env.notion.requests_to("notion.databases.query")
+    # the third is the single page's id, which Notion answers 404 as a database
+    assert [q.body.get("start_cursor") for q in queries] == [None, dashed(PAGES[25]), None]
+    assert {q.header("authorization") for q in queries} == {f"Bearer {TOKEN_ALPHA}"}
+    assert len(env.embedder.calls) == 31  # one embedding call per page
+
+    status = env.admin.get(
+        f"/orgs/{ALPHA}/notion", headers={"Authorization": f"Bearer {env.token(ALPHA)}"}
+    )
+    assert status.status_code == 200
+    assert status.get_json()["workspaces"][0]["workspace_id"] == WS_ALPHA
+    assert status.get_json()["syncs"][0]["status"] == "done"
+
+
+def test_reconciliation_re_syncs_only_pages_edited_since_and_runs_once_a_day(env: Env) -> None:
+    assert env.connect(ALPHA, body()).status_code == 202
+    env.drain()
+    calls, reads = len(env.embedder.calls), len(env.notion.requests_to("notion.blocks.children"))
+
+    # a missed webhook: page 3 was edited, Notion says so in its last_edited_time
+    edited = "2026-12-01T08:00:00.000Z"
+    env.notion.put_page(
+        PAGES[3],
+        "Product 3",
+        blocks(3, "Now with CMMS."),
+        parent_database=DB_PRODUCT,
+        edited=edited,
+    )
+    reconcile = json.dumps({"kind": "notion.reconcile", "org_id": ALPHA}).encode()
+    started = env.post_task(reconcile)
+    assert len(started["started"]) == 1
+    env.drain()
+    assert env.post_task(reconcile)["started"] == started["started"]  # a retried call
+    assert env.drain() == []  # its step 0 is the named task already delivered: no new task
+    runs = sync_runs(env)
+    assert [r["kind"] for r in runs] == ["backfill", "reconcile"]
+    assert runs[1]["status"] == "done"
+    assert (runs[1]["pages_synced"], runs[1]["pages_skipped"]) == (1, 30)
+    assert len(env.embedder.calls) == calls + 1  # page 3 only
+    # only page 3's blocks were read again (the others are skipped unread)
+    assert len(env.notion.requests_to("notion.blocks.children")) == reads + 1
+    with env.deps.db.transaction(ALPHA) as cur:
+        text = fetch_all(cur, "SELECT content FROM kc_chunks WHERE source_id = %s", (PAGES[3],))
+    assert "CMMS" in text[0]["content"]
+
+
+def test_a_rate_limited_step_is_rescheduled_after_retry_after_and_resumes(env: Env) -> None:
+    secrets = secret_store(env.deps.settings)
+    connect = NotionConnect.model_validate(body())
+    notion_workspaces.connect(env.deps, secrets, ALPHA, connect)
+    [first] = env.transport.tasks.values()
+    task = NotionSyncStep.model_validate_json(first.body)
+    clients = WorkspaceClients(env.deps.settings, secrets)
+
+    env.notion.rate_limit(times=1, retry_after=7)
+    answer = notion_backfill.step(env.deps, task, clients)
+    assert answer == {"sync_id": task.sync_id, "status": "rate_limited", "retry_after": 7.0}
+    [again] = [t for t in env.transport.tasks.values() if t.task_id.endswith("-s0-r1")]
+    assert again.delay_seconds == 7.0 and NotionSyncStep.model_validate_json(again.body) == task
+    [run] = sync_runs(env)
+    assert (run["step"], run["pages_seen"], run["rate_limited"]) == (0, 0, 1)  # not advanced
+
+    # the rescheduled delivery runs the step; the original one, delivered again, is stale
+    assert notion_backfill.step(env.deps, task, clients)["status"] == "running"
+    tasks = len(env.transport.tasks)
+    assert notion_backfill.step(env.deps, task, clients)["status"] == "stale"
+    assert len(env.transport.tasks) == tasks  # its re-queue of step 1 is the same named task
+    [run] = sync_runs(env)
+    assert (run["step"], run["pages_seen"]) == (1, 25)
+
+
+def test_every_new_endpoint_refuses_other_orgs_and_non_admins(env: Env) -> None:
+    assert env.connect(ALPHA, body()).status_code == 202
+    alpha_rows = env.rows(ALPHA, "SELECT workspace_id, secret_name FROM notion_workspaces")
+    # beta's admin on alpha's path, alpha's non-admin, no token at all
+    assert env.connect(ALPHA, body(), env.token(BETA)).status_code == 403
+    assert env.connect(ALPHA, body(), env.token(ALPHA, role="org:member")).status_code == 403
+    assert env.connect(ALPHA, body(), "").status_code == 401
+    read = env.admin.get(f"/orgs/{ALPHA}/notion", headers={"Authorization": "Bearer x"})
+    assert read.status_code == 401
+    peek = env.admin.get(
+        f"/orgs/{ALPHA}/notion", headers={"Authorization": f"Bearer {env.token(BETA)}"}
+    )
+    assert peek.status_code == 403
+    # beta claiming alpha's workspace on its own path: a conflict, nothing of beta's stored
+    taken = env.connect(BETA, body(token="secret_beta"))
+    assert taken.status_code == 409 and taken.get_json()["error"]["code"] == "conflict"
+    assert env.secrets.latest(notion_workspaces.secret_name(BETA, WS_ALPHA)) is None
+    assert env.rows(BETA, "SELECT * FROM notion_workspaces") == []
+    assert env.rows(ALPHA, "SELECT workspace_id, secret_name FROM notion_workspaces") == (
+        alpha_rows
+    )
+    # a task naming beta with alpha's workspace and run: refused before Notion is called
+    [first] = env.transport.tasks.values()
+    forged = json.loads(first.body) | {"org_id": BETA}
+    before = len(env.notion.requests)
+    answer = env.worker.post("/", json=forged)
+    assert answer.status_code == 403 and len(env.notion.requests) == before
+    reembed = {
+        "kind": "notion.reembed",
+        "org_id": BETA,
+        "workspace_id": WS_ALPHA,
+        "page_id": PAGES[0],
+        "edited_time": EDITED,
+    }
+    assert env.worker.post("/", json=reembed).status_code == 403
+    assert sources(env, BETA) == {}
+
+
+def test_a_bad_connection_is_a_422_naming_the_field_without_echoing_the_token(env: Env) -> None:
+    answer = env.connect(ALPHA, body(**{DB_PRODUCT: "KC-09"}))
+    assert answer.status_code == 422
+    message = answer.get_json()["error"]["message"]
+    assert "domains" in message and TOKEN_ALPHA not in answer.get_data(as_text=True)
+    assert env.transport.tasks == {} and env.secrets.values == {}
+
+
+def test_the_webhook_routes_each_workspace_to_its_own_org(env: Env) -> None:
+    assert env.connect(ALPHA, body()).status_code == 202
+    beta = body(WS_BETA, "secret_beta", **{DB_BETA: "KC-03"})
+    assert env.connect(BETA, beta).status_code == 202
+    before = set(env.transport.tasks)
+    for workspace, db, org in ((WS_ALPHA, DB_PRODUCT, ALPHA), (WS_BETA, DB_BETA, BETA)):
+        event = webhook_event("d" * 32, parent_database=db, workspace_id=workspace)
+        answer = notion_webhook.receive(env.deps, event, sign(SIGNING, event))
+        assert answer["status"] == "queued", answer
+        [name] = set(env.transport.tasks) - before
+        before.add(name)
+        assert json.loads(env.transport.tasks[name].body)["org_id"] == org
+    stranger = webhook_event("d" * 32, parent_database=DB_BETA, workspace_id="ws-nobody")
+    with pytest.raises(OrgScopeError, match="not connected"):
+        notion_webhook.receive(env.deps, stranger, sign(SIGNING, stranger))
+    owner = env.db.owner_connection()
+    try:
+        refused = fetch_all(
+            owner.cursor(),
+            "SELECT function, reason FROM rejected_deliveries WHERE function = 'notion-webhook'",
+        )
+    finally:
+        owner.close()
+    assert refused and "ws-nobody" in refused[0]["reason"]
+
+
+def test_the_next_days_reconciliation_is_a_new_run(env: Env) -> None:
+    assert env.connect(ALPHA, body()).status_code == 202
+    env.drain()
+    today = notion_backfill.reconcile(env.deps, ALPHA)
+    tomorrow = notion_backfill.reconcile(
+        replace(env.deps, clock=lambda: FIXED_NOW + timedelta(days=1)), ALPHA
+    )
+    assert today["started"] != tomorrow["started"]
+    assert notion_backfill.reconcile(env.deps, BETA) == {"org_id": BETA, "started": []}
