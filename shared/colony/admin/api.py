@@ -11,7 +11,8 @@ Routes (JSON; ``Authorization: Bearer <Clerk session JWT>``):
 - ``GET``/``PUT /orgs/{org}/icp``: the active ICP definition and anti-ICP rules
   (``contracts.admin.IcpReplace``; a replace writes a new version);
 - ``GET``/``PUT /orgs/{org}/sequences``: the sequence library (``SequenceLibrary``);
-- ``GET``/``PUT /orgs/{org}/settings``: competitors and sending limits (``OrgSettingsReplace``).
+- ``GET``/``PUT /orgs/{org}/settings``: competitors and sending limits (``OrgSettingsReplace``);
+- ``/orgs/{org}/imports…``: prospect and deal imports (``colony.admin.imports``).
 
 A replace body with an unknown field, or a rule that cannot work, is a 422 naming it.
 
@@ -29,6 +30,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from colony.admin import imports
 from colony.contracts.admin import IcpReplace, OrgSettingsReplace, SequenceLibrary
 from colony.contracts.lifecycle import RetentionUpdate
 from colony.errors import NotFound, OrgScopeError, Unauthorized, Unprocessable, ValidationFailed
@@ -138,4 +140,8 @@ def handle(deps: Deps, request: JsonRequest) -> tuple[dict[str, Any], int] | dic
         org = match["org"]
         _admin_of(deps, request, org)
         return _org_data(deps, request, org, match["what"])
+    if match := imports.IMPORTS.match(path):
+        org = match["org"]
+        principal = _admin_of(deps, request, org)
+        return imports.handle(deps, request, principal, org, match["job"], match["what"] or "")
     raise NotFound("there is nothing at this path")

@@ -97,6 +97,7 @@ CAMPAIGN_RESUME_QUEUE = "colony-campaign-resume"
 NOTION_REEMBED_QUEUE = "colony-notion-reembed"
 ERASURE_QUEUE = "colony-erasure"
 SEND_QUEUE = "colony-send"
+IMPORT_QUEUE = "colony-import"
 
 # The one service account whose Google OIDC tokens Pub/Sub push, Cloud Tasks and Cloud
 # Scheduler present to the functions not marked ``public`` (terraform creates it from this id;
@@ -152,6 +153,15 @@ QUEUES: dict[str, Queue] = {
             purpose="send one approved outbox message through the mail relay",
             max_attempts=10,
             max_dispatches_per_second=5.0,
+        ),
+        # One task per uploaded file (named by its import job): the job resumes from its
+        # checkpoint on every attempt, so a crash mid-file loses at most one batch.
+        Queue(
+            IMPORT_QUEUE,
+            target="data-lifecycle",
+            purpose="prospect and deal import jobs (named by job id)",
+            max_attempts=20,
+            max_dispatches_per_second=1.0,
         ),
     )
 }
@@ -327,9 +337,12 @@ FUNCTIONS: dict[str, Function] = {
             trigger="http",
             topic=None,
             agent=None,
-            purpose="org admin API: erasure requests and reports, retention periods",
+            purpose="org admin API: erasure, retention, org data and imports",
             secrets=(*MODEL_FREE_SECRETS, *JWT_SECRETS),
-            enqueues=(ERASURE_QUEUE,),
+            enqueues=(ERASURE_QUEUE, IMPORT_QUEUE),
+            # signs upload URLs under imports/<org>/ (a signed PUT acts as its signer, so it
+            # needs object create) and reads an upload's size before queueing it
+            assets="write",
             public=True,  # it verifies the bearer token and the org admin role itself
             concurrency=2,  # a few admins at a time: it only opens jobs and reads reports
             max_instances=1,
@@ -351,7 +364,8 @@ FUNCTIONS: dict[str, Function] = {
             trigger="http",
             topic=None,
             agent=None,
-            purpose="Cloud Tasks target: erasure jobs; Cloud Scheduler target: daily retention",
+            purpose="Cloud Tasks target: erasure and import jobs; Cloud Scheduler target:"
+            " daily retention",
             # the Langfuse keys delete an erased org's traces; no model is called
             secrets=(*MODEL_FREE_SECRETS, *TRACING_SECRETS),
             assets="write",  # deletes transcripts, kits and imports

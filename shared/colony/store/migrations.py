@@ -59,6 +59,8 @@ ORG_SCOPED_TABLES: tuple[str, ...] = (
     "suppressions",
     "org_retention",
     "org_settings",
+    "import_jobs",
+    "import_errors",
 )
 
 # The first schema is long enough to read best as SQL: it lives beside this module, byte for
@@ -494,4 +496,10 @@ def migrations(dim: int) -> list[Migration]:
         Migration("0016_sending", _SENDING + _rls("suppressions")),
         Migration("0017_audit_erasure", _AUDIT_ERASURE),
         Migration("0018_org_settings", _ORG_SETTINGS + _rls("org_settings")),
+        Migration(
+            "0019_imports",
+            (_SQL / "0019_imports.sql").read_text(encoding="utf-8")
+            + _rls("import_jobs")
+            + _rls("import_errors"),
+        ),
     ]
