@@ -7,8 +7,9 @@ durable steps, a recording of each deal's call (transcript in GCS), KC chunks (a
 one approved from each call), chat turns and events that mention Dana, a brief, approval
 items (outbound drafts, a follow-up, a KC candidate, a kit, a content piece), the outbox,
 processed events, LLM call records, a dead letter, published content, a deployment kit,
-retention and org settings, a rejection that claimed it, audit log entries about Dana's draft and
-Dana's address on the suppression list. ``SEEDED`` lists the tables it fills and
+retention and org settings, an import job with a rejected row quoting Dana's address, a
+rejection that claimed it, audit log entries about Dana's draft and Dana's address on the
+suppression list. ``SEEDED`` lists the tables it fills and
 a test holds that to ``ORG_SCOPED_TABLES``: a new org table must be seeded here, so the
 erasure tests cover it.
 """
@@ -272,6 +273,23 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
         "INSERT INTO org_settings (org_id, competitors, daily_send_cap, per_domain_hourly_cap)"
         " VALUES (%s, '[\"CareSpace\"]'::jsonb, 100, 4)",
         org,
+    )
+    # an import job whose file rejected a row quoting Dana's address (the report keeps it)
+    ex(
+        "INSERT INTO import_jobs (id, org_id, kind, format, filename, object_name,"
+        " declared_bytes, status, rows_total, rows_done, rows_created, rows_rejected,"
+        " requested_by) VALUES (%s, %s, 'prospects', 'csv', 'contacts.csv', %s, 64,"
+        " 'completed', 2, 2, 1, 1, 'user_1')",
+        f"{org}_imp1",
+        org,
+        imported,
+    )
+    ex(
+        "INSERT INTO import_errors (org_id, job_id, row_number, line, field, reason, value)"
+        " VALUES (%s, %s, 2, 3, 'email', 'not a valid email address', %s)",
+        org,
+        f"{org}_imp1",
+        f"{email}>",
     )
     ex(
         "INSERT INTO rejected_deliveries (function, claimed_org_id, reason)"

@@ -41,6 +41,8 @@ ENTITY_TABLES = {
     "erasure_jobs",  # issue 14: erasure jobs and their reports (outlive the org they name)
     "org_retention",  # issue 14: an org's retention period per data class
     "org_settings",  # issue 17: competitors and sending limits, one row per org
+    "import_jobs",  # issue 17: an uploaded prospect or deal file, its checkpoint and counts
+    "import_errors",  # issue 17: each rejected record of an import, its number and reason
 }
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import functions_framework
 
-from colony.runtime.compose.lifecycle import parts
+from colony.runtime.compose.assets import parts
 from colony.runtime.deps import deps
 from colony.runtime.edge import JsonRequest, http_json
 

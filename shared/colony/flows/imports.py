@@ -45,7 +45,7 @@ from colony.store import imports, orgdata
 
 MAX_IMPORT_BYTES = 50 * 1024 * 1024  # 100,000 CRM rows are ~20 MB; 50 MiB leaves room
 UPLOAD_TTL_SECONDS = 3600
-BATCH = 2000
+BATCH = 5000
 RECENT = 20
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from colony.imports.rows import Deal, Prospect
@@ -27,6 +27,14 @@ class Plan:
     updates: dict[str, dict[str, Any]] = field(default_factory=dict)
     created: int = 0
     updated: int = 0
+
+
+def _values(record: Prospect | Deal) -> dict[str, Any]:
+    # not dataclasses.asdict: it deep-copies every value, a third of a batch's planning
+    return {name: getattr(record, name) for name in _FIELDS[type(record)]}
+
+
+_FIELDS = {kind: tuple(f.name for f in fields(kind)) for kind in (Prospect, Deal)}
 
 
 def _merge(into: dict[str, Any], values: Mapping[str, Any]) -> None:
@@ -99,7 +107,7 @@ def plan_prospects(batch: Sequence[Prospect], existing: Iterable[Mapping[str, An
                 "name_domain": (row["name"], domain) if domain else None,
             },
         )
-    return _plan(((asdict(p), prospect_keys(p)) for p in batch), keys, ids)
+    return _plan(((_values(p), prospect_keys(p)) for p in batch), keys, ids)
 
 
 def deal_keys(d: Deal) -> dict[str, Any]:
@@ -117,7 +125,7 @@ def plan_deals(
         keys.add(str(row["id"]), {"external_id": row.get("external_id"), "name": row["name"]})
     records = []
     for d in batch:
-        values = asdict(d)
+        values = _values(d)
         email = values.pop("contact_email")
         values["contact_id"] = contacts.get(email.lower()) if email else None
         records.append((values, deal_keys(d)))

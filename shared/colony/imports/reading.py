@@ -123,7 +123,7 @@ def csv_records(data: bytes, encoding: str, *, header_only: bool = False) -> Ite
         number = 0
         line = reader.line_num + 1
         for cells in reader:
-            if not any(c.strip() for c in cells):
+            if not any(cells) or not "".join(cells).strip():
                 line = reader.line_num + 1
                 continue  # blank lines are not records
             number += 1

@@ -10,6 +10,7 @@ name like any other here, never evaluated; every CSV we write escapes it
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -132,11 +133,43 @@ def _get(cells: Mapping[str, str], columns: Mapping[str, str], field: str) -> st
     return value or None
 
 
+# An ASCII dot-atom local part (RFC 5322 atext): what email-validator accepts unchanged, so
+# only the domain needs its (slow, IDNA) check, which is cached: a file names far fewer
+# companies than people. Anything else (Unicode, quoting, reserved mailbox names) goes
+# through email-validator whole.
+_ATEXT = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
+_DOT_ATOM = re.compile(rf"^{_ATEXT}(?:\.{_ATEXT})*$")
+
+
+@functools.lru_cache(maxsize=8192)
+def _email_domain(domain: str) -> str | None:
+    """The domain as email-validator normalises it, or None if it is not valid there."""
+    from email_validator import EmailNotValidError, validate_email  # lazy: imports only
+
+    try:
+        return str(validate_email(f"a@{domain}", check_deliverability=False).domain)
+    except EmailNotValidError:
+        return None
+
+
 def _email(value: str | None, field: str = "email") -> str | None:
     if value is None:
         return None
     from email_validator import EmailNotValidError, validate_email  # lazy: imports only
+    from email_validator.rfc_constants import CASE_INSENSITIVE_MAILBOX_NAMES
 
+    local, at, domain = value.rpartition("@")
+    if (
+        at
+        and len(local) <= 64
+        and len(value) <= 254
+        and _DOT_ATOM.match(local)
+        and local.lower() not in CASE_INSENSITIVE_MAILBOX_NAMES
+    ):
+        checked = _email_domain(domain)
+        if checked is None:
+            raise _Bad(field, "not a valid email address", value)
+        return f"{local}@{checked}"
     try:
         return str(validate_email(value, check_deliverability=False).normalized)
     except EmailNotValidError:

@@ -9,6 +9,7 @@ worker on the same job waits, then sees the batch already done.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -51,7 +52,9 @@ WHERE id = %s AND rows_done = %s
 """
 INSERT_ERRORS = """
 INSERT INTO import_errors (org_id, job_id, row_number, line, field, reason, value)
-SELECT %s, %s, * FROM unnest(%s::int[], %s::int[], %s::text[], %s::text[], %s::text[])
+SELECT %s, %s, r.row_number, r.line, r.field, r.reason, r.value
+FROM jsonb_to_recordset(%s::jsonb)
+     AS r(row_number integer, line integer, field text, reason text, value text)
 ON CONFLICT (job_id, row_number) DO NOTHING
 """
 ERRORS = """
@@ -63,47 +66,43 @@ WHERE job_id = %s ORDER BY row_number
 LOCK_ORG_IMPORTS = "SELECT pg_advisory_xact_lock(hashtext('colony-import:' || %s))"
 
 MATCH_CONTACTS = """
+WITH k AS (SELECT %s::jsonb AS j)
 SELECT id, external_id, lower(email) AS email, lower(name) AS name,
        lower(company_domain) AS domain
 FROM contacts
-WHERE external_id = ANY(%s::text[])
-   OR lower(email) = ANY(%s::text[])
+WHERE external_id IN (SELECT jsonb_array_elements_text(j -> 'external_ids') FROM k)
+   OR lower(email) IN (SELECT jsonb_array_elements_text(j -> 'emails') FROM k)
    OR (lower(name), lower(company_domain)) IN (
-       SELECT n, d FROM unnest(%s::text[], %s::text[]) AS k(n, d))
+       SELECT e ->> 0, e ->> 1 FROM k, jsonb_array_elements(j -> 'names_domains') AS e)
 """
-CONTACT_FIELDS = (
-    "id",
-    "external_id",
-    "name",
-    "title",
-    "email",
-    "company",
-    "company_domain",
-    "linkedin_url",
-)
-INSERT_CONTACTS = """
+# Batches travel as one JSON array (``jsonb_to_recordset``): one parameter the driver sends
+# as it is, where thousands of array elements would each be escaped in Python.
+CONTACT_RECORD = """
+    r(id text, external_id text, name text, title text, email text, company text,
+      company_domain text, linkedin_url text)
+"""
+INSERT_CONTACTS = f"""
 INSERT INTO contacts (org_id, id, external_id, name, title, email, company, company_domain,
                       linkedin_url)
-SELECT %s, * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[],
-                         %s::text[], %s::text[], %s::text[])
+SELECT %s, r.id, r.external_id, r.name, r.title, r.email, r.company, r.company_domain,
+       r.linkedin_url
+FROM jsonb_to_recordset(%s::jsonb) AS {CONTACT_RECORD}
 """
 # A re-import updates: the file's name and company win; a cell the file leaves empty keeps
 # what the row had (an export without titles does not erase them); an external id is set
 # once, never replaced.
-UPDATE_CONTACTS = """
+UPDATE_CONTACTS = f"""
 UPDATE contacts c SET
-    external_id = coalesce(c.external_id, u.external_id),
-    name = u.name,
-    title = coalesce(u.title, c.title),
-    email = coalesce(u.email, c.email),
-    company = u.company,
-    company_domain = coalesce(u.company_domain, c.company_domain),
-    linkedin_url = coalesce(u.linkedin_url, c.linkedin_url),
+    external_id = coalesce(c.external_id, r.external_id),
+    name = r.name,
+    title = coalesce(r.title, c.title),
+    email = coalesce(r.email, c.email),
+    company = r.company,
+    company_domain = coalesce(r.company_domain, c.company_domain),
+    linkedin_url = coalesce(r.linkedin_url, c.linkedin_url),
     updated_at = now()
-FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[],
-            %s::text[], %s::text[])
-     AS u(id, external_id, name, title, email, company, company_domain, linkedin_url)
-WHERE c.id = u.id
+FROM jsonb_to_recordset(%s::jsonb) AS {CONTACT_RECORD}
+WHERE c.id = r.id
 """
 MATCH_DEALS = """
 SELECT id, external_id, lower(name) AS name FROM deals
@@ -113,36 +112,29 @@ CONTACTS_BY_EMAIL = """
 SELECT DISTINCT ON (lower(email)) lower(email) AS email, id FROM contacts
 WHERE lower(email) = ANY(%s::text[]) ORDER BY lower(email), created_at
 """
-DEAL_FIELDS = (
-    "id",
-    "external_id",
-    "contact_id",
-    "name",
-    "stage",
-    "value",
-    "next_action",
-    "close_date",
-)
-INSERT_DEALS = """
+DEAL_RECORD = """
+    r(id text, external_id text, contact_id text, name text, stage text, value numeric,
+      next_action text, close_date date)
+"""
+INSERT_DEALS = f"""
 INSERT INTO deals (org_id, id, external_id, contact_id, name, stage, value, next_action,
                    close_date)
-SELECT %s, * FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[],
-                         %s::numeric[], %s::text[], %s::date[])
+SELECT %s, r.id, r.external_id, r.contact_id, r.name, r.stage, r.value, r.next_action,
+       r.close_date
+FROM jsonb_to_recordset(%s::jsonb) AS {DEAL_RECORD}
 """
-UPDATE_DEALS = """
+UPDATE_DEALS = f"""
 UPDATE deals d SET
-    external_id = coalesce(d.external_id, u.external_id),
-    contact_id = coalesce(u.contact_id, d.contact_id),
-    name = u.name,
-    stage = u.stage,
-    value = coalesce(u.value, d.value),
-    next_action = coalesce(u.next_action, d.next_action),
-    close_date = coalesce(u.close_date, d.close_date),
+    external_id = coalesce(d.external_id, r.external_id),
+    contact_id = coalesce(r.contact_id, d.contact_id),
+    name = r.name,
+    stage = r.stage,
+    value = coalesce(r.value, d.value),
+    next_action = coalesce(r.next_action, d.next_action),
+    close_date = coalesce(r.close_date, d.close_date),
     updated_at = now()
-FROM unnest(%s::text[], %s::text[], %s::text[], %s::text[], %s::text[], %s::numeric[],
-            %s::text[], %s::date[])
-     AS u(id, external_id, contact_id, name, stage, value, next_action, close_date)
-WHERE d.id = u.id
+FROM jsonb_to_recordset(%s::jsonb) AS {DEAL_RECORD}
+WHERE d.id = r.id
 """
 
 
@@ -193,8 +185,9 @@ def checkpoint(cur: Any, job_id: str, done_before: int, done: int, counts: Seque
 def record_errors(cur: Any, org_id: str, job_id: str, errors: Sequence[Sequence[Any]]) -> None:
     """Store rejected records: each ``(row, line, field, reason, value)``."""
     if errors:
-        columns = [list(c) for c in zip(*errors, strict=True)]
-        cur.execute(INSERT_ERRORS, (org_id, job_id, *columns))
+        names = ("row_number", "line", "field", "reason", "value")
+        records = [dict(zip(names, error, strict=True)) for error in errors]
+        cur.execute(INSERT_ERRORS, (org_id, job_id, json.dumps(records)))
 
 
 def errors(cur: Any, job_id: str) -> list[Row]:
@@ -210,23 +203,22 @@ def match_contacts(
 ) -> list[Row]:
     """Existing contacts sharing an external id, an email or a (name, domain) with the
     batch (all compared in lower case but the external id)."""
-    names = [n for n, _ in names_domains]
-    domains = [d for _, d in names_domains]
-    return fetch_all(cur, MATCH_CONTACTS, (external_ids, emails, names, domains))
+    keys = {"external_ids": external_ids, "emails": emails, "names_domains": names_domains}
+    return fetch_all(cur, MATCH_CONTACTS, (json.dumps(keys),))
 
 
-def _columns(rows: Sequence[dict[str, Any]], fields: Sequence[str]) -> list[list[Any]]:
-    return [[row[f] for row in rows] for f in fields]
+def _records(rows: Sequence[dict[str, Any]]) -> str:
+    return json.dumps(list(rows), default=str)  # Decimal and date as their text
 
 
 def insert_contacts(cur: Any, org_id: str, rows: Sequence[dict[str, Any]]) -> None:
     if rows:
-        cur.execute(INSERT_CONTACTS, (org_id, *_columns(rows, CONTACT_FIELDS)))
+        cur.execute(INSERT_CONTACTS, (org_id, _records(rows)))
 
 
 def update_contacts(cur: Any, rows: Sequence[dict[str, Any]]) -> None:
     if rows:
-        cur.execute(UPDATE_CONTACTS, tuple(_columns(rows, CONTACT_FIELDS)))
+        cur.execute(UPDATE_CONTACTS, (_records(rows),))
 
 
 def match_deals(cur: Any, external_ids: list[str], names: list[str]) -> list[Row]:
@@ -240,9 +232,9 @@ def contacts_by_email(cur: Any, emails: list[str]) -> dict[str, str]:
 
 def insert_deals(cur: Any, org_id: str, rows: Sequence[dict[str, Any]]) -> None:
     if rows:
-        cur.execute(INSERT_DEALS, (org_id, *_columns(rows, DEAL_FIELDS)))
+        cur.execute(INSERT_DEALS, (org_id, _records(rows)))
 
 
 def update_deals(cur: Any, rows: Sequence[dict[str, Any]]) -> None:
     if rows:
-        cur.execute(UPDATE_DEALS, tuple(_columns(rows, DEAL_FIELDS)))
+        cur.execute(UPDATE_DEALS, (_records(rows),))
