@@ -98,8 +98,9 @@ def _job(cur: Any, job_id: str) -> dict[str, Any]:
     return row
 
 
-def start(deps: FlowDeps, org_id: str, job_id: str) -> dict[str, Any]:
-    """Queue the job once its file is uploaded (idempotent: a queued job stays queued)."""
+def start(deps: FlowDeps, org_id: str, job_id: str, *, schedule: bool = True) -> dict[str, Any]:
+    """Queue the job once its file is uploaded (idempotent: a queued job stays queued).
+    ``schedule=False`` (the local CLI, which runs the job itself) adds no task."""
     with deps.db.transaction(org_id) as cur:
         row = _job(cur, job_id)
     if row["status"] not in ("awaiting_upload", "queued"):
@@ -116,6 +117,8 @@ def start(deps: FlowDeps, org_id: str, job_id: str) -> dict[str, Any]:
     with deps.db.transaction(org_id) as cur:
         imports.queue_job(cur, job_id, size)
         row = _job(cur, job_id)
+    if not schedule:
+        return view(row)
     body = LifecycleBody(task=ImportTask(org_id=org_id, job_id=job_id)).model_dump(mode="json")
 
     deps.transport.schedule(
