@@ -32,6 +32,7 @@ EXPORT = (
 @dataclass
 class Api:
     url: str
+    chat: str  # the chat function, whose /imports feeds /overview's Imports section
     http: httpx.Client
     data_dir: Path
     db: PgDB
@@ -69,10 +70,12 @@ def api(testdb: PgDB, gcs: Gcs, tmp_path: Path) -> Iterator[Api]:
         **gcs.env,
     }
     with (
-        FunctionServers(env, ("admin", "data-lifecycle"), log_dir=tmp_path / "logs") as servers,
+        FunctionServers(
+            env, ("admin", "data-lifecycle", "chat"), log_dir=tmp_path / "logs"
+        ) as servers,
         httpx.Client(timeout=30) as http,
     ):
-        yield Api(servers.urls["admin"], http, tmp_path, testdb)
+        yield Api(servers.urls["admin"], servers.urls["chat"], http, tmp_path, testdb)
 
 
 def _declare(api: Api, org: str, size: int, **extra: Any) -> httpx.Response:
@@ -106,7 +109,14 @@ def test_an_admin_imports_a_crm_export_and_downloads_its_error_report(api: Api) 
     rows = list(csv.reader(io.StringIO(report.text)))
     assert rows[1][:4] == ["2", "3", "email", "not a valid email address"]
     # the formula cell comes back as text a spreadsheet shows, never runs
-    assert rows[1][4] == "'=HYPERLINK(\"http://evil.example\",\"x\")"
+    assert rows[1][4] == '\'=HYPERLINK("http://evil.example","x")'
+    # /overview's Imports section: the org's jobs, counts only; another org sees none
+    progress = api.http.get(f"{api.chat}/imports", headers=api.bearer(ALPHA, admin=False))
+    (shown,) = progress.json()["imports"]
+    assert (shown["id"], shown["rows_done"], shown["rows_rejected"]) == (job["id"], 3, 1)
+    assert "object_name" not in shown
+    other = api.http.get(f"{api.chat}/imports", headers=api.bearer(BETA)).json()
+    assert other == {"imports": []}
 
 
 def test_an_oversized_or_malformed_declaration_is_refused_before_any_upload(api: Api) -> None:

@@ -31,6 +31,7 @@ from colony.contracts.imports import ImportCreate
 from colony.contracts.lifecycle import ImportTask, LifecycleBody
 from colony.errors import Conflict, NotFound, PayloadTooLarge, UpstreamError
 from colony.flows.deps import FlowDeps
+from colony.flows.import_progress import recent, view
 from colony.imports import merge, rows
 from colony.imports.reading import (
     FileRejected,
@@ -46,7 +47,9 @@ from colony.store import imports, orgdata
 MAX_IMPORT_BYTES = 50 * 1024 * 1024  # 100,000 CRM rows are ~20 MB; 50 MiB leaves room
 UPLOAD_TTL_SECONDS = 3600
 BATCH = 5000
-RECENT = 20
+
+
+__all__ = ["create", "error_report", "recent", "run_job", "start", "status", "view"]
 
 
 class ImportMoved(UpstreamError):
@@ -61,14 +64,6 @@ def _too_large(size: int) -> PayloadTooLarge:
         f"the file is {size:,} bytes; an import file may be at most {MAX_IMPORT_BYTES:,}"
         " bytes (100,000 records): split it"
     )
-
-
-def view(row: dict[str, Any]) -> dict[str, Any]:
-    """A job as the API and the CLI show it."""
-    shown = {k: row[k] for k in row if k not in ("object_name", "declared_bytes")}
-    for key in ("created_at", "started_at", "finished_at"):
-        shown[key] = row[key].isoformat() if row[key] else None
-    return shown
 
 
 def create(
@@ -133,11 +128,6 @@ def start(deps: FlowDeps, org_id: str, job_id: str, *, schedule: bool = True) ->
 def status(deps: FlowDeps, org_id: str, job_id: str) -> dict[str, Any]:
     with deps.db.transaction(org_id) as cur:
         return view(_job(cur, job_id))
-
-
-def recent(deps: FlowDeps, org_id: str, limit: int = RECENT) -> list[dict[str, Any]]:
-    with deps.db.transaction(org_id) as cur:
-        return [view(r) for r in imports.recent_jobs(cur, limit)]
 
 
 def error_report(deps: FlowDeps, org_id: str, job_id: str) -> str:
