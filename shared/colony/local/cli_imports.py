@@ -36,9 +36,10 @@ def cmd_import_file(settings: Settings, args: argparse.Namespace) -> int:
 
     path = Path(args.path)
     fmt = args.format or ("jsonl" if path.suffix.lower() in (".jsonl", ".ndjson") else "csv")
-    declared = ImportCreate(
-        kind=args.kind, format=fmt, filename=path.name[:200], size_bytes=path.stat().st_size
-    )
+    declared = ImportCreate.model_validate(
+        {"kind": args.kind, "format": fmt, "filename": path.name[:200],
+         "size_bytes": path.stat().st_size}
+    )  # fmt: skip
     deps = _deps(settings)
     try:
         job = imports.create(deps, args.org_id, declared, args.requested_by)
