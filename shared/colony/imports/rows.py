@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import date, datetime
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 from colony.imports.reading import FileRejected
 
@@ -236,15 +236,19 @@ def _date(value: str | None) -> date | None:
     raise _Bad("close_date", "not a date (use YYYY-MM-DD)", value)
 
 
+# 1234.56 or 1,234.56: a comma only as a thousands separator. "1.234,5" (a decimal comma)
+# is refused rather than read as 1.23: an amount is never guessed.
+_AMOUNT = re.compile(r"^-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?$")
+
+
 def _money(value: str | None) -> Decimal | None:
     if value is None:
         return None
-    text = re.sub(r"[\s$€£,]|USD|EUR|GBP", "", value)
-    try:
-        amount = Decimal(text)
-    except InvalidOperation:
-        raise _Bad("value", "not an amount", value) from None
-    if not amount.is_finite() or abs(amount) >= Decimal("1e12"):
+    text = re.sub(r"\s|[$€£]|USD|EUR|GBP", "", value)
+    if not _AMOUNT.match(text):
+        raise _Bad("value", "not an amount (write it as 1234.56)", value)
+    amount = Decimal(text.replace(",", ""))
+    if abs(amount) >= Decimal("1e12"):
         raise _Bad("value", "not an amount this system can hold", value)
     return amount.quantize(Decimal("0.01"))
 
