@@ -119,7 +119,8 @@ def test_a_prospect_is_normalised_and_kept_as_text() -> None:
         ({"Name": "A", "Company": "C"}, "email", "an email, an external id"),
         ({"Name": "A", "Company": "C", "Email": "a@@b.org"}, "email", "not a valid email"),
         ({"Name": "A", "Company": "C", "Website": "not a site"}, "company_domain", "domain"),
-        ({"Name": "A", "Company": "C", "Id": "1", "LinkedIn": "http://x.com"}, "linkedin_url", "LinkedIn"),
+        ({"Name": "A", "Company": "C", "Id": "1", "LinkedIn": "http://x.com"}, "linkedin_url",
+         "LinkedIn"),
         ({"Name": "A" * 501, "Company": "C", "Id": "1"}, "name", "longer than 500"),
     ],
 )  # fmt: skip
@@ -159,7 +160,12 @@ def test_deals_parse_amounts_dates_and_stages() -> None:
     cells = {"Deal Name": "Rollout", "Deal Stage": "Closed Won", "Amount": "€1.234,5"}
     got = rows.deal(cells, rows.column_map(list(cells), "deals"))
     assert isinstance(got, rows.Rejection) and got.field == "value"
-    cells = {"Deal Name": "Rollout", "Stage": "Closed Won", "Amount": "$1,234.5", "Close Date": "2026-03-01T10:00:00Z"}  # fmt: skip
+    cells = {
+        "Deal Name": "Rollout",
+        "Stage": "Closed Won",
+        "Amount": "$1,234.5",
+        "Close Date": "2026-03-01T10:00:00Z",
+    }
     got = rows.deal(cells, rows.column_map(list(cells), "deals"))
     assert isinstance(got, rows.Deal)
     assert (got.stage, str(got.value), str(got.close_date)) == (
