@@ -61,9 +61,8 @@ class _Keys:
                 index.setdefault(key, row_id)
 
 
-def _plan(
-    records: Iterable[tuple[dict[str, Any], dict[str, Any]]], keys: _Keys, existing: set[str]
-) -> Plan:
+def _plan(records: Iterable[tuple[dict[str, Any], dict[str, Any]]], keys: _Keys) -> Plan:
+    """Every id ``keys`` finds is an existing row's or one this plan inserts."""
     plan = Plan()
     for values, record_keys in records:
         row_id = keys.find(record_keys)
@@ -78,9 +77,6 @@ def _plan(
             _merge(target, values)
             plan.updated += 1
         keys.add(row_id, record_keys)
-    for row_id in list(plan.updates):
-        if row_id not in existing:  # cannot happen: found ids are existing or inserted
-            raise AssertionError(f"update of unknown row {row_id!r}")
     return plan
 
 
@@ -95,9 +91,7 @@ def prospect_keys(p: Prospect) -> dict[str, Any]:
 
 def plan_prospects(batch: Sequence[Prospect], existing: Iterable[Mapping[str, Any]]) -> Plan:
     keys = _Keys(("external_id", "email", "name_domain"))
-    ids: set[str] = set()
     for row in existing:
-        ids.add(str(row["id"]))
         domain = row.get("domain")
         keys.add(
             str(row["id"]),
@@ -107,7 +101,7 @@ def plan_prospects(batch: Sequence[Prospect], existing: Iterable[Mapping[str, An
                 "name_domain": (row["name"], domain) if domain else None,
             },
         )
-    return _plan(((_values(p), prospect_keys(p)) for p in batch), keys, ids)
+    return _plan(((_values(p), prospect_keys(p)) for p in batch), keys)
 
 
 def deal_keys(d: Deal) -> dict[str, Any]:
@@ -119,9 +113,7 @@ def plan_deals(
 ) -> Plan:
     """``contacts``: lower-cased email → contact id, to link a deal to its contact."""
     keys = _Keys(("external_id", "name"))
-    ids: set[str] = set()
     for row in existing:
-        ids.add(str(row["id"]))
         keys.add(str(row["id"]), {"external_id": row.get("external_id"), "name": row["name"]})
     records = []
     for d in batch:
@@ -129,4 +121,4 @@ def plan_deals(
         email = values.pop("contact_email")
         values["contact_id"] = contacts.get(email.lower()) if email else None
         records.append((values, deal_keys(d)))
-    return _plan(records, keys, ids)
+    return _plan(records, keys)

@@ -19,6 +19,7 @@ import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from colony.errors import Unprocessable
 
@@ -93,33 +94,40 @@ def sniff_delimiter(header_line: str) -> str:
     return best if counts[best] else ","
 
 
-def csv_header(data: bytes, encoding: str) -> list[str]:
-    """The header line's column names (checked by ``check_header``)."""
-    for _record in csv_records(data, encoding, header_only=True):
-        pass
-    stream = _text(data, encoding)
-    first = stream.readline()
-    stream.seek(0)
-    reader = csv.reader(stream, delimiter=sniff_delimiter(first), strict=True)
-    return [h.strip() for h in next(reader)]
-
-
-def csv_records(data: bytes, encoding: str, *, header_only: bool = False) -> Iterator[Record]:
-    """The records of a CSV file, the first line its header. Cells are keyed by the header
-    as written; a header naming one column twice is ``FileRejected``."""
+def _reader(data: bytes, encoding: str) -> Any:
     stream = _text(data, encoding)
     first = stream.readline()
     if not first.strip():
         raise FileRejected("the file is empty: a header line is required")
     stream.seek(0)
-    reader = csv.reader(stream, delimiter=sniff_delimiter(first), strict=True)
+    return csv.reader(stream, delimiter=sniff_delimiter(first), strict=True)
+
+
+def _header(reader: Any) -> list[str]:
+    header = [h.strip() for h in next(reader)]
+    if len(header) > MAX_COLUMNS:
+        raise FileRejected(f"the header has {len(header)} columns; at most {MAX_COLUMNS}")
+    check_header(header)
+    return header
+
+
+def csv_header(data: bytes, encoding: str) -> list[str]:
+    """The header line's column names (``FileRejected`` as ``csv_records`` would be)."""
+    reader = _reader(data, encoding)
     try:
-        header = [h.strip() for h in next(reader)]
-        if len(header) > MAX_COLUMNS:
-            raise FileRejected(f"the header has {len(header)} columns; at most {MAX_COLUMNS}")
-        check_header(header)
-        if header_only:
-            return
+        return _header(reader)
+    except csv.Error as error:
+        raise FileRejected(f"line 1: the CSV is malformed ({_csv_reason(error)})") from None
+    except UnicodeDecodeError:
+        raise FileRejected(f"the file is not valid {encoding}; save it as UTF-8") from None
+
+
+def csv_records(data: bytes, encoding: str) -> Iterator[Record]:
+    """The records of a CSV file, the first line its header. Cells are keyed by the header
+    as written; a header naming one column twice is ``FileRejected``."""
+    reader = _reader(data, encoding)
+    try:
+        header = _header(reader)
         number = 0
         line = reader.line_num + 1
         for cells in reader:
