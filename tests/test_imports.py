@@ -265,3 +265,17 @@ def test_deals_from_a_crm_export(env: Env) -> None:
         "close": "2026-12-24",
         "email": "ana@a.org",
     }
+
+
+def test_a_file_replaced_after_the_start_fails_instead_of_resuming_on_other_bytes(
+    env: Env,
+) -> None:
+    job_id = env.upload(b"Name,Email,Company\nA,a@b.org,C\n")
+    env.blobs.put(
+        f"imports/{ORG}/{job_id}/upload.csv",
+        b"Name,Email,Company\nB,b@b.org,C\nC,c@c.org,C\n",
+        "text/csv",
+    )
+    failed = env.run(job_id)
+    assert failed["status"] == "failed" and "changed after the import started" in failed["failure"]
+    assert env.contacts() == []

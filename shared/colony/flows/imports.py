@@ -171,6 +171,11 @@ def run_job(deps: FlowDeps, org_id: str, job_id: str) -> dict[str, Any]:
         return _fail(deps, org_id, row, "the uploaded file is gone; upload it again")
     if len(data) > MAX_IMPORT_BYTES:
         return _fail(deps, org_id, row, str(_too_large(len(data))))
+    if row["size_bytes"] is not None and len(data) != row["size_bytes"]:
+        # a resume must read the bytes the first attempt read (records are skipped by number)
+        return _fail(
+            deps, org_id, row, "the file changed after the import started; start a new one"
+        )
     try:
         encoding, columns, total = _scan(data, row)
     except FileRejected as error:
