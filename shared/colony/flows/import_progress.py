@@ -11,7 +11,7 @@ from colony.flows.deps import FlowDeps
 from colony.store import imports
 
 RECENT = 20
-_HIDDEN = ("object_name", "declared_bytes")
+_HIDDEN = ("object_name", "declared_bytes", "content_sha256")
 
 
 def view(row: dict[str, Any]) -> dict[str, Any]:

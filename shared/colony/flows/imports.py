@@ -22,6 +22,7 @@ the rejected records stay, as the error report (``error_report``: CSV, formula-s
 
 from __future__ import annotations
 
+import hashlib
 import json
 import uuid
 from collections.abc import Sequence
@@ -171,7 +172,8 @@ def run_job(deps: FlowDeps, org_id: str, job_id: str) -> dict[str, Any]:
         return _fail(deps, org_id, row, "the uploaded file is gone; upload it again")
     if len(data) > MAX_IMPORT_BYTES:
         return _fail(deps, org_id, row, str(_too_large(len(data))))
-    if row["size_bytes"] is not None and len(data) != row["size_bytes"]:
+    digest = hashlib.sha256(data).hexdigest()
+    if row["content_sha256"] not in (None, digest):
         # a resume must read the bytes the first attempt read (records are skipped by number)
         return _fail(
             deps, org_id, row, "the file changed after the import started; start a new one"
@@ -181,7 +183,7 @@ def run_job(deps: FlowDeps, org_id: str, job_id: str) -> dict[str, Any]:
     except FileRejected as error:
         return _fail(deps, org_id, row, str(error))
     with deps.db.transaction(org_id) as cur:
-        imports.start_job(cur, job_id, encoding, total)
+        imports.start_job(cur, job_id, encoding, total, digest)
     done = int(row["rows_done"])
     batch: list[Record] = []
     for record in records(data, row["format"], encoding):

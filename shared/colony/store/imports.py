@@ -16,7 +16,8 @@ from typing import Any
 from colony.store.db import Row, fetch_all, fetch_one
 
 JOB_COLUMNS = """
-id, org_id, kind, format, filename, object_name, declared_bytes, size_bytes, status, failure,
+id, org_id, kind, format, filename, object_name, declared_bytes, size_bytes, content_sha256,
+status, failure,
 encoding, rows_total, rows_done, rows_created, rows_updated, rows_rejected, requested_by,
 created_at, started_at, finished_at
 """
@@ -35,7 +36,7 @@ WHERE id = %s AND status IN ('awaiting_upload', 'queued')
 """
 START_JOB = """
 UPDATE import_jobs SET status = 'running', encoding = %s, rows_total = %s,
-    started_at = coalesce(started_at, now())
+    content_sha256 = coalesce(content_sha256, %s), started_at = coalesce(started_at, now())
 WHERE id = %s
 """
 FAIL_JOB = """
@@ -162,8 +163,9 @@ def queue_job(cur: Any, job_id: str, size_bytes: int) -> bool:
     return bool(cur.rowcount)
 
 
-def start_job(cur: Any, job_id: str, encoding: str, rows_total: int) -> None:
-    cur.execute(START_JOB, (encoding, rows_total, job_id))
+def start_job(cur: Any, job_id: str, encoding: str, rows_total: int, sha256: str) -> None:
+    """Mark the job running; the file's digest is kept from the first attempt on."""
+    cur.execute(START_JOB, (encoding, rows_total, sha256, job_id))
 
 
 def fail_job(cur: Any, job_id: str, failure: str) -> None:

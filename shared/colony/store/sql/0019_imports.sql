@@ -10,6 +10,7 @@ CREATE TABLE import_jobs (
     object_name     text NOT NULL,
     declared_bytes  bigint NOT NULL CHECK (declared_bytes > 0),
     size_bytes      bigint,
+    content_sha256  text,
     status          text NOT NULL DEFAULT 'awaiting_upload'
                     CHECK (status IN ('awaiting_upload', 'queued', 'running', 'completed',
                                       'failed')),
