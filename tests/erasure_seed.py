@@ -8,8 +8,9 @@ one approved from each call), chat turns and events that mention Dana, a brief, 
 items (outbound drafts, a follow-up, a KC candidate, a kit, a content piece), the outbox,
 processed events, LLM call records, a dead letter, published content, a deployment kit,
 retention and org settings, both contacts' sequence enrollments, a Notion workspace and its
-backfill run, a Drive channel, a rejection that claimed it, audit log entries about Dana's
-draft and Dana's address on the suppression list. ``SEEDED`` lists the tables it fills and
+backfill run, a Drive channel, an import job with a rejected row quoting Dana's address, a
+rejection that claimed it, audit log entries about Dana's draft and Dana's address on the
+suppression list. ``SEEDED`` lists the tables it fills and
 a test holds that to ``ORG_SCOPED_TABLES``: a new org table must be seeded here, so the
 erasure tests cover it.
 """
@@ -314,6 +315,23 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
         org,
         f"folder-{org}",
         f"res-{org}",
+    )
+    # an import job whose file rejected a row quoting Dana's address (the report keeps it)
+    ex(
+        "INSERT INTO import_jobs (id, org_id, kind, format, filename, object_name,"
+        " declared_bytes, status, rows_total, rows_done, rows_created, rows_rejected,"
+        " requested_by) VALUES (%s, %s, 'prospects', 'csv', 'contacts.csv', %s, 64,"
+        " 'completed', 2, 2, 1, 1, 'user_1')",
+        f"{org}_imp1",
+        org,
+        imported,
+    )
+    ex(
+        "INSERT INTO import_errors (org_id, job_id, row_number, line, field, reason, value)"
+        " VALUES (%s, %s, 2, 3, 'email', 'not a valid email address', %s)",
+        org,
+        f"{org}_imp1",
+        f"{email}>",
     )
     ex(
         "INSERT INTO rejected_deliveries (function, claimed_org_id, reason)"

@@ -10,6 +10,7 @@
     │   ├── NotFound             a referenced row does not exist in the caller's org
     │   ├── Unauthorized         no credentials, or credentials that do not verify
     │   ├── RateLimited          too many requests of a kind in a window; later may work
+    │   ├── PayloadTooLarge      a file or body over its size limit (HTTP 413)
     │   └── Conflict             the request clashes with the current state of a row
     │       └── HandoffRefused   a handoff that is not the next link of its run's chain
     ├── InternalError            our fault: the caller cannot fix it, a fix of ours can
@@ -77,6 +78,12 @@ class Unprocessable(ValidationFailed):
 
 class OrgScopeError(CallerError):
     code = "org_scope"
+
+
+class PayloadTooLarge(CallerError):
+    """A file or body over its size limit, refused before it is read (HTTP 413)."""
+
+    code = "payload_too_large"
 
 
 class Forbidden(CallerError):

@@ -284,6 +284,17 @@ class BlobStore(Protocol):
         """A V4 signed GET URL for ``name`` that expires after ``ttl_seconds``."""
         ...
 
+    def signed_upload(
+        self, name: str, ttl_seconds: int, max_bytes: int
+    ) -> tuple[str, dict[str, str]]:
+        """A V4 signed PUT URL for ``name`` and the headers the upload must carry (they cap
+        its size at ``max_bytes``)."""
+        ...
+
+    def size(self, name: str) -> int:
+        """The size in bytes of ``name`` (``NotFound`` if missing), without reading it."""
+        ...
+
     def names(self, prefix: str) -> list[str]:
         """Every object name starting with ``prefix`` (all pages), sorted. ``prefix`` must
         end with ``/`` (a folder: erasure and retention never match by a name's stem), else

@@ -41,19 +41,26 @@ def _http_get(url: str) -> bytes:
         return bytes(response.read())
 
 
+def _http_put(url: str, data: bytes, headers: dict[str, str]) -> None:
+    request = urllib.request.Request(url, data=data, method="PUT", headers=headers)
+    with _OPENER.open(request, timeout=10) as response:
+        assert response.status == 200
+
+
 @dataclass
 class Harness:
     store: BlobStore
     fetch: Callable[[str], bytes]  # GET a signed URL, as an agent handed it would
+    upload: Callable[[str, bytes, dict[str, str]], None]  # PUT to a signed upload URL
 
 
 @pytest.fixture(params=["memory", "gcs"])
 def harness(request: pytest.FixtureRequest) -> Harness:
     if request.param == "memory":
         memory = MemoryBlobStore("colony-assets-test")
-        return Harness(memory, memory.fetch)
+        return Harness(memory, memory.fetch, memory.upload)
     gcs: Gcs = request.getfixturevalue("gcs")
-    return Harness(gcs.store, _http_get)  # type: ignore[arg-type]
+    return Harness(gcs.store, _http_get, _http_put)  # type: ignore[arg-type]
 
 
 def test_it_is_a_blob_store(harness: Harness) -> None:
@@ -153,3 +160,20 @@ def test_delete_removes_one_object_and_a_second_delete_is_false(harness: Harness
     assert store.names("kits/org_a/") == ["kits/org_a/l.md"]
     with pytest.raises(ValidationFailed):
         store.delete("")
+
+
+def test_a_signed_upload_stores_the_body_and_size_reads_it_without_downloading(
+    harness: Harness,
+) -> None:
+    store = harness.store
+    url, headers = store.signed_upload("imports/org_a/job 1/file", 900, max_bytes=1024)
+    parts = urlsplit(url)
+    assert parts.path == f"/{store.bucket}/{quote('imports/org_a/job 1/file', safe='/~')}"
+    assert headers == {"x-goog-content-length-range": "0,1024"}
+    assert "x-goog-content-length-range" in dict(parse_qsl(parts.query))["X-Goog-SignedHeaders"]
+    body = "Email,Name\nümlaut@example.com,Ü\n".encode()
+    harness.upload(url, body, headers)
+    assert store.get("imports/org_a/job 1/file") == body
+    assert store.size("imports/org_a/job 1/file") == len(body)
+    with pytest.raises(NotFound):
+        store.size("imports/org_a/absent")

@@ -254,8 +254,35 @@ class GcsBlobStore:
             raise _translate(error, f"deleting gs://{self.bucket}/{name}") from error
         return True
 
+    def size(self, name: str) -> int:
+        """The object's size in bytes, from its metadata (nothing of it is downloaded)."""
+        check_object_name(name)
+        try:
+            response = self._api.send("GET", self._object_path(name), params={"fields": "size"})
+        except GoogleApiError as error:
+            raise _translate(error, f"looking up gs://{self.bucket}/{name}") from error
+        return int(response.json()["size"])
+
     def signed_url(self, name: str, ttl_seconds: int, *, now: datetime | None = None) -> str:
         """A V4 signed GET URL; the host is the API's (the emulator locally)."""
+        return self._signed("GET", name, ttl_seconds, {}, now)
+
+    def signed_upload(
+        self, name: str, ttl_seconds: int, max_bytes: int, *, now: datetime | None = None
+    ) -> tuple[str, dict[str, str]]:
+        """A V4 signed PUT URL and the headers the upload must send: GCS refuses a body
+        outside ``x-goog-content-length-range`` (a signed header, so it cannot be dropped)."""
+        headers = {"x-goog-content-length-range": f"0,{int(max_bytes)}"}
+        return self._signed("PUT", name, ttl_seconds, headers, now), headers
+
+    def _signed(
+        self,
+        method: str,
+        name: str,
+        ttl_seconds: int,
+        headers: dict[str, str],
+        now: datetime | None,
+    ) -> str:
         check_object_name(name)
         check_ttl(ttl_seconds)
         base = urlsplit(self._api.base_url)
@@ -263,18 +290,21 @@ class GcsBlobStore:
         timestamp = moment.strftime("%Y%m%dT%H%M%SZ")
         scope = f"{moment.strftime('%Y%m%d')}/auto/storage/goog4_request"
         path = f"/{self.bucket}/{quote(name, safe='/~')}"
+        signed = {"host": base.netloc, **{k.lower(): v for k, v in headers.items()}}
+        signed_names = ";".join(sorted(signed))
         query = {
             "X-Goog-Algorithm": "GOOG4-RSA-SHA256",
             "X-Goog-Credential": f"{self._signer.email()}/{scope}",
             "X-Goog-Date": timestamp,
             "X-Goog-Expires": str(ttl_seconds),
-            "X-Goog-SignedHeaders": "host",
+            "X-Goog-SignedHeaders": signed_names,
         }
         canonical_query = "&".join(
             f"{_v4_quote(k)}={_v4_quote(v)}" for k, v in sorted(query.items())
         )
+        canonical_headers = "".join(f"{k}:{signed[k]}\n" for k in sorted(signed))
         canonical_request = "\n".join(
-            ["GET", path, canonical_query, f"host:{base.netloc}", "", "host", "UNSIGNED-PAYLOAD"]
+            [method, path, canonical_query, canonical_headers, signed_names, "UNSIGNED-PAYLOAD"]
         )
         string_to_sign = "\n".join(
             [

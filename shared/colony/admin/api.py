@@ -17,6 +17,7 @@ Routes (JSON; ``Authorization: Bearer <Clerk session JWT>``):
 - ``GET /orgs/{org}/notion``: the org's workspaces and their backfill / reconciliation runs;
 - ``POST /orgs/{org}/drive/watch`` → 201 (``{"folder_id"}``): watch the org's recordings
   folder (a Drive channel, renewed by the scheduler); ``GET /orgs/{org}/drive/channels``.
+- ``/orgs/{org}/imports…``: prospect and deal imports (``colony.admin.imports``).
 
 A replace body with an unknown field, or a rule that cannot work, is a 422 naming it.
 
@@ -34,6 +35,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from colony.admin import imports
 from colony.contracts.admin import (
     DriveWatch,
     IcpReplace,
@@ -172,6 +174,10 @@ def handle(deps: Deps, request: JsonRequest) -> tuple[dict[str, Any], int] | dic
         _admin_of(deps, request, org)
         watch = _replacement(request, DriveWatch)
         return drive_channels.watch(deps, _drive(deps), org, watch.folder_id), 201
+    if match := imports.IMPORTS.match(path):
+        org = match["org"]
+        principal = _admin_of(deps, request, org)
+        return imports.handle(deps, request, principal, org, match["job"], match["what"] or "")
     raise NotFound("there is nothing at this path")
 
 

@@ -13,6 +13,7 @@
                                     approval flow, as the page's signed-in person (channel
                                     ``ui``, or ``chat-confirmed`` confirming a proposal card)
     GET  /audit[?item_id=&limit=]   the org's audit log, newest first
+    GET  /imports                   the org's five newest import jobs (counts and status)
 
 Everything but the page needs ``Authorization: Bearer <JWT>`` with the org in its claims.
 Errors before a stream starts are JSON (SPEC §10); inside a stream they are ``error`` events.
@@ -49,6 +50,7 @@ from colony.flows.chat import (
 )
 from colony.flows.chat import events as ev
 from colony.flows.deps import FlowDeps
+from colony.flows.import_progress import recent as recent_imports
 from colony.runtime.auth import verify_bearer
 from colony.runtime.edge import JsonRequest, MethodNotAllowed, error_response
 
@@ -83,6 +85,9 @@ def handle(deps: FlowDeps, request: JsonRequest) -> Any:
     if path == "/audit":
         _allow(method, "GET")
         return _audit(deps, who.org_id, request)
+    if path == "/imports":
+        _allow(method, "GET")
+        return {"imports": recent_imports(deps, who.org_id, limit=5)}
     match = _SESSION.match(path)
     if match:
         _allow(method, "GET")

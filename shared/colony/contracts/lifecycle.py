@@ -2,6 +2,7 @@
 
 - ``ErasureTask``: the Cloud Tasks body that runs (or resumes) one erasure job;
 - ``RetentionRun``: the Cloud Scheduler body that enforces one org's retention today;
+- ``ImportTask``: the Cloud Tasks body that runs (or resumes) one import job;
 - ``RetentionUpdate``: an admin's new retention periods, in days per data class.
 """
 
@@ -33,7 +34,15 @@ class DriveRenewal(Strict):
     org_id: str = Field(min_length=1, max_length=200)
 
 
-LifecycleTask = Annotated[ErasureTask | RetentionRun | DriveRenewal, Field(discriminator="kind")]
+class ImportTask(Strict):
+    kind: Literal["import"] = "import"
+    org_id: str = Field(min_length=1, max_length=200)
+    job_id: str = Field(min_length=1, max_length=200)
+
+
+LifecycleTask = Annotated[
+    ErasureTask | RetentionRun | DriveRenewal | ImportTask, Field(discriminator="kind")
+]
 
 
 class LifecycleBody(Strict):

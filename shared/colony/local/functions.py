@@ -126,6 +126,10 @@ class FunctionServers:
             raise
         return self
 
+    def pid(self, name: str) -> int:
+        """The process id serving ``name`` (benchmarks read its peak memory)."""
+        return self._processes[name].pid
+
     def stop(self) -> None:
         for process in self._processes.values():
             if process.poll() is None:

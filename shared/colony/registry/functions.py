@@ -98,6 +98,7 @@ NOTION_REEMBED_QUEUE = "colony-notion-reembed"
 ERASURE_QUEUE = "colony-erasure"
 SEND_QUEUE = "colony-send"
 SEQUENCE_QUEUE = "colony-sequence"
+IMPORT_QUEUE = "colony-import"
 
 # The one service account whose Google OIDC tokens Pub/Sub push, Cloud Tasks and Cloud
 # Scheduler present to the functions not marked ``public`` (terraform creates it from this id;
@@ -161,6 +162,15 @@ QUEUES: dict[str, Queue] = {
             target="campaign-resume",
             purpose="the next step of a contact's sequence, after its delay",
             max_dispatches_per_second=5.0,
+        ),
+        # One task per uploaded file (named by its import job): the job resumes from its
+        # checkpoint on every attempt, so a crash mid-file loses at most one batch.
+        Queue(
+            IMPORT_QUEUE,
+            target="data-lifecycle",
+            purpose="prospect and deal import jobs (named by job id)",
+            max_attempts=20,
+            max_dispatches_per_second=1.0,
         ),
     )
 }
@@ -355,13 +365,16 @@ FUNCTIONS: dict[str, Function] = {
             agent=None,
             purpose=(
                 "org admin API: erasure requests and reports, retention periods, org data,"
-                " Notion workspace connections, Drive folder watches"
+                " imports, Notion workspace connections, Drive folder watches"
             ),
             # the Drive channel token signs the token of a folder watch it creates
             secrets=(*MODEL_FREE_SECRETS, *JWT_SECRETS, "COLONY_DRIVE_CHANNEL_TOKEN"),
             # a connected workspace's backfill starts on the re-embed queue; its token is
             # written to its own secret (colony-notion-*, terraform/secrets.tf)
-            enqueues=(ERASURE_QUEUE, NOTION_REEMBED_QUEUE),
+            enqueues=(ERASURE_QUEUE, NOTION_REEMBED_QUEUE, IMPORT_QUEUE),
+            # signs upload URLs under imports/<org>/ (a signed PUT acts as its signer, so it
+            # needs object create) and reads an upload's size before queueing it
+            assets="write",
             public=True,  # it verifies the bearer token and the org admin role itself
             concurrency=2,  # a few admins at a time: it only opens jobs and reads reports
             max_instances=1,
@@ -384,8 +397,8 @@ FUNCTIONS: dict[str, Function] = {
             topic=None,
             agent=None,
             purpose=(
-                "Cloud Tasks target: erasure jobs; Cloud Scheduler targets: daily retention,"
-                " Drive channel renewal"
+                "Cloud Tasks target: erasure and import jobs; Cloud Scheduler targets: daily"
+                " retention, Drive channel renewal"
             ),
             # the Langfuse keys delete an erased org's traces; no model is called; the Drive
             # channel token signs a renewed channel's token

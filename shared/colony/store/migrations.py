@@ -64,6 +64,8 @@ ORG_SCOPED_TABLES: tuple[str, ...] = (
     "notion_workspaces",
     "notion_syncs",
     "drive_channels",
+    "import_jobs",
+    "import_errors",
 )
 
 # The first schema is long enough to read best as SQL: it lives beside this module, byte for
@@ -582,6 +584,12 @@ def migrations(dim: int) -> list[Migration]:
         Migration("0016_sending", _SENDING + _rls("suppressions")),
         Migration("0017_audit_erasure", _AUDIT_ERASURE),
         Migration("0018_org_settings", _ORG_SETTINGS + _rls("org_settings")),
+        Migration(
+            "0019_imports",
+            (_SQL / "0019_imports.sql").read_text(encoding="utf-8")
+            + _rls("import_jobs")
+            + _rls("import_errors"),
+        ),
         Migration(
             "0020_connections",
             (_SQL / "0020_connections.sql").read_text(encoding="utf-8")

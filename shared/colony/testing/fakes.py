@@ -130,7 +130,24 @@ class MemoryBlobStore:
         check_object_name(name)
         return self.objects.pop(name, None) is not None
 
-    def signed_url(self, name: str, ttl_seconds: int, *, now: datetime | None = None) -> str:
+    def size(self, name: str) -> int:
+        return len(self.get(name))
+
+    def signed_upload(
+        self, name: str, ttl_seconds: int, max_bytes: int, *, now: datetime | None = None
+    ) -> tuple[str, dict[str, str]]:
+        """A URL of the same V4 shape as ``signed_url`` (``upload`` plays the server)."""
+        headers = {"x-goog-content-length-range": f"0,{int(max_bytes)}"}
+        return self.signed_url(name, ttl_seconds, now=now, _signed=headers), headers
+
+    def signed_url(
+        self,
+        name: str,
+        ttl_seconds: int,
+        *,
+        now: datetime | None = None,
+        _signed: dict[str, str] | None = None,
+    ) -> str:
         check_object_name(name)
         check_ttl(ttl_seconds)
         moment = (now or datetime.now(UTC)).astimezone(UTC)
@@ -139,10 +156,27 @@ class MemoryBlobStore:
             "X-Goog-Algorithm": "GOOG4-HMAC-SHA256",
             "X-Goog-Date": moment.strftime("%Y%m%dT%H%M%SZ"),
             "X-Goog-Expires": str(ttl_seconds),
-            "X-Goog-SignedHeaders": "host",
+            "X-Goog-SignedHeaders": ";".join(["host", *sorted(_signed or {})]),
         }
         query["X-Goog-Signature"] = self._sign(path, query)
         return f"{self.host}{path}?{urlencode(query)}"
+
+    def upload(self, url: str, data: bytes, headers: dict[str, str]) -> None:
+        """What PUT ``url`` does: store ``data``, if this store signed ``url`` and ``data``
+        fits the signed ``x-goog-content-length-range``."""
+        parts = urlsplit(url)
+        query = dict(parse_qsl(parts.query))
+        if not hmac.compare_digest(
+            query.pop("X-Goog-Signature", ""), self._sign(parts.path, query)
+        ):
+            raise PermissionError("signature does not match")
+        low, _, high = headers.get("x-goog-content-length-range", "0,0").partition(",")
+        if not int(low) <= len(data) <= int(high):
+            raise PermissionError("the body is outside x-goog-content-length-range")
+        bucket, _, name = unquote(parts.path).lstrip("/").partition("/")
+        if bucket != self.bucket:
+            raise PermissionError(f"the URL is for bucket {bucket!r}")
+        self.objects[name] = (bytes(data), "application/octet-stream")
 
     def fetch(self, url: str, *, now: datetime | None = None) -> bytes:
         """What GET ``url`` answers: the object, if this store signed ``url`` and it is live."""
