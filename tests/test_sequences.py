@@ -358,3 +358,10 @@ def test_a_new_campaign_skips_a_suppressed_contact_before_any_work(
     done = [s["output"]["outcome"] for s in steps if s["step_key"].startswith("done:")]
     assert done == ["suppressed"]
     assert len(seen.requests) == calls  # no model call for someone who asked not to hear
+
+
+def test_a_prospects_own_site_and_address_are_not_flagged_as_planted(deps: Deps) -> None:
+    """Their enrichment quotes their company site and their record their address: neither is
+    an instruction someone planted (the flags that do matter: tests/test_hostile_model.py)."""
+    drafts = drafted(deps, contacts=6)
+    assert [d["payload"].get("untrusted_instructions") for d in drafts] == [None] * 6
