@@ -24,6 +24,7 @@ from colony.local.db import connect_factory
 from colony.settings import Settings
 from colony.store import Database, ensure_app_role_grants, migrate
 from colony.store.db import fetch_all, parse_dsn
+from colony.testing.smtp_server import SmtpServer
 from colony.testing.wire import WireServer
 
 APP_ROLE = "colony_app"
@@ -165,6 +166,13 @@ def no_ambient_config(monkeypatch: pytest.MonkeyPatch) -> None:
         "GOOGLE_GENAI_API_VERSION",
     ):
         monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def smtp() -> Iterator[SmtpServer]:
+    """A real SMTP server (aiosmtpd) on 127.0.0.1; ``received`` holds what it was sent."""
+    with SmtpServer() as server:
+        yield server
 
 
 @pytest.fixture

@@ -39,12 +39,6 @@ PICK = ["P-001", "P-002", "P-003", "P-004", "P-005", "P-006", "P-007", "P-012"] 
 
 
 @pytest.fixture
-def smtp() -> Iterator[SmtpServer]:
-    with SmtpServer() as server:
-        yield server
-
-
-@pytest.fixture
 def stack(
     testdb: PgDB, tmp_path: Path, smtp: SmtpServer
 ) -> Iterator[tuple[FunctionServers, Deps, Path]]:

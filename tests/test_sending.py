@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -31,12 +30,6 @@ SETTINGS = {
     "COLONY_UNSUBSCRIBE_URL": "https://colony.example/unsubscribe",
     "COLONY_UNSUBSCRIBE_TOKEN_KEY": "u" * 40,
 }
-
-
-@pytest.fixture
-def smtp() -> Iterator[SmtpServer]:
-    with SmtpServer() as server:
-        yield server
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import parse_qs, urlparse
@@ -57,12 +56,6 @@ class SeenModel:
     def request(self, request: ModelRequest) -> ModelResponse:
         self.requests.append(request)
         return self.inner.request(request)
-
-
-@pytest.fixture
-def smtp() -> Iterator[SmtpServer]:
-    with SmtpServer() as server:
-        yield server
 
 
 @pytest.fixture

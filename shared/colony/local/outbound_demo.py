@@ -91,14 +91,18 @@ def run_outbound_demo(demo: DemoContext, campaign_id: str, queue: list[dict[str,
         transport.close()
 
 
-def _show_sequence(demo: DemoContext, campaign_id: str, item: dict[str, Any]) -> None:
+def _enrollment(demo: DemoContext, campaign_id: str, item: dict[str, Any]) -> Any:
     with demo.db.transaction(demo.org_id) as cur:
-        row = fetch_one(
+        return fetch_one(
             cur,
-            "SELECT step, steps, next_due_at FROM sequence_enrollments"
+            "SELECT step, steps, status, stop_reason, next_due_at FROM sequence_enrollments"
             " WHERE campaign_id = %s AND contact_id = %s",
             (campaign_id, item["contact_id"]),
         )
+
+
+def _show_sequence(demo: DemoContext, campaign_id: str, item: dict[str, Any]) -> None:
+    row = _enrollment(demo, campaign_id, item)
     if row is None or row["next_due_at"] is None:
         return
     demo.say(
@@ -108,13 +112,7 @@ def _show_sequence(demo: DemoContext, campaign_id: str, item: dict[str, Any]) ->
 
 
 def _sequence_state(demo: DemoContext, campaign_id: str, item: dict[str, Any]) -> str:
-    with demo.db.transaction(demo.org_id) as cur:
-        row = fetch_one(
-            cur,
-            "SELECT status, stop_reason FROM sequence_enrollments"
-            " WHERE campaign_id = %s AND contact_id = %s",
-            (campaign_id, item["contact_id"]),
-        )
+    row = _enrollment(demo, campaign_id, item)
     if row is None:
         return "no sequence"
     return f"sequence {row['status']}" + (f": {row['stop_reason']}" if row["stop_reason"] else "")
