@@ -18,7 +18,7 @@ from colony.flows import approval, delivery, sending
 from colony.ports import Mail
 from colony.runtime.deps import Deps
 from colony.settings import Settings
-from colony.store import fetch_all, fetch_one, suppressions
+from colony.store import campaigns, fetch_all, fetch_one, suppressions
 from colony.testing.inline import InlineTransport, fixed_clock, local_deps
 from colony.testing.smtp_server import SmtpServer
 from tests.conftest import PgDB
@@ -41,7 +41,9 @@ def deps(testdb: PgDB, smtp: SmtpServer) -> Deps:
     return local_deps(Settings.from_env(SETTINGS), db, InlineTransport(), sender=sender)
 
 
-def approved_message(deps: Deps, email: str, subject: str = "Lease costs") -> str:
+def approved_message(
+    deps: Deps, email: str, subject: str = "Lease costs", campaign_id: str | None = None
+) -> str:
     """An outbound message for a new contact at ``email``, approved by a person; its outbox id."""
     with deps.db.transaction(ORG) as cur:
         contact = fetch_one(
@@ -55,6 +57,8 @@ def approved_message(deps: Deps, email: str, subject: str = "Lease costs") -> st
             "body": "Hi Dana,\nA thought on utilisation.",
             "contact_id": contact,
         }
+        if campaign_id:
+            payload["campaign_id"] = campaign_id
         item = fetch_one(
             cur,
             "INSERT INTO approval_items (org_id, kind, source_agent, payload)"
@@ -174,6 +178,38 @@ def test_refusals_bounces_and_complaints_suppress_and_retries_reuse_the_message_
     again = approved_message(deps, "kim@granitepeak.example")
     assert sending.send(deps, ORG, again)["status"] == "suppressed"
     assert len(smtp.received) == 2
+
+
+def test_the_breaker_rates_bounces_against_every_message_that_left(
+    deps: Deps, smtp: SmtpServer
+) -> None:
+    """An SMTP relay reports no ``delivered`` events: a message it accepted counts as sent in
+    the bounce rate, or a few replies next to the hard bounces refused at send time look like
+    a bounce storm and pause a healthy campaign."""
+    with deps.db.transaction(ORG) as cur:
+        campaign_id = campaigns.create(
+            cur,
+            ORG,
+            name="Relay",
+            angle="Signal",
+            tier="T1",
+            bounce_threshold=0.25,
+            complaint_threshold=0.003,
+        )
+    addresses = [f"bounce-{i}@h{i}.example" for i in range(4)]  # 4 of 20 refused: 20%
+    addresses += [f"p{i}@h{i}.example" for i in range(4, 20)]
+    sent = [approved_message(deps, a, campaign_id=campaign_id) for a in addresses]
+    results = [sending.send(deps, ORG, outbox_id)["status"] for outbox_id in sent]
+    assert results == ["bounced"] * 4 + ["sent"] * 16
+    replies = [
+        delivery.record(deps, ORG, outbox_id, "replied", f"evt-reply-{n}")
+        for n, outbox_id in enumerate(sent[4:10])
+    ]
+    assert replies[-1]["bounce_rate"] == 0.2  # 4 of the 20 that left, not 4 of 10 judged
+    assert not any(r.get("paused") for r in replies)
+    with deps.db.transaction(ORG) as cur:
+        status = fetch_one(cur, "SELECT status FROM campaigns WHERE id = %s", (campaign_id,))
+    assert status["status"] == "active"
 
 
 def test_a_missing_setting_refuses_before_the_message_is_claimed(deps: Deps) -> None:

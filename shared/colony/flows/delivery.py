@@ -23,7 +23,7 @@ from colony.store import campaigns, outbox, processed_events, suppressions
 
 DeliveryEvent = Literal["delivered", "bounced", "complained", "replied"]
 EVENTS: tuple[str, ...] = ("delivered", "bounced", "complained", "replied")
-MIN_SAMPLE = 10  # messages with an outcome before a rate can trip the breaker
+MIN_SAMPLE = 10  # messages that left before a rate can trip the breaker
 RESUME_AFTER_SECONDS = 24 * 3600
 HANDLER = "delivery-events"
 
