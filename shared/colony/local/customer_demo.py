@@ -36,6 +36,14 @@ if TYPE_CHECKING:
     from colony.testing.notion_server import NotionPages
 
 HARBOR: dict[str, Any] = read_json("harbor.json")
+OUTCOMES = """
+SELECT output->>'outcome' AS outcome, count(*) AS n FROM run_steps
+WHERE run_id = %s AND step_key LIKE 'done:%%' GROUP BY 1 ORDER BY 2 DESC, 1
+"""
+DRAFTS = """
+SELECT a.payload->>'subject' AS subject, c.name FROM approval_items a
+JOIN contacts c ON c.id = a.subject_id WHERE a.run_id = %s ORDER BY c.external_id
+"""
 NOTION_TOKEN = "secret_harbor_local_notion"  # the stand-in takes any token; stored per org
 
 
@@ -108,8 +116,9 @@ def run_new_customer_demo(demo: DemoContext, *, timeout: float = 180) -> NewCust
         backfill = _notion(admin, base, say, timeout)
     chunks = _count(demo, org_id, "SELECT count(*) AS n FROM kc_chunks WHERE source = 'notion'")
     say(
-        f"  backfill {backfill['status']}: {backfill['pages_synced']}/{backfill['pages_seen']}"
-        f" pages embedded as {chunks} chunks"
+        f"  backfill {backfill['status']}: {backfill['pages_seen']} pages seen,"
+        f" {backfill['pages_synced']} embedded, {backfill['pages_skipped']} unchanged;"
+        f" the org's Knowledge Core holds {chunks} Notion chunks"
     )
     run, drafts = _campaign(demo, org_id, timeout)
     _isolation(demo, org_id, token)
@@ -215,24 +224,19 @@ def _campaign(demo: DemoContext, org_id: str, timeout: float) -> tuple[dict[str,
     finally:
         transport.close()
     with db.transaction(org_id) as cur:
-        anti = fetch_one(
-            cur,
-            "SELECT count(*) AS n FROM run_steps WHERE run_id = %s AND"
-            " output->>'outcome' = 'anti_icp'",
-            (run_id,),
-        )
-        drafts = fetch_all(
-            cur,
-            "SELECT a.payload->>'subject' AS subject, c.name FROM approval_items a"
-            " JOIN contacts c ON c.id = a.subject_id WHERE a.run_id = %s ORDER BY c.external_id",
-            (run_id,),
-        )
+        outcomes = fetch_all(cur, OUTCOMES, (run_id,))
+        drafts = fetch_all(cur, DRAFTS, (run_id,))
     demo.say(
         f"  run {run['status']} in {time.perf_counter() - started:.1f}s:"
-        f" {run['contacts_done']}/{run['contacts_total']} contacts, anti-ICP"
-        f" {anti['n'] if anti else 0}; {len(drafts)} drafts awaiting approval"
+        f" {run['contacts_done']}/{run['contacts_total']} contacts ("
+        + ", ".join(f"{o['outcome']} {o['n']}" for o in outcomes)
+        + f"); {len(drafts)} drafts awaiting approval"
         + (f", e.g. {drafts[0]['name']}: “{drafts[0]['subject']}”" if drafts else "")
     )
+    if not drafts:
+        # the offline model scores only what a contact carries; a CRM export has no
+        # firmographics or signals, and AGT-005 writes no outbound without a signal
+        demo.say("    (an export has no firmographics or signals: AGT-004 scores 0, holds back)")
     return {"id": run_id, **run}, len(drafts)
 
 
