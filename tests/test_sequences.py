@@ -331,3 +331,37 @@ def test_the_next_step_lands_in_the_contacts_business_hours(deps: Deps) -> None:
 )
 def test_business_hours(at: datetime, tz: str | None, expected: str) -> None:
     assert in_business_hours(at, tz).isoformat() == expected
+
+
+def test_a_new_campaign_skips_a_suppressed_contact_before_any_work(
+    deps: Deps, smtp: SmtpServer
+) -> None:
+    first = drafted(deps, contacts=1)[0]
+    approval.decide(deps, ORG, first["id"], "approve", actor=PERSON)
+    run_tasks(deps, SEND_QUEUE)
+    link = smtp.received[0].message["List-Unsubscribe"].strip("<>")
+    sending.unsubscribe(deps, parse_qs(urlparse(link).query)["t"][0], FIXED_NOW)
+    seen = deps.llm.chat
+    assert isinstance(seen, SeenModel)
+    calls = len(seen.requests)
+    wave = campaign.create_campaign(
+        deps, ORG, name="Second wave", angle="Signal", tier="T1", contact_ids=[first["contact"]]
+    )
+    run_id = campaign.launch(deps, ORG, wave)
+    assert not run_until_idle(deps, deps.transport).rejected
+    with deps.db.transaction(ORG) as cur:
+        run = fetch_one(cur, "SELECT status FROM campaign_runs WHERE id = %s", (run_id,))
+        steps = fetch_all(
+            cur, "SELECT step_key, output FROM run_steps WHERE run_id = %s", (run_id,)
+        )
+    assert run["status"] == "completed"
+    done = [s["output"]["outcome"] for s in steps if s["step_key"].startswith("done:")]
+    assert done == ["suppressed"]
+    assert len(seen.requests) == calls  # no model call for someone who asked not to hear
+
+
+def test_a_prospects_own_site_and_address_are_not_flagged_as_planted(deps: Deps) -> None:
+    """Their enrichment quotes their company site and their record their address: neither is
+    an instruction someone planted (the flags that do matter: tests/test_hostile_model.py)."""
+    drafts = drafted(deps, contacts=6)
+    assert [d["payload"].get("untrusted_instructions") for d in drafts] == [None] * 6

@@ -1,6 +1,7 @@
 """Flow 2, the campaign run: AGT-002 run control (SPEC §6.2; seed §4.3, §4.4, §7.1).
 
-    campaign.start ─► anti-ICP filter (rules, no LLM) ─► handoff ─► AGT-003 enrich
+    campaign.start ─► suppressed addresses skipped ─► anti-ICP filter (rules, no LLM)
+        ─► handoff ─► AGT-003 enrich
         ─► AGT-004 qualify ─► qualified? ─► AGT-005 message ─► approval queue
                                 └─ no ──► contact done
 
@@ -33,7 +34,7 @@ from colony.registry.functions import AGENT_TOPICS, CAMPAIGN_TOPIC
 from colony.runtime import idempotency
 from colony.runtime.steps import step
 from colony.runtime.transport import publish
-from colony.store import campaigns, orgdata, outbox
+from colony.store import campaigns, orgdata, outbox, suppressions
 from colony.store.db import Row
 
 # Bucket hints per downstream agent (seed §7.2): what each specialist should retrieve.
@@ -127,6 +128,7 @@ def start(deps: FlowDeps, event: CampaignStart, event_id: str) -> dict[str, Any]
         if campaign is None:
             raise NotFound(f"campaign {event.campaign_id!r} does not exist in this org")
         contacts = campaigns.contacts(cur, event.campaign_id)
+        suppressed = suppressions.suppressed_contacts(cur, [c["id"] for c in contacts])
         icp = orgdata.active_icp(cur)
         # A run launched while the campaign is paused waits for its resume (CONST-005).
         status = "paused" if campaign["status"] == "paused" else "running"
@@ -135,13 +137,15 @@ def start(deps: FlowDeps, event: CampaignStart, event_id: str) -> dict[str, Any]
     rules = (icp or {}).get("anti_icp_rules") or []
 
     def anti_icp() -> dict[str, Any]:
-        # CONST-002: deterministic rules, zero LLM tokens for disqualified contacts.
+        # CONST-002: deterministic rules, zero LLM tokens for disqualified contacts; and no
+        # work at all for a contact whose address is suppressed (unsubscribed, bounced).
         return {
             "disqualified": {
                 c["id"]: [m.rule_id for m in matches]
                 for c in contacts
-                if (matches := match_rules(as_prospect(c), rules))
-            }
+                if c["id"] not in suppressed and (matches := match_rules(as_prospect(c), rules))
+            },
+            "suppressed": sorted(suppressed),
         }
 
     def record_scores(cur: Any, output: Mapping[str, Any]) -> None:
@@ -150,15 +154,23 @@ def start(deps: FlowDeps, event: CampaignStart, event_id: str) -> dict[str, Any]
 
     filtered = step(deps.db, org, run_id, ANTI_ICP_STEP, anti_icp, record_scores)
     disqualified = filtered["disqualified"]
+    skipped = set(filtered.get("suppressed") or ())
     for contact in contacts:
-        if contact["id"] in disqualified:
+        if contact["id"] in skipped:
+            contact_done(deps, org, run_id, contact["id"], "suppressed")
+        elif contact["id"] in disqualified:
             contact_done(deps, org, run_id, contact["id"], "anti_icp")
         else:
             handoff(deps, org, campaign, run_id, contact["id"], "AGT-003")
     with deps.db.transaction(org) as cur:
         campaigns.complete_if_done(cur, run_id)  # e.g. every contact was anti-ICP
     idempotency.mark(deps.db, org, "campaign.start", event_id)
-    return {"run_id": run_id, "contacts": len(contacts), "anti_icp": len(disqualified)}
+    return {
+        "run_id": run_id,
+        "contacts": len(contacts),
+        "anti_icp": len(disqualified),
+        "suppressed": len(skipped),
+    }
 
 
 def resume(deps: FlowDeps, event: CampaignResume, event_id: str) -> dict[str, Any]:

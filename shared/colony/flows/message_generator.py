@@ -158,7 +158,9 @@ def _draft(
         assert result.output is not None
         output = result.output.model_dump(mode="json")
         to = str(contact.get("email") or "")
-        return flags.flagged(output, flags.of_draft(result, output, allowed=[to]))
+        own = [str(contact.get("company_domain") or "")]
+        found = flags.of_draft(result, output, allowed=[to], own_domains=own)
+        return flags.flagged(output, found)
 
     def apply(cur: Any, output: Mapping[str, Any]) -> None:
         payload = {

@@ -147,7 +147,8 @@ def run_demo_campaign(demo: DemoContext) -> None:
         )
         queue = fetch_all(
             cur,
-            "SELECT a.id, a.payload, c.name, c.company FROM approval_items a"
+            "SELECT a.id, a.subject_id AS contact_id, a.payload, c.name, c.company"
+            " FROM approval_items a"
             " JOIN contacts c ON c.id = a.subject_id WHERE a.run_id = %s"
             " ORDER BY c.external_id",
             (run_id,),
@@ -183,6 +184,9 @@ def run_demo_campaign(demo: DemoContext) -> None:
             f"  outbox now holds {len(outbox)} message(s): "
             + "; ".join(f"{o['status']}: {o['subject']}" for o in outbox[-3:])
         )
+        from colony.local.outbound_demo import run_outbound_demo  # the scene that follows
+
+        run_outbound_demo(demo, campaign_id, queue)
 
 
 def _show_sent(mail: SmtpServer, say: Callable[[str], None], timeout: float = 30.0) -> None:

@@ -19,16 +19,24 @@ from colony.settings import Settings
 
 TOKEN_TTL_SECONDS = 300.0
 
-_stores: dict[int, SecretStore] = {}
+# Keyed by what decides the store (not the Settings object's id, which Python reuses once
+# an object is freed: a new Settings could get a store pointing at another endpoint).
+_stores: dict[tuple[str, str, str, str], SecretStore] = {}
 _stores_lock = threading.Lock()
 
 
 def secret_store(settings: Settings) -> SecretStore:
     """This process's ``SecretStore`` for ``settings`` (built once)."""
     with _stores_lock:
-        store = _stores.get(id(settings))
+        key = (
+            settings.secret_manager_endpoint or "",
+            settings.env,
+            settings.gcp_project,
+            str(settings.data_dir),
+        )
+        store = _stores.get(key)
         if store is None:
-            store = _stores[id(settings)] = secrets_from_settings(settings)
+            store = _stores[key] = secrets_from_settings(settings)
         return store
 
 

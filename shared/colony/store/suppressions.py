@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from colony.store.db import fetch_one
+from colony.store.db import fetch_all, fetch_one
 
 Reason = Literal["unsubscribed", "bounced", "complained"]
 
@@ -21,6 +21,11 @@ INSERT INTO suppressions (org_id, address, reason) VALUES (%s, {_DIGEST}, %s)
 ON CONFLICT (org_id, address) DO NOTHING
 """
 REASON = f"SELECT reason FROM suppressions WHERE address = {_DIGEST}"
+SUPPRESSED_CONTACTS = """
+SELECT c.id, s.reason FROM contacts c
+JOIN suppressions s ON s.address = encode(sha256(convert_to(lower(c.email), 'UTF8')), 'hex')
+WHERE c.id = ANY(%s::text[])
+"""
 
 
 def add(cur: Any, org_id: str, address: str, reason: Reason) -> None:
@@ -31,3 +36,9 @@ def reason_for(cur: Any, address: str) -> str | None:
     """Why ``address`` is suppressed in this org (None: it is not)."""
     row = fetch_one(cur, REASON, (address,))
     return None if row is None else str(row["reason"])
+
+
+def suppressed_contacts(cur: Any, contact_ids: list[str]) -> dict[str, str]:
+    """Which of these contacts' addresses are suppressed, and why (contact id → reason)."""
+    rows = fetch_all(cur, SUPPRESSED_CONTACTS, (contact_ids,)) if contact_ids else []
+    return {str(r["id"]): str(r["reason"]) for r in rows}
