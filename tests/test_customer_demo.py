@@ -7,6 +7,8 @@ and a second run (Svix redelivering, the same file re-imported) duplicates nothi
 
 from __future__ import annotations
 
+import json
+import stat
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ from colony.local.campaign_demo import DemoContext, demo_functions
 from colony.local.customer_demo import HARBOR, NewCustomer, run_new_customer_demo
 from colony.local.demo import load_demo
 from colony.local.knowledge_demo import knowledge_stand_ins
+from colony.local.secrets import local_secrets
 from colony.settings import Settings
 from colony.store import fetch_all
 from tests.conftest import APP_ROLE, PgDB
@@ -123,3 +126,15 @@ def _assert_rerun(second: NewCustomer, count: list[dict]) -> None:
     assert count == [{"n": 9}]
     assert second.backfill["status"] == "done"
     assert second.run["status"] == "completed"
+
+
+def test_a_secrets_file_from_before_gains_the_clerk_secret_and_keeps_the_rest(
+    tmp_path: Path,
+) -> None:
+    old = {"COLONY_APPROVAL_TOKEN_KEY": "kept", "COLONY_DELIVERY_WEBHOOK_SECRET": "whsec_a2VwdA=="}
+    (tmp_path / "secrets.json").write_text(json.dumps(old))
+    values = local_secrets(tmp_path)
+    assert {k: values[k] for k in old} == old  # approval links already sent stay valid
+    assert values["COLONY_CLERK_WEBHOOK_SECRET"].startswith("whsec_")
+    assert local_secrets(tmp_path) == values  # generated once
+    assert stat.S_IMODE((tmp_path / "secrets.json").stat().st_mode) == 0o600

@@ -90,7 +90,11 @@ class AdminApi:
         return response
 
 
-def run_new_customer_demo(demo: DemoContext, *, timeout: float = 180) -> NewCustomer:
+def run_new_customer_demo(
+    demo: DemoContext, *, timeout: float = 180, clerk_secret: str | None = None
+) -> NewCustomer:
+    """Run the scene; ``clerk_secret`` is the ``whsec_`` the clerk-webhook was given when it
+    is not the local stack's own (``local_secrets``)."""
     from colony.runtime.auth import mint_local_token
 
     say, urls = demo.say, demo.servers.urls
@@ -98,7 +102,10 @@ def run_new_customer_demo(demo: DemoContext, *, timeout: float = 180) -> NewCust
     org_id = org["id"]
     say(f"a new customer: {org['name']} signs up; Clerk posts organization.created…")
     with httpx.Client(timeout=60) as http:
-        clerk = _clerk_created(demo, http, urls["clerk-webhook"])
+        secret = (
+            clerk_secret or local_secrets(demo.settings.data_dir)["COLONY_CLERK_WEBHOOK_SECRET"]
+        )
+        clerk = _clerk_created(http, urls["clerk-webhook"], secret)
         say(f"  clerk-webhook: {clerk}")
         token = mint_local_token(demo.settings.data_dir, org_id, "harbor-admin", org_claim="v2")
         admin = AdminApi(http, urls["admin"], token)
@@ -125,12 +132,11 @@ def run_new_customer_demo(demo: DemoContext, *, timeout: float = 180) -> NewCust
     return NewCustomer(org_id, clerk, job, errors, backfill, chunks, run, drafts)
 
 
-def _clerk_created(demo: DemoContext, http: httpx.Client, url: str) -> dict[str, Any]:
+def _clerk_created(http: httpx.Client, url: str, secret: str) -> dict[str, Any]:
     org = HARBOR["org"]
     data = {"id": org["id"], "object": "organization", "name": org["name"], "slug": org["slug"]}
     body = httpx.Request("POST", url, json={"type": "organization.created", "data": data})
     raw = body.read()
-    secret = local_secrets(demo.settings.data_dir)["COLONY_CLERK_WEBHOOK_SECRET"]
     # a fixed id: a second ``make run`` is Svix redelivering it, which the webhook ignores
     headers = sign_svix(secret, raw, f"msg_{org['id']}_created", datetime.now(UTC))
     response = http.post(url, content=raw, headers=headers)
