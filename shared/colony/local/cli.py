@@ -228,6 +228,7 @@ def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
         app_dsn = embedded_dsn(settings, "app")
     from colony.local.brief_demo import local_storage, run_brief_demo
     from colony.local.chat_demo import run_chat_demo
+    from colony.local.customer_demo import run_new_customer_demo
     from colony.local.knowledge_demo import knowledge_stand_ins, run_knowledge_demo
 
     org_id = summary.org_id
@@ -243,6 +244,7 @@ def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
         demo = DemoContext(settings, db, knowledge, org_id, servers, token, _say, mail)
         run_demo_campaign(demo)
         run_knowledge_demo(demo)
+        run_new_customer_demo(demo)
         run_brief_demo(settings, db, org_id, servers, token, _say)
         db.close()
         _say(f"the local stack is described in {settings.data_dir / 'stack.json'}")

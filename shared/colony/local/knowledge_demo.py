@@ -42,6 +42,7 @@ def notion_pages() -> dict[str, Any]:
 def knowledge_stand_ins(settings: Settings, org_id: str) -> Iterator[dict[str, str]]:
     """Start the Drive and Notion stand-ins with the demo content; yield the environment the
     functions need to use them."""
+    from colony.local.customer_demo import seed_customer_pages
     from colony.testing.drive_server import DriveServer
     from colony.testing.notion_server import NotionServer, block
 
@@ -52,6 +53,7 @@ def knowledge_stand_ins(settings: Settings, org_id: str) -> Iterator[dict[str, s
         for page in pages["pages"]:
             blocks = [block(kind, text) for kind, text in page["blocks"]]
             notion.put_page(page["id"], page["title"], blocks, parent_database=page["database"])
+        seed_customer_pages(notion)  # the second org's workspace (``make run``'s new customer)
         yield {
             "COLONY_DRIVE_CHANNEL_TOKEN": DRIVE_SECRET,
             "COLONY_DRIVE_BASE_URL": drive.url,
