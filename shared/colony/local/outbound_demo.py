@@ -12,7 +12,7 @@ import httpx
 from colony.flows import campaign, replies
 from colony.local.campaign_demo import DemoContext, wait_for_run
 from colony.ports import InboundMail
-from colony.store import fetch_one
+from colony.store import fetch_one, sequences
 from colony.testing.smtp_server import SmtpServer
 
 REPLY = (
@@ -93,12 +93,7 @@ def run_outbound_demo(demo: DemoContext, campaign_id: str, queue: list[dict[str,
 
 def _enrollment(demo: DemoContext, campaign_id: str, item: dict[str, Any]) -> Any:
     with demo.db.transaction(demo.org_id) as cur:
-        return fetch_one(
-            cur,
-            "SELECT step, steps, status, stop_reason, next_due_at FROM sequence_enrollments"
-            " WHERE campaign_id = %s AND contact_id = %s",
-            (campaign_id, item["contact_id"]),
-        )
+        return sequences.get(cur, campaign_id, item["contact_id"])
 
 
 def _show_sequence(demo: DemoContext, campaign_id: str, item: dict[str, Any]) -> None:
