@@ -33,6 +33,12 @@ locals {
     COLONY_SMTP_HOST     = var.smtp_host
     COLONY_SMTP_PORT     = tostring(var.smtp_port)
     COLONY_SMTP_USERNAME = var.smtp_username
+    # the mailbox an SMTP relay's replies land in (empty: none, e.g. with Resend's inbound
+    # webhook); its password is the colony-reply-mailbox-password secret
+    COLONY_REPLY_MAILBOX_HOST     = var.reply_mailbox_host
+    COLONY_REPLY_MAILBOX_PORT     = tostring(var.reply_mailbox_port)
+    COLONY_REPLY_MAILBOX_USERNAME = var.reply_mailbox_username
+    COLONY_REPLY_MAILBOX_FOLDER   = var.reply_mailbox_folder
   }
 }
 

@@ -101,18 +101,6 @@ variable "assets_bucket" {
   default     = "colony-assets"
 }
 
-variable "retention_org_ids" {
-  description = "Orgs whose retention periods are enforced daily: one Cloud Scheduler job each."
-  type        = list(string)
-  default     = []
-}
-
-variable "retention_schedule" {
-  description = "When the daily retention run starts (cron, UTC)."
-  type        = string
-  default     = "30 3 * * *"
-}
-
 variable "retention_max_days" {
   description = "The longest any org may keep each data class, in days (COLONY_RETENTION_MAX_DAYS); the bucket deletes transcripts past the transcripts limit."
   type        = map(number)
@@ -126,48 +114,6 @@ variable "retention_max_days" {
     condition     = alltrue([for k, v in var.retention_max_days : contains(["transcripts", "chat_events", "llm_calls", "outbox_bodies"], k) && v >= 1 && v <= 3650])
     error_message = "retention_max_days: known data classes only, each 1..3650 days."
   }
-}
-
-variable "drive_org_ids" {
-  description = "Orgs whose Drive watch channels are renewed: one Cloud Scheduler job each."
-  type        = list(string)
-  default     = []
-}
-
-variable "drive_renew_schedule" {
-  description = "When Drive channels are renewed (cron, UTC); well inside a channel's one-day life."
-  type        = string
-  default     = "0 */4 * * *"
-}
-
-variable "notion_org_ids" {
-  description = "Orgs whose connected Notion workspaces are reconciled daily: one Cloud Scheduler job each."
-  type        = list(string)
-  default     = []
-}
-
-variable "notion_reconcile_schedule" {
-  description = "When the daily Notion reconciliation starts (cron, UTC)."
-  type        = string
-  default     = "15 4 * * *"
-}
-
-variable "brief_org_ids" {
-  description = "Orgs that get a daily brief: one Cloud Scheduler job each."
-  type        = list(string)
-  default     = []
-}
-
-variable "daily_brief_schedule" {
-  description = "Cron schedule of the daily brief."
-  type        = string
-  default     = "0 6 * * *"
-}
-
-variable "daily_brief_time_zone" {
-  description = "Time zone of the daily brief schedule."
-  type        = string
-  default     = "Etc/UTC"
 }
 
 # ---------------------------------------------------------------------------------------------
@@ -227,6 +173,16 @@ variable "queues" {
   }))
 }
 
+variable "schedules" {
+  description = "colony.registry.schedules.SCHEDULES: one Cloud Scheduler job each."
+  type = map(object({
+    cron      = string
+    time_zone = string
+    serves    = string
+    purpose   = string
+  }))
+}
+
 variable "secrets" {
   description = "colony.settings.SECRETS: settings name → Secret Manager secret id."
   type        = map(string)
@@ -258,6 +214,43 @@ variable "smtp_port" {
   description = "The relay's submission port (STARTTLS is always required)."
   type        = number
   default     = 587
+}
+
+variable "reply_mailbox_host" {
+  description = "The IMAP server of the mailbox replies to relayed mail land in (e.g. imap.gmail.com); empty: no mailbox poll (Resend's inbound webhook needs none). Its password is the colony-reply-mailbox-password secret."
+  type        = string
+  default     = ""
+}
+
+variable "reply_mailbox_port" {
+  description = "The reply mailbox's IMAP port (TLS is always required)."
+  type        = number
+  default     = 993
+}
+
+variable "reply_mailbox_username" {
+  description = "The reply mailbox login."
+  type        = string
+  default     = ""
+}
+
+variable "reply_mailbox_folder" {
+  description = "The folder replies are read from."
+  type        = string
+  default     = "INBOX"
+}
+
+variable "schedule_overrides" {
+  description = "Per schedule (colony.registry.schedules: daily-brief, retention, notion-reconcile, drive-renew, replies-poll), a cron and/or time zone other than the registry's."
+  type = map(object({
+    cron      = optional(string)
+    time_zone = optional(string)
+  }))
+  default = {}
+  validation {
+    condition     = alltrue([for k, v in var.schedule_overrides : contains(["daily-brief", "retention", "notion-reconcile", "drive-renew", "replies-poll"], k)])
+    error_message = "schedule_overrides: known schedules only (colony.registry.schedules)."
+  }
 }
 
 variable "smtp_username" {

@@ -21,10 +21,12 @@ from colony.registry.functions import (
     DEAD_LETTER_TOPIC,
     FUNCTIONS,
     INVOKER_ACCOUNT,
+    LIFECYCLE_QUEUE,
     QUEUES,
     TOPICS,
     pool_size,
 )
+from colony.registry.schedules import SCHEDULES
 from colony.settings import RETENTION_MAX_DAYS, SECRETS, Settings
 
 REPO = Path(__file__).resolve().parents[1]
@@ -347,31 +349,26 @@ def test_cloud_sql_is_postgres_16_tls_only_with_iam_auth_and_pitr() -> None:
     assert "random_password" in users["app"]["password"]  # never a literal
 
 
-def test_daily_brief_scheduler_calls_the_registered_function_with_oidc() -> None:
-    assert "daily-brief" in FUNCTIONS and FUNCTIONS["daily-brief"].trigger == "http"
-    job = parsed()["google_cloud_scheduler_job"]["daily_brief"]
-    target = block(job, "http_target")
-    assert target["uri"] == '${local.function_urls["daily-brief"]}'
-    oidc = block(target, "oidc_token")
-    assert oidc == {
-        "service_account_email": "${google_service_account.invoker.email}",
-        "audience": '${local.function_urls["daily-brief"]}',
-    }
-    assert "org_id" in target["body"]
-
-
-def test_retention_scheduler_calls_the_data_lifecycle_function_with_oidc() -> None:
+def test_one_scheduler_job_per_registered_schedule_calls_data_lifecycle_with_oidc() -> None:
     spec = FUNCTIONS["data-lifecycle"]
     assert spec.trigger == "http" and not spec.public
-    job = parsed()["google_cloud_scheduler_job"]["retention"]
-    assert job["for_each"] == "${toset(var.retention_org_ids)}"
+    job = parsed()["google_cloud_scheduler_job"]["schedule"]
+    assert job["for_each"] == "${var.schedules}"  # no org ids: the fan-out lists them
     target = block(job, "http_target")
     assert target["uri"] == '${local.function_urls["data-lifecycle"]}'
     assert block(target, "oidc_token") == {
         "service_account_email": "${google_service_account.invoker.email}",
         "audience": '${local.function_urls["data-lifecycle"]}',
     }
-    assert "retention" in target["body"] and "org_id" in target["body"]
+    assert '"schedule"' in target["body"] and "each.key" in target["body"]
+    assert "org_id" not in target["body"]
+    generated = registry()
+    assert set(generated["schedules"]) == set(SCHEDULES)
+    # data-lifecycle may add tasks to every queue a schedule fans out to, and to no other
+    fanned = {s.queue for s in SCHEDULES.values()} | {LIFECYCLE_QUEUE}
+    assert set(generated["functions"]["data-lifecycle"]["enqueues"]) == fanned
+    for queue in fanned:  # and each queue's target is a function that takes the task
+        assert FUNCTIONS[QUEUES[queue].target].trigger == "http"
 
 
 def test_internal_functions_are_invoked_only_by_the_invoker() -> None:

@@ -1,6 +1,7 @@
-"""AGT-010 daily brief: the Cloud Scheduler target (OIDC-verified in production).
+"""AGT-010 daily brief: the Cloud Tasks target of the daily-brief queue (OIDC-verified in
+production), one task per org from the daily schedule's fan-out (colony.flows.schedules).
 
-The scheduler job's body names the org (one job per org) and may name the day:
+The body names the org and may name the day:
 ``{"org_id": "...", "brief_date": "YYYY-MM-DD"?}``. Running it twice the same day returns
 the stored brief.
 """
@@ -18,10 +19,11 @@ from colony.runtime.edge.invoker import invoker_only
 
 
 @functions_framework.http
-@http_json(caller=invoker_only("daily-brief"))  # Cloud Tasks / Scheduler, by OIDC
+@http_json(caller=invoker_only("daily-brief"))  # Cloud Tasks, by OIDC
 def handle(request: JsonRequest) -> dict[str, Any]:
     # lazy: the flow load on the first request
-    from colony.flows.brief import BriefRequest, daily_brief
+    from colony.contracts.events import BriefRequest
+    from colony.flows.brief import daily_brief
 
     d = deps(parts)
     body = request.parse(BriefRequest)

@@ -1,13 +1,13 @@
-"""Erasure jobs (the Cloud Tasks target of the erasure queue), the daily retention run and
-the Drive channel renewal (Cloud Scheduler targets, one job per org); OIDC-verified in
-production.
+"""The data lifecycle's Cloud Tasks and Cloud Scheduler target (OIDC-verified in production).
 
-Body: ``{"task": {"kind": "erasure", "job_id": ...}}``,
-``{"task": {"kind": "retention", "org_id": ...}}`` or
-``{"task": {"kind": "drive.renew", "org_id": ...}}``, or
-``{"task": {"kind": "import", "org_id": ..., "job_id": ...}}`` (an import job, resumed from
-its checkpoint on every attempt). A failed erasure attempt raises, so
-Cloud Tasks retries it, and the retry resumes after the last finished phase.
+Body: ``{"task": {"kind": ..., ...}}`` (``colony.contracts.lifecycle.LifecycleBody``):
+- ``erasure`` (``job_id``): run or resume one erasure job; a failed attempt raises, so Cloud
+  Tasks retries it, and the retry resumes after the last finished phase;
+- ``import`` (``org_id``, ``job_id``): run an import job, resumed from its checkpoint;
+- ``schedule`` (``name``): what every Cloud Scheduler job posts: fan the schedule out to the
+  orgs it serves, one task each (``colony.flows.schedules``);
+- ``retention`` / ``drive.renew`` (``org_id``): one org's share of those schedules;
+- ``replies.poll``: read the deployment's reply mailbox once.
 """
 
 from __future__ import annotations
@@ -29,10 +29,18 @@ _drive: HttpDrive | None = None
 @functions_framework.http
 @http_json
 def handle(request: JsonRequest) -> dict[str, Any]:
-    # lazy: the flows, their task model, OIDC (PyJWT) and Drive load on the first request
+    # lazy: the flows, their task model, OIDC (PyJWT), Drive and IMAP load on the first request
     from colony.adapters.drive import drive_from_settings
-    from colony.contracts.lifecycle import DriveRenewal, ErasureTask, ImportTask, LifecycleBody
-    from colony.flows import drive_channels, erasure, imports, retention
+    from colony.adapters.imap_mailbox import mailbox_from_settings
+    from colony.contracts.lifecycle import (
+        DriveRenewal,
+        ErasureTask,
+        ImportTask,
+        LifecycleBody,
+        RepliesPoll,
+        ScheduleRun,
+    )
+    from colony.flows import drive_channels, erasure, imports, replies, retention, schedules
     from colony.runtime.auth import verify_google_oidc
     from colony.runtime.notion_clients import secret_store
 
@@ -42,6 +50,16 @@ def handle(request: JsonRequest) -> dict[str, Any]:
         request.authorization, d.settings.function_urls.get("data-lifecycle", ""), d.settings
     )
     task = request.parse(LifecycleBody).task
+    if isinstance(task, ScheduleRun):
+        scheduled = request.headers.get("X-CloudScheduler-ScheduleTime")
+        return schedules.run(d, task, scheduled=scheduled)
+    if isinstance(task, RepliesPoll):
+        mailbox = mailbox_from_settings(d.settings)
+        if mailbox is None:
+            return {"status": "skipped", "reason": "no reply mailbox (COLONY_REPLY_MAILBOX_HOST)"}
+        return {"status": "polled", **replies.poll(d, d.rejections, mailbox)}
+    if isinstance(task, ImportTask):
+        return imports.run_job(d, task.org_id, task.job_id)
     if _drive is None:
         _drive = drive_from_settings(d.settings)  # its token is fetched on the first call
     if isinstance(task, ErasureTask):
@@ -49,6 +67,4 @@ def handle(request: JsonRequest) -> dict[str, Any]:
         return erasure.run_job(d, task.job_id, traces(d.settings), connections)
     if isinstance(task, DriveRenewal):
         return drive_channels.renew(d, _drive, task.org_id)
-    if isinstance(task, ImportTask):
-        return imports.run_job(d, task.org_id, task.job_id)
     return retention.enforce(d, task.org_id)

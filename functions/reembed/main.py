@@ -1,5 +1,5 @@
-"""Cloud Tasks target of the re-embed queue, and the daily Notion reconciliation's Cloud
-Scheduler target (OIDC in production).
+"""Cloud Tasks target of the re-embed queue: page re-embeds, sync steps, and each org's share
+of the daily notion-reconcile schedule (OIDC in production).
 
 Bodies (``contracts.events.NotionTaskBody``): ``notion.reembed`` (one page, from the webhook),
 ``notion.sync`` (one step of a backfill or reconciliation run), ``notion.reconcile`` with an

@@ -59,6 +59,7 @@ SECRETS: dict[str, str] = {
     "COLONY_APPROVAL_TOKEN_KEY": "colony-approval-token-key",
     "COLONY_DELIVERY_WEBHOOK_SECRET": "colony-delivery-webhook-secret",
     "COLONY_SMTP_PASSWORD": "colony-smtp-password",
+    "COLONY_REPLY_MAILBOX_PASSWORD": "colony-reply-mailbox-password",
     "COLONY_RESEND_API_KEY": "colony-resend-api-key",
     "COLONY_UNSUBSCRIBE_TOKEN_KEY": "colony-unsubscribe-token-key",
     "COLONY_DRIVE_CHANNEL_TOKEN": "colony-drive-channel-token",
@@ -127,6 +128,14 @@ class Settings:
     smtp_password: str | None = None
     smtp_starttls: bool = True  # off only for a local server
     smtp_ca_file: str | None = None  # None: the system's roots verify the relay
+    # the IMAP mailbox an SMTP relay's replies land in (None: no poll; Resend's inbound
+    # webhook needs none), read by the replies-poll schedule
+    reply_mailbox_host: str | None = None
+    reply_mailbox_port: int = 993
+    reply_mailbox_username: str | None = None
+    reply_mailbox_password: str | None = None
+    reply_mailbox_tls: bool = True  # off only for a local server
+    reply_mailbox_folder: str = "INBOX"
     unsubscribe_url: str | None = None  # the unsubscribe function's URL
     unsubscribe_token_key: str | None = None  # HMAC key of unsubscribe links
     # knowledge webhooks (Drive recordings, Notion sync)
@@ -203,8 +212,9 @@ class Settings:
                 "COLONY_INVOKER_SERVICE_ACCOUNT is required when COLONY_ENV=production: it is"
                 " the only identity whose OIDC tokens may call Cloud Tasks and Scheduler targets"
             )
-        if deploy_env == "production" and get("COLONY_SMTP_STARTTLS") == "false":
-            raise ConfigError("COLONY_SMTP_STARTTLS=false is for a local mail server only")
+        for off in ("COLONY_SMTP_STARTTLS", "COLONY_REPLY_MAILBOX_TLS"):
+            if deploy_env == "production" and get(off) == "false":
+                raise ConfigError(f"{off}=false is for a local mail server only")
         langfuse_keys = {name: get(name) for name in ("LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY")}
         if any(langfuse_keys.values()) and not all(langfuse_keys.values()):
             missing = next(name for name, value in langfuse_keys.items() if not value)
@@ -272,6 +282,15 @@ class Settings:
             smtp_password=get("COLONY_SMTP_PASSWORD"),
             smtp_starttls=choice("COLONY_SMTP_STARTTLS", ("true", "false"), "true") == "true",
             smtp_ca_file=get("COLONY_SMTP_CA_FILE"),
+            reply_mailbox_host=get("COLONY_REPLY_MAILBOX_HOST"),
+            reply_mailbox_port=_bounded_int(
+                "COLONY_REPLY_MAILBOX_PORT", get("COLONY_REPLY_MAILBOX_PORT"), 993, 1, 65535
+            ),
+            reply_mailbox_username=get("COLONY_REPLY_MAILBOX_USERNAME"),
+            reply_mailbox_password=get("COLONY_REPLY_MAILBOX_PASSWORD"),
+            reply_mailbox_tls=choice("COLONY_REPLY_MAILBOX_TLS", ("true", "false"), "true")
+            == "true",
+            reply_mailbox_folder=get("COLONY_REPLY_MAILBOX_FOLDER") or "INBOX",
             unsubscribe_url=get("COLONY_UNSUBSCRIBE_URL"),
             unsubscribe_token_key=get("COLONY_UNSUBSCRIBE_TOKEN_KEY"),
             drive_channel_token=get("COLONY_DRIVE_CHANNEL_TOKEN"),
@@ -317,7 +336,7 @@ class Settings:
         hidden |= {"langfuse_secret_key", "approval_token_key", "delivery_webhook_secret"}
         hidden |= {"drive_channel_token", "notion_signing_secret"}
         hidden |= {"smtp_password", "unsubscribe_token_key", "clerk_webhook_secret"}
-        hidden |= {"resend_api_key"}
+        hidden |= {"resend_api_key", "reply_mailbox_password"}
         # sentry_dsn is hidden by its *dsn suffix
         parts = []
         for name in self.__dataclass_fields__:

@@ -19,9 +19,29 @@ from email.utils import parsedate_to_datetime
 
 from colony.errors import ConfigError, UpstreamError
 from colony.ports import InboundMail
+from colony.settings import Settings
 
 MAX_MESSAGES = 200  # per poll: a flooded mailbox is worked through over several polls
 MAX_BYTES = 2_000_000  # one reply; a larger message is not a reply worth storing whole
+
+
+def mailbox_from_settings(settings: Settings) -> ImapMailbox | None:
+    """The deployment's reply mailbox (``COLONY_REPLY_MAILBOX_*``); None when none is set."""
+    if not settings.reply_mailbox_host:
+        return None
+    if not settings.reply_mailbox_username or not settings.reply_mailbox_password:
+        raise ConfigError(
+            "COLONY_REPLY_MAILBOX_HOST is set: COLONY_REPLY_MAILBOX_USERNAME and"
+            " COLONY_REPLY_MAILBOX_PASSWORD are required too"
+        )
+    return ImapMailbox(
+        settings.reply_mailbox_host,
+        settings.reply_mailbox_port,
+        username=settings.reply_mailbox_username,
+        password=settings.reply_mailbox_password,
+        tls=settings.reply_mailbox_tls,
+        folder=settings.reply_mailbox_folder,
+    )
 
 
 class ImapMailbox:

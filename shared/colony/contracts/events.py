@@ -6,6 +6,7 @@ are OIDC-authenticated in production); user-facing requests never take an org fr
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Annotated, Literal
 
 from pydantic import Field, RootModel, TypeAdapter
@@ -123,11 +124,20 @@ class NotionSyncStep(Strict):
 
 
 class NotionReconcile(Strict):
-    """The daily Cloud Scheduler body (one job per org, as retention's): start the day's
-    reconciliation run of each of the org's connected workspaces."""
+    """One org's share of the daily ``notion-reconcile`` schedule (a Cloud Tasks body, from
+    ``colony.flows.schedules``): start the day's reconciliation run of each of the org's
+    connected workspaces."""
 
     kind: Literal["notion.reconcile"] = "notion.reconcile"
     org_id: str = _ID
+
+
+class BriefRequest(Strict):
+    """The daily-brief function's body (one org's share of the ``daily-brief`` schedule, from
+    ``colony.flows.schedules``): which org, and which day (default: today, UTC)."""
+
+    org_id: str = _ID
+    brief_date: date | None = None
 
 
 NotionTask = Annotated[

@@ -1,13 +1,18 @@
 """What the data-lifecycle function is asked to do, and what the admin API accepts.
 
 - ``ErasureTask``: the Cloud Tasks body that runs (or resumes) one erasure job;
-- ``RetentionRun``: the Cloud Scheduler body that enforces one org's retention today;
+- ``RetentionRun``: the task that enforces one org's retention today (the daily schedule's
+  share for that org);
 - ``ImportTask``: the Cloud Tasks body that runs (or resumes) one import job;
+- ``ScheduleRun``: a Cloud Scheduler job's body (and its next page's task): fan a schedule
+  out to the orgs it serves (``colony.flows.schedules``);
+- ``RepliesPoll``: read the deployment's reply mailbox once;
 - ``RetentionUpdate``: an admin's new retention periods, in days per data class.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import Field
@@ -28,7 +33,7 @@ class RetentionRun(Strict):
 
 
 class DriveRenewal(Strict):
-    """Cloud Scheduler, every few hours per org: renew its Drive channels before they expire."""
+    """One org's share of the ``drive-renew`` schedule: renew its channels before they expire."""
 
     kind: Literal["drive.renew"] = "drive.renew"
     org_id: str = Field(min_length=1, max_length=200)
@@ -40,8 +45,29 @@ class ImportTask(Strict):
     job_id: str = Field(min_length=1, max_length=200)
 
 
+# colony.registry.schedules.SCHEDULES by name (tests/test_schedules.py holds the two equal)
+ScheduleName = Literal[
+    "daily-brief", "retention", "notion-reconcile", "drive-renew", "replies-poll"
+]
+
+
+class ScheduleRun(Strict):
+    """Cloud Scheduler posts ``name`` alone; a page's continuation task carries the run's
+    ``slot`` (its scheduled time) and the last org id the previous page reached."""
+
+    kind: Literal["schedule"] = "schedule"
+    name: ScheduleName
+    slot: datetime | None = None
+    after: str | None = Field(default=None, min_length=1, max_length=200)
+
+
+class RepliesPoll(Strict):
+    kind: Literal["replies.poll"] = "replies.poll"
+
+
 LifecycleTask = Annotated[
-    ErasureTask | RetentionRun | DriveRenewal | ImportTask, Field(discriminator="kind")
+    ErasureTask | RetentionRun | DriveRenewal | ImportTask | ScheduleRun | RepliesPoll,
+    Field(discriminator="kind"),
 ]
 
 

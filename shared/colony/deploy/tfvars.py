@@ -1,9 +1,10 @@
 """``terraform/registry.auto.tfvars.json``: the registries the code uses, as terraform input.
 
-Terraform never lists a function, topic, queue or secret by hand: it iterates (``for_each``)
-over this file, which is generated from ``colony.registry.functions`` and
-``colony.settings.SECRETS``. ``make package`` rewrites it; a test fails when the committed
-file is stale, so code and infrastructure cannot drift apart.
+Terraform never lists a function, topic, queue, schedule or secret by hand: it iterates
+(``for_each``) over this file, which is generated from ``colony.registry.functions``,
+``colony.registry.schedules`` and ``colony.settings.SECRETS``. ``make package`` rewrites
+it; a test fails when the committed file is stale, so code and infrastructure cannot drift
+apart.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from colony.registry.functions import (
     Function,
     Grant,
 )
+from colony.registry.schedules import SCHEDULES
 from colony.settings import SECRETS
 
 TFVARS = Path("terraform") / "registry.auto.tfvars.json"
@@ -103,6 +105,15 @@ def registry_tfvars() -> dict[str, Any]:
                 "max_dispatches_per_second": q.max_dispatches_per_second,
             }
             for name, q in sorted(QUEUES.items())
+        },
+        "schedules": {
+            name: {
+                "cron": s.cron,
+                "time_zone": s.time_zone,
+                "serves": s.serves,
+                "purpose": s.purpose,
+            }
+            for name, s in sorted(SCHEDULES.items())
         },
         "secrets": dict(sorted(SECRETS.items())),
     }

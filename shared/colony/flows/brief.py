@@ -1,6 +1,6 @@
 """Flow 6, the daily brief (AGT-010; SPEC §6.6; seed §5.5, §7.6).
 
-    Cloud Scheduler ─► daily-brief ─► SQL aggregates (the numbers, never the LLM's)
+    the daily-brief schedule's task ─► SQL aggregates (the numbers, never the LLM's)
         ─► the prior brief for continuity ─► AGT-010 ─► ≤250 words, five sections ─► ENT-009
 
 One brief per org and day (``daily_briefs`` is unique on both): a second run the same day
@@ -26,11 +26,8 @@ from collections.abc import Mapping
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
-from pydantic import Field
-
 from colony.context.assembler import AssemblyRequest
 from colony.contracts import IcpDefinition, OrgContext
-from colony.contracts.common import Strict
 from colony.contracts.outputs import DailyBrief
 from colony.errors import NotFound, ValidationFailed
 from colony.flows.deps import FlowDeps
@@ -48,13 +45,6 @@ SECTIONS: tuple[tuple[str, str], ...] = (
     ("yesterday", "Yesterday"),
     ("todays_priorities", "Today's Priorities"),
 )
-
-
-class BriefRequest(Strict):
-    """The scheduler job's body: which org (one job per org), optionally which day."""
-
-    org_id: str = Field(min_length=1, max_length=200)
-    brief_date: date | None = None
 
 
 def day_window(day: date) -> tuple[datetime, datetime]:

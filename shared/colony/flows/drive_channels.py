@@ -4,9 +4,9 @@
         recordings folder, its token bound to (org, folder) (``webhooks.watch_token``), the
         channel id and expiry stored ─► the Drive webhook accepts only notifications of a
         stored, active, unexpired channel of that org and folder (``check``)
-    Scheduler ``{"task": {"kind": "drive.renew", "org_id"}}`` ─► ``renew``: every channel
-        expiring within ``RENEW_WITHIN`` gets a successor for its folder first, then is
-        stopped, so the folder is never unwatched
+    the drive-renew schedule's task ``{"task": {"kind": "drive.renew", "org_id"}}``
+        ─► ``renew``: every channel expiring within ``RENEW_WITHIN`` gets a successor for
+        its folder first, then is stopped, so the folder is never unwatched
     org erased (Clerk ``organization.deleted`` → erasure, phase ``channels``) ─► ``stop_org``:
         ``channels.stop`` for each active channel, then marked stopped
 

@@ -1,6 +1,6 @@
 """Flow 4, Notion sync, the bulk half (issue 17 item 4): backfill and daily reconciliation.
 
-    connect (``flows.notion_workspaces``) or the daily Scheduler call (``reconcile``) ─► a run
+    connect (``flows.notion_workspaces``) or the daily schedule's task (``reconcile``) ─► a run
         in ``notion_syncs`` over the workspace's mapped ids ─► one Cloud Tasks step per page of
         a database query (``PAGE_SIZE`` pages): each listed page whose ``last_edited_time``
         differs from the one its chunks were synced from is synced (``notion_reembed.sync_page``:
@@ -150,7 +150,7 @@ def _rate_limited(
 
 def reconcile(deps: FlowDeps, org_id: str, today: datetime | None = None) -> dict[str, Any]:
     """Start the day's reconciliation run of each of the org's connected workspaces. The run
-    id is the day's, so a retried Scheduler call starts nothing twice."""
+    id is the day's, so a retried task starts nothing twice."""
     day = (today or deps.clock()).strftime("%Y%m%d")
     runs: list[tuple[str, str]] = []
     with deps.db.transaction(org_id) as cur:

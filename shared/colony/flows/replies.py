@@ -11,7 +11,8 @@ message, is ``NotFound``; the caller records the rejection. The text is untruste
 stored and shown as data, never logged, and it never reaches an exception message.
 
 Two ways in: the provider's inbound webhook (``colony.flows.mail_events``) and, for SMTP
-relay users, ``poll`` over a ``Mailbox`` (``colony.adapters.imap_mailbox``) bound to one org.
+relay users, ``poll`` over a ``Mailbox`` (``colony.adapters.imap_mailbox``): the deployment's
+reply mailbox, read every few minutes by the ``replies-poll`` schedule.
 """
 
 from __future__ import annotations
@@ -86,14 +87,15 @@ def ingest(
 
 
 def poll(
-    deps: FlowDeps, rejections: RejectionRecorder, mailbox: Mailbox, org_id: str
+    deps: FlowDeps, rejections: RejectionRecorder, mailbox: Mailbox, org_id: str | None = None
 ) -> dict[str, int]:
-    """Ingest the unread replies of ``org_id``'s mailbox (an SMTP relay user's). Each is
-    marked read once stored, or once its rejection (no message of this org's) is recorded;
-    a failure to store leaves it unread for the next poll."""
+    """Ingest the unread replies of a mailbox: the deployment's (``org_id`` None: the reply
+    names its org, as for the inbound webhook) or one bound to ``org_id``. Each is marked
+    read once stored, or once its rejection (no message of ours, or of that org's) is
+    recorded; a failure to store leaves it unread for the next poll."""
     counts = {"stored": 0, "duplicate": 0, "rejected": 0}
     for key, mail in mailbox.unread():
-        event_id = f"imap-{org_id}-{key}"[:200]
+        event_id = f"imap-{org_id or 'deployment'}-{key}"[:200]
         try:
             counts[ingest(deps, mail, event_id=event_id, org_id=org_id)["status"]] += 1
         except NotFound as error:

@@ -4,7 +4,7 @@ the deployment's limit (``Settings.retention_max_days``), enforced daily.
 An org's period for a class is its own setting (``store.retention``), or the deployment's
 limit when it set none; a setting above the limit is refused (``ValidationFailed``) and a
 stored one above a limit lowered later is held to the limit. ``enforce`` runs once a day per
-org (the Cloud Scheduler job, ``functions/data-lifecycle``) with the cutoffs taken from
+org (the ``retention`` schedule's task, ``functions/data-lifecycle``) with the cutoffs taken from
 ``deps.clock()``: expired transcripts are deleted from GCS first, then their URIs cleared
 (so a crash in between finds them again), and the row-held classes expire in one statement
 each. Running it twice the same day finds nothing more to do.

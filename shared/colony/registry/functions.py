@@ -99,6 +99,8 @@ ERASURE_QUEUE = "colony-erasure"
 SEND_QUEUE = "colony-send"
 SEQUENCE_QUEUE = "colony-sequence"
 IMPORT_QUEUE = "colony-import"
+LIFECYCLE_QUEUE = "colony-lifecycle"
+DAILY_BRIEF_QUEUE = "colony-daily-brief"
 
 # The one service account whose Google OIDC tokens Pub/Sub push, Cloud Tasks and Cloud
 # Scheduler present to the functions not marked ``public`` (terraform creates it from this id;
@@ -171,6 +173,20 @@ QUEUES: dict[str, Queue] = {
             purpose="prospect and deal import jobs (named by job id)",
             max_attempts=20,
             max_dispatches_per_second=1.0,
+        ),
+        # A scheduled run's share for one org (retention, Drive renewal), the reply mailbox
+        # poll, and the run's next page of orgs (colony.flows.schedules).
+        Queue(
+            LIFECYCLE_QUEUE,
+            target="data-lifecycle",
+            purpose="an org's retention or Drive renewal, the mailbox poll, a schedule's next page",
+            max_dispatches_per_second=5.0,
+        ),
+        Queue(
+            DAILY_BRIEF_QUEUE,
+            target="daily-brief",
+            purpose="one org's daily brief (fanned out by the daily schedule)",
+            max_dispatches_per_second=2.0,
         ),
     )
 }
@@ -339,8 +355,8 @@ FUNCTIONS: dict[str, Function] = {
             topic=None,
             agent=None,
             purpose=(
-                "Cloud Tasks target: re-embed one Notion page, backfill / reconciliation steps;"
-                " Cloud Scheduler target: daily Notion reconciliation"
+                "Cloud Tasks target: re-embed one Notion page, backfill / reconciliation steps,"
+                " an org's daily Notion reconciliation (the daily schedule's share)"
             ),
             # each workspace's token is read from its own Secret Manager secret
             # (colony-notion-*, granted in terraform/secrets.tf), not from a setting
@@ -354,7 +370,7 @@ FUNCTIONS: dict[str, Function] = {
             trigger="http",
             topic=None,
             agent="AGT-010",
-            purpose="Cloud Scheduler target: daily brief",
+            purpose="Cloud Tasks target: one org's daily brief (the daily schedule's share)",
             timeout_seconds=300,
             max_instances=1,
         ),
@@ -397,12 +413,19 @@ FUNCTIONS: dict[str, Function] = {
             topic=None,
             agent=None,
             purpose=(
-                "Cloud Tasks target: erasure and import jobs; Cloud Scheduler targets: daily"
-                " retention, Drive channel renewal"
+                "Cloud Tasks target: erasure and import jobs, an org's retention and Drive"
+                " renewal, the reply mailbox poll; Cloud Scheduler target: every schedule"
             ),
             # the Langfuse keys delete an erased org's traces; no model is called; the Drive
-            # channel token signs a renewed channel's token
-            secrets=(*MODEL_FREE_SECRETS, *TRACING_SECRETS, "COLONY_DRIVE_CHANNEL_TOKEN"),
+            # channel token signs a renewed channel's token; the reply mailbox is polled
+            secrets=(
+                *MODEL_FREE_SECRETS,
+                *TRACING_SECRETS,
+                "COLONY_DRIVE_CHANNEL_TOKEN",
+                "COLONY_REPLY_MAILBOX_PASSWORD",
+            ),
+            # every schedule fans out from here to its target's queue (colony.registry.schedules)
+            enqueues=(LIFECYCLE_QUEUE, DAILY_BRIEF_QUEUE, NOTION_REEMBED_QUEUE),
             assets="write",  # deletes transcripts, kits and imports
             timeout_seconds=540,
             concurrency=1,

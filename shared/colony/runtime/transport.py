@@ -15,14 +15,8 @@ from typing import TYPE_CHECKING
 from colony.registry.functions import QUEUES
 
 if TYPE_CHECKING:
-    from colony.contracts.events import (
-        CampaignResume,
-        Event,
-        NotionReembed,
-        NotionSyncStep,
-        SendMessage,
-        SequenceStep,
-    )
+    from colony.contracts.common import Strict
+    from colony.contracts.events import Event
     from colony.ports import Transport
 
 
@@ -35,13 +29,14 @@ def publish(transport: Transport, topic: str, event: Event) -> str:
 def enqueue(
     transport: Transport,
     queue: str,
-    task: CampaignResume | NotionReembed | NotionSyncStep | SendMessage | SequenceStep,
+    task: Strict,
     *,
     task_id: str,
     delay_seconds: float,
 ) -> str:
-    """Schedule ``task`` on ``queue`` for its target function after ``delay_seconds``;
-    ``task_id`` names it, so the same logical task is created once. Returns the task name."""
+    """Schedule ``task`` (the target's whole request body) on ``queue`` for its target
+    function after ``delay_seconds``; ``task_id`` names it, so the same logical task is
+    created once. Returns the task name."""
     body = json.dumps(task.model_dump(mode="json")).encode()
     return transport.schedule(
         queue, QUEUES[queue].target, body, task_id=task_id, delay_seconds=delay_seconds

@@ -69,5 +69,7 @@ def ensure_app_role_grants(conn: pg8000.dbapi.Connection, role: str) -> None:
         f"REVOKE DELETE, TRUNCATE ON erasure_jobs FROM {role};"
         f"GRANT EXECUTE ON FUNCTION colony_erase_audit(text) TO {role};"
         f"GRANT EXECUTE ON FUNCTION colony_redact_audit(text, text[], text) TO {role};"
+        # the org ids a schedule serves, for its fan-out (migration 0026)
+        f"GRANT EXECUTE ON FUNCTION colony_scheduled_orgs(text, text, integer) TO {role};"
     )
     conn.commit()

@@ -447,6 +447,14 @@ ALTER TABLE org_settings ADD COLUMN sequence_approval text NOT NULL DEFAULT 'eac
 # The tables are in sql/0020_connections.sql (read as 0001 is).
 
 
+# Schedules (issue 17): a Cloud Scheduler job serves every org (colony.registry.schedules),
+# but the application role sees one org's rows at a time. This owner function lists, a page
+# at a time and in id order, the ids of the live orgs one kind of schedule serves (all; with
+# a connected Notion workspace; with an active Drive channel), leaving out an org whose
+# erasure is open. Ids only: what each org's task then does runs inside its own scope.
+# (sql/0026_scheduled_orgs.sql)
+
+
 _NOTION_ROUTE = """
 CREATE POLICY notion_route ON notion_workspaces FOR SELECT
     USING (workspace_id = current_setting('app.notion_workspace', true));
@@ -598,4 +606,7 @@ def migrations(dim: int) -> list[Migration]:
         ),
         Migration("0021_replies", _REPLIES + _rls("replies")),
         Migration("0022_sequences", _SEQUENCES + _rls("sequence_enrollments")),
+        Migration(
+            "0026_scheduled_orgs", (_SQL / "0026_scheduled_orgs.sql").read_text(encoding="utf-8")
+        ),
     ]

@@ -1,0 +1,111 @@
+"""A schedule's fan-out: from one Cloud Scheduler job to one task per org it serves.
+
+    Cloud Scheduler ─► data-lifecycle {"task": {"kind": "schedule", "name": N}}
+        ─► a page of org ids (store.schedules) ─► one task per org on N's queue
+        ─► the next page's fan-out, as a task of its own, while pages are full
+
+Each task is named by the schedule, the run's slot (the time Cloud Scheduler scheduled it,
+``X-CloudScheduler-ScheduleTime``) and the org, so a retried Scheduler call or a redelivered
+page creates no task twice, and tomorrow's run creates tomorrow's. One request enqueues at
+most ``PAGE`` tasks, so the run's length does not grow with the number of orgs: 10,000 orgs
+are 20 short requests rather than one that outlives its timeout.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from datetime import UTC, datetime
+from typing import Any
+
+from colony.contracts.common import Strict
+from colony.contracts.events import BriefRequest, NotionReconcile
+from colony.contracts.lifecycle import (
+    DriveRenewal,
+    LifecycleBody,
+    RepliesPoll,
+    RetentionRun,
+    ScheduleRun,
+)
+from colony.errors import ValidationFailed
+from colony.flows.deps import FlowDeps
+from colony.registry.functions import LIFECYCLE_QUEUE
+from colony.registry.schedules import schedule
+from colony.runtime.transport import enqueue
+from colony.store import schedules
+
+PAGE = 500  # tasks one fan-out request creates; Cloud Tasks takes ~20-50 ms for each
+_NAMEABLE = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
+
+
+def slot_of(scheduled: str | None, now: datetime) -> datetime:
+    """The run's slot: Cloud Scheduler's own time for this run (the same on its retries);
+    without it (a person's manual run), the current minute."""
+    if scheduled:
+        try:
+            at = datetime.fromisoformat(scheduled.strip().replace("Z", "+00:00"))
+        except ValueError:
+            raise ValidationFailed(
+                "X-CloudScheduler-ScheduleTime is not an RFC 3339 time"
+            ) from None
+        if at.tzinfo is None:
+            raise ValidationFailed("X-CloudScheduler-ScheduleTime has no time zone")
+        return at.astimezone(UTC).replace(microsecond=0)
+    return now.astimezone(UTC).replace(second=0, microsecond=0)
+
+
+def _org_part(org_id: str) -> str:
+    """The org in a task name: itself when Cloud Tasks allows it, else a digest."""
+    if _NAMEABLE.fullmatch(org_id):
+        return org_id
+    return hashlib.sha256(org_id.encode()).hexdigest()[:32]
+
+
+def _org_task(name: str, org_id: str, slot: datetime) -> Strict:
+    if name == "daily-brief":
+        return BriefRequest(org_id=org_id, brief_date=slot.date())
+    if name == "retention":
+        return LifecycleBody(task=RetentionRun(org_id=org_id))
+    if name == "drive-renew":
+        return LifecycleBody(task=DriveRenewal(org_id=org_id))
+    if name == "notion-reconcile":
+        return NotionReconcile(org_id=org_id)
+    raise ValidationFailed(f"schedule {name!r} has no per-org task")
+
+
+def run(deps: FlowDeps, request: ScheduleRun, *, scheduled: str | None = None) -> dict[str, Any]:
+    """Enqueue one page of the schedule's tasks and, when the page was full, the next page.
+
+    ``scheduled``: the ``X-CloudScheduler-ScheduleTime`` header (None when the run did not
+    come from Cloud Scheduler); a continuation page carries its run's slot instead."""
+    spec = schedule(request.name)
+    slot = request.slot or slot_of(scheduled, deps.clock())
+    stamp = slot.strftime("%Y%m%dT%H%M")
+    if spec.serves == "deployment":
+        task_id = f"{spec.name}-{stamp}"
+        body = LifecycleBody(task=RepliesPoll())
+        enqueue(deps.transport, spec.queue, body, task_id=task_id, delay_seconds=0)
+        return {"schedule": spec.name, "slot": slot.isoformat(), "enqueued": 1, "next_page": None}
+    with deps.db.transaction(None) as cur:
+        orgs = schedules.org_page(cur, spec.serves, request.after, PAGE)
+    for org_id in orgs:
+        task = _org_task(spec.name, org_id, slot)
+        task_id = f"{spec.name}-{stamp}-{_org_part(org_id)}"
+        enqueue(deps.transport, spec.queue, task, task_id=task_id, delay_seconds=0)
+    after = orgs[-1] if len(orgs) == PAGE else None
+    if after is not None:
+        page = ScheduleRun(name=request.name, slot=slot, after=after)
+        task_id = f"schedule-{spec.name}-{stamp}-after-{_org_part(after)}"
+        enqueue(
+            deps.transport,
+            LIFECYCLE_QUEUE,
+            LifecycleBody(task=page),
+            task_id=task_id,
+            delay_seconds=0,
+        )
+    return {
+        "schedule": spec.name,
+        "slot": slot.isoformat(),
+        "enqueued": len(orgs),
+        "next_page": after,
+    }

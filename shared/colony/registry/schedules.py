@@ -1,0 +1,83 @@
+"""Cloud Scheduler jobs: one per kind of recurring work, however many orgs there are.
+
+A job does not name an org. It posts ``{"task": {"kind": "schedule", "name": ...}}`` to the
+``data-lifecycle`` function, which lists the orgs the schedule serves a page at a time and
+puts one task per org on the schedule's queue (``colony.flows.schedules``). An org created
+through the Clerk webhook is therefore served from its first day, with no terraform change,
+and an org being erased is served no more. A ``deployment`` schedule (the reply mailbox) gets
+one task for the whole deployment.
+
+``terraform/scheduler.tf`` creates one job per entry (through the generated
+``registry.auto.tfvars.json``); ``schedule_overrides`` may change a cron or time zone.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from colony.errors import ValidationFailed
+from colony.registry.functions import DAILY_BRIEF_QUEUE, LIFECYCLE_QUEUE, NOTION_REEMBED_QUEUE
+
+# Which orgs a schedule serves: every live org, those with a connected Notion workspace,
+# those with an active Drive channel, or none (one task for the deployment).
+Serves = Literal["orgs", "notion", "drive", "deployment"]
+
+
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    name: str  # the job id's suffix, and what the fan-out is asked to run
+    cron: str  # unix-cron, in ``time_zone``
+    queue: str  # where each org's task goes (its target function does the work)
+    serves: Serves
+    purpose: str
+    time_zone: str = "Etc/UTC"
+
+
+SCHEDULES: dict[str, Schedule] = {
+    s.name: s
+    for s in (
+        Schedule("daily-brief", "0 6 * * *", DAILY_BRIEF_QUEUE, "orgs", "AGT-010's daily brief"),
+        Schedule(
+            "retention",
+            "30 3 * * *",
+            LIFECYCLE_QUEUE,
+            "orgs",
+            "each org's data classes expired past its retention periods",
+        ),
+        Schedule(
+            "notion-reconcile",
+            "15 4 * * *",
+            NOTION_REEMBED_QUEUE,
+            "notion",
+            "connected Notion workspaces compared with what was synced (missed webhooks)",
+        ),
+        # a watch channel lives at most a day: every 4 hours, those expiring within 12 hours
+        # get a successor before they are stopped
+        Schedule(
+            "drive-renew",
+            "0 */4 * * *",
+            LIFECYCLE_QUEUE,
+            "drive",
+            "Drive watch channels renewed before they expire",
+        ),
+        # an SMTP relay's replies land in one mailbox (COLONY_REPLY_MAILBOX_*); each reply
+        # names the message, and so the org, it answers
+        Schedule(
+            "replies-poll",
+            "*/5 * * * *",
+            LIFECYCLE_QUEUE,
+            "deployment",
+            "the reply mailbox read for replies that stop sequences",
+        ),
+    )
+}
+
+
+def schedule(name: str) -> Schedule:
+    try:
+        return SCHEDULES[name]
+    except KeyError:
+        raise ValidationFailed(
+            f"unknown schedule {name!r}; known: {', '.join(sorted(SCHEDULES))}"
+        ) from None
