@@ -27,7 +27,13 @@ from colony.adapters.openai_chat import (
 )
 from colony.adapters.retry_after import retry_after_seconds
 from colony.contracts import OUTPUT_CONTRACTS, QualificationScore
-from colony.errors import OutputInvalid, ProviderError, ProviderUnavailable
+from colony.errors import (
+    ModelRefused,
+    OutputInvalid,
+    OutputTruncated,
+    ProviderError,
+    ProviderUnavailable,
+)
 from colony.llm import StructuredRunner
 from colony.ports import Message, ModelRequest
 from colony.testing.fakes import RecordingSleep
@@ -35,6 +41,7 @@ from colony.testing.wire import (
     Reply,
     WireServer,
     error_reply,
+    gemini_blocked_reply,
     gemini_content_reply,
     openai_chat_reply,
     sample_from_schema,
@@ -381,7 +388,7 @@ def test_openai_429_retry_after_header_sets_the_delay(
     server: WireServer, make_openai: Callable[..., OpenAIChatModel]
 ) -> None:
     server.fail(429, retry_after_ms=1500)
-    server.fail(503, retry_after_ms=None, headers={"Retry-After": "60"})  # capped at max_delay
+    server.fail(503, retry_after_ms=None, headers={"Retry-After": "8"})
     sleep = RecordingSleep()
     result = StructuredRunner(make_openai(), sleep=sleep, max_delay=8.0).run(
         make_request(OPENAI_MODEL), QualificationScore
@@ -391,6 +398,20 @@ def test_openai_429_retry_after_header_sets_the_delay(
     assert len(server.requests) == 3
     assert result.attempts == 3
     assert result.output is not None  # the default route answers from the schema
+
+
+def test_openai_retry_after_beyond_a_short_wait_is_handed_back_not_slept(
+    server: WireServer, make_openai: Callable[..., OpenAIChatModel]
+) -> None:
+    server.fail(429, retry_after_ms=None, headers={"Retry-After": "60"})
+    sleep = RecordingSleep()
+    with pytest.raises(ProviderUnavailable) as caught:
+        StructuredRunner(make_openai(), sleep=sleep, max_delay=8.0).run(
+            make_request(OPENAI_MODEL), QualificationScore
+        )
+
+    assert caught.value.retry_after == 60.0  # the caller's queue redelivers after it
+    assert sleep.delays == [] and len(server.requests) == 1
 
 
 def test_openai_invalid_answer_then_valid_one_is_repaired(
@@ -520,7 +541,8 @@ def test_gemini_sends_generate_content_with_a_json_schema(
         Message("system", "Answer in JSON."),
         Message("user", "Again, properly."),
     )
-    response = make_gemini().request(make_request(GEMINI_MODEL, messages=messages))
+    request = make_request(GEMINI_MODEL, messages=messages, thinking_budget=512)
+    response = make_gemini().request(request)
 
     [sent] = server.requests
     assert sent.route == "gemini.generateContent"
@@ -539,7 +561,9 @@ def test_gemini_sends_generate_content_with_a_json_schema(
     assert body["generationConfig"] == {
         "responseMimeType": "application/json",
         "responseJsonSchema": gemini_json_schema(QualificationScore.model_json_schema()),
-        "maxOutputTokens": 321,
+        # the answer's 321 plus the explicit thinking budget, which thoughts are spent from
+        "maxOutputTokens": 321 + 512,
+        "thinkingConfig": {"thinking_budget": 512},
         "temperature": 0.25,
     }
     assert "tools" not in body
@@ -672,12 +696,97 @@ def test_gemini_client_error_is_a_provider_error_and_not_retried(
     assert len(server.requests) == 1
 
 
-def test_gemini_blocked_prompt_is_a_provider_error(
-    server: WireServer, make_gemini: Callable[..., GeminiChatModel]
+# -- truncation and refusals, per SDK: each a clear outcome, never "not JSON" ----------------
+
+CUT = json.dumps(VALID)[:40]  # what an answer stopped at its token cap looks like
+
+
+def _cut(sdk: str) -> Reply:
+    if sdk == "openai":
+        return openai_chat_reply(CUT, finish_reason="length")
+    return gemini_content_reply(CUT, finish_reason="MAX_TOKENS")
+
+
+def _whole(sdk: str) -> Reply:
+    if sdk == "openai":
+        return openai_chat_reply(json.dumps(VALID))
+    return gemini_content_reply(json.dumps(VALID))
+
+
+def _cap(sdk: str, request: Any) -> int:
+    """The output token cap the SDK sent."""
+    if sdk == "openai":
+        return int(request.body["max_completion_tokens"])
+    return int(request.body["generationConfig"]["maxOutputTokens"])
+
+
+@pytest.fixture
+def make_model(
+    make_openai: Callable[..., OpenAIChatModel], make_gemini: Callable[..., GeminiChatModel]
+) -> Callable[[str], Any]:
+    return lambda sdk: make_openai() if sdk == "openai" else make_gemini()
+
+
+def _model_name(sdk: str) -> str:
+    return OPENAI_MODEL if sdk == "openai" else GEMINI_MODEL
+
+
+@pytest.mark.parametrize("sdk", ["openai", "gemini"])
+def test_a_truncated_answer_is_asked_for_again_with_twice_the_cap(
+    sdk: str, server: WireServer, make_model: Callable[[str], Any]
 ) -> None:
-    server.script(Reply(200, {"promptFeedback": {"blockReason": "SAFETY"}}))
-    with pytest.raises(ProviderError, match="prompt blocked: SAFETY"):
-        make_gemini().request(make_request(GEMINI_MODEL))
+    server.script(_cut(sdk), _whole(sdk))
+    result = StructuredRunner(make_model(sdk)).run(
+        make_request(_model_name(sdk)), QualificationScore
+    )
+
+    assert result.output == QualificationScore.model_validate(VALID)
+    assert [_cap(sdk, r) for r in server.requests] == [321, 642]
+    assert result.repaired is False  # a larger cap, not a "repair" of a fragment
+
+
+@pytest.mark.parametrize("sdk", ["openai", "gemini"])
+def test_truncated_twice_is_truncated_not_invalid_json(
+    sdk: str, server: WireServer, make_model: Callable[[str], Any]
+) -> None:
+    server.script(_cut(sdk), _cut(sdk))
+    with pytest.raises(OutputTruncated, match="cut at 642 output tokens") as caught:
+        StructuredRunner(make_model(sdk)).run(make_request(_model_name(sdk)), QualificationScore)
+
+    assert caught.value.code == "truncated"
+    assert len(server.requests) == 2  # no repair round on a fragment
+    assert PROMPT_SECRET not in str(caught.value)
+
+
+def _refusal(sdk: str, kind: str) -> Reply:
+    if sdk == "openai" and kind == "answer":  # strict structured outputs' refusal
+        return openai_chat_reply(None, refusal=f"I can't help with {PROMPT_SECRET}.")
+    if sdk == "openai":  # OpenAI's moderation stopped the answer
+        return openai_chat_reply("", finish_reason="content_filter")
+    if kind == "answer":
+        return gemini_content_reply(None, finish_reason="SAFETY")
+    return gemini_blocked_reply("PROHIBITED_CONTENT")
+
+
+@pytest.mark.parametrize(
+    ("sdk", "kind", "reason"),
+    [
+        ("openai", "answer", "refusal"),
+        ("openai", "filter", "content_filter"),
+        ("gemini", "answer", "SAFETY"),
+        ("gemini", "prompt", "prompt:PROHIBITED_CONTENT"),
+    ],
+)
+def test_a_refusal_or_safety_block_is_refused_at_once_with_the_providers_reason(
+    sdk: str, kind: str, reason: str, server: WireServer, make_model: Callable[[str], Any]
+) -> None:
+    server.script(_refusal(sdk, kind))
+    with pytest.raises(ModelRefused) as caught:
+        StructuredRunner(make_model(sdk)).run(make_request(_model_name(sdk)), QualificationScore)
+
+    assert (caught.value.code, caught.value.reason) == ("refused", reason)
+    assert len(server.requests) == 1  # never retried, never "repaired" as invalid JSON
+    assert PROMPT_SECRET not in str(caught.value)  # the refusal's own text is not kept
 
 
 def test_gemini_timeout_is_provider_unavailable(
@@ -715,3 +824,22 @@ def test_default_wire_answers_validate_for_every_contract(
         assert isinstance(result.output, contract)
         assert (result.attempts, result.repaired) == (1, False)
         assert result.usage.tokens_in > 0
+
+
+@pytest.mark.parametrize("sdk", ["openai", "gemini"])
+def test_a_calls_own_timeout_bounds_it_whatever_the_clients_default(
+    sdk: str, server: WireServer, make_model: Callable[[str], Any]
+) -> None:
+    release = threading.Event()
+
+    def stall(request: Any) -> Reply:
+        release.wait(30)
+        return _whole(sdk)
+
+    server.script(stall)
+    model = make_model(sdk)  # its client's default timeout is 120 s
+    try:
+        with pytest.raises(ProviderUnavailable, match="Timeout"):
+            model.request(make_request(_model_name(sdk), timeout_seconds=0.3))
+    finally:
+        release.set()

@@ -116,12 +116,23 @@ def test_backoff_is_capped_at_max_delay() -> None:
     assert sleep.delays == [0.5, 1.0, 2.0, 4.0, 8.0, 8.0]
 
 
-@pytest.mark.parametrize(("retry_after", "expected"), [(3.0, 3.0), (100.0, 8.0), (0.0, 0.0)])
-def test_retry_after_is_used_and_capped(retry_after: float, expected: float) -> None:
+@pytest.mark.parametrize(("retry_after", "expected"), [(3.0, 3.0), (8.0, 8.0), (0.0, 0.0)])
+def test_retry_after_within_a_short_wait_is_slept(retry_after: float, expected: float) -> None:
     run, sleep = runner(ScriptedChatModel(unavailable(retry_after), VALID))
     run.run(make_request(), QualificationScore)
 
     assert sleep.delays == [expected]
+
+
+def test_a_longer_retry_after_is_handed_back_at_once_not_slept() -> None:
+    longer = unavailable(100.0)
+    model = ScriptedChatModel(longer, VALID)
+    run, sleep = runner(model, max_delay=8.0)
+    with pytest.raises(ProviderUnavailable) as caught:
+        run.run(make_request(), QualificationScore)
+
+    assert caught.value is longer and caught.value.retry_after == 100.0
+    assert sleep.delays == [] and len(model.requests) == 1
 
 
 def test_exhausted_retries_re_raise_the_last_unavailable() -> None:

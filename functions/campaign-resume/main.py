@@ -1,5 +1,6 @@
 """Cloud Tasks target for AGT-002 (OIDC in production): resume a campaign run the circuit
-breaker paused, or hand a sequence's next step to AGT-005 once its delay has passed."""
+breaker paused, hand a sequence's next step to AGT-005 once its delay has passed, or put an
+event the model provider rate-limited back on its topic (``colony.runtime.redelivery``)."""
 
 from __future__ import annotations
 
@@ -16,12 +17,16 @@ from colony.runtime.edge.invoker import invoker_only
 @http_json(caller=invoker_only("campaign-resume"))  # Cloud Tasks / Scheduler, by OIDC
 def handle(request: JsonRequest) -> dict[str, Any]:
     # lazy: the flows and their task models load on the first request
-    from colony.contracts.events import CampaignResume, SequenceStep
+    from colony.contracts.events import CampaignResume, Redeliver, SequenceStep
     from colony.flows import campaign, sequences
+    from colony.runtime.redelivery import redeliver
 
     d = deps()
-    if isinstance(request.body, dict) and request.body.get("kind") == "sequence.step":
+    kind = request.body.get("kind") if isinstance(request.body, dict) else None
+    if kind == "sequence.step":
         return sequences.due(d, request.parse(SequenceStep))
+    if kind == "redeliver":
+        return redeliver(d.transport, request.parse(Redeliver))
     event = request.parse(CampaignResume)
     task = request.headers.get("X-CloudTasks-TaskName") or f"manual-{event.campaign_id}"
     return campaign.resume(d, event, task)

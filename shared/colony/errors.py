@@ -147,6 +147,24 @@ class OutputInvalid(ProviderError):
     code = "output_invalid"
 
 
+class OutputTruncated(OutputInvalid):
+    """The answer was cut at its output token cap, even after one retry with a larger one."""
+
+    code = "truncated"
+
+
+class ModelRefused(OutputInvalid):
+    """The model refused, or the provider's safety system blocked the prompt or the answer.
+    ``reason`` is the provider's category (``refusal``, ``content_filter``, ``SAFETY``…),
+    never text of the prompt or the answer. Never retried: the same prompt is refused again."""
+
+    code = "refused"
+
+    def __init__(self, message: str, *, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
 class ResponseTooLarge(ProviderError):
     """A download passed its byte limit (the content, not the vendor, is at fault)."""
 

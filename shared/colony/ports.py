@@ -87,7 +87,11 @@ class ModelRequest:
     output_schema: Mapping[str, Any]
     tools: tuple[Mapping[str, Any], ...] = ()
     max_output_tokens: int = 1024
+    # Gemini 2.5's thinking tokens, set explicitly (they are spent from their own budget,
+    # added to the output cap by the adapter); other providers ignore it
+    thinking_budget: int = 0
     temperature: float = 0.0
+    timeout_seconds: float | None = None  # this call's own (None: the client's default)
     context: Mapping[str, Any] = field(default_factory=dict)
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
@@ -100,12 +104,18 @@ class Usage:
 
 @dataclass(frozen=True, slots=True)
 class ModelResponse:
-    """The raw answer: JSON text for the contract (or tool calls) and real token usage."""
+    """The raw answer: JSON text for the contract (or tool calls) and real token usage.
+
+    ``finish`` is why the model stopped: ``stop`` (a whole answer, or tool calls),
+    ``length`` (cut at ``max_output_tokens``: the text is a fragment), ``refused`` (a refusal
+    or a safety block: ``refusal`` names the provider's reason category, never the text)."""
 
     text: str
     usage: Usage
     model: str
     tool_calls: tuple[ToolCall, ...] = ()
+    finish: Literal["stop", "length", "refused"] = "stop"
+    refusal: str | None = None
 
 
 @runtime_checkable

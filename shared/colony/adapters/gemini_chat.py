@@ -13,7 +13,7 @@ import copy
 import importlib
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from colony.adapters.client import OwnsClient
 from colony.adapters.retry_after import retry_after_seconds
@@ -165,9 +165,16 @@ class GeminiChatModel(OwnsClient):
             system_instruction=system or None,
             response_mime_type="application/json",
             response_json_schema=gemini_json_schema(request.output_schema),
-            max_output_tokens=request.max_output_tokens,
+            # Gemini 2.5 spends its thoughts from maxOutputTokens: the answer's cap plus an
+            # explicit thinking budget, so thinking cannot eat the answer
+            max_output_tokens=request.max_output_tokens + request.thinking_budget,
+            thinking_config=types.ThinkingConfig(thinking_budget=request.thinking_budget),
             temperature=request.temperature,
             tools=_gemini_tools(request.tools) if request.tools else None,
+            # what is left of the invocation's window (None: the client's own timeout)
+            http_options=types.HttpOptions(timeout=int(request.timeout_seconds * 1000))
+            if request.timeout_seconds is not None
+            else None,
         )
         try:
             response = self._client.models.generate_content(
@@ -237,11 +244,17 @@ def _gemini_tools(tools: tuple[Mapping[str, Any], ...]) -> list[Any]:
 
 def _model_response(response: Any, requested_model: str) -> ModelResponse:
     candidates = getattr(response, "candidates", None) or []
+    usage = getattr(response, "usage_metadata", None)
+    tokens_in = int(getattr(usage, "prompt_token_count", 0) or 0)
+    model = getattr(response, "model_version", None) or requested_model
     if not candidates:
         feedback = getattr(response, "prompt_feedback", None)
         reason = getattr(feedback, "block_reason", None)
-        suffix = f" (prompt blocked: {getattr(reason, 'value', reason)})" if reason else ""
-        raise ProviderError(f"Gemini returned no candidates{suffix}")
+        if reason:  # the prompt itself was blocked: a refusal, not a fault
+            category = f"prompt:{_enum_name(reason)}"
+            return ModelResponse("", Usage(tokens_in, 0), model, finish="refused", refusal=category)
+        raise ProviderError("Gemini returned no candidates")
+    finish = _enum_name(getattr(candidates[0], "finish_reason", None))
     content = getattr(candidates[0], "content", None)
     texts: list[str] = []
     tool_calls: list[ToolCall] = []
@@ -253,15 +266,32 @@ def _model_response(response: Any, requested_model: str) -> ModelResponse:
             )
         elif getattr(part, "text", None) and not getattr(part, "thought", False):
             texts.append(part.text)
-    usage = getattr(response, "usage_metadata", None)
     # Thinking tokens are billed as output (as OpenAI's completion_tokens include reasoning).
     tokens_out = int(getattr(usage, "candidates_token_count", 0) or 0)
     tokens_out += int(getattr(usage, "thoughts_token_count", 0) or 0)
+    stopped: Literal["stop", "length", "refused"] = "stop"
+    if finish == "MAX_TOKENS":
+        stopped = "length"
+    elif finish in BLOCKED:
+        stopped = "refused"
     return ModelResponse(
         text="".join(texts),
-        usage=Usage(
-            tokens_in=int(getattr(usage, "prompt_token_count", 0) or 0), tokens_out=tokens_out
-        ),
-        model=getattr(response, "model_version", None) or requested_model,
+        usage=Usage(tokens_in=tokens_in, tokens_out=tokens_out),
+        model=model,
         tool_calls=tuple(tool_calls),
+        finish=stopped,
+        refusal=finish if stopped == "refused" else None,
     )
+
+
+# Gemini's finish reasons that mean the answer was withheld (a safety or policy block)
+BLOCKED = frozenset(
+    {"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY"}
+)
+
+
+def _enum_name(value: Any) -> str:
+    """An SDK enum's name (``FinishReason.MAX_TOKENS`` → ``MAX_TOKENS``); '' for None."""
+    if value is None:
+        return ""
+    return str(getattr(value, "value", value))

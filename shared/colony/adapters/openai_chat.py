@@ -11,7 +11,7 @@ import copy
 import json
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from colony.adapters.client import OwnsClient
 from colony.adapters.retry_after import retry_after_seconds
@@ -250,6 +250,8 @@ class OpenAIChatModel(OwnsClient):
         }
         if request.tools:
             options["tools"] = _openai_tools(request.tools)
+        if request.timeout_seconds is not None:  # what is left of the invocation's window
+            options["timeout"] = request.timeout_seconds
         try:
             response = self._client.chat.completions.create(**options)
         except Exception as error:  # the SDK's own error tree; re-raised as ours
@@ -261,8 +263,10 @@ def _model_response(response: Any, requested_model: str) -> ModelResponse:
     choices = getattr(response, "choices", None) or []
     if not choices:
         raise ProviderError("OpenAI returned a chat completion without choices")
-    message = choices[0].message
+    choice = choices[0]
+    message = choice.message
     usage = getattr(response, "usage", None)
+    finish, refusal = _openai_finish(choice, message)
     tool_calls: list[ToolCall] = []
     for call in getattr(message, "tool_calls", None) or []:
         if getattr(call, "type", "function") != "function":
@@ -286,4 +290,22 @@ def _model_response(response: Any, requested_model: str) -> ModelResponse:
         ),
         model=getattr(response, "model", None) or requested_model,
         tool_calls=tuple(tool_calls),
+        finish=finish,
+        refusal=refusal,
     )
+
+
+def _openai_finish(
+    choice: Any, message: Any
+) -> tuple[Literal["stop", "length", "refused"], str | None]:
+    """Why the completion stopped. Strict structured outputs put a refusal in
+    ``message.refusal`` (its text is the model's, so only the category is kept);
+    ``content_filter`` is OpenAI's moderation stopping the answer; ``length`` is the cap."""
+    if getattr(message, "refusal", None):
+        return "refused", "refusal"
+    reason = getattr(choice, "finish_reason", None)
+    if reason == "content_filter":
+        return "refused", "content_filter"
+    if reason == "length":
+        return "length", None
+    return "stop", None

@@ -23,6 +23,7 @@ disconnects, and the response only relays its events.
 
 from __future__ import annotations
 
+import contextvars
 import json
 import logging
 import queue
@@ -140,7 +141,9 @@ def _turn(deps: FlowDeps, org_id: str, user_id: str, request: JsonRequest) -> fl
         finally:
             relay.put(_END)
 
-    threading.Thread(target=work, name="chat-turn", daemon=True).start()
+    # in a copy of the request's context: the invocation's model window holds for the turn
+    turn = contextvars.copy_context()
+    threading.Thread(target=turn.run, args=(work,), name="chat-turn", daemon=True).start()
 
     def stream() -> Iterator[str]:
         yield f"retry: 2000\n: session {session_id}\n\n"

@@ -7,7 +7,7 @@ are OIDC-authenticated in production); user-facing requests never take an org fr
 from __future__ import annotations
 
 from datetime import date
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, RootModel, TypeAdapter
 
@@ -130,6 +130,16 @@ class NotionReconcile(Strict):
 
     kind: Literal["notion.reconcile"] = "notion.reconcile"
     org_id: str = _ID
+
+
+class Redeliver(Strict):
+    """The Cloud Tasks body that puts ``event`` back on ``topic`` once the model provider's
+    ``Retry-After`` has passed (``colony.runtime.redelivery``); not itself an ``Event``."""
+
+    kind: Literal["redeliver"] = "redeliver"
+    org_id: str = _ID
+    topic: str = Field(min_length=1, max_length=100)
+    event: dict[str, Any]
 
 
 class BriefRequest(Strict):

@@ -8,11 +8,16 @@ Deterministic policy that no model may be trusted with (CONST-006 message shape)
 from __future__ import annotations
 
 from datetime import date
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
 from colony.contracts.common import KcDomainId, OutboundAngle, Strict
+
+# Every list and string is bounded, so each contract has a largest answer, and each agent's
+# output token cap is sized to it (colony/registry/budgets.json "calls"; tests/test_budgets.py).
+Name = Annotated[str, Field(min_length=1, max_length=120)]  # a field, rule or id
+Note = Annotated[str, Field(min_length=1, max_length=300)]  # one remembered line
 
 SignalType = Literal[
     "budget_signals",
@@ -28,7 +33,7 @@ class MissingData(Strict):
     """CONST-004: a required field is absent; never a guessed value."""
 
     kind: Literal["missing_data"] = "missing_data"
-    missing_fields: list[str] = Field(min_length=1)
+    missing_fields: list[Name] = Field(min_length=1, max_length=20)
     reason: str = Field(min_length=1, max_length=500)
 
 
@@ -45,7 +50,7 @@ class QualificationScore(Strict):
 
     total_score: int = Field(ge=0, le=100)
     dimension_scores: DimensionScores
-    disqualifiers: list[str] = Field(default_factory=list)
+    disqualifiers: list[Name] = Field(default_factory=list, max_length=10)
     recommendation: Literal["qualify", "hold", "disqualify"]
     reasoning: str = Field(min_length=1, max_length=400)
 
@@ -60,8 +65,8 @@ class ProspectEnrichment(Strict):
     """AGT-003: the enrichment an agent may add, each signal grounded in the raw data."""
 
     summary: str = Field(min_length=1, max_length=600)
-    signals: list[ProspectSignal] = Field(default_factory=list)
-    persona: str | None = None
+    signals: list[ProspectSignal] = Field(default_factory=list, max_length=10)
+    persona: str | None = Field(default=None, max_length=120)
 
 
 class ProspectSignal(Strict):
@@ -97,7 +102,7 @@ class CallSignal(Strict):
 class CallSignals(Strict):
     """AGT-006 pass 1 output (the seed's JSON array, wrapped in an object for schemas)."""
 
-    signals: list[CallSignal] = Field(default_factory=list)
+    signals: list[CallSignal] = Field(default_factory=list, max_length=30)
 
 
 class CrmFieldUpdates(Strict):
@@ -117,12 +122,19 @@ class KcUpdateCandidate(Strict):
     confidence: float = Field(ge=0.0, le=1.0)
 
 
+class CallKnowledge(KcUpdateCandidate):
+    """A KC update candidate drawn from a call: a quote (at most 1,000 characters) with its
+    context, so twenty of them still fit one answer's output cap."""
+
+    content: str = Field(min_length=1, max_length=1500)
+
+
 class CallSummary(Strict):
     """AGT-006 pass 2: executive summary, CRM field updates, KC update candidates."""
 
     executive_summary: str = Field(min_length=1, max_length=1500)
     crm_updates: CrmFieldUpdates
-    kc_updates: list[KcUpdateCandidate] = Field(default_factory=list)
+    kc_updates: list[CallKnowledge] = Field(default_factory=list, max_length=20)
 
 
 class FollowUpDraft(Strict):
@@ -144,7 +156,7 @@ class DeploymentKit(Strict):
     """AGT-009: the deployment kit document's content (rendered to GCS elsewhere)."""
 
     title: str = Field(min_length=1, max_length=200)
-    sections: list[KitSection] = Field(min_length=1)
+    sections: list[KitSection] = Field(min_length=1, max_length=8)
 
 
 class KitSection(Strict):
@@ -155,11 +167,11 @@ class KitSection(Strict):
 class DailyBrief(Strict):
     """AGT-010 (seed §5.5): five sections, ≤250 words in all."""
 
-    pipeline: str = Field(min_length=1)
-    alerts: str = Field(min_length=1)
-    queue: str = Field(min_length=1)
-    yesterday: str = Field(min_length=1)
-    todays_priorities: str = Field(min_length=1)
+    pipeline: str = Field(min_length=1, max_length=1500)
+    alerts: str = Field(min_length=1, max_length=1500)
+    queue: str = Field(min_length=1, max_length=1500)
+    yesterday: str = Field(min_length=1, max_length=1500)
+    todays_priorities: str = Field(min_length=1, max_length=1500)
 
     @model_validator(mode="after")
     def _at_most_250_words(self) -> DailyBrief:
@@ -172,10 +184,10 @@ class DailyBrief(Strict):
 class ConversationSummary(Strict):
     """AGT-001 history compaction (seed §6.3)."""
 
-    decisions: list[str] = Field(default_factory=list)
-    entity_ids: list[str] = Field(default_factory=list)
-    pending_items: list[str] = Field(default_factory=list)
-    user_preferences: list[str] = Field(default_factory=list)
+    decisions: list[Note] = Field(default_factory=list, max_length=10)
+    entity_ids: list[Name] = Field(default_factory=list, max_length=20)
+    pending_items: list[Note] = Field(default_factory=list, max_length=10)
+    user_preferences: list[Note] = Field(default_factory=list, max_length=10)
 
 
 ProspectEnrichment.model_rebuild()

@@ -17,6 +17,7 @@ their event ids and the durable steps make a redelivery recompute nothing finish
 
 from __future__ import annotations
 
+import contextvars
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -134,7 +135,9 @@ def _two_passes(deps: FlowDeps, org: str, recording: Mapping[str, Any]) -> dict[
 
     workers = max(1, min(deps.settings.recording_parallelism, len(chunks)))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="agt006-pass1") as pool:
-        per_chunk = list(pool.map(pass1, chunks))
+        # each worker in a copy of this context: the invocation's model window holds there too
+        contexts = [contextvars.copy_context() for _ in chunks]
+        per_chunk = list(pool.map(lambda c, chunk: c.run(pass1, chunk), contexts, chunks))
     signals = transcripts.aggregate(per_chunk)
 
     def compute_pass2() -> dict[str, Any]:

@@ -13,7 +13,14 @@ from typing import Any
 from colony.context.assembler import AssemblyRequest
 from colony.contracts import HandoffEnvelope, IcpDefinition, OrgContext
 from colony.contracts.events import Handoff
-from colony.errors import CallerError, HandoffRefused, NotFound, OutputInvalid, ValidationFailed
+from colony.errors import (
+    CallerError,
+    HandoffRefused,
+    ModelRefused,
+    NotFound,
+    OutputInvalid,
+    ValidationFailed,
+)
 from colony.flows.campaign import contact_done, done_key, previous_step_key, step_key
 from colony.flows.deps import FlowDeps
 from colony.knowledge.exemplars import hinted_domains, to_exemplars
@@ -69,10 +76,13 @@ def handle_handoff(
             # A caller error is still raised, so the delivery is recorded as rejected. An
             # InternalError (a missing key, a broken template) is not caught: like an upstream
             # failure it is retried, and the contact stays pending until a fix lets it pass.
-            contact_done(deps, org, run_id, contact_id, f"failed:{error.code}")
+            outcome = f"failed:{error.code}"
+            if isinstance(error, ModelRefused):  # the provider's category, for the person
+                outcome += f":{error.reason}"
+            contact_done(deps, org, run_id, contact_id, outcome)
             if isinstance(error, CallerError):
                 raise
-            results.append(f"failed:{error.code}")
+            results.append(outcome)
         deps.faults.check(f"{handler}.after_step", event_id)
     idempotency.mark(deps.db, org, handler, event_id)
     return {"results": results}

@@ -30,10 +30,17 @@ from colony.store import Database
 @dataclass(frozen=True)
 class LlmDeps:
     chat: ChatModel  # already wrapped by tracing
-    model: str
+    model: str  # the default model; a profile may name its own (budgets.json "calls")
     budgets: BudgetBook
     runner: StructuredRunner
     counter: Counter  # the target model's tokenizer (or a labelled estimate)
+    provider: str = "offline"
+    pinned: bool = False  # COLONY_LLM_MODEL set: every profile uses ``model``
+
+    def model_for(self, profile: str) -> str:
+        if self.pinned:
+            return self.model
+        return self.budgets.model_for_profile(self.provider, profile)
 
 
 @dataclass(frozen=True)
@@ -52,18 +59,20 @@ def call_agent(
     *,
     provider_context: Mapping[str, Any],
     check: Callable[[Any], Sequence[str]] | None = None,
-    max_output_tokens: int = 1024,
 ) -> AgentResult:
-    """Assemble the context for ``request`` and run it to a validated output contract."""
+    """Assemble the context for ``request`` and run it to a validated output contract, with
+    the profile's model, output cap and thinking budget (``BudgetBook.call_for``)."""
     assembled = assemble(request, budgets=deps.budgets, counter=deps.counter)
     contract = OUTPUT_CONTRACTS[assembled.output_name]
+    limits = deps.budgets.call_for(request.profile)
     model_request = ModelRequest(
-        model=deps.model,
+        model=deps.model_for(request.profile),
         messages=assembled.messages,
         output_name=assembled.output_name,
         output_schema=contract.model_json_schema(),
         tools=tuple(t.model_dump() for t in request.tools),
-        max_output_tokens=max_output_tokens,
+        max_output_tokens=limits.output,
+        thinking_budget=limits.thinking,
         context=provider_context,
         metadata={
             "org_id": request.org_id,
@@ -101,7 +110,13 @@ def llm_from_settings(settings: Settings, db: Database | None = None) -> LlmDeps
         CallRecorder(db) if db is not None else None,
     )
     return LlmDeps(
-        chat, model, budgets, StructuredRunner(chat), counter_from_settings(settings, model)
+        chat,
+        model,
+        budgets,
+        StructuredRunner(chat),
+        counter_from_settings(settings, model),
+        provider=settings.llm_provider,
+        pinned=settings.llm_model is not None,
     )
 
 

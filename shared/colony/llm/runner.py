@@ -4,8 +4,17 @@
 pydantic contract:
 
 * ``ProviderUnavailable`` (429, 5xx, timeouts) is retried with capped exponential back-off
-  (``retry_after`` when the provider sent one, capped at ``max_delay``) up to ``max_attempts``
-  calls, then re-raised. Any other ``ProviderError`` propagates at once.
+  up to ``max_attempts`` calls, then re-raised. A ``retry_after`` the provider sent is
+  waited for when it is at most ``max_delay``; a longer one is re-raised at once (the
+  caller's queue redelivers later: a function must not sleep through its timeout). Any
+  other ``ProviderError`` propagates at once.
+* Inside an invocation's model window (``colony.deadline``) each attempt's timeout is
+  what is left of it, and no attempt or back-off outlasts it: ``ProviderUnavailable``.
+* An answer cut at ``max_output_tokens`` (``finish == "length"``) is asked for once more
+  with twice the cap (at most ``MAX_OUTPUT_TOKENS``); cut again, ``OutputTruncated``. A
+  refusal or a safety block (``finish == "refused"``) is ``ModelRefused`` at once, with the
+  provider's reason category: asking again, or "repairing" it as invalid JSON, would only
+  be refused again.
 * The answer text is parsed as JSON and validated with ``contract.model_validate``, then by
   the optional ``check`` (deterministic policy rules returning problem strings).
 * A parse, validation or check failure is repaired ONCE: the conversation is extended with
@@ -27,7 +36,8 @@ from typing import Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from colony.errors import OutputInvalid, ProviderUnavailable
+from colony.deadline import MIN_CALL_SECONDS, time_left
+from colony.errors import ModelRefused, OutputInvalid, OutputTruncated, ProviderUnavailable
 from colony.ports import ChatModel, Message, ModelRequest, ModelResponse, ToolCall, Usage
 
 T = TypeVar("T", bound=BaseModel)
@@ -35,6 +45,7 @@ Check = Callable[[T], Sequence[str]]
 
 MAX_LISTED_PROBLEMS = 10  # in the repair prompt
 MAX_REPORTED_PROBLEMS = 3  # in the OutputInvalid message
+MAX_OUTPUT_TOKENS = 16_384  # the larger cap a truncated answer is retried with, at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +96,7 @@ class StructuredRunner:
         base_delay: float = 0.5,
         max_delay: float = 8.0,
         sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if max_attempts < 1:
             raise ValueError("max_attempts must be at least 1")
@@ -93,6 +105,7 @@ class StructuredRunner:
         self.base_delay = base_delay
         self.max_delay = max_delay
         self._sleep = sleep
+        self._clock = clock
 
     def backoff(self, retry: int, retry_after: float | None) -> float:
         """Seconds to wait before retry number ``retry`` (0 for the first retry)."""
@@ -108,7 +121,7 @@ class StructuredRunner:
         check: Check[T] | None = None,
     ) -> RunResult[T]:
         calls = _Calls()
-        response = self._call(request, calls)
+        request, response = self._answer(request, contract, calls)
         if response.tool_calls and not response.text.strip():
             return calls.result(None, response, repaired=False)
         output, problems = _evaluate(response.text, contract, check)
@@ -123,7 +136,7 @@ class StructuredRunner:
                 Message("user", repair_message(request.output_name, problems)),
             ),
         )
-        response = self._call(repair, calls)
+        _, response = self._answer(repair, contract, calls)
         if response.tool_calls and not response.text.strip():
             return calls.result(None, response, repaired=True)
         output, problems = _evaluate(response.text, contract, check)
@@ -137,15 +150,49 @@ class StructuredRunner:
             f"{contract.__name__} answer still invalid after one repair attempt: {shown}"
         )
 
+    def _answer(
+        self, request: ModelRequest, contract: type[T], calls: _Calls
+    ) -> tuple[ModelRequest, ModelResponse]:
+        """One answer that is neither refused nor cut short, and the request that got it
+        (with the larger cap when the first answer was truncated)."""
+        response = self._call(request, calls)
+        if response.finish == "length" and request.max_output_tokens < MAX_OUTPUT_TOKENS:
+            larger = min(request.max_output_tokens * 2, MAX_OUTPUT_TOKENS)
+            request = replace(request, max_output_tokens=larger)
+            response = self._call(request, calls)
+        if response.finish == "refused":
+            reason = response.refusal or "refusal"
+            raise ModelRefused(
+                f"the model refused the {contract.__name__} answer ({reason})", reason=reason
+            )
+        if response.finish == "length":
+            raise OutputTruncated(
+                f"{contract.__name__} answer cut at {request.max_output_tokens} output tokens"
+                " twice; raise the agent's output cap (colony.registry.agents)"
+            )
+        return request, response
+
     def _call(self, request: ModelRequest, calls: _Calls) -> ModelResponse:
         for attempt in range(self.max_attempts):
+            left = time_left(self._clock)
+            if left is not None and left < MIN_CALL_SECONDS:
+                raise ProviderUnavailable(
+                    f"{left:.0f} s left of this invocation's model window: not enough for"
+                    " another call; the transport redelivers later"
+                )
             calls.attempts += 1
+            timed = request if left is None else replace(request, timeout_seconds=left)
             try:
-                response = self.model.request(request)
+                response = self.model.request(timed)
             except ProviderUnavailable as error:
-                if attempt + 1 >= self.max_attempts:
+                wait = error.retry_after
+                if attempt + 1 >= self.max_attempts or (wait is not None and wait > self.max_delay):
                     raise
-                self._sleep(self.backoff(attempt, error.retry_after))
+                delay = self.backoff(attempt, wait)
+                left = time_left(self._clock)
+                if left is not None and delay > left - MIN_CALL_SECONDS:
+                    raise  # the wait would outlast the window: hand it back now
+                self._sleep(delay)
                 continue
             calls.add(response.usage)
             return response

@@ -6,7 +6,7 @@ Names are what GCP sees: topic and queue ids, function names (the folder under f
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from colony.errors import ValidationFailed
@@ -101,6 +101,7 @@ SEQUENCE_QUEUE = "colony-sequence"
 IMPORT_QUEUE = "colony-import"
 LIFECYCLE_QUEUE = "colony-lifecycle"
 DAILY_BRIEF_QUEUE = "colony-daily-brief"
+REDELIVER_QUEUE = "colony-redeliver"
 
 # The one service account whose Google OIDC tokens Pub/Sub push, Cloud Tasks and Cloud
 # Scheduler present to the functions not marked ``public`` (terraform creates it from this id;
@@ -182,6 +183,14 @@ QUEUES: dict[str, Queue] = {
             purpose="an org's retention or Drive renewal, the mailbox poll, a schedule's next page",
             max_dispatches_per_second=5.0,
         ),
+        # A push whose model call was rate limited for longer than a short wait: its event,
+        # put back on its topic after the provider's Retry-After (colony.runtime.redelivery).
+        Queue(
+            REDELIVER_QUEUE,
+            target="campaign-resume",
+            purpose="an event put back on its topic after the model provider's Retry-After",
+            max_dispatches_per_second=5.0,
+        ),
         Queue(
             DAILY_BRIEF_QUEUE,
             target="daily-brief",
@@ -239,7 +248,10 @@ FUNCTIONS: dict[str, Function] = {
             trigger="http",
             topic=None,
             agent="AGT-002",
-            purpose="Cloud Tasks target: resume a run, or hand a sequence's next step to AGT-005",
+            purpose=(
+                "Cloud Tasks target: resume a run, hand a sequence's next step to AGT-005, or put"
+                " a rate-limited event back on its topic"
+            ),
             secrets=MODEL_FREE_SECRETS,
             publishes=(ENRICHMENT_TOPIC, MESSAGE_GENERATOR_TOPIC),
             max_instances=1,
@@ -450,6 +462,25 @@ FUNCTIONS: dict[str, Function] = {
         ),
     )
 }
+
+
+def _with_redelivery(functions: dict[str, Function]) -> dict[str, Function]:
+    """Every Pub/Sub function that calls a model may put an event back (``REDELIVER_QUEUE``)
+    when the provider asks for a longer wait than is worth sleeping; ``campaign-resume``, the
+    queue's target, may publish it back on exactly those functions' topics."""
+    callers = [
+        f for f in functions.values() if f.trigger == "pubsub" and "OPENAI_API_KEY" in f.secrets
+    ]
+    out = dict(functions)
+    for f in callers:
+        out[f.name] = replace(f, enqueues=(*f.enqueues, REDELIVER_QUEUE))
+    resume = out["campaign-resume"]
+    topics = tuple(dict.fromkeys((*resume.publishes, *(str(f.topic) for f in callers))))
+    out["campaign-resume"] = replace(resume, publishes=topics)
+    return out
+
+
+FUNCTIONS = _with_redelivery(FUNCTIONS)
 
 # Which topic carries handoffs to each agent (HandoffEnvelope.downstream_agent → topic).
 AGENT_TOPICS: dict[str, str] = {

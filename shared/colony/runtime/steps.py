@@ -25,7 +25,10 @@ from colony.errors import UpstreamError
 from colony.store import steps as run_steps
 from colony.store.db import Database
 
-LEASE_SECONDS = 300  # longer than any LLM call with its retries
+# Longer than any function may run (the longest timeout is 540 s): a lease never lapses while
+# its holder may still be working, so a duplicate delivery waits rather than repeats the
+# model call (tests/test_call_limits.py holds the registry to it).
+LEASE_SECONDS = 600
 
 Apply = Callable[[pg8000.dbapi.Cursor, Any], None]
 

@@ -44,6 +44,8 @@ from colony.contracts.outputs import SignalType
 from colony.errors import ProviderError, ValidationFailed
 from colony.policy.outbound import sentence_spans
 
+MAX_KC_UPDATES = 20  # CallSummary.kc_updates holds at most this many (its output cap)
+
 DEFAULT_COMPETITORS = ("CareSpace Analytics", "FacilityIQ", "LeaseLogic Health")
 SIGNAL_TYPES: tuple[str, ...] = get_args(SignalType)
 
@@ -314,7 +316,7 @@ def call_summary(ctx: Mapping[str, Any]) -> dict[str, Any]:
             {
                 "kind": "kc_update_candidate",
                 "domain": "KC-09",
-                "content": clip(f'{context}: "{" ".join(signal["quote"].split())}"', 4000),
+                "content": clip(f'{context}: "{" ".join(signal["quote"].split())}"', 1500),
                 "confidence": signal["confidence"],
             }
         )
@@ -325,7 +327,7 @@ def call_summary(ctx: Mapping[str, Any]) -> dict[str, Any]:
             "next_action": next_action,
             "close_date": _close_date(ranked),
         },
-        "kc_updates": kc_updates,
+        "kc_updates": kc_updates[:MAX_KC_UPDATES],
     }
 
 

@@ -55,7 +55,6 @@ def compact_if_needed(io: TurnIO, *, current_turn: str | None) -> int:
             deps.llm,
             request,
             provider_context={"turns": turns, "previous_summary": previous},
-            max_output_tokens=400,
         )
         assert result.output is not None
         summary, text = history.fit_summary(

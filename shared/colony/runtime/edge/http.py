@@ -16,6 +16,7 @@ import flask
 from werkzeug.datastructures import Headers
 from werkzeug.wrappers import Response as WerkzeugResponse
 
+from colony.deadline import model_window, window_seconds
 from colony.errors import (
     NotFound,
     ValidationFailed,
@@ -146,6 +147,7 @@ def http_json(
         name = os.environ.get("K_SERVICE") or None
         logs.configure_logging(name)
         project = gcp_project()
+        window = window_seconds(name)  # the model calls' share of the function's timeout
 
         def respond(request: flask.Request) -> WerkzeugResponse:
             path = _normalise_path(request.path)
@@ -164,7 +166,7 @@ def http_json(
                     body=_read_json(request, form=path in form_paths),
                     raw=request,
                 )
-                with error_scope(None, None, None):
+                with error_scope(None, None, None), model_window(window):
                     return _to_response(fn(req))
             except Exception as error:
                 reply = error_reply(error)

@@ -16,13 +16,14 @@ from typing import TYPE_CHECKING, Any, overload
 
 import flask
 
+from colony.deadline import model_window, window_seconds
 from colony.errors import CallerError, Unauthorized, describe_validation
 from colony.observability import logs
 from colony.observability.sentry import error_scope
 from colony.observability.telemetry import flush_telemetry
 from colony.registry.functions import function as registered_function
 from colony.registry.functions import topic as registered_topic
-from colony.runtime import delivery
+from colony.runtime import delivery, redelivery
 from colony.runtime.deps import deps
 from colony.runtime.edge.invoker import internal_function, require_invoker
 from colony.runtime.edge.responses import (
@@ -220,6 +221,7 @@ def pubsub_handler(
     rejections = recorder or _default_rejections
     settings = config or _settings
     limit = registered_topic(spec.topic).max_delivery_attempts if spec.topic else None
+    window = window_seconds(function_name)  # the model calls' share of the function's timeout
 
     def decorate(flow: Flow) -> CloudEventFunction:
         install_on_current_app(cloud_events=True)
@@ -243,11 +245,25 @@ def pubsub_handler(
                     with (
                         error_scope(decoded.org_id, run_id, spec.agent),
                         delivery.attempt(delivery_attempt(cloud_event), limit),
+                        model_window(window),
                     ):
                         flow(payload, event_id)
                 except CallerError as error:
                     _reject(event_id, decoded.org_id, f"{error.code}: {error}")
                 except Exception as error:
+                    if spec.topic and redelivery.worth_deferring(error):
+                        wait = float(getattr(error, "retry_after", 0.0))
+                        task = redelivery.defer(
+                            deps().transport, spec.topic, payload, event_id, wait
+                        )
+                        logger.info(
+                            "%s event %s: the model provider asked for %.0f s; put back as %s",
+                            function_name,
+                            event_id,
+                            wait,
+                            task,
+                        )
+                        return  # acknowledged: the task publishes it again when it is time
                     if is_expected(error):
                         log_expected(f"{function_name} event {event_id}", error)
                         flask.abort(error_reply(error))  # non-2xx: Pub/Sub redelivers later

@@ -9,7 +9,7 @@ real HTTP requests to 127.0.0.1, recorded and answered like the real APIs.
 * ``replies``: ``RecordedRequest``, ``Reply``, ``Route`` and ``error_reply``;
 * ``openai``: ``POST /v1/embeddings`` and ``/v1/chat/completions``, ``openai_chat_reply``;
 * ``gemini``: ``models/{model}:batchEmbedContents``, ``:generateContent`` and
-  ``:countTokens``, ``gemini_content_reply``;
+  ``:countTokens``, ``gemini_content_reply``, ``gemini_blocked_reply``;
 * ``samples``: the deterministic answers (``fake_vector``, ``sample_from_schema``).
 
 Default embeddings are deterministic, derived from the text and the requested dimension, and
@@ -22,6 +22,7 @@ for the schema, not meaningful. Script a specific answer with ``openai_chat_repl
 from colony.testing.wire.gemini import (
     GEMINI_DEFAULT_DIM,
     gemini_batch_embed_contents,
+    gemini_blocked_reply,
     gemini_content_reply,
     gemini_count_tokens,
     gemini_generate_content,
@@ -63,6 +64,7 @@ __all__ = [
     "error_reply",
     "fake_vector",
     "gemini_batch_embed_contents",
+    "gemini_blocked_reply",
     "gemini_content_reply",
     "gemini_count_tokens",
     "gemini_generate_content",

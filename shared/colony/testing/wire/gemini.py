@@ -76,6 +76,20 @@ def gemini_content_reply(
     )
 
 
+def gemini_blocked_reply(block_reason: str = "SAFETY", *, prompt_tokens: int = 0) -> Reply:
+    """A ``GenerateContentResponse`` for a prompt Gemini's safety system blocked: no
+    candidates, ``promptFeedback.blockReason`` set (HTTP 200, as the API answers it)."""
+    return Reply(
+        200,
+        {
+            "promptFeedback": {"blockReason": block_reason},
+            "usageMetadata": {"promptTokenCount": prompt_tokens, "totalTokenCount": prompt_tokens},
+            "modelVersion": "gemini-test",
+            "responseId": "wire-blocked",
+        },
+    )
+
+
 def _function_turn_problem(contents: list[Any]) -> str | None:
     """What Gemini refuses about function turns: a ``functionResponse`` that does not answer a
     ``functionCall`` of the same name in the model turn just before it."""

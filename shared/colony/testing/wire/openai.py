@@ -58,8 +58,11 @@ def openai_chat_reply(
     completion_tokens: int | None = None,
     tool_calls: Iterable[tuple[str, Mapping[str, Any]]] = (),
     finish_reason: str | None = None,
+    refusal: str | None = None,
 ) -> Reply:
-    """A ``chat.completion`` object answering with ``content`` and/or ``(name, args)`` calls."""
+    """A ``chat.completion`` object answering with ``content`` and/or ``(name, args)`` calls;
+    with ``refusal``, a structured-output refusal (``content`` null, as OpenAI sends it);
+    ``finish_reason="length"`` for an answer cut at its token cap."""
     calls = [
         {
             "id": f"call_{i}",
@@ -68,7 +71,7 @@ def openai_chat_reply(
         }
         for i, (name, arguments) in enumerate(tool_calls)
     ]
-    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": None}
+    message: dict[str, Any] = {"role": "assistant", "content": content, "refusal": refusal}
     if calls:
         message["tool_calls"] = calls
     completion = word_count(content) if completion_tokens is None else completion_tokens

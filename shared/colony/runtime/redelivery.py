@@ -1,0 +1,57 @@
+"""A Pub/Sub event whose model call the provider rate-limited for longer than a short wait:
+put back on its topic after the provider's ``Retry-After`` instead of sleeping through the
+function's time, or being redelivered by Pub/Sub on a back-off that knows nothing of it.
+
+    push ─► flow ─► ProviderUnavailable(retry_after > SHORT_WAIT)
+        ─► a ``colony-redeliver`` task (named by the event id, due after Retry-After)
+        ─► the push is acknowledged
+    task ─► campaign-resume ─► the same event published again on its topic
+
+The work is durable (run steps), so the redelivered event repeats nothing that finished.
+``campaign-resume`` publishes only on the topics of functions that call a model
+(``colony.registry.functions``), and only an event of the org the task names.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from colony.errors import ProviderUnavailable, ValidationFailed
+from colony.ports import Transport
+from colony.registry.functions import FUNCTIONS, QUEUES, REDELIVER_QUEUE
+from colony.runtime.transport import enqueue, publish
+
+SHORT_WAIT = 8.0  # the runner sleeps up to this itself (StructuredRunner.max_delay)
+LONGEST_WAIT = 3600.0  # a longer Retry-After is held to an hour
+
+
+def worth_deferring(error: BaseException) -> bool:
+    wait = getattr(error, "retry_after", None)
+    return isinstance(error, ProviderUnavailable) and wait is not None and wait > SHORT_WAIT
+
+
+def defer(transport: Transport, topic: str, event: Any, event_id: str, wait: float) -> str:
+    """Schedule ``event`` back onto ``topic`` after ``wait`` seconds; the task's name."""
+    # lazy: the task model loads with the first deferral
+    from colony.contracts.events import Redeliver
+
+    body = Redeliver(org_id=event.org_id, topic=topic, event=event.model_dump(mode="json"))
+    delay = min(max(wait, 0.0), LONGEST_WAIT)
+    return enqueue(
+        transport, REDELIVER_QUEUE, body, task_id=f"redeliver-{event_id}", delay_seconds=delay
+    )
+
+
+def redeliver(transport: Transport, body: Any) -> dict[str, Any]:
+    """Publish a deferred event again (the ``colony-redeliver`` task's work)."""
+    # lazy: the event models load with the first redelivery
+    from colony.contracts.events import EVENT_ADAPTER
+
+    target = FUNCTIONS[QUEUES[REDELIVER_QUEUE].target]
+    if body.topic not in target.publishes:
+        raise ValidationFailed(f"events are not redelivered to topic {body.topic!r}")
+    event = EVENT_ADAPTER.validate_python(body.event)
+    if event.org_id != body.org_id:
+        raise ValidationFailed("the event's org is not the task's")
+    message_id = publish(transport, body.topic, event)
+    return {"redelivered": body.topic, "message_id": message_id}
