@@ -31,6 +31,18 @@ from colony.testing.inline import InlineTransport, Sent, local_deps, run_until_i
 from tests.apps import registered_app
 from tests.conftest import PgDB
 
+pytestmark = pytest.mark.covers(
+    "AGT-002",
+    "AGT-003",
+    "AGT-004",
+    "AGT-005",
+    "ENT-002",
+    "ENT-005",
+    "ENT-011",
+    "CONST-002",
+    "CONST-005",
+)
+
 ORG = "org_zoomprop_demo"
 ANTI_ICP = read_json("anti_icp_expected.json")
 

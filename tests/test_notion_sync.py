@@ -33,6 +33,8 @@ from colony.testing.notion_server import NotionServer, block, signed_headers, we
 from colony.webhooks import sign
 from tests.conftest import PgDB
 
+pytestmark = pytest.mark.covers("ENT-007", "fn:notion-webhook", "fn:reembed")
+
 ORG = "org_zoomprop_demo"
 SECRET = "notion-signing-secret"
 DB_KC01 = "a" * 32  # a Notion database mapped to KC-01
@@ -186,6 +188,7 @@ def test_a_burst_of_edits_is_one_task_that_runs_after_every_edit_of_its_window(e
     )
 
 
+@pytest.mark.covers("KC-01")
 def test_reembed_only_changed_chunks_skips_unsupported_blocks_and_removes_deleted(env) -> None:
     deps, server, client, embedder, sleep = env
     server.put_page(PAGE, "Product overview", page_blocks(PARAGRAPHS), parent_database=DB_KC01)
@@ -343,6 +346,7 @@ def test_a_page_moved_out_of_every_mapped_database_loses_its_chunks(env) -> None
     assert notion_webhook.receive(deps, edit, sign(SECRET, edit))["status"] == "ignored"
 
 
+@pytest.mark.covers("KC-01", "KC-04")
 def test_a_page_moved_to_another_mapped_database_changes_domain_without_re_embedding(
     env,
 ) -> None:
