@@ -136,11 +136,14 @@ def test_markers_are_read_from_the_source_in_every_form(tmp_path: Path) -> None:
         "    pytestmark = pytest.mark.covers('ENT-006')\n"
         "@pytest.mark.parametrize('x', [pytest.param(1, marks=pytest.mark.covers('KC-01'))])\n"
         "def test_c(x): ...\n"
+        "from pytest import mark\n"
+        "@mark.covers('TECH-001')\n"
+        "def test_d(): ...\n"
     )
     (tests / "test_none.py").write_text("def test_x(): ...\n")
     (tests / "helper.py").write_text("import pytest\nM = pytest.mark.covers(X)\n")  # not a test
     assert declared_tests(tmp_path) == {
-        "tests/sub/test_forms.py": ("AGT-001", "ENT-001", "ENT-006", "KC-01", "KC-09")
+        "tests/sub/test_forms.py": ("AGT-001", "ENT-001", "ENT-006", "KC-01", "KC-09", "TECH-001")
     }
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import TypeGuard
 
 from colony.errors import ValidationFailed
 
@@ -35,27 +36,36 @@ def declared_tests(root: Path = REPO) -> dict[str, tuple[str, ...]]:
 
 def file_declarations(path: Path) -> tuple[str, ...]:
     """The ids one test file's ``covers`` markers name."""
-    tree = ast.parse(path.read_text(), filename=str(path))
-    parents = {child: node for node in ast.walk(tree) for child in ast.iter_child_nodes(node)}
+    source = path.read_text()
+    if "covers" not in source:  # most files: no need to parse them
+        return ()
+    nodes = list(ast.walk(ast.parse(source, filename=str(path))))
+    called = {id(n.func) for n in nodes if isinstance(n, ast.Call) and _is_covers(n.func)}
     ids: set[str] = set()
-    for node in ast.walk(tree):
-        if not (
-            isinstance(node, ast.Attribute)
-            and node.attr == "covers"
-            and isinstance(node.value, ast.Attribute)
-            and node.value.attr == "mark"
-        ):
+    for node in nodes:
+        if _is_covers(node) and id(node) not in called:
+            raise ValidationFailed(
+                f"{path}:{node.lineno}: mark.covers must be called with the ids it covers"
+            )
+        if not (isinstance(node, ast.Call) and _is_covers(node.func)):
             continue
-        call = parents.get(node)
         where = f"{path}:{node.lineno}"
-        if not isinstance(call, ast.Call) or call.func is not node:
-            raise ValidationFailed(f"{where}: mark.covers must be called with the ids it covers")
-        if call.keywords or not call.args:
+        if node.keywords or not node.args:
             raise ValidationFailed(f"{where}: mark.covers takes ids only, e.g. covers('AGT-001')")
-        for arg in call.args:
+        for arg in node.args:
             if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str)):
                 raise ValidationFailed(
                     f"{where}: mark.covers ids must be string literals (read without running)"
                 )
             ids.add(arg.value)
     return tuple(sorted(ids))
+
+
+def _is_covers(node: ast.AST) -> TypeGuard[ast.Attribute]:
+    """``<anything>.mark.covers`` (``pytest.mark.covers``, or ``mark.covers`` imported)."""
+    return (
+        isinstance(node, ast.Attribute)
+        and node.attr == "covers"
+        and isinstance(node.value, ast.Attribute | ast.Name)
+        and (node.value.attr if isinstance(node.value, ast.Attribute) else node.value.id) == "mark"
+    )
