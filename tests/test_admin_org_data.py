@@ -23,6 +23,8 @@ from colony.testing.inline import InlineTransport, local_deps
 from tests.apps import registered_app
 from tests.conftest import APP_ROLE, PgDB
 
+pytestmark = pytest.mark.covers("fn:admin")
+
 ALPHA, BETA = "org_alpha", "org_beta"
 DEMO_ICP = read_json("icp.json")
 ICP = {k: DEMO_ICP[k] for k in ("description", "rubric", "anti_icp_rules", "tiers")}
@@ -111,6 +113,7 @@ def api(
     set_deps_for_tests(None)
 
 
+@pytest.mark.covers("ENT-010")
 def test_an_admin_replaces_the_icp_as_a_new_version(api: Api) -> None:
     token = api.token(ALPHA)
     empty = api.call("GET", f"/orgs/{ALPHA}/icp", token)
@@ -168,6 +171,7 @@ def test_an_impossible_icp_is_a_422_that_says_which(
     assert api.state() == before
 
 
+@pytest.mark.covers("ENT-004")
 def test_an_admin_replaces_the_sequence_library(api: Api) -> None:
     token = api.token(ALPHA)
     put = api.call("PUT", f"/orgs/{ALPHA}/sequences", token, SEQUENCES)
@@ -270,6 +274,7 @@ def test_an_unknown_org_is_a_404(api: Api) -> None:
     assert api.call("DELETE", f"/orgs/{ALPHA}/icp", api.token(ALPHA)).status_code == 405
 
 
+@pytest.mark.covers("CONST-006", "KC-06")
 def test_const_006_keeps_out_the_orgs_own_competitors_too(api: Api) -> None:
     """The message generator and the content agent ask ``flows.org_admin.competitors``: the
     org's settings, then KC-06's tagged names; the fallback only when neither has any."""

@@ -17,6 +17,8 @@ from colony.local.demo import read_json
 from colony.ports import Message
 from colony.registry.agents import AGENTS, PROFILES
 
+pytestmark = pytest.mark.covers("ENT-007", "CONST-004")
+
 COUNTER = counter_for("gpt-4o")
 BUDGETS = load_budgets()
 ICP = IcpDefinition(**read_json("icp.json"))
@@ -46,6 +48,7 @@ def request(**changes) -> AssemblyRequest:
     return AssemblyRequest(**{**base, **changes})
 
 
+@pytest.mark.covers("AGT-005", "KC-08")
 def test_four_sections_in_order_with_a_delimited_context_block() -> None:
     out = assemble(request(), budgets=BUDGETS, counter=COUNTER)
     system = out.messages[0].content

@@ -22,6 +22,8 @@ from colony.store import fetch_all, fetch_one
 from colony.testing.inline import InlineTransport, local_deps
 from tests.conftest import APP_ROLE, PgDB
 
+pytestmark = pytest.mark.covers("AGT-010", "ENT-009", "fn:daily-brief")
+
 ORG = "org_zoomprop_demo"
 TODAY = date(2026, 11, 30)  # local_deps' clock (FIXED_NOW): 2026-11-30 09:00 UTC
 YESTERDAY, BEFORE = "2026-11-29", "2026-11-28"

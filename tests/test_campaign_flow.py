@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import re
 
 import pytest
 
@@ -19,7 +20,8 @@ from colony.flows import approval, campaign, delivery
 from colony.flows.handlers import PUBSUB_HANDLERS
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
-from colony.local.demo import load_demo, read_json
+from colony.llm.runner import StructuredRunner
+from colony.local.demo import kc_documents, load_demo, read_json
 from colony.registry.functions import FUNCTIONS
 from colony.registry.functions import topic as registered_topic
 from colony.runtime.deps import Deps, build_deps, set_deps_for_tests
@@ -30,6 +32,19 @@ from colony.store import fetch_all, fetch_one
 from colony.testing.inline import InlineTransport, Sent, local_deps, run_until_idle
 from tests.apps import registered_app
 from tests.conftest import PgDB
+from tests.test_replies import Recorder
+
+pytestmark = pytest.mark.covers(
+    "AGT-002",
+    "AGT-003",
+    "AGT-004",
+    "AGT-005",
+    "ENT-002",
+    "ENT-005",
+    "ENT-011",
+    "CONST-002",
+    "CONST-005",
+)
 
 ORG = "org_zoomprop_demo"
 ANTI_ICP = read_json("anti_icp_expected.json")
@@ -106,6 +121,39 @@ def test_campaign_runs_to_the_approval_queue_with_no_tokens_on_anti_icp(testdb: 
     for p in (r["payload"] for r in payloads):
         assert {"subject", "body", "angle_used", "signal_referenced", "contact_id"} <= set(p)
         assert p["angle_used"] == "Signal"
+
+
+@pytest.mark.covers("KC-02", "KC-03", "KC-04", "KC-07", "KC-08")
+def test_each_agent_is_grounded_in_its_own_kc_domains(testdb: PgDB) -> None:
+    """What each specialist's prompt holds from the demo's Knowledge Core, through the real
+    flows: AGT-003 the buyer personas (KC-03), AGT-004 the ICP rubric (KC-02), AGT-005 its
+    exemplars, objections and brand voice (KC-08, KC-04, KC-07), and nothing of another
+    agent's domains."""
+    db = testdb.app()
+    knowledge = KnowledgeStore(db, OfflineHashEmbedder())
+    load_demo(db, knowledge, say=lambda _: None)
+    settings = Settings.from_env({})
+    base = llm_from_settings(settings, db)
+    recorder = Recorder(base.chat)
+    llm = dataclasses.replace(base, chat=recorder, runner=StructuredRunner(recorder))
+    deps = local_deps(settings, db, InlineTransport(), llm, knowledge)
+    run_campaign(deps)
+    titles = {d.title: d.domain for d in kc_documents()}
+    seen: dict[str, set[str]] = {}
+    for request in recorder.requests:
+        agent = request.metadata["agent_id"]
+        prompt = "\n".join(m.content for m in request.messages)
+        found = [
+            (domain, title.strip('"'))
+            for domain, title in re.findall(
+                r' source=kc domain=(KC-\d\d) title=("[^"]*"|[^\s>]+)', prompt
+            )
+        ]
+        assert found, f"an {agent} call without Knowledge Core grounding"
+        assert all(titles[title] == domain for domain, title in found)  # a demo document's
+        seen.setdefault(agent, set()).update(domain for domain, _ in found)
+    assert seen["AGT-003"] == {"KC-03"} and seen["AGT-004"] == {"KC-02"}
+    assert seen["AGT-005"] == {"KC-08", "KC-04", "KC-07"}
 
 
 def test_every_message_delivered_three_times_has_its_effects_once(testdb: PgDB) -> None:

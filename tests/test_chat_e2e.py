@@ -30,6 +30,8 @@ from colony.store import migrate as run_migrations
 from colony.testing.inline import InlineTransport, local_deps
 from tests.conftest import APP_ROLE, PgDB, _admin, wait_for
 
+pytestmark = pytest.mark.covers("AGT-001", "ENT-008", "fn:chat")
+
 ORG = "org_zoomprop_demo"
 OTHER = "org_other_chat"
 FUNCTIONS = ["chat", "approval", "campaign", "enrichment", "qualification", "message-generator"]
@@ -136,6 +138,7 @@ def test_streamed_turn_hydrates_brief_and_traces_sections(stack: Stack) -> None:
     assert 0 < used["history"] <= 2000 and used["kc"] > 0 and used["entity"] > 0
 
 
+@pytest.mark.covers("AGT-002", "ENT-005", "fn:campaign")
 def test_tool_call_dispatches_campaign_visible_to_campaign_function(stack: Stack) -> None:
     session, events = stack.turn("Launch a Signal campaign for T1 prospects P-001 and P-002")
     assert types(events) == ["accepted", "tool_call", "approval_required", "done"]

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
+
 from colony.adapters.embedding import OfflineHashEmbedder
 from colony.context.tokens import counter_for
 from colony.flows import approval
@@ -18,6 +20,8 @@ from colony.settings import Settings
 from colony.store import fetch_all
 from colony.testing.inline import InlineTransport, local_deps
 from tests.conftest import PgDB
+
+pytestmark = pytest.mark.covers("AGT-001", "ENT-008")
 
 ORG = "org_zoomprop_demo"
 MESSAGES = [
@@ -121,6 +125,7 @@ def test_planner_keeps_pairs_together_and_pins_pending_and_current() -> None:
     assert released is not None and {3, 4} <= {r.id for r in released}
 
 
+@pytest.mark.covers("AGT-008")
 def test_content_request_is_dispatched_as_the_content_agent_reads_it(testdb: PgDB) -> None:
     from colony.contracts.events import EVENT_ADAPTER
 

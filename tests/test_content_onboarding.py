@@ -37,6 +37,17 @@ from colony.testing.inline import InlineTransport, local_deps, run_until_idle
 from tests.conftest import APP_ROLE, Gcs, PgDB, wait_for
 from tests.test_storage import fetch, verify_v4_signed_url
 
+pytestmark = pytest.mark.covers(
+    "AGT-008",
+    "AGT-009",
+    "ENT-003",
+    "ENT-011",
+    "TECH-005",
+    "fn:content",
+    "fn:onboarding",
+    "fn:approval",
+)
+
 ORG = "org_zoomprop_demo"
 TTL = 900
 COMPETITORS = ["CareSpace Analytics", "FacilityIQ", "LeaseLogic Health"]
@@ -71,6 +82,7 @@ def kit_rows(deps: Deps) -> tuple[list[dict], list[dict]]:
 # ─── AGT-008 content ─────────────────────────────────────────────────────────────────
 
 
+@pytest.mark.covers("KC-01", "KC-05", "KC-07")
 def test_content_piece_is_grounded_queued_once_and_published_on_approval(testdb: PgDB) -> None:
     deps = make_deps(testdb)
     request_id = content.request_content(
@@ -152,6 +164,7 @@ def close_deal(deps: Deps, external: str) -> str:
     return deal
 
 
+@pytest.mark.covers("KC-10")
 def test_closed_won_builds_one_signed_kit_in_gcs(testdb: PgDB, gcs: Gcs) -> None:
     deps = make_deps(testdb, blobs=gcs.store)
     deal = close_deal(deps, "D-005")

@@ -38,6 +38,8 @@ from colony.testing.smtp_server import SmtpServer
 from colony.webhooks import org_from_token, watch_token
 from tests.conftest import PgDB
 
+pytestmark = pytest.mark.covers("ENT-006")
+
 ORG = "org_zoomprop_demo"
 SECRET = "drive-channel-secret"
 FOLDER = "meetnotes01"
@@ -139,6 +141,7 @@ def rows(db, sql: str, params=()):
         return fetch_all(cur, sql, params)
 
 
+@pytest.mark.covers("AGT-006", "AGT-007", "ENT-011")
 def test_transcript_to_signals_summary_approvals_and_follow_up(world) -> None:
     make, drive, db = world
     deps, spy = make()
@@ -479,6 +482,7 @@ def test_drive_client_paginates_and_honours_retry_after() -> None:
         drive.close()
 
 
+@pytest.mark.covers("fn:drive-webhook", "fn:recording-intelligence", "fn:follow-up")
 def test_recording_over_real_functions(testdb: PgDB, gcs, tmp_path: Path) -> None:
     """drive-webhook → recording-intelligence → follow-up as functions-framework servers,
     the local transport pushing Pub/Sub envelopes between them; then approve the follow-up."""

@@ -33,6 +33,18 @@ from colony.testing.resend_server import signed, webhook_secret
 from colony.testing.smtp_server import SmtpServer
 from tests.conftest import APP_ROLE, PgDB, wait_for
 
+pytestmark = pytest.mark.covers(
+    "fn:campaign",
+    "fn:enrichment",
+    "fn:qualification",
+    "fn:message-generator",
+    "fn:approval",
+    "fn:delivery-events",
+    "ENT-012",
+    "CONST-001",
+    "TECH-003",
+)
+
 ORG = "org_zoomprop_demo"
 SECRET = webhook_secret(b"test-delivery-secret")
 PICK = ["P-001", "P-002", "P-003", "P-004", "P-005", "P-006", "P-007", "P-012"]  # 2 anti-ICP

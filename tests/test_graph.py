@@ -11,11 +11,14 @@ import pytest
 
 from colony.errors import ValidationFailed
 from colony.local.cli import main
+from colony.local.declared_tests import declared_tests, file_declarations
 from colony.registry.agents import AGENTS
 from colony.registry.domains import DOMAINS
 from colony.registry.entities import CONSTRAINTS, ENTITIES, TECHNOLOGIES
 from colony.registry.functions import FUNCTIONS
-from colony.registry.graph import DOCUMENTS, TEST_SPECS, build_graph
+from colony.registry.graph import DOCUMENTS, build_graph
+
+pytestmark = pytest.mark.covers("doc:registry")
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -68,15 +71,30 @@ def test_every_id_function_and_document_has_a_node() -> None:
     assert set(graph.nodes) - linked == set()
 
 
-def test_the_registry_matches_the_deployed_functions_and_test_files() -> None:
+def test_the_registry_matches_the_deployed_functions() -> None:
     on_disk = {p.parent.name for p in (REPO / "functions").glob("*/main.py")}
     assert on_disk == set(FUNCTIONS)
-    for path in TEST_SPECS:
-        assert (REPO / path).is_file(), f"TEST_SPECS names a missing test file {path}"
 
 
-def test_traceability_tested_by_and_defined_in() -> None:
-    graph = build_graph()
+def test_every_id_a_test_declares_is_known() -> None:
+    """The CI check of the ``covers`` markers: ``build_graph`` refuses an unknown id (named
+    in the failure), so a typo or a renamed component fails here."""
+    specs = declared_tests()
+    assert "tests/test_graph.py" in specs
+    assert all((REPO / path).is_file() and Path(path).name.startswith("test_") for path in specs)
+    graph = build_graph(test_specs=specs)
+    tested = {e.source for e in graph.edges if e.relation == "tested by"}
+    assert tested == {i for ids in specs.values() for i in ids}
+
+
+def test_tested_by_comes_from_the_tests_own_markers() -> None:
+    graph = build_graph(test_specs=declared_tests())
+    # the components the hand-kept list had no test for: each is declared by a test that runs it
+    assert "test:tests/test_chat_e2e.py" in graph.tests_of("AGT-001")
+    assert "test:tests/test_drive_recording.py" in graph.tests_of("AGT-006")
+    assert "test:tests/test_drive_recording.py" in graph.tests_of("AGT-007")
+    assert "test:tests/test_drive_recording.py" in graph.tests_of("ENT-006")
+    assert "test:tests/test_kc_lifecycle.py" in graph.tests_of("KC-09")
     assert "test:tests/test_brief.py" in graph.tests_of("AGT-010")
     assert "test:tests/test_content_onboarding.py" in graph.tests_of("AGT-009")
     assert "test:tests/test_storage.py" in graph.tests_of("TECH-005")
@@ -86,6 +104,65 @@ def test_traceability_tested_by_and_defined_in() -> None:
     assert graph.of("AGT-005", "implements") == ["doc:design"]
     assert graph.of("TECH-001", "defined in") == ["doc:architecture"]
     assert graph.who("indexed as", "TECH-001") == ["ENT-007"]
+
+
+def test_untested_lists_the_components_no_test_declares() -> None:
+    specs = declared_tests()
+    graph = build_graph(test_specs=specs)
+    untested = [line.split()[0] for line in graph.untested()]
+    assert untested == [n for n in (*AGENTS, *ENTITIES, *DOMAINS) if not graph.tests_of(n)]
+    assert not any(n.startswith(("CONST-", "TECH-", "fn:", "doc:")) for n in untested)
+    # Every agent, entity and domain has a test that declares it: a new component comes with
+    # one, and a marker removed from the last test of one fails here.
+    assert untested == []
+    # a component loses its edge when its last marker goes, and is listed
+    without = {path: tuple(i for i in ids if i != "KC-09") for path, ids in specs.items()}
+    assert "KC-09  call insights" in build_graph(test_specs=without).untested()
+    assert build_graph().untested()[:2] == [
+        "AGT-001  GTM Orchestrator",
+        "AGT-002  Campaign Orchestrator",
+    ]
+
+
+def test_markers_are_read_from_the_source_in_every_form(tmp_path: Path) -> None:
+    tests = tmp_path / "tests" / "sub"
+    tests.mkdir(parents=True)
+    (tests / "test_forms.py").write_text(
+        "import pytest\n"
+        "pytestmark = [pytest.mark.slow, pytest.mark.covers('ENT-001')]\n"
+        "@pytest.mark.covers('AGT-001', 'KC-09')\n"
+        "def test_a(): ...\n"
+        "class TestB:\n"
+        "    pytestmark = pytest.mark.covers('ENT-006')\n"
+        "@pytest.mark.parametrize('x', [pytest.param(1, marks=pytest.mark.covers('KC-01'))])\n"
+        "def test_c(x): ...\n"
+        "from pytest import mark\n"
+        "@mark.covers('TECH-001')\n"
+        "def test_d(): ...\n"
+    )
+    (tests / "test_none.py").write_text("def test_x(): ...\n")
+    (tests / "helper.py").write_text("import pytest\nM = pytest.mark.covers(X)\n")  # not a test
+    assert declared_tests(tmp_path) == {
+        "tests/sub/test_forms.py": ("AGT-001", "ENT-001", "ENT-006", "KC-01", "KC-09", "TECH-001")
+    }
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import pytest\nIDS = ('AGT-001',)\n@pytest.mark.covers(*IDS)\ndef test_a(): ...\n",
+        "import pytest\nmark = pytest.mark.covers\n",
+        "import pytest\n@pytest.mark.covers()\ndef test_a(): ...\n",
+        "import pytest\n@pytest.mark.covers(ids='AGT-001')\ndef test_a(): ...\n",
+    ],
+)
+def test_a_declaration_that_cannot_be_read_fails_naming_its_line(
+    tmp_path: Path, source: str
+) -> None:
+    path = tmp_path / "test_bad.py"
+    path.write_text(source)
+    with pytest.raises(ValidationFailed, match=re.escape(f"{path}:")):
+        file_declarations(path)
 
 
 @pytest.mark.parametrize(
@@ -117,7 +194,7 @@ def test_traceability_tested_by_and_defined_in() -> None:
             },
             "colony-nowhere",
         ),
-        ({"test_specs": {**TEST_SPECS, "tests/test_brief.py": ("KC-42",)}}, "KC-42"),
+        ({"test_specs": {"tests/test_brief.py": ("AGT-010", "KC-42")}}, "KC-42"),
     ],
 )
 def test_a_declaration_naming_an_unknown_id_fails(change: dict, unknown: str) -> None:
@@ -139,26 +216,34 @@ def test_queries_on_an_unknown_id_fail() -> None:
 
 
 def test_cli_queries_and_exports(capsys: pytest.CaptureFixture[str]) -> None:
+    graph = build_graph(test_specs=declared_tests())  # what the CLI builds
     assert main(["graph", "who-reads", "ENT-007"]) == 0
-    assert capsys.readouterr().out.split() == build_graph().who("reads from", "ENT-007")
+    assert capsys.readouterr().out.split() == graph.who("reads from", "ENT-007")
     assert main(["graph", "what-constrains", "AGT-005"]) == 0
     assert capsys.readouterr().out.split() == ["CONST-001", "CONST-002", "CONST-006"]
     assert main(["graph", "impact", "KC-08"]) == 0
     assert "fn:message-generator" in capsys.readouterr().out.split()
     assert main(["graph", "tested-by", "AGT-010"]) == 0
     assert "test:tests/test_brief.py" in capsys.readouterr().out.split()
+    assert (
+        main(["graph", "tested-by", "AGT-006"]) == 0
+    )  # "(nothing)" when the list was kept by hand
+    assert capsys.readouterr().out.split() == ["test:tests/test_drive_recording.py"]
+    assert main(["graph", "untested"]) == 0
+    listed = capsys.readouterr().out.strip()
+    assert listed == ("\n".join(graph.untested()) or "(nothing)")
 
     assert main(["graph", "export", "json"]) == 0
     exported = json.loads(capsys.readouterr().out)
     assert {"source": "KC-08", "relation": "part of", "target": "ENT-007"} in exported["edges"]
-    assert len(exported["nodes"]) == len(build_graph().nodes)
+    assert len(exported["nodes"]) == len(graph.nodes)
     assert main(["graph", "export", "mermaid"]) == 0
     mermaid = capsys.readouterr().out
     assert mermaid.startswith("graph LR") and "AGT_005 -->|constrained by| CONST_006" in mermaid
     assert main(["graph", "export", "dot"]) == 0
     dot = capsys.readouterr().out.strip()
     assert dot.startswith("digraph colony {") and dot.endswith("}")
-    assert dot.count(" -> ") == len(build_graph().edges)
+    assert dot.count(" -> ") == len(graph.edges)
     assert '"AGT-009" -> "fn:onboarding" [label="deployed as"];' in dot
 
     assert main(["graph", "summary"]) == 0

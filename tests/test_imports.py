@@ -98,6 +98,7 @@ HUBSPOT = [
 ]  # fmt: skip
 
 
+@pytest.mark.covers("ENT-002")
 def test_a_crm_export_imports_rejects_bad_rows_and_reimports_as_updates(env: Env) -> None:
     data = ("\ufeff" + _csv(HUBSPOT)).encode("utf-8")  # with a BOM, as Excel writes it
     job = env.run(env.upload(data))
@@ -241,6 +242,7 @@ def test_another_orgs_job_is_not_found(env: Env) -> None:
     assert env.contacts() == []
 
 
+@pytest.mark.covers("ENT-003")
 def test_deals_from_a_crm_export(env: Env) -> None:
     env.run(env.upload(b"Email,Name,Company\nana@a.org,Ana,A\n"))
     deals = _csv(

@@ -20,6 +20,8 @@ from colony.testing.fakes import CountingEmbedder
 from colony.testing.inline import InlineTransport, local_deps
 from tests.conftest import PgDB
 
+pytestmark = pytest.mark.covers("KC-09", "ENT-007", "ENT-011")
+
 ORG, OTHER = "org_a", "org_b"
 INSIGHT = (
     "Objection heard on Mercy Ridge Health: the facilities team worried that"

@@ -17,6 +17,8 @@ from colony.testing.vectors import clustered_corpus
 from colony.vectors import sql_text
 from tests.conftest import PgDB
 
+pytestmark = pytest.mark.covers("ENT-007", "TECH-001")
+
 ORG = "org_demo"
 
 
@@ -34,6 +36,7 @@ def _count(testdb: PgDB) -> int:
         return int(fetch_value(cur, "SELECT count(*) FROM kc_chunks"))
 
 
+@pytest.mark.covers("KC-04")
 def test_sync_embeds_only_changed_chunks_and_deletes_vanished_ones(store) -> None:
     kc, embedder, testdb = store
     doc = [ChunkIn("KC-04", f"Objection {i}: price is too high, answer {i}") for i in range(4)]
@@ -61,6 +64,7 @@ def test_sync_embeds_only_changed_chunks_and_deletes_vanished_ones(store) -> Non
     assert _count(testdb) == 0
 
 
+@pytest.mark.covers("KC-05", "KC-06", "KC-10")
 def test_retrieve_returns_top_k_per_domain_most_similar_first(store) -> None:
     kc, embedder, _ = store
     docs = {

@@ -105,7 +105,7 @@ def walk(node: Any) -> Iterator[dict[str, Any]]:
 
 
 # The local wire-protocol server (`server`) and a clean environment come from conftest.
-pytestmark = pytest.mark.usefixtures("no_ambient_config")
+pytestmark = [pytest.mark.usefixtures("no_ambient_config"), pytest.mark.covers("TECH-008")]
 
 
 @pytest.fixture

@@ -38,6 +38,8 @@ from colony.testing.resend_server import (
 from tests.conftest import APP_ROLE, PgDB
 from tests.test_sending import approved_message
 
+pytestmark = pytest.mark.covers("ENT-012", "fn:delivery-events")
+
 ORG = "org_zoomprop_demo"
 OTHER = "org_other"
 SECRET = webhook_secret(b"mail-events-test")

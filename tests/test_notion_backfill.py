@@ -40,6 +40,8 @@ from colony.webhooks import sign
 from tests.apps import registered_app
 from tests.conftest import APP_ROLE, PgDB
 
+pytestmark = pytest.mark.covers("ENT-007", "fn:reembed")
+
 ALPHA, BETA = "org_alpha", "org_beta"
 WS_ALPHA, WS_BETA = "ws-alpha", "ws-beta"
 TOKEN_ALPHA = "secret_alpha_notion_token"
@@ -157,6 +159,7 @@ def sources(env: Env, org: str = ALPHA) -> dict[str, str]:
     return {r["source_id"]: r["domain"] for r in rows}
 
 
+@pytest.mark.covers("KC-01", "KC-07")
 def test_connecting_a_workspace_backfills_every_mapped_database_over_http(env: Env) -> None:
     answer = env.connect(ALPHA, body())
     assert answer.status_code == 202, answer.get_json()

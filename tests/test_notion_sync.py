@@ -33,6 +33,8 @@ from colony.testing.notion_server import NotionServer, block, signed_headers, we
 from colony.webhooks import sign
 from tests.conftest import PgDB
 
+pytestmark = pytest.mark.covers("ENT-007", "fn:notion-webhook", "fn:reembed")
+
 ORG = "org_zoomprop_demo"
 SECRET = "notion-signing-secret"
 DB_KC01 = "a" * 32  # a Notion database mapped to KC-01
@@ -186,6 +188,7 @@ def test_a_burst_of_edits_is_one_task_that_runs_after_every_edit_of_its_window(e
     )
 
 
+@pytest.mark.covers("KC-01")
 def test_reembed_only_changed_chunks_skips_unsupported_blocks_and_removes_deleted(env) -> None:
     deps, server, client, embedder, sleep = env
     server.put_page(PAGE, "Product overview", page_blocks(PARAGRAPHS), parent_database=DB_KC01)
@@ -213,6 +216,99 @@ def test_reembed_only_changed_chunks_skips_unsupported_blocks_and_removes_delete
     server.delete_page(PAGE)
     assert notion_reembed.reembed(deps, job(), client)["removed"] == len(stored)
     assert chunks(deps) == []
+
+
+def structured_page(texts: dict[str, list[str]]) -> list[dict]:
+    """A page in sections: headings, short paragraphs, a long paragraph (past the chunk
+    budget), a bulleted list and a to-do list, with images between."""
+    out = [block("heading_1", "Objection handling")]
+    for key, sentences in texts.items():
+        kind, _, _ = key.partition(":")
+        if kind == "heading_2":
+            out.append(block("heading_2", sentences[0]))
+        else:
+            out += [block(kind, " ".join(sentences)), block("image", external={"url": "x"})]
+    return out
+
+
+def sentence(n: int, topic: str) -> str:
+    return f"Sentence {n} answers the {topic} objection for clinic {n * 7} with lease data."
+
+
+def test_an_edit_re_embeds_the_chunk_of_the_block_it_touches_and_no_other(env) -> None:
+    """Chunks follow the page's blocks: each edit below (a sentence rewritten, a list item
+    added, a sentence deleted from a block long enough to be split, a paragraph inserted)
+    re-embeds only its own block's chunk; the chunks of every other block keep their rows'
+    vectors, even those moved down the page."""
+    deps, server, client, embedder, _ = env
+    texts = {
+        "heading_2:price": ["Price"],
+        "paragraph:price": [sentence(n, "price") for n in range(4)],
+        "heading_2:epic": ["Epic"],
+        "paragraph:epic": [sentence(n, "Epic") for n in range(30)],  # ~390 words: split
+        "bulleted_list_item:a": [sentence(1, "security")],
+        "bulleted_list_item:b": [sentence(2, "security")],
+        "heading_2:next": ["Next steps"],
+        "to_do:call": ["Book the SE call."],
+        "paragraph:close": [sentence(n, "timing") for n in range(3)],
+    }
+
+    def sync(expect_embedded: int | None = None) -> list[dict]:
+        server.put_page(PAGE, "Objections", structured_page(texts), parent_database=DB_KC01)
+        before = chunks(deps)
+        calls = len(embedder.calls)
+        result = notion_reembed.reembed(deps, job(), client)
+        if expect_embedded is not None:
+            assert result["embedded"] == expect_embedded, result
+        fresh = [t for batch in embedder.calls[calls:] for t in batch]
+        after = chunks(deps)
+        assert fresh == [
+            c["content"] for c in after if c["content"] not in {b["content"] for b in before}
+        ]
+        return after
+
+    stored = sync()
+    contents = [c["content"] for c in stored]
+    assert contents[0] == "# Objection handling\n## Price\n" + " ".join(texts["paragraph:price"])
+    assert sum(c.startswith("## Epic\n") for c in contents) == 1
+    epic = [c for c in contents if "the Epic objection" in c]
+    assert len(epic) >= 3 and all(len(c.split()) <= 180 for c in contents)
+    assert f"- {sentence(1, 'security')}\n- {sentence(2, 'security')}" in contents
+    assert contents[-2:] == [
+        "## Next steps\n- [ ] Book the SE call.",
+        " ".join(texts["paragraph:close"]),
+    ]
+    calls = len(embedder.calls)
+    assert sync(0) and len(embedder.calls) == calls  # unchanged: no embedding call at all
+
+    texts["paragraph:price"][2] = sentence(2, "price").replace("lease data", "badge data")
+    after = sync(1)
+    assert [c["content"] for c in after if "badge data" in c["content"]] == [after[0]["content"]]
+
+    texts = {**texts, "bulleted_list_item:c": [sentence(3, "security")]}
+    order = list(texts)
+    order.insert(order.index("bulleted_list_item:b") + 1, order.pop())
+    texts = {key: texts[key] for key in order}
+    after = sync(1)
+    assert any(c["content"].endswith(f"- {sentence(3, 'security')}") for c in after)
+
+    del texts["paragraph:epic"][12]
+    before = chunks(deps)
+    after = sync()
+    assert 1 <= len({c["content"] for c in after} - {c["content"] for c in before}) <= 2
+    untouched = [c["content"] for c in before if "the Epic objection" not in c["content"]]
+    assert untouched == [c["content"] for c in after if "the Epic objection" not in c["content"]]
+
+    inserted = {"paragraph:new": ["A new paragraph on pilots, above the Epic section."]}
+    keys = list(texts)
+    at = keys.index("heading_2:epic")
+    texts = {**{k: texts[k] for k in keys[:at]}, **inserted, **{k: texts[k] for k in keys[at:]}}
+    before = chunks(deps)
+    after = sync(1)
+    assert len(after) == len(before) + 1
+    assert [c["content"] for c in after if "pilots" not in c["content"]] == [
+        c["content"] for c in before
+    ]
 
 
 def queued_job(deps, body: bytes) -> NotionReembed:
@@ -250,6 +346,7 @@ def test_a_page_moved_out_of_every_mapped_database_loses_its_chunks(env) -> None
     assert notion_webhook.receive(deps, edit, sign(SECRET, edit))["status"] == "ignored"
 
 
+@pytest.mark.covers("KC-01", "KC-04")
 def test_a_page_moved_to_another_mapped_database_changes_domain_without_re_embedding(
     env,
 ) -> None:

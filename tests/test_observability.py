@@ -40,6 +40,8 @@ from colony.settings import Settings
 from colony.store.db import fetch_all
 from tests.conftest import PgDB
 
+pytestmark = pytest.mark.covers("TECH-006", "TECH-007")
+
 LOCAL_HOST = "http://127.0.0.1:9"  # discard port; never contacted
 META = "langfuse.observation.metadata."
 

@@ -8,6 +8,8 @@ from colony.store.db import fetch_all, fetch_value
 from colony.testing.fakes import CountingEmbedder
 from tests.conftest import PgDB
 
+pytestmark = pytest.mark.covers("CONST-003", "ENT-001")
+
 
 @pytest.fixture
 def two_orgs(testdb: PgDB) -> PgDB:

@@ -15,6 +15,8 @@ from colony.policy import check_outbound, check_shape, count_sentences, match_ru
 from colony.policy.anti_icp import validate_rules
 from colony.policy.outbound import competitor_mentions, redact_competitors, split_sentences
 
+pytestmark = pytest.mark.covers("CONST-002", "CONST-006")
+
 DEMO = Path(__file__).resolve().parents[1] / "shared" / "colony" / "local" / "demo"
 COMPETITORS = ["CareSpace Analytics", "FacilityIQ", "LeaseLogic Health"]
 
@@ -230,10 +232,12 @@ def _demo_competitors() -> list[str]:
     return names
 
 
+@pytest.mark.covers("KC-06")
 def test_demo_competitor_list() -> None:
     assert sorted(_demo_competitors()) == sorted(COMPETITORS)
 
 
+@pytest.mark.covers("KC-08")
 def test_all_twelve_kc08_exemplars_pass_the_shape_rules() -> None:
     exemplars = _exemplars()
     assert len(exemplars) == 12

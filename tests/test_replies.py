@@ -64,6 +64,7 @@ def test_own_text_and_sentiment(text: str, own: str | None, mood: str) -> None:
     assert sentiment(stripped) == mood
 
 
+@pytest.mark.covers("AGT-010", "AGT-001", "ENT-012")
 def test_the_brief_counts_replies_and_the_chat_sees_them_as_data(testdb: PgDB) -> None:
     db = testdb.app()
     knowledge = KnowledgeStore(db, OfflineHashEmbedder())

@@ -23,6 +23,8 @@ from colony.testing.inline import InlineTransport, fixed_clock, local_deps
 from colony.testing.smtp_server import SmtpServer
 from tests.conftest import PgDB
 
+pytestmark = pytest.mark.covers("ENT-012", "fn:send")
+
 ORG = "org_zoomprop_demo"
 PERSON = approval.Actor("user_founder", "ui")
 SETTINGS = {
@@ -180,6 +182,7 @@ def test_refusals_bounces_and_complaints_suppress_and_retries_reuse_the_message_
     assert len(smtp.received) == 2
 
 
+@pytest.mark.covers("CONST-005")
 def test_the_breaker_rates_bounces_against_every_message_that_left(
     deps: Deps, smtp: SmtpServer
 ) -> None:

@@ -37,6 +37,8 @@ from colony.testing.inline import FIXED_NOW, InlineTransport, local_deps, run_un
 from colony.testing.smtp_server import SmtpServer
 from tests.conftest import PgDB
 
+pytestmark = pytest.mark.covers("ENT-004", "ENT-012")
+
 ORG = "org_zoomprop_demo"
 PERSON = approval.Actor("user_founder", "ui")
 SETTINGS = {

@@ -26,6 +26,8 @@ from colony.settings import Settings
 from colony.testing.emulators import free_port, storage_emulator
 from tests.conftest import Gcs
 
+pytestmark = pytest.mark.covers("TECH-005")
+
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 

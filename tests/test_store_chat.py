@@ -14,6 +14,8 @@ from colony.store import chat as chat_store
 from colony.store.db import Database, fetch_all, fetch_value
 from tests.conftest import PgDB
 
+pytestmark = pytest.mark.covers("ENT-008")
+
 ORG, OTHER = "org_a", "org_b"
 
 

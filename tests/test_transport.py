@@ -57,6 +57,8 @@ from colony.testing.tasks_gateway import TasksGateway
 from colony.testing.wire import Reply, Route, WireServer
 from tests.conftest import PgDB
 
+pytestmark = pytest.mark.covers("TECH-003", "TECH-004")
+
 PROJECT = "colony-test"
 REGION = "us-central1"
 TOPIC = "colony-enrichment"  # subscribed by the "enrichment" function

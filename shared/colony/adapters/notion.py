@@ -27,7 +27,8 @@ NOTION_VERSION = "2022-06-28"
 MAX_BLOCKS = 5_000  # a page past this is not a knowledge document; refuse rather than page on
 MAX_DEPTH = 4
 
-# Block types whose rich text is knowledge, and how each is written out as text.
+# Block types whose rich text is knowledge, and how each is written out as text (the prefixes
+# are how ``colony.knowledge.chunking`` tells headings and list items from paragraphs).
 _PREFIX = {
     "paragraph": "",
     "quote": "> ",

@@ -1,7 +1,8 @@
 """Flow 4, Notion sync, the worker half (SPEC §6.4; seed §3.2): re-embed one page.
 
     re-embed job (from ``flows.notion_webhook``) ─► fetch the page ─► map it by its CURRENT
-        parent (unmapped: its chunks are deleted) ─► its block tree ─► chunk ─►
+        parent (unmapped: its chunks are deleted) ─► its block tree ─► chunks along its blocks
+        (``knowledge.chunking.chunk_blocks``: an edit changes only its own block's chunk) ─►
         ``KnowledgeStore.sync_source`` (content hashes: only changed chunks embedded, in one
         batch, so a page moved to another mapped database changes domain without
         re-embedding; vanished chunks deleted; all in ONE transaction per page) ─► a trashed,
@@ -23,7 +24,7 @@ from colony.errors import NotFound, ValidationFailed
 from colony.flows.deps import FlowDeps
 from colony.flows.notion_pages import domain_for
 from colony.flows.notion_workspaces import NotionConnector, Workspace, workspace
-from colony.knowledge.chunking import chunk_text
+from colony.knowledge.chunking import chunk_blocks
 from colony.knowledge.store import ChunkIn, SyncResult
 from colony.ports import NotionClient, NotionPage
 from colony.store.rejections import DbRejections
@@ -67,7 +68,7 @@ def sync_page(
                 title=page.title or None,
                 tags={"notion_page": page.id, "edited": page.last_edited_time},
             )
-            for piece in chunk_text("\n\n".join(text.paragraphs))
+            for piece in chunk_blocks(text.paragraphs)
         ]
         # Everything was fetched first: the store writes it in one transaction, or nothing.
         result: SyncResult = deps.knowledge.sync_source(org, "notion", page.id, chunks)

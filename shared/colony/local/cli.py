@@ -123,9 +123,10 @@ def cmd_org_retention(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_graph(settings: Settings, args: argparse.Namespace) -> int:
+    from colony.local.declared_tests import declared_tests
     from colony.registry.graph import build_graph, run_query
 
-    _say(run_query(build_graph(), args.query, args.id))
+    _say(run_query(build_graph(test_specs=declared_tests()), args.query, args.id))
     return 0
 
 
@@ -310,7 +311,15 @@ def build_parser() -> argparse.ArgumentParser:
     graph = sub.add_parser("graph", help="query the knowledge graph of the system itself")
     graph.add_argument(
         "query",
-        choices=("who-reads", "what-constrains", "impact", "tested-by", "export", "summary"),
+        choices=(
+            "who-reads",
+            "what-constrains",
+            "impact",
+            "tested-by",
+            "untested",
+            "export",
+            "summary",
+        ),
     )
     graph.add_argument(
         "id",
