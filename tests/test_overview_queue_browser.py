@@ -34,6 +34,7 @@ from colony.runtime.auth import mint_local_token
 from colony.settings import Settings
 from colony.store import Database, fetch_all, fetch_one, fetch_value
 from colony.testing.inline import InlineTransport, local_deps
+from tests.axe import serious_violations
 from tests.conftest import APP_ROLE, PgDB, wait_for
 
 ORG = "org_zoomprop_demo"
@@ -113,12 +114,17 @@ def test_queue_cards_are_decided_in_place(
     with FunctionServers(env, ["chat", "send"], log_dir=tmp_path) as servers:
         base = servers.urls["chat"]
         wait = WebDriverWait(browser, 30)
+        browser.get(f"{base}/overview")  # no token yet: the sign-in view
+        wait.until(ec.visibility_of_element_located((By.ID, "signin")))
+        assert serious_violations(browser) == [], "the sign-in view"
         browser.get(f"{base}/overview#token={mint_local_token(tmp_path, ORG)}")
+        browser.refresh()  # the hash alone is no new document
         wait.until(
             lambda d: d.find_element(By.ID, "queue").get_attribute("data-complete") == "true"
         )
         assert browser.find_element(By.ID, "queue-count").text.startswith(f"{ITEMS} pending")
         assert len(browser.find_elements(By.CSS_SELECTOR, "#queue .qcard")) == ITEMS
+        assert serious_violations(browser) == [], "the queue view"
 
         # Bad input: markup and a script render as text, a 5,000-character word wraps.
         hostile = card(browser, seeded.hostile[0])
@@ -194,6 +200,7 @@ def test_queue_cards_are_decided_in_place(
         form = card(browser, target).find_element(By.CSS_SELECTOR, "form.qedit")
         labels = [label.text for label in form.find_elements(By.TAG_NAME, "label")]
         assert labels == ["Subject", "Body"]
+        assert serious_violations(browser) == [], "a card being edited"
         subject = form.find_element(By.CSS_SELECTOR, "input")
         subject.clear()
         subject.send_keys("A shorter subject")
@@ -226,6 +233,7 @@ def test_queue_cards_are_decided_in_place(
         bulk.click()
         dialog = wait.until(ec.visibility_of_element_located((By.ID, "confirm")))
         assert "Approve 3 selected items?" in dialog.text
+        assert serious_violations(browser) == [], "the bulk confirmation"
         browser.find_element(By.ID, "confirm-yes").click()
         for item_id in picked:
             wait.until(gone(item_id))
@@ -295,3 +303,51 @@ def waiting(db: Database) -> int:
     """Backends waiting for a lock (pg_locks is readable by every role)."""
     with db.transaction(ORG) as cur:
         return int(fetch_value(cur, "SELECT count(*) FROM pg_locks WHERE NOT granted"))
+
+
+def test_five_hundred_items_render_first_screen_then_the_rest(
+    testdb: PgDB, tmp_path: Path, browser: webdriver.Chrome
+) -> None:
+    """Issue 20 item 4: the first screen is drawn from a short first listing, the rest in
+    frames, and only cards in view are laid out; the page stays usable. (Timings: the
+    benchmark, ``bench/overview.py``.)"""
+    db = testdb.app()
+    load_demo(db, KnowledgeStore(db, OfflineHashEmbedder()), say=lambda _: None)
+    seeded = seed_queue(db, ORG, 500)
+    env = {
+        "COLONY_DB_MODE": "dsn",
+        "COLONY_DB_DSN": testdb.dsn(APP_ROLE),
+        "COLONY_TRANSPORT": "local",
+        "COLONY_DATA_DIR": str(tmp_path),
+    }
+    with FunctionServers(env, ["chat", "send"], log_dir=tmp_path) as servers:
+        base = servers.urls["chat"]
+        wait = WebDriverWait(browser, 60)
+        browser.get(f"{base}/overview#token={mint_local_token(tmp_path, ORG)}")
+        wait.until(
+            lambda d: d.find_element(By.ID, "queue").get_attribute("data-complete") == "true"
+        )
+        cards = browser.find_elements(By.CSS_SELECTOR, "#queue .qcard")
+        assert len(cards) == 500
+        assert {c.get_attribute("data-id") for c in cards} == set(seeded.ids)
+        listed = browser.execute_script(
+            "return performance.getEntriesByType('resource')"
+            ".filter(e => e.name.includes('/approvals?')).map(e => e.name.split('?')[1])"
+        )
+        assert listed[:2] == ["limit=20", "limit=500"], listed
+        marks = browser.execute_script(
+            "const m = {}; for (const e of performance.getEntriesByType('mark'))"
+            " m[e.name] = e.startTime; return m;"
+        )
+        assert marks["colony:queue-first"] < marks["colony:queue-complete"]
+        style = browser.execute_script(
+            "return getComputedStyle(arguments[0]).contentVisibility", cards[-1]
+        )
+        assert style == "auto", "off-screen cards are not laid out"
+        # Still usable at the bottom of the list: the last card is decided by key.
+        last = str(cards[-1].get_attribute("data-id"))
+        browser.execute_script("arguments[0].focus()", cards[-1])
+        ActionChains(browser).send_keys("a").perform()
+        wait.until(gone(last))
+        assert item(db, last)["status"] == "applied"
+        wait.until(lambda d: d.find_element(By.ID, "queue-count").text.startswith("499 pending"))
