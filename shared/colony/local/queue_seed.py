@@ -19,6 +19,12 @@ from colony.store.db import Database, fetch_all
 
 CONTACTS = "SELECT id, name, company, email, signals FROM contacts ORDER BY external_id"
 DEALS = "SELECT id, name FROM deals ORDER BY external_id"
+# One transaction gives every item the same created_at: space them a second apart, in the
+# order they were added (the first newest), so the queue's order is the seed's.
+SPACE = """
+UPDATE approval_items a SET created_at = now() - make_interval(secs => s.n)
+FROM unnest(%s::text[]) WITH ORDINALITY AS s(id, n) WHERE a.id = s.id
+"""
 HOSTILE_SUBJECT = '<img src=x onerror="window.__pwned=1"><b>bold</b>'
 HOSTILE_BODY = (
     "Hi there,\n\n<script>window.__pwned=1</script> Your team expanded.\n\n"
@@ -33,6 +39,7 @@ class SeededQueue:
     outbound: list[str] = field(default_factory=list)
     others: list[str] = field(default_factory=list)
     hostile: list[str] = field(default_factory=list)
+    order: list[str] = field(default_factory=list)  # newest first, as the queue lists them
 
     @property
     def ids(self) -> list[str]:
@@ -40,7 +47,10 @@ class SeededQueue:
 
 
 def seed_queue(db: Database, org_id: str, n: int, *, hostile: bool = False) -> SeededQueue:
-    """Queue ``n`` pending items (about four in five of them drafts) in one transaction."""
+    """Queue ``n`` pending items in one transaction, newest first: the hostile draft (if
+    any), then four drafts to one deal update, KC candidate or content piece, and last (the
+    oldest) one deployment kit. The kit has no stored document (its card says so, and
+    approving it is refused): a real one needs the onboarding flow and GCS."""
     with db.transaction(org_id) as cur:
         contacts = fetch_all(cur, CONTACTS)
         deals = fetch_all(cur, DEALS)
@@ -56,12 +66,18 @@ def seed_queue(db: Database, org_id: str, n: int, *, hostile: bool = False) -> S
         seeded = SeededQueue(campaign)
         if hostile:
             seeded.hostile.append(_add_draft(cur, org_id, campaign, contacts[0], 0, hostile=True))
+        order = list(seeded.hostile)
         for i in range(n - len(seeded.hostile)):
-            if i % 5 == 4 and deals:
-                seeded.others.append(_add_other(cur, org_id, deals[i % len(deals)], i))
+            kit = i == n - len(seeded.hostile) - 1 and n >= 10
+            if (i % 5 == 4 or kit) and deals:
+                other = _add_other(cur, org_id, deals[i % len(deals)], i, kit=kit)
+                seeded.others.append(other)
             else:
-                contact = contacts[i % len(contacts)]
-                seeded.outbound.append(_add_draft(cur, org_id, campaign, contact, i))
+                other = _add_draft(cur, org_id, campaign, contacts[i % len(contacts)], i)
+                seeded.outbound.append(other)
+            order.append(other)
+        cur.execute(SPACE, (order,))
+    seeded.order = order
     return seeded
 
 
@@ -96,8 +112,12 @@ def _add_draft(
     )
 
 
-def _add_other(cur: Any, org_id: str, deal: Any, i: int) -> str:
-    kind = ("deal_update", "kc_update_candidate", "content_piece", "deployment_kit")[(i // 5) % 4]
+def _add_other(cur: Any, org_id: str, deal: Any, i: int, *, kit: bool = False) -> str:
+    kind = (
+        "deployment_kit"
+        if kit
+        else ("deal_update", "kc_update_candidate", "content_piece")[(i // 5) % 3]
+    )
     payload: dict[str, Any]
     if kind == "deal_update":
         payload = {
