@@ -91,6 +91,9 @@ browser:
 		SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install \
 			-y -qq --no-install-recommends chromium chromium-driver >/dev/null; }
+	@# axe-core for the accessibility checks, pinned in tests/browser/package-lock.json
+	@test -f tests/browser/node_modules/axe-core/axe.min.js || \
+		npm ci --prefix tests/browser --ignore-scripts --no-audit --no-fund --silent
 
 # Two workers (the machines have two cores); a test file stays on one worker, so its
 # module fixtures (the bundles' virtualenvs, function stacks) are built once.

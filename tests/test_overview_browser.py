@@ -2,8 +2,9 @@
 driven by Selenium with the system chromedriver), against the real chat function.
 
 Send a message, see the streamed answer; ask for a campaign launch, click Approve on the
-inline card, see the resumed result. The screenshot is saved as ``artifacts/overview.png``
-(git-ignored). ``make test`` installs the browser when it is missing; this test does not skip.
+inline card, see the resumed result; axe-core finds no serious or critical violation. The
+screenshot is saved as ``artifacts/overview.png`` (git-ignored). ``make test`` installs the
+browser (and axe-core) when missing; this test does not skip.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from colony.knowledge import KnowledgeStore
 from colony.local.demo import load_demo
 from colony.local.functions import REPO, FunctionServers
 from colony.runtime.auth import mint_local_token
+from tests.axe import serious_violations
 from tests.conftest import APP_ROLE, PgDB
 
 ORG = "org_zoomprop_demo"
@@ -107,6 +109,8 @@ def test_overview_page_streams_and_approves_inline(
         audit = browser.find_element(By.ID, "audit").text
         assert "local-user (ui) · decision approve · tool_action" in audit
         assert "effect tool_run" in audit
+
+        assert serious_violations(browser) == [], "the conversation with a decided card"
 
         SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
         assert browser.save_screenshot(str(SCREENSHOT))

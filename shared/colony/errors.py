@@ -12,6 +12,7 @@
     │   ├── RateLimited          too many requests of a kind in a window; later may work
     │   ├── PayloadTooLarge      a file or body over its size limit (HTTP 413)
     │   └── Conflict             the request clashes with the current state of a row
+    │       ├── AlreadyDecided   someone already decided the item otherwise (says who, when)
     │       └── HandoffRefused   a handoff that is not the next link of its run's chain
     ├── InternalError            our fault: the caller cannot fix it, a fix of ours can
     │   ├── ConfigError          a setting is missing or malformed (names the variable)
@@ -193,6 +194,18 @@ class Conflict(CallerError):
     code = "conflict"
 
 
+class AlreadyDecided(Conflict):
+    """An approval item someone already decided otherwise (HTTP 409): the answer says who
+    decided it, how and when (``detail``), so a reviewer whose card was stale sees why."""
+
+    def __init__(self, item_id: str, status: str, decided_by: str | None, decided_at: Any) -> None:
+        at = decided_at.isoformat() if hasattr(decided_at, "isoformat") else decided_at
+        who = f" by {decided_by}" if decided_by else ""
+        when = f" at {at}" if at else ""
+        super().__init__(f"approval item {item_id!r} was already {status}{who}{when}")
+        self.detail = {"status": status, "decided_by": decided_by, "decided_at": at}
+
+
 class HandoffRefused(Conflict):
     """A handoff for a contact outside its run's campaign, or before the step it follows is
     done (``colony.flows.specialist``): forged or misrouted, never worth a retry."""
@@ -232,7 +245,10 @@ def public_body(error: BaseException) -> dict[str, Any]:
     if not isinstance(error, ColonyError):
         return error_body("internal", INTERNAL_MESSAGE)
     if isinstance(error, CallerError):
-        return error_body(error.code, str(error) or "the request was refused")
+        body = error_body(error.code, str(error) or "the request was refused")
+        if isinstance(error, AlreadyDecided):  # ids and a time only, meant for the caller
+            body["error"]["decided"] = error.detail
+        return body
     if isinstance(error, UpstreamError):
         return error_body(error.code, UNAVAILABLE_MESSAGE)
     return error_body(error.code, INTERNAL_MESSAGE)

@@ -7,11 +7,18 @@
     GET  /sessions/<id>/events      SSE: replay after Last-Event-ID (or ?after=), then follow
                                     (``?until=done`` ends the stream after the next ``done``)
     GET  /brief                     today's daily brief, or null
-    GET  /approvals[?kind=]         pending approval items as cards (``pending_cards``:
-                                    a deployment kit's link is signed afresh)
-    POST /approvals                 {"item_id", "action", "reason"?, "proposal"?} → the
-                                    approval flow, as the page's signed-in person (channel
-                                    ``ui``, or ``chat-confirmed`` confirming a proposal card)
+    GET  /approvals[?kind=&campaign=&limit=]
+                                    pending approval items as detailed cards, newest first
+                                    (``pending_cards``; at most 500; a deployment kit's link
+                                    is signed afresh), with counts per kind and campaign
+    POST /approvals                 {"item_id", "action", "reason"?, "edited"?, "proposal"?}
+                                    → the approval flow, as the page's signed-in person
+                                    (channel ``ui``, or ``chat-confirmed`` confirming a
+                                    proposal card); an item someone else already decided is
+                                    a 409 whose ``error.decided`` says who, how and when
+    GET  /approvals/events          SSE: ``ready``, then ``changed`` as items are added or
+                                    decided anywhere (their id, status, who and when, and
+                                    the new counts), or ``reload`` when the stream fell behind
     GET  /audit[?item_id=&limit=]   the org's audit log, newest first
     GET  /imports                   the org's five newest import jobs (counts and status)
 
@@ -39,7 +46,7 @@ from colony.chat.hub import hub_for
 from colony.contracts.chat import DecisionRequest, TurnRequest
 from colony.errors import NotFound, ValidationFailed, error_summary
 from colony.flows.approval import Actor, audit_trail, decide
-from colony.flows.approval_queue import pending_cards
+from colony.flows.approval_queue import pending_cards, queue_changes
 from colony.flows.chat import (
     check_message,
     create_session,
@@ -59,6 +66,7 @@ log = logging.getLogger("colony.chat")
 
 HEARTBEAT_SECONDS = 15.0
 APPROVALS_SHOWN = 50
+APPROVALS_MAX = 500
 PAGE = Path(__file__).with_name("overview.html")
 _SESSION = re.compile(r"^/sessions/([A-Za-z0-9_.:-]{1,200})(/events)?$")
 _STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -83,6 +91,9 @@ def handle(deps: FlowDeps, request: JsonRequest) -> Any:
     if path == "/approvals":
         _allow(method, "GET", "POST")
         return _approvals(deps, who.org_id, who.user_id, request)
+    if path == "/approvals/events":
+        _allow(method, "GET")
+        return _approval_events(deps, who.org_id)
     if path == "/audit":
         _allow(method, "GET")
         return _audit(deps, who.org_id, request)
@@ -197,17 +208,61 @@ def _follow(deps: FlowDeps, org_id: str, session_id: str, request: JsonRequest) 
 def _approvals(deps: FlowDeps, org_id: str, user_id: str, request: JsonRequest) -> Any:
     if request.method == "GET":
         kind = request.args.get("kind") or None
-        if kind is not None and len(kind) > 40:
-            raise ValidationFailed("kind must be at most 40 characters")
-        return pending_cards(deps, org_id, kind=kind, limit=APPROVALS_SHOWN)
+        campaign = request.args.get("campaign") or None
+        for name, value, most in (("kind", kind, 40), ("campaign", campaign, 200)):
+            if value is not None and len(value) > most:
+                raise ValidationFailed(f"{name} must be at most {most} characters")
+        raw = request.args.get("limit") or str(APPROVALS_SHOWN)
+        if not raw.isdigit() or not 1 <= int(raw) <= APPROVALS_MAX:
+            raise ValidationFailed(f"limit must be an integer in 1..{APPROVALS_MAX}")
+        return pending_cards(
+            deps, org_id, kind=kind, campaign_id=campaign, limit=int(raw), detail=True
+        )
     body = request.parse(DecisionRequest)
     actor = Actor(user_id, "ui")
     if body.proposal is not None:
         p = body.proposal
-        if not proposed(deps, org_id, p.session_id, p.call_id, body.item_id, body.action):
+        if body.edited is not None or not proposed(
+            deps, org_id, p.session_id, p.call_id, body.item_id, body.action
+        ):
             raise ValidationFailed("the proposal does not exist or proposed another decision")
         actor = Actor(user_id, "chat-confirmed")
-    return decide(deps, org_id, body.item_id, body.action, actor=actor, reason=body.reason)
+    return decide(
+        deps,
+        org_id,
+        body.item_id,
+        body.action,
+        actor=actor,
+        edited=body.edited,
+        reason=body.reason,
+    )
+
+
+def _approval_events(deps: FlowDeps, org_id: str) -> flask.Response:
+    """The queue's live changes: the hub wakes the stream when an item of the org is added or
+    decided anywhere; the stream reads those items' state under the org's scope."""
+    hub = hub_for(deps.db.connect)
+    start = hub.approvals_seq(org_id)
+
+    def stream() -> Iterator[str]:
+        yield "retry: 2000\n\n"
+        yield _sse("ready", queue_changes(deps, org_id, []))
+        last = start
+        while True:
+            if not hub.wait_items(org_id, last, HEARTBEAT_SECONDS):
+                yield ev.sse_comment("keep-alive")
+                continue
+            ids, last, complete = hub.items_after(org_id, last)
+            if not complete:
+                yield _sse("reload", {})
+                continue
+            yield _sse("changed", queue_changes(deps, org_id, ids))
+
+    return flask.Response(stream(), mimetype="text/event-stream", headers=_STREAM_HEADERS)
+
+
+def _sse(event: str, data: Any) -> str:
+    return f"event: {event}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n"
 
 
 def _audit(deps: FlowDeps, org_id: str, request: JsonRequest) -> Any:

@@ -9,6 +9,13 @@ blocks in ``select()`` on the connection's socket, and a follower blocks on the 
 
 Notifications carry ``<session id>:<seq>`` only, never content: every listener is one of our
 own processes, and what a stream sends is read under the caller's org scope.
+
+The same connection ``LISTEN``s on ``colony_approvals`` (``<org id>:<item id>``, sent when an
+approval item is added or decided, by whichever function did it). The hub numbers those
+announcements itself and keeps the newest ``RECENT_ITEMS`` per org, so the /overview
+queue's stream (``GET /approvals/events``) can ask which items changed since the last number
+it sent, and read their state under its org's scope; a stream that fell further behind than
+that is told to reload the queue.
 """
 
 from __future__ import annotations
@@ -17,15 +24,17 @@ import contextlib
 import logging
 import select
 import threading
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
 from colony.errors import DatabaseError
-from colony.store import chat_events
+from colony.store import approvals, chat_events
 
 log = logging.getLogger("colony.chat")
 
 Connect = Callable[[], Any]
+RECENT_ITEMS = 2000  # announced approval items kept per org (a bulk decision of 500 fits)
 
 
 class Hub:
@@ -39,6 +48,9 @@ class Hub:
         self._ready = threading.Event()
         self._error: BaseException | None = None
         self._stopped = False
+        self._item_seq = 0
+        self._items: dict[str, deque[tuple[int, str]]] = {}
+        self._floor: dict[str, int] = {}  # per org: the newest number dropped from its ring
 
     def start(self, timeout: float = 10.0) -> Hub:
         """Start listening (once); returns when ``LISTEN`` is in force."""
@@ -67,6 +79,35 @@ class Hub:
                 and not self._stopped
             )
 
+    def announce_item(self, org_id: str, item_id: str) -> None:
+        """Record that approval item ``item_id`` of ``org_id`` changed; wake its streams."""
+        with self._cond:
+            self._item_seq += 1
+            ring = self._items.setdefault(org_id, deque())
+            ring.append((self._item_seq, item_id))
+            if len(ring) > RECENT_ITEMS:
+                self._floor[org_id] = ring.popleft()[0]
+            self._latest[_approvals_key(org_id)] = self._item_seq
+            self._cond.notify_all()
+
+    def approvals_seq(self, org_id: str) -> int:
+        """The number of the org's newest announced item change (0: none yet)."""
+        with self._cond:
+            return self._latest.get(_approvals_key(org_id), 0)
+
+    def items_after(self, org_id: str, seq: int) -> tuple[list[str], int, bool]:
+        """The org's item ids announced after ``seq`` (each once), the newest number, and
+        whether the list is complete (False: some were dropped; reload the queue)."""
+        with self._cond:
+            ring = self._items.get(org_id, deque())
+            ids = list(dict.fromkeys(item for n, item in ring if n > seq))
+            latest = self._latest.get(_approvals_key(org_id), 0)
+            return ids, latest, seq >= self._floor.get(org_id, 0)
+
+    def wait_items(self, org_id: str, seq: int, timeout: float) -> bool:
+        """Block until an item change past ``seq`` is announced for the org (or ``timeout``)."""
+        return self.wait_past(_approvals_key(org_id), seq, timeout)
+
     def stop(self) -> None:
         with self._cond:
             self._stopped = True
@@ -91,6 +132,7 @@ class Hub:
         try:
             conn.autocommit = True
             chat_events.listen(conn)
+            approvals.listen(conn)
             self._ready.set()
             sock = conn._usock  # pg8000 keeps the raw socket here; select() needs it
             while not self._stopped:
@@ -99,13 +141,23 @@ class Hub:
                 # which on a timeout doubles as a liveness check of the connection.
                 chat_events.ping(conn)
                 while conn.notifications:
-                    _, _, payload = conn.notifications.popleft()
+                    _, channel, payload = conn.notifications.popleft()
+                    if channel == approvals.CHANNEL:
+                        org_id, _, item_id = payload.rpartition(":")
+                        if org_id and item_id:
+                            self.announce_item(org_id, item_id)
+                        continue
                     session_id, _, seq = payload.rpartition(":")
                     if session_id and seq.isdigit():
                         self.announce(session_id, int(seq))
         finally:
             with contextlib.suppress(Exception):  # closing a broken connection may fail too
                 conn.close()
+
+
+def _approvals_key(org_id: str) -> str:
+    # not a session id: those never contain a space
+    return f"approvals {org_id}"
 
 
 _hub: Hub | None = None

@@ -7,7 +7,7 @@ gets a clear ``invalid_tool_arguments`` error, never a half-run tool.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -38,12 +38,14 @@ class Proposal(Strict):
 
 
 class DecisionRequest(Strict):
-    """POST /approvals: approve or reject an item from its card (``proposal``: the card
-    confirms a decision the chat proposed)."""
+    """POST /approvals: approve, reject or edit an item from its card (``edited``: the fields
+    an edit replaces, which its kind must allow; ``proposal``: the card confirms a decision
+    the chat proposed, never an edit)."""
 
     item_id: str = Field(min_length=1, max_length=200)
-    action: Literal["approve", "reject"]
+    action: Literal["approve", "reject", "edit"]
     reason: str | None = Field(default=None, max_length=500)
+    edited: dict[str, Any] | None = Field(default=None, max_length=8)
     proposal: Proposal | None = None
 
 

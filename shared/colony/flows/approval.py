@@ -13,7 +13,7 @@ transaction. Every refused attempt by a known person is recorded too, in its own
 
 Applying is idempotent: the outbox row is unique per approval item, and deciding an
 already-decided item the same way again returns its state unchanged; deciding it differently
-is a conflict.
+is a conflict (``AlreadyDecided``: its answer says who decided, how and when).
 """
 
 from __future__ import annotations
@@ -25,7 +25,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from colony.errors import CallerError, Conflict, Forbidden, NotFound, ValidationFailed
+from colony.errors import (
+    AlreadyDecided,
+    CallerError,
+    Conflict,
+    Forbidden,
+    NotFound,
+    ValidationFailed,
+)
 from colony.flows import sequences
 from colony.flows.approval_kinds import edit, item_kind
 from colony.flows.deps import FlowDeps
@@ -139,7 +146,8 @@ def _decide(
         if item["status"] in ("applied", "rejected"):
             if item["status"] == FINAL[action] and action != "edit":
                 return {"id": item_id, "status": item["status"], "changed": False}
-            raise Conflict(f"approval item {item_id!r} was already {item['status']}")
+            status = str(item["status"])
+            raise AlreadyDecided(item_id, status, item["decided_by"], item["decided_at"])
         payload = dict(item["payload"])
         diff: dict[str, Any] = {}
         if action == "edit":

@@ -4,6 +4,13 @@ place that shows the queue to a person (the chat function's ``GET /approvals`` a
 
     card = {"id", "kind", "source_agent", "summary"}
          + {"link": {"url", "expires_at", "expires_in_seconds"}}   deployment kits
+         + {"untrusted_instructions": [...]}                       when the detector found any
+         + {"created_at", "campaign": {"id", "name"}|None, "detail"}  with ``detail=True``
+
+``detail=True`` (the /overview page) adds what a person decides from: the draft, the
+prospect, the checks, the diff (``colony.flows.approval_cards``), and the pending counts per
+kind and campaign for the page's filters. AGT-001's tool keeps the short cards: the model
+reads summaries, not fifty drafts.
 
 A deployment kit's link is signed when its card is made, from the object name its
 ``deployment_kits`` row keeps (or the item's ``gs://`` URI): the URL stored in the item when
@@ -23,6 +30,8 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from colony.errors import UpstreamError, error_summary
+from colony.flows import approval_cards
+from colony.flows.approval_cards import MESSAGE_KINDS
 from colony.store import approvals
 
 if TYPE_CHECKING:
@@ -46,14 +55,63 @@ def summary(item: Mapping[str, Any]) -> str:
 
 
 def pending_cards(
-    deps: FlowDeps, org_id: str, *, kind: str | None = None, limit: int = 50
+    deps: FlowDeps,
+    org_id: str,
+    *,
+    kind: str | None = None,
+    limit: int = 50,
+    campaign_id: str | None = None,
+    detail: bool = False,
 ) -> dict[str, Any]:
-    """The newest ``limit`` pending items (of ``kind``, if given) as cards, and how many
-    items are pending in all."""
+    """The newest ``limit`` pending items (of ``kind`` and ``campaign_id``, if given) as
+    cards, and how many items are pending in all (``detail``: see the module docstring)."""
+    if not detail:
+        with deps.db.transaction(org_id) as cur:
+            rows = approvals.pending(cur, kind=kind, limit=limit)
+            total = approvals.pending_count(cur)
+        return {"pending_total": total, "items": [card(deps, row) for row in rows]}
     with deps.db.transaction(org_id) as cur:
-        rows = approvals.pending(cur, kind=kind, limit=limit)
+        rows = approvals.pending_detailed(cur, kind=kind, campaign_id=campaign_id, limit=limit)
         total = approvals.pending_count(cur)
-    return {"pending_total": total, "items": [card(deps, row) for row in rows]}
+        facets = approvals.pending_facets(cur)
+    names = _competitors(deps, org_id) if any(r["kind"] in MESSAGE_KINDS for r in rows) else []
+    items = []
+    for row in rows:
+        shown = card(deps, row)
+        shown["created_at"] = row["created_at"].isoformat()
+        cid = row.get("campaign_id")
+        shown["campaign"] = {"id": cid, "name": row.get("campaign_name")} if cid else None
+        shown["detail"] = approval_cards.detail(row, names)
+        items.append(shown)
+    return {"pending_total": total, **facets, "items": items}
+
+
+def queue_changes(deps: FlowDeps, org_id: str, item_ids: list[str]) -> dict[str, Any]:
+    """What became of ``item_ids`` (announced as added or decided) and the queue's counts now:
+    ``{"pending_total", "kinds", "campaigns", "added": [id], "decided": [{id, status,
+    decided_by, decided_at}]}``; ids not in this org are left out (RLS)."""
+    with deps.db.transaction(org_id) as cur:
+        rows = approvals.decided(cur, item_ids) if item_ids else []
+        total = approvals.pending_count(cur)
+        facets = approvals.pending_facets(cur)
+    added = [str(r["id"]) for r in rows if r["status"] == "pending"]
+    decided = [
+        {
+            "id": str(r["id"]),
+            "status": r["status"],
+            "decided_by": r["decided_by"],
+            "decided_at": r["decided_at"].isoformat() if r["decided_at"] else None,
+        }
+        for r in rows
+        if r["status"] != "pending"
+    ]
+    return {"pending_total": total, **facets, "added": added, "decided": decided}
+
+
+def _competitors(deps: FlowDeps, org_id: str) -> list[str]:
+    from colony.flows import org_admin  # lazy: only a listing with drafts checks them
+
+    return org_admin.competitors(deps, org_id, org_admin.DEFAULT_COMPETITORS)
 
 
 def card(deps: FlowDeps, row: Mapping[str, Any]) -> dict[str, Any]:

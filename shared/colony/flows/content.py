@@ -38,7 +38,7 @@ AGENT = "AGT-008"
 HANDLER = "content"
 GROUNDING = ("KC-01", "KC-05", "KC-07")
 PER_DOMAIN = 2
-DEFAULT_COMPETITORS = ("CareSpace Analytics", "FacilityIQ", "LeaseLogic Health")
+DEFAULT_COMPETITORS = org_admin.DEFAULT_COMPETITORS
 
 
 def request_content(deps: FlowDeps, org_id: str, topic: str, piece_format: str) -> str:

@@ -27,7 +27,7 @@ from colony.store import approvals
 from colony.store import sequences as enrollments
 from colony.store.db import Row
 
-DEFAULT_COMPETITORS = ("CareSpace Analytics", "FacilityIQ", "LeaseLogic Health")
+DEFAULT_COMPETITORS = org_admin.DEFAULT_COMPETITORS
 SEQUENCE_HANDLER = "message-generator.sequence"
 
 
@@ -160,7 +160,13 @@ def _draft(
         to = str(contact.get("email") or "")
         own = [str(contact.get("company_domain") or "")]
         found = flags.of_draft(result, output, allowed=[to], own_domains=own)
-        return flags.flagged(output, found)
+        # What the approval card shows as the exemplars the draft was written from: the ones
+        # the assembler kept in the prompt, by domain and title (the text stays in KC).
+        used = [
+            {"domain": e.domain, "title": e.title, "text": e.content[:200]}
+            for e in result.assembled.bundle.knowledge_core_exemplars
+        ]
+        return {**flags.flagged(output, found), "exemplars": used}
 
     def apply(cur: Any, output: Mapping[str, Any]) -> None:
         payload = {

@@ -110,6 +110,10 @@ def replace_settings(deps: FlowDeps, org_id: str, update: OrgSettingsReplace) ->
     return update.model_dump(mode="json")
 
 
+# The demo org's competitors: what CONST-006 keeps out when an org has named none itself.
+DEFAULT_COMPETITORS = ("CareSpace Analytics", "FacilityIQ", "LeaseLogic Health")
+
+
 def competitors(deps: FlowDeps, org_id: str, fallback: Sequence[str]) -> list[str]:
     """The names CONST-006 keeps out of outbound text: the org's own list (its settings) and
     those tagged on its KC-06 documents; ``fallback`` only when neither names any."""

@@ -3,6 +3,11 @@
 Every function takes the cursor of a transaction opened under the item's org
 (``Database.transaction(org_id)``), so RLS scopes each statement; a flow that adds an item
 inside a durable step's ``apply`` passes that step's cursor, and the item commits with it.
+
+Adding or deciding an item notifies ``colony_approvals`` with ``<org id>:<item id>`` (ids
+only, never content; delivered when the transaction commits), which the chat function's hub
+turns into the /overview queue's live updates (``colony.chat.hub``). ``listen`` takes the
+hub's own dedicated connection.
 """
 
 from __future__ import annotations
@@ -13,17 +18,28 @@ from typing import Any
 
 from colony.store.db import Row, fetch_all, fetch_one, fetch_value
 
+CHANNEL = "colony_approvals"
+LISTEN = f"LISTEN {CHANNEL}"
 ADD = """
-INSERT INTO approval_items (org_id, kind, source_agent, run_id, subject_id, payload)
-VALUES (%s, %s, %s, %s, %s, %s::jsonb) RETURNING id
+WITH ins AS (
+    INSERT INTO approval_items (org_id, kind, source_agent, run_id, subject_id, payload)
+    VALUES (%s, %s, %s, %s, %s, %s::jsonb) RETURNING id, org_id
+)
+SELECT id, pg_notify(%s, org_id || ':' || id) FROM ins
 """
 FOR_UPDATE = """
-SELECT id, kind, status, payload, edited_payload, run_id, subject_id
+SELECT id, kind, status, payload, edited_payload, run_id, subject_id, decided_by, decided_at
 FROM approval_items WHERE id = %s FOR UPDATE
 """
 DECIDE = """
-UPDATE approval_items SET status = %s, edited_payload = COALESCE(%s::jsonb, edited_payload),
-    decided_by = %s, decided_at = now() WHERE id = %s
+WITH upd AS (
+    UPDATE approval_items SET status = %s, edited_payload = COALESCE(%s::jsonb, edited_payload),
+        decided_by = %s, decided_at = now() WHERE id = %s RETURNING id, org_id
+)
+SELECT pg_notify(%s, org_id || ':' || id) FROM upd
+"""
+DECIDED = """
+SELECT id, status, decided_by, decided_at FROM approval_items WHERE id = ANY(%s::text[])
 """
 BY_RUN = "SELECT id, status, payload FROM approval_items WHERE run_id = %s AND kind = %s"
 STATUSES = "SELECT id, status FROM approval_items WHERE id = ANY(%s::text[])"
@@ -35,7 +51,35 @@ FROM approval_items a LEFT JOIN deployment_kits k ON k.approval_item_id = a.id
 WHERE a.status = 'pending' AND (%s::text IS NULL OR a.kind = %s)
 ORDER BY a.created_at DESC, a.id LIMIT %s
 """
+# The same, with what a person needs beside the payload to decide: the prospect, the
+# campaign, the deal as it stands now (a deal update's diff is against it).
+PENDING_DETAILED = """
+SELECT a.id, a.kind, a.source_agent, a.subject_id, a.payload, a.created_at,
+       k.object_name AS kit_object,
+       c.name AS contact_name, c.title AS contact_title, c.company AS contact_company,
+       c.signals AS contact_signals,
+       g.id AS campaign_id, g.name AS campaign_name,
+       d.name AS deal_name, d.stage AS deal_stage, d.value AS deal_value,
+       d.next_action AS deal_next_action, d.close_date AS deal_close_date
+FROM approval_items a
+LEFT JOIN deployment_kits k ON k.approval_item_id = a.id
+LEFT JOIN contacts c ON c.id = a.payload->>'contact_id'
+LEFT JOIN campaigns g ON g.id = a.payload->>'campaign_id'
+LEFT JOIN deals d ON a.kind = 'deal_update' AND d.id = a.payload->>'deal_id'
+WHERE a.status = 'pending' AND (%s::text IS NULL OR a.kind = %s)
+  AND (%s::text IS NULL OR a.payload->>'campaign_id' = %s)
+ORDER BY a.created_at DESC, a.id LIMIT %s
+"""
 PENDING_COUNT = "SELECT count(*) FROM approval_items WHERE status = 'pending'"
+PENDING_BY_KIND = """
+SELECT kind, count(*) AS n FROM approval_items WHERE status = 'pending' GROUP BY kind
+ORDER BY kind
+"""
+PENDING_BY_CAMPAIGN = """
+SELECT g.id, g.name, count(*) AS n
+FROM approval_items a JOIN campaigns g ON g.id = a.payload->>'campaign_id'
+WHERE a.status = 'pending' GROUP BY g.id, g.name ORDER BY g.name, g.id
+"""
 
 
 def _json(value: Mapping[str, Any]) -> str:
@@ -53,9 +97,8 @@ def add(
     run_id: str | None = None,
 ) -> str:
     """Queue one item for a person's decision; returns its id."""
-    return str(
-        fetch_value(cur, ADD, (org_id, kind, source_agent, run_id, subject_id, _json(payload)))
-    )
+    params = (org_id, kind, source_agent, run_id, subject_id, _json(payload), CHANNEL)
+    return str(fetch_value(cur, ADD, params))
 
 
 def lock(cur: Any, item_id: str) -> Row | None:
@@ -67,9 +110,8 @@ def decide(
     cur: Any, item_id: str, status: str, decided_by: str, edited: Mapping[str, Any] | None
 ) -> None:
     """Record the decision (and the edited payload, when there is one)."""
-    cur.execute(
-        DECIDE, (status, _json(edited) if edited is not None else None, decided_by, item_id)
-    )
+    edited_json = _json(edited) if edited is not None else None
+    cur.execute(DECIDE, (status, edited_json, decided_by, item_id, CHANNEL))
 
 
 def by_run(cur: Any, run_id: str, kind: str) -> Row | None:
@@ -88,8 +130,35 @@ def pending(cur: Any, *, kind: str | None = None, limit: int = 50) -> list[Row]:
     return fetch_all(cur, PENDING, (kind, kind, limit))
 
 
+def pending_detailed(
+    cur: Any, *, kind: str | None = None, campaign_id: str | None = None, limit: int = 50
+) -> list[Row]:
+    """``pending``, with each item's contact, campaign and (deal updates) current deal."""
+    return fetch_all(cur, PENDING_DETAILED, (kind, kind, campaign_id, campaign_id, limit))
+
+
 def pending_count(cur: Any) -> int:
     return int(fetch_value(cur, PENDING_COUNT))
+
+
+def pending_facets(cur: Any) -> dict[str, Any]:
+    """How many items are pending per kind, and per campaign (``{id, name, pending}``)."""
+    kinds = {str(r["kind"]): int(r["n"]) for r in fetch_all(cur, PENDING_BY_KIND)}
+    campaigns = [
+        {"id": r["id"], "name": r["name"], "pending": int(r["n"])}
+        for r in fetch_all(cur, PENDING_BY_CAMPAIGN)
+    ]
+    return {"kinds": kinds, "campaigns": campaigns}
+
+
+def decided(cur: Any, item_ids: Sequence[str]) -> list[Row]:
+    """``id, status, decided_by, decided_at`` of the ids that exist in this org."""
+    return fetch_all(cur, DECIDED, (list(item_ids),))
+
+
+def listen(conn: Any) -> None:
+    """``LISTEN`` on the approvals channel (the hub's dedicated autocommit connection)."""
+    conn.execute_simple(LISTEN)
 
 
 def kind_of(cur: Any, item_id: str) -> str | None:
