@@ -4,9 +4,10 @@ production.
 
 Body: ``{"task": {"kind": "erasure", "job_id": ...}}``,
 ``{"task": {"kind": "retention", "org_id": ...}}`` or
-``{"task": {"kind": "drive.renew", "org_id": ...}}``, or
+``{"task": {"kind": "drive.renew", "org_id": ...}}``,
 ``{"task": {"kind": "import", "org_id": ..., "job_id": ...}}`` (an import job, resumed from
-its checkpoint on every attempt). A failed erasure attempt raises, so
+its checkpoint on every attempt), or ``{"task": {"kind": "kc.tier", "org_id": ...}}`` (the
+org's Knowledge Core moved to its own partition; idempotent). A failed erasure attempt raises, so
 Cloud Tasks retries it, and the retry resumes after the last finished phase.
 """
 
@@ -31,8 +32,14 @@ _drive: HttpDrive | None = None
 def handle(request: JsonRequest) -> dict[str, Any]:
     # lazy: the flows, their task model, OIDC (PyJWT) and Drive load on the first request
     from colony.adapters.drive import drive_from_settings
-    from colony.contracts.lifecycle import DriveRenewal, ErasureTask, ImportTask, LifecycleBody
-    from colony.flows import drive_channels, erasure, imports, retention
+    from colony.contracts.lifecycle import (
+        DriveRenewal,
+        ErasureTask,
+        ImportTask,
+        KcTierTask,
+        LifecycleBody,
+    )
+    from colony.flows import drive_channels, erasure, imports, kc_tiering, retention
     from colony.runtime.auth import verify_google_oidc
     from colony.runtime.notion_clients import secret_store
 
@@ -51,4 +58,6 @@ def handle(request: JsonRequest) -> dict[str, Any]:
         return drive_channels.renew(d, _drive, task.org_id)
     if isinstance(task, ImportTask):
         return imports.run_job(d, task.org_id, task.job_id)
-    return retention.enforce(d, task.org_id)
+    if isinstance(task, KcTierTask):
+        return kc_tiering.run(d, task.org_id)
+    return {**retention.enforce(d, task.org_id), "kc_tier": kc_tiering.check(d, task.org_id)}

@@ -3,6 +3,8 @@
 - ``ErasureTask``: the Cloud Tasks body that runs (or resumes) one erasure job;
 - ``RetentionRun``: the Cloud Scheduler body that enforces one org's retention today;
 - ``ImportTask``: the Cloud Tasks body that runs (or resumes) one import job;
+- ``KcTierTask``: the Cloud Tasks body that moves one org's Knowledge Core to its own
+  partition (``colony.knowledge.tiering``);
 - ``RetentionUpdate``: an admin's new retention periods, in days per data class.
 """
 
@@ -40,8 +42,14 @@ class ImportTask(Strict):
     job_id: str = Field(min_length=1, max_length=200)
 
 
+class KcTierTask(Strict):
+    kind: Literal["kc.tier"] = "kc.tier"
+    org_id: str = Field(min_length=1, max_length=200)
+
+
 LifecycleTask = Annotated[
-    ErasureTask | RetentionRun | DriveRenewal | ImportTask, Field(discriminator="kind")
+    ErasureTask | RetentionRun | DriveRenewal | ImportTask | KcTierTask,
+    Field(discriminator="kind"),
 ]
 
 

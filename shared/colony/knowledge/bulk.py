@@ -70,9 +70,11 @@ def copy_chunks(cur: pg8000.dbapi.Cursor, rows: Iterable[BulkChunk]) -> int:
     return max(cur.rowcount, 0)
 
 
+# The graphs live in the orgs' own partitions (colony.knowledge.tiering).
 _HNSW_INDEXES = (
     "SELECT indexname, indexdef FROM pg_indexes"
-    " WHERE tablename = 'kc_chunks' AND indexdef LIKE '%USING hnsw%' ORDER BY indexname"
+    " WHERE tablename LIKE 'kc\\_chunks\\_o\\_%' AND indexdef LIKE '%USING hnsw%'"
+    " ORDER BY indexname"
 )
 
 

@@ -99,6 +99,7 @@ ERASURE_QUEUE = "colony-erasure"
 SEND_QUEUE = "colony-send"
 SEQUENCE_QUEUE = "colony-sequence"
 IMPORT_QUEUE = "colony-import"
+KC_TIER_QUEUE = "colony-kc-tiering"
 
 # The one service account whose Google OIDC tokens Pub/Sub push, Cloud Tasks and Cloud
 # Scheduler present to the functions not marked ``public`` (terraform creates it from this id;
@@ -171,6 +172,16 @@ QUEUES: dict[str, Queue] = {
             purpose="prospect and deal import jobs (named by job id)",
             max_attempts=20,
             max_dispatches_per_second=1.0,
+        ),
+        # An org that outgrew the shared Knowledge Core partition moves to its own (issue 16;
+        # named by org: created once). A cutover that cannot get its locks in time fails and
+        # is retried; one at a time (the target runs one request at a time).
+        Queue(
+            KC_TIER_QUEUE,
+            target="data-lifecycle",
+            purpose="move an org's Knowledge Core to its own partition and HNSW graphs",
+            max_attempts=20,
+            max_dispatches_per_second=0.2,
         ),
     )
 }
@@ -345,7 +356,9 @@ FUNCTIONS: dict[str, Function] = {
             # each workspace's token is read from its own Secret Manager secret
             # (colony-notion-*, granted in terraform/secrets.tf), not from a setting
             secrets=EMBEDDING_SECRETS,
-            enqueues=(NOTION_REEMBED_QUEUE,),  # a step queues the next (or itself, after a 429)
+            # a step queues the next (or itself, after a 429); a page that carries its org
+            # past the Knowledge Core threshold queues the org's move (issue 16)
+            enqueues=(NOTION_REEMBED_QUEUE, KC_TIER_QUEUE),
             timeout_seconds=300,
             max_instances=1,
         ),
@@ -397,9 +410,12 @@ FUNCTIONS: dict[str, Function] = {
             topic=None,
             agent=None,
             purpose=(
-                "Cloud Tasks target: erasure and import jobs; Cloud Scheduler targets: daily"
-                " retention, Drive channel renewal"
+                "Cloud Tasks target: erasure and import jobs, Knowledge Core tiering; Cloud"
+                " Scheduler targets: daily retention, Drive channel renewal"
             ),
+            # the daily run queues the org's Knowledge Core move if it outgrew the shared
+            # partition by any path (approvals, imports), not only by Notion pages
+            enqueues=(KC_TIER_QUEUE,),
             # the Langfuse keys delete an erased org's traces; no model is called; the Drive
             # channel token signs a renewed channel's token
             secrets=(*MODEL_FREE_SECRETS, *TRACING_SECRETS, "COLONY_DRIVE_CHANNEL_TOKEN"),
