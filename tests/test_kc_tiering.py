@@ -42,7 +42,12 @@ class Kc:
     rows: dict[str, int] = field(default_factory=dict)
 
     def owner_value(self, sql: str, params: tuple[Any, ...] = ()) -> Any:
-        return self.testdb.as_owner(lambda conn: fetch_value(conn.cursor(), sql, params))
+        def run(conn: Any) -> Any:
+            value = fetch_value(conn.cursor(), sql, params)
+            conn.commit()
+            return value
+
+        return self.testdb.as_owner(run)
 
     def shared_rows(self, org: str) -> int:
         return int(
@@ -103,6 +108,19 @@ def test_a_promoted_org_is_answered_by_its_own_graphs_and_the_other_stays_shared
     assert "kc_chunks_shared" in text and partition_name(ALPHA) not in text
     for q in kc.queries:
         assert _full(kc, ALPHA, q) and _full(kc, BETA, q)
+
+
+def test_an_erased_org_is_never_given_a_partition(kc: Kc) -> None:
+    """A tiering task retried after the org's erasure finds nothing to move."""
+    assert not tiering.promote(kc.db, "org_gone").moved
+    assert kc.owner_value("SELECT to_regclass(%s)", (partition_name("org_gone"),)) is None
+    # nor while the org's erasure is open (it may have dropped the partition already)
+    kc.owner_value(
+        "INSERT INTO erasure_jobs (target_org, requested_by) VALUES (%s, 'admin') RETURNING id",
+        (ALPHA,),
+    )
+    assert not tiering.promote(kc.db, ALPHA).moved
+    assert kc.owner_value("SELECT to_regclass(%s)", (partition_name(ALPHA),)) is None
 
 
 def test_row_level_security_holds_across_partitions(kc: Kc) -> None:

@@ -70,7 +70,10 @@ DECLARE
     part text := colony_kc_scope(org);
     copied bigint;
 BEGIN
-    IF colony_kc_attached(part) THEN
+    -- moved already, or erased or being erased (a task must not leave a partition behind)
+    IF colony_kc_attached(part) OR NOT EXISTS (SELECT 1 FROM organizations WHERE id = org)
+       OR EXISTS (SELECT 1 FROM erasure_jobs WHERE target_org = org AND contact_id IS NULL
+                  AND status = 'pending') THEN
         RETURN -1;
     END IF;
     EXECUTE format('DROP TABLE IF EXISTS %I', part);
