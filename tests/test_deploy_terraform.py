@@ -21,6 +21,7 @@ from colony.registry.functions import (
     DEAD_LETTER_TOPIC,
     FUNCTIONS,
     INVOKER_ACCOUNT,
+    KC_TIER_QUEUE,
     LIFECYCLE_QUEUE,
     QUEUES,
     TOPICS,
@@ -364,9 +365,10 @@ def test_one_scheduler_job_per_registered_schedule_calls_data_lifecycle_with_oid
     assert "org_id" not in target["body"]
     generated = registry()
     assert set(generated["schedules"]) == set(SCHEDULES)
-    # data-lifecycle may add tasks to every queue a schedule fans out to, and to no other
+    # data-lifecycle may add tasks to every queue a schedule fans out to (and its own
+    # Knowledge Core moves), and to no other
     fanned = {s.queue for s in SCHEDULES.values()} | {LIFECYCLE_QUEUE}
-    assert set(generated["functions"]["data-lifecycle"]["enqueues"]) == fanned
+    assert set(generated["functions"]["data-lifecycle"]["enqueues"]) == fanned | {KC_TIER_QUEUE}
     for queue in fanned:  # and each queue's target is a function that takes the task
         assert FUNCTIONS[QUEUES[queue].target].trigger == "http"
 

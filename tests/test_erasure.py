@@ -20,7 +20,8 @@ import pytest
 from colony.adapters.langfuse_traces import LangfuseTraces
 from colony.errors import DatabaseError, NotFound
 from colony.flows import erasure
-from colony.knowledge.indexes import existing_org_indexes, provision_org_indexes
+from colony.knowledge.indexes import existing_org_indexes, index_name, partition_name
+from colony.knowledge.tiering import promote
 from colony.ports import BlobStore, org_tag
 from colony.runtime.compose import lifecycle
 from colony.runtime.faults import Faults, InjectedFault
@@ -65,6 +66,13 @@ class World:
         return self.db.as_owner(lambda conn: dump(conn, org))
 
 
+def _own_partition(conn: Any, org: str) -> int:
+    """Relations of the org's own Knowledge Core partition left (itself and its indexes)."""
+    names = existing_org_indexes(conn.cursor(), org)
+    assert all(n.startswith(partition_name(org)) for n in names)
+    return len(names)
+
+
 @pytest.fixture
 def world(make_db: Callable[..., PgDB], gcs: Gcs, no_ambient_config: None) -> Iterator[World]:
     db = make_db(dim=DIM)
@@ -72,9 +80,9 @@ def world(make_db: Callable[..., PgDB], gcs: Gcs, no_ambient_config: None) -> It
     conn = db.owner_connection()
     alpha = seed_org(conn, blobs, ALPHA, DIM)
     beta = seed_org(conn, blobs, BETA, DIM)
-    provision_org_indexes(conn, ALPHA)
-    provision_org_indexes(conn, BETA)
     conn.close()
+    for org in (ALPHA, BETA):  # each in a Knowledge Core partition of its own, with its graphs
+        assert promote(db.app(), org).moved
     with LangfuseServer() as langfuse:
         for org in (ALPHA, BETA):
             for n in range(3):
@@ -111,7 +119,9 @@ def test_erasing_an_org_leaves_nothing_and_the_other_org_untouched(world: World)
         assert world.blobs.names(f"{prefix}{ALPHA}/") == []
     conn = world.db.owner_connection()
     assert existing_org_indexes(conn.cursor(), ALPHA) == []
-    assert len(existing_org_indexes(conn.cursor(), BETA)) == 10
+    assert _own_partition(conn, ALPHA) == 0
+    assert _own_partition(conn, BETA) == 14  # the partition, 10 graphs, 3 btrees
+    assert index_name(BETA, "KC-01") in existing_org_indexes(conn.cursor(), BETA)
     conn.close()
     assert world.langfuse.trace_ids() == [f"{BETA}-trace-{n}" for n in range(3)]
     # the other org, byte for byte
@@ -224,7 +234,7 @@ def test_the_owner_only_steps_run_only_inside_the_orgs_own_scope(world: World) -
     with pytest.raises(DatabaseError, match="invalid org id"), app.transaction(BETA) as cur:
         erasure_store.drop_org_indexes(cur, "x'; DROP TABLE contacts; --")
     conn = world.db.owner_connection()
-    assert len(existing_org_indexes(conn.cursor(), ALPHA)) == 10
+    assert _own_partition(conn, ALPHA) == 14
     conn.close()
     assert world.owner_scan([ALPHA])["rejected_deliveries.claimed_org_id"] == 1
 

@@ -9,8 +9,9 @@ import pytest
 from colony.errors import DimensionMismatch, OrgScopeError, UnknownDomain, ValidationFailed
 from colony.knowledge import ChunkIn, KnowledgeStore, chunk_text
 from colony.knowledge.bulk import bulk_load
-from colony.knowledge.indexes import index_name, provision_org_indexes
+from colony.knowledge.indexes import index_name
 from colony.knowledge.store import SEARCH_SETTINGS, retrieve_sql
+from colony.knowledge.tiering import promote
 from colony.store.db import fetch_all, fetch_value
 from colony.testing.fakes import CountingEmbedder
 from colony.testing.vectors import clustered_corpus
@@ -155,10 +156,11 @@ def test_rare_domain_in_a_big_store_returns_exactly_k(
         cur.execute("INSERT INTO organizations (id, name) VALUES (%s, %s)", (org, org))
     owner.commit()
     assert bulk_load(owner, corpus.chunks())[0] == len(corpus.vectors)
-    provisioned = orgs[:4]  # the fifth org has no HNSW indexes: answered by exact scans
-    for org in provisioned:
-        assert len(provision_org_indexes(owner, org)) == 10
     owner.close()
+    # four orgs move to partitions of their own with HNSW graphs; the fifth stays shared,
+    # answered by exact scans
+    for org in orgs[:4]:
+        assert promote(db, org).moved
 
     store = KnowledgeStore(db, CountingEmbedder(dim=dim, model=corpus.model))
     # ~1%, ~2% and ~30% of rows; each org holds a fifth of each domain
@@ -170,7 +172,7 @@ def test_rare_domain_in_a_big_store_returns_exactly_k(
             assert [len(hits[d]) for d in domains] == [k, k, k]
             assert all(h.domain == d for d in domains for h in hits[d])
 
-    # The provisioned org's own graph serves its query (not a scan of the domain)
+    # A promoted org's own graph serves its query (not a scan of the domain)
     with db.transaction(orgs[0], settings=SEARCH_SETTINGS) as cur:
         plan = fetch_all(
             cur,
@@ -212,9 +214,9 @@ def test_a_graph_walk_that_comes_back_short_is_completed_exactly(
         for i, c in enumerate(batch)
     ]
     bulk_load(owner, [chunks])
-    provision_org_indexes(owner, "org_0")
     owner.close()
     db = testdb.app()
+    assert promote(db, "org_0").moved
     store = KnowledgeStore(db, CountingEmbedder(dim=dim, model=corpus.model))
     # a walk without iterative scans sees ~40 candidates, ~2 of them of the current model
     plain = {**SEARCH_SETTINGS, "hnsw.iterative_scan": "off"}

@@ -5,8 +5,9 @@ from collections.abc import Callable
 import pytest
 
 from colony.errors import InternalError
-from colony.knowledge.indexes import provision_org_indexes
-from colony.store import migrate
+from colony.knowledge.indexes import partition_name
+from colony.knowledge.tiering import promote
+from colony.store import ensure_app_role_grants, migrate
 from colony.store.db import fetch_all, fetch_value
 from colony.store.erasure import delete_order, foreign_keys, org_delete_order, scoped_tables
 from colony.store.migrations import ORG_SCOPED_TABLES, migrations
@@ -21,7 +22,8 @@ ENTITY_TABLES = {
     "campaign_runs",
     "run_steps",
     "recordings",  # ENT-006
-    "kc_chunks",  # ENT-007
+    "kc_chunks",  # ENT-007, partitioned by org (issue 16)
+    "kc_chunks_shared",  # its default partition: every org below the tiering threshold
     "chat_sessions",  # ENT-008
     "chat_turns",
     "chat_events",  # every streamed event of a turn, replayed on reconnect
@@ -71,22 +73,24 @@ def test_blank_database_migrates_to_the_full_schema(make_db: Callable[..., PgDB]
         " AND attname = 'embedding'",
     )
     assert typmod == 384
-    # HNSW indexes are per (org, domain), made when an org is provisioned: none yet
-    indexes = fetch_all(
-        cur, "SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'kc_chunks'"
-    )
+    # HNSW graphs live in large orgs' own partitions (issue 16): none yet
+    indexes = fetch_all(cur, "SELECT indexname, indexdef FROM pg_indexes")
     assert not [i for i in indexes if "hnsw" in i["indexdef"]]
     cur.execute("INSERT INTO organizations (id, name) VALUES ('org_x', 'X')")
     conn.commit()
-    assert len(provision_org_indexes(conn, "org_x")) == 10
-    assert provision_org_indexes(conn, "org_x") == []  # idempotent
+    ensure_app_role_grants(conn, APP_ROLE)
+    app = db.app()
+    assert promote(app, "org_x").moved
+    assert not promote(app, "org_x").moved  # idempotent
     hnsw = [
         i["indexdef"]
-        for i in fetch_all(cur, "SELECT indexdef FROM pg_indexes WHERE tablename = 'kc_chunks'")
+        for i in fetch_all(
+            cur, "SELECT indexdef FROM pg_indexes WHERE tablename = %s", (partition_name("org_x"),)
+        )
         if "hnsw" in i["indexdef"]
     ]
     assert len(hnsw) == 10
-    assert all("vector_cosine_ops" in d and "org_id = 'org_x'" in d for d in hnsw)
+    assert all("vector_cosine_ops" in d and "WHERE (domain = 'KC-" in d for d in hnsw)
     # a chat turn may be a summary, and nothing else outside the known roles
     check = fetch_value(
         cur,
@@ -103,23 +107,26 @@ def test_blank_database_migrates_to_the_full_schema(make_db: Callable[..., PgDB]
 def test_every_org_table_has_forced_row_level_security(testdb: PgDB) -> None:
     conn = testdb.owner_connection()
     cur = conn.cursor()
-    with_org = {
-        r["table_name"]
-        for r in fetch_all(
-            cur,
-            "SELECT table_name FROM information_schema.columns"
-            " WHERE table_schema = 'public' AND column_name = 'org_id'",
-        )
-    }
-    # a new org-scoped table that forgets to register for RLS fails here
+    columns = fetch_all(
+        cur,
+        "SELECT c.table_name, p.relispartition FROM information_schema.columns c"
+        " JOIN pg_class p ON p.relname = c.table_name AND p.relnamespace = 'public'::regnamespace"
+        " WHERE c.table_schema = 'public' AND c.column_name = 'org_id'",
+    )
+    # a new org-scoped table that forgets to register for RLS fails here (a partition is
+    # registered through its parent: kc_chunks)
+    with_org = {r["table_name"] for r in columns if not r["relispartition"]}
+    partitions = {r["table_name"] for r in columns if r["relispartition"]}
     assert with_org == set(ORG_SCOPED_TABLES)
+    assert partitions == {"kc_chunks_shared"}
     rls = fetch_all(
         cur,
         "SELECT relname, relrowsecurity, relforcerowsecurity FROM pg_class"
-        " WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace AND relname = ANY(%s)",
-        (list(with_org | {"organizations"}),),
+        " WHERE relkind IN ('r', 'p') AND relnamespace = 'public'::regnamespace"
+        " AND relname = ANY(%s)",
+        (list(with_org | partitions | {"organizations"}),),
     )
-    assert len(rls) == len(with_org) + 1
+    assert len(rls) == len(with_org) + len(partitions) + 1
     assert all(r["relrowsecurity"] and r["relforcerowsecurity"] for r in rls)
     conn.close()
 

@@ -4,9 +4,11 @@ Body: ``{"task": {"kind": ..., ...}}`` (``colony.contracts.lifecycle.LifecycleBo
 - ``erasure`` (``job_id``): run or resume one erasure job; a failed attempt raises, so Cloud
   Tasks retries it, and the retry resumes after the last finished phase;
 - ``import`` (``org_id``, ``job_id``): run an import job, resumed from its checkpoint;
+- ``kc.tier`` (``org_id``): move the org's Knowledge Core to its own partition (idempotent);
 - ``schedule`` (``name``): what every Cloud Scheduler job posts: fan the schedule out to the
   orgs it serves, one task each (``colony.flows.schedules``);
-- ``retention`` / ``drive.renew`` (``org_id``): one org's share of those schedules;
+- ``retention`` / ``drive.renew`` (``org_id``): one org's share of those schedules (the
+  retention run also checks whether the org outgrew the shared Knowledge Core partition);
 - ``replies.poll``: read the deployment's reply mailbox once.
 """
 
@@ -36,11 +38,20 @@ def handle(request: JsonRequest) -> dict[str, Any]:
         DriveRenewal,
         ErasureTask,
         ImportTask,
+        KcTierTask,
         LifecycleBody,
         RepliesPoll,
         ScheduleRun,
     )
-    from colony.flows import drive_channels, erasure, imports, replies, retention, schedules
+    from colony.flows import (
+        drive_channels,
+        erasure,
+        imports,
+        kc_tiering,
+        replies,
+        retention,
+        schedules,
+    )
     from colony.runtime.auth import verify_google_oidc
     from colony.runtime.notion_clients import secret_store
 
@@ -60,6 +71,8 @@ def handle(request: JsonRequest) -> dict[str, Any]:
         return {"status": "polled", **replies.poll(d, d.rejections, mailbox)}
     if isinstance(task, ImportTask):
         return imports.run_job(d, task.org_id, task.job_id)
+    if isinstance(task, KcTierTask):
+        return kc_tiering.run(d, task.org_id)
     if _drive is None:
         _drive = drive_from_settings(d.settings)  # its token is fetched on the first call
     if isinstance(task, ErasureTask):
@@ -67,4 +80,4 @@ def handle(request: JsonRequest) -> dict[str, Any]:
         return erasure.run_job(d, task.job_id, traces(d.settings), connections)
     if isinstance(task, DriveRenewal):
         return drive_channels.renew(d, _drive, task.org_id)
-    return retention.enforce(d, task.org_id)
+    return {**retention.enforce(d, task.org_id), "kc_tier": kc_tiering.check(d, task.org_id)}

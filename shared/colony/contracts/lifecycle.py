@@ -7,6 +7,8 @@
 - ``ScheduleRun``: a Cloud Scheduler job's body (and its next page's task): fan a schedule
   out to the orgs it serves (``colony.flows.schedules``);
 - ``RepliesPoll``: read the deployment's reply mailbox once;
+- ``KcTierTask``: the Cloud Tasks body that moves one org's Knowledge Core to its own
+  partition (``colony.knowledge.tiering``);
 - ``RetentionUpdate``: an admin's new retention periods, in days per data class.
 """
 
@@ -65,8 +67,13 @@ class RepliesPoll(Strict):
     kind: Literal["replies.poll"] = "replies.poll"
 
 
+class KcTierTask(Strict):
+    kind: Literal["kc.tier"] = "kc.tier"
+    org_id: str = Field(min_length=1, max_length=200)
+
+
 LifecycleTask = Annotated[
-    ErasureTask | RetentionRun | DriveRenewal | ImportTask | ScheduleRun | RepliesPoll,
+    ErasureTask | RetentionRun | DriveRenewal | ImportTask | ScheduleRun | RepliesPoll | KcTierTask,
     Field(discriminator="kind"),
 ]
 

@@ -11,9 +11,9 @@ A delivery that does not verify or parse is refused (401 / 400), recorded as a r
 and the reason, never the body or a header), and changes nothing. Other event types Clerk
 may send to the same endpoint are acknowledged and ignored, so Svix does not retry them.
 
-KC indexes are not created here: they need the owner role (``colony org provision``), which a
-public webhook must never hold; until then the org's searches are exact scans (correct, and
-fast at a new org's size; ``colony.knowledge.indexes``).
+A new org's Knowledge Core starts in the shared partition, answered by exact scans (correct,
+and fast at a new org's size); it moves to its own HNSW graphs by itself once it outgrows
+that (``colony.knowledge.tiering``).
 """
 
 from __future__ import annotations

@@ -21,6 +21,7 @@ from typing import Any
 
 from colony.contracts.events import NotionReembed
 from colony.errors import NotFound, ValidationFailed
+from colony.flows import kc_tiering
 from colony.flows.deps import FlowDeps
 from colony.flows.notion_pages import domain_for
 from colony.flows.notion_workspaces import NotionConnector, Workspace, workspace
@@ -74,6 +75,8 @@ def sync_page(
         result: SyncResult = deps.knowledge.sync_source(org, "notion", page.id, chunks)
     except ValidationFailed as error:
         return _failed(deps, org, page.id, edited, error)
+    if result.outgrown:
+        kc_tiering.schedule(deps, org)
     return {
         "page_id": page.id,
         "domain": domain,

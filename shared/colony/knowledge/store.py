@@ -1,7 +1,9 @@
 """The Knowledge Core store (ENT-007) over PostgreSQL + pgvector.
 
 Every method takes the org and runs inside ``Database.transaction(org_id)``, so row-level
-security scopes it; no query here filters on ``org_id`` by itself, and none needs to.
+security scopes it. Queries name the org as well, but not for isolation: a constant org id
+lets the planner prune ``kc_chunks`` to the org's one partition, so a statement opens only
+that partition's indexes (``colony.knowledge.tiering``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from colony.errors import DimensionMismatch, ValidationFailed
+from colony.knowledge import tiering
 from colony.knowledge.indexes import check_org_literal
 from colony.ports import Embedder
 from colony.registry import check_domains
@@ -30,17 +33,22 @@ MAX_K = 50
 # (org, domain) HNSW graph and the (org, domain) btree followed by an exact sort, which it
 # prefers for small sets: both answers are right. (Measured in bench/kc_retrieval.py: left
 # to itself the planner sorts thousands of TOASTed vectors exactly, several times slower.)
+# Without explicit sorts either, it takes a domain's graph wherever there is one: in a large
+# org's partition it chose the btree and an exact sort for a 366-row domain (3.3 ms, against
+# ~1.3 ms for the graph walk; bench/kc_tenants.py large-org p50 13.4 -> 8.6 ms). In the
+# shared partition every plan sorts, so nothing changes there.
 SEARCH_SETTINGS = {
     "hnsw.iterative_scan": "relaxed_order",
     "hnsw.ef_search": "40",
     "hnsw.max_scan_tuples": "20000",
     "enable_seqscan": "off",
     "enable_bitmapscan": "off",
+    "enable_sort": "off",
 }
 
 _EXISTING = """
 SELECT chunk_index, content_hash, embedding_model FROM kc_chunks
-WHERE source = %s AND source_id = %s
+WHERE org_id = %s AND source = %s AND source_id = %s
 """
 _UPSERT = """
 INSERT INTO kc_chunks (org_id, domain, source, source_id, chunk_index, title, content,
@@ -54,39 +62,51 @@ ON CONFLICT (org_id, source, source_id, chunk_index) DO UPDATE SET
 """
 _VECTORS = """
 SELECT DISTINCT ON (content_hash) content_hash, embedding::text AS embedding FROM kc_chunks
-WHERE source = %s AND source_id = %s AND content_hash = ANY(%s) AND embedding_model = %s
+WHERE org_id = %s AND source = %s AND source_id = %s AND content_hash = ANY(%s)
+  AND embedding_model = %s
 """
 _RETAG = """
 UPDATE kc_chunks SET domain = %s, title = %s, tags = %s::jsonb, updated_at = now()
-WHERE source = %s AND source_id = %s AND chunk_index = %s
+WHERE org_id = %s AND source = %s AND source_id = %s AND chunk_index = %s
   AND (domain, title, tags) IS DISTINCT FROM (%s, %s, %s::jsonb)
 """
 _TAG_VALUES = """
-SELECT DISTINCT tags->>%s AS value FROM kc_chunks WHERE domain = %s AND tags ? %s
+SELECT DISTINCT tags->>%s AS value FROM kc_chunks WHERE org_id = %s AND domain = %s AND tags ? %s
 """
 # Syncs of one source document take turns (held until their transaction ends): two re-embed
 # tasks for one page (one per edit time) may run at once, and each decides what changed from
-# what it read, so without this the page could end as a mix of both versions.
-_LOCK_SOURCE = "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))"
-_DELETE_FROM = "DELETE FROM kc_chunks WHERE source = %s AND source_id = %s AND chunk_index >= %s"
-_DELETE_SOURCE = "DELETE FROM kc_chunks WHERE source = %s AND source_id = %s"
+# what it read, so without this the page could end as a mix of both versions. The org's tier
+# lock, held shared first, keeps the org's move to its own partition from starting half-way
+# through a write (``colony.knowledge.tiering``).
+_LOCK_SOURCE = (
+    "SELECT pg_advisory_xact_lock_shared(hashtextextended(%s, 0)),"
+    " pg_advisory_xact_lock(hashtextextended(%s, 0))"
+)
+_DELETE_FROM = (
+    "DELETE FROM kc_chunks WHERE org_id = %s AND source = %s AND source_id = %s"
+    " AND chunk_index >= %s"
+)
+_DELETE_SOURCE = "DELETE FROM kc_chunks WHERE org_id = %s AND source = %s AND source_id = %s"
 
 # One branch per requested domain with the org and the domain as literals (validated), so
-# each branch can use that (org, domain)'s partial HNSW index (see knowledge.indexes); raw
+# each branch prunes to the org's partition and, in an org's own partition, can use the
+# domain's partial HNSW index (see knowledge.tiering); raw
 # `<=>` ascending with a LIMIT in the inner query, similarity computed outside it.
 _BRANCH = """(SELECT id, domain, source, source_id, chunk_index, title, content, tags,
+        tableoid = 'kc_chunks_shared'::regclass AS shared,
         embedding <=> (SELECT v FROM q) AS distance
  FROM kc_chunks
  WHERE org_id = '{org}' AND domain = '{domain}' AND embedding_model = %s
  ORDER BY embedding <=> (SELECT v FROM q)
  LIMIT %s)"""
 # The exact fallback: `+ 0` makes the sort key an expression no vector index can serve, so
-# the rows come from the (org, domain) btree and are sorted by true distance.
+# the rows come from the (org, domain) btree and are sorted by true distance. The shared
+# partition has no vector index, so there both forms are exact.
 _EXACT_BRANCH = _BRANCH.replace(
     "ORDER BY embedding <=> (SELECT v FROM q)", "ORDER BY (embedding <=> (SELECT v FROM q)) + 0"
 )
 _RETRIEVE = """WITH q AS MATERIALIZED (SELECT %s::vector AS v)
-SELECT id, domain, source, source_id, chunk_index, title, content, tags,
+SELECT id, domain, source, source_id, chunk_index, title, content, tags, shared,
        1 - distance AS similarity
 FROM (
 {branches}
@@ -126,6 +146,7 @@ class SyncResult:
     embedded: int
     unchanged: int
     deleted: int
+    outgrown: bool = False  # the org passed the tiering threshold: schedule its move
 
 
 def retrieve_sql(org_id: str, domains: Sequence[str], *, exact: bool = False) -> str:
@@ -176,10 +197,10 @@ class KnowledgeStore:
                     f" the limit is {MAX_CHUNK_CHARS}"
                 )
         hashes = [content_hash(c.content) for c in chunks]
-        cur.execute(_LOCK_SOURCE, (_lock_key(org_id, source, source_id),))
+        _lock(cur, org_id, source, source_id)
         existing = {
             r["chunk_index"]: (r["content_hash"], r["embedding_model"])
-            for r in fetch_all(cur, _EXISTING, (source, source_id))
+            for r in fetch_all(cur, _EXISTING, (org_id, source, source_id))
         }
         stale = [i for i, h in enumerate(hashes) if existing.get(i) != (h, self._embedder.model)]
         # A chunk that only moved (a paragraph inserted above it) keeps its stored vector.
@@ -189,7 +210,11 @@ class KnowledgeStore:
         known = {
             r["content_hash"]: r["embedding"]
             for r in (
-                fetch_all(cur, _VECTORS, (source, source_id, sorted(moved), self._embedder.model))
+                fetch_all(
+                    cur,
+                    _VECTORS,
+                    (org_id, source, source_id, sorted(moved), self._embedder.model),
+                )
                 if moved
                 else []
             )
@@ -227,6 +252,7 @@ class KnowledgeStore:
                     chunk.domain,
                     chunk.title,
                     tags,
+                    org_id,
                     source,
                     source_id,
                     i,
@@ -235,24 +261,31 @@ class KnowledgeStore:
                     tags,
                 ),
             )
-        cur.execute(_DELETE_FROM, (source, source_id, len(chunks)))
+        cur.execute(_DELETE_FROM, (org_id, source, source_id, len(chunks)))
         deleted = max(cur.rowcount, 0)
-        return SyncResult(embedded=len(fresh), unchanged=len(chunks) - len(fresh), deleted=deleted)
+        # Only a write that added chunks can carry the org past the threshold.
+        grew = len(chunks) > len(existing)
+        return SyncResult(
+            embedded=len(fresh),
+            unchanged=len(chunks) - len(fresh),
+            deleted=deleted,
+            outgrown=grew and tiering.outgrown(cur, org_id),
+        )
 
     def tag_values(self, org_id: str, domain: str, tag: str) -> list[str]:
         """Distinct comma-separated values of ``tag`` over a domain's chunks (e.g. KC-06
         ``competitors``), sorted."""
         check_domains([domain])
         with self._db.transaction(org_id) as cur:
-            rows = fetch_all(cur, _TAG_VALUES, (tag, domain, tag))
+            rows = fetch_all(cur, _TAG_VALUES, (tag, org_id, domain, tag))
         values = {v.strip() for r in rows for v in str(r["value"]).split(",") if v.strip()}
         return sorted(values)
 
     def delete_source(self, org_id: str, source: Source, source_id: str) -> int:
         _check_source(source, source_id)
         with self._db.transaction(org_id) as cur:
-            cur.execute(_LOCK_SOURCE, (_lock_key(org_id, source, source_id),))
-            cur.execute(_DELETE_SOURCE, (source, source_id))
+            _lock(cur, org_id, source, source_id)
+            cur.execute(_DELETE_SOURCE, (org_id, source, source_id))
             return max(cur.rowcount, 0)
 
     def retrieve(
@@ -283,13 +316,15 @@ class KnowledgeStore:
         else:
             vector = checked(query, self._embedder.dim, "the query vector")
         with self._db.transaction(org_id, settings=SEARCH_SETTINGS) as cur:
-            out = self._search(cur, org_id, vector, domains, k, exact=False)
+            out, shared = self._search(cur, org_id, vector, domains, k, exact=False)
             # A graph walk can stop short (max_scan_tuples) when the org is a small part of
             # a big domain. Any domain that came back short is answered exactly instead, so
-            # the result is always k rows or every row there is.
+            # the result is always k rows or every row there is. Rows from the shared
+            # partition (no graphs: exact already) mean every row of the org is there, so a
+            # short domain there is simply a small one: no second round trip.
             short = [d for d in domains if len(out[d]) < k]
-            if short:
-                out.update(self._search(cur, org_id, vector, short, k, exact=True))
+            if short and not shared:
+                out.update(self._search(cur, org_id, vector, short, k, exact=True)[0])
         return out
 
     def _search(
@@ -301,14 +336,18 @@ class KnowledgeStore:
         k: int,
         *,
         exact: bool,
-    ) -> dict[str, list[Retrieved]]:
+    ) -> tuple[dict[str, list[Retrieved]], bool]:
+        """The hits per domain, and whether they came from the shared partition."""
         params: list[Any] = [sql_text(vector)]
         for _ in domains:
             params += [self._embedder.model, k]
         out: dict[str, list[Retrieved]] = {d: [] for d in domains}
+        shared = False
         for r in fetch_all(cur, retrieve_sql(org_id, domains, exact=exact), params):
-            out[r["domain"]].append(Retrieved(**{**r, "similarity": float(r["similarity"])}))
-        return out
+            fields = {key: value for key, value in r.items() if key != "shared"}
+            shared = shared or bool(r["shared"])
+            out[r["domain"]].append(Retrieved(**{**fields, "similarity": float(r["similarity"])}))
+        return out, shared
 
     def _embed(self, texts: Sequence[str]) -> list[list[float]]:
         vectors = self._embedder.embed(texts)
@@ -320,8 +359,9 @@ class KnowledgeStore:
         return [checked(v, self._embedder.dim, what) for v in vectors]
 
 
-def _lock_key(org_id: str, source: str, source_id: str) -> str:
-    return f"kc_chunks\n{org_id}\n{source}\n{source_id}"
+def _lock(cur: Any, org_id: str, source: str, source_id: str) -> None:
+    source_key = f"kc_chunks\n{org_id}\n{source}\n{source_id}"
+    cur.execute(_LOCK_SOURCE, (tiering.tier_lock_key(org_id), source_key))
 
 
 def _check_source(source: str, source_id: str) -> None:

@@ -42,23 +42,26 @@ def cmd_db_migrate(settings: Settings, _: argparse.Namespace) -> int:
     return 0
 
 
-def _provision(settings: Settings, org_id: str) -> list[str]:
-    from colony.knowledge.indexes import provision_org_indexes
+def cmd_org_tier(settings: Settings, args: argparse.Namespace) -> int:
+    """Move an org's Knowledge Core into its own partition now (normally automatic, past
+    ``tiering.THRESHOLD`` chunks, by a background task)."""
+    from colony.knowledge.tiering import promote
     from colony.local.db import connect_factory
+    from colony.store import Database
 
-    conn = connect_factory(settings, "owner")()
+    db = Database(connect_factory(settings, "app"))
     try:
-        created = provision_org_indexes(conn, org_id)
+        done = promote(db, args.org_id)
     finally:
-        conn.close()
-    if created:
-        _say(f"  built {len(created)} HNSW indexes for {org_id} (one per KC domain)")
-    return created
-
-
-def cmd_org_provision(settings: Settings, args: argparse.Namespace) -> int:
-    created = _provision(settings, args.org_id)
-    _say(f"{args.org_id}: {len(created)} index(es) created" if created else "already provisioned")
+        db.close()
+    if not done.moved:
+        _say(f"{args.org_id}: already in its own partition")
+    else:
+        _say(
+            f"{args.org_id}: {done.caught_up} chunk(s) moved to its own partition with 10 HNSW"
+            f" graphs (copy {done.stage_s:.1f}s, build {done.build_s:.1f}s,"
+            f" cutover {done.cutover_s * 1000:.0f} ms)"
+        )
     return 0
 
 
@@ -205,7 +208,6 @@ def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
     _say("loading the ZoomProp demo org…")
     db, knowledge = _stores(settings)
     summary = load_demo(db, knowledge, say=_say)
-    _provision(settings, summary.org_id)
     update_stack(settings, demo_org_id=summary.org_id)
     _say(f"querying the Knowledge Core ({knowledge.model}, offline embedder is not semantic)…")
     for domain, queries in read_json("queries.json").items():
@@ -289,9 +291,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     db.add_parser("stop", help="stop the embedded PostgreSQL").set_defaults(run=cmd_db_stop)
     org = sub.add_parser("org", help="org administration").add_subparsers(dest="org", required=True)
-    provision = org.add_parser("provision", help="build an org's Knowledge Core vector indexes")
-    provision.add_argument("org_id")
-    provision.set_defaults(run=cmd_org_provision)
+    tier = org.add_parser(
+        "tier", help="move an org's Knowledge Core to its own partition and HNSW graphs now"
+    )
+    tier.add_argument("org_id")
+    tier.set_defaults(run=cmd_org_tier)
     erase = org.add_parser("erase", help="erase an org everywhere, ending with a report")
     erase.add_argument("org_id")
     erase.add_argument("--requested-by", default="cli", help="who asked (kept on the job)")

@@ -102,6 +102,7 @@ IMPORT_QUEUE = "colony-import"
 LIFECYCLE_QUEUE = "colony-lifecycle"
 DAILY_BRIEF_QUEUE = "colony-daily-brief"
 REDELIVER_QUEUE = "colony-redeliver"
+KC_TIER_QUEUE = "colony-kc-tiering"
 
 # The one service account whose Google OIDC tokens Pub/Sub push, Cloud Tasks and Cloud
 # Scheduler present to the functions not marked ``public`` (terraform creates it from this id;
@@ -196,6 +197,16 @@ QUEUES: dict[str, Queue] = {
             target="daily-brief",
             purpose="one org's daily brief (fanned out by the daily schedule)",
             max_dispatches_per_second=2.0,
+        ),
+        # An org that outgrew the shared Knowledge Core partition moves to its own (issue 16;
+        # named by org: created once). A cutover that cannot get its locks in time fails and
+        # is retried; one at a time (the target runs one request at a time).
+        Queue(
+            KC_TIER_QUEUE,
+            target="data-lifecycle",
+            purpose="move an org's Knowledge Core to its own partition and HNSW graphs",
+            max_attempts=20,
+            max_dispatches_per_second=0.2,
         ),
     )
 }
@@ -373,7 +384,9 @@ FUNCTIONS: dict[str, Function] = {
             # each workspace's token is read from its own Secret Manager secret
             # (colony-notion-*, granted in terraform/secrets.tf), not from a setting
             secrets=EMBEDDING_SECRETS,
-            enqueues=(NOTION_REEMBED_QUEUE,),  # a step queues the next (or itself, after a 429)
+            # a step queues the next (or itself, after a 429); a page that carries its org
+            # past the Knowledge Core threshold queues the org's move (issue 16)
+            enqueues=(NOTION_REEMBED_QUEUE, KC_TIER_QUEUE),
             timeout_seconds=300,
             max_instances=1,
         ),
@@ -425,8 +438,9 @@ FUNCTIONS: dict[str, Function] = {
             topic=None,
             agent=None,
             purpose=(
-                "Cloud Tasks target: erasure and import jobs, an org's retention and Drive"
-                " renewal, the reply mailbox poll; Cloud Scheduler target: every schedule"
+                "Cloud Tasks target: erasure and import jobs, Knowledge Core tiering, an"
+                " org's retention and Drive renewal, the reply mailbox poll; Cloud Scheduler"
+                " target: every schedule"
             ),
             # the Langfuse keys delete an erased org's traces; no model is called; the Drive
             # channel token signs a renewed channel's token; the reply mailbox is polled
@@ -436,8 +450,10 @@ FUNCTIONS: dict[str, Function] = {
                 "COLONY_DRIVE_CHANNEL_TOKEN",
                 "COLONY_REPLY_MAILBOX_PASSWORD",
             ),
-            # every schedule fans out from here to its target's queue (colony.registry.schedules)
-            enqueues=(LIFECYCLE_QUEUE, DAILY_BRIEF_QUEUE, NOTION_REEMBED_QUEUE),
+            # every schedule fans out from here to its target's queue (colony.registry.schedules);
+            # the daily retention run queues the org's Knowledge Core move if it outgrew the
+            # shared partition by any path (approvals, imports), not only by Notion pages
+            enqueues=(LIFECYCLE_QUEUE, DAILY_BRIEF_QUEUE, NOTION_REEMBED_QUEUE, KC_TIER_QUEUE),
             assets="write",  # deletes transcripts, kits and imports
             timeout_seconds=540,
             concurrency=1,

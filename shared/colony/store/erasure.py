@@ -28,17 +28,21 @@ ORG_TABLE = "organizations"  # scoped on its own ``id``
 # report only). Every other table is searched by ``references``.
 NOT_SEARCHED = ("colony_migrations", "erasure_jobs")
 
+# A partition's rows are the partitioned table's rows (kc_chunks, issue 16): partitions are
+# searched and deleted through their parent, so their cloned keys and columns are left out.
 FOREIGN_KEYS = """
 SELECT c.conrelid::regclass::text AS child, c.confrelid::regclass::text AS parent
-FROM pg_constraint c
-WHERE c.contype = 'f' AND c.connamespace = 'public'::regnamespace
+FROM pg_constraint c JOIN pg_class t ON t.oid = c.conrelid
+WHERE c.contype = 'f' AND c.connamespace = 'public'::regnamespace AND NOT t.relispartition
 """
 
 # Every column a reference could hide in: text, varchar, json, jsonb and text arrays.
 SEARCHABLE_COLUMNS = """
-SELECT table_name, column_name, udt_name FROM information_schema.columns
-WHERE table_schema = 'public' AND udt_name IN ('text', 'varchar', 'json', 'jsonb', '_text')
-ORDER BY table_name, ordinal_position
+SELECT c.table_name, c.column_name, c.udt_name FROM information_schema.columns c
+JOIN pg_class t ON t.relname = c.table_name AND t.relnamespace = 'public'::regnamespace
+WHERE c.table_schema = 'public' AND c.udt_name IN ('text', 'varchar', 'json', 'jsonb', '_text')
+  AND NOT t.relispartition
+ORDER BY c.table_name, c.ordinal_position
 """
 
 CREATE_JOB = """

@@ -65,6 +65,10 @@ def ensure_app_role_grants(conn: pg8000.dbapi.Connection, role: str) -> None:
         # erasure (migration 0013): the two owner-only steps, for one org at a time
         f"GRANT EXECUTE ON FUNCTION colony_drop_org_indexes(text) TO {role};"
         f"GRANT EXECUTE ON FUNCTION colony_erase_rejections(text) TO {role};"
+        # Knowledge Core tiering (migration 0023): an org's move to its own partition
+        f"GRANT EXECUTE ON FUNCTION colony_kc_stage(text) TO {role};"
+        f"GRANT EXECUTE ON FUNCTION colony_kc_build(text, text) TO {role};"
+        f"GRANT EXECUTE ON FUNCTION colony_kc_cutover(text, integer) TO {role};"
         # Audit history goes only with an erasure that stays on the record (migration 0017).
         f"REVOKE DELETE, TRUNCATE ON erasure_jobs FROM {role};"
         f"GRANT EXECUTE ON FUNCTION colony_erase_audit(text) TO {role};"

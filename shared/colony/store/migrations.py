@@ -81,8 +81,8 @@ def _core() -> str:
 #
 # How pgvector must be queried here: order by the raw ``<=>`` operator ascending with a LIMIT,
 # with the org and domain as *literals* so the planner can pick the matching partial HNSW
-# index. (The per-domain indexes made here were superseded by per-(org, domain) ones in 0005;
-# see colony.knowledge.indexes.)
+# index. (The per-domain indexes made here were superseded by per-(org, domain) ones in 0005,
+# and those by per-org partitions in 0023; see colony.knowledge.tiering.)
 _KNOWLEDGE_CORE = """
 CREATE TABLE kc_chunks (
     id               bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -606,6 +606,14 @@ def migrations(dim: int) -> list[Migration]:
         ),
         Migration("0021_replies", _REPLIES + _rls("replies")),
         Migration("0022_sequences", _SEQUENCES + _rls("sequence_enrollments")),
+        # Issue 16: kc_chunks partitioned by org (small orgs shared, large orgs alone with
+        # their HNSW graphs), so planning and writes stop paying for every org's indexes.
+        Migration(
+            "0023_kc_tiers",
+            (_SQL / "0023_kc_tiers.sql").read_text(encoding="utf-8").format(dim=dim)
+            + _rls("kc_chunks")
+            + _rls("kc_chunks_shared"),
+        ),
         Migration(
             "0026_scheduled_orgs", (_SQL / "0026_scheduled_orgs.sql").read_text(encoding="utf-8")
         ),

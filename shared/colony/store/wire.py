@@ -35,6 +35,7 @@ fails there, not in production.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 from weakref import WeakKeyDictionary
@@ -76,6 +77,24 @@ def prepared(cur: Any, operation: str, args: Sequence[Any]) -> None:
         cur.execute(operation, tuple(args))
 
 
+@functools.lru_cache(maxsize=1024)
+def _numbered(operation: str) -> str:
+    """``operation`` with pg8000's ``%s`` placeholders numbered (``$1``...), once per text.
+
+    pg8000 scans the text char by char on every execute; for the Knowledge Core's retrieval
+    (1.5 kB of SQL) that was ~1.3 ms of a ~5 ms query, measured with cProfile. With the
+    ``format`` paramstyle the parameters keep their order, so only the text needs converting.
+    """
+    statement, _ = pg8000.dbapi.convert_paramstyle("format", operation, ())
+    return str(statement)
+
+
+def _converted(operation: str, args: Any) -> tuple[str, Any]:
+    if pg8000.dbapi.paramstyle == "format" and isinstance(args, list | tuple):
+        return _numbered(operation), args
+    return pg8000.dbapi.convert_paramstyle(pg8000.dbapi.paramstyle, operation, args)
+
+
 class Cursor(pg8000.dbapi.Cursor):
     """pg8000's DB-API cursor whose parameterised statements take one round trip."""
 
@@ -84,9 +103,7 @@ class Cursor(pg8000.dbapi.Cursor):
             super().execute(operation, args, stream)
             return
         conn = self._begun()
-        statement, values = pg8000.dbapi.convert_paramstyle(
-            pg8000.dbapi.paramstyle, operation, args
-        )
+        statement, values = _converted(operation, args)
         context = Context(statement)
         conn.send_PARSE(b"\x00", statement, self._input_oids)
         conn.send_BIND(b"\x00", make_params(conn.py_types, values))
@@ -100,9 +117,7 @@ class Cursor(pg8000.dbapi.Cursor):
     def execute_prepared(self, operation: str, args: Sequence[Any]) -> None:
         """Execute ``operation`` by name, preparing it first on this connection's first use."""
         conn = self._begun()
-        statement, values = pg8000.dbapi.convert_paramstyle(
-            pg8000.dbapi.paramstyle, operation, tuple(args)
-        )
+        statement, values = _converted(operation, tuple(args))
         cache = _PREPARED.setdefault(conn, {})
         entry = cache.get(statement)
         if entry is None:

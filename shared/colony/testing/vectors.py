@@ -83,3 +83,25 @@ def clustered_corpus(
     domains = np.array(names)[rng.choice(len(names), n, p=p / p.sum())]
     org_ids = np.array([f"org_{i}" for i in range(orgs)])[rng.integers(0, orgs, n)]
     return Corpus(vectors.astype(np.float32), org_ids, domains, centres * np.sqrt(dim), model)
+
+
+def cluster_centres(dim: int, clusters: int, seed: int = 0) -> np.ndarray:
+    """Unit-scale cluster centres for ``around`` (the same scale ``clustered_corpus`` uses)."""
+    return np.random.default_rng(seed).normal(0, 1, (clusters, dim)) / np.sqrt(dim)
+
+
+def around(centres: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` unit float32 vectors drawn around random ``centres`` (as ``clustered_corpus``
+    draws them), for corpora too large to build at once: generate them batch by batch."""
+    dim = centres.shape[1]
+    picks = rng.integers(0, len(centres), n)
+    vectors = (centres[picks] + rng.normal(0, 0.5 / np.sqrt(dim), (n, dim))).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors
+
+
+def skewed_domains(n: int, rng: np.random.Generator) -> np.ndarray:
+    """``n`` domain ids drawn with ``SKEWED_DOMAIN_WEIGHTS``."""
+    names = list(SKEWED_DOMAIN_WEIGHTS)
+    p = np.array([SKEWED_DOMAIN_WEIGHTS[d] for d in names], dtype=np.float64)
+    return np.array(names)[rng.choice(len(names), n, p=p / p.sum())]
