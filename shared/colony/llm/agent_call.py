@@ -1,8 +1,9 @@
 """The one path every agent's LLM call takes: assemble → traced model → validated contract.
 
 ``LlmDeps`` is built once per function instance (the composition root); ``call_agent`` is what
-flows call. The provider sees the assembled messages; the offline provider reads the
-``provider_context`` (the structured inputs the prompt was rendered from) instead.
+flows call. Every provider sees only the assembled messages, the offline one included, for
+the families it has migrated; ``provider_context`` (the structured inputs the prompt was
+rendered from) remains only for the families still in ``offline.model.SIDE_CHANNEL``.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ def call_agent(
     deps: LlmDeps,
     request: AssemblyRequest,
     *,
-    provider_context: Mapping[str, Any],
+    provider_context: Mapping[str, Any] | None = None,
     check: Callable[[Any], Sequence[str]] | None = None,
     max_output_tokens: int = 1024,
 ) -> AgentResult:
@@ -64,7 +65,7 @@ def call_agent(
         output_schema=contract.model_json_schema(),
         tools=tuple(t.model_dump() for t in request.tools),
         max_output_tokens=max_output_tokens,
-        context=provider_context,
+        context=provider_context or {},
         metadata={
             "org_id": request.org_id,
             "run_id": request.run_id,

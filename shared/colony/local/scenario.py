@@ -100,7 +100,11 @@ def demo_requests(
         "AGT-003": grounded("AGT-003", entities={"contact": contact}),
         "AGT-004": grounded(
             "AGT-004",
-            entities={"contact": contact, "icp_rubric": icp.rubric if icp else {}},
+            entities={
+                "contact": contact,
+                "icp_rubric": icp.rubric if icp else {},
+                "icp_tiers": icp.tiers if icp else [],
+            },
             task={"today": today},
         ),
         "AGT-005": grounded(
