@@ -37,20 +37,11 @@ def test_qualification_and_message_calls_validate_and_are_recorded(demo) -> None
     assert scored.output.total_score > 0 and not scored.output.disqualifiers
     assert scored.output.recommendation == "qualify"  # P-001 is T1 by the rendered icp_tiers
 
-    exemplars = [e.model_dump() for e in requests["AGT-005"].exemplars]
-    competitors = ["CareSpace Analytics", "FacilityIQ", "LeaseLogic Health"]
+    competitors = requests["AGT-005"].task["competitors"]
     signals = [s["detail"] for s in contact["signals"]]
     message = call_agent(
         deps,
         requests["AGT-005"],
-        provider_context={
-            "contact": contact,
-            "angle": "Signal",
-            "tier": "T1",
-            "step": 1,
-            "exemplars": exemplars,
-            "competitors": competitors,
-        },
         check=lambda m: check_outbound(
             m, tier="T1", contact_signals=signals, competitors=competitors
         ),

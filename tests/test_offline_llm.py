@@ -23,7 +23,7 @@ from colony.adapters.offline.model import FAMILIES, SIDE_CHANNEL
 from colony.context.assembler import AssemblyRequest, assemble
 from colony.context.budgets import load_budgets
 from colony.context.tokens import counter_for
-from colony.contracts import IcpDefinition, OrgContext
+from colony.contracts import Exemplar, IcpDefinition, OrgContext
 from colony.contracts.common import ANGLES, TIERS
 from colony.contracts.outputs import OUTPUT_CONTRACTS, OutboundMessage
 from colony.errors import ProviderError, ValidationFailed
@@ -210,7 +210,30 @@ def assembly(output_name: str, context: dict[str, Any]) -> AssemblyRequest:
     if output_name == "prospect_enrichment":
         entities = {"contact": context["contact"]}
         return AssemblyRequest("AGT-003", "org_test", "run-1", OrgContext(), (), entities)
+    if output_name == "outbound_message":
+        task = {k: context[k] for k in ("angle", "tier", "step", "competitors") if k in context}
+        return AssemblyRequest(
+            "AGT-005",
+            "org_test",
+            "run-1",
+            OrgContext(),
+            ranked_exemplars(context["exemplars"], context["angle"], context["tier"]),
+            {"contact": context["contact"]},
+            (),
+            task,
+        )
     raise AssertionError(f"{output_name} is not prompt-driven yet")
+
+
+def ranked_exemplars(items: list[dict[str, Any]], angle: str, tier: str) -> list[Exemplar]:
+    """KC items best first, as retrieval for this angle and tier would rank them."""
+    ranked = sorted(
+        items, key=lambda i: (i["tags"].get("angle") != angle, i["tags"].get("tier") != tier)
+    )
+    return [
+        Exemplar(domain="KC-08", title=i["title"], content=i["content"], tags=i["tags"])
+        for i in ranked
+    ]
 
 
 def rendered(output_name: str, context: dict[str, Any]) -> tuple[Message, ...]:
@@ -484,6 +507,20 @@ def test_outbound_redacts_a_competitor_named_in_the_signal() -> None:
     assert (
         check_outbound(message, tier="T2", contact_signals=details, competitors=competitors()) == []
     )
+
+
+def test_outbound_redacts_only_the_competitors_its_prompt_names() -> None:
+    """The competitor list is in the prompt (the competitors block), not beside it."""
+    context = outbound_context("P-032", "Insight", "T2")
+    context["contact"]["signals"][0]["detail"] = (
+        "Cedar Plains Health issued an RFP to replace its CareSpace Analytics occupancy "
+        "sensors across 12 clinics with a scheduling-aware platform."
+    )
+    unnamed = ask("outbound_message", context | {"competitors": ["FacilityIQ"]})
+    assert "CareSpace Analytics" in unnamed["body"]  # the flow's CONST-006 check catches it
+    del context["competitors"]  # a required template field: the assembler refuses first
+    with pytest.raises(ValidationFailed, match=r"lacks required field.*competitors"):
+        MODEL.request(request("outbound_message", context))
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ from typing import Any
 
 from colony.context.assembler import AssemblyRequest
 from colony.contracts import IcpDefinition, OrgContext
+from colony.flows.message_generator import DEFAULT_COMPETITORS as COMPETITORS
 from colony.knowledge import KnowledgeStore
 from colony.knowledge.exemplars import to_exemplars
 from colony.local.demo import DEMO_DIR
@@ -110,7 +111,7 @@ def demo_requests(
         "AGT-005": grounded(
             "AGT-005",
             entities={"contact": contact},
-            task={"angle": "Signal", "tier": "T1", "step": 1},
+            task={"angle": "Signal", "tier": "T1", "step": 1, "competitors": list(COMPETITORS)},
         ),
         "AGT-006/pass1": req(
             "AGT-006/pass1",

@@ -37,6 +37,8 @@ _ICP = re.compile(r"matching the following ICP: (.*)$", re.MULTILINE)
 _RULES = re.compile(
     r"disqualify a prospect regardless of other signals:\n(.*?)(?:\n\n|\n\[|\Z)", re.DOTALL
 )
+# ``key=value`` pairs joined by ", "; a value may itself hold commas (a list of names).
+_TAG = re.compile(r"([\w-]+)=(.*?)(?=, [\w-]+=|\Z)")
 _REPAIR = "Your previous answer is not a valid"  # colony.llm.runner.repair_message
 _RULE = re.compile(r"^- ([\w-]+): (\S+) (.+)$")
 # The assembler's condition operators, longest first so ``not in`` is not read as ``in``.
@@ -67,6 +69,11 @@ class Block:
     def get(self, name: str) -> str | None:
         return self.attributes.get(name)
 
+    @property
+    def tags(self) -> dict[str, str]:
+        """A KC block's ``tags="angle=Signal, tier=T1"`` attribute as a mapping."""
+        return {m.group(1): m.group(2).strip() for m in _TAG.finditer(self.get("tags") or "")}
+
 
 @dataclass(frozen=True)
 class Prompt:
@@ -93,6 +100,11 @@ class Prompt:
     def field_text(self, source: str) -> str | None:
         """The text of the task field rendered as a ``source=<field>`` block."""
         return next((b.text for b in self.blocks if b.source == source), None)
+
+    def field_json(self, source: str) -> Any:
+        """The parsed JSON of a ``source=<field>`` block, or None without one."""
+        text = self.field_text(source)
+        return None if text is None else _json(text, f"the {source} block")
 
     def task_json(self) -> Mapping[str, Any]:
         """The ``source=task`` block (the template's ``task_json``), or ``{}``."""
