@@ -26,7 +26,8 @@ from colony.context.tokens import counter_for
 from colony.contracts import Exemplar, IcpDefinition, OrgContext
 from colony.contracts.common import ANGLES, TIERS
 from colony.contracts.outputs import OUTPUT_CONTRACTS, OutboundMessage
-from colony.errors import ProviderError, ValidationFailed
+from colony.errors import ContextBudgetExceeded, ProviderError, ValidationFailed
+from colony.flows.transcripts import for_pass2
 from colony.policy import check_outbound, count_sentences
 from colony.ports import ChatModel, Message, ModelRequest
 
@@ -146,7 +147,7 @@ def realistic_context(output_name: str) -> dict[str, Any]:
         return call_signal_context()
     if output_name == "call_summary":
         signals = ask("call_signals", call_signal_context())["signals"]
-        return {"signals": signals, "deal": deal("D-002")}
+        return {"signals": fitting(signals, deal("D-002")), "deal": deal("D-002")}
     if output_name == "follow_up_draft":
         return {
             "recording_summary": "Dana and Tomas need a room-level fact base before the lease "
@@ -222,7 +223,36 @@ def assembly(output_name: str, context: dict[str, Any]) -> AssemblyRequest:
             (),
             task,
         )
+    if output_name == "call_signals":
+        task = {
+            "chunk": context["chunk"],
+            "segment_label": "1 of 1",
+            "competitors": context.get("competitors", list(competitors())),
+        }
+        return AssemblyRequest("AGT-006/pass1", "org_test", "run-1", OrgContext(), task=task)
+    if output_name == "call_summary":
+        view = {k: context["deal"][k] for k in ("name", "stage", "value", "next_action")}
+        task = {"signals_json": context["signals"], "deal_context": "from the deal entity"}
+        return AssemblyRequest(
+            "AGT-006/pass2", "org_test", "run-1", OrgContext(), (), {"deal": view}, (), task
+        )
+    if output_name == "follow_up_draft":
+        return AssemblyRequest(
+            "AGT-007",
+            "org_test",
+            "run-1",
+            OrgContext(),
+            [kc_exemplar(i) for i in context.get("exemplars", [])],
+            {"deal": context["deal"], "contact": context["contact"]},
+            (),
+            {"recording_summary": context["recording_summary"]},
+        )
     raise AssertionError(f"{output_name} is not prompt-driven yet")
+
+
+def kc_exemplar(item: dict[str, Any]) -> Exemplar:
+    domain = item["tags"].get("domain") or "KC-05"
+    return Exemplar(domain=domain, title=item["title"], content=item["content"], tags=item["tags"])
 
 
 def ranked_exemplars(items: list[dict[str, Any]], angle: str, tier: str) -> list[Exemplar]:
@@ -583,17 +613,30 @@ def test_call_signals_use_the_competitors_given() -> None:
     chunk = "[00:01:00] Dana: We also looked at Acme Spaces and at FacilityIQ for the clinics."
     default = ask("call_signals", {"chunk": chunk})["signals"]
     given = ask("call_signals", {"chunk": chunk, "competitors": ["Acme Spaces"]})["signals"]
-    assert [s["type"] for s in default] == ["competitor_mentions"]  # FacilityIQ by default
+    assert [s["type"] for s in default] == ["competitor_mentions"]  # FacilityIQ: the KC-06 list
     assert [s["type"] for s in given] == ["competitor_mentions"]  # Acme Spaces only
     assert ask("call_signals", {"chunk": "[00:01:00] Dana: Thanks, talk soon everyone."}) == {
         "signals": []
     }
 
 
+def fitting(signals: list[dict[str, Any]], deal_row: dict[str, Any]) -> list[dict[str, Any]]:
+    """The strongest signals that fit pass 2's task budget, as the recording flow sends them."""
+    ranked = for_pass2(signals)
+    while True:
+        try:
+            rendered("call_summary", {"signals": ranked, "deal": deal_row})
+            return ranked
+        except ContextBudgetExceeded:
+            ranked = ranked[: max(0, len(ranked) - max(1, len(ranked) // 8))]
+
+
 def test_call_summary_is_three_extractive_sentences_with_grounded_updates() -> None:
     signals = []
     for chunk in transcript_chunks():
         signals += ask("call_signals", {"chunk": chunk})["signals"]
+    signals = fitting(signals, deal("D-002"))
+    assert any(s["type"] == "objection_signals" for s in signals)
     answer = ask("call_summary", {"signals": signals, "deal": deal("D-002")})
     assert count_sentences(answer["executive_summary"]) == 3
     assert len(re.findall(r"(?<=[.!?\"])\s+(?=[A-Z])", answer["executive_summary"])) >= 2

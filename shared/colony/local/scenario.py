@@ -115,7 +115,11 @@ def demo_requests(
         ),
         "AGT-006/pass1": req(
             "AGT-006/pass1",
-            task={"chunk": " ".join(words[:1500]), "segment_label": "chunk 1"},
+            task={
+                "chunk": " ".join(words[:1500]),
+                "segment_label": "chunk 1",
+                "competitors": list(COMPETITORS),
+            },
         ),
         "AGT-006/pass2": grounded(
             "AGT-006/pass2",
