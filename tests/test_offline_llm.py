@@ -20,6 +20,7 @@ import pytest
 
 from colony.adapters.offline import MODEL_NAME, OfflineChatModel
 from colony.adapters.offline.model import FAMILIES, SIDE_CHANNEL
+from colony.adapters.offline.prompt import parse
 from colony.context.assembler import AssemblyRequest, assemble
 from colony.context.budgets import load_budgets
 from colony.context.tokens import counter_for
@@ -68,7 +69,7 @@ def kc(domain: str) -> list[dict[str, Any]]:
     for path in sorted((DEMO / "kc" / domain).glob("*.md")):
         text = path.read_text()
         tags = _front_matter(text)
-        items.append({"title": tags.get("title"), "content": text, "tags": tags})
+        items.append({"title": tags.get("title"), "content": text, "tags": tags, "domain": domain})
     return items
 
 
@@ -247,12 +248,25 @@ def assembly(output_name: str, context: dict[str, Any]) -> AssemblyRequest:
             (),
             {"recording_summary": context["recording_summary"]},
         )
+    if output_name == "content_piece":
+        task = {
+            "format": context["format"],
+            "topic": context["topic"],
+            "competitors": context.get("competitors", list(competitors())),
+        }
+        exemplars = [kc_exemplar(i) for i in context["exemplars"]]
+        return AssemblyRequest("AGT-008", "org_test", "run-1", OrgContext(), exemplars, task=task)
+    if output_name == "deployment_kit":
+        exemplars = [kc_exemplar(i) for i in context["exemplars"]]
+        entities = {"deal": context["deal"]}
+        return AssemblyRequest("AGT-009", "org_test", "run-1", OrgContext(), exemplars, entities)
     raise AssertionError(f"{output_name} is not prompt-driven yet")
 
 
 def kc_exemplar(item: dict[str, Any]) -> Exemplar:
-    domain = item["tags"].get("domain") or "KC-05"
-    return Exemplar(domain=domain, title=item["title"], content=item["content"], tags=item["tags"])
+    return Exemplar(
+        domain=item["domain"], title=item["title"], content=item["content"], tags=item["tags"]
+    )
 
 
 def ranked_exemplars(items: list[dict[str, Any]], angle: str, tier: str) -> list[Exemplar]:
@@ -776,7 +790,11 @@ def test_follow_up_content_and_kit_are_grounded_in_their_inputs() -> None:
     kit = ask("deployment_kit", realistic_context("deployment_kit"))
     headings = [s["heading"] for s in kit["sections"]]
     assert headings[0] == "Deal summary" and "$312,000" in kit["sections"][0]["body"]
-    assert headings[1:] == [item["title"] for item in kc("KC-10")]
+    # One section per playbook the prompt carries: AGT-009's kc budget (the default 1000 tokens)
+    # keeps only the best of the three KC-10 playbooks, and the model sees no more.
+    shown = parse(rendered("deployment_kit", realistic_context("deployment_kit"))).exemplars()
+    assert headings[1:] == [b.get("title") for b in shown]
+    assert headings[1:] == [item["title"] for item in kc("KC-10")][: len(shown)]
 
 
 def test_trivial_contracts_refuse_empty_context() -> None:

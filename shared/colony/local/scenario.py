@@ -133,7 +133,11 @@ def demo_requests(
         ),
         "AGT-008": grounded(
             "AGT-008",
-            task={"format": "linkedin_post", "topic": "what lease exits taught a health system"},
+            task={
+                "format": "linkedin_post",
+                "topic": "what lease exits taught a health system",
+                "competitors": list(COMPETITORS),
+            },
         ),
         "AGT-009": grounded("AGT-009", entities={"deal": won}),
         "AGT-010": grounded(
