@@ -260,6 +260,23 @@ def assembly(output_name: str, context: dict[str, Any]) -> AssemblyRequest:
         exemplars = [kc_exemplar(i) for i in context["exemplars"]]
         entities = {"deal": context["deal"]}
         return AssemblyRequest("AGT-009", "org_test", "run-1", OrgContext(), exemplars, entities)
+    if output_name == "daily_brief":
+        prior = context.get("prior_brief")
+        summary = (
+            f"Yesterday's brief (2026-11-19): {prior}"
+            if prior
+            else "Yesterday's brief: none on record."
+        )
+        return AssemblyRequest(
+            "AGT-010",
+            "org_test",
+            "run-1",
+            OrgContext(),
+            (),
+            {"data_snapshot": context["snapshot"], "recent_replies": "(no replies yesterday)"},
+            [Message("assistant", summary, name="summary")],  # as flows/brief.py renders it
+            {"brief_date": "2026-11-20"},
+        )
     raise AssertionError(f"{output_name} is not prompt-driven yet")
 
 

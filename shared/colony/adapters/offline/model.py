@@ -48,7 +48,7 @@ FAMILIES: dict[str, str] = {
 }
 
 # Families still answered from ``request.context`` (issue 15 item 1 migrates them one by one).
-SIDE_CHANNEL = frozenset({"brief", "chat", "records"})
+SIDE_CHANNEL = frozenset({"chat", "records"})
 
 
 def _answer(output_name: str) -> Answer | None:
