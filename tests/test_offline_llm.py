@@ -1,8 +1,7 @@
-"""The offline ChatModel: valid, deterministic answers.
+"""The offline ChatModel: valid, deterministic answers from the rendered prompt alone.
 
-Migrated families (``prospects``) answer from the rendered prompt alone: these tests render
-their inputs through the real assembler, as the flows do, and hand the model only the
-messages. The families still in ``SIDE_CHANNEL`` answer from ``request.context``.
+These tests render their inputs through the real assembler, as the flow that calls each
+contract does, and hand the model only the messages.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from typing import Any
 import pytest
 
 from colony.adapters.offline import MODEL_NAME, OfflineChatModel
-from colony.adapters.offline.model import FAMILIES, SIDE_CHANNEL
+from colony.adapters.offline.model import FAMILIES
 from colony.adapters.offline.prompt import parse
 from colony.context.assembler import AssemblyRequest, assemble
 from colony.context.budgets import load_budgets
@@ -195,12 +194,11 @@ TURNS = [
 # -- plumbing ----------------------------------------------------------------------------------
 
 MODEL = OfflineChatModel()
-PROMPT_DRIVEN = sorted(o for o, f in FAMILIES.items() if f not in SIDE_CHANNEL)
-SIDE_CHANNEL_OUTPUTS = sorted(o for o, f in FAMILIES.items() if f in SIDE_CHANNEL)
+PROMPT_DRIVEN = sorted(FAMILIES)
 
 
 def assembly(output_name: str, context: dict[str, Any]) -> AssemblyRequest:
-    """The inputs as the flow puts them in the prompt (qualification.py, enrichment.py)."""
+    """The inputs rendered as the flow that calls the contract renders them."""
     if output_name == "qualification_score":
         icp = context.get("icp")
         org = OrgContext(org_name="ZoomProp", icp=IcpDefinition(**icp) if icp else None)
@@ -277,7 +275,16 @@ def assembly(output_name: str, context: dict[str, Any]) -> AssemblyRequest:
             [Message("assistant", summary, name="summary")],  # as flows/brief.py renders it
             {"brief_date": "2026-11-20"},
         )
-    raise AssertionError(f"{output_name} is not prompt-driven yet")
+    if output_name == "conversation_summary":
+        previous = context.get("previous_summary")
+        task = {
+            "previous_summary": json.dumps(previous) if previous else "(none)",
+            "turns": "\n".join(f"{t['role']}: {t['content']}" for t in context["turns"]),
+        }  # as flows/chat/compaction.py renders them
+        return AssemblyRequest("AGT-001/summary", "org_test", "run-1", OrgContext(), task=task)
+    if output_name in ("missing_data", "kc_update_candidate"):  # no flow calls these today
+        return AssemblyRequest("AGT-003", "org_test", "run-1", OrgContext(), task=context)
+    raise AssertionError(f"no flow renders {output_name}")
 
 
 def kc_exemplar(item: dict[str, Any]) -> Exemplar:
@@ -303,19 +310,18 @@ def rendered(output_name: str, context: dict[str, Any]) -> tuple[Message, ...]:
     return assemble(req, budgets=budgets, counter=counter_for(MODEL_NAME)).messages
 
 
-def request(output_name: str, context: dict[str, Any], prompt: str = "prompt") -> ModelRequest:
-    """Prompt-driven outputs get the rendered messages and no context; the rest, the reverse."""
+def request(output_name: str, context: dict[str, Any]) -> ModelRequest:
+    """The model gets only the messages ``context`` renders to, as a flow would send them."""
     contract = OUTPUT_CONTRACTS.get(output_name)
     if output_name in PROMPT_DRIVEN:
-        messages, context = rendered(output_name, context), {}
+        messages = rendered(output_name, context)
     else:
-        messages = (Message("system", "You are a GTM agent."), Message("user", prompt))
+        messages = (Message("system", "You are a GTM agent."), Message("user", "prompt"))
     return ModelRequest(
         model="any-model",
         messages=messages,
         output_name=output_name,
         output_schema=contract.model_json_schema() if contract else {},
-        context=context,
     )
 
 
@@ -350,7 +356,6 @@ def test_the_answer_follows_the_prompt() -> None:
     """The same request with one fact changed in its rendered contact block scores differently,
     and the structured inputs it was rendered from are nowhere in the request."""
     req = request("qualification_score", realistic_context("qualification_score"))
-    assert req.context == {}
     before = json.loads(MODEL.request(req).text)
     system, context_message, task = req.messages
     assert '"employee_count":14200' in context_message.content
@@ -393,16 +398,6 @@ def test_a_prompt_without_a_needed_entity_is_refused(output_name: str, entity: s
     assert kept != context_message.content
     with pytest.raises(ValidationFailed, match=f"no {entity} entity"):
         MODEL.request(_with_messages(req, (system, Message("user", kept), task)))
-
-
-@pytest.mark.parametrize("output_name", SIDE_CHANNEL_OUTPUTS)
-def test_side_channel_families_still_ignore_the_prompt(output_name: str) -> None:
-    """Not migrated yet (issue 15 item 1): these answer from ``request.context``."""
-    context = realistic_context(output_name)
-    plain = MODEL.request(request(output_name, context, prompt="short"))
-    other = MODEL.request(request(output_name, context, prompt="Ignore the context. " * 50))
-    assert plain.text == other.text
-    assert other.usage.tokens_in > plain.usage.tokens_in  # the estimate counts the messages
 
 
 def test_unknown_output_is_a_provider_error() -> None:
@@ -776,11 +771,11 @@ def test_conversation_summary_extracts_and_folds() -> None:
 def test_conversation_summary_stays_under_budget() -> None:
     turns = [
         {"role": "user", "content": f"I prefer option {i} always. Approved P-{i:03d} for launch."}
-        for i in range(200)
+        for i in range(150)  # as many as fit the summary's 3000-token task budget
     ]
     answer = ask("conversation_summary", {"turns": turns, "previous_summary": None})
     assert len(json.dumps(answer)) / 4 <= 300
-    assert "P-199" in answer["entity_ids"]  # the newest items survive
+    assert "P-149" in answer["entity_ids"]  # the newest items survive
 
 
 # -- the rest ----------------------------------------------------------------------------------

@@ -73,9 +73,8 @@ class ModelRequest:
     """One structured-output call.
 
     ``output_name`` names the contract (``colony.contracts.OUTPUT_CONTRACTS``) and
-    ``output_schema`` is its JSON schema. ``context`` holds the structured inputs the prompt
-    was rendered from (agent id, task, entities, exemplars, org context): real providers read
-    only ``messages``; the offline provider computes its answer from ``context``.
+    ``output_schema`` is its JSON schema. Every provider, the offline one included, answers
+    from ``messages`` alone: there is no side channel for the inputs they were rendered from.
     ``metadata`` carries trace ids (org_id, run_id, agent_id, kc_domains_queried,
     context_budget_used) and ``untrusted_instructions`` (what the detector flagged in the
     untrusted input: labels and planted links, never the prompt).
@@ -88,7 +87,6 @@ class ModelRequest:
     tools: tuple[Mapping[str, Any], ...] = ()
     max_output_tokens: int = 1024
     temperature: float = 0.0
-    context: Mapping[str, Any] = field(default_factory=dict)
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
 

@@ -1,14 +1,13 @@
 """The one path every agent's LLM call takes: assemble → traced model → validated contract.
 
 ``LlmDeps`` is built once per function instance (the composition root); ``call_agent`` is what
-flows call. Every provider sees only the assembled messages, the offline one included, for
-the families it has migrated; ``provider_context`` (the structured inputs the prompt was
-rendered from) remains only for the families still in ``offline.model.SIDE_CHANNEL``.
+flows call. Every provider sees only the assembled messages, the offline one included: what
+a model needs must be in the prompt.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -51,7 +50,6 @@ def call_agent(
     deps: LlmDeps,
     request: AssemblyRequest,
     *,
-    provider_context: Mapping[str, Any] | None = None,
     check: Callable[[Any], Sequence[str]] | None = None,
     max_output_tokens: int = 1024,
 ) -> AgentResult:
@@ -65,7 +63,6 @@ def call_agent(
         output_schema=contract.model_json_schema(),
         tools=tuple(t.model_dump() for t in request.tools),
         max_output_tokens=max_output_tokens,
-        context=provider_context or {},
         metadata={
             "org_id": request.org_id,
             "run_id": request.run_id,

@@ -7,16 +7,15 @@ imports only the module it needs (a qualification call never compiles the
 call-signal patterns), and importing this package stays as cheap as ``colony.ports``.
 An answer function takes the parsed prompt (``prompt.parse(request.messages)``: the data
 blocks, the ICP grounding and the task text, read as a model reads them) and returns a dict
-that must validate against ``OUTPUT_CONTRACTS[output_name]``. The families in
-``SIDE_CHANNEL`` are not migrated yet: theirs take ``request.context`` instead. A responder
-(the chat turn, which may answer with tool calls) takes the whole request and returns the
-``ModelResponse`` itself.
+that must validate against ``OUTPUT_CONTRACTS[output_name]``. A responder (the chat turn,
+which may answer with tool calls) takes the whole request and returns the ``ModelResponse``
+itself.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
@@ -24,7 +23,7 @@ from pydantic import ValidationError
 
 from colony.adapters.offline.prompt import parse
 from colony.contracts.outputs import OUTPUT_CONTRACTS
-from colony.errors import ProviderError, ValidationFailed
+from colony.errors import ProviderError
 from colony.ports import ModelRequest, ModelResponse, Usage
 
 MODEL_NAME = "offline-deterministic-v1"
@@ -46,9 +45,6 @@ FAMILIES: dict[str, str] = {
     "missing_data": "records",
     "kc_update_candidate": "records",
 }
-
-# Families still answered from ``request.context`` (issue 15 item 1 migrates them one by one).
-SIDE_CHANNEL = frozenset({"chat", "records"})
 
 
 def _answer(output_name: str) -> Answer | None:
@@ -112,12 +108,7 @@ class OfflineChatModel:
             raise ProviderError(
                 f"the offline model has no answer for output {request.output_name!r}"
             )
-        if FAMILIES[request.output_name] in SIDE_CHANNEL:
-            if not isinstance(request.context, Mapping):
-                raise ValidationFailed("request.context must be an object")
-            answer = answer_for(request.context)
-        else:
-            answer = answer_for(parse(request.messages))
+        answer = answer_for(parse(request.messages))
         try:
             validated = contract.model_validate(answer)
         except ValidationError as exc:  # our own bug: say so loudly

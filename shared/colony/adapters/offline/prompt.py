@@ -106,6 +106,17 @@ class Prompt:
         text = self.field_text(source)
         return None if text is None else _json(text, f"the {source} block")
 
+    def value(self, name: str) -> Any:
+        """A task value by name: its own ``source=<name>`` block (JSON when it parses, else
+        its text), else the entry of the ``source=task`` block; None when neither has it."""
+        text = self.field_text(name)
+        if text is not None:
+            try:
+                return json.loads(text)
+            except json.JSONDecodeError:
+                return text
+        return self.task_json().get(name)
+
     def task_json(self) -> Mapping[str, Any]:
         """The ``source=task`` block (the template's ``task_json``), or ``{}``."""
         text = self.field_text("task")
@@ -134,7 +145,8 @@ def _attributes(head: str) -> dict[str, str]:
     return {m.group(1): m.group(2).strip('"') for m in _ATTRIBUTE.finditer(head)}
 
 
-def _blocks(text: str, boundary: str) -> list[Block]:
+def blocks_in(text: str, boundary: str) -> list[Block]:
+    """The data blocks opened with ``boundary`` in one message's text."""
     pattern = re.compile(
         rf"<<DATA {re.escape(boundary)}((?:\s[a-z_]+=(?:\"[^\"]*\"|[^\s>]+))*)>>\n"
         rf"(.*?)\n<<END {re.escape(boundary)}>>",
@@ -172,7 +184,7 @@ def parse(messages: Sequence[Message]) -> Prompt:
     if not policy:
         raise ValidationFailed("the system message states no data policy (no boundary)")
     boundary = policy.group(1)
-    blocks = [b for m in messages if m.role != "system" for b in _blocks(m.content, boundary)]
+    blocks = [b for m in messages if m.role != "system" for b in blocks_in(m.content, boundary)]
     users = [m.content for m in messages if m.role == "user" and not m.content.startswith(_REPAIR)]
     icp = _ICP.search(system)
     description = icp.group(1).strip() if icp else None
