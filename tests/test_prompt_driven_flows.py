@@ -10,11 +10,13 @@ real database: the contact's score and where its chain ended.
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 import pytest
 
 from colony.flows import campaign
+from colony.flows import message_generator as message_flow
 from colony.flows import qualification as qualification_flow
 from colony.runtime.deps import Deps
 from colony.store import fetch_one
@@ -34,10 +36,14 @@ def _drop_rubric(entities: dict[str, Any]) -> None:
 
 
 def _qualify_one(
-    deps: Deps, monkeypatch: pytest.MonkeyPatch, external_id: str, change: Change | None
+    deps: Deps,
+    monkeypatch: pytest.MonkeyPatch,
+    external_id: str,
+    change: Change | None,
+    flow: ModuleType = qualification_flow,
 ) -> dict[str, Any]:
-    """Run a one-contact campaign with ``change`` applied to AGT-004's prompt entities."""
-    original = qualification_flow.assembly_request
+    """Run a one-contact campaign with ``change`` applied to ``flow``'s prompt entities."""
+    original = flow.assembly_request
 
     def altered(*args: Any) -> Any:
         entities = dict(args[5])
@@ -45,7 +51,7 @@ def _qualify_one(
             change(entities)
         return original(*args[:5], entities, *args[6:])
 
-    monkeypatch.setattr(qualification_flow, "assembly_request", altered)
+    monkeypatch.setattr(flow, "assembly_request", altered)
     with deps.db.transaction(ORG) as cur:
         contact = fetch_one(cur, "SELECT id FROM contacts WHERE external_id = %s", (external_id,))
     assert contact is not None
@@ -78,7 +84,7 @@ def test_qualification_scores_what_its_prompt_carries(
     deps = make_deps(testdb)
     whole = _qualify_one(deps, monkeypatch, "P-018", None)
     assert whole["icp_score"] == 73 and whole["icp_recommendation"] == "qualify"
-    assert whole["outcome"] != "not_qualified" and whole["rejected"] == []
+    assert whole["outcome"] == "message_queued" and whole["rejected"] == []
 
 
 def test_a_contact_entity_without_its_signals_changes_the_qualification(
@@ -103,5 +109,19 @@ def test_a_prompt_without_the_icp_rubric_fails_the_contact_rather_than_guessing(
     lost = _qualify_one(deps, monkeypatch, "P-018", _drop_rubric)
     assert lost["icp_score"] is None and lost["icp_recommendation"] is None
     # A caller error: the contact's chain ends and its delivery is recorded as rejected.
+    assert lost["outcome"] == "failed:validation_failed"
+    assert lost["rejected"] == ["validation_failed"]
+
+
+def test_an_outbound_prompt_without_the_contacts_signals_is_refused_not_drafted(
+    testdb: PgDB, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # AGT-005 must reference one of the contact's signals (CONST-006). The flow checks the
+    # stored contact has some before it calls the model; if its prompt lost them, the model
+    # cannot draft one, and the contact's chain ends without a draft.
+    # (With its signals, test_qualification_scores_what_its_prompt_carries ends message_queued.)
+    deps = make_deps(testdb)
+    lost = _qualify_one(deps, monkeypatch, "P-018", _drop_contact_signals, message_flow)
+    assert lost["icp_recommendation"] == "qualify"  # qualification saw the signals
     assert lost["outcome"] == "failed:validation_failed"
     assert lost["rejected"] == ["validation_failed"]
