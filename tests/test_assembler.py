@@ -43,7 +43,7 @@ def request(**changes) -> AssemblyRequest:
         org=ORG,
         exemplars=[exemplar(i) for i in range(3)],
         entities={"contact": CONTACT},
-        task={"angle": "Signal", "tier": "T1", "step": 1},
+        task={"angle": "Signal", "tier": "T1", "step": 1, "competitors": ["FacilityIQ"]},
     )
     return AssemblyRequest(**{**base, **changes})
 
@@ -143,7 +143,7 @@ def test_required_task_fields_are_never_cut() -> None:
                 profile="AGT-006/pass1",
                 exemplars=[],
                 entities={},
-                task={"chunk": chunk, "segment_label": "1/1"},
+                task={"chunk": chunk, "segment_label": "1/1", "competitors": []},
             ),
             budgets=BUDGETS,
             counter=COUNTER,
@@ -154,7 +154,12 @@ def test_required_task_fields_are_never_cut() -> None:
             profile="AGT-006/pass1",
             exemplars=[],
             entities={},
-            task={"chunk": words(400), "segment_label": "1/1", "notes": words(5000)},
+            task={
+                "chunk": words(400),
+                "segment_label": "1/1",
+                "competitors": [],
+                "notes": words(5000),
+            },
         ),
         budgets=BUDGETS,
         counter=COUNTER,
@@ -223,7 +228,8 @@ def test_templates_are_strict() -> None:
     with pytest.raises(templates.TemplateError, match="unexpected"):
         templates.render("daily_brief", {"brief_date": "2026-11-30", "x": 1})
     assert '{ "subject"' in templates.render(
-        "message_generator", {"angle": "Pain", "tier": "T3", "step": 2, "task_json": "{}"}
+        "message_generator",
+        {"angle": "Pain", "tier": "T3", "step": 2, "competitors": "[]", "task_json": "{}"},
     )
 
 
@@ -270,7 +276,10 @@ def test_data_cannot_close_its_block_even_knowing_the_boundary() -> None:
     text = PLANTED.format(b=BOUNDARY)
     planted = Exemplar(domain="KC-08", title="Notes >> SYSTEM", content=text)
     out = assemble(
-        request(exemplars=[planted], task={"angle": "Signal", "tier": "T1", "step": 1, "x": text}),
+        request(
+            exemplars=[planted],
+            task={"angle": "Signal", "tier": "T1", "step": 1, "competitors": [], "x": text},
+        ),
         budgets=BUDGETS,
         counter=COUNTER,
         boundary=BOUNDARY,

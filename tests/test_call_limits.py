@@ -103,7 +103,7 @@ def deps_over(budgets_file: Path | None, *, pinned: bool = False) -> tuple[LlmDe
 
 
 def request_for(profile: str) -> AssemblyRequest:
-    task = {"topic": "Lease renewals", "format": "blog_post"}
+    task = {"topic": "Lease renewals", "format": "blog_post", "competitors": "FacilityIQ"}
     return AssemblyRequest(profile, "org_a", "run_1", OrgContext(org_name="Acme"), task=task)
 
 
@@ -113,7 +113,7 @@ def test_a_call_carries_its_profiles_cap_thinking_budget_and_model(tmp_path: Pat
         json.dumps({"calls": {"AGT-008": {"thinking": 256, "models": {"gemini": "gemini-flash"}}}})
     )
     llm, model = deps_over(override)
-    call_agent(llm, request_for("AGT-008"), provider_context={"topic": "Lease renewals"})
+    call_agent(llm, request_for("AGT-008"))
     [sent] = model.requests
     assert (sent.model, sent.max_output_tokens, sent.thinking_budget) == (
         "gemini-flash",
@@ -122,7 +122,7 @@ def test_a_call_carries_its_profiles_cap_thinking_budget_and_model(tmp_path: Pat
     )
     # COLONY_LLM_MODEL pins one model for every profile
     pinned, model = deps_over(override, pinned=True)
-    call_agent(pinned, request_for("AGT-008"), provider_context={"topic": "Lease renewals"})
+    call_agent(pinned, request_for("AGT-008"))
     assert model.requests[0].model == "gemini-2.5-pro"
 
 

@@ -84,7 +84,6 @@ def make_request(
         messages=(Message("system", "You score leads."), Message("user", prompt)),
         output_name="icp_score",
         output_schema={"type": "object"},
-        context={"task": prompt},
         metadata=metadata,
     )
 

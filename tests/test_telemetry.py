@@ -102,7 +102,6 @@ def model_request(prompt: str) -> ModelRequest:
         messages=(Message("system", "Score leads."), Message("user", prompt)),
         output_name="icp_score",
         output_schema={"type": "object"},
-        context={},
         metadata={"org_id": "org-a", "agent_id": "AGT-004", "run_id": "r-1"},
     )
 

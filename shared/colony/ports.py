@@ -73,9 +73,8 @@ class ModelRequest:
     """One structured-output call.
 
     ``output_name`` names the contract (``colony.contracts.OUTPUT_CONTRACTS``) and
-    ``output_schema`` is its JSON schema. ``context`` holds the structured inputs the prompt
-    was rendered from (agent id, task, entities, exemplars, org context): real providers read
-    only ``messages``; the offline provider computes its answer from ``context``.
+    ``output_schema`` is its JSON schema. Every provider, the offline one included, answers
+    from ``messages`` alone: there is no side channel for the inputs they were rendered from.
     ``metadata`` carries trace ids (org_id, run_id, agent_id, kc_domains_queried,
     context_budget_used) and ``untrusted_instructions`` (what the detector flagged in the
     untrusted input: labels and planted links, never the prompt).
@@ -92,7 +91,6 @@ class ModelRequest:
     thinking_budget: int = 0
     temperature: float = 0.0
     timeout_seconds: float | None = None  # this call's own (None: the client's default)
-    context: Mapping[str, Any] = field(default_factory=dict)
     metadata: Mapping[str, Any] = field(default_factory=dict)
 
 

@@ -4,8 +4,8 @@
   use; a provider's HTTP failure is scripted as ``provider_failure(status)``, the exception
   this suite proves the real adapters raise for that status.
 - ``offline``: ``OfflineChatModel``, the deterministic provider of local runs; it computes
-  its answer from ``request.context`` and cannot be told what to answer or how to fail, so it
-  takes part only in the tests that need neither.
+  its answer from the rendered prompt alone and cannot be told what to answer or how to fail,
+  so it takes part only in the tests that need neither.
 - ``hostile``: ``colony.testing.hostile.HostileChatModel``, the prompt-injection suite's model:
   it answers from the messages alone, obeying whatever they say, and likewise takes part only
   in the tests that script nothing.
@@ -36,6 +36,7 @@ import pytest
 from colony.adapters.gemini_chat import GeminiChatModel
 from colony.adapters.offline import OfflineChatModel
 from colony.adapters.openai_chat import OpenAIChatModel
+from colony.context import untrusted
 from colony.contracts import OUTPUT_CONTRACTS
 from colony.errors import ProviderError, ProviderUnavailable
 from colony.ports import ChatModel, Message, ModelRequest, ModelResponse, ToolCall, Usage
@@ -44,7 +45,8 @@ from colony.testing.hostile import HostileChatModel
 from colony.testing.wire import WireServer, gemini_content_reply, openai_chat_reply
 
 OUTPUT = "missing_data"
-CONTEXT = {"missing_fields": ["contact.email"], "reason": "P-027 has no email address."}
+TASK = {"missing_fields": ["contact.email"], "reason": "P-027 has no email address."}
+BOUNDARY = "00c0ffee00c0ffee"
 LOOKUP_TOOL = {
     "name": "lookup_account",
     "description": "Find an account by domain.",
@@ -61,13 +63,16 @@ pytestmark = pytest.mark.usefixtures("no_ambient_config")
 def make_request(**overrides: Any) -> ModelRequest:
     options: dict[str, Any] = {
         "model": "test-model",
-        "messages": (
-            Message("system", "You report what is missing."),
-            Message("user", "P-027 has no email address. What is missing?"),
+        "messages": (  # as the assembler renders them: the offline model reads nothing else
+            Message("system", f"You report what is missing.\n{untrusted.policy(BOUNDARY)}"),
+            Message(
+                "user",
+                "P-027 has no email address. What is missing?\n"
+                + untrusted.block(BOUNDARY, json.dumps(TASK), source="task"),
+            ),
         ),
         "output_name": OUTPUT,
         "output_schema": OUTPUT_CONTRACTS[OUTPUT].model_json_schema(),
-        "context": CONTEXT,
         **overrides,
     }
     return ModelRequest(**options)

@@ -183,12 +183,7 @@ def _generate(
             return []
         return [f"the brief has {words} words with its headings; the limit is {MAX_WORDS}"]
 
-    result = call_agent(
-        deps.llm,
-        request,
-        provider_context={"snapshot": dict(data), "prior_brief": prior_text},
-        check=fits,
-    )
+    result = call_agent(deps.llm, request, check=fits)
     assert isinstance(result.output, DailyBrief)
     return {key: str(value) for key, value in result.output.model_dump().items()}
 

@@ -79,20 +79,15 @@ def write_piece(deps: FlowDeps, event: ContentRequest, event_id: str) -> dict[st
             exemplars,
             {},
             (),
-            {"format": event.format, "topic": event.topic},
+            # the competitor list is in the prompt: a model can only avoid names it is given
+            {"format": event.format, "topic": event.topic, "competitors": list(competitors)},
         )
-        context = {
-            "topic": event.topic,
-            "format": event.format,
-            "exemplars": [{"title": e.title, "content": e.content} for e in exemplars],
-            "competitors": competitors,
-        }
 
         def no_competitor(piece: ContentPiece) -> list[str]:
             named = competitor_mentions(f"{piece.title}\n{piece.body}", competitors)
             return [f"the piece names a competitor: {', '.join(named)}"] if named else []
 
-        result = call_agent(deps.llm, request, provider_context=context, check=no_competitor)
+        result = call_agent(deps.llm, request, check=no_competitor)
         assert result.output is not None
         grounding = [{"domain": e.domain, "title": e.title} for e in exemplars]
         piece = result.output.model_dump(mode="json")

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from colony.contracts import HandoffEnvelope
-from colony.flows.campaign import as_prospect, handoff, step_key
+from colony.flows.campaign import handoff, step_key
 from colony.flows.deps import FlowDeps
 from colony.flows.specialist import assembly_request, handle_handoff, load_contact
 from colony.llm.agent_call import call_agent
@@ -27,7 +27,7 @@ def _enrich(
 
     def compute() -> dict[str, Any]:
         request = assembly_request(deps, org, run_id, "AGT-003", envelope, {"contact": contact}, {})
-        result = call_agent(deps.llm, request, provider_context={"contact": as_prospect(contact)})
+        result = call_agent(deps.llm, request)
         assert result.output is not None
         return result.output.model_dump(mode="json")
 

@@ -15,7 +15,7 @@ from typing import Any
 from colony.contracts import HandoffEnvelope
 from colony.contracts.events import SequenceStep
 from colony.flows import approval, flags, org_admin, sequences
-from colony.flows.campaign import HINTS, as_prospect, contact_done, step_key
+from colony.flows.campaign import HINTS, contact_done, step_key
 from colony.flows.deps import FlowDeps
 from colony.flows.specialist import assembly_request, handle_handoff, load_contact
 from colony.llm.agent_call import call_agent
@@ -137,24 +137,24 @@ def _draft(
     signals = _signals(contact)
     competitors = org_admin.competitors(deps, org, DEFAULT_COMPETITORS)
     tier = envelope.tier
-    task: dict[str, Any] = {"angle": envelope.angle, "tier": tier, "step": n}
+    # The competitor list is in the prompt: a model can only avoid the names it is given.
+    task: dict[str, Any] = {
+        "angle": envelope.angle,
+        "tier": tier,
+        "step": n,
+        "competitors": list(competitors),
+    }
     if history:
         task["earlier_steps"] = history
 
     def compute() -> dict[str, Any]:
         entities = {"contact": contact}
         request = assembly_request(deps, org, run_id, "AGT-005", envelope, entities, task)
-        context = {
-            "contact": as_prospect(contact),
-            **task,
-            "exemplars": [e.model_dump(mode="json") for e in request.exemplars],
-            "competitors": competitors,
-        }
 
         def problems(m: Any) -> list[str]:
             return check_outbound(m, tier=tier, contact_signals=signals, competitors=competitors)
 
-        result = call_agent(deps.llm, request, provider_context=context, check=problems)
+        result = call_agent(deps.llm, request, check=problems)
         assert result.output is not None
         output = result.output.model_dump(mode="json")
         to = str(contact.get("email") or "")

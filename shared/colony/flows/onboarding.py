@@ -132,11 +132,7 @@ def _compose(deps: FlowDeps, org: str, run_id: str, deal: Mapping[str, Any]) -> 
     }
     org_context = OrgContext(org_name=name, icp=IcpDefinition(**icp) if icp else None)
     request = AssemblyRequest(AGENT, org, run_id, org_context, exemplars, {"deal": facts}, (), {})
-    context = {
-        "deal": {k: v for k, v in facts.items() if v is not None},
-        "exemplars": [{"title": e.title or e.domain, "content": e.content} for e in exemplars],
-    }
-    result = call_agent(deps.llm, request, provider_context=context)
+    result = call_agent(deps.llm, request)
     assert result.output is not None
     kit = result.output.model_dump(mode="json")
     found = [flags.of_draft(result, section) for section in kit["sections"]]

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from colony.contracts import HandoffEnvelope
-from colony.flows.campaign import as_prospect, contact_done, handoff, step_key
+from colony.flows.campaign import contact_done, handoff, step_key
 from colony.flows.deps import FlowDeps
 from colony.flows.specialist import assembly_request, handle_handoff, load_contact
 from colony.llm.agent_call import call_agent
@@ -39,11 +39,10 @@ def _qualify(
             run_id,
             "AGT-004",
             envelope,
-            {"contact": contact, "icp_rubric": icp["rubric"]},
+            {"contact": contact, "icp_rubric": icp["rubric"], "icp_tiers": icp["tiers"]},
             {"today": today},
         )
-        context = {"contact": as_prospect(contact), "icp": icp, "today": today}
-        result = call_agent(deps.llm, request, provider_context=context)
+        result = call_agent(deps.llm, request)
         assert result.output is not None
         return result.output.model_dump(mode="json")
 

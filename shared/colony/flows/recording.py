@@ -122,10 +122,13 @@ def _two_passes(deps: FlowDeps, org: str, recording: Mapping[str, Any]) -> dict[
                 org,
                 run_id,
                 org_context,
-                task={"chunk": chunk.text, "segment_label": f"{chunk.index + 1} of {len(chunks)}"},
+                task={
+                    "chunk": chunk.text,
+                    "segment_label": f"{chunk.index + 1} of {len(chunks)}",
+                    "competitors": list(COMPETITORS),  # a model can only spot names it is given
+                },
             )
-            context = {"chunk": chunk.text, "competitors": list(COMPETITORS)}
-            result = call_agent(deps.llm, request, provider_context=context)
+            result = call_agent(deps.llm, request)
             assert result.output is not None
             return result.output.model_dump(mode="json")
 
@@ -220,9 +223,7 @@ def _pass2(
             task={"signals_json": ranked, "deal_context": deal_context},
         )
         try:
-            result = call_agent(
-                deps.llm, request, provider_context={"signals": ranked, "deal": deal_view}
-            )
+            result = call_agent(deps.llm, request)
             break
         except ContextBudgetExceeded as error:
             if error.section != "task" or not ranked:
@@ -324,18 +325,12 @@ def _draft(
         {"deal": deal_view, "contact": contact},
         task={"recording_summary": summary},
     )
-    context = {
-        "recording_summary": summary,
-        "deal": deal_view,
-        "contact": contact,
-        "exemplars": [{"title": e.title, "content": e.content} for e in exemplars],
-    }
 
     def no_competitors(m: Any) -> list[str]:
         mentions = competitor_mentions(f"{m.subject}\n{m.body}", COMPETITORS)
         return [f"names competitor {c}" for c in mentions]
 
-    result = call_agent(deps.llm, request, provider_context=context, check=no_competitors)
+    result = call_agent(deps.llm, request, check=no_competitors)
     assert result.output is not None
     output = result.output.model_dump(mode="json")
     return flags.flagged(

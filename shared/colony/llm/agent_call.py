@@ -1,13 +1,13 @@
 """The one path every agent's LLM call takes: assemble → traced model → validated contract.
 
 ``LlmDeps`` is built once per function instance (the composition root); ``call_agent`` is what
-flows call. The provider sees the assembled messages; the offline provider reads the
-``provider_context`` (the structured inputs the prompt was rendered from) instead.
+flows call. Every provider sees only the assembled messages, the offline one included: what
+a model needs must be in the prompt.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,7 +57,6 @@ def call_agent(
     deps: LlmDeps,
     request: AssemblyRequest,
     *,
-    provider_context: Mapping[str, Any],
     check: Callable[[Any], Sequence[str]] | None = None,
 ) -> AgentResult:
     """Assemble the context for ``request`` and run it to a validated output contract, with
@@ -73,7 +72,6 @@ def call_agent(
         tools=tuple(t.model_dump() for t in request.tools),
         max_output_tokens=limits.output,
         thinking_budget=limits.thinking,
-        context=provider_context,
         metadata={
             "org_id": request.org_id,
             "run_id": request.run_id,

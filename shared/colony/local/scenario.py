@@ -11,6 +11,7 @@ from typing import Any
 
 from colony.context.assembler import AssemblyRequest
 from colony.contracts import IcpDefinition, OrgContext
+from colony.flows.message_generator import DEFAULT_COMPETITORS as COMPETITORS
 from colony.knowledge import KnowledgeStore
 from colony.knowledge.exemplars import to_exemplars
 from colony.local.demo import DEMO_DIR
@@ -100,17 +101,25 @@ def demo_requests(
         "AGT-003": grounded("AGT-003", entities={"contact": contact}),
         "AGT-004": grounded(
             "AGT-004",
-            entities={"contact": contact, "icp_rubric": icp.rubric if icp else {}},
+            entities={
+                "contact": contact,
+                "icp_rubric": icp.rubric if icp else {},
+                "icp_tiers": icp.tiers if icp else [],
+            },
             task={"today": today},
         ),
         "AGT-005": grounded(
             "AGT-005",
             entities={"contact": contact},
-            task={"angle": "Signal", "tier": "T1", "step": 1},
+            task={"angle": "Signal", "tier": "T1", "step": 1, "competitors": list(COMPETITORS)},
         ),
         "AGT-006/pass1": req(
             "AGT-006/pass1",
-            task={"chunk": " ".join(words[:1500]), "segment_label": "chunk 1"},
+            task={
+                "chunk": " ".join(words[:1500]),
+                "segment_label": "chunk 1",
+                "competitors": list(COMPETITORS),
+            },
         ),
         "AGT-006/pass2": grounded(
             "AGT-006/pass2",
@@ -124,7 +133,11 @@ def demo_requests(
         ),
         "AGT-008": grounded(
             "AGT-008",
-            task={"format": "linkedin_post", "topic": "what lease exits taught a health system"},
+            task={
+                "format": "linkedin_post",
+                "topic": "what lease exits taught a health system",
+                "competitors": list(COMPETITORS),
+            },
         ),
         "AGT-009": grounded("AGT-009", entities={"deal": won}),
         "AGT-010": grounded(

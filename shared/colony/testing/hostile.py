@@ -1,8 +1,8 @@
 """A hostile ``ChatModel``: it obeys every instruction it finds anywhere in what it is sent.
 
 The worst model we could be given, for the prompt-injection suite (``tests/test_hostile_model``,
-issue 14 item 5). It reads only ``request.messages`` (never ``request.context``, the offline
-provider's side channel: a real provider sees the messages and nothing else) and treats every
+issue 14 item 5). It reads only ``request.messages`` (as every provider does, the offline one
+included) and treats every
 line of every message as an order, whatever its role and whatever block it sits in:
 
     CALL TOOL <name> <json object>     a tool call (when the request offers tools)

@@ -1,14 +1,17 @@
 """The offline ChatModel: deterministic, no network, model name ``offline-deterministic-v1``.
 
-It is not a language model. For each contract it computes an answer from ``request.context``
-alone (never from the rendered prompt in ``request.messages``) with rules, templates and
-extraction, then returns it as JSON text that validates against
-``OUTPUT_CONTRACTS[request.output_name]``. Usage is an estimate (``ceil(chars / 4)`` of the
-messages' text in, of the answer out), since there is no tokenizer behind it.
+It is not a language model, but like one it reads only the messages it is sent:
+``prompt.parse`` reads the rendered prompt back (the data blocks opened with the boundary the
+system message states, the ICP description and anti-ICP conditions, the task text), and each
+contract's answer is computed from that with rules, templates and extraction, then returned
+as JSON text that validates against ``OUTPUT_CONTRACTS[request.output_name]``. Usage is an
+estimate (``ceil(chars / 4)`` of the messages' text in, of the answer out), since there is no
+tokenizer behind it.
 
-Callers build the context shape each contract documents; a missing required key raises
-``ValidationFailed`` naming it, an unknown ``output_name`` raises ``ProviderError``. The
-shapes are documented beside their answers:
+A prompt that lacks a block an answer needs raises ``ValidationFailed`` naming it (``the
+prompt has no contact entity``), so a flow whose prompt loses a field fails rather than
+getting an answer built from nothing; an unknown ``output_name`` raises ``ProviderError``.
+What each answer reads is documented beside it:
 
 - ``prospects``: ``qualification_score``, ``prospect_enrichment``;
 - ``outbound``: ``outbound_message``;
@@ -17,7 +20,8 @@ shapes are documented beside their answers:
 - ``brief``: ``daily_brief``;
 - ``chat``: ``orchestrator_reply`` (AGT-001's turn), ``conversation_summary``;
 - ``records``: ``missing_data``, ``kc_update_candidate``;
-- ``common``: the context-access and text helpers they share.
+- ``prompt``: the parser every answer reads through;
+- ``common``: the value-access and text helpers they share.
 
 ``model`` holds the dispatch table; answer modules are imported on first use.
 """

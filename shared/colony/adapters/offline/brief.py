@@ -1,12 +1,15 @@
 """Offline ``daily_brief`` (AGT-010): five short sections with the snapshot's numbers copied.
 
-Context: ``{"snapshot": {"deals_by_stage": {stage: count}, "approval_queue_count",
-"messages_sent", "content_published", "circuit_breaker", "bounce_rate", "reply_rate"},
-"prior_brief": str | None}``. Five sections, numbers copied from the snapshot (a rate in
-[0, 1] is shown as a percentage followed by the raw value), and with a prior brief one
-continuity clause comparing a number parsed from it (bounce rate, approval queue or
-messages sent), or a generic reference when none parses. A missing or negative number raises
-``ValidationFailed`` naming it: a brief must never invent a figure.
+It reads only the rendered prompt (``colony.adapters.offline.prompt``): the
+``data_snapshot`` entity (``deals_by_stage``, ``approval_queue_count``, ``messages_sent``,
+``content_published``, ``circuit_breaker``, ``bounce_rate``, ``reply_rate``, optionally the
+replies counts) and yesterday's brief, the ``summary`` block of the history (``Yesterday's
+brief (date): …`` or ``… none on record``). A ``deals_by_stage`` absent from the entity
+reads as no deals, since the serialiser drops empty objects. Five sections, numbers copied
+from the snapshot (a rate in [0, 1] is shown as a percentage followed by the raw value), and
+with a prior brief one continuity clause comparing a number parsed from it (bounce rate,
+approval queue or messages sent), or a generic reference when none parses. A missing or
+negative number raises ``ValidationFailed`` naming it: a brief must never invent a figure.
 """
 
 from __future__ import annotations
@@ -15,7 +18,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from colony.adapters.offline.common import as_number, humanise, require_mapping, require_text
+from colony.adapters.offline.common import as_number, humanise, require_text
+from colony.adapters.offline.prompt import Prompt
 from colony.errors import ValidationFailed
 
 DEAL_STAGES = ("discovery", "demo", "proposal", "negotiation", "closed_won", "closed_lost")
@@ -90,12 +94,27 @@ def _continuity(prior: str, bounce: float, queue: int, sent: int) -> str:
     return "Continues from the prior brief, whose figures could not be compared."
 
 
-def daily_brief(ctx: Mapping[str, Any]) -> dict[str, Any]:
+_PRIOR = re.compile(r"\AYesterday's brief(?: \([^)]*\))?: (.*)\Z", re.DOTALL)
+
+
+def _prior_brief(prompt: Prompt) -> str | None:
+    """Yesterday's brief from the history's summary block, or None when there is none."""
+    for block in prompt.blocks:
+        match = _PRIOR.match(block.text.strip()) if block.source == "summary" else None
+        if match:
+            text = match.group(1).strip()
+            return None if text.rstrip(".") == "none on record" else text
+    return None
+
+
+def daily_brief(prompt: Prompt) -> dict[str, Any]:
     """Five sections with the snapshot's numbers, plus continuity with the prior brief."""
-    snapshot = require_mapping(ctx, "snapshot")
-    stages = snapshot.get("deals_by_stage")
+    snapshot = prompt.entity("data_snapshot")
+    if not isinstance(snapshot, Mapping):
+        raise ValidationFailed("the data_snapshot entity must be an object")
+    stages = snapshot.get("deals_by_stage", {})
     if not isinstance(stages, Mapping):
-        raise ValidationFailed("snapshot.deals_by_stage is missing")
+        raise ValidationFailed("snapshot.deals_by_stage must be an object")
     for stage, count in stages.items():
         if isinstance(count, bool) or not isinstance(count, int) or count < 0:
             raise ValidationFailed(f"snapshot.deals_by_stage.{stage} must be a count")
@@ -105,9 +124,7 @@ def daily_brief(ctx: Mapping[str, Any]) -> dict[str, Any]:
     bounce = _rate(snapshot, "bounce_rate")
     reply = _rate(snapshot, "reply_rate")
     breaker = require_text(snapshot, "circuit_breaker", "snapshot")
-    prior = ctx.get("prior_brief")
-    if prior is not None and not isinstance(prior, str):
-        raise ValidationFailed("context.prior_brief must be a string or null")
+    prior = _prior_brief(prompt)
 
     order = {stage: i for i, stage in enumerate(DEAL_STAGES)}
     ordered = sorted(stages, key=lambda s: (order.get(s, len(order)), s))

@@ -1,22 +1,22 @@
 """Offline answers about a recorded call: ``call_signals``, ``call_summary``, ``follow_up_draft``.
 
-Context shapes (callers build exactly these; a missing required key raises
-``ValidationFailed`` naming it):
+Each reads only the rendered prompt (``colony.adapters.offline.prompt``); a prompt without a
+block the answer needs raises ``ValidationFailed`` naming it.
 
-- ``call_signals``: ``{"chunk": str, "competitors": [names]?}``. Pattern rules per signal type
-  over the chunk's sentences (speaker lines only, when the chunk has ``[hh:mm:ss] Name:``
-  lines); every ``quote`` is a verbatim substring of the chunk; at most 4 per type (strongest
-  first), reported in transcript order. Competitors default to CareSpace Analytics,
-  FacilityIQ and LeaseLogic Health.
-- ``call_summary``: ``{"signals": [{type, quote, confidence}], "deal": {"name", "stage",
-  "value", "next_action"}}``. Three sentences: signal counts by type, the strongest budget /
-  timeline / stakeholder quote, the strongest objection / competitor / gap quote (quotes
-  flattened to one sentence); ``crm_updates.next_action`` from the strongest timeline signal,
-  ``close_date`` only from a full date in a quote about signing or closing, ``deal_stage``
-  always null (a stage change needs a person); one KC-09 candidate per distinct objection.
-- ``follow_up_draft``: ``{"recording_summary": str, "deal": {...}?, "contact": {"name", ...},
-  "exemplars": [{"title"?, "content", "tags"?}]?, "sender": str?}``. A recap email; exemplar
-  titles are cited as references.
+- ``call_signals``: the ``chunk`` block and the ``competitors`` block (AGT-006 pass 1).
+  Pattern rules per signal type over the chunk's sentences (speaker lines only, when the
+  chunk has ``[hh:mm:ss] Name:`` lines); every ``quote`` is a verbatim substring of the chunk
+  as rendered; at most 4 per type (strongest first), reported in transcript order.
+- ``call_summary``: the ``signals_json`` block (``[{type, quote, confidence}]``) and the
+  ``deal`` entity when there is one (``name``, ``stage``, ``value``, ``next_action``).
+  Three sentences: signal counts by type, the strongest budget / timeline / stakeholder
+  quote, the strongest objection / competitor / gap quote (quotes flattened to one sentence);
+  ``crm_updates.next_action`` from the strongest timeline signal, ``close_date`` only from a
+  full date in a quote about signing or closing, ``deal_stage`` always null (a stage change
+  needs a person); one KC-09 candidate per distinct objection.
+- ``follow_up_draft``: the ``recording_summary`` block, the ``contact`` entity, the ``deal``
+  entity (optional) and the KC blocks, whose titles are cited as references. A recap email
+  signed by the ZoomProp team.
 """
 
 from __future__ import annotations
@@ -32,21 +32,17 @@ from colony.adapters.offline.common import (
     first_name,
     flatten,
     humanise,
-    object_list,
     one_sentence,
     opt_str,
-    require_mapping,
-    require_text,
-    split_exemplar,
     string_list,
 )
+from colony.adapters.offline.prompt import Prompt
 from colony.contracts.outputs import SignalType
 from colony.errors import ProviderError, ValidationFailed
 from colony.policy.outbound import sentence_spans
 
 MAX_KC_UPDATES = 20  # CallSummary.kc_updates holds at most this many (its output cap)
 
-DEFAULT_COMPETITORS = ("CareSpace Analytics", "FacilityIQ", "LeaseLogic Health")
 SIGNAL_TYPES: tuple[str, ...] = get_args(SignalType)
 
 # -- call_signals ------------------------------------------------------------------------------
@@ -158,12 +154,25 @@ def _quote_spans(chunk: str) -> list[tuple[int, int]]:
     return spans
 
 
-def call_signals(ctx: Mapping[str, Any]) -> dict[str, Any]:
+def _field(prompt: Prompt, source: str) -> str:
+    text = prompt.field_text(source)
+    if text is None or not text.strip():
+        raise ValidationFailed(f"the prompt has no {source} block")
+    return text
+
+
+def _optional_object(prompt: Prompt, name: str) -> Mapping[str, Any]:
+    value = prompt.optional_entity(name)
+    return value if isinstance(value, Mapping) else {}
+
+
+def call_signals(prompt: Prompt) -> dict[str, Any]:
     """Verbatim quotes per signal type, strongest four of each, in transcript order."""
-    chunk = require_text(ctx, "chunk")
-    competitors = string_list(ctx.get("competitors"), "context.competitors") or list(
-        DEFAULT_COMPETITORS
-    )
+    chunk = _field(prompt, "chunk")
+    listed = prompt.field_json("competitors")
+    if listed is None:
+        raise ValidationFailed("the prompt has no competitors block")
+    competitors = string_list(listed, "the competitors block")
     patterns = dict(_SIGNAL_PATTERNS)
     patterns["competitor_mentions"] = _competitor_patterns(competitors)
     found: list[tuple[int, int, str, str, float]] = []  # (start, type order, type, quote, conf)
@@ -209,10 +218,17 @@ _FULL_DATE = re.compile(
 _CLOSING_WORDS = re.compile(r"\b(?:sign(?:s|ed|ing)?|close[sd]?|closing|contract|agreement)\b", _I)
 
 
-def _signals_in(ctx: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _signals_in(prompt: Prompt) -> list[dict[str, Any]]:
+    if prompt.field_text("signals_json") is None:
+        raise ValidationFailed("the prompt has no signals_json block")
+    listed = prompt.field_json("signals_json")
+    if not isinstance(listed, list):
+        raise ValidationFailed("the signals_json block must be a list")
     signals = []
-    for index, item in enumerate(object_list(ctx, "signals")):
-        where = f"context.signals[{index}]"
+    for index, item in enumerate(listed):
+        where = f"signals_json[{index}]"
+        if not isinstance(item, Mapping):
+            raise ValidationFailed(f"{where} must be an object")
         signal_type = item.get("type")
         if signal_type not in SIGNAL_TYPES:
             raise ValidationFailed(f"{where}.type {signal_type!r} is not a call signal type")
@@ -247,11 +263,10 @@ def _close_date(signals: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def call_summary(ctx: Mapping[str, Any]) -> dict[str, Any]:
+def call_summary(prompt: Prompt) -> dict[str, Any]:
     """Three sentences, evidence-backed CRM updates, KC-09 objection candidates."""
-    signals = _signals_in(ctx)
-    deal = ctx.get("deal")
-    deal = deal if isinstance(deal, Mapping) else {}
+    signals = _signals_in(prompt)
+    deal = _optional_object(prompt, "deal")
     deal_name = opt_str(deal, "name")
     stage = opt_str(deal, "stage")
     subject = one_sentence(deal_name, 200) if deal_name else "The call"
@@ -334,25 +349,20 @@ def call_summary(ctx: Mapping[str, Any]) -> dict[str, Any]:
 # -- follow_up_draft ---------------------------------------------------------------------------
 
 
-def follow_up_draft(ctx: Mapping[str, Any]) -> dict[str, Any]:
+def follow_up_draft(prompt: Prompt) -> dict[str, Any]:
     """A recap email to the contact, citing exemplar titles as references."""
-    recap = " ".join(require_text(ctx, "recording_summary").split())
-    contact = require_mapping(ctx, "contact")
-    name = opt_str(contact, "name")
+    recap = " ".join(_field(prompt, "recording_summary").split())
+    contact = prompt.entity("contact")
+    name = opt_str(contact, "name") if isinstance(contact, Mapping) else None
     if not name:
         raise ValidationFailed("contact.name is missing")
-    deal = ctx.get("deal")
-    deal = deal if isinstance(deal, Mapping) else {}
-    titles = []
-    for index, item in enumerate(object_list(ctx, "exemplars")):
-        title, _ = split_exemplar(item, index, "context.exemplars")
-        if title:
-            titles.append(title)
+    deal = _optional_object(prompt, "deal")
+    titles = [" ".join(t.split()) for b in prompt.exemplars() if (t := b.get("title"))]
     deal_name = opt_str(deal, "name")
     subject = clip(
         f"Recap and next steps: {deal_name}" if deal_name else "Recap and next steps", 120
     )
-    sender = opt_str(ctx, "sender") or "The ZoomProp Team"
+    sender = "The ZoomProp Team"
     head = f"Hi {first_name(name)},\n\nThank you for the time on the call. Here is my recap:\n\n"
     tail_parts = []
     next_action = opt_str(deal, "next_action")

@@ -3,16 +3,17 @@
 Context shapes (callers build exactly these; a missing required key raises
 ``ValidationFailed`` naming it):
 
-- ``orchestrator_reply`` (the contract is ``colony.contracts.chat.OrchestratorReply``):
-  ``{"message": str, "tool_results": [{"name", "ok", "result" | "error"}], "tools": [names
-  offered], "pending_approvals": [{id, kind, summary}], "daily_brief": str | None,
-  "knowledge": [{"domain", "title"}]}``. With tool results from this turn it answers by
-  describing them (counts, ids and names copied from the results; a failed tool is reported
-  with its error message). Otherwise it maps the message's intent to one tool call, checked
-  in this order, and only to tools offered (``request.tools``): ``launch`` … ``campaign`` →
-  ``launch_campaign`` (the first
-  angle word named, default Signal; the tier as written — ``T9`` is passed through so the
-  flow's argument check rejects it; ``P-001``-style ids as ``contact_external_ids``, else
+- ``orchestrator_reply`` (the contract is ``colony.contracts.chat.OrchestratorReply``) reads
+  the prompt too: the person's message (the last user turn), this turn's tool results (the
+  ``source=tool`` blocks after it: ``{"ok", "result" | "error"}`` named by the block), the
+  ``daily_brief`` and ``pending_approvals`` entities and the KC blocks' domains and titles;
+  the tools offered are ``request.tools``, as a real provider sees them. With tool results
+  from this turn it answers by describing them (counts, ids and names copied from the
+  results; a failed tool is reported with its error message). Otherwise it maps the
+  message's intent to one tool call, checked in this order, and only to tools offered:
+  ``launch`` … ``campaign`` → ``launch_campaign`` (the first angle word named, default
+  Signal; the tier as written — ``T9`` is passed through so the flow's argument check
+  rejects it; ``P-001``-style ids as ``contact_external_ids``, else
   omitted); ``pipeline``/``deals``/``snapshot`` → ``pipeline_snapshot``;
   ``approval``/``queue``/``pending`` → ``list_approvals``;
   ``write``/``draft``/``post``/``blog``/``newsletter``/``one-pager`` → ``ask_content_agent``
@@ -21,8 +22,9 @@ Context shapes (callers build exactly these; a missing required key raises
   first sentence, the knowledge titles and the queue size. The tool call comes back as
   ``ModelResponse.tool_calls`` with empty text, as real providers do, which is why this one
   answers with a whole ``ModelResponse`` rather than a contract dict.
-- ``conversation_summary``: ``{"turns": [{"role", "content"}], "previous_summary":
-  {decisions, entity_ids, pending_items, user_preferences} | None}``. Sentences with decision
+- ``conversation_summary`` reads the prompt (``colony.adapters.offline.prompt``): the
+  ``turns`` block (``role: content`` lines) and the ``previous_summary`` block (the JSON of
+  {decisions, entity_ids, pending_items, user_preferences}, or ``(none)``). Sentences with decision
   words, entity ids (``P-001``, ``AGT-005``, UUIDs), pending-work words and (user turns only)
   preference words; the previous summary's items come first, duplicates dropped, each list
   capped and the whole kept under ~300 estimated tokens by dropping the oldest items.
@@ -44,6 +46,7 @@ from colony.adapters.offline.common import (
     string_list,
 )
 from colony.adapters.offline.model import MODEL_NAME, estimate_tokens
+from colony.adapters.offline.prompt import Prompt, blocks_in, parse
 from colony.contracts.chat import OrchestratorReply
 from colony.contracts.common import ANGLES
 from colony.errors import ValidationFailed
@@ -65,11 +68,38 @@ _FORMATS = (
 )
 
 
+def _turn_inputs(request: ModelRequest) -> dict[str, Any]:
+    """What AGT-001's rendered prompt tells it, in the shape ``_orchestrate`` reads."""
+    prompt = parse(request.messages)
+    users = [i for i, m in enumerate(request.messages) if m.role == "user"]
+    after = request.messages[users[-1] + 1 :] if users else ()
+    results: list[dict[str, Any]] = []
+    for message in after:
+        if message.role != "tool":
+            continue
+        for block in blocks_in(message.content, prompt.boundary):
+            try:
+                value = json.loads(block.text)
+            except json.JSONDecodeError:
+                value = {"ok": True, "clipped": block.text}
+            if isinstance(value, Mapping):
+                results.append({"name": block.get("name") or message.name, **value})
+    brief = prompt.optional_entity("daily_brief")
+    queue = prompt.optional_entity("pending_approvals")
+    return {
+        "message": prompt.task,
+        "tool_results": results,
+        "daily_brief": brief if isinstance(brief, str) and not brief.startswith("(") else None,
+        "pending_approvals": queue if isinstance(queue, list) else [],
+        "knowledge": [
+            {"domain": b.get("domain"), "title": b.get("title")} for b in prompt.exemplars()
+        ],
+    }
+
+
 def orchestrator_response(request: ModelRequest) -> ModelResponse:
     """AGT-001's turn: one tool call (with empty text) or an ``OrchestratorReply``."""
-    ctx = request.context
-    if not isinstance(ctx, Mapping):
-        raise ValidationFailed("request.context must be an object")
+    ctx = _turn_inputs(request)
     offered = {str(t.get("name")) for t in request.tools if isinstance(t, Mapping)}
     decision = _orchestrate(ctx, offered)
     prompt = "".join(message.content for message in request.messages)
@@ -153,6 +183,8 @@ def _describe(item: Mapping[str, Any]) -> str:
         return f"I could not run {name}: {(error or {}).get('message', 'it failed')}."
     r = item.get("result") if isinstance(item.get("result"), Mapping) else {}
     r = r or {}
+    if "clipped" in item:
+        return f"{name} returned more than fits here; ask me for the part you need."
     if name == "launch_campaign":
         return (
             f"Launched campaign {r.get('name')!s} ({r.get('angle')}, {r.get('tier')}) as "
@@ -230,18 +262,36 @@ def _merge(previous: list[str], new: list[str], cap: int) -> list[str]:
     return merged[-cap:]
 
 
-def conversation_summary(ctx: Mapping[str, Any]) -> dict[str, Any]:
+_TURN = re.compile(r"^(user|assistant|tool|system): ", re.MULTILINE)
+
+
+def _turns(text: str) -> list[dict[str, str]]:
+    """``role: content`` lines back into turns (a turn's content may span lines)."""
+    starts = list(_TURN.finditer(text))
+    return [
+        {"role": m.group(1), "content": text[m.end() : nxt.start() if nxt else len(text)].strip()}
+        for m, nxt in zip(starts, [*starts[1:], None], strict=True)
+    ]
+
+
+def conversation_summary(prompt: Prompt) -> dict[str, Any]:
     """Decisions, entity ids, pending items and preferences, folded into the previous summary."""
-    turns = object_list(ctx, "turns")
-    previous = ctx.get("previous_summary")
+    text = prompt.field_text("turns")
+    if text is None:
+        raise ValidationFailed("the prompt has no turns block")
+    turns = _turns(text)
+    shown = prompt.field_text("previous_summary")
+    if shown is None:
+        raise ValidationFailed("the prompt has no previous_summary block")
+    previous = None if shown.strip() == "(none)" else prompt.field_json("previous_summary")
     if previous is not None and not isinstance(previous, Mapping):
-        raise ValidationFailed("context.previous_summary must be an object or null")
+        raise ValidationFailed("the previous_summary block must be an object or (none)")
     found: dict[str, list[str]] = {key: [] for key in _LIST_CAPS}
     for index, turn in enumerate(turns):
         content = turn.get("content")
         role = turn.get("role")
         if not isinstance(content, str):
-            raise ValidationFailed(f"context.turns[{index}].content is missing")
+            raise ValidationFailed(f"turns[{index}].content is missing")
         found["entity_ids"] += [m.group(0) for m in _ENTITY.finditer(content)]
         for sentence in split_sentences(content):
             item = clip(" ".join(sentence.split()), 160)
@@ -253,7 +303,7 @@ def conversation_summary(ctx: Mapping[str, Any]) -> dict[str, Any]:
                 found["user_preferences"].append(item)
     summary: dict[str, list[str]] = {}
     for key, cap in _LIST_CAPS.items():
-        before = string_list((previous or {}).get(key), f"context.previous_summary.{key}")
+        before = string_list((previous or {}).get(key), f"previous_summary.{key}")
         summary[key] = _merge(before, found[key], cap)
     while estimate_tokens(json.dumps(summary)) > _SUMMARY_TOKEN_BUDGET:
         longest = max(summary, key=lambda k: sum(len(v) for v in summary[k]))

@@ -1,8 +1,9 @@
-"""Context access and text helpers shared by the offline model's answer modules.
+"""Value access and text helpers shared by the offline model's answer modules.
 
-Context access is strict on purpose: a caller that forgets a key gets ``ValidationFailed``
-naming it (``context.contact is missing``), so a flow's data bug surfaces here rather than as
-a plausible-looking answer built from nothing. The text helpers are the few transformations
+Value access (over what ``prompt.parse`` read from the prompt's blocks) is strict on
+purpose: a missing key gets ``ValidationFailed`` naming it (``icp_rubric.size is missing``),
+so a prompt that lost a field surfaces here rather than as a plausible-looking answer built
+from nothing. The text helpers are the few transformations
 every answer shares: clipping at a word boundary, flattening to one sentence, reading the
 exemplar items the retriever hands over (front matter, title, prose sentences).
 """
@@ -19,7 +20,7 @@ from typing import Any
 from colony.errors import ValidationFailed
 from colony.policy.outbound import split_sentences
 
-# -- context access ----------------------------------------------------------------------------
+# -- value access ------------------------------------------------------------------------------
 
 
 def require(ctx: Mapping[str, Any], key: str, where: str = "context") -> Any:

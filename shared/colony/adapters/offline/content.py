@@ -1,15 +1,15 @@
 """Offline answers that lay out KC material: ``content_piece`` and ``deployment_kit``.
 
-Context shapes (callers build exactly these; a missing required key raises
-``ValidationFailed`` naming it):
+Both read only the rendered prompt (``colony.adapters.offline.prompt``); a prompt without a
+block the answer needs raises ``ValidationFailed`` naming it.
 
-- ``content_piece``: ``{"topic": str, "format": linkedin_post | blog_post | one_pager |
-  email_newsletter, "exemplars": [{"title"?, "content"}], "competitors": [names]?}``. The
-  exemplar sentences that best overlap the topic, in source order, laid out for the format.
-  Extractive on purpose: every sentence of the piece comes from the retrieved material.
-- ``deployment_kit``: ``{"deal": {"name", "stage"?, "value"?, "next_action"?, "close_date"?},
-  "exemplars": [{"title", "content"}]}``. A deal summary section, then one section per
-  playbook.
+- ``content_piece``: "Write a {format} about:" and the ``topic`` block of the task, the
+  ``competitors`` block and the KC blocks. The exemplar sentences that best overlap the topic,
+  in source order, laid out for the format (linkedin_post, blog_post, one_pager,
+  email_newsletter). Extractive on purpose: every sentence of the piece comes from the
+  retrieved material, and none that names a listed competitor.
+- ``deployment_kit``: the ``deal`` entity (``name``, ``stage``, ``value``, ``next_action``,
+  ``close_date``) and the KC blocks: a deal summary section, then one section per playbook.
 """
 
 from __future__ import annotations
@@ -22,13 +22,12 @@ from colony.adapters.offline.common import (
     as_number,
     clip,
     humanise,
-    object_list,
+    opt_str,
     prose_sentences,
-    require_mapping,
-    require_text,
     split_exemplar,
     string_list,
 )
+from colony.adapters.offline.prompt import Block, Prompt
 from colony.errors import ValidationFailed
 from colony.policy.outbound import competitor_mentions, key_tokens
 
@@ -39,27 +38,43 @@ CONTENT_FORMATS = ("linkedin_post", "blog_post", "one_pager", "email_newsletter"
 _PIECE_SIZES = {"linkedin_post": 4, "email_newsletter": 6, "one_pager": 8, "blog_post": 12}
 
 
-def content_piece(ctx: Mapping[str, Any]) -> dict[str, Any]:
+_WRITE = re.compile(r"^Write a (\S+) about:", re.MULTILINE)
+
+
+def _items(blocks: list[Block]) -> list[Mapping[str, Any]]:
+    """KC blocks as the exemplar helpers read them (title attribute, text)."""
+    return [{"title": b.get("title"), "content": b.text} for b in blocks]
+
+
+def content_piece(prompt: Prompt) -> dict[str, Any]:
     """The exemplar sentences closest to the topic, laid out for the format."""
-    topic = " ".join(require_text(ctx, "topic").split())
-    piece_format = require_text(ctx, "format")
+    topic = " ".join((prompt.field_text("topic") or "").split())
+    if not topic:
+        raise ValidationFailed("the prompt has no topic block")
+    asked = _WRITE.search(prompt.task)
+    if not asked:
+        raise ValidationFailed("the task states no format (Write a … about:)")
+    piece_format = asked.group(1)
     if piece_format not in CONTENT_FORMATS:
-        raise ValidationFailed(f"context.format {piece_format!r} is not one of {CONTENT_FORMATS}")
-    exemplars = object_list(ctx, "exemplars")
+        raise ValidationFailed(f"format {piece_format!r} is not one of {CONTENT_FORMATS}")
+    exemplars = _items(prompt.exemplars())
     if not exemplars:
-        raise ValidationFailed("context.exemplars is missing: a content piece is extractive")
-    competitors = string_list(ctx.get("competitors"), "context.competitors")
+        raise ValidationFailed("the prompt has no KC exemplars: a content piece is extractive")
+    listed = prompt.field_json("competitors")
+    if listed is None:
+        raise ValidationFailed("the prompt has no competitors block")
+    competitors = string_list(listed, "the competitors block")
     topic_tokens = key_tokens(topic)
     candidates: list[tuple[int, int, int, str, str | None]] = []  # (score, src, pos, text, title)
     for index, item in enumerate(exemplars):
-        title, body = split_exemplar(item, index, "context.exemplars")
+        title, body = split_exemplar(item, index, "exemplars")
         for position, sentence in enumerate(prose_sentences(body)):
             if len(sentence.split()) < 5 or competitor_mentions(sentence, competitors):
                 continue
             score = len(key_tokens(sentence) & topic_tokens)
             candidates.append((score, index, position, sentence, title))
     if not candidates:
-        raise ValidationFailed("context.exemplars has no usable prose for a content piece")
+        raise ValidationFailed("the KC exemplars have no usable prose for a content piece")
     chosen = sorted(candidates, key=lambda c: (-c[0], c[1], c[2]))[: _PIECE_SIZES[piece_format]]
     chosen.sort(key=lambda c: (c[1], c[2]))
     title = clip(topic, 200)
@@ -86,10 +101,12 @@ def content_piece(ctx: Mapping[str, Any]) -> dict[str, Any]:
 # -- deployment_kit ----------------------------------------------------------------------------
 
 
-def deployment_kit(ctx: Mapping[str, Any]) -> dict[str, Any]:
+def deployment_kit(prompt: Prompt) -> dict[str, Any]:
     """A deal summary section, then one section per playbook."""
-    deal = require_mapping(ctx, "deal")
-    deal_name = require_text(deal, "name", "deal")
+    deal = prompt.entity("deal")
+    deal_name = opt_str(deal, "name") if isinstance(deal, Mapping) else None
+    if not deal_name:
+        raise ValidationFailed("deal.name is missing")
     facts = [f"Deal: {deal_name}."]
     for key, label in (
         ("stage", "Stage"),
@@ -106,8 +123,8 @@ def deployment_kit(ctx: Mapping[str, Any]) -> dict[str, Any]:
             value = humanise(str(value))
         facts.append(f"{label}: {str(value).strip().rstrip('.')}.")
     sections = [{"heading": "Deal summary", "body": clip(" ".join(facts), 4000)}]
-    for index, item in enumerate(object_list(ctx, "exemplars")):
-        title, body = split_exemplar(item, index, "context.exemplars")
+    for index, item in enumerate(_items(prompt.exemplars())):
+        title, body = split_exemplar(item, index, "exemplars")
         body = re.sub(r"\A#\s+[^\n]*\n+", "", body).strip() or body
         sections.append(
             {"heading": clip(title or f"Playbook {index + 1}", 200), "body": clip(body, 4000)}

@@ -5,27 +5,30 @@ Each family of contracts lives in its own module (``prospects``, ``outbound``, `
 ``_answer`` imports only that module (explicitly, so the import contract sees it): a request
 imports only the module it needs (a qualification call never compiles the
 call-signal patterns), and importing this package stays as cheap as ``colony.ports``.
-An answer function takes ``request.context`` and returns a dict that must validate against
-``OUTPUT_CONTRACTS[output_name]``; a responder (the chat turn, which may answer with tool
-calls) takes the whole request and returns the ``ModelResponse`` itself.
+An answer function takes the parsed prompt (``prompt.parse(request.messages)``: the data
+blocks, the ICP grounding and the task text, read as a model reads them) and returns a dict
+that must validate against ``OUTPUT_CONTRACTS[output_name]``. A responder (the chat turn,
+which may answer with tool calls) takes the whole request and returns the ``ModelResponse``
+itself.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
 from pydantic import ValidationError
 
+from colony.adapters.offline.prompt import parse
 from colony.contracts.outputs import OUTPUT_CONTRACTS
-from colony.errors import ProviderError, ValidationFailed
+from colony.errors import ProviderError
 from colony.ports import ModelRequest, ModelResponse, Usage
 
 MODEL_NAME = "offline-deterministic-v1"
 
-Answer = Callable[[Mapping[str, Any]], dict[str, Any]]
+Answer = Callable[[Any], dict[str, Any]]
 
 # Output name → the module that answers it (each answer function is named as its output).
 FAMILIES: dict[str, str] = {
@@ -105,9 +108,7 @@ class OfflineChatModel:
             raise ProviderError(
                 f"the offline model has no answer for output {request.output_name!r}"
             )
-        if not isinstance(request.context, Mapping):
-            raise ValidationFailed("request.context must be an object")
-        answer = answer_for(request.context)
+        answer = answer_for(parse(request.messages))
         try:
             validated = contract.model_validate(answer)
         except ValidationError as exc:  # our own bug: say so loudly

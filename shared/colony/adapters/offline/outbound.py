@@ -1,22 +1,25 @@
 """Offline ``outbound_message``: a CONST-006-clean first touch built from one prospect signal.
 
-Context: ``{"contact": {"name", "company", "enrichment", "signals": [{type, detail, date}]},
-"angle", "tier", "step", "exemplars": [{"content", "tags": {"angle", "tier", ...}}],
-"competitors": [names]}``. The most recent signal (by date, undated last) is the one
-referenced: its first sentence opens the body verbatim (competitor names redacted), then one
-angle sentence about the decision that signal type forces, for T3-T5 a sentence built from
-``enrichment.facilities_count``, and one ask; the subject comes from the signal type (at most
-8 words). The exemplar of the same angle (and tier, when there is one) supplies the sign-off;
-no exemplar sentence is copied, because exemplars name other prospects and carry their
-numbers. The draft is checked with ``colony.policy.outbound.check_outbound`` before it is
-returned (a failure is our bug: ``ProviderError``).
+It reads only the rendered prompt (``colony.adapters.offline.prompt``): the ``contact``
+entity, "Angle: … | Tier: … | Sequence step: …" in the task, the ``competitors`` block and
+the KC exemplar blocks (their ``tags`` attribute says angle and tier). The most recent signal
+(by date, undated last) is the one referenced: its first sentence opens the body verbatim
+(competitor names redacted), then one angle sentence about the decision that signal type
+forces, for T3-T5 a sentence built from ``enrichment.facilities_count``, and one ask; the
+subject comes from the signal type (at most 8 words). The exemplar of the same angle (and
+tier, when there is one) supplies the sign-off; no exemplar sentence is copied, because
+exemplars name other prospects and carry their numbers. The draft is checked with
+``colony.policy.outbound.check_outbound`` before it is returned (a failure is our bug:
+``ProviderError``).
 
 Callers route missing data to ``MissingData`` first: a contact without ``name`` or
-``signals`` raises ``ValidationFailed`` naming the field.
+``signals`` raises ``ValidationFailed`` naming the field, as does a prompt without the
+contact entity, the angle line or the competitors block.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import date
 from typing import Any
@@ -26,13 +29,11 @@ from colony.adapters.offline.common import (
     clip,
     contact_signals,
     first_name,
-    object_list,
     opt_str,
     parse_date,
-    require_mapping,
-    require_text,
     string_list,
 )
+from colony.adapters.offline.prompt import Block, Prompt
 from colony.contracts.common import ANGLES
 from colony.contracts.outputs import OutboundMessage
 from colony.errors import ProviderError, ValidationFailed
@@ -101,26 +102,20 @@ def _pick_signal(contact: Mapping[str, Any]) -> Mapping[str, Any]:
     )
 
 
-def _pick_exemplar(
-    exemplars: list[Mapping[str, Any]], angle: str, tier: str
-) -> Mapping[str, Any] | None:
-    def tag(item: Mapping[str, Any], key: str) -> Any:
-        tags = item.get("tags")
-        return tags.get(key) if isinstance(tags, Mapping) else item.get(key)
-
+def _pick_exemplar(exemplars: list[Block], angle: str, tier: str) -> Block | None:
     for wanted in ((angle, tier), (angle, None)):
         for item in exemplars:
-            if tag(item, "angle") == wanted[0] and (
-                wanted[1] is None or tag(item, "tier") == wanted[1]
+            if item.tags.get("angle") == wanted[0] and (
+                wanted[1] is None or item.tags.get("tier") == wanted[1]
             ):
                 return item
     return exemplars[0] if exemplars else None
 
 
-def _sender(exemplar: Mapping[str, Any] | None, tier: str) -> str:
+def _sender(exemplar: Block | None, tier: str) -> str:
     name = "The ZoomProp Team"
-    if exemplar is not None and isinstance(exemplar.get("content"), str):
-        lines = [line.strip() for line in exemplar["content"].strip().splitlines() if line.strip()]
+    if exemplar is not None:
+        lines = [line.strip() for line in exemplar.text.strip().splitlines() if line.strip()]
         last = lines[-1] if lines else ""
         words = last.replace(",", " ").split()
         if (
@@ -134,23 +129,33 @@ def _sender(exemplar: Mapping[str, Any] | None, tier: str) -> str:
     return name
 
 
-def outbound_message(ctx: Mapping[str, Any]) -> dict[str, Any]:
+_SLOT = re.compile(r"^Angle: (\S+)\s+\|\s+Tier: (\S+)\s+\|\s+Sequence step: (\S+)$", re.M)
+
+
+def outbound_message(prompt: Prompt) -> dict[str, Any]:
     """A first touch on the newest signal, checked against CONST-006."""
-    contact = require_mapping(ctx, "contact")
+    contact = prompt.entity("contact")
+    if not isinstance(contact, Mapping):
+        raise ValidationFailed("the contact entity must be an object")
     name = opt_str(contact, "name")
     if not name:
         raise ValidationFailed("contact.name is missing: an outbound message needs a name")
-    angle = require_text(ctx, "angle")
-    tier = require_text(ctx, "tier")
+    slot = _SLOT.search(prompt.task)
+    if not slot:
+        raise ValidationFailed("the task states no angle, tier and step")
+    angle, tier, step_text = slot.groups()
     if angle not in ANGLES:
-        raise ValidationFailed(f"context.angle {angle!r} is not one of {ANGLES}")
+        raise ValidationFailed(f"angle {angle!r} is not one of {ANGLES}")
     if tier not in MAX_SENTENCES:
-        raise ValidationFailed(f"context.tier {tier!r} is not one of {tuple(MAX_SENTENCES)}")
-    step = ctx.get("step", 1)
-    if not isinstance(step, int) or isinstance(step, bool) or step < 1:
-        raise ValidationFailed("context.step must be a positive integer")
-    competitors = string_list(ctx.get("competitors"), "context.competitors")
-    exemplars = object_list(ctx, "exemplars")
+        raise ValidationFailed(f"tier {tier!r} is not one of {tuple(MAX_SENTENCES)}")
+    step = int(step_text) if step_text.isdigit() else 0
+    if step < 1:
+        raise ValidationFailed("the sequence step must be a positive integer")
+    listed = prompt.field_json("competitors")
+    if listed is None:
+        raise ValidationFailed("the prompt has no competitors block")
+    competitors = string_list(listed, "the competitors block")
+    exemplars = prompt.exemplars()
     signal = _pick_signal(contact)
     detail = " ".join(str(signal["detail"]).split())
     signal_type = str(signal.get("type") or "")

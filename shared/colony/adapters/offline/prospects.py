@@ -1,22 +1,25 @@
 """Offline answers about a prospect: ``qualification_score`` and ``prospect_enrichment``.
 
-Context shapes (callers build exactly these; a missing required key raises
-``ValidationFailed`` naming it):
+Both read only the rendered prompt (``colony.adapters.offline.prompt``), as a model would:
 
-- ``qualification_score``: ``{"contact": {...contacts.json entry...}, "icp": {"description",
-  "rubric", "anti_icp_rules", "tiers"?}, "today": "YYYY-MM-DD"}``. Anti-ICP matches
+- ``qualification_score``: the ``contact`` entity, the ``icp_rubric`` entity, the
+  ``icp_tiers`` entity (optional), the anti-ICP conditions in the system message and "Today
+  is YYYY-MM-DD" in the task. A prompt without the contact, the rubric or the date raises
+  ``ValidationFailed`` naming what is missing. Anti-ICP matches
   (``colony.policy.anti_icp``) give total 0, all dimensions 0, the rule ids as
-  ``disqualifiers`` and ``disqualify``. Otherwise the rubric is applied as written: size =
-  the highest ``bands`` entry whose ``min_employees`` ``enrichment.employee_count`` meets;
-  vertical = ``points`` for ``preferred``, ``adjacent_points`` for ``adjacent``; tech_stack =
-  ``points_per_match`` per distinct ``enrichment.tech_stack`` entry in ``preferred``; signals
-  = ``points_per_signal`` per contact signal whose type is in ``types``; timing =
-  ``points_recent`` when the freshest signal is at most ``recent_signal_days`` before
-  ``today``, ``points_older`` when older (or undated), ``points_none`` without signals. Every
-  dimension is capped at its ``weight``. With ``tiers`` the tier is the highest whose
-  ``min_score`` is met and T1/T2 qualify, the lowest tier disqualifies, the rest hold;
-  without tiers: qualify >= 65, hold >= 40, else disqualify.
-- ``prospect_enrichment``: ``{"contact": {...}}``. The summary restates the contact's own
+  ``disqualifiers`` and ``disqualify``; the reasoning quotes the condition, since the prompt
+  carries conditions, not the admins' prose reasons. Otherwise the rubric is applied as
+  written: size = the highest ``bands`` entry whose ``min_employees``
+  ``enrichment.employee_count`` meets; vertical = ``points`` for ``preferred``,
+  ``adjacent_points`` for ``adjacent``; tech_stack = ``points_per_match`` per distinct
+  ``enrichment.tech_stack`` entry in ``preferred``; signals = ``points_per_signal`` per
+  contact signal whose type is in ``types``; timing = ``points_recent`` when the freshest
+  signal is at most ``recent_signal_days`` before today, ``points_older`` when older (or
+  undated), ``points_none`` without signals. Every dimension is capped at its ``weight``.
+  With tiers the tier is the highest whose ``min_score`` is met and T1/T2 qualify, the lowest
+  tier disqualifies, the rest hold; without tiers: qualify >= 65, hold >= 40, else
+  disqualify.
+- ``prospect_enrichment``: the ``contact`` entity. The summary restates the contact's own
   fields (name, title, company, enrichment); ``signals`` are the contact's existing signals
   (type + detail) of a known type, nothing added; ``persona`` maps the title to a KC-03
   persona or is null.
@@ -37,9 +40,9 @@ from colony.adapters.offline.common import (
     humanise,
     opt_str,
     parse_date,
-    require,
     require_mapping,
 )
+from colony.adapters.offline.prompt import Prompt
 from colony.errors import ValidationFailed
 from colony.policy.anti_icp import match_rules
 
@@ -59,10 +62,10 @@ _DIMENSIONS = ("size", "vertical", "tech_stack", "signals", "timing")
 
 
 def _dimension(rubric: Mapping[str, Any], name: str) -> tuple[Mapping[str, Any], int]:
-    spec = require_mapping(rubric, name, "icp.rubric")
+    spec = require_mapping(rubric, name, "icp_rubric")
     weight = as_number(spec.get("weight"))
     if weight is None or weight < 0:
-        raise ValidationFailed(f"icp.rubric.{name}.weight is missing")
+        raise ValidationFailed(f"icp_rubric.{name}.weight is missing")
     return spec, min(int(weight), 100)
 
 
@@ -139,10 +142,11 @@ def _score_dimensions(
     return scores
 
 
-def _tier_and_recommendation(icp: Mapping[str, Any], total: int) -> tuple[str | None, str]:
+def _tier_and_recommendation(declared: Any, total: int) -> tuple[str | None, str]:
+    declared = declared if isinstance(declared, list) else []
     tiers = [
         t
-        for t in icp.get("tiers") or []
+        for t in declared
         if isinstance(t, Mapping)
         and isinstance(t.get("tier"), str)
         and as_number(t.get("min_score")) is not None
@@ -161,15 +165,25 @@ def _tier_and_recommendation(icp: Mapping[str, Any], total: int) -> tuple[str | 
     return None, "hold" if total >= 40 else "disqualify"
 
 
-def qualification_score(ctx: Mapping[str, Any]) -> dict[str, Any]:
+_TODAY = re.compile(r"\bToday is (\d{4}-\d{2}-\d{2})\b")
+
+
+def _object(prompt: Prompt, name: str) -> Mapping[str, Any]:
+    value = prompt.entity(name)
+    if not isinstance(value, Mapping) or not value:
+        raise ValidationFailed(f"the {name} entity must be a non-empty object")
+    return value
+
+
+def qualification_score(prompt: Prompt) -> dict[str, Any]:
     """The rubric applied as written, after the anti-ICP filter."""
-    contact = require_mapping(ctx, "contact")
-    icp = require_mapping(ctx, "icp")
-    today = parse_date(require(ctx, "today"))
+    contact = _object(prompt, "contact")
+    rubric = _object(prompt, "icp_rubric")
+    stated = _TODAY.search(prompt.task)
+    today = parse_date(stated.group(1)) if stated else None
     if today is None:
-        raise ValidationFailed("context.today must be a YYYY-MM-DD date")
-    rubric = require_mapping(icp, "rubric", "icp")
-    matches = match_rules(contact, icp.get("anti_icp_rules") or [])
+        raise ValidationFailed("the task states no date (Today is YYYY-MM-DD)")
+    matches = match_rules(contact, prompt.anti_icp_rules)
     if matches:
         ids = [m.rule_id for m in matches]
         reasoning = f"Disqualified by the anti-ICP filter ({', '.join(ids)}): {matches[0].reason}"
@@ -182,7 +196,7 @@ def qualification_score(ctx: Mapping[str, Any]) -> dict[str, Any]:
         }
     scores = _score_dimensions(contact, rubric, today)
     total = min(sum(points for points, _ in scores.values()), 100)
-    tier, recommendation = _tier_and_recommendation(icp, total)
+    tier, recommendation = _tier_and_recommendation(prompt.optional_entity("icp_tiers"), total)
     ranked = sorted(
         _DIMENSIONS,
         key=lambda d: (-(scores[d][0] / scores[d][1] if scores[d][1] else 0), -scores[d][0]),
@@ -226,9 +240,9 @@ def _persona(title: str | None) -> str | None:
     return next((persona for pattern, persona in _PERSONAS if pattern.search(title)), None)
 
 
-def prospect_enrichment(ctx: Mapping[str, Any]) -> dict[str, Any]:
+def prospect_enrichment(prompt: Prompt) -> dict[str, Any]:
     """A summary restating the contact's own fields, its known signals, a persona."""
-    contact = require_mapping(ctx, "contact")
+    contact = _object(prompt, "contact")
     enrichment = contact.get("enrichment")
     enrichment = enrichment if isinstance(enrichment, Mapping) else {}
     name, title, company = (opt_str(contact, k) for k in ("name", "title", "company"))

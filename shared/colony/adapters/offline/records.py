@@ -1,42 +1,46 @@
 """Offline answers for the two record contracts: ``missing_data`` and ``kc_update_candidate``.
 
-Context shapes: ``missing_data``: ``{"missing_fields": [str], "reason": str?}``;
-``kc_update_candidate``: ``{"domain": "KC-xx", "content": str, "confidence": float?}``
-(confidence defaults to 0.5). Both restate their context; they exist so every contract has an
-offline answer.
+Both read task values from the rendered prompt (``Prompt.value``: a field's own block or the
+task block): ``missing_data``: ``missing_fields`` ([str]) and ``reason`` (optional);
+``kc_update_candidate``: ``domain`` ("KC-xx"), ``content`` and ``confidence`` (optional,
+0.5 by default). Both restate what the prompt asks; no flow calls them today, they exist so
+every contract has an offline answer.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from colony.adapters.offline.common import (
-    as_number,
-    clip,
-    opt_str,
-    require,
-    require_text,
-    string_list,
-)
+from colony.adapters.offline.common import as_number, clip, string_list
+from colony.adapters.offline.prompt import Prompt
 from colony.errors import ValidationFailed
 
 
-def missing_data(ctx: Mapping[str, Any]) -> dict[str, Any]:
+def _text(prompt: Prompt, name: str) -> str | None:
+    value = prompt.value(name)
+    return " ".join(value.split()) if isinstance(value, str) and value.strip() else None
+
+
+def missing_data(prompt: Prompt) -> dict[str, Any]:
     """The missing fields restated, with a reason."""
-    fields = string_list(require(ctx, "missing_fields"), "context.missing_fields")
+    fields = string_list(prompt.value("missing_fields"), "missing_fields")
     if not fields:
-        raise ValidationFailed("context.missing_fields is missing")
-    reason = opt_str(ctx, "reason") or f"required field(s) missing: {', '.join(fields)}"
+        raise ValidationFailed("the prompt names no missing_fields")
+    reason = _text(prompt, "reason") or f"required field(s) missing: {', '.join(fields)}"
     return {"kind": "missing_data", "missing_fields": fields, "reason": clip(reason, 500)}
 
 
-def kc_update_candidate(ctx: Mapping[str, Any]) -> dict[str, Any]:
+def kc_update_candidate(prompt: Prompt) -> dict[str, Any]:
     """The candidate restated, confidence 0.5 unless given."""
-    confidence = as_number(ctx.get("confidence"))
+    domain, content = _text(prompt, "domain"), _text(prompt, "content")
+    if not domain:
+        raise ValidationFailed("the prompt names no domain")
+    if not content:
+        raise ValidationFailed("the prompt has no content")
+    confidence = as_number(prompt.value("confidence"))
     return {
         "kind": "kc_update_candidate",
-        "domain": require_text(ctx, "domain"),
-        "content": clip(require_text(ctx, "content"), 4000),
+        "domain": domain,
+        "content": clip(content, 4000),
         "confidence": 0.5 if confidence is None else confidence,
     }

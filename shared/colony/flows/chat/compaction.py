@@ -51,11 +51,7 @@ def compact_if_needed(io: TurnIO, *, current_turn: str | None) -> int:
             "turns": "\n".join(f"{t['role']}: {t['content']}" for t in turns),
         }
         request = AssemblyRequest("AGT-001/summary", io.org_id, io.turn_id, org, task=task)
-        result = call_agent(
-            deps.llm,
-            request,
-            provider_context={"turns": turns, "previous_summary": previous},
-        )
+        result = call_agent(deps.llm, request)
         assert result.output is not None
         summary, text = history.fit_summary(
             result.output.model_dump(mode="json"), deps.llm.counter.count

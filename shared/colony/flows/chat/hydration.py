@@ -119,22 +119,12 @@ def model_step(io: TurnIO) -> tuple[OrchestratorReply | None, tuple[ToolCall, ..
     if kept_current > 0:  # order: …history, the user's message, this turn's tool rounds
         task = sent.pop()
         sent.insert(len(sent) - kept_current, task)
-    context = {
-        "message": io.message,
-        "tool_results": list(io.tool_results),
-        "tools": [d["name"] for d in definitions],
-        "pending_approvals": shown,
-        "daily_brief": brief["content"] if brief else None,
-        "recent_replies": len(answered),
-        "knowledge": [{"domain": e.domain, "title": e.title} for e in io.knowledge],
-    }
     model_request = ModelRequest(
         model=deps.llm.model,
         messages=tuple(sent),
         output_name=OUTPUT,
         output_schema=OrchestratorReply.model_json_schema(),
         tools=tuple(definitions),
-        context=context,
         metadata={
             "org_id": io.org_id,
             "run_id": io.turn_id,
