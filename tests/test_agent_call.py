@@ -11,6 +11,7 @@ from colony.llm.agent_call import call_agent, llm_from_settings
 from colony.local.demo import load_demo, read_json
 from colony.local.scenario import demo_requests
 from colony.policy.outbound import check_outbound
+from colony.registry.agents import AGENTS
 from colony.settings import Settings
 from colony.store.db import fetch_all
 from tests.conftest import PgDB
@@ -54,6 +55,7 @@ def test_qualification_and_message_calls_validate_and_are_recorded(demo) -> None
     assert [r["agent_id"] for r in rows] == ["AGT-004", "AGT-005"]
     assert all(r["run_id"] == "run-42" and r["model"] == "offline-deterministic-v1" for r in rows)
     assert rows[0]["context_budget_used"] == scored.assembled.account
-    assert rows[1]["kc_domains_queried"] == list(message.assembled.kc_domains)
+    # what was asked of the Knowledge Core: AGT-005's domains, hits or not
+    assert rows[1]["kc_domains_queried"] == list(AGENTS["AGT-005"].kc_domains)
     with db.transaction("org_other") as cur:
         assert fetch_all(cur, "SELECT * FROM llm_calls") == []

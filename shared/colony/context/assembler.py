@@ -58,6 +58,9 @@ class AssemblyRequest:
     history: Sequence[Message] = ()  # oldest first; the summary is an assistant "summary"
     task: Mapping[str, Any] = field(default_factory=dict)
     tools: Sequence[ToolDefinition] = ()
+    # the KC domains the exemplars were retrieved from, in order, hits or not (traced as
+    # ``kc_domains_queried``); empty when the call retrieved nothing
+    kc_queried: Sequence[str] = ()
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,7 @@ class AssembledContext:
     account: dict[str, int]
     budget: Budget
     output_name: str
-    kc_domains: tuple[str, ...]
+    kc_domains: tuple[str, ...]  # the domains queried for this call (``kc_queried``)
     trimmed: dict[str, int]
     tokenizer: str
     boundary: str = ""
@@ -300,7 +303,7 @@ def assemble(
         task_payload=dict(req.task),
         tool_definitions=list(req.tools),
     )
-    domains = tuple(dict.fromkeys(e.domain for e in req.exemplars))
+    domains = tuple(dict.fromkeys(req.kc_queried))
     flags = untrusted.scan(_untrusted_texts(req, kept, req.history))
     return AssembledContext(
         bundle,

@@ -175,6 +175,7 @@ def _generate(
         {"data_snapshot": dict(data), "recent_replies": answered or "(no replies yesterday)"},
         history,
         {"brief_date": day.isoformat()},
+        kc_queried=tuple(hits),
     )
 
     def fits(brief: DailyBrief) -> list[str]:

@@ -81,6 +81,7 @@ def write_piece(deps: FlowDeps, event: ContentRequest, event_id: str) -> dict[st
             (),
             # the competitor list is in the prompt: a model can only avoid names it is given
             {"format": event.format, "topic": event.topic, "competitors": list(competitors)},
+            kc_queried=tuple(hits),
         )
 
         def no_competitor(piece: ContentPiece) -> list[str]:

@@ -115,7 +115,8 @@ def build_kit(deps: FlowDeps, event: DealClosedWon, event_id: str) -> dict[str, 
 
 def _compose(deps: FlowDeps, org: str, run_id: str, deal: Mapping[str, Any]) -> dict[str, Any]:
     query = " ".join(str(deal.get(k) or "") for k in ("name", "next_action", "company"))
-    exemplars = to_exemplars(deps.knowledge.retrieve(org, query, ("KC-10",), PLAYBOOKS))
+    hits = deps.knowledge.retrieve(org, query, ("KC-10",), PLAYBOOKS)
+    exemplars = to_exemplars(hits)
     if not exemplars:
         raise ValidationFailed("KC-10 holds no onboarding playbooks to build a kit from")
     with deps.db.transaction(org) as cur:
@@ -131,7 +132,9 @@ def _compose(deps: FlowDeps, org: str, run_id: str, deal: Mapping[str, Any]) -> 
         "contact_name": deal.get("contact_name"),
     }
     org_context = OrgContext(org_name=name, icp=IcpDefinition(**icp) if icp else None)
-    request = AssemblyRequest(AGENT, org, run_id, org_context, exemplars, {"deal": facts}, (), {})
+    request = AssemblyRequest(
+        AGENT, org, run_id, org_context, exemplars, {"deal": facts}, (), {}, kc_queried=tuple(hits)
+    )
     result = call_agent(deps.llm, request)
     assert result.output is not None
     kit = result.output.model_dump(mode="json")

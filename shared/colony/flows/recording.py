@@ -221,6 +221,7 @@ def _pass2(
             exemplars,
             {"deal": deal_view} if deal_view else {},
             task={"signals_json": ranked, "deal_context": deal_context},
+            kc_queried=tuple(hits),
         )
         try:
             result = call_agent(deps.llm, request)
@@ -324,6 +325,7 @@ def _draft(
         exemplars,
         {"deal": deal_view, "contact": contact},
         task={"recording_summary": summary},
+        kc_queried=tuple(hits),
     )
 
     def no_competitors(m: Any) -> list[str]:

@@ -138,5 +138,13 @@ def assembly_request(
     hits = deps.knowledge.retrieve(org, query or agent_id, domains, EXEMPLARS_PER_DOMAIN)
     org_context = OrgContext(org_name=name, icp=IcpDefinition(**icp) if icp else None)
     return AssemblyRequest(
-        agent_id, org, run_id, org_context, to_exemplars(hits), dict(entities), (), dict(task)
+        agent_id,
+        org,
+        run_id,
+        org_context,
+        to_exemplars(hits),
+        dict(entities),
+        (),
+        dict(task),
+        kc_queried=tuple(hits),
     )

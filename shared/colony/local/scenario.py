@@ -53,11 +53,13 @@ def demo_requests(
     won = next(d for d in deals if d["stage"] == "closed_won")
     today = date.today().isoformat()
 
+    def domains_of(profile: str) -> tuple[str, ...]:
+        # AGT-001 may draw on any domain: the best `top` across all of them (SPEC §4).
+        return tuple(AGENTS[profile.split("/")[0]].kc_domains or DOMAINS)
+
     def exemplars(profile: str) -> list[Any]:
         text, top = QUERIES[profile]
-        # AGT-001 may draw on any domain: the best `top` across all of them (SPEC §4).
-        domains = AGENTS[profile.split("/")[0]].kc_domains or tuple(DOMAINS)
-        return to_exemplars(knowledge.retrieve(org_id, text, domains, top), top=top)
+        return to_exemplars(knowledge.retrieve(org_id, text, domains_of(profile), top), top=top)
 
     words = transcript_text().split()
     signals = [
@@ -78,7 +80,7 @@ def demo_requests(
 
     def grounded(profile: str, **parts: Any) -> AssemblyRequest:
         """A request with the profile's exemplars retrieved from the Knowledge Core."""
-        return req(profile, exemplars=exemplars(profile), **parts)
+        return req(profile, exemplars=exemplars(profile), kc_queried=domains_of(profile), **parts)
 
     morning = [
         Message("user", "Morning. Anything urgent?"),

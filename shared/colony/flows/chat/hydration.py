@@ -111,6 +111,7 @@ def model_step(io: TurnIO) -> tuple[OrchestratorReply | None, tuple[ToolCall, ..
         messages,
         {"message": io.message},
         [ToolDefinition(**d) for d in definitions],
+        kc_queried=tools.ALL_DOMAINS,  # what _retrieve asks the Knowledge Core for
     )
     assembled = assemble(request, budgets=deps.llm.budgets, counter=deps.llm.counter)
     sent = list(assembled.messages)
