@@ -13,8 +13,6 @@ are 20 short requests rather than one that outlives its timeout.
 
 from __future__ import annotations
 
-import hashlib
-import re
 from datetime import UTC, datetime
 from typing import Any
 
@@ -35,7 +33,6 @@ from colony.runtime.transport import enqueue
 from colony.store import schedules
 
 PAGE = 500  # tasks one fan-out request creates; Cloud Tasks takes ~20-50 ms for each
-_NAMEABLE = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
 
 
 def slot_of(scheduled: str | None, now: datetime) -> datetime:
@@ -52,13 +49,6 @@ def slot_of(scheduled: str | None, now: datetime) -> datetime:
             raise ValidationFailed("X-CloudScheduler-ScheduleTime has no time zone")
         return at.astimezone(UTC).replace(microsecond=0)
     return now.astimezone(UTC).replace(second=0, microsecond=0)
-
-
-def _org_part(org_id: str) -> str:
-    """The org in a task name: itself when Cloud Tasks allows it, else a digest."""
-    if _NAMEABLE.fullmatch(org_id):
-        return org_id
-    return hashlib.sha256(org_id.encode()).hexdigest()[:32]
 
 
 def _org_task(name: str, org_id: str, slot: datetime) -> Strict:
@@ -90,12 +80,12 @@ def run(deps: FlowDeps, request: ScheduleRun, *, scheduled: str | None = None) -
         orgs = schedules.org_page(cur, spec.serves, request.after, PAGE)
     for org_id in orgs:
         task = _org_task(spec.name, org_id, slot)
-        task_id = f"{spec.name}-{stamp}-{_org_part(org_id)}"
+        task_id = f"{spec.name}-{stamp}-{org_id}"
         enqueue(deps.transport, spec.queue, task, task_id=task_id, delay_seconds=0)
     after = orgs[-1] if len(orgs) == PAGE else None
     if after is not None:
         page = ScheduleRun(name=request.name, slot=slot, after=after)
-        task_id = f"schedule-{spec.name}-{stamp}-after-{_org_part(after)}"
+        task_id = f"schedule-{spec.name}-{stamp}-after-{after}"
         enqueue(
             deps.transport,
             LIFECYCLE_QUEUE,
