@@ -175,3 +175,52 @@ def test_delete_order_is_stable_and_refuses_a_cycle() -> None:
     assert delete_order(["p", "c", "b"], [("c", "p"), ("b", "p")]) == ["b", "c", "p"]
     with pytest.raises(InternalError, match="cycle"):
         delete_order(["a", "b"], [("a", "b"), ("b", "a")])
+
+
+# Ready to be distributed by org_id (issue 16 item 4): a distributed engine (Citus, AlloyDB)
+# can only enforce a key that holds the distribution column, and only join along a foreign key
+# that carries it. Generated from ORG_SCOPED_TABLES and the migrated catalog, so a table added
+# later is checked without anyone editing this test. (Partitions inherit their parent's keys.)
+_ORG_KEYS = """
+SELECT t.relname AS tbl, c.conname AS name, c.contype AS kind,
+       ARRAY(SELECT a.attname::text FROM unnest(c.conkey) WITH ORDINALITY k(n, i)
+             JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.n
+             ORDER BY k.i) AS cols,
+       c.confrelid::regclass::text AS parent,
+       ARRAY(SELECT a.attname::text FROM unnest(c.confkey) WITH ORDINALITY k(n, i)
+             JOIN pg_attribute a ON a.attrelid = c.confrelid AND a.attnum = k.n
+             ORDER BY k.i) AS parent_cols
+FROM pg_constraint c JOIN pg_class t ON t.oid = c.conrelid
+WHERE c.contype IN ('p', 'u', 'f') AND t.relname = ANY(%s) AND NOT t.relispartition
+ORDER BY 1, 2
+"""
+# Unique indexes that back no constraint (a partial or expression index) are keys too.
+_UNIQUE_INDEXES = """
+SELECT t.relname AS tbl, ic.relname AS name,
+       ARRAY(SELECT a.attname::text FROM unnest(i.indkey::int2[]) k(n)
+             JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = k.n) AS cols
+FROM pg_index i JOIN pg_class t ON t.oid = i.indrelid JOIN pg_class ic ON ic.oid = i.indexrelid
+WHERE i.indisunique AND t.relname = ANY(%s) AND NOT t.relispartition
+  AND NOT EXISTS (SELECT 1 FROM pg_constraint c WHERE c.conindid = i.indexrelid)
+"""
+
+
+def test_every_org_table_is_ready_to_be_distributed_by_org_id(testdb: PgDB) -> None:
+    conn = testdb.owner_connection()
+    cur = conn.cursor()
+    tables = list(ORG_SCOPED_TABLES)
+    keys = fetch_all(cur, _ORG_KEYS, (tables,))
+    indexes = fetch_all(cur, _UNIQUE_INDEXES, (tables,))
+    conn.close()
+    assert {r["tbl"] for r in keys if r["kind"] == "p"} == set(tables)  # every one has a key
+    wrong = [
+        (r["tbl"], r["name"], r["cols"])
+        for r in [*keys, *indexes]
+        if r.get("kind", "u") in ("p", "u") and "org_id" not in r["cols"]
+    ]
+    for fk in (r for r in keys if r["kind"] == "f"):
+        pairs = dict(zip(fk["cols"], fk["parent_cols"], strict=True))
+        expected = "id" if fk["parent"] == "organizations" else "org_id"
+        if pairs.get("org_id") != expected:
+            wrong.append((fk["tbl"], fk["name"], f"{fk['cols']} -> {fk['parent']}"))
+    assert wrong == []

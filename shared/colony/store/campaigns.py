@@ -43,7 +43,7 @@ FROM contacts WHERE id = %s
 """
 START_RUN = """
 INSERT INTO campaign_runs (id, org_id, campaign_id, status, contacts_total)
-VALUES (%s, %s, %s, %s, %s) ON CONFLICT (id) DO NOTHING
+VALUES (%s, %s, %s, %s, %s) ON CONFLICT (org_id, id) DO NOTHING
 """
 RUN = """
 SELECT r.id, r.campaign_id, r.status, r.contacts_total, r.contacts_done, r.paused_reason,
@@ -241,7 +241,7 @@ ORDER BY external_id NULLS LAST, id LIMIT 500
 """
 LAUNCH_CAMPAIGN = """
 INSERT INTO campaigns (id, org_id, name, angle, tier, status)
-VALUES (%s, %s, %s, %s, %s, 'active') ON CONFLICT (id) DO NOTHING
+VALUES (%s, %s, %s, %s, %s, 'active') ON CONFLICT (org_id, id) DO NOTHING
 """
 # The run row is written here (seed §4.2: the tool invocation is serialised to campaign_runs);
 # AGT-002's start inserts the same id with ON CONFLICT DO NOTHING, so the two agree.
@@ -250,7 +250,7 @@ INSERT INTO campaign_runs (id, org_id, campaign_id, status, contacts_total)
 SELECT %s, %s, c.id, CASE WHEN c.status = 'paused' THEN 'paused' ELSE 'running' END,
        (SELECT count(*) FROM campaign_contacts cc WHERE cc.campaign_id = c.id)
 FROM campaigns c WHERE c.id = %s
-ON CONFLICT (id) DO NOTHING
+ON CONFLICT (org_id, id) DO NOTHING
 """
 
 

@@ -3,7 +3,7 @@
 
 Takes the cursor of the approving transaction (``Database.transaction(org_id)``, RLS-scoped),
 so a piece is published in the same commit as its decision. Publishing is idempotent
-(``ON CONFLICT (approval_item_id) DO NOTHING``): applying an approval twice publishes once.
+(``ON CONFLICT (org_id, approval_item_id) DO NOTHING``): applying an approval twice publishes once.
 The daily brief counts these rows (``colony.store.briefs``).
 """
 
@@ -13,7 +13,7 @@ from typing import Any
 
 PUBLISH = """
 INSERT INTO published_content (org_id, approval_item_id, title, format, body)
-VALUES (%s, %s, %s, %s, %s) ON CONFLICT (approval_item_id) DO NOTHING
+VALUES (%s, %s, %s, %s, %s) ON CONFLICT (org_id, approval_item_id) DO NOTHING
 """
 
 

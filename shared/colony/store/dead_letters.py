@@ -1,7 +1,8 @@
 """Dead letters: messages no function accepted after bounded attempts (``dead_letters``).
 
 Written by the local transport's sink (``colony.adapters.dead_letters.DbDeadLetters``)
-under the org the message names; one row per (topic, message id), however often it dies.
+under the org the message names; one row per (org, topic, message id), however often it
+dies.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 ADD = """
 INSERT INTO dead_letters (org_id, topic, message_id, data, attributes, attempts, last_error)
 VALUES (%s, %s, %s, %s::jsonb, %s::jsonb, %s, %s)
-ON CONFLICT (topic, message_id) DO NOTHING
+ON CONFLICT (org_id, topic, message_id) DO NOTHING
 """
 
 

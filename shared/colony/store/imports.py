@@ -56,7 +56,7 @@ INSERT INTO import_errors (org_id, job_id, row_number, line, field, reason, valu
 SELECT %s, %s, r.row_number, r.line, r.field, r.reason, r.value
 FROM jsonb_to_recordset(%s::jsonb)
      AS r(row_number integer, line integer, field text, reason text, value text)
-ON CONFLICT (job_id, row_number) DO NOTHING
+ON CONFLICT (org_id, job_id, row_number) DO NOTHING
 """
 ERRORS = """
 SELECT row_number AS row, line, field, reason, value FROM import_errors

@@ -617,4 +617,7 @@ def migrations(dim: int) -> list[Migration]:
         Migration(
             "0026_scheduled_orgs", (_SQL / "0026_scheduled_orgs.sql").read_text(encoding="utf-8")
         ),
+        # Issue 16 item 4: org_id in every org-scoped key and foreign key, so the schema can be
+        # distributed by org (Citus, AlloyDB) when one instance is outgrown (docs/scale.md).
+        Migration("0033_org_keys", (_SQL / "0033_org_keys.sql").read_text(encoding="utf-8")),
     ]

@@ -1,6 +1,8 @@
 """Notion workspaces an org connected, and the backfill / reconciliation runs over them.
 
-A workspace belongs to one org (its id is the primary key, so a second org cannot claim it);
+A workspace belongs to one org: the key is (org, workspace) so that the table can be
+distributed by org (migration 0033), so a claim takes the workspace's lock and looks, through
+the ``notion_route`` policy, for another org's row before it inserts (``connect``);
 the row keeps the Secret Manager name of its token, never the token, and its KC mapping
 (Notion database or page id → KC-01..07). ``notion_syncs`` is the durable state of one run:
 which mapped id it is at (``position``), the Notion cursor inside it, and the step number
@@ -24,12 +26,22 @@ NAME_WORKSPACE = "SELECT set_config('app.notion_workspace', %s, true)"
 ROUTE = """
 SELECT org_id, domains FROM notion_workspaces WHERE workspace_id = %s AND status = 'connected'
 """
+# Claims of one workspace take turns (the lock is held to the end of the transaction), and
+# each sees the rows the one before it committed: the route setting shows every org's row of
+# this one workspace to the NOT EXISTS, and is cleared right after (UNSCOPE), so nothing
+# later in the transaction sees them.
+CLAIM_LOCK = """
+SELECT pg_advisory_xact_lock(hashtextextended('notion_workspace' || chr(10) || %s, 0)),
+       set_config('app.notion_workspace', %s, true)
+"""
 CLAIM = """
 INSERT INTO notion_workspaces (workspace_id, org_id, secret_name, domains)
-VALUES (%s, %s, %s, %s::jsonb)
-ON CONFLICT (workspace_id) DO NOTHING
+SELECT %s, %s, %s, %s::jsonb
+WHERE NOT EXISTS (SELECT 1 FROM notion_workspaces WHERE workspace_id = %s AND org_id <> %s)
+ON CONFLICT (org_id, workspace_id) DO NOTHING
 RETURNING workspace_id
 """
+UNSCOPE = "SELECT set_config('app.notion_workspace', '', true)"
 RECONNECT = """
 UPDATE notion_workspaces SET secret_name = %s, domains = %s::jsonb, status = 'connected',
     updated_at = now()
@@ -48,7 +60,7 @@ SECRET_NAMES = "SELECT secret_name FROM notion_workspaces ORDER BY workspace_id"
 START_SYNC = """
 INSERT INTO notion_syncs (id, org_id, workspace_id, kind, targets)
 VALUES (%s, %s, %s, %s, %s::jsonb)
-ON CONFLICT (id) DO NOTHING
+ON CONFLICT (org_id, id) DO NOTHING
 """
 SYNC = """
 SELECT id, workspace_id, kind, targets, position, cursor, step, status, pages_seen,
@@ -92,9 +104,14 @@ def connect(
     cur: Any, org_id: str, workspace_id: str, secret_name: str, domains: Mapping[str, str]
 ) -> bool:
     """Claim ``workspace_id`` for the org (or update the org's own claim). False when another
-    org holds it: the row is invisible here, so the insert conflicts and the update misses."""
+    org holds it: the insert finds its row and the update cannot see it."""
     mapping = json.dumps(dict(domains), sort_keys=True)
-    if fetch_one(cur, CLAIM, (workspace_id, org_id, secret_name, mapping)) is not None:
+    cur.execute(CLAIM_LOCK, (workspace_id, workspace_id))
+    claimed = fetch_one(
+        cur, CLAIM, (workspace_id, org_id, secret_name, mapping, workspace_id, org_id)
+    )
+    cur.execute(UNSCOPE)
+    if claimed is not None:
         return True
     return fetch_one(cur, RECONNECT, (secret_name, mapping, workspace_id)) is not None
 

@@ -1,6 +1,6 @@
 """ENT-012, the outbox: approved messages waiting to be sent, one row per approval item.
 
-Queuing is idempotent (``ON CONFLICT (approval_item_id) DO NOTHING``): applying an approval
+Queuing is idempotent (``ON CONFLICT (org_id, approval_item_id) DO NOTHING``): applying an approval
 twice queues its message once. A message's delivery status moves forward only: ``bounced``
 and ``complained`` are final, and a late ``delivered`` does not undo ``replied``. A campaign's
 pause blocks, and its resume re-queues, its rows (``colony.store.campaigns``).
@@ -15,7 +15,8 @@ from colony.store.db import Row, fetch_all, fetch_one
 QUEUE = """
 INSERT INTO outbox
     (org_id, approval_item_id, campaign_id, contact_id, subject, body, status, sequence_step)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (approval_item_id) DO NOTHING RETURNING id
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
+ON CONFLICT (org_id, approval_item_id) DO NOTHING RETURNING id
 """
 BY_ITEM = "SELECT id FROM outbox WHERE approval_item_id = %s"
 SET_ADDRESS = "UPDATE outbox SET to_address = lower(%s) WHERE id = %s AND to_address IS NULL"

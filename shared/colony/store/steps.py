@@ -33,7 +33,7 @@ WITH done AS (
     INSERT INTO run_steps (org_id, run_id, step_key, status, claim, lease_until)
     SELECT %s, %s, %s, 'running', %s, now() + make_interval(secs => %s)
     WHERE NOT EXISTS (SELECT 1 FROM done)
-    ON CONFLICT (run_id, step_key) DO UPDATE
+    ON CONFLICT (org_id, run_id, step_key) DO UPDATE
         SET claim = EXCLUDED.claim, lease_until = EXCLUDED.lease_until
         WHERE run_steps.status = 'running' AND run_steps.lease_until < now()
     RETURNING claim
