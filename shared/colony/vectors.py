@@ -13,6 +13,7 @@ import math
 import struct
 from array import array
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 from colony.errors import DimensionMismatch, ValidationFailed
 
@@ -43,14 +44,25 @@ def checked(vector: Sequence[float], dim: int, what: str) -> Vector:
         raise DimensionMismatch(f"{what} must be one vector of {dim} floats") from error
     if len(values) != dim:
         raise DimensionMismatch(f"{what} has {len(values)} floats; expected {dim}")
-    if not all(math.isfinite(x) for x in values):  # float32 turns a float64 overflow into inf
+    # float32 turns a float64 overflow into inf. One C-level sum finds any NaN or inf: float32
+    # magnitudes (< 3.5e38) cannot add up to a float64 overflow, and inf + -inf is NaN.
+    if not math.isfinite(sum(values)):
         raise ValidationFailed(f"{what} contains NaN or infinite values")
     return values
 
 
+@lru_cache(maxsize=8)
+def _literal_format(dim: int) -> str:
+    return "[" + ",".join(["%.9g"] * dim) + "]"
+
+
 def sql_text(vector: Sequence[float]) -> str:
-    """pgvector's text literal; 9 significant digits round-trip a float32 exactly."""
-    return "[" + ",".join(map("{:.9g}".format, vector)) + "]"
+    """pgvector's text literal; 9 significant digits round-trip a float32 exactly.
+
+    One ``%`` format over the whole vector: half the time of formatting each float on its
+    own (~0.5 of ~1 ms for 1536-d, on every retrieval's query vector; bench/kc_tenants.py).
+    """
+    return _literal_format(len(vector)) % tuple(vector)
 
 
 def copy_binary(vector: Sequence[float]) -> bytes:
