@@ -19,7 +19,7 @@ from colony.local.db import connect_factory
 from colony.registry.functions import FUNCTIONS, NESTED_TRANSACTION_SPARE, pool_size
 from colony.runtime.deps import build_deps
 from colony.settings import Settings
-from colony.store import Database, fetch_all, fetch_one, fetch_value
+from colony.store import Database, fetch_all, fetch_one, fetch_value, wire
 from colony.store import db as db_module
 from colony.store.db import Connect, parse_dsn
 from colony.testing.inline import InlineTransport
@@ -403,6 +403,34 @@ def test_a_prepared_statement_is_parsed_once_per_connection_and_outlives_a_rollb
     with db.transaction(ORG) as cur:
         assert fetch_all(cur, sql, (5,), prepare=True) == [{"n": 10}]
     assert proxy.round_trips - before == 1 + 1 + 1  # executed by name: one round trip
+
+
+def test_a_cached_statement_takes_one_round_trip_hit_or_miss_and_the_cache_is_bounded(
+    counted: tuple[Database, CountingProxy], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db, proxy = counted
+    monkeypatch.setattr(wire, "CACHED_PER_CONNECTION", 2)
+    texts = [f"SELECT %s::int + {n} AS n" for n in range(4)]
+    named = "SELECT count(*) FROM pg_prepared_statements WHERE name LIKE 'colony_cached_%%'"
+    before = proxy.round_trips
+    with db.transaction(ORG) as cur:
+        assert fetch_all(cur, texts[0], (1,), cache=True) == [{"n": 1}]  # parsed: a miss
+        assert fetch_all(cur, texts[0], (2,), cache=True) == [{"n": 2}]  # by name: a hit
+    assert proxy.round_trips - before == 1 + 1 + 1 + 1
+    with db.transaction(ORG) as cur:
+        for n, text in enumerate(texts):
+            assert fetch_value(cur, text.replace("%s", str(10)) + " -- plain") == 10 + n
+            assert fetch_all(cur, text, (10,), cache=True) == [{"n": 10 + n}]
+        # the oldest were closed on the server as newer ones came: two live at most
+        assert fetch_value(cur, named) == 2
+    with pytest.raises(DatabaseError), db.transaction(ORG) as cur:
+        fetch_all(cur, "SELECT %s::int FROM no_such_table", (1,), cache=True)
+    # a text that failed to parse is not remembered (it would name no statement), and the
+    # connection's cached ones still serve
+    assert not any("no_such_table" in t for kept in wire._CACHED.values() for t in kept)
+    with db.transaction(ORG) as cur:
+        assert fetch_all(cur, texts[3], (1,), cache=True) == [{"n": 4}]
+        assert fetch_value(cur, named) == 1  # the oldest made room for the failed one
 
 
 def test_a_failed_statement_rolls_back_and_the_connection_serves_the_next(testdb: PgDB) -> None:

@@ -40,7 +40,7 @@ import pg8000.dbapi
 
 from colony.errors import ConfigError, DatabaseError, OrgScopeError, ValidationFailed
 from colony.settings import Settings
-from colony.store.wire import Cursor, begin_sql, prepared
+from colony.store.wire import Cursor, begin_sql, cached, prepared
 
 Row = dict[str, Any]
 Connect = Callable[[], pg8000.dbapi.Connection]
@@ -371,15 +371,23 @@ def _translate(error: Exception) -> Exception:
 
 
 def fetch_all(
-    cur: pg8000.dbapi.Cursor, sql: str, params: Sequence[Any] = (), *, prepare: bool = False
+    cur: pg8000.dbapi.Cursor,
+    sql: str,
+    params: Sequence[Any] = (),
+    *,
+    prepare: bool = False,
+    cache: bool = False,
 ) -> list[Row]:
     """Execute ``sql`` and return its rows as dicts keyed by column name.
 
     ``prepare``: as a statement prepared once per connection (``colony.store.wire.prepared``),
-    for the few run on every durable step.
+    for the few run on every durable step. ``cache``: kept among the connection's most recent
+    statements (``colony.store.wire.cached``), for a hot statement whose text varies.
     """
     if prepare:
         prepared(cur, sql, params)
+    elif cache:
+        cached(cur, sql, params)
     else:
         cur.execute(sql, tuple(params))
     if cur.description is None:

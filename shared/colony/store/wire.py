@@ -36,6 +36,8 @@ fails there, not in production.
 from __future__ import annotations
 
 import functools
+import itertools
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 from weakref import WeakKeyDictionary
@@ -52,6 +54,10 @@ _SYNC = (b"S", b"")
 # connection → statement text → (name, columns, decoders), as pg8000's prepare_statement
 # returns them; weak, so a closed connection's entries go with it.
 _PREPARED: WeakKeyDictionary[Any, dict[str, tuple[bytes, Any, Any]]] = WeakKeyDictionary()
+# connection → statement text → statement name, least recently used first (``cached``).
+_CACHED: WeakKeyDictionary[Any, OrderedDict[str, bytes]] = WeakKeyDictionary()
+_CACHED_NAMES = itertools.count()
+CACHED_PER_CONNECTION = 64
 
 
 def literal(value: str) -> str:
@@ -73,6 +79,22 @@ def prepared(cur: Any, operation: str, args: Sequence[Any]) -> None:
     """``cur.execute(operation, args)``, as a statement prepared once per connection."""
     if isinstance(cur, Cursor):
         cur.execute_prepared(operation, args)
+    else:  # a plain DB-API cursor (a caller's own connection): the ordinary way
+        cur.execute(operation, tuple(args))
+
+
+def cached(cur: Any, operation: str, args: Sequence[Any]) -> None:
+    """``cur.execute(operation, args)`` in one round trip, parsed and planned once per
+    connection while it stays among the connection's ``CACHED_PER_CONNECTION`` most recent.
+
+    For statements whose text varies (the Knowledge Core's retrieval names its org and
+    domains as literals, so each (org, domains) is its own text): unlike ``prepared`` a miss
+    costs no extra round trip (Parse goes with Bind and Execute, as ``Cursor.execute`` sends
+    them), and the least recently used statement is closed in the same exchange once the
+    connection holds the most it may, so a connection serving many orgs keeps a bounded set.
+    """
+    if isinstance(cur, Cursor):
+        cur.execute_cached(operation, args)
     else:  # a plain DB-API cursor (a caller's own connection): the ordinary way
         cur.execute(operation, tuple(args))
 
@@ -125,6 +147,30 @@ class Cursor(pg8000.dbapi.Cursor):
         name, columns, decoders = entry
         params = make_params(conn.py_types, values)
         self._done(conn.execute_named(name, params, columns, decoders, statement))
+
+    def execute_cached(self, operation: str, args: Sequence[Any]) -> None:
+        """``execute`` by a statement name this connection keeps (``cached``)."""
+        conn = self._begun()
+        statement, values = _converted(operation, tuple(args))
+        cache = _CACHED.setdefault(conn, OrderedDict())
+        name = cache.get(statement)
+        if name is not None:
+            cache.move_to_end(statement)
+        else:
+            while len(cache) >= CACHED_PER_CONNECTION:
+                # forgotten first: if the exchange fails the server may have closed it already
+                conn._send_message(b"C", b"S" + cache.popitem(last=False)[1])
+            name = f"colony_cached_{next(_CACHED_NAMES)}".encode("ascii") + b"\x00"
+            conn.send_PARSE(name, statement, ())
+        context = Context(statement)
+        conn.send_BIND(name, make_params(conn.py_types, values))
+        conn._send_message(*_DESCRIBE_PORTAL)
+        conn.send_EXECUTE()
+        conn._send_message(*_SYNC)
+        conn._sock.flush()
+        conn.handle_messages(context)  # raises on an error: a statement that failed to parse
+        cache[statement] = name  # is never remembered
+        self._done(context)
 
     def _begun(self) -> Any:
         """The connection, in a transaction (pg8000's implicit BEGIN, as its cursor does)."""
