@@ -5,15 +5,16 @@ org-scoped table (tests/erasure_seed.py)."""
 from __future__ import annotations
 
 import importlib
+import threading
 from collections.abc import Callable
 
 import pytest
 
-from colony.store import migrate
+from colony.store import migrate, notion_workspaces
 from colony.store.db import fetch_all, fetch_value
 from colony.store.migrations import migrations
 from colony.testing.fakes import MemoryBlobStore
-from tests.conftest import PgDB
+from tests.conftest import PgDB, wait_for
 from tests.erasure_seed import dump, seed_org
 
 pytestmark = pytest.mark.covers("ENT-001", "ENT-002", "ENT-003", "ENT-012")
@@ -72,3 +73,44 @@ def test_the_rekeying_keeps_every_row_and_refuses_a_reference_across_orgs(
     ]
     conn.commit()
     conn.close()
+
+
+def test_two_orgs_claiming_one_notion_workspace_at_once_leave_it_to_the_first(
+    testdb: PgDB,
+) -> None:
+    """The key is (org, workspace) now, so the database no longer refuses a second org: the
+    claim's lock and its look at other orgs' rows must, even when both claims overlap."""
+    conn = testdb.owner_connection()
+    conn.cursor().execute(
+        "INSERT INTO organizations (id, name) VALUES (%s, 'a'), (%s, 'b')", (ALPHA, BETA)
+    )
+    conn.commit()
+    conn.close()
+    db = testdb.app()
+    mapping = {"a" * 32: "KC-01"}
+    holding, beta_result = threading.Event(), []
+
+    def beta_claims() -> None:
+        holding.wait(timeout=30)
+        with db.transaction(BETA) as cur:
+            beta_result.append(notion_workspaces.connect(cur, BETA, "ws-x", "s-b", mapping))
+
+    beta = threading.Thread(target=beta_claims)
+    beta.start()
+    with db.transaction(ALPHA) as cur:
+        assert notion_workspaces.connect(cur, ALPHA, "ws-x", "s-a", mapping)
+        holding.set()
+        # beta is now waiting on the workspace's lock (its claim cannot have finished)
+        wait_for(
+            lambda: testdb.owner_rows(
+                "SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+            ),
+            what="beta's claim waiting on the workspace lock",
+        )
+        assert beta_result == []
+    beta.join(timeout=30)
+    assert beta_result == [False]
+    with db.transaction(BETA) as cur:
+        assert notion_workspaces.get(cur, "ws-x") is None  # the route setting did not linger
+    owners = testdb.owner_rows("SELECT org_id FROM notion_workspaces WHERE workspace_id = 'ws-x'")
+    assert owners == [{"org_id": ALPHA}]
