@@ -168,8 +168,11 @@ class Cursor(pg8000.dbapi.Cursor):
         conn.send_EXECUTE()
         conn._send_message(*_SYNC)
         conn._sock.flush()
-        conn.handle_messages(context)  # raises on an error: a statement that failed to parse
-        cache[statement] = name  # is never remembered
+        # Raises on an error, before the text is remembered: one that failed to parse names no
+        # statement. (One that parsed and then failed to execute stays on the server, unnamed
+        # here, until the pool recycles the connection: rare, and bounded by max_lifetime.)
+        conn.handle_messages(context)
+        cache[statement] = name
         self._done(context)
 
     def _begun(self) -> Any:
