@@ -110,6 +110,47 @@ def test_a_promoted_org_is_answered_by_its_own_graphs_and_the_other_stays_shared
         assert _full(kc, ALPHA, q) and _full(kc, BETA, q)
 
 
+def test_a_kept_retrieval_statement_is_planned_once_and_again_when_its_org_moves(kc: Kc) -> None:
+    """Retrieval statements are kept per connection (colony.store.wire.cached) with one
+    generic plan. Moving the org attaches its partition, and PostgreSQL must re-plan the kept
+    statement onto it: a stale plan would read the shared partition, where the org's rows no
+    longer are, come back short, and need the exact fallback (a second statement)."""
+    domains = ("KC-01", "KC-05", "KC-10")
+    kept = (
+        "SELECT generic_plans, custom_plans FROM pg_prepared_statements"
+        " WHERE name LIKE 'colony_cached_%%'"
+    )
+
+    def truth(q: Any) -> dict[str, set[int]]:
+        params: list[Any] = [sql_text(q)]
+        for _ in domains:
+            params += [kc.model, K]
+        with kc.db.transaction(ALPHA) as cur:
+            rows = fetch_all(cur, retrieve_sql(ALPHA, domains, exact=True), params)
+        return {d: {r["id"] for r in rows if r["domain"] == d} for d in domains}
+
+    def answer(q: Any) -> dict[str, set[int]]:
+        hits = kc.store.retrieve(ALPHA, q, domains, K, model=kc.model)
+        return {d: {h.id for h in hits[d]} for d in domains}
+
+    for q in kc.queries[:3]:
+        assert answer(q) == truth(q)  # shared: exact either way
+    with kc.db.transaction(ALPHA) as cur:  # the pool hands back the one connection it used
+        assert fetch_all(cur, kept) == [{"generic_plans": 3, "custom_plans": 0}]
+    assert tiering.promote(kc.db, ALPHA).moved
+    found = expected = 0
+    for q in kc.queries[3:]:
+        got, want = answer(q), truth(q)
+        assert all(len(got[d]) == K for d in domains)
+        found += sum(len(got[d] & want[d]) for d in domains)
+        expected += sum(len(want[d]) for d in domains)
+    assert found / expected >= 0.95  # the graphs' answer, not an exact one
+    with kc.db.transaction(ALPHA) as cur:
+        assert fetch_all(cur, kept) == [
+            {"generic_plans": 3 + len(kc.queries[3:]), "custom_plans": 0}
+        ]
+
+
 def test_an_erased_org_is_never_given_a_partition(kc: Kc) -> None:
     """A tiering task retried after the org's erasure finds nothing to move."""
     assert not tiering.promote(kc.db, "org_gone").moved
