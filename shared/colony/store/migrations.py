@@ -48,7 +48,9 @@ _RLS_0003: tuple[str, ...] = (
 )
 
 # Every table whose rows belong to exactly one org through its ``org_id`` column
-# (``organizations`` is scoped on its own ``id``); a schema test keeps this complete.
+# (``organizations`` is scoped on its own ``id``); a schema test keeps this complete, and
+# another holds each one ready to be distributed by org: ``org_id`` in its primary key and
+# unique constraints, and in every foreign key to another of these tables (migration 0033).
 ORG_SCOPED_TABLES: tuple[str, ...] = (
     *_RLS_0003,
     "dead_letters",
