@@ -6,7 +6,8 @@ the driver sends, so DB round trips (Query + Sync messages) per turn are measure
 estimated. Reported: p50/p95 ms from sending the POST to the first event (``accepted``) and
 to ``done`` (server overhead: the offline provider answers in microseconds), the largest
 stored history after any turn against AGT-001's history budget (it must not exceed it), the
-summaries kept (one rolling summary), and DB round trips per turn. One JSON line.
+summaries kept (one rolling summary), DB round trips per turn, and whether a turn's time grows
+with the thread (the mean of the last 50 turns against the first 50). One JSON line.
 
     python bench/chat.py [--turns 300]
 """
@@ -56,6 +57,13 @@ def log(message: str) -> None:
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def growth(turn_ms: list[float], window: int = 50) -> dict[str, float]:
+    """Mean of the first and the last ``window`` turns, and their ratio (target ≤ 1.2)."""
+    first = statistics.mean(turn_ms[:window])
+    last = statistics.mean(turn_ms[-window:])
+    return {"first": round(first, 1), "last": round(last, 1), "ratio": round(last / first, 2)}
 
 
 def main() -> None:
@@ -128,6 +136,8 @@ def main() -> None:
                         "p50": round(statistics.median(done_ms), 1),
                         "p95": round(percentile(done_ms, 0.95), 1),
                     },
+                    # does a turn's cost grow with the thread? (mean POST→done, ms)
+                    "turn_ms_growth": growth(done_ms),
                     "history_tokens_max": max_history,
                     "history_budget": budget,
                     "within_budget": max_history <= budget,

@@ -71,3 +71,32 @@ def test_the_check_finds_sql_where_it_is(tmp_path: Path) -> None:
         "def f(cur):\n    cur.execute('UPDATE deals SET stage = %s', ('won',))\n"
     )
     assert sql_strings(probe, root=tmp_path) == ["flow.py:2", "flow.py:7"]  # not the docstring
+
+
+def model_requests(path: Path, root: Path = REPO) -> list[str]:
+    """``path:line`` of every call that builds a ``ModelRequest`` or drives the runner."""
+    tree = ast.parse(path.read_text(), str(path))
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        builds = isinstance(func, ast.Name) and func.id == "ModelRequest"
+        drives = isinstance(func, ast.Attribute) and "runner" in ast.unparse(func)
+        if builds or drives:
+            found.append(f"{path.relative_to(root)}:{node.lineno}")
+    return found
+
+
+def test_flows_reach_a_model_only_through_call_agent(tmp_path: Path) -> None:
+    """One path to a model (issue 15 item 2): no flow, the chat turn included, builds its own
+    request or drives the runner beside ``colony.llm.agent_call.call_agent``."""
+    found = [
+        hit for path in sorted((PACKAGE / "flows").rglob("*.py")) for hit in model_requests(path)
+    ]
+    assert found == [], "model requests built outside call_agent: " + ", ".join(found)
+    probe = tmp_path / "flow.py"
+    probe.write_text(
+        "def f(deps, r, c):\n    req = ModelRequest(model='m')\n    deps.llm.runner.run(req, c)\n"
+    )
+    assert model_requests(probe, root=tmp_path) == ["flow.py:2", "flow.py:3"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -14,7 +16,7 @@ from colony.context.tokens import counter_for
 from colony.contracts import Exemplar, IcpDefinition, OrgContext
 from colony.errors import ContextBudgetExceeded, ValidationFailed
 from colony.local.demo import read_json
-from colony.ports import Message
+from colony.ports import Message, ToolCall
 from colony.registry.agents import AGENTS, PROFILES
 
 pytestmark = pytest.mark.covers("ENT-007", "CONST-004")
@@ -134,6 +136,57 @@ def test_oldest_history_goes_first() -> None:
     kept = [m.content for m in out.messages[2:-1]]  # after the system and context messages
     assert kept and kept == [m.content for m in history[-len(kept) :]]
     assert out.account["history"] <= 2000 and out.trimmed["history_dropped"] == 60 - len(kept)
+
+
+@pytest.mark.covers("AGT-001")
+def test_a_calls_tool_rounds_follow_its_task_and_are_kept_before_older_turns() -> None:
+    """What chat turns send through call_agent: history, the message, then this turn's tool
+    rounds; over budget the earlier turns give way, never a newer round."""
+    call = ToolCall("report", {"days": 7}, id="c1")
+    rounds = [
+        Message("assistant", "[tool call report]", tool_calls=(call,)),
+        Message("tool", '{"ok":true,"result":"' + words(100) + '"}', tool_call_id="c1"),
+    ]
+    history = [
+        Message("user" if i % 2 else "assistant", f"turn {i} " + words(80)) for i in range(60)
+    ]
+    out = assemble(
+        request(
+            profile="AGT-001",
+            task={"message": "status?"},
+            history=history,
+            tool_rounds=rounds,
+            exemplars=[],
+        ),
+        budgets=BUDGETS,
+        counter=COUNTER,
+    )
+    *_, task, called, result = out.messages
+    assert task.role == "user" and "status?" in task.content
+    assert called.tool_calls == (call,) and result.tool_call_id == "c1"
+    assert words(100) in result.content and f"<<DATA {out.boundary}" in result.content
+    assert out.output_name == "orchestrator_reply"
+    earlier = out.messages[2:-3]
+    assert earlier and earlier[-1].content == history[-1].content
+    dropped = 60 - len(earlier)
+    assert out.account["history"] <= 2000 and out.trimmed["history_dropped"] == dropped
+    # a budget that holds only the rounds keeps them and no earlier turn
+    base = BUDGETS.for_profile("AGT-001")
+    tight = BudgetBook({"default": replace(base, history=700)}, BUDGETS.models)
+    long_ago = [Message("user", words(400, f"old{i}")) for i in range(3)]
+    small = assemble(
+        request(
+            profile="AGT-001",
+            task={"message": "status?"},
+            history=long_ago,
+            tool_rounds=rounds,
+            exemplars=[],
+        ),
+        budgets=tight,
+        counter=COUNTER,
+    )
+    assert [m.role for m in small.messages[-3:]] == ["user", "assistant", "tool"]
+    assert small.trimmed["history_dropped"] == 3 and small.account["history"] <= 700
 
 
 def test_required_task_fields_are_never_cut() -> None:

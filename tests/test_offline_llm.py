@@ -168,6 +168,8 @@ def realistic_context(output_name: str) -> dict[str, Any]:
         return {"snapshot": SNAPSHOT, "prior_brief": None}
     if output_name == "conversation_summary":
         return {"turns": TURNS, "previous_summary": None}
+    if output_name == "orchestrator_reply":
+        return {"message": "What is in today's brief?"}
     if output_name == "missing_data":
         return {"missing_fields": ["contact.email"], "reason": "P-027 has no email address."}
     if output_name == "kc_update_candidate":
@@ -194,7 +196,7 @@ TURNS = [
 # -- plumbing ----------------------------------------------------------------------------------
 
 MODEL = OfflineChatModel()
-PROMPT_DRIVEN = sorted(FAMILIES)
+PROMPT_DRIVEN = sorted({*FAMILIES, "orchestrator_reply"})
 
 
 def assembly(output_name: str, context: dict[str, Any]) -> AssemblyRequest:
@@ -282,6 +284,16 @@ def assembly(output_name: str, context: dict[str, Any]) -> AssemblyRequest:
             "turns": "\n".join(f"{t['role']}: {t['content']}" for t in context["turns"]),
         }  # as flows/chat/compaction.py renders them
         return AssemblyRequest("AGT-001/summary", "org_test", "run-1", OrgContext(), task=task)
+    if output_name == "orchestrator_reply":  # as flows/chat/hydration.py renders a turn
+        entities = {
+            "daily_brief": "(no daily brief has been written today)",
+            "pending_approvals": "(the approval queue is empty)",
+            "recent_replies": "(no replies in the last 7 days)",
+        }
+        task = {"message": context["message"]}
+        return AssemblyRequest(
+            "AGT-001", "org_test", "run-1", OrgContext(), (), entities, task=task
+        )
     if output_name in ("missing_data", "kc_update_candidate"):  # no flow calls these today
         return AssemblyRequest("AGT-003", "org_test", "run-1", OrgContext(), task=context)
     raise AssertionError(f"no flow renders {output_name}")

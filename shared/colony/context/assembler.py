@@ -17,6 +17,7 @@ Each section must fit its budget. Over budget, in this order of what gives way:
   entity   non-essential fields (raw enrichment HTML, full transcript text) are stripped;
   kc       the least similar exemplars are dropped, never below one;
   history  the oldest turns are dropped (the caller folds them into a summary, seed §6.3);
+           the call's own tool rounds (sent after the task) are kept first;
   task     optional payload fields (those not named by the template) are stripped.
 The role, the constraints and the template's required task fields are never cut; a section
 that still cannot fit raises ``ContextBudgetExceeded`` naming it.
@@ -24,7 +25,7 @@ that still cannot fit raises ``ContextBudgetExceeded`` naming it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +62,10 @@ class AssemblyRequest:
     # the KC domains the exemplars were retrieved from, in order, hits or not (traced as
     # ``kc_domains_queried``); empty when the call retrieved nothing
     kc_queried: Sequence[str] = ()
+    # this call's own tool rounds so far (assistant tool calls, their tool results), oldest
+    # first: sent after the task, since the model made them answering it; they share the
+    # history budget and are kept before any earlier turn
+    tool_rounds: Sequence[Message] = ()
 
 
 @dataclass(frozen=True)
@@ -182,6 +187,25 @@ def _history_turn(turn: Message, boundary: str) -> Message:
     return Message(turn.role, text, turn.tool_calls, turn.tool_call_id, turn.name)
 
 
+def _newest_within(
+    turns: Sequence[Message],
+    boundary: str,
+    count: Callable[[str], int],
+    budget: int,
+    spent: int,
+) -> tuple[list[Message], int]:
+    """The newest of ``turns`` (rendered, oldest first) that fit ``budget`` after ``spent``."""
+    kept: list[Message] = []
+    for turn in reversed(turns):
+        sent = _history_turn(turn, boundary)
+        tokens = count(sent.content)
+        if budget == 0 or spent + tokens > budget:
+            break
+        kept.insert(0, sent)
+        spent += tokens
+    return kept, spent
+
+
 def _task_text(
     template: str, task: Mapping[str, Any], optional: Mapping[str, Any], boundary: str
 ) -> str:
@@ -256,17 +280,15 @@ def assemble(
         trimmed["entity_fields_stripped"] = 1
     _check("entity", count(entity), budget, "after stripping non-essential fields")
 
-    # history: newest turns first, until the budget is spent.
-    history: list[Message] = []
-    spent = 0
-    for turn in reversed(req.history):
-        sent = _history_turn(turn, boundary)
-        tokens = count(sent.content)
-        if budget.history == 0 or spent + tokens > budget.history:
-            break
-        history.insert(0, sent)
-        spent += tokens
-    trimmed["history_dropped"] = len(req.history) - len(history)
+    # history: this call's tool rounds, then earlier turns, newest first, until the budget
+    # is spent (a tool round cut here is one the caller's pairing sends as plain text).
+    rounds, spent = _newest_within(req.tool_rounds, boundary, count, budget.history, 0)
+    history, spent = _newest_within(req.history, boundary, count, budget.history, spent)
+    if len(rounds) < len(req.tool_rounds):
+        history = []  # an earlier turn never outlives a newer round
+    trimmed["history_dropped"] = (
+        len(req.history) - len(history) + len(req.tool_rounds) - len(rounds)
+    )
 
     # task: required (template) fields are never cut; optional ones go first, largest first.
     required = templates.fields(template) - _COMPUTED
@@ -285,6 +307,7 @@ def assemble(
         *([Message("user", context_block)] if context_block else []),
         *history,
         Message("user", task),
+        *rounds,
     )
     account = {
         "system": count(system),
@@ -304,7 +327,7 @@ def assemble(
         tool_definitions=list(req.tools),
     )
     domains = tuple(dict.fromkeys(req.kc_queried))
-    flags = untrusted.scan(_untrusted_texts(req, kept, req.history))
+    flags = untrusted.scan(_untrusted_texts(req, kept, (*req.history, *req.tool_rounds)))
     return AssembledContext(
         bundle,
         messages,

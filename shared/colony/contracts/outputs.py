@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
+from colony.contracts.chat import OrchestratorReply
 from colony.contracts.common import KcDomainId, OutboundAngle, Strict
 
 # Every list and string is bounded, so each contract has a largest answer, and each agent's
@@ -207,4 +208,5 @@ OUTPUT_CONTRACTS: dict[str, type[Strict]] = {
     "conversation_summary": ConversationSummary,
     "missing_data": MissingData,
     "kc_update_candidate": KcUpdateCandidate,
+    "orchestrator_reply": OrchestratorReply,  # AGT-001's chat turn (colony.contracts.chat)
 }

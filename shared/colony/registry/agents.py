@@ -41,7 +41,7 @@ AGENTS: dict[str, Agent] = {
             writes=("ENT-008", "ENT-005"),
             kc_domains=(),
             constraints=("CONST-003",),
-            output="conversation_summary",
+            output="orchestrator_reply",  # a chat turn; its summary is "AGT-001/summary"
             template="orchestrator",
         ),
         Agent(

@@ -15,7 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 from colony.context import untrusted
-from colony.context.assembler import AssemblyRequest, assemble
+from colony.context.assembler import AssemblyRequest
 from colony.contracts import IcpDefinition, OrgContext, ToolDefinition
 from colony.contracts.chat import OrchestratorReply
 from colony.errors import OutputInvalid, ValidationFailed
@@ -24,11 +24,11 @@ from colony.flows.chat import history, tools
 from colony.flows.chat.compaction import awaited, compact_if_needed, pending
 from colony.flows.chat.turn_io import AGENT, TurnIO
 from colony.knowledge.exemplars import to_exemplars
-from colony.ports import ModelRequest, ToolCall
+from colony.llm.agent_call import call_agent
+from colony.ports import ToolCall
 from colony.store import approvals, orgdata, replies
 from colony.store import chat as chat_store
 
-OUTPUT = "orchestrator_reply"
 KC_TOP = 3
 APPROVALS_SHOWN = 10
 BRIEF_CHARS = 2400  # ≤250 words; a longer brief is clipped, not allowed to crowd the entity
@@ -72,7 +72,6 @@ def model_step(io: TurnIO) -> tuple[OrchestratorReply | None, tuple[ToolCall, ..
     current = [r for r in rows if r.turn_id == io.turn_id and r.role not in mine]
     earlier = [r for r in rows if r.turn_id != io.turn_id or r.role == "summary"]
     summary_first = sorted(earlier, key=lambda r: (r.role != "summary", r.id))
-    messages = [history.to_message(r, decided) for r in (*summary_first, *current)]
     shown = [
         {
             "id": p["id"],
@@ -100,7 +99,6 @@ def model_step(io: TurnIO) -> tuple[OrchestratorReply | None, tuple[ToolCall, ..
         or "(no replies in the last 7 days)",
     }
     org = OrgContext(org_name=org_name, icp=IcpDefinition(**icp) if icp else None)
-    definitions = tools.definitions()
     request = AssemblyRequest(
         AGENT,
         io.org_id,
@@ -108,38 +106,18 @@ def model_step(io: TurnIO) -> tuple[OrchestratorReply | None, tuple[ToolCall, ..
         org,
         io.knowledge,
         entities,
-        messages,
+        [history.to_message(r, decided) for r in summary_first],
         {"message": io.message},
-        [ToolDefinition(**d) for d in definitions],
+        [ToolDefinition(**d) for d in tools.definitions()],
         kc_queried=tools.ALL_DOMAINS,  # what _retrieve asks the Knowledge Core for
+        tool_rounds=[history.to_message(r, decided) for r in current],
     )
-    assembled = assemble(request, budgets=deps.llm.budgets, counter=deps.llm.counter)
-    sent = list(assembled.messages)
-    context_message = int(bool(assembled.account["kc"] or assembled.account["entity"]))
-    kept_current = min(len(current), len(sent) - 2 - context_message)
-    if kept_current > 0:  # order: …history, the user's message, this turn's tool rounds
-        task = sent.pop()
-        sent.insert(len(sent) - kept_current, task)
-    model_request = ModelRequest(
-        model=deps.llm.model,
-        messages=tuple(sent),
-        output_name=OUTPUT,
-        output_schema=OrchestratorReply.model_json_schema(),
-        tools=tuple(definitions),
-        metadata={
-            "org_id": io.org_id,
-            "run_id": io.turn_id,
-            "agent_id": AGENT,
-            "kc_domains_queried": list(assembled.kc_domains),
-            "context_budget_used": dict(assembled.account),
-            "untrusted_instructions": list(assembled.untrusted_instructions),
-        },
-    )
-    io.untrusted[:] = untrusted.merge(io.untrusted, assembled.untrusted_instructions)
     try:
-        result = deps.llm.runner.run(model_request, OrchestratorReply)
+        result = call_agent(deps.llm, request)
     except OutputInvalid as error:
         raise OrchestratorFailed(str(error)) from None
+    io.untrusted[:] = untrusted.merge(io.untrusted, result.assembled.untrusted_instructions)
+    assert result.output is None or isinstance(result.output, OrchestratorReply)
     return result.output, result.tool_calls
 
 
