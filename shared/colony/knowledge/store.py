@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from colony.errors import DimensionMismatch, ValidationFailed
-from colony.knowledge import tiering
+from colony.knowledge import outcomes, tiering
 from colony.knowledge.indexes import check_org_literal
 from colony.ports import Embedder
 from colony.registry import check_domains
@@ -326,6 +326,26 @@ class KnowledgeStore:
             if short and not shared:
                 out.update(self._search(cur, org_id, vector, short, k, exact=True)[0])
         return out
+
+    def embed_query(self, text: str) -> list[float]:
+        """``text`` as this store's model embeds it (one vector for several searches)."""
+        return self._embed([text])[0]
+
+    def exemplars(
+        self,
+        org_id: str,
+        vector: Sequence[float],
+        *,
+        angle: str,
+        tier: str | None,
+        k: int = 3,
+    ) -> list[outcomes.Picked]:
+        """AGT-005's KC-08 exemplars for ``angle`` (``colony.knowledge.outcomes``), one query."""
+        vector = checked(vector, self._embedder.dim, "the query vector")
+        with self._db.transaction(org_id) as cur:
+            return outcomes.select(
+                cur, org_id, vector, self._embedder.model, angle=angle, tier=tier, k=k
+            )
 
     def _search(
         self,
