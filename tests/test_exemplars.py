@@ -73,7 +73,7 @@ def store(testdb: PgDB) -> KnowledgeStore:
 
 def _pick(store: KnowledgeStore, org: str, angle: str, tier: str | None) -> list[tuple[str, str]]:
     vector = store.embed_query(QUERY)
-    picked = store.exemplars(org, vector, angle=angle, tier=tier)
+    picked, _ = store.exemplars(org, vector, angle=angle, tier=tier)
     return [(p.title or "", p.selected_by) for p in picked]
 
 

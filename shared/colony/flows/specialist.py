@@ -161,20 +161,21 @@ def grounding(
 
     A handoff with an angle that reads KC-08 (AGT-005) gets the three approved messages of
     that angle proven best by their outcomes (``colony.knowledge.outcomes``) ahead of the
-    other domains' hits; a pick from another angle is marked ``selected_by=fallback`` on the
-    exemplar (the approval card shows it) and logged. The query is embedded once.
+    other domains' hits (one transaction); a pick from another angle is marked
+    ``selected_by=fallback`` on the exemplar (the approval card shows it) and logged. The
+    query is embedded once.
     """
     if OUTBOUND not in domains or not envelope.angle:
         return to_exemplars(deps.knowledge.retrieve(org, query, domains, EXEMPLARS_PER_DOMAIN))
     vector = deps.knowledge.embed_query(query)
-    picked = deps.knowledge.exemplars(org, vector, angle=envelope.angle, tier=envelope.tier)
     others = [d for d in domains if d != OUTBOUND]
-    hits = (
-        deps.knowledge.retrieve(
-            org, vector, others, EXEMPLARS_PER_DOMAIN, model=deps.knowledge.model
-        )
-        if others
-        else {}
+    picked, hits = deps.knowledge.exemplars(
+        org,
+        vector,
+        angle=envelope.angle,
+        tier=envelope.tier,
+        domains=others,
+        k_per_domain=EXEMPLARS_PER_DOMAIN,
     )
     fallback = sum(p.selected_by == "fallback" for p in picked)
     if fallback or not picked:

@@ -11,10 +11,10 @@ replies set its ``outcome`` tag (``record``). ``select`` picks exemplars in one 
 - fewer than ``k`` in the angle: the rest come from other angles, each marked
   ``selected_by = 'fallback'`` so the trace and the approval card show it.
 
-The angle's rows are found by the ``(org_id, domain)`` btree and filtered on the tag; every
-one is ranked exactly (outcome comes before distance, so no vector index can serve the
-order). An org's angle holds hundreds of messages, not millions: the exact rank costs well
-under a millisecond (``bench/exemplars.py``), on the shared partition and on an org's own.
+The angle's rows are found by the ``(org_id, domain)`` btree and filtered on the tag, and
+ranked exactly (outcome comes before distance, so no vector index can serve the order);
+only the rows whose outcome can reach the top ``k`` have their vectors read. Measured in
+``bench/exemplars.py``, on the shared partition and on an org's own.
 """
 
 from __future__ import annotations
@@ -62,28 +62,35 @@ def _rank_sql(alias: str) -> str:
 
 
 # The org is inlined as a validated literal (partition pruning: ``colony.knowledge.store``).
+# ``angle`` reads only ids and tags; vectors (TOASTed, 6 KB at 1536-d) are read back by
+# primary key only for the rows whose outcome can still make the top k (``cut``), which is
+# what keeps the exact rank cheap on a few hundred messages.
 _SELECT = """WITH q AS MATERIALIZED (SELECT %s::vector AS v),
 angle AS MATERIALIZED (
-  SELECT id, title, content, tags, {rank} AS outcome_rank,
-         coalesce(tags->>'tier' = %s, false) AS in_tier,
-         embedding <=> (SELECT v FROM q) AS distance
+  SELECT id, {rank} AS outcome_rank, coalesce(tags->>'tier' = %s, false) AS in_tier
   FROM kc_chunks
   WHERE org_id = '{org}' AND domain = 'KC-08' AND embedding_model = %s AND tags->>'angle' = %s
 ),
-counts AS (SELECT count(*) FILTER (WHERE in_tier) >= %s AS tiered, count(*) AS n FROM angle)
+counts AS (SELECT count(*) FILTER (WHERE in_tier) >= %s AS tiered, count(*) AS n FROM angle),
+eligible AS MATERIALIZED (
+  SELECT a.id, a.outcome_rank FROM angle a CROSS JOIN counts c WHERE a.in_tier OR NOT c.tiered
+),
+cut AS (SELECT max(outcome_rank) AS r
+        FROM (SELECT outcome_rank FROM eligible ORDER BY outcome_rank LIMIT %s) best)
 SELECT id, title, content, tags, 1 - distance AS similarity, selected_by FROM (
-  SELECT a.id, a.title, a.content, a.tags, a.distance, a.outcome_rank, 0 AS pass,
-         (c.tiered AND NOT a.in_tier) AS off_tier,
-         CASE WHEN c.tiered THEN 'angle+tier' ELSE 'angle' END AS selected_by
-  FROM angle a CROSS JOIN counts c
+  SELECT k.id, k.title, k.content, k.tags, k.embedding <=> (SELECT v FROM q) AS distance,
+         e.outcome_rank, 0 AS pass,
+         CASE WHEN (SELECT tiered FROM counts) THEN 'angle+tier' ELSE 'angle' END AS selected_by
+  FROM eligible e JOIN kc_chunks k ON k.org_id = '{org}' AND k.id = e.id
+  WHERE e.outcome_rank <= (SELECT r FROM cut)
   UNION ALL
   SELECT f.id, f.title, f.content, f.tags, f.embedding <=> (SELECT v FROM q), {frank}, 1,
-         false, 'fallback'
+         'fallback'
   FROM kc_chunks f
   WHERE f.org_id = '{org}' AND f.domain = 'KC-08' AND f.embedding_model = %s
     AND f.tags->>'angle' IS DISTINCT FROM %s AND (SELECT n FROM counts) < %s
 ) picks
-ORDER BY pass, off_tier, outcome_rank, distance, id
+ORDER BY pass, outcome_rank, distance, id
 LIMIT %s"""
 
 
@@ -127,7 +134,7 @@ def select(
         _check_label("tier", tier)
     if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
         raise ValidationFailed(f"k must be an integer in 1..{MAX_K}")
-    params = [sql_text(vector), tier, model, angle, k, model, angle, k, k]
+    params = [sql_text(vector), tier, model, angle, k, k, model, angle, k, k]
     rows = fetch_all(cur, select_sql(org_id), params)
     return [
         Picked(
