@@ -13,9 +13,11 @@ from email.utils import format_datetime
 
 import pytest
 
+from colony.adapters.embedding import OfflineHashEmbedder
 from colony.adapters.imap_mailbox import ImapMailbox
 from colony.errors import ConfigError, UpstreamError
 from colony.flows import replies, sending
+from colony.knowledge import KnowledgeStore
 from colony.ports import Mail, Mailbox
 from colony.settings import Settings
 from colony.store import fetch_all
@@ -86,7 +88,10 @@ def test_polling_stores_replies_once_and_records_what_is_not_this_orgs(testdb: P
     for org in (ORG, OTHER):
         with db.transaction(org) as cur:
             cur.execute("INSERT INTO organizations (id, name) VALUES (%s, %s)", (org, org))
-    deps = local_deps(Settings.from_env(SETTINGS), db, InlineTransport(), sender=Accepting())
+    knowledge = KnowledgeStore(db, OfflineHashEmbedder())  # approvals feed KC-08
+    deps = local_deps(
+        Settings.from_env(SETTINGS), db, InlineTransport(), knowledge=knowledge, sender=Accepting()
+    )
     outbox_id = approved_message(deps, "dana@granitepeak.example")
     assert sending.send(deps, ORG, outbox_id)["status"] == "sent"
     ours = f"<{outbox_id}@zoomprop.example>"

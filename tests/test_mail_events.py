@@ -18,9 +18,11 @@ from typing import Any
 import httpx
 import pytest
 
+from colony.adapters.embedding import OfflineHashEmbedder
 from colony.adapters.resend_mail import ResendMail
 from colony.errors import NotFound
 from colony.flows import replies, sending
+from colony.knowledge import KnowledgeStore
 from colony.ports import InboundMail
 from colony.runtime.deps import Deps
 from colony.settings import Settings
@@ -88,7 +90,10 @@ def stack(testdb: PgDB, tmp_path: Path) -> Iterator[Stack]:
             cur.execute("INSERT INTO organizations (id, name) VALUES (%s, %s)", (org, org))
     with ResendServer() as api:
         sender = ResendMail(API_KEY, api_url=api.base_url)
-        deps = local_deps(Settings.from_env(SETTINGS), db, InlineTransport(), sender=sender)
+        knowledge = KnowledgeStore(db, OfflineHashEmbedder())  # approvals feed KC-08
+        deps = local_deps(
+            Settings.from_env(SETTINGS), db, InlineTransport(), knowledge=knowledge, sender=sender
+        )
         env = {
             **SETTINGS,
             "COLONY_DB_MODE": "dsn",

@@ -12,9 +12,11 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
+from colony.adapters.embedding import OfflineHashEmbedder
 from colony.adapters.smtp import SmtpSender
 from colony.errors import ConfigError, Unauthorized, UpstreamError
 from colony.flows import approval, delivery, sending
+from colony.knowledge import KnowledgeStore
 from colony.ports import Mail
 from colony.runtime.deps import Deps
 from colony.settings import Settings
@@ -40,7 +42,11 @@ def deps(testdb: PgDB, smtp: SmtpServer) -> Deps:
     with db.transaction(ORG) as cur:
         cur.execute("INSERT INTO organizations (id, name) VALUES (%s, 'ZoomProp')", (ORG,))
     sender = SmtpSender(smtp.host, smtp.port, starttls=False, timeout=10)
-    return local_deps(Settings.from_env(SETTINGS), db, InlineTransport(), sender=sender)
+    # approving a message makes it a KC-08 exemplar: the Knowledge Core is a real part here
+    knowledge = KnowledgeStore(db, OfflineHashEmbedder())
+    return local_deps(
+        Settings.from_env(SETTINGS), db, InlineTransport(), knowledge=knowledge, sender=sender
+    )
 
 
 def approved_message(

@@ -225,6 +225,15 @@ def _to_outbox(
         schedule_send(deps, org_id, outbox_id)
 
 
+def _to_outbox_and_kc(
+    deps: FlowDeps, cur: Any, org_id: str, item_id: str, payload: Mapping[str, Any]
+) -> None:
+    from colony.flows.kc_lifecycle import remember_message  # lazy: only when a message is approved
+
+    _to_outbox(deps, cur, org_id, item_id, payload)
+    remember_message(deps, cur, org_id, item_id, payload)
+
+
 # What applying an approved item of each kind does. Each applier runs inside the decision's
 # transaction (same cursor, same org) and must be idempotent.
 Applier = Callable[[FlowDeps, Any, str, str, Mapping[str, Any]], None]
@@ -233,8 +242,8 @@ Applier = Callable[[FlowDeps, Any, str, str, Mapping[str, Any]], None]
 def applier(kind: str) -> Applier | None:
     """The applier of ``kind`` (None: approving it has no effect beyond the decision)."""
     # lazy (each branch): the approval function loads only the flow the decided item needs
-    if kind == "outbound_message":
-        return _to_outbox
+    if kind == "outbound_message":  # queued to send, and kept as a KC-08 exemplar
+        return _to_outbox_and_kc
     if kind == "kc_update_candidate":
         from colony.flows.kc_lifecycle import apply_kc_candidate  # lazy: (see above)
 

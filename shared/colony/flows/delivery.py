@@ -7,6 +7,10 @@ complaint rates since its last resume are judged; crossing a threshold with enou
 to judge pauses the campaign: its running runs stop taking new work, queued outbox rows are
 blocked, and a Cloud Tasks resume is scheduled, named by the pause so that every pause gets
 its own resume and a redelivered event never schedules a second one.
+
+An event that moves the message forward is also its KC-08 exemplar's outcome
+(``colony.knowledge.outcomes``): ``replied`` with the reply's sentiment when it is known, so
+the next campaign in the angle writes from the messages that were answered.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from colony.contracts.events import CampaignResume
 from colony.errors import NotFound, ValidationFailed
 from colony.flows import sequences
 from colony.flows.deps import FlowDeps
+from colony.knowledge import outcomes as exemplar_outcomes
 from colony.registry.functions import CAMPAIGN_RESUME_QUEUE
 from colony.runtime.transport import enqueue
 from colony.store import campaigns, outbox, processed_events, suppressions
@@ -29,10 +34,18 @@ HANDLER = "delivery-events"
 
 
 def record(
-    deps: FlowDeps, org_id: str, outbox_id: str, event: DeliveryEvent, event_id: str
+    deps: FlowDeps,
+    org_id: str,
+    outbox_id: str,
+    event: DeliveryEvent,
+    event_id: str,
+    *,
+    sentiment: str | None = None,
 ) -> dict[str, Any]:
+    """Record one delivery event (``sentiment``: a reply's, ``colony.policy.replies``)."""
     if event not in EVENTS:
         raise ValidationFailed(f"unknown delivery event {event!r}; expected {', '.join(EVENTS)}")
+    exemplar_outcome = f"replied_{sentiment}" if event == "replied" and sentiment else event
     outcome: dict[str, Any]
     with deps.db.transaction(org_id) as cur:
         message = outbox.message(cur, outbox_id)
@@ -45,6 +58,10 @@ def record(
             outcome = {"outbox_id": outbox_id, "status": message["status"], "ignored": event}
         else:
             outcome = {"outbox_id": outbox_id, "status": event}
+            if message["approval_item_id"]:
+                exemplar_outcomes.record(
+                    cur, org_id, str(message["approval_item_id"]), exemplar_outcome
+                )
             if event in ("bounced", "complained"):  # never mail this address again
                 address = outbox.address_of(cur, outbox_id)
                 if address:

@@ -6,6 +6,10 @@ upserted into its domain and org through ``KnowledgeStore.sync_in`` — the same
 path the Notion re-embed worker uses — so the approval and the new knowledge commit together
 (or not at all) and the very next retrieval sees it. Re-applying is a no-op: the chunk is
 keyed by the approval item and its hash is unchanged.
+
+Approved agent output grows its domain the same way (seed §7.7): an approved outbound
+message becomes a KC-08 exemplar tagged with its angle, tier, sequence step and persona
+(``remember_message``; its outcome is recorded later by ``colony.flows.delivery``).
 """
 
 from __future__ import annotations
@@ -18,7 +22,9 @@ from pydantic import ValidationError
 from colony.contracts import KcUpdateCandidate
 from colony.errors import ValidationFailed, describe_validation
 from colony.flows.deps import FlowDeps
+from colony.knowledge import outcomes
 from colony.knowledge.store import ChunkIn
+from colony.store import campaigns
 
 
 def apply_kc_candidate(
@@ -43,4 +49,31 @@ def apply_kc_candidate(
         title=f"Approved insight ({candidate.domain})",
         tags=tags,
     )
+    deps.knowledge.sync_in(cur, org_id, "approval", item_id, [chunk])
+
+
+def remember_message(
+    deps: FlowDeps, cur: Any, org_id: str, item_id: str, payload: Mapping[str, Any]
+) -> None:
+    """An approved (perhaps edited) outbound message as a KC-08 exemplar, in the decision's
+    transaction; keyed by the approval item, so re-applying changes nothing."""
+    subject, body = str(payload.get("subject") or "").strip(), str(payload.get("body") or "")
+    if not body.strip():
+        raise ValidationFailed("an approved message without a body cannot become an exemplar")
+    angle = payload.get("angle")
+    campaign_id = payload.get("campaign_id")
+    if not angle and isinstance(campaign_id, str):  # drafted before messages carried it
+        campaign = campaigns.get(cur, campaign_id)
+        angle = campaign["angle"] if campaign else None
+    persona = payload.get("persona")
+    tags = {
+        **outcomes.message_tags(
+            payload,
+            angle=str(angle) if angle else None,
+            persona=str(persona) if persona else None,
+        ),
+        "approval_item": item_id,
+    }
+    text = f"Subject: {subject}\n\n{body.strip()}" if subject else body.strip()
+    chunk = ChunkIn(outcomes.DOMAIN, text, title=subject or None, tags=tags)
     deps.knowledge.sync_in(cur, org_id, "approval", item_id, [chunk])

@@ -115,6 +115,12 @@ def _missing(contact: Row) -> list[str]:
     return [f for f, ok in (("name", contact.get("name")), ("signals", signals)) if not ok]
 
 
+def _persona(contact: Row) -> str | None:
+    """AGT-003's persona for the contact (tagged on the message's KC-08 exemplar)."""
+    persona = (contact.get("enrichment") or {}).get("persona")
+    return str(persona) if persona else None
+
+
 def _signals(contact: Row) -> list[str]:
     return [s.get("detail", "") for s in contact.get("signals") or [] if s.get("detail")]
 
@@ -162,8 +168,14 @@ def _draft(
         found = flags.of_draft(result, output, allowed=[to], own_domains=own)
         # What the approval card shows as the exemplars the draft was written from: the ones
         # the assembler kept in the prompt, by domain and title (the text stays in KC).
+        # KC-08 picks say how they were chosen (angle, angle+tier, fallback) and how they fared.
         used = [
-            {"domain": e.domain, "title": e.title, "text": e.content[:200]}
+            {
+                "domain": e.domain,
+                "title": e.title,
+                "text": e.content[:200],
+                **{k: e.tags[k] for k in ("selected_by", "outcome") if k in e.tags},
+            }
             for e in result.assembled.bundle.knowledge_core_exemplars
         ]
         return {**flags.flagged(output, found), "exemplars": used}
@@ -174,6 +186,8 @@ def _draft(
             "contact_id": contact_id,
             "campaign_id": campaign_id,
             "tier": tier,
+            "angle": envelope.angle,
+            "persona": _persona(contact),
             "to": contact.get("email"),
             "sequence_step": n,
         }

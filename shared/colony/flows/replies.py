@@ -75,7 +75,9 @@ def ingest(
     # Keyed by the reply itself: a redelivery of the same reply (a new webhook attempt, the
     # mailbox read again) is one event, even after a crash between the two transactions.
     reply_event = "reply-" + hashlib.sha256(f"{sender_org}\n{key}".encode()).hexdigest()[:40]
-    outcome = delivery.record(deps, sender_org, str(message["id"]), "replied", reply_event)
+    outcome = delivery.record(
+        deps, sender_org, str(message["id"]), "replied", reply_event, sentiment=mood
+    )
     return {
         "status": "stored" if reply_id else "duplicate",
         "org_id": sender_org,

@@ -7,11 +7,12 @@ Each specialist's own step lives in its module (``enrichment``, ``qualification`
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import logging
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from colony.context.assembler import AssemblyRequest
-from colony.contracts import HandoffEnvelope, IcpDefinition, OrgContext
+from colony.contracts import Exemplar, HandoffEnvelope, IcpDefinition, OrgContext
 from colony.contracts.events import Handoff
 from colony.errors import (
     CallerError,
@@ -23,13 +24,16 @@ from colony.errors import (
 )
 from colony.flows.campaign import contact_done, done_key, previous_step_key, step_key
 from colony.flows.deps import FlowDeps
-from colony.knowledge.exemplars import hinted_domains, to_exemplars
+from colony.knowledge.exemplars import hinted_domains, picked_exemplars, to_exemplars
 from colony.registry.agents import AGENTS, agent_by_slug
 from colony.runtime import idempotency
 from colony.store import campaigns, orgdata
 from colony.store.db import Row
 
 EXEMPLARS_PER_DOMAIN = 2
+OUTBOUND = "KC-08"  # approved messages, chosen by angle and outcome
+
+logger = logging.getLogger("colony.flows")
 
 # One contact's work: (deps, org, campaign, run_id, contact_id, envelope) → its outcome.
 Work = Callable[[FlowDeps, str, Row, str, str, HandoffEnvelope], str]
@@ -135,16 +139,49 @@ def assembly_request(
         name = orgdata.org_name(cur)
     domains = hinted_domains(AGENTS[agent_id].kc_domains, envelope.kc_bucket_hints)
     query = " ".join(str(v) for v in (entities.get("contact") or {}).values() if isinstance(v, str))
-    hits = deps.knowledge.retrieve(org, query or agent_id, domains, EXEMPLARS_PER_DOMAIN)
+    exemplars = grounding(deps, org, query or agent_id, domains, envelope)
     org_context = OrgContext(org_name=name, icp=IcpDefinition(**icp) if icp else None)
     return AssemblyRequest(
         agent_id,
         org,
         run_id,
         org_context,
-        to_exemplars(hits),
+        exemplars,
         dict(entities),
         (),
         dict(task),
-        kc_queried=tuple(hits),
+        kc_queried=domains,
     )
+
+
+def grounding(
+    deps: FlowDeps, org: str, query: str, domains: Sequence[str], envelope: HandoffEnvelope
+) -> list[Exemplar]:
+    """The exemplars a specialist writes from, best first.
+
+    A handoff with an angle that reads KC-08 (AGT-005) gets the three approved messages of
+    that angle proven best by their outcomes (``colony.knowledge.outcomes``) ahead of the
+    other domains' hits (one transaction); a pick from another angle is marked
+    ``selected_by=fallback`` on the exemplar (the approval card shows it) and logged. The
+    query is embedded once.
+    """
+    if OUTBOUND not in domains or not envelope.angle:
+        return to_exemplars(deps.knowledge.retrieve(org, query, domains, EXEMPLARS_PER_DOMAIN))
+    vector = deps.knowledge.embed_query(query)
+    others = [d for d in domains if d != OUTBOUND]
+    picked, hits = deps.knowledge.exemplars(
+        org,
+        vector,
+        angle=envelope.angle,
+        tier=envelope.tier,
+        domains=others,
+        k_per_domain=EXEMPLARS_PER_DOMAIN,
+    )
+    fallback = sum(p.selected_by == "fallback" for p in picked)
+    if fallback or not picked:
+        # ids and counts only: the angle is the campaign's own setting, never prompt text
+        logger.info(
+            "exemplar fallback",
+            extra={"org_id": org, "in_angle": len(picked) - fallback, "fallback": fallback},
+        )
+    return picked_exemplars(picked) + to_exemplars(hits)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from colony.contracts import Exemplar
+from colony.knowledge.outcomes import Picked
 from colony.knowledge.store import Retrieved
 from colony.registry import check_domains
 
@@ -25,6 +26,28 @@ def to_exemplars(
             similarity=round(h.similarity, 4),
         )
         for h in ranked[:top]
+    ]
+
+
+# What the prompt is told of a KC-08 pick: how it was written and how it fared, not whom it
+# was for (contact, campaign and approval ids stay in the Knowledge Core).
+PROMPT_TAGS = frozenset({"angle", "tier", "step", "persona", "signal", "outcome"})
+
+
+def picked_exemplars(picked: Sequence[Picked]) -> list[Exemplar]:
+    """KC-08 picks as exemplars, in their chosen order, each saying how it was chosen."""
+    return [
+        Exemplar(
+            domain="KC-08",
+            title=p.title,
+            content=p.content,
+            tags={
+                **{k: str(v) for k, v in p.tags.items() if k in PROMPT_TAGS},
+                "selected_by": p.selected_by,
+            },
+            similarity=round(p.similarity, 4),
+        )
+        for p in picked
     ]
 
 

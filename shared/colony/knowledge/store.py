@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from colony.errors import DimensionMismatch, ValidationFailed
-from colony.knowledge import tiering
+from colony.knowledge import outcomes, tiering
 from colony.knowledge.indexes import check_org_literal
 from colony.ports import Embedder
 from colony.registry import check_domains
@@ -306,6 +306,42 @@ class KnowledgeStore:
         ``query`` is a text (embedded here) or a vector, which must then name the ``model``
         that made it: vectors of different models are not comparable, so a mismatch raises.
         """
+        return self._retrieve(org_id, query, domains, k_per_domain, model, None)[1]
+
+    def exemplars(
+        self,
+        org_id: str,
+        vector: Sequence[float],
+        *,
+        angle: str,
+        tier: str | None,
+        k: int = 3,
+        domains: Sequence[str] = (),
+        k_per_domain: int = 2,
+    ) -> tuple[list[outcomes.Picked], dict[str, list[Retrieved]]]:
+        """AGT-005's ``k`` KC-08 exemplars for ``angle`` (one query: ``knowledge.outcomes``)
+        and, in the same transaction, ``retrieve``'s hits for the other ``domains``."""
+
+        def pick(cur: Any, checked_vector: Sequence[float]) -> list[outcomes.Picked]:
+            model = self._embedder.model
+            return outcomes.select(cur, org_id, checked_vector, model, angle=angle, tier=tier, k=k)
+
+        if not domains:
+            with self._db.transaction(org_id) as cur:
+                return pick(cur, checked(vector, self._embedder.dim, "the query vector")), {}
+        model = self._embedder.model
+        picked, hits = self._retrieve(org_id, vector, domains, k_per_domain, model, pick)
+        return picked or [], hits
+
+    def _retrieve(
+        self,
+        org_id: str,
+        query: str | Sequence[float],
+        domains: Sequence[str],
+        k_per_domain: int,
+        model: str | None,
+        first: Callable[[Any, Sequence[float]], list[outcomes.Picked]] | None,
+    ) -> tuple[list[outcomes.Picked] | None, dict[str, list[Retrieved]]]:
         domains = check_domains(domains)
         k = k_per_domain
         if not isinstance(k, int) or not 1 <= k <= MAX_K:
@@ -320,6 +356,7 @@ class KnowledgeStore:
         else:
             vector = checked(query, self._embedder.dim, "the query vector")
         with self._db.transaction(org_id, settings=SEARCH_SETTINGS) as cur:
+            before = first(cur, vector) if first is not None else None
             out, shared = self._search(cur, org_id, vector, domains, k, exact=False)
             # A graph walk can stop short (max_scan_tuples) when the org is a small part of
             # a big domain. Any domain that came back short is answered exactly instead, so
@@ -329,7 +366,11 @@ class KnowledgeStore:
             short = [d for d in domains if len(out[d]) < k]
             if short and not shared:
                 out.update(self._search(cur, org_id, vector, short, k, exact=True)[0])
-        return out
+        return before, out
+
+    def embed_query(self, text: str) -> list[float]:
+        """``text`` as this store's model embeds it (one vector for several searches)."""
+        return self._embed([text])[0]
 
     def _search(
         self,
