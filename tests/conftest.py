@@ -20,6 +20,7 @@ import pg8000.dbapi
 import pytest
 
 from colony.local import embedded
+from colony.local.browser import headless_chromium
 from colony.local.db import connect_factory
 from colony.settings import Settings
 from colony.store import Database, ensure_app_role_grants, migrate
@@ -226,3 +227,14 @@ def gcs(storage_emulator_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPat
     store = blob_store_from_settings(settings)
     store.ensure_bucket()
     return Gcs(storage_emulator_url, bucket, key_file, store)
+
+
+@pytest.fixture
+def browser() -> Iterator[Any]:
+    """A headless Chromium session (``colony.local.browser``) for the /overview browser tests;
+    their stack and screenshots are in ``tests/overview_stack.py``."""
+    driver = headless_chromium()
+    try:
+        yield driver
+    finally:
+        driver.quit()

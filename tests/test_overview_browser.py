@@ -10,71 +10,32 @@ browser (and axe-core) when missing; this test does not skip.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
 
-from colony.adapters.embedding import OfflineHashEmbedder
-from colony.knowledge import KnowledgeStore
-from colony.local.demo import load_demo
-from colony.local.functions import REPO, FunctionServers
-from colony.runtime.auth import mint_local_token
 from tests.axe import serious_violations
-from tests.conftest import APP_ROLE, PgDB
-
-ORG = "org_zoomprop_demo"
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
-SCREENSHOT = REPO / "artifacts" / "overview.png"
-
-
-@pytest.fixture
-def browser() -> Iterator[webdriver.Chrome]:
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--window-size=1280,1000",
-    ):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
-    try:
-        yield driver
-    finally:
-        driver.quit()
+from tests.conftest import PgDB
+from tests.overview_stack import ORG, demo_db, overview_stack, screenshot
 
 
 def test_overview_page_streams_and_approves_inline(
     testdb: PgDB, tmp_path: Path, browser: webdriver.Chrome
 ) -> None:
-    db = testdb.app()
-    load_demo(db, KnowledgeStore(db, OfflineHashEmbedder()), say=lambda _: None)
+    db = demo_db(testdb)
     with db.transaction(ORG) as cur:
         cur.execute(
             "INSERT INTO daily_briefs (org_id, brief_date, content) VALUES"
             " (%s, (now() AT TIME ZONE 'UTC')::date, %s)",
             (ORG, f"Brief {uuid.uuid4().hex[:6]}: 5 open deals; 2 items await you."),
         )
-    env = {
-        "COLONY_DB_MODE": "dsn",
-        "COLONY_DB_DSN": testdb.dsn(APP_ROLE),
-        "COLONY_TRANSPORT": "local",
-        "COLONY_DATA_DIR": str(tmp_path),
-    }
     chain = ["chat", "campaign", "enrichment", "qualification", "message-generator"]
-    with FunctionServers(env, chain, log_dir=tmp_path) as servers:
-        base = servers.urls["chat"]
-        token = mint_local_token(tmp_path, ORG)
+    with overview_stack(testdb, db, tmp_path, chain) as stack:
+        base, token = stack.base, stack.token
         wait = WebDriverWait(browser, 30)
         browser.get(f"{base}/overview#token={token}")
         wait.until(lambda d: "open deals" in d.find_element(By.ID, "brief").text)
@@ -112,9 +73,7 @@ def test_overview_page_streams_and_approves_inline(
 
         assert serious_violations(browser) == [], "the conversation with a decided card"
 
-        SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-        assert browser.save_screenshot(str(SCREENSHOT))
-        assert SCREENSHOT.stat().st_size > 10_000
+        screenshot(browser, "overview")
         resources = browser.execute_script(
             "return performance.getEntriesByType('resource').map(e => e.name)"
         )

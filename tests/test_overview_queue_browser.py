@@ -5,50 +5,32 @@ One stack, one queue of every kind (``colony.local.queue_seed``, hostile text pl
 a person working through it: cards that show what they decide on, keys, edit in place, a
 bulk decision with one confirmation, filters, another person's decisions arriving live, and
 a decision that loses a race to someone else's. Every decision made from a card is checked
-in ``approval_items`` and in the audit log. The screenshot is ``artifacts/overview-queue.png``
-(git-ignored).
+in ``approval_items`` and in the audit log. The screenshots are ``artifacts/overview-signin.png``
+and ``artifacts/overview-queue.png`` (git-ignored).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from selenium import webdriver
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from colony.adapters.embedding import OfflineHashEmbedder
 from colony.flows.approval import Actor, decide
-from colony.knowledge import KnowledgeStore
-from colony.local.browser import headless_chromium
-from colony.local.demo import load_demo
-from colony.local.functions import REPO, FunctionServers
 from colony.local.queue_seed import HOSTILE_SUBJECT, seed_queue
-from colony.runtime.auth import mint_local_token
 from colony.settings import Settings
 from colony.store import Database, fetch_all, fetch_one, fetch_value
 from colony.testing.inline import InlineTransport, local_deps
 from tests.axe import serious_violations
-from tests.conftest import APP_ROLE, PgDB, wait_for
+from tests.conftest import PgDB, wait_for
+from tests.overview_stack import ORG, demo_db, overview_stack, screenshot
 
-ORG = "org_zoomprop_demo"
 ITEMS = 30
-SCREENSHOT = REPO / "artifacts" / "overview-queue.png"
-
-
-@pytest.fixture
-def browser() -> Iterator[webdriver.Chrome]:
-    driver = headless_chromium()
-    try:
-        yield driver
-    finally:
-        driver.quit()
 
 
 def item(db: Database, item_id: str) -> dict[str, Any]:
@@ -101,23 +83,17 @@ def current_id(driver: webdriver.Chrome) -> str:
 def test_queue_cards_are_decided_in_place(
     testdb: PgDB, tmp_path: Path, browser: webdriver.Chrome
 ) -> None:
-    db = testdb.app()
+    db = demo_db(testdb)
     deps = local_deps(Settings.from_env({}), db, InlineTransport())  # the other person's
-    load_demo(db, KnowledgeStore(db, OfflineHashEmbedder()), say=lambda _: None)
     seeded = seed_queue(db, ORG, ITEMS, hostile=True)
-    env = {
-        "COLONY_DB_MODE": "dsn",
-        "COLONY_DB_DSN": testdb.dsn(APP_ROLE),
-        "COLONY_TRANSPORT": "local",
-        "COLONY_DATA_DIR": str(tmp_path),
-    }
-    with FunctionServers(env, ["chat", "send"], log_dir=tmp_path) as servers:
-        base = servers.urls["chat"]
+    with overview_stack(testdb, db, tmp_path, ["chat", "send"]) as stack:
+        base = stack.base
         wait = WebDriverWait(browser, 30)
         browser.get(f"{base}/overview")  # no token yet: the sign-in view
         wait.until(ec.visibility_of_element_located((By.ID, "signin")))
         assert serious_violations(browser) == [], "the sign-in view"
-        browser.get(f"{base}/overview#token={mint_local_token(tmp_path, ORG)}")
+        screenshot(browser, "overview-signin")
+        browser.get(f"{base}/overview#token={stack.token}")
         browser.refresh()  # the hash alone is no new document
         wait.until(
             lambda d: d.find_element(By.ID, "queue").get_attribute("data-complete") == "true"
@@ -289,8 +265,7 @@ def test_queue_cards_are_decided_in_place(
         assert ("refusal", "local-user", "ui", "approve") in trail, trail
         assert not card(browser, raced).find_elements(By.CSS_SELECTOR, "[data-action=approve]")
 
-        SCREENSHOT.parent.mkdir(parents=True, exist_ok=True)
-        assert browser.save_screenshot(str(SCREENSHOT))
+        screenshot(browser, "overview-queue")
         errors = [e["message"] for e in browser.get_log("browser") if e["level"] == "SEVERE"]
         assert all("409" in e for e in errors), errors  # the lost race, and nothing else
         resources = browser.execute_script(
@@ -311,19 +286,12 @@ def test_five_hundred_items_render_first_screen_then_the_rest(
     """Issue 20 item 4: the first screen is drawn from a short first listing, the rest in
     frames, and only cards in view are laid out; the page stays usable. (Timings: the
     benchmark, ``bench/overview.py``.)"""
-    db = testdb.app()
-    load_demo(db, KnowledgeStore(db, OfflineHashEmbedder()), say=lambda _: None)
+    db = demo_db(testdb)
     seeded = seed_queue(db, ORG, 500)
-    env = {
-        "COLONY_DB_MODE": "dsn",
-        "COLONY_DB_DSN": testdb.dsn(APP_ROLE),
-        "COLONY_TRANSPORT": "local",
-        "COLONY_DATA_DIR": str(tmp_path),
-    }
-    with FunctionServers(env, ["chat", "send"], log_dir=tmp_path) as servers:
-        base = servers.urls["chat"]
+    with overview_stack(testdb, db, tmp_path, ["chat", "send"]) as stack:
+        base = stack.base
         wait = WebDriverWait(browser, 60)
-        browser.get(f"{base}/overview#token={mint_local_token(tmp_path, ORG)}")
+        browser.get(f"{base}/overview#token={stack.token}")
         wait.until(
             lambda d: d.find_element(By.ID, "queue").get_attribute("data-complete") == "true"
         )
