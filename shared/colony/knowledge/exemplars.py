@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from colony.contracts import Exemplar
-from colony.knowledge.store import Retrieved
+from colony.knowledge.store import Retrieved, content_hash
 from colony.registry import check_domains
 
 
@@ -23,6 +23,8 @@ def to_exemplars(
             content=h.content,
             tags={k: str(v) for k, v in h.tags.items()},
             similarity=round(h.similarity, 4),
+            chunk_id=h.id,
+            content_hash=content_hash(h.content),
         )
         for h in ranked[:top]
     ]

@@ -66,6 +66,7 @@ ORG_SCOPED_TABLES: tuple[str, ...] = (
     "drive_channels",
     "import_jobs",
     "import_errors",
+    "kc_chunk_credits",
 )
 
 # The first schema is long enough to read best as SQL: it lives beside this module, byte for
@@ -616,5 +617,9 @@ def migrations(dim: int) -> list[Migration]:
         ),
         Migration(
             "0026_scheduled_orgs", (_SQL / "0026_scheduled_orgs.sql").read_text(encoding="utf-8")
+        ),
+        Migration(
+            "0029_provenance",
+            (_SQL / "0029_provenance.sql").read_text(encoding="utf-8") + _rls("kc_chunk_credits"),
         ),
     ]

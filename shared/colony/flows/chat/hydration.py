@@ -24,6 +24,7 @@ from colony.flows.chat import history, tools
 from colony.flows.chat.compaction import awaited, compact_if_needed, pending
 from colony.flows.chat.turn_io import AGENT, TurnIO
 from colony.knowledge.exemplars import to_exemplars
+from colony.llm.agent_call import trace_metadata
 from colony.ports import ModelRequest, ToolCall
 from colony.store import approvals, orgdata, replies
 from colony.store import chat as chat_store
@@ -126,14 +127,7 @@ def model_step(io: TurnIO) -> tuple[OrchestratorReply | None, tuple[ToolCall, ..
         output_name=OUTPUT,
         output_schema=OrchestratorReply.model_json_schema(),
         tools=tuple(definitions),
-        metadata={
-            "org_id": io.org_id,
-            "run_id": io.turn_id,
-            "agent_id": AGENT,
-            "kc_domains_queried": list(assembled.kc_domains),
-            "context_budget_used": dict(assembled.account),
-            "untrusted_instructions": list(assembled.untrusted_instructions),
-        },
+        metadata=trace_metadata(request, assembled),
     )
     io.untrusted[:] = untrusted.merge(io.untrusted, assembled.untrusted_instructions)
     try:
