@@ -257,10 +257,18 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
         f"{org}-evt-1",
     )
     ex(
-        "INSERT INTO llm_calls (org_id, agent_id, run_id, model, tokens_in, tokens_out)"
-        " VALUES (%s, 'AGT-004', %s, 'offline', 10, 5)",
+        "INSERT INTO llm_calls (org_id, agent_id, run_id, model, tokens_in, tokens_out, call_id,"
+        " provenance) VALUES (%s, 'AGT-004', %s, 'offline', 10, 5, %s, %s::jsonb)",
         org,
         run,
+        f"{org}-call-1",
+        json.dumps({"chunks": [{"id": 1, "domain": "KC-08", "content_hash": "h1"}]}),
+    )
+    ex(
+        "INSERT INTO kc_chunk_credits (org_id, call_id, chunk_id, content_hash, domain, outcome)"
+        " VALUES (%s, %s, 1, 'h1', 'KC-08', 'replied_positive')",
+        org,
+        f"{org}-call-1",
     )
     ex(
         "INSERT INTO dead_letters (org_id, topic, message_id, data, attempts, last_error)"

@@ -212,6 +212,20 @@ def test_a_message_approved_and_replied_to_is_the_next_campaigns_first_exemplar(
             )
         }
     assert fared == {answered["id"]: "replied_positive", bounced["id"]: "bounced"}
+    # each outcome also credits the chunks that grounded the draft's model call (provenance)
+    with db.transaction(ORG) as cur:
+        credited = {
+            (r["id"], r["outcome"]): r["n"]
+            for r in fetch_all(
+                cur,
+                "SELECT i.id, k.outcome, count(*) AS n FROM approval_items i"
+                " JOIN kc_chunk_credits k ON k.call_id = i.llm_call_id"
+                " WHERE i.id = ANY(%s) GROUP BY i.id, k.outcome",
+                ([answered["id"], bounced["id"]],),
+            )
+        }
+    assert set(credited) == {(answered["id"], "replied_positive"), (bounced["id"], "bounced")}
+    assert all(n >= 1 for n in credited.values())
 
     # campaign 2, same angle, other contacts: the answered message comes first
     recorder.requests.clear()

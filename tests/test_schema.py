@@ -50,6 +50,7 @@ ENTITY_TABLES = {
     "drive_channels",  # issue 17: Drive watch channels and their expiry
     "import_jobs",  # issue 17: an uploaded prospect or deal file, its checkpoint and counts
     "import_errors",  # issue 17: each rejected record of an import, its number and reason
+    "kc_chunk_credits",  # issue 19: outcomes credited to the chunks that grounded a call
 }
 
 

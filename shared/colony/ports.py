@@ -143,10 +143,13 @@ class LlmCallRecord:
     context_budget_used: Mapping[str, int] = field(default_factory=dict)
     latency_ms: float | None = None
     untrusted_instructions: tuple[str, ...] = ()
+    call_id: str | None = None  # one per assembled call; its repair and retries share it
+    provenance: Mapping[str, Any] = field(default_factory=dict)  # kept in llm_calls only
 
     def metadata(self) -> dict[str, Any]:
         """The mandatory trace metadata (JSON-ready)."""
         return {
+            "call_id": self.call_id,
             "org_id": self.org_id,
             "agent_id": self.agent_id,
             "run_id": self.run_id,
@@ -170,6 +173,8 @@ class CallContext:
     kc_domains_queried: tuple[str, ...]
     context_budget_used: Mapping[str, int]
     untrusted_instructions: tuple[str, ...] = ()
+    call_id: str | None = None
+    provenance: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
     def of(cls, request: ModelRequest) -> CallContext:
@@ -202,11 +207,26 @@ class CallContext:
             raise ValidationFailed(
                 "ModelRequest.metadata.untrusted_instructions must be a list of strings"
             )
+        call_id, provenance = meta.get("call_id"), meta.get("provenance") or {}
+        if call_id is not None and (not isinstance(call_id, str) or not call_id.strip()):
+            raise ValidationFailed("ModelRequest.metadata.call_id must be a non-empty string")
+        if not isinstance(provenance, Mapping):
+            raise ValidationFailed("ModelRequest.metadata.provenance must be an object")
         assert isinstance(org_id, str) and isinstance(agent_id, str)  # checked above
-        return cls(org_id, agent_id, run_id, tuple(domains), dict(budget), tuple(flags))
+        return cls(
+            org_id,
+            agent_id,
+            run_id,
+            tuple(domains),
+            dict(budget),
+            tuple(flags),
+            call_id,
+            dict(provenance),
+        )
 
     def metadata(self) -> dict[str, Any]:
         return {
+            "call_id": self.call_id,
             "org_id": self.org_id,
             "agent_id": self.agent_id,
             "run_id": self.run_id,
@@ -229,6 +249,8 @@ class CallContext:
             context_budget_used=self.context_budget_used,
             latency_ms=latency_ms,
             untrusted_instructions=self.untrusted_instructions,
+            call_id=self.call_id,
+            provenance=self.provenance,
         )
 
 

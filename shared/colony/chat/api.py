@@ -21,6 +21,9 @@
                                     the new counts), or ``reload`` when the stream fell behind
     GET  /audit[?item_id=&limit=]   the org's audit log, newest first
     GET  /imports                   the org's five newest import jobs (counts and status)
+    GET  /explain/<output id>       the model calls behind an approval item, a chat turn or
+                                    a brief, and what their context was built from (the
+                                    card's "Why?" panel; ``colony explain`` prints the same)
 
 Everything but the page needs ``Authorization: Bearer <JWT>`` with the org in its claims.
 Errors before a stream starts are JSON (SPEC §10); inside a stream they are ``error`` events.
@@ -58,6 +61,7 @@ from colony.flows.chat import (
 )
 from colony.flows.chat import events as ev
 from colony.flows.deps import FlowDeps
+from colony.flows.explain import explain
 from colony.flows.import_progress import recent as recent_imports
 from colony.runtime.auth import verify_bearer
 from colony.runtime.edge import JsonRequest, MethodNotAllowed, error_response
@@ -69,6 +73,7 @@ APPROVALS_SHOWN = 50
 APPROVALS_MAX = 500
 PAGE = Path(__file__).with_name("overview.html")
 _SESSION = re.compile(r"^/sessions/([A-Za-z0-9_.:-]{1,200})(/events)?$")
+_EXPLAIN = re.compile(r"^/explain/([A-Za-z0-9_.:-]{1,200})$")
 _STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 _END = object()
 
@@ -100,6 +105,10 @@ def handle(deps: FlowDeps, request: JsonRequest) -> Any:
     if path == "/imports":
         _allow(method, "GET")
         return {"imports": recent_imports(deps, who.org_id, limit=5)}
+    why = _EXPLAIN.match(path)
+    if why:
+        _allow(method, "GET")
+        return explain(deps, who.org_id, why.group(1))
     match = _SESSION.match(path)
     if match:
         _allow(method, "GET")

@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from colony.context import templates, untrusted
+from colony.context import provenance, templates, untrusted
 from colony.context.budgets import Budget, BudgetBook
 from colony.context.serialize import NON_ESSENTIAL, compact, dumps
 from colony.contracts import AgentContextBundle, Exemplar, OrgContext, ToolDefinition
@@ -80,6 +80,8 @@ class AssembledContext:
     tokenizer: str
     boundary: str = ""
     untrusted_instructions: tuple[str, ...] = ()
+    # what the context was built from (``colony.context.provenance``): ids, hashes, cuts
+    provenance: dict[str, Any] = field(default_factory=dict)
 
     @property
     def tokens_in(self) -> int:
@@ -339,4 +341,12 @@ def assemble(
         counter.label,
         boundary,
         tuple(flags),
+        provenance.of(
+            agent_id=agent_id,
+            template=template,
+            exemplars=kept,
+            entities=req.entities,
+            history=req.history[len(req.history) - len(history) :],
+            trimmed=trimmed,
+        ),
     )

@@ -17,6 +17,8 @@ class Exemplar(Strict):
     content: str = Field(min_length=1)
     tags: dict[str, str] = Field(default_factory=dict)
     similarity: float | None = None
+    chunk_id: int | None = None  # the kc_chunks row it came from (provenance)
+    content_hash: str | None = None  # of ``content`` as retrieved (provenance)
 
 
 class IcpDefinition(Strict):

@@ -22,7 +22,7 @@ from colony.contracts import IcpDefinition, OrgContext
 from colony.contracts.events import ContentRequest
 from colony.contracts.outputs import ContentPiece
 from colony.errors import ValidationFailed
-from colony.flows import flags, org_admin
+from colony.flows import call_link, flags, org_admin
 from colony.flows.deps import FlowDeps
 from colony.knowledge.exemplars import to_exemplars
 from colony.llm.agent_call import call_agent
@@ -92,14 +92,25 @@ def write_piece(deps: FlowDeps, event: ContentRequest, event_id: str) -> dict[st
         assert result.output is not None
         grounding = [{"domain": e.domain, "title": e.title} for e in exemplars]
         piece = result.output.model_dump(mode="json")
-        return flags.flagged(
-            {**piece, "topic": event.topic, "grounding": grounding},
-            flags.of_draft(result, piece),
+        return call_link.carry(
+            flags.flagged(
+                {**piece, "topic": event.topic, "grounding": grounding},
+                flags.of_draft(result, piece),
+            ),
+            result,
         )
 
-    def queue(cur: Any, output: Mapping[str, Any]) -> None:
+    def queue(cur: Any, stored: Mapping[str, Any]) -> None:
+        output, call_id = call_link.take(stored)
         approvals.add(
-            cur, org, "content_piece", AGENT, output, subject_id=event.request_id, run_id=run_id
+            cur,
+            org,
+            "content_piece",
+            AGENT,
+            output,
+            subject_id=event.request_id,
+            run_id=run_id,
+            call_id=call_id,
         )
 
     piece = step(deps.db, org, run_id, "piece", compute, queue)

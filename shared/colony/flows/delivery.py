@@ -24,7 +24,7 @@ from colony.flows.deps import FlowDeps
 from colony.knowledge import outcomes as exemplar_outcomes
 from colony.registry.functions import CAMPAIGN_RESUME_QUEUE
 from colony.runtime.transport import enqueue
-from colony.store import campaigns, outbox, processed_events, suppressions
+from colony.store import campaigns, outbox, processed_events, provenance, suppressions
 
 DeliveryEvent = Literal["delivered", "bounced", "complained", "replied"]
 EVENTS: tuple[str, ...] = ("delivered", "bounced", "complained", "replied")
@@ -59,9 +59,10 @@ def record(
         else:
             outcome = {"outbox_id": outbox_id, "status": event}
             if message["approval_item_id"]:
-                exemplar_outcomes.record(
-                    cur, org_id, str(message["approval_item_id"]), exemplar_outcome
-                )
+                item_id = str(message["approval_item_id"])
+                exemplar_outcomes.record(cur, org_id, item_id, exemplar_outcome)
+                # The outcome also credits the chunks that grounded the draft (issue 19 §5).
+                provenance.credit_item_outcome(cur, item_id, exemplar_outcome)
             if event in ("bounced", "complained"):  # never mail this address again
                 address = outbox.address_of(cur, outbox_id)
                 if address:

@@ -14,7 +14,7 @@ from typing import Any
 
 from colony.contracts import HandoffEnvelope
 from colony.contracts.events import SequenceStep
-from colony.flows import approval, flags, org_admin, sequences
+from colony.flows import approval, call_link, flags, org_admin, sequences
 from colony.flows.campaign import HINTS, contact_done, step_key
 from colony.flows.deps import FlowDeps
 from colony.flows.specialist import assembly_request, handle_handoff, load_contact
@@ -178,9 +178,10 @@ def _draft(
             }
             for e in result.assembled.bundle.knowledge_core_exemplars
         ]
-        return {**flags.flagged(output, found), "exemplars": used}
+        return call_link.carry({**flags.flagged(output, found), "exemplars": used}, result)
 
-    def apply(cur: Any, output: Mapping[str, Any]) -> None:
+    def apply(cur: Any, stored: Mapping[str, Any]) -> None:
+        output, call_id = call_link.take(stored)
         payload = {
             **output,
             "contact_id": contact_id,
@@ -192,7 +193,14 @@ def _draft(
             "sequence_step": n,
         }
         approvals.add(
-            cur, org, "outbound_message", "AGT-005", payload, subject_id=contact_id, run_id=run_id
+            cur,
+            org,
+            "outbound_message",
+            "AGT-005",
+            payload,
+            subject_id=contact_id,
+            run_id=run_id,
+            call_id=call_id,
         )
         also(cur)
 

@@ -22,7 +22,7 @@ from colony.context.assembler import AssemblyRequest
 from colony.contracts import IcpDefinition, OrgContext
 from colony.contracts.events import DealClosedWon
 from colony.errors import NotFound, UpstreamError, ValidationFailed
-from colony.flows import flags
+from colony.flows import call_link, flags
 from colony.flows.approval_queue import signed_link
 from colony.flows.deps import FlowDeps
 from colony.knowledge.exemplars import to_exemplars
@@ -97,7 +97,14 @@ def build_kit(deps: FlowDeps, event: DealClosedWon, event_id: str) -> dict[str, 
         raced = kits.of_deal(cur, deal_id)
         if raced is None:
             item_id = approvals.add(
-                cur, org, "deployment_kit", AGENT, payload, subject_id=deal_id, run_id=run_id
+                cur,
+                org,
+                "deployment_kit",
+                AGENT,
+                payload,
+                subject_id=deal_id,
+                run_id=run_id,
+                call_id=call_link.take(kit)[1],
             )
             kit_id = kits.add(
                 cur, org, deal_id, item_id, title=kit["title"], object_name=name, gcs_uri=gcs_uri
@@ -139,9 +146,8 @@ def _compose(deps: FlowDeps, org: str, run_id: str, deal: Mapping[str, Any]) -> 
     assert result.output is not None
     kit = result.output.model_dump(mode="json")
     found = [flags.of_draft(result, section) for section in kit["sections"]]
-    return flags.flagged(
-        {**kit, "playbooks": sorted({e.title for e in exemplars if e.title})}, *found
-    )
+    playbooks = sorted({e.title for e in exemplars if e.title})
+    return call_link.carry(flags.flagged({**kit, "playbooks": playbooks}, *found), result)
 
 
 def apply_deployment_kit(

@@ -32,7 +32,7 @@ from colony.errors import (
     NotFound,
     ValidationFailed,
 )
-from colony.flows import flags, transcripts
+from colony.flows import call_link, flags, transcripts
 from colony.flows.deps import FlowDeps
 from colony.flows.sending import schedule_send
 from colony.knowledge.exemplars import to_exemplars
@@ -146,7 +146,8 @@ def _two_passes(deps: FlowDeps, org: str, recording: Mapping[str, Any]) -> dict[
     def compute_pass2() -> dict[str, Any]:
         return _pass2(deps, org, run_id, org_context, signals, deal)
 
-    def apply(cur: Any, output: Mapping[str, Any]) -> None:
+    def apply(cur: Any, stored: Mapping[str, Any]) -> None:
+        output, call_id = call_link.take(stored)
         recordings.finish(
             cur, recording_id, signals, output["executive_summary"], count, len(chunks), planted
         )
@@ -160,7 +161,14 @@ def _two_passes(deps: FlowDeps, org: str, recording: Mapping[str, Any]) -> dict[
             }
             payload = flags.flagged(payload, found, untrusted.links_in(changes))
             approvals.add(
-                cur, org, "deal_update", "AGT-006", payload, subject_id=deal["id"], run_id=run_id
+                cur,
+                org,
+                "deal_update",
+                "AGT-006",
+                payload,
+                subject_id=deal["id"],
+                run_id=run_id,
+                call_id=call_id,
             )
         for candidate in output["kc_updates"]:
             payload = {**candidate, "source": {"recording_id": recording_id}}
@@ -173,6 +181,7 @@ def _two_passes(deps: FlowDeps, org: str, recording: Mapping[str, Any]) -> dict[
                 payload,
                 subject_id=recording_id,
                 run_id=run_id,
+                call_id=call_id,
             )
 
     output = step(deps.db, org, run_id, "pass2", compute_pass2, apply)
@@ -231,9 +240,10 @@ def _pass2(
                 raise
             ranked = ranked[: max(0, len(ranked) - max(1, len(ranked) // 8))]
     assert result.output is not None
-    return flags.flagged(
+    output = flags.flagged(
         result.output.model_dump(mode="json"), result.assembled.untrusted_instructions
     )
+    return call_link.carry(output, result)
 
 
 def deal_changes(deal: Mapping[str, Any] | None, crm: Mapping[str, Any]) -> dict[str, Any]:
@@ -280,7 +290,8 @@ def follow_up_event(deps: FlowDeps, event: Any, event_id: str) -> dict[str, Any]
     def compute() -> dict[str, Any]:
         return _draft(deps, org, run_id, org_context, recording, deal)
 
-    def apply(cur: Any, output: Mapping[str, Any]) -> None:
+    def apply(cur: Any, stored: Mapping[str, Any]) -> None:
+        output, call_id = call_link.take(stored)
         payload = {
             **output,
             "recording_id": recording_id,
@@ -290,7 +301,14 @@ def follow_up_event(deps: FlowDeps, event: Any, event_id: str) -> dict[str, Any]
         }
         payload = flags.flagged(payload, planted)
         approvals.add(
-            cur, org, "follow_up", "AGT-007", payload, subject_id=deal["contact_id"], run_id=run_id
+            cur,
+            org,
+            "follow_up",
+            "AGT-007",
+            payload,
+            subject_id=deal["contact_id"],
+            run_id=run_id,
+            call_id=call_id,
         )
 
     draft = step(deps.db, org, run_id, "follow_up", compute, apply)
@@ -335,9 +353,8 @@ def _draft(
     result = call_agent(deps.llm, request, check=no_competitors)
     assert result.output is not None
     output = result.output.model_dump(mode="json")
-    return flags.flagged(
-        output, flags.of_draft(result, output, allowed=[deal.get("contact_email") or ""])
-    )
+    found = flags.of_draft(result, output, allowed=[deal.get("contact_email") or ""])
+    return call_link.carry(flags.flagged(output, found), result)
 
 
 def _fit(deps: FlowDeps, summary: str) -> str:

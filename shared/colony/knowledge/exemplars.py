@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 
 from colony.contracts import Exemplar
 from colony.knowledge.outcomes import Picked
-from colony.knowledge.store import Retrieved
+from colony.knowledge.store import Retrieved, content_hash
 from colony.registry import check_domains
 
 
@@ -24,6 +24,8 @@ def to_exemplars(
             content=h.content,
             tags={k: str(v) for k, v in h.tags.items()},
             similarity=round(h.similarity, 4),
+            chunk_id=h.id,
+            content_hash=content_hash(h.content),
         )
         for h in ranked[:top]
     ]
@@ -46,6 +48,8 @@ def picked_exemplars(picked: Sequence[Picked]) -> list[Exemplar]:
                 "selected_by": p.selected_by,
             },
             similarity=round(p.similarity, 4),
+            chunk_id=p.id,
+            content_hash=content_hash(p.content),
         )
         for p in picked
     ]

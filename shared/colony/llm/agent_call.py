@@ -7,8 +7,9 @@ a model needs must be in the prompt.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
@@ -51,6 +52,22 @@ class AgentResult:
     model: str
     attempts: int
     tool_calls: tuple[ToolCall, ...] = ()
+    call_id: str = field(default="")  # the llm_calls rows of this call (``colony explain``)
+
+
+def trace_metadata(request: AssemblyRequest, assembled: AssembledContext) -> dict[str, Any]:
+    """The trace metadata of one assembled call, with a fresh ``call_id``: the outputs the
+    call produces keep it, so ``colony explain`` finds what their context was built from."""
+    return {
+        "call_id": uuid.uuid4().hex,
+        "org_id": request.org_id,
+        "run_id": request.run_id,
+        "agent_id": assembled.bundle.agent_role,
+        "kc_domains_queried": list(assembled.kc_domains),
+        "context_budget_used": dict(assembled.account),
+        "untrusted_instructions": list(assembled.untrusted_instructions),
+        "provenance": assembled.provenance,
+    }
 
 
 def call_agent(
@@ -72,18 +89,17 @@ def call_agent(
         tools=tuple(t.model_dump() for t in request.tools),
         max_output_tokens=limits.output,
         thinking_budget=limits.thinking,
-        metadata={
-            "org_id": request.org_id,
-            "run_id": request.run_id,
-            "agent_id": assembled.bundle.agent_role,
-            "kc_domains_queried": list(assembled.kc_domains),
-            "context_budget_used": dict(assembled.account),
-            "untrusted_instructions": list(assembled.untrusted_instructions),
-        },
+        metadata=trace_metadata(request, assembled),
     )
     result = deps.runner.run(model_request, contract, check=check)
     return AgentResult(
-        assembled, result.output, result.usage, result.model, result.attempts, result.tool_calls
+        assembled,
+        result.output,
+        result.usage,
+        result.model,
+        result.attempts,
+        result.tool_calls,
+        model_request.metadata["call_id"],
     )
 
 

@@ -259,6 +259,8 @@ class CallRecorder:
                 tokens_out=record.tokens_out,
                 context_budget_used=record.context_budget_used,
                 latency_ms=record.latency_ms,
+                call_id=record.call_id,
+                provenance=record.provenance,
             )
 
 

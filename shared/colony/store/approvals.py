@@ -22,8 +22,9 @@ CHANNEL = "colony_approvals"
 LISTEN = f"LISTEN {CHANNEL}"
 ADD = """
 WITH ins AS (
-    INSERT INTO approval_items (org_id, kind, source_agent, run_id, subject_id, payload)
-    VALUES (%s, %s, %s, %s, %s, %s::jsonb) RETURNING id, org_id
+    INSERT INTO approval_items (org_id, kind, source_agent, run_id, subject_id, payload,
+                                llm_call_id)
+    VALUES (%s, %s, %s, %s, %s, %s::jsonb, %s) RETURNING id, org_id
 )
 SELECT id, pg_notify(%s, org_id || ':' || id) FROM ins
 """
@@ -95,9 +96,11 @@ def add(
     *,
     subject_id: str | None = None,
     run_id: str | None = None,
+    call_id: str | None = None,
 ) -> str:
-    """Queue one item for a person's decision; returns its id."""
-    params = (org_id, kind, source_agent, run_id, subject_id, _json(payload), CHANNEL)
+    """Queue one item for a person's decision; returns its id. ``call_id``: the model call
+    that drafted it (``AgentResult.call_id``), which ``colony explain`` shows."""
+    params = (org_id, kind, source_agent, run_id, subject_id, _json(payload), call_id, CHANNEL)
     return str(fetch_value(cur, ADD, params))
 
 

@@ -38,7 +38,8 @@ WHERE cc.campaign_id = %s ORDER BY c.external_id NULLS LAST, c.id
 """
 CONTACT = """
 SELECT id, external_id, name, title, email, company, company_domain, enrichment,
-       raw_enrichment_html, signals, icp_score, icp_disqualifiers, icp_recommendation
+       raw_enrichment_html, signals, icp_score, icp_disqualifiers, icp_recommendation,
+       updated_at
 FROM contacts WHERE id = %s
 """
 START_RUN = """

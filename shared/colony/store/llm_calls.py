@@ -13,9 +13,9 @@ from typing import Any
 ADD = """
 INSERT INTO llm_calls (
     org_id, agent_id, run_id, model, kc_domains_queried,
-    tokens_in, tokens_out, context_budget_used, latency_ms
+    tokens_in, tokens_out, context_budget_used, latency_ms, call_id, provenance
 )
-VALUES (%s, %s, %s, %s, %s::text[], %s, %s, %s::jsonb, %s)
+VALUES (%s, %s, %s, %s, %s::text[], %s, %s, %s::jsonb, %s, %s, %s::jsonb)
 """
 
 
@@ -31,8 +31,11 @@ def add(
     tokens_out: int,
     context_budget_used: Mapping[str, int],
     latency_ms: float | None,
+    call_id: str | None = None,
+    provenance: Mapping[str, Any] | None = None,
 ) -> None:
-    """Keep one call's record (``context_budget_used``: tokens per context section)."""
+    """Keep one call's record (``context_budget_used``: tokens per context section;
+    ``provenance``: what its context was built from, ``colony.context.provenance``)."""
     cur.execute(
         ADD,
         (
@@ -45,5 +48,7 @@ def add(
             tokens_out,
             json.dumps(dict(context_budget_used)),
             latency_ms,
+            call_id,
+            json.dumps(dict(provenance or {})),
         ),
     )

@@ -68,6 +68,7 @@ ORG_SCOPED_TABLES: tuple[str, ...] = (
     "drive_channels",
     "import_jobs",
     "import_errors",
+    "kc_chunk_credits",
 )
 
 # The first schema is long enough to read best as SQL: it lives beside this module, byte for
@@ -618,6 +619,10 @@ def migrations(dim: int) -> list[Migration]:
         ),
         Migration(
             "0026_scheduled_orgs", (_SQL / "0026_scheduled_orgs.sql").read_text(encoding="utf-8")
+        ),
+        Migration(
+            "0029_provenance",
+            (_SQL / "0029_provenance.sql").read_text(encoding="utf-8") + _rls("kc_chunk_credits"),
         ),
         # Issue 16 item 4: org_id in every org-scoped key and foreign key, so the schema can be
         # distributed by org (Citus, AlloyDB) when one instance is outgrown (docs/scale.md).

@@ -1,0 +1,95 @@
+"""``colony explain <output-id>`` and the /overview "Why?" panel (issue 19 item 5): the model
+calls that made an output and what each one's context was built from.
+
+``explain`` returns JSON-ready data (the HTTP endpoint sends it as it is); ``render`` turns it
+into the text the CLI prints. Ids, hashes, similarities and counts only: no prompt text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from colony.errors import NotFound
+from colony.flows.deps import FlowDeps
+from colony.store import provenance
+
+
+def _call(row: Mapping[str, Any]) -> dict[str, Any]:
+    prov = dict(row["provenance"] or {})
+    return {
+        "call_id": row["call_id"],
+        "agent_id": row["agent_id"],
+        "run_id": row["run_id"],
+        "model": row["model"],
+        "at": str(row["created_at"]),
+        "tokens_in": int(row["tokens_in"]),
+        "tokens_out": int(row["tokens_out"]),
+        "kc_domains_queried": list(row["kc_domains_queried"] or ()),
+        "context_budget_used": dict(row["context_budget_used"] or {}),
+        "chunks": list(prov.get("chunks") or ()),
+        "entities": list(prov.get("entities") or ()),
+        "brief_id": prov.get("brief_id"),
+        "history": list(prov.get("history") or ()),
+        "template": prov.get("template"),
+        "budget_cuts": dict(prov.get("budget_cuts") or {}),
+    }
+
+
+def explain(deps: FlowDeps, org_id: str, output_id: str) -> dict[str, Any]:
+    """The calls behind ``output_id`` (an approval item, a chat turn, a brief) in ``org_id``;
+    ``NotFound`` when this org has no call on record for it."""
+    with deps.db.transaction(org_id) as cur:
+        rows = provenance.calls_for(cur, output_id)
+    if not rows:
+        raise NotFound(
+            f"no model call on record for {output_id!r} in this org (an approval item id,"
+            " a chat turn id, or a brief's date; items queued by a person have none)"
+        )
+    kind = rows[0]["item_kind"]
+    return {
+        "output_id": output_id,
+        "kind": kind or ("brief" if str(rows[0]["run_id"]).startswith("brief:") else "chat_turn"),
+        "calls": [_call(r) for r in rows],
+    }
+
+
+def _line(label: str, items: list[str]) -> list[str]:
+    return [f"  {label}: (none)"] if not items else [f"  {label}:", *(f"    - {i}" for i in items)]
+
+
+def render(explained: Mapping[str, Any]) -> str:
+    """The readable text of ``explain``'s answer."""
+    out = [f"{explained['output_id']} ({explained['kind']}): {len(explained['calls'])} call(s)"]
+    for n, c in enumerate(explained["calls"], 1):
+        template = c["template"] or {}
+        out.append(
+            f"call {n}: {c['agent_id']} {c['model']} at {c['at']}"
+            f" ({c['tokens_in']} in / {c['tokens_out']} out) id {c['call_id'] or '(unrecorded)'}"
+        )
+        out.append(
+            f"  template: {template.get('name', '?')} version {template.get('version', '?')}"
+        )
+        out += _line(
+            "knowledge core chunks",
+            [
+                f"{k['domain']} chunk {k['id']} similarity {k['similarity']}"
+                f" hash {str(k['content_hash'])[:12]}"
+                for k in c["chunks"]
+            ],
+        )
+        out.append(f"  domains queried: {', '.join(c['kc_domains_queried']) or '(none)'}")
+        out += _line(
+            "entities",
+            [f"{e['name']} {e['id']} updated {e.get('updated_at', '?')}" for e in c["entities"]],
+        )
+        out.append(f"  brief: {c['brief_id'] or '(none)'}")
+        out += _line(
+            "history turns",
+            [" ".join(str(v) for v in t.values()) for t in c["history"]],
+        )
+        cuts = ", ".join(f"{k} {v}" for k, v in sorted(c["budget_cuts"].items()))
+        out.append(f"  budget cuts: {cuts or '(none)'}")
+        used = ", ".join(f"{k} {v}" for k, v in c["context_budget_used"].items())
+        out.append(f"  tokens per section: {used}")
+    return "\n".join(out)

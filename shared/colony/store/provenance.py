@@ -1,0 +1,118 @@
+"""Provenance of outputs (issue 19 item 5): which model calls made an output, and what
+each call's context was built from (``llm_calls.provenance``); outcomes credited to the
+Knowledge Core chunks that grounded a call (``kc_chunk_credits``).
+
+Every function takes the cursor of a transaction opened under the org
+(``Database.transaction(org_id)``), so RLS scopes each statement to it.
+
+An output is found by its id, one statement for every kind:
+* an approval item: the call named by ``llm_call_id``; an item queued without one (AGT-001's
+  tool actions) by its ``run_id`` and source agent;
+* a chat answer: its turn id, the run id of every AGT-001 call of that turn;
+* a daily brief: ``brief:<date>`` (or the date alone), the run id of its AGT-010 call.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from colony.errors import ValidationFailed
+from colony.store.db import Row, fetch_all, fetch_value
+
+OUTCOME = re.compile(r"^[a-z][a-z_]{0,39}$")
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+EXPLAIN = """
+WITH item AS (
+    SELECT id, kind, llm_call_id, run_id, source_agent FROM approval_items WHERE id = %s
+)
+SELECT (SELECT kind FROM item) AS item_kind, c.id, c.call_id, c.agent_id, c.run_id, c.model,
+       c.kc_domains_queried, c.tokens_in, c.tokens_out, c.context_budget_used, c.provenance,
+       c.created_at
+FROM llm_calls c
+WHERE CASE
+    WHEN EXISTS (SELECT 1 FROM item WHERE llm_call_id IS NOT NULL)
+        THEN c.call_id = (SELECT llm_call_id FROM item)
+    WHEN EXISTS (SELECT 1 FROM item)
+        THEN c.run_id = (SELECT run_id FROM item) AND c.agent_id = (SELECT source_agent FROM item)
+    ELSE c.run_id = %s
+END
+ORDER BY c.id
+"""
+
+# One statement: every chunk in the call's provenance (any of its rows: a repair or a retry
+# shares the call id and the context) gets the outcome, once.
+CREDIT = """
+INSERT INTO kc_chunk_credits (org_id, call_id, chunk_id, content_hash, domain, outcome)
+SELECT DISTINCT c.org_id, c.call_id, (chunk->>'id')::bigint, chunk->>'content_hash',
+       chunk->>'domain', %s
+FROM llm_calls c, jsonb_array_elements(c.provenance->'chunks') AS chunk
+WHERE c.call_id = %s AND chunk->>'id' IS NOT NULL AND chunk->>'content_hash' IS NOT NULL
+ON CONFLICT DO NOTHING
+RETURNING chunk_id
+"""
+CREDITS = """
+SELECT chunk_id, content_hash, domain, outcome, count(*) AS n FROM kc_chunk_credits
+WHERE chunk_id = ANY(%s::bigint[]) GROUP BY chunk_id, content_hash, domain, outcome
+ORDER BY chunk_id, outcome
+"""
+CALL_OF_ITEM = "SELECT llm_call_id FROM approval_items WHERE id = %s"
+# CREDIT for the call that drafted an approval item, found in the same statement.
+CREDIT_ITEM = """
+INSERT INTO kc_chunk_credits (org_id, call_id, chunk_id, content_hash, domain, outcome)
+SELECT DISTINCT c.org_id, c.call_id, (chunk->>'id')::bigint, chunk->>'content_hash',
+       chunk->>'domain', %s
+FROM approval_items i
+JOIN llm_calls c ON c.call_id = i.llm_call_id,
+     jsonb_array_elements(c.provenance->'chunks') AS chunk
+WHERE i.id = %s AND chunk->>'id' IS NOT NULL AND chunk->>'content_hash' IS NOT NULL
+ON CONFLICT DO NOTHING
+RETURNING chunk_id
+"""
+
+
+def run_id_of(output_id: str) -> str:
+    """The run id an output id that is not an approval item names (a brief's date: its run)."""
+    return f"brief:{output_id}" if _DATE.match(output_id) else output_id
+
+
+def calls_for(cur: Any, output_id: str) -> list[Row]:
+    """The model calls that made ``output_id``, oldest first (empty: none on record)."""
+    output_id = output_id.strip()
+    if not output_id:
+        raise ValidationFailed("an output id is required (an approval item, a turn, a brief)")
+    return fetch_all(cur, EXPLAIN, (output_id, run_id_of(output_id)))
+
+
+def call_of_item(cur: Any, item_id: str) -> str | None:
+    """The id of the call that drafted approval item ``item_id`` (None: none recorded)."""
+    value = fetch_value(cur, CALL_OF_ITEM, (item_id,))
+    return None if value is None else str(value)
+
+
+def credit_outcome(cur: Any, call_id: str, outcome: str) -> int:
+    """Credit ``outcome`` (``delivered``, ``replied_positive``, ``bounced``, ...) to each KC
+    chunk that grounded call ``call_id``; returns how many chunks were newly credited (a
+    repeat of the same outcome credits nothing more)."""
+    if not OUTCOME.match(outcome):
+        raise ValidationFailed(
+            f"outcome {outcome!r} must be a lower-case word (letters and underscores)"
+        )
+    if not call_id or not call_id.strip():
+        raise ValidationFailed("a call id is required to credit an outcome")
+    return len(fetch_all(cur, CREDIT, (outcome, call_id)))
+
+
+def credit_item_outcome(cur: Any, item_id: str, outcome: str) -> int:
+    """``credit_outcome`` for the call that drafted approval item ``item_id`` (0: none)."""
+    if not OUTCOME.match(outcome):
+        raise ValidationFailed(
+            f"outcome {outcome!r} must be a lower-case word (letters and underscores)"
+        )
+    return len(fetch_all(cur, CREDIT_ITEM, (outcome, item_id)))
+
+
+def credits(cur: Any, chunk_ids: list[int]) -> list[Row]:
+    """Per chunk and outcome, how many calls it grounded got that outcome."""
+    return fetch_all(cur, CREDITS, (chunk_ids,))
