@@ -598,11 +598,12 @@ def test_outbound_redacts_only_the_competitors_its_prompt_names() -> None:
         (lambda c: c.pop("name"), "contact.name"),
     ],
 )
-def test_outbound_refuses_missing_data(change: Any, field: str) -> None:
+def test_outbound_reports_missing_data(change: Any, field: str) -> None:
+    """CONST-004: a value the draft needs that the prompt lacks is named, never guessed."""
     context = outbound_context("P-035" if field == "contact.signals" else "P-001")
     change(context["contact"])
-    with pytest.raises(ValidationFailed, match=re.escape(field)):
-        MODEL.request(request("outbound_message", context))
+    answer = json.loads(MODEL.request(request("outbound_message", context)).text)
+    assert answer["kind"] == "missing_data" and answer["missing_fields"] == [field]
 
 
 def test_outbound_refuses_unknown_angle_or_tier() -> None:

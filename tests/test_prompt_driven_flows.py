@@ -118,10 +118,11 @@ def test_an_outbound_prompt_without_the_contacts_signals_is_refused_not_drafted(
 ) -> None:
     # AGT-005 must reference one of the contact's signals (CONST-006). The flow checks the
     # stored contact has some before it calls the model; if its prompt lost them, the model
-    # cannot draft one, and the contact's chain ends without a draft.
+    # cannot draft one: it answers missing_data naming them (CONST-004), and the contact's
+    # chain ends without a draft, its outcome saying what was missing.
     # (With its signals, test_qualification_scores_what_its_prompt_carries ends message_queued.)
     deps = make_deps(testdb)
     lost = _qualify_one(deps, monkeypatch, "P-018", _drop_contact_signals, message_flow)
     assert lost["icp_recommendation"] == "qualify"  # qualification saw the signals
-    assert lost["outcome"] == "failed:validation_failed"
-    assert lost["rejected"] == ["validation_failed"]
+    assert lost["outcome"] == "missing_data:contact.signals"
+    assert lost["rejected"] == []  # the model's honest answer, not a caller's error

@@ -24,6 +24,7 @@
         └── ProviderError        an LLM / embedding provider failed
             ├── ProviderUnavailable  429, 5xx or a timeout: retried with backoff
             ├── OutputInvalid        the answer broke its contract, even after one repair
+            │   └── DataMissing      the answer was ``missing_data`` (CONST-004): it names what
             └── ResponseTooLarge     a download passed its byte limit
 
 How each branch is answered is decided once, in ``colony.runtime.edge``:
@@ -164,6 +165,19 @@ class ModelRefused(OutputInvalid):
     def __init__(self, message: str, *, reason: str) -> None:
         super().__init__(message)
         self.reason = reason
+
+
+class DataMissing(OutputInvalid):
+    """CONST-004: the model answered ``missing_data`` instead of its contract: the prompt
+    lacks something the answer needs. ``fields`` names what (the run records it as the
+    contact's outcome); a guessed value is never the answer. Not retried: the same prompt
+    lacks the same thing."""
+
+    code = "missing_data"
+
+    def __init__(self, message: str, *, fields: tuple[str, ...]) -> None:
+        super().__init__(message)
+        self.fields = fields
 
 
 class ResponseTooLarge(ProviderError):

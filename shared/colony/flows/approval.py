@@ -33,8 +33,8 @@ from colony.errors import (
     NotFound,
     ValidationFailed,
 )
-from colony.flows import sequences
-from colony.flows.approval_kinds import edit, item_kind
+from colony.flows import org_admin, sequences
+from colony.flows.approval_kinds import Policy, edit, item_kind
 from colony.flows.deps import FlowDeps
 from colony.flows.sending import schedule_send
 from colony.store import approvals, audit, campaigns, outbox
@@ -135,6 +135,12 @@ def _decide(
         raise ValidationFailed("edited fields are only accepted with action 'edit'")
     if reason is not None and len(reason) > MAX_REASON:
         raise ValidationFailed(f"a reason is at most {MAX_REASON} characters")
+    # An edited message is held to the whole of CONST-006, with the org's competitors.
+    competitors = (
+        org_admin.competitors(deps, org_id, org_admin.DEFAULT_COMPETITORS)
+        if action == "edit"
+        else []
+    )
     with deps.db.transaction(org_id) as cur:
         item = approvals.lock(cur, item_id)
         if item is None:
@@ -151,7 +157,8 @@ def _decide(
         payload = dict(item["payload"])
         diff: dict[str, Any] = {}
         if action == "edit":
-            payload, diff = edit(kind, payload, edited or {})
+            policy = Policy(competitors, _contact_signals(cur, kind, item["subject_id"]))
+            payload, diff = edit(kind, payload, edited or {}, policy)
         status = FINAL[action]
         approvals.decide(cur, item_id, status, actor.user_id, payload if action == "edit" else None)
         entry = audit.Entry(
@@ -182,6 +189,15 @@ def _decide(
             )
             audit.append(cur, org_id, effect)
     return {"id": item_id, "status": status, "changed": True}
+
+
+def _contact_signals(cur: Any, kind: str, contact_id: Any) -> list[str]:
+    """The signals an edited outbound message must reference one of (its contact's, now)."""
+    if kind != "outbound_message" or not contact_id:
+        return []
+    contact = campaigns.contact(cur, str(contact_id))
+    signals = (contact or {}).get("signals") or []
+    return [str(s["detail"]) for s in signals if isinstance(s, Mapping) and s.get("detail")]
 
 
 def audit_trail(

@@ -5,13 +5,15 @@ An edit replaces only the fields its kind declares editable: never a tool's name
 id, a recipient, a run or a session (issue 14: a ``launch_campaign`` card was once applied as
 another tool because an edit could merge any field). The edited payload is then validated
 against the kind's schema, the same one its applier parses, so a person cannot approve into
-existence a payload no agent could have proposed.
+existence a payload no agent could have proposed. A message's edit is checked against the
+whole of CONST-006 (``Policy``: the org's competitor list and, for an outbound message, the
+contact's signals), the same rules its drafting call had to pass.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -23,10 +25,22 @@ from colony.contracts import (
     OutboundMessage,
 )
 from colony.errors import ValidationFailed, describe_validation
-from colony.policy.outbound import check_shape, competitor_mentions
+from colony.policy.outbound import check_outbound, check_shape
 
 Payload = Mapping[str, Any]
-Check = Callable[[Payload, Payload], None]  # (before, after) → None, or ValidationFailed
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """What an edit is checked against besides its schema: the org's competitors (CONST-006)
+    and the contact's signals (an outbound message must reference exactly one)."""
+
+    competitors: Sequence[str] = ()
+    contact_signals: Sequence[str] = field(default_factory=tuple)
+
+
+# (before, after, policy) → None, or ValidationFailed
+Check = Callable[[Payload, Payload, Policy], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,39 +58,48 @@ def _model(model: type[BaseModel], fields: tuple[str, ...], payload: Payload) ->
         raise ValidationFailed(f"the edited item is invalid: {problem}") from None
 
 
-def _message(before: Payload, after: Payload) -> None:
-    _model(OutboundMessage, ("subject", "body", "angle_used", "signal_referenced"), after)
-    problems = check_shape(
-        str(after["subject"]), str(after["body"]), tier=str(after.get("tier", "T3")), competitors=[]
-    )
+def _breaks(problems: Sequence[str]) -> None:
     if problems:
         raise ValidationFailed("the edited message breaks CONST-006: " + "; ".join(problems))
 
 
-def _follow_up(before: Payload, after: Payload) -> None:
-    # lazy: the competitor list lives with AGT-007's flow, loaded only for this kind
-    from colony.flows.recording import COMPETITORS  # lazy: (see above)
+def _message(before: Payload, after: Payload, policy: Policy) -> None:
+    fields = ("subject", "body", "angle_used", "signal_referenced")
+    _model(OutboundMessage, fields, after)
+    message = OutboundMessage.model_validate({k: after.get(k) for k in fields})
+    tier = str(after.get("tier") or "T3")
+    _breaks(
+        check_outbound(
+            message,
+            tier=tier,
+            contact_signals=list(policy.contact_signals),
+            competitors=list(policy.competitors),
+        )
+    )
 
+
+def _follow_up(before: Payload, after: Payload, policy: Policy) -> None:
     _model(FollowUpDraft, ("subject", "body"), after)
-    if competitor_mentions(f"{after['subject']}\n{after['body']}", COMPETITORS):
-        raise ValidationFailed("the edited follow-up names a competitor (CONST-006)")
+    tier = str(after.get("tier") or "T3")
+    subject, body = str(after["subject"]), str(after["body"])
+    _breaks(check_shape(subject, body, tier=tier, competitors=list(policy.competitors)))
 
 
-def _kc(before: Payload, after: Payload) -> None:
+def _kc(before: Payload, after: Payload, policy: Policy) -> None:
     _model(KcUpdateCandidate, ("domain", "content", "confidence"), after)
 
 
-def _deal(before: Payload, after: Payload) -> None:
+def _deal(before: Payload, after: Payload, policy: Policy) -> None:
     from colony.flows.deals import parse_update  # lazy: the deal flow, only for this kind
 
     parse_update(after)
 
 
-def _content(before: Payload, after: Payload) -> None:
+def _content(before: Payload, after: Payload, policy: Policy) -> None:
     _model(ContentPiece, ("title", "format", "body"), after)
 
 
-def _tool_action(before: Payload, after: Payload) -> None:
+def _tool_action(before: Payload, after: Payload, policy: Policy) -> None:
     from colony.flows.chat.tools import check_edit  # lazy: the chat tools, only for this kind
 
     check_edit(before, after)
@@ -102,9 +125,13 @@ def item_kind(kind: str) -> ItemKind:
     return spec
 
 
-def edit(kind: str, payload: Payload, edited: Payload) -> tuple[dict[str, Any], dict[str, Any]]:
+def edit(
+    kind: str, payload: Payload, edited: Payload, policy: Policy | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
     """The edited payload and its diff (``{field: {"from": old, "to": new}}``), or
-    ValidationFailed naming the fields that may not be edited or the first invalid one."""
+    ValidationFailed naming the fields that may not be edited or the first invalid one.
+    ``policy`` carries the org's competitors and the contact's signals for a message's
+    CONST-006 check (none given: an empty list of each)."""
     spec = item_kind(kind)
     if not spec.editable:
         raise ValidationFailed(f"a {kind} cannot be edited; reject it instead")
@@ -116,7 +143,7 @@ def edit(kind: str, payload: Payload, edited: Payload) -> tuple[dict[str, Any], 
         )
     after = {**payload, **edited}
     if spec.check is not None:
-        spec.check(payload, after)
+        spec.check(payload, after, policy or Policy())
     diff = {
         field: {"from": payload.get(field), "to": value}
         for field, value in edited.items()

@@ -27,17 +27,18 @@ from colony.context.assembler import AssemblyRequest
 from colony.context.tokens import counter_for
 from colony.contracts import IcpDefinition, OrgContext
 from colony.contracts.events import RecordingProcessed, RecordingReceived
-from colony.errors import (
-    ContextBudgetExceeded,
-    NotFound,
-    ValidationFailed,
-)
-from colony.flows import call_link, flags, transcripts
+from colony.errors import ContextBudgetExceeded, NotFound, ValidationFailed
+from colony.flows import call_link, flags, org_admin, transcripts
 from colony.flows.deps import FlowDeps
 from colony.flows.sending import schedule_send
 from colony.knowledge.exemplars import to_exemplars
 from colony.llm.agent_call import call_agent
-from colony.policy.outbound import competitor_mentions, redact_competitors, split_sentences
+from colony.policy.outbound import (
+    check_shape,
+    competitor_mentions,
+    redact_competitors,
+    split_sentences,
+)
 from colony.registry.functions import AGENT_TOPICS
 from colony.runtime import delivery, idempotency
 from colony.runtime.steps import step
@@ -47,7 +48,8 @@ from colony.store import approvals, deals, orgdata, outbox, recordings
 PASS1_CHUNK_TOKENS = 1500  # focused, short context (seed §5.3), well inside the 3000 budget
 OVERLAP_TOKENS = 120
 EXEMPLARS_PER_DOMAIN = 1
-COMPETITORS = ("CareSpace Analytics", "FacilityIQ", "LeaseLogic Health")
+COMPETITORS = ("CareSpace Analytics", "FacilityIQ", "LeaseLogic Health")  # no org list: these
+FOLLOW_UP_TIER = "T3"  # a follow-up's CONST-006 sentence limit (a deal carries no tier)
 
 # ─── AGT-006: two-pass recording intelligence ──────────────────────────────────────────
 
@@ -115,7 +117,7 @@ def _two_passes(deps: FlowDeps, org: str, recording: Mapping[str, Any]) -> dict[
         org_context = _org_context(cur)
         deal = deals.with_contact(cur, recording["deal_id"]) if recording["deal_id"] else None
 
-    def pass1(chunk: transcripts.Chunk) -> list[dict[str, Any]]:
+    def pass1(chunk: transcripts.Chunk) -> dict[str, Any]:
         def compute() -> dict[str, Any]:
             request = AssemblyRequest(
                 "AGT-006/pass1",
@@ -130,18 +132,21 @@ def _two_passes(deps: FlowDeps, org: str, recording: Mapping[str, Any]) -> dict[
             )
             result = call_agent(deps.llm, request)
             assert result.output is not None
-            return result.output.model_dump(mode="json")
+            found = result.output.model_dump(mode="json")["signals"]
+            kept, dropped = transcripts.verbatim(found, chunk.text)  # AGT-006's quotes: verbatim
+            return {"signals": kept, "quotes_dropped": dropped}
 
         output = step(deps.db, org, run_id, f"pass1:{chunk.index}", compute)
         deps.faults.check("recording-intelligence.after_chunk", f"{recording_id}:{chunk.index}")
-        return list(output["signals"])
+        return output
 
     workers = max(1, min(deps.settings.recording_parallelism, len(chunks)))
     with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="agt006-pass1") as pool:
         # each worker in a copy of this context: the invocation's model window holds there too
         contexts = [contextvars.copy_context() for _ in chunks]
-        per_chunk = list(pool.map(lambda c, chunk: c.run(pass1, chunk), contexts, chunks))
-    signals = transcripts.aggregate(per_chunk)
+        outputs = list(pool.map(lambda c, chunk: c.run(pass1, chunk), contexts, chunks))
+    signals = transcripts.aggregate([list(o["signals"]) for o in outputs])
+    dropped = sum(int(o.get("quotes_dropped") or 0) for o in outputs)
 
     def compute_pass2() -> dict[str, Any]:
         return _pass2(deps, org, run_id, org_context, signals, deal)
@@ -189,6 +194,7 @@ def _two_passes(deps: FlowDeps, org: str, recording: Mapping[str, Any]) -> dict[
         "status": "processed",
         "chunks": len(chunks),
         "signals": len(signals),
+        "quotes_dropped": dropped,  # not found in their chunk (transcripts.verbatim)
         "kc_candidates": len(output["kc_updates"]),
         "transcript_tokens": count,
     }
@@ -325,7 +331,8 @@ def _draft(
     deal: Mapping[str, Any],
 ) -> dict[str, Any]:
     # CONST-006: the recap quotes the customer, who may name a competitor; the email must not.
-    summary = redact_competitors(str(recording["summary"]), COMPETITORS, "another vendor")
+    competitors = org_admin.competitors(deps, org, COMPETITORS)
+    summary = redact_competitors(str(recording["summary"]), competitors, "another vendor")
     summary = _fit(deps, summary)
     hits = deps.knowledge.retrieve(org, summary, ("KC-05", "KC-04"), EXEMPLARS_PER_DOMAIN)
     exemplars = to_exemplars(hits)
@@ -346,11 +353,10 @@ def _draft(
         kc_queried=tuple(hits),
     )
 
-    def no_competitors(m: Any) -> list[str]:
-        mentions = competitor_mentions(f"{m.subject}\n{m.body}", COMPETITORS)
-        return [f"names competitor {c}" for c in mentions]
+    def const_006(m: Any) -> list[str]:  # in full: sentences, subject, the org's competitors
+        return check_shape(m.subject, m.body, tier=FOLLOW_UP_TIER, competitors=competitors)
 
-    result = call_agent(deps.llm, request, check=no_competitors)
+    result = call_agent(deps.llm, request, check=const_006)
     assert result.output is not None
     output = result.output.model_dump(mode="json")
     found = flags.of_draft(result, output, allowed=[deal.get("contact_email") or ""])
@@ -378,7 +384,7 @@ def apply_follow_up(
     subject, body = payload.get("subject"), payload.get("body")
     if not isinstance(subject, str) or not subject.strip() or not isinstance(body, str):
         raise ValidationFailed("a follow-up needs a subject and a body")
-    if competitor_mentions(f"{subject}\n{body}", COMPETITORS):
+    if competitor_mentions(f"{subject}\n{body}", org_admin.competitors(deps, org_id, COMPETITORS)):
         raise ValidationFailed("the follow-up names a competitor (CONST-006)")
     to = payload.get("to")
     outbox_id = outbox.queue(

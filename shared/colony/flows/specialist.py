@@ -16,6 +16,7 @@ from colony.contracts import Exemplar, HandoffEnvelope, IcpDefinition, OrgContex
 from colony.contracts.events import Handoff
 from colony.errors import (
     CallerError,
+    DataMissing,
     HandoffRefused,
     ModelRefused,
     NotFound,
@@ -83,6 +84,8 @@ def handle_handoff(
             outcome = f"failed:{error.code}"
             if isinstance(error, ModelRefused):  # the provider's category, for the person
                 outcome += f":{error.reason}"
+            if isinstance(error, DataMissing):  # CONST-004: what the model said it lacked
+                outcome = "missing_data:" + ",".join(error.fields)[:300]
             contact_done(deps, org, run_id, contact_id, outcome)
             if isinstance(error, CallerError):
                 raise

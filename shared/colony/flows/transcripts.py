@@ -169,6 +169,19 @@ def normalise(quote: str) -> str:
     return " ".join(quote.casefold().split())
 
 
+def _spaced(text: str) -> str:
+    return " ".join(text.split())
+
+
+def verbatim(signals: Sequence[Mapping[str, Any]], source: str) -> tuple[list[dict[str, Any]], int]:
+    """The signals whose quote occurs in ``source`` word for word (whitespace normalised, case
+    kept), and how many were dropped: a quote the transcript does not contain is not one."""
+    text = _spaced(source)
+    kept = [dict(s) for s in signals if _spaced(str(s.get("quote") or "")) in text]
+    kept = [s for s in kept if s.get("quote") and str(s["quote"]).strip()]
+    return kept, len(signals) - len(kept)
+
+
 def aggregate(per_chunk: Sequence[Sequence[Mapping[str, Any]]]) -> list[dict[str, Any]]:
     """Signals of all chunks, de-duplicated, in transcript order, with chunk provenance."""
     merged: dict[tuple[str, str], dict[str, Any]] = {}

@@ -21,6 +21,9 @@ pydantic contract:
   the invalid answer and a user message listing the problems (locations and messages, never
   input values); a second failure raises ``OutputInvalid``.
 * An answer with tool calls and no text is returned as it is, with ``output=None``.
+* CONST-004: every contract's answer may instead be a valid ``missing_data`` object (the
+  system prompt asks for one when a required field is absent): that is ``DataMissing``,
+  naming the fields, at once; never repaired into a guess.
 
 Usage is summed over every answer received (the repair included). Exception messages name the
 contract and the problems, never prompt text.
@@ -36,8 +39,15 @@ from typing import Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from colony.contracts.outputs import MissingData
 from colony.deadline import MIN_CALL_SECONDS, time_left
-from colony.errors import ModelRefused, OutputInvalid, OutputTruncated, ProviderUnavailable
+from colony.errors import (
+    DataMissing,
+    ModelRefused,
+    OutputInvalid,
+    OutputTruncated,
+    ProviderUnavailable,
+)
 from colony.ports import ChatModel, Message, ModelRequest, ModelResponse, ToolCall, Usage
 
 T = TypeVar("T", bound=BaseModel)
@@ -223,12 +233,27 @@ class _Calls:
 
 
 def _evaluate(text: str, contract: type[T], check: Check[T] | None) -> tuple[T | None, list[str]]:
-    """The validated output and its problems (parse errors, validation errors, check rules)."""
+    """The validated output and its problems (parse errors, validation errors, check rules);
+    ``DataMissing`` for a valid ``missing_data`` answer to any other contract."""
     try:
         data = json.loads(text)
     except json.JSONDecodeError as error:
         where = f"line {error.lineno} column {error.colno}"
         return None, [f"(root): the answer is not valid JSON ({error.msg} at {where})"]
+    if (
+        contract is not MissingData
+        and isinstance(data, dict)
+        and data.get("kind") == "missing_data"
+    ):
+        try:
+            missing = MissingData.model_validate(data)
+        except ValidationError as error:
+            return None, validation_problems(error)
+        fields = tuple(missing.missing_fields)
+        raise DataMissing(
+            f"the {contract.__name__} answer reports missing data: {', '.join(fields)}",
+            fields=fields,
+        )
     try:
         output = contract.model_validate(data)
     except ValidationError as error:

@@ -10,7 +10,9 @@ tokenizer behind it.
 
 A prompt that lacks a block an answer needs raises ``ValidationFailed`` naming it (``the
 prompt has no contact entity``), so a flow whose prompt loses a field fails rather than
-getting an answer built from nothing; an unknown ``output_name`` raises ``ProviderError``.
+getting an answer built from nothing; one whose data lacks a value an answer needs (an
+entity's field) is answered ``missing_data`` naming it (``PromptLacks``, CONST-004); an
+unknown ``output_name`` raises ``ProviderError``.
 What each answer reads is documented beside it:
 
 - ``prospects``: ``qualification_score``, ``prospect_enrichment``;

@@ -36,10 +36,15 @@ from colony.adapters.offline.common import (
     opt_str,
     string_list,
 )
-from colony.adapters.offline.prompt import Prompt
+from colony.adapters.offline.prompt import Prompt, PromptLacks
 from colony.contracts.outputs import SignalType
 from colony.errors import ProviderError, ValidationFailed
-from colony.policy.outbound import sentence_spans
+from colony.policy.outbound import (
+    MAX_SUBJECT_WORDS,
+    count_sentences,
+    sentence_spans,
+    split_sentences,
+)
 
 MAX_KC_UPDATES = 20  # CallSummary.kc_updates holds at most this many (its output cap)
 
@@ -349,29 +354,38 @@ def call_summary(prompt: Prompt) -> dict[str, Any]:
 # -- follow_up_draft ---------------------------------------------------------------------------
 
 
+FOLLOW_UP_SENTENCES = 5
+
+
 def follow_up_draft(prompt: Prompt) -> dict[str, Any]:
     """A recap email to the contact, citing exemplar titles as references."""
     recap = " ".join(_field(prompt, "recording_summary").split())
     contact = prompt.entity("contact")
     name = opt_str(contact, "name") if isinstance(contact, Mapping) else None
     if not name:
-        raise ValidationFailed("contact.name is missing")
+        raise PromptLacks("contact.name")
     deal = _optional_object(prompt, "deal")
     titles = [" ".join(t.split()) for b in prompt.exemplars() if (t := b.get("title"))]
     deal_name = opt_str(deal, "name")
     subject = clip(
         f"Recap and next steps: {deal_name}" if deal_name else "Recap and next steps", 120
     )
+    subject = " ".join(subject.split()[:MAX_SUBJECT_WORDS])  # CONST-006, as the task asks
     sender = "The ZoomProp Team"
-    head = f"Hi {first_name(name)},\n\nThank you for the time on the call. Here is my recap:\n\n"
+    head = f"Hi {first_name(name)},\n\nThank you for the time on the call; my recap: "
     tail_parts = []
     next_action = opt_str(deal, "next_action")
     if next_action:
-        tail_parts.append(f"Next step: {next_action}")
+        tail_parts.append(f"Next step: {next_action.rstrip('.')}.")
     if titles:
         tail_parts.append("Related material I can share: " + "; ".join(titles[:3]) + ".")
-    tail_parts.append("Let me know if I missed or misheard anything.")
     tail = "\n\n" + "\n\n".join(tail_parts) + f"\n\nBest,\n{sender}"
     room = 3000 - len(head) - len(tail)
-    body = head + clip(recap, max(room, 50)) + tail
+    # CONST-006 (a follow-up's limit is T3's five sentences): the recap's sentences that fit
+    kept: list[str] = []
+    for sentence in split_sentences(clip(recap, max(room, 50))):
+        if count_sentences(head + " ".join([*kept, sentence]) + tail) > FOLLOW_UP_SENTENCES:
+            break
+        kept.append(sentence)
+    body = head + (" ".join(kept) or "(see the call notes)") + tail
     return {"subject": subject, "body": clip(body, 3000)}

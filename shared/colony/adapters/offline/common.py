@@ -1,11 +1,12 @@
 """Value access and text helpers shared by the offline model's answer modules.
 
 Value access (over what ``prompt.parse`` read from the prompt's blocks) is strict on
-purpose: a missing key gets ``ValidationFailed`` naming it (``icp_rubric.size is missing``),
-so a prompt that lost a field surfaces here rather than as a plausible-looking answer built
-from nothing. The text helpers are the few transformations
-every answer shares: clipping at a word boundary, flattening to one sentence, reading the
-exemplar items the retriever hands over (front matter, title, prose sentences).
+purpose: a missing key is ``PromptLacks`` naming it (``icp_rubric.size is missing``), which
+the model answers as ``missing_data`` (CONST-004), so a prompt that lost a field surfaces
+rather than as a plausible-looking answer built from nothing. The text helpers are the few
+transformations every answer shares: clipping at a word boundary, flattening to one
+sentence, reading the exemplar items the retriever hands over (front matter, title, prose
+sentences).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from datetime import date
 from decimal import Decimal
 from typing import Any
 
+from colony.adapters.offline.prompt import PromptLacks
 from colony.errors import ValidationFailed
 from colony.policy.outbound import split_sentences
 
@@ -26,7 +28,7 @@ from colony.policy.outbound import split_sentences
 def require(ctx: Mapping[str, Any], key: str, where: str = "context") -> Any:
     value = ctx.get(key)
     if value is None or (isinstance(value, str | list | tuple | dict) and not value):
-        raise ValidationFailed(f"{where}.{key} is missing")
+        raise PromptLacks(f"{where}.{key}")
     return value
 
 

@@ -27,7 +27,7 @@ from colony.adapters.offline.common import (
     split_exemplar,
     string_list,
 )
-from colony.adapters.offline.prompt import Block, Prompt
+from colony.adapters.offline.prompt import Block, Prompt, PromptLacks
 from colony.errors import ValidationFailed
 from colony.policy.outbound import competitor_mentions, key_tokens
 
@@ -106,7 +106,7 @@ def deployment_kit(prompt: Prompt) -> dict[str, Any]:
     deal = prompt.entity("deal")
     deal_name = opt_str(deal, "name") if isinstance(deal, Mapping) else None
     if not deal_name:
-        raise ValidationFailed("deal.name is missing")
+        raise PromptLacks("deal.name")
     facts = [f"Deal: {deal_name}."]
     for key, label in (
         ("stage", "Stage"),

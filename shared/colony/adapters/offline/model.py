@@ -21,8 +21,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from colony.adapters.offline.prompt import parse
-from colony.contracts.outputs import OUTPUT_CONTRACTS
+from colony.adapters.offline.prompt import PromptLacks, parse
+from colony.contracts.outputs import OUTPUT_CONTRACTS, MissingData
 from colony.errors import ProviderError
 from colony.ports import ModelRequest, ModelResponse, Usage
 
@@ -108,7 +108,10 @@ class OfflineChatModel:
             raise ProviderError(
                 f"the offline model has no answer for output {request.output_name!r}"
             )
-        answer = answer_for(parse(request.messages))
+        try:
+            answer = answer_for(parse(request.messages))
+        except PromptLacks as lack:  # CONST-004: say what is missing rather than guess
+            answer, contract = lack.answer(), MissingData
         try:
             validated = contract.model_validate(answer)
         except ValidationError as exc:  # our own bug: say so loudly

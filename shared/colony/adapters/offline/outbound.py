@@ -33,7 +33,7 @@ from colony.adapters.offline.common import (
     parse_date,
     string_list,
 )
-from colony.adapters.offline.prompt import Block, Prompt
+from colony.adapters.offline.prompt import Block, Prompt, PromptLacks
 from colony.contracts.common import ANGLES
 from colony.contracts.outputs import OutboundMessage
 from colony.errors import ProviderError, ValidationFailed
@@ -91,7 +91,7 @@ def _pick_signal(contact: Mapping[str, Any]) -> Mapping[str, Any]:
         if isinstance(s.get("detail"), str) and s["detail"].strip()
     ]
     if not signals:
-        raise ValidationFailed("contact.signals is missing: an outbound message needs a signal")
+        raise PromptLacks("contact.signals")
     order = {id(s): i for i, s in enumerate(signals)}
     return min(
         signals,
@@ -139,7 +139,7 @@ def outbound_message(prompt: Prompt) -> dict[str, Any]:
         raise ValidationFailed("the contact entity must be an object")
     name = opt_str(contact, "name")
     if not name:
-        raise ValidationFailed("contact.name is missing: an outbound message needs a name")
+        raise PromptLacks("contact.name")
     slot = _SLOT.search(prompt.task)
     if not slot:
         raise ValidationFailed("the task states no angle, tier and step")

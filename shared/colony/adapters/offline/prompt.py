@@ -31,6 +31,22 @@ from typing import Any
 from colony.errors import ValidationFailed
 from colony.ports import Message
 
+
+class PromptLacks(ValidationFailed):
+    """A value the answer needs is absent from the prompt's data (an entity's field empty or
+    not there): the offline model answers ``missing_data`` naming it (CONST-004), as a
+    grounded model would. A prompt missing a whole block is malformed instead, and stays a
+    ``ValidationFailed``."""
+
+    def __init__(self, field: str) -> None:
+        super().__init__(f"{field} is missing")
+        self.field = field
+
+    def answer(self) -> dict[str, Any]:
+        reason = f"the prompt's data has no value for {self.field}"
+        return {"kind": "missing_data", "missing_fields": [self.field], "reason": reason}
+
+
 _POLICY = re.compile(r"Text between <<DATA ([0-9A-Za-z]+) ")
 _ATTRIBUTE = re.compile(r'\s([a-z_]+)=("[^"]*"|\S+)')
 _ICP = re.compile(r"matching the following ICP: (.*)$", re.MULTILINE)

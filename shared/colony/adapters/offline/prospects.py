@@ -42,7 +42,7 @@ from colony.adapters.offline.common import (
     parse_date,
     require_mapping,
 )
-from colony.adapters.offline.prompt import Prompt
+from colony.adapters.offline.prompt import Prompt, PromptLacks
 from colony.errors import ValidationFailed
 from colony.policy.anti_icp import match_rules
 
@@ -247,7 +247,7 @@ def prospect_enrichment(prompt: Prompt) -> dict[str, Any]:
     enrichment = enrichment if isinstance(enrichment, Mapping) else {}
     name, title, company = (opt_str(contact, k) for k in ("name", "title", "company"))
     if not enrichment and not company:
-        raise ValidationFailed("contact.enrichment is missing")
+        raise PromptLacks("contact.enrichment")
     sentences: list[str] = []
     who = ", ".join(p for p in (name, title) if p)
     if who or company:

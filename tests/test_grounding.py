@@ -1,0 +1,168 @@
+"""Grounding enforced (issue 15 item 4): verbatim quotes, CONST-006 on AGT-007 and on edits.
+
+Real parts: embedded PostgreSQL, the GCS emulator, the Drive stand-in and the offline
+provider (``tests.test_drive_recording``'s world). The one stand-in beyond them is
+``Inventing``: it wraps the offline model and adds a quote no transcript contains, as a
+model that paraphrases or invents would; no real model runs here.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from colony.contracts.admin import OrgSettingsReplace
+from colony.contracts.outputs import OutboundMessage
+from colony.errors import DataMissing, ValidationFailed
+from colony.flows import approval, org_admin, recording, transcripts
+from colony.llm.runner import StructuredRunner
+from colony.store import fetch_one
+from tests.conftest import PgDB
+from tests.test_content_onboarding import make_deps
+from tests.test_drive_recording import FOLDER, TITLE, TRANSCRIPT, notify, rows, world
+from tests.test_offline_llm import MODEL, outbound_context
+from tests.test_offline_llm import request as offline_request
+
+__all__ = ["world"]  # the fixture, shared with the recording flow's own tests
+
+ORG = "org_zoomprop_demo"
+PERSON = approval.Actor("user_founder", "ui")
+INVENTED = "We have already signed a twelve million dollar budget for this."
+
+
+class Inventing:
+    """The offline model, plus one invented quote in every pass-1 answer and the first real
+    quote re-spaced (a line break where the transcript has a space: still verbatim)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def request(self, request: Any) -> Any:
+        response = self.inner.request(request)
+        if request.output_name != "call_signals":
+            return response
+        data = json.loads(response.text)
+        if data["signals"]:
+            first = data["signals"][0]
+            first["quote"] = first["quote"].replace(" ", "\n  ", 1)
+        data["signals"].append({"type": "budget_signals", "quote": INVENTED, "confidence": 0.9})
+        return replace(response, text=json.dumps(data))
+
+
+def test_verbatim_keeps_respaced_quotes_and_counts_the_rest() -> None:
+    source = "Our budget is\n  about $400k.  We sign in March."
+    signals = [
+        {"type": "budget_signals", "quote": "Our budget is about $400k.", "confidence": 0.8},
+        {"type": "timeline_signals", "quote": "we sign in march.", "confidence": 0.6},
+        {"type": "budget_signals", "quote": "   ", "confidence": 0.6},
+    ]
+    kept, dropped = transcripts.verbatim(signals, source)
+    assert [s["quote"] for s in kept] == ["Our budget is about $400k."]
+    assert dropped == 2  # case matters in a quote; a blank quote quotes nothing
+
+
+@pytest.mark.covers("ENT-006", "CONST-004")  # AGT-006 through its recording
+def test_a_quote_the_transcript_lacks_is_dropped_and_counted(world) -> None:
+    make, drive, db = world
+    deps, spy = make()
+    spy.inner = Inventing(spy.inner)
+    drive.add_file(FOLDER, "doc-1", TITLE, TRANSCRIPT)
+    notify(deps, 1)
+    recording_id = rows(db, "SELECT id FROM recordings")[0]["id"]
+    outcome = recording.analyse(deps, ORG, str(recording_id), "evt-grounding")
+    rec = rows(db, "SELECT signals, chunk_count FROM recordings")[0]
+    assert outcome["status"] == "processed"
+    assert outcome["quotes_dropped"] == rec["chunk_count"]  # one invented per chunk
+    quotes = [s["quote"] for s in rec["signals"]]
+    assert INVENTED not in quotes and quotes
+    text = " ".join(TRANSCRIPT.decode().split())
+    assert all(" ".join(q.split()) in text for q in quotes)
+    assert any("\n  " in q for q in quotes)  # re-spaced, yet verbatim: kept
+
+
+def _set_competitors(deps: Any, names: list[str]) -> None:
+    current = org_admin.settings(deps, ORG)
+    update = OrgSettingsReplace(competitors=names, sending=current["sending"])
+    org_admin.replace_settings(deps, ORG, update)
+
+
+def _message_item(deps: Any, kind: str) -> tuple[str, str]:
+    """A pending ``kind`` item for a demo contact with signals, and that contact's first
+    signal."""
+    with deps.db.transaction(ORG) as cur:
+        contact = fetch_one(
+            cur,
+            "SELECT id, signals FROM contacts WHERE jsonb_array_length(signals) > 1"
+            " ORDER BY external_id LIMIT 1",
+        )
+        signal = str(contact["signals"][0]["detail"])
+        payload = {
+            "subject": "A quick question",
+            "body": f"Hi Dana,\n\nI saw {signal}. Could we talk?\n\nBest,\nMarcus",
+            "angle_used": "Signal",
+            "signal_referenced": signal,
+            "tier": "T1",
+            "to": "dana@example.com",
+        }
+        row = fetch_one(
+            cur,
+            "INSERT INTO approval_items (org_id, kind, source_agent, payload, subject_id)"
+            " VALUES (%s, %s, 'AGT-005', %s::jsonb, %s) RETURNING id",
+            (ORG, kind, json.dumps(payload), contact["id"]),
+        )
+    return str(row["id"]), signal
+
+
+@pytest.mark.covers("ENT-011", "CONST-006")
+@pytest.mark.parametrize("kind", ["outbound_message", "follow_up"])
+def test_an_edit_is_held_to_the_orgs_competitor_list(testdb: PgDB, kind: str) -> None:
+    deps = make_deps(testdb)
+    _set_competitors(deps, ["Rivalry Spaces"])
+    item, signal = _message_item(deps, kind)
+    body = f"Hi Dana,\n\nI saw {signal}. Unlike Rivalry Spaces, we start fast.\n\nBest,\nMarcus"
+    with pytest.raises(ValidationFailed, match="names competitor 'Rivalry Spaces'"):
+        approval.decide(deps, ORG, item, "edit", actor=PERSON, edited={"body": body})
+    four = " ".join(f"Sentence {n} is here." for n in range(4))
+    long_body = f"Hi Dana,\n\nI saw {signal}. {four}\n\nBest,\nMarcus"
+    with pytest.raises(ValidationFailed, match="sentences"):  # the T1 / T3 sentence limits
+        approval.decide(
+            deps, ORG, item, "edit", actor=PERSON, edited={"body": long_body + " " + four}
+        )
+    fine = f"Hi Dana,\n\nI saw {signal}. Could we talk on Tuesday?\n\nBest,\nMarcus"
+    result = approval.decide(deps, ORG, item, "edit", actor=PERSON, edited={"body": fine})
+    assert result["status"] == "applied"
+
+
+@pytest.mark.covers("ENT-011", "CONST-006")
+def test_an_edited_outbound_message_must_still_reference_one_of_its_signals(
+    testdb: PgDB,
+) -> None:
+    deps = make_deps(testdb)
+    item, _signal = _message_item(deps, "outbound_message")
+    body = "Hi Dana,\n\nWe help hospitals plan their space. Could we talk?\n\nBest,\nMarcus"
+    with pytest.raises(ValidationFailed, match="does not reference the signal"):
+        approval.decide(deps, ORG, item, "edit", actor=PERSON, edited={"body": body})
+
+
+@pytest.mark.covers("CONST-004")
+def test_a_missing_data_answer_is_data_missing_naming_the_fields_not_a_repair() -> None:
+    """The real offline model, sent an AGT-005 prompt whose contact has no name, answers
+    ``missing_data``; the runner makes that ``DataMissing`` after one call, never a repair."""
+    context = outbound_context("P-001")
+    context["contact"].pop("name")
+    calls: list[Any] = []
+
+    class Counting:
+        def request(self, request: Any) -> Any:
+            calls.append(request)
+            return MODEL.request(request)
+
+    with pytest.raises(DataMissing, match=r"contact\.name") as raised:
+        StructuredRunner(Counting()).run(
+            offline_request("outbound_message", context), OutboundMessage
+        )
+    assert raised.value.fields == ("contact.name",) and raised.value.code == "missing_data"
+    assert len(calls) == 1
