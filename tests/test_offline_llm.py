@@ -516,7 +516,15 @@ def test_enrichment_reuses_the_contacts_own_signals() -> None:
         c = contact(external_id)
         answer = ask("prospect_enrichment", {"contact": c})
         assert answer["signals"] == [
-            {"type": s["type"], "detail": s["detail"]} for s in c["signals"]
+            {
+                "type": s["type"],
+                "detail": s["detail"],
+                "quote": s["detail"],  # the contact's own words, where they were read
+                "source": f"signals[{i}]",
+                "confidence": 0.9 if s.get("date") else 0.6,
+                "observed_on": s.get("date"),
+            }
+            for i, s in enumerate(c["signals"])
         ]
         assert f"{c['enrichment']['employee_count']:,}" in answer["summary"]
         assert c["company"] in answer["summary"]

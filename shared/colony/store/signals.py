@@ -30,6 +30,15 @@ FROM contact_signals WHERE contact_id = %s
 ORDER BY confidence DESC, observed_on DESC NULLS LAST, type, signal_key
 LIMIT %s
 """
+# A contact named by a person: its id, else the best name/company match (a chat tool's
+# argument; escaped for LIKE, so ``%`` in it is only a character).
+FIND_CONTACT = r"""
+SELECT id, name, title, company FROM contacts
+WHERE id = %s OR name ILIKE '%%' || %s || '%%' ESCAPE '\'
+   OR company ILIKE '%%' || %s || '%%' ESCAPE '\'
+ORDER BY (id = %s) DESC, (name ILIKE %s ESCAPE '\') DESC, name, id
+LIMIT 2
+"""
 MAX_READ = 50  # AGT-003 returns at most 10 per run; a reader never needs more than this
 
 
@@ -69,6 +78,12 @@ def replace_for_contact(
             ),
         )
     return len({signal_key(str(s["type"]), str(s["quote"])) for s in signals})
+
+
+def find_contact(cur: Any, text: str) -> list[Row]:
+    """Up to two contacts ``text`` names (two: the caller can say it is ambiguous)."""
+    like = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return fetch_all(cur, FIND_CONTACT, (text, like, like, text, like))
 
 
 def for_contact(cur: Any, contact_id: str, limit: int = MAX_READ) -> list[Row]:

@@ -20,8 +20,9 @@ Both read only the rendered prompt (``colony.adapters.offline.prompt``), as a mo
   tier and outcome from the org's bands, which the prompt does not carry.
 - ``prospect_enrichment``: the ``contact`` entity. The summary restates the contact's own
   fields (name, title, company, enrichment); ``signals`` are the contact's existing signals
-  (type + detail) of a known type, nothing added; ``persona`` maps the title to a KC-03
-  persona or is null.
+  (type + detail) of a known type, nothing added, each with its provenance: the detail as
+  its quote, ``signals[i]`` as its source, confidence 0.9 when dated and 0.6 when not;
+  ``persona`` maps the title to a KC-03 persona or is null.
 """
 
 from __future__ import annotations
@@ -264,13 +265,25 @@ def prospect_enrichment(prompt: Prompt) -> dict[str, Any]:
         if len(candidate) > 600:
             break
         summary = candidate
-    signals = [
-        {"type": s["type"], "detail": clip(" ".join(str(s["detail"]).split()), 400)}
-        for s in contact_signals(contact)
-        if s.get("type") in PROSPECT_SIGNAL_TYPES
-        and isinstance(s.get("detail"), str)
-        and s["detail"].strip()
-    ]
+    signals = []
+    for index, s in enumerate(contact_signals(contact)):
+        detail = s.get("detail")
+        if s.get("type") not in PROSPECT_SIGNAL_TYPES or not isinstance(detail, str):
+            continue
+        if not detail.strip():
+            continue
+        dated = parse_date(s.get("date"))
+        signals.append(
+            {
+                "type": s["type"],
+                "detail": clip(" ".join(detail.split()), 400),
+                "quote": clip(detail.strip(), 400),
+                "source": f"signals[{index}]",
+                # A dated signal is a fact with a when; an undated one is weaker evidence.
+                "confidence": 0.9 if dated else 0.6,
+                "observed_on": dated.isoformat() if dated else None,
+            }
+        )
     return {
         "summary": summary or clip(sentences[0], 600),
         "signals": signals,
