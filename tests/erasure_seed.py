@@ -9,8 +9,8 @@ items (outbound drafts, a follow-up, a KC candidate, a kit, a content piece), th
 processed events, LLM call records, a dead letter, published content, a deployment kit,
 retention and org settings, both contacts' sequence enrollments, a Notion workspace and its
 backfill run, a Drive channel, an import job with a rejected row quoting Dana's address, a
-rejection that claimed it, audit log entries about Dana's draft and Dana's address on the
-suppression list. ``SEEDED`` lists the tables it fills and
+rejection that claimed it, both contacts' AGT-003 signals, audit log entries about Dana's
+draft and Dana's address on the suppression list. ``SEEDED`` lists the tables it fills and
 a test holds that to ``ORG_SCOPED_TABLES``: a new org table must be seeded here, so the
 erasure tests cover it.
 """
@@ -239,6 +239,19 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
             org,
             f"{org}_camp",
             contact,
+            f"{org}_run",
+        )
+    # AGT-003's signals for both contacts, Dana's quoting her name (her erasure takes hers)
+    for contact, quote in ((dana, f"{name} is opening two sites"), (other, "Hiring 3 planners")):
+        ex(
+            "INSERT INTO contact_signals (org_id, contact_id, signal_key, type, detail, quote,"
+            " source, confidence, run_id) VALUES (%s, %s, %s, 'expansion', %s, %s,"
+            " 'contact.signals[0]', 0.9, %s)",
+            org,
+            contact,
+            f"{contact}_s1",
+            quote,
+            quote,
             f"{org}_run",
         )
     # Dana's reply to her message, with her name in it (a contact's erasure takes it)

@@ -11,12 +11,14 @@ from colony.llm.agent_call import call_agent, llm_from_settings
 from colony.local.demo import load_demo, read_json
 from colony.local.scenario import demo_requests
 from colony.policy.outbound import check_outbound
+from colony.policy.tiering import decide_tier
 from colony.registry.agents import AGENTS
 from colony.settings import Settings
 from colony.store.db import fetch_all
 from tests.conftest import PgDB
 
 ORG = "org_zoomprop_demo"
+DEMO_TIERS = read_json("icp.json")["tiers"]
 
 
 @pytest.fixture
@@ -36,7 +38,8 @@ def test_qualification_and_message_calls_validate_and_are_recorded(demo) -> None
     scored = call_agent(deps, requests["AGT-004"])  # the prompt alone: no side channel
     assert isinstance(scored.output, QualificationScore)
     assert scored.output.total_score > 0 and not scored.output.disqualifiers
-    assert scored.output.recommendation == "qualify"  # P-001 is T1 by the rendered icp_tiers
+    assert scored.output.recommendation is None  # a score only: policy decides the tier
+    assert decide_tier(scored.output.total_score, DEMO_TIERS).tier == "T1"  # P-001
 
     competitors = requests["AGT-005"].task["competitors"]
     signals = [s["detail"] for s in contact["signals"]]

@@ -29,6 +29,7 @@ from colony.contracts.outputs import OUTPUT_CONTRACTS, OutboundMessage
 from colony.errors import ContextBudgetExceeded, ProviderError, ValidationFailed
 from colony.flows.transcripts import for_pass2
 from colony.policy import check_outbound, count_sentences
+from colony.policy.tiering import decide_tier
 from colony.ports import ChatModel, Message, ModelRequest
 
 DEMO = Path(__file__).resolve().parents[1] / "shared" / "colony" / "local" / "demo"
@@ -206,7 +207,7 @@ def assembly(output_name: str, context: dict[str, Any]) -> AssemblyRequest:
         org = OrgContext(org_name="ZoomProp", icp=IcpDefinition(**icp) if icp else None)
         entities = {"contact": context.get("contact")}
         if icp:
-            entities |= {"icp_rubric": icp["rubric"], "icp_tiers": icp["tiers"]}
+            entities |= {"icp_rubric": icp["rubric"]}
         task = {"today": context["today"]} if "today" in context else {"today": "(unknown)"}
         return AssemblyRequest("AGT-004", "org_test", "run-1", org, (), entities, (), task)
     if output_name == "prospect_enrichment":
@@ -454,8 +455,11 @@ def test_all_36_demo_contacts_score_and_anti_icp_ones_score_zero() -> None:
     ],
 )
 def test_kc02_worked_examples(external_id: str, total: int, recommendation: str) -> None:
+    # The offline model proposes the score only; policy turns it into the tier and outcome.
     answer = qualify(contact(external_id))
-    assert (answer["total_score"], answer["recommendation"]) == (total, recommendation)
+    assert answer["recommendation"] is None and "tier" not in answer["reasoning"]
+    decided = decide_tier(answer["total_score"], _json("icp.json")["tiers"])
+    assert (answer["total_score"], decided.recommendation) == (total, recommendation)
 
 
 def test_strong_fits_outscore_weak_ones() -> None:
@@ -524,7 +528,15 @@ def test_enrichment_reuses_the_contacts_own_signals() -> None:
         c = contact(external_id)
         answer = ask("prospect_enrichment", {"contact": c})
         assert answer["signals"] == [
-            {"type": s["type"], "detail": s["detail"]} for s in c["signals"]
+            {
+                "type": s["type"],
+                "detail": s["detail"],
+                "quote": s["detail"],  # the contact's own words, where they were read
+                "source": f"signals[{i}]",
+                "confidence": 0.9 if s.get("date") else 0.6,
+                "observed_on": s.get("date"),
+            }
+            for i, s in enumerate(c["signals"])
         ]
         assert f"{c['enrichment']['employee_count']:,}" in answer["summary"]
         assert c["company"] in answer["summary"]

@@ -241,13 +241,14 @@ def test_persistent_invalid_output_raises_output_invalid_without_prompt_text() -
 
 
 def test_output_invalid_shows_the_first_three_problems() -> None:
-    model = ScriptedChatModel({}, {})
+    wrong = {"recommendation": "maybe"}
+    model = ScriptedChatModel(wrong, wrong)
     with pytest.raises(OutputInvalid) as caught:
         StructuredRunner(model).run(make_request(), QualificationScore)
 
     message = str(caught.value)
     assert "total_score: Field required; dimension_scores: Field required" in message
-    assert "; and 1 more" in message  # four required fields are missing
+    assert "; and 1 more" in message  # three required fields missing, one value wrong
 
 
 def test_validation_problems_helper_formats_nested_locations() -> None:

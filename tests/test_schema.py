@@ -48,6 +48,7 @@ ENTITY_TABLES = {
     "notion_workspaces",  # issue 17: Notion workspaces an org connected (token in Secret Manager)
     "notion_syncs",  # issue 17: backfill / reconciliation runs and their checkpoints
     "drive_channels",  # issue 17: Drive watch channels and their expiry
+    "contact_signals",  # issue 19: AGT-003's signals per contact, with provenance
     "import_jobs",  # issue 17: an uploaded prospect or deal file, its checkpoint and counts
     "import_errors",  # issue 17: each rejected record of an import, its number and reason
     "kc_chunk_credits",  # issue 19: outcomes credited to the chunks that grounded a call

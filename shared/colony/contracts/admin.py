@@ -28,8 +28,13 @@ class AntiIcpRule(Strict):
 
 
 class TierBand(Strict):
+    """A score band (``colony.policy.tiering``): scores from ``min_score`` up fall in ``tier``;
+    ``outcome`` overrides the default rule (T1/T2 qualify, the lowest band disqualifies, the
+    rest hold)."""
+
     tier: SequenceTier
     min_score: int = Field(ge=0, le=SCORE_POINTS)
+    outcome: Literal["qualify", "hold", "disqualify"] | None = None
 
 
 class RubricDimension(Strict):

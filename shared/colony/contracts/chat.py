@@ -85,6 +85,13 @@ class SearchKnowledgeArgs(Strict):
     k: int = Field(default=3, ge=1, le=5)
 
 
+class ContactSignalsArgs(Strict):
+    """A contact by its id, or by (part of) its name or company."""
+
+    contact: str = Field(min_length=1, max_length=200)
+    limit: int = Field(default=5, ge=1, le=10)
+
+
 class ListApprovalsArgs(Strict):
     kind: str | None = Field(default=None, max_length=40)
     limit: int = Field(default=10, ge=1, le=20)

@@ -47,17 +47,21 @@ class DimensionScores(Strict):
 
 
 class QualificationScore(Strict):
-    """AGT-004 (seed §5.4). Any disqualifier forces a total of 0 (CONST-002)."""
+    """AGT-004 (seed §5.4): a proposed score and its reasons. Any disqualifier forces a total
+    of 0 (CONST-002). The tier and outcome are not the model's: ``colony.policy.tiering``
+    decides them from the org's bands; a ``recommendation`` the model adds is kept only as
+    its view."""
 
     total_score: int = Field(ge=0, le=100)
     dimension_scores: DimensionScores
     disqualifiers: list[Name] = Field(default_factory=list, max_length=10)
-    recommendation: Literal["qualify", "hold", "disqualify"]
+    recommendation: Literal["qualify", "hold", "disqualify"] | None = None
     reasoning: str = Field(min_length=1, max_length=400)
 
     @model_validator(mode="after")
     def _disqualified_means_zero(self) -> QualificationScore:
-        if self.disqualifiers and (self.total_score != 0 or self.recommendation != "disqualify"):
+        wrong = self.recommendation not in (None, "disqualify")
+        if self.disqualifiers and (self.total_score != 0 or wrong):
             raise ValueError("a prospect with disqualifiers must score 0 and be 'disqualify'")
         return self
 
@@ -81,6 +85,13 @@ class ProspectSignal(Strict):
         "tech_adoption",
     ]
     detail: str = Field(min_length=1, max_length=400)
+    # Provenance (issue 19 item 1): the words of the contact's data the signal rests on,
+    # where they were read (``signals[2]``, ``enrichment.recent_news``) and how sure the
+    # model is. Stored per contact (``colony.store.signals``); a quote defaults to the detail.
+    quote: str | None = Field(default=None, min_length=1, max_length=400)
+    source: str = Field(default="contact", min_length=1, max_length=120)
+    confidence: float = Field(default=0.5, ge=0, le=1)
+    observed_on: date | None = None
 
 
 class OutboundMessage(Strict):

@@ -1,4 +1,5 @@
-"""AGT-003 Prospect Enrichment: summarise a contact and hand it on to qualification."""
+"""AGT-003 Prospect Enrichment: summarise a contact, keep its signals with their provenance
+(``colony.store.signals``) and hand it on to qualification."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from colony.flows.deps import FlowDeps
 from colony.flows.specialist import assembly_request, handle_handoff, load_contact
 from colony.llm.agent_call import call_agent
 from colony.runtime.steps import step
-from colony.store import campaigns
+from colony.store import campaigns, signals
 from colony.store.db import Row
 
 
@@ -34,6 +35,8 @@ def _enrich(
     def apply(cur: Any, output: Mapping[str, Any]) -> None:
         extra = {"summary": output["summary"], "persona": output.get("persona")}
         campaigns.add_enrichment(cur, contact_id, extra)
+        kept = [{**s, "quote": s.get("quote") or s["detail"]} for s in output.get("signals") or []]
+        signals.replace_for_contact(cur, org, contact_id, kept, run_id=run_id)
 
     step(deps.db, org, run_id, step_key("AGT-003", contact_id), compute, apply)
     handoff(deps, org, campaign, run_id, contact_id, "AGT-004")

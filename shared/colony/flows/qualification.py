@@ -1,5 +1,9 @@
-"""AGT-004 Qualification: score a contact against the ICP rubric; qualified contacts go on
-to the message generator, the rest end their chain."""
+"""AGT-004 Qualification: the model proposes a score against the ICP rubric and its reasons;
+policy (``colony.policy.tiering``) decides the tier and outcome from the org's own bands.
+Qualified contacts go on to the message generator, the rest end their chain.
+
+The decision is made inside the step and stored with the model's answer, so a replayed step
+keeps the tier it was given even if the org changes its bands later."""
 
 from __future__ import annotations
 
@@ -11,6 +15,7 @@ from colony.flows.campaign import contact_done, handoff, step_key
 from colony.flows.deps import FlowDeps
 from colony.flows.specialist import assembly_request, handle_handoff, load_contact
 from colony.llm.agent_call import call_agent
+from colony.policy.tiering import decide_tier
 from colony.runtime.steps import step
 from colony.store import campaigns, orgdata
 from colony.store.db import Row
@@ -39,12 +44,20 @@ def _qualify(
             run_id,
             "AGT-004",
             envelope,
-            {"contact": contact, "icp_rubric": icp["rubric"], "icp_tiers": icp["tiers"]},
+            {"contact": contact, "icp_rubric": icp["rubric"]},
             {"today": today},
         )
         result = call_agent(deps.llm, request)
         assert result.output is not None
-        return result.output.model_dump(mode="json")
+        proposed = result.output.model_dump(mode="json")
+        decision = decide_tier(proposed["total_score"], icp["tiers"], proposed["disqualifiers"])
+        return {
+            **proposed,
+            "proposed_recommendation": proposed["recommendation"],
+            "recommendation": decision.recommendation,
+            "tier": decision.tier,
+            "tier_rule": decision.rule,
+        }
 
     def apply(cur: Any, output: Mapping[str, Any]) -> None:
         campaigns.set_score(
@@ -53,6 +66,7 @@ def _qualify(
             output["total_score"],
             output["disqualifiers"],
             output["recommendation"],
+            output.get("tier"),
         )
 
     score = step(deps.db, org, run_id, step_key("AGT-004", contact_id), compute, apply)

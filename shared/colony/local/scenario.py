@@ -106,7 +106,6 @@ def demo_requests(
             entities={
                 "contact": contact,
                 "icp_rubric": icp.rubric if icp else {},
-                "icp_tiers": icp.tiers if icp else [],
             },
             task={"today": today},
         ),

@@ -65,7 +65,7 @@ WHERE id = %s AND status = 'running' AND contacts_done >= contacts_total
 """
 SET_SCORE = """
 UPDATE contacts SET icp_score = %s, icp_disqualifiers = %s::jsonb, icp_recommendation = %s,
-    updated_at = now() WHERE id = %s
+    icp_tier = %s, updated_at = now() WHERE id = %s
 """
 SET_ENRICHMENT = """
 UPDATE contacts SET enrichment = enrichment || %s::jsonb, updated_at = now() WHERE id = %s
@@ -160,10 +160,17 @@ def contact(cur: Any, contact_id: str) -> Row | None:
 
 
 def set_score(
-    cur: Any, contact_id: str, score: int, disqualifiers: Sequence[str], recommendation: str
+    cur: Any,
+    contact_id: str,
+    score: int,
+    disqualifiers: Sequence[str],
+    recommendation: str,
+    tier: str | None = None,
 ) -> None:
-    """Record the contact's ICP score, disqualifiers and recommendation."""
-    cur.execute(SET_SCORE, (score, json.dumps(disqualifiers), recommendation, contact_id))
+    """Record the contact's ICP score, disqualifiers, recommendation and tier (the last two
+    as policy decided them: colony.policy.tiering)."""
+    params = (score, json.dumps(disqualifiers), recommendation, tier, contact_id)
+    cur.execute(SET_SCORE, params)
 
 
 def add_enrichment(cur: Any, contact_id: str, extra: Mapping[str, Any]) -> None:

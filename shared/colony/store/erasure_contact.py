@@ -3,7 +3,7 @@
 What a contact leaves behind, by the schema:
 
 - ``contacts`` (the row: name, email, enrichment, signals), ``campaign_contacts``,
-  ``sequence_enrollments``;
+  ``sequence_enrollments``, ``contact_signals`` (AGT-003's, quoting its data);
 - its messages: ``outbox`` rows to it, ``approval_items`` about it (``subject_id``, or
   ``payload.contact_id``: outbound drafts, follow-ups), and their ``run_steps`` outputs; an
   item that merely mentions it among others (a campaign launch) is redacted, not deleted;
@@ -80,6 +80,7 @@ DELETES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         "DELETE FROM sequence_enrollments WHERE contact_id = %s",
         ("contact",),
     ),
+    ("contact_signals", "DELETE FROM contact_signals WHERE contact_id = %s", ("contact",)),
     ("deals", "UPDATE deals SET contact_id = NULL WHERE contact_id = %s", ("contact",)),
 )
 DELETE_CONTACT = "DELETE FROM contacts WHERE id = %s"

@@ -68,6 +68,7 @@ ORG_SCOPED_TABLES: tuple[str, ...] = (
     "drive_channels",
     "import_jobs",
     "import_errors",
+    "contact_signals",
     "kc_chunk_credits",
 )
 
@@ -458,6 +459,14 @@ ALTER TABLE org_settings ADD COLUMN sequence_approval text NOT NULL DEFAULT 'eac
 # (sql/0026_scheduled_orgs.sql)
 
 
+# Signals and tiers (issue 19 items 1-2): AGT-003's extracted signals, one row per contact and
+# signal with where it was read (``source``), the words it rests on (``quote``) and the
+# model's confidence; a re-enrichment replaces the contact's set. ``contacts.icp_tier`` is
+# the tier policy decided for the contact's proposed score (colony.policy.tiering).
+# Contacts gain a unique (org_id, id) so the signals' foreign key carries the org.
+# (sql/0027_contact_signals.sql)
+
+
 _NOTION_ROUTE = """
 CREATE POLICY notion_route ON notion_workspaces FOR SELECT
     USING (workspace_id = current_setting('app.notion_workspace', true));
@@ -619,6 +628,11 @@ def migrations(dim: int) -> list[Migration]:
         ),
         Migration(
             "0026_scheduled_orgs", (_SQL / "0026_scheduled_orgs.sql").read_text(encoding="utf-8")
+        ),
+        Migration(
+            "0027_contact_signals",
+            (_SQL / "0027_contact_signals.sql").read_text(encoding="utf-8")
+            + _rls("contact_signals"),
         ),
         Migration(
             "0029_provenance",

@@ -3,8 +3,8 @@
 Both read only the rendered prompt (``colony.adapters.offline.prompt``), as a model would:
 
 - ``qualification_score``: the ``contact`` entity, the ``icp_rubric`` entity, the
-  ``icp_tiers`` entity (optional), the anti-ICP conditions in the system message and "Today
-  is YYYY-MM-DD" in the task. A prompt without the contact, the rubric or the date raises
+  anti-ICP conditions in the system message and "Today is YYYY-MM-DD" in the task. A
+  prompt without the contact, the rubric or the date raises
   ``ValidationFailed`` naming what is missing. Anti-ICP matches
   (``colony.policy.anti_icp``) give total 0, all dimensions 0, the rule ids as
   ``disqualifiers`` and ``disqualify``; the reasoning quotes the condition, since the prompt
@@ -16,13 +16,13 @@ Both read only the rendered prompt (``colony.adapters.offline.prompt``), as a mo
   contact signal whose type is in ``types``; timing = ``points_recent`` when the freshest
   signal is at most ``recent_signal_days`` before today, ``points_older`` when older (or
   undated), ``points_none`` without signals. Every dimension is capped at its ``weight``.
-  With tiers the tier is the highest whose ``min_score`` is met and T1/T2 qualify, the lowest
-  tier disqualifies, the rest hold; without tiers: qualify >= 65, hold >= 40, else
-  disqualify.
+  Only a score is proposed, with no recommendation: ``colony.policy.tiering`` decides the
+  tier and outcome from the org's bands, which the prompt does not carry.
 - ``prospect_enrichment``: the ``contact`` entity. The summary restates the contact's own
   fields (name, title, company, enrichment); ``signals`` are the contact's existing signals
-  (type + detail) of a known type, nothing added; ``persona`` maps the title to a KC-03
-  persona or is null.
+  (type + detail) of a known type, nothing added, each with its provenance: the detail as
+  its quote, ``signals[i]`` as its source, confidence 0.9 when dated and 0.6 when not;
+  ``persona`` maps the title to a KC-03 persona or is null.
 """
 
 from __future__ import annotations
@@ -142,29 +142,6 @@ def _score_dimensions(
     return scores
 
 
-def _tier_and_recommendation(declared: Any, total: int) -> tuple[str | None, str]:
-    declared = declared if isinstance(declared, list) else []
-    tiers = [
-        t
-        for t in declared
-        if isinstance(t, Mapping)
-        and isinstance(t.get("tier"), str)
-        and as_number(t.get("min_score")) is not None
-    ]
-    if tiers:
-        ordered = sorted(tiers, key=lambda t: -_points(t, "min_score"))
-        tier = next((t for t in ordered if total >= _points(t, "min_score")), ordered[-1])
-        name = str(tier["tier"])
-        if name in {"T1", "T2"}:
-            return name, "qualify"
-        if tier is ordered[-1]:
-            return name, "disqualify"
-        return name, "hold"
-    if total >= 65:
-        return None, "qualify"
-    return None, "hold" if total >= 40 else "disqualify"
-
-
 _TODAY = re.compile(r"\bToday is (\d{4}-\d{2}-\d{2})\b")
 
 
@@ -196,7 +173,6 @@ def qualification_score(prompt: Prompt) -> dict[str, Any]:
         }
     scores = _score_dimensions(contact, rubric, today)
     total = min(sum(points for points, _ in scores.values()), 100)
-    tier, recommendation = _tier_and_recommendation(prompt.optional_entity("icp_tiers"), total)
     ranked = sorted(
         _DIMENSIONS,
         key=lambda d: (-(scores[d][0] / scores[d][1] if scores[d][1] else 0), -scores[d][0]),
@@ -205,8 +181,7 @@ def qualification_score(prompt: Prompt) -> dict[str, Any]:
     def label(d: str) -> str:
         return f"{humanise(d)} ({scores[d][0]}/{scores[d][1]})"
 
-    tier_text = f", tier {tier}" if tier else ""
-    first = f"Scored {total}/100{tier_text} ({recommendation}), led by {label(ranked[0])}"
+    first = f"Scored {total}/100, led by {label(ranked[0])}"
     first += f" and {label(ranked[1])}."
     weakest = ranked[-1]
     second = (
@@ -218,7 +193,6 @@ def qualification_score(prompt: Prompt) -> dict[str, Any]:
         "total_score": total,
         "dimension_scores": {d: scores[d][0] for d in _DIMENSIONS},
         "disqualifiers": [],
-        "recommendation": recommendation,
         "reasoning": clip(f"{first} {second}", 400),
     }
 
@@ -291,13 +265,25 @@ def prospect_enrichment(prompt: Prompt) -> dict[str, Any]:
         if len(candidate) > 600:
             break
         summary = candidate
-    signals = [
-        {"type": s["type"], "detail": clip(" ".join(str(s["detail"]).split()), 400)}
-        for s in contact_signals(contact)
-        if s.get("type") in PROSPECT_SIGNAL_TYPES
-        and isinstance(s.get("detail"), str)
-        and s["detail"].strip()
-    ]
+    signals = []
+    for index, s in enumerate(contact_signals(contact)):
+        detail = s.get("detail")
+        if s.get("type") not in PROSPECT_SIGNAL_TYPES or not isinstance(detail, str):
+            continue
+        if not detail.strip():
+            continue
+        dated = parse_date(s.get("date"))
+        signals.append(
+            {
+                "type": s["type"],
+                "detail": clip(" ".join(detail.split()), 400),
+                "quote": clip(detail.strip(), 400),
+                "source": f"signals[{index}]",
+                # A dated signal is a fact with a when; an undated one is weaker evidence.
+                "confidence": 0.9 if dated else 0.6,
+                "observed_on": dated.isoformat() if dated else None,
+            }
+        )
     return {
         "summary": summary or clip(sentences[0], 600),
         "signals": signals,

@@ -9,6 +9,8 @@
     propose_decision     no     a decision for a person to confirm on a card: the tool
                                 records the proposal and decides nothing
     ask_content_agent    no     dispatch only: a request on ``colony-content`` (AGT-008)
+    contact_signals      no     a contact's stored AGT-003 signals, strongest first, each
+                                with its quote, source and confidence (untrusted data)
 
 A gated tool never runs inside the turn: the turn writes a ``tool_action`` approval item and
 pauses; approving the item runs the tool (``colony.flows.chat.resume.apply_tool_action``).
@@ -32,6 +34,7 @@ from pydantic import BaseModel, ValidationError
 
 from colony.contracts.chat import (
     AskContentArgs,
+    ContactSignalsArgs,
     LaunchCampaignArgs,
     ListApprovalsArgs,
     PipelineSnapshotArgs,
@@ -44,7 +47,7 @@ from colony.flows.deps import FlowDeps
 from colony.knowledge.exemplars import to_exemplars
 from colony.registry.functions import CAMPAIGN_TOPIC, CONTENT_TOPIC
 from colony.runtime.transport import publish
-from colony.store import approvals, campaigns, chat_events, pipeline
+from colony.store import approvals, campaigns, chat_events, pipeline, signals
 
 SNIPPET_CHARS = 240
 
@@ -211,6 +214,29 @@ def _snippet(text: str) -> str:
     return flat if len(flat) <= SNIPPET_CHARS else flat[: SNIPPET_CHARS - 1] + "…"
 
 
+# ─── contact_signals ─────────────────────────────────────────────────────────────────────
+
+
+def contact_signals(ctx: ToolContext, args: ContactSignalsArgs) -> dict[str, Any]:
+    """What AGT-003 found about one contact, with where each signal was read."""
+    with ctx.deps.db.transaction(ctx.org_id) as cur:
+        found = signals.find_contact(cur, args.contact)
+        if not found:
+            raise ValidationFailed(f"no contact matches {args.contact[:80]!r}")
+        if len(found) > 1 and found[0]["id"] != args.contact:
+            names = ", ".join(f"{c['name']} ({c['company']})" for c in found)
+            raise ValidationFailed(f"{args.contact[:80]!r} matches more than one contact: {names}")
+        contact = found[0]
+        kept = signals.for_contact(cur, contact["id"], args.limit)
+    return {
+        "contact": {k: contact[k] for k in ("id", "name", "title", "company")},
+        "signals": [
+            {k: s[k] for k in ("type", "detail", "quote", "source", "confidence", "observed_on")}
+            for s in kept
+        ],
+    }
+
+
 # ─── approvals ───────────────────────────────────────────────────────────────────────────
 
 
@@ -298,6 +324,13 @@ TOOLS: dict[str, Tool] = {
             search_knowledge,
         ),
         Tool("list_approvals", "List pending approval items.", ListApprovalsArgs, list_approvals),
+        Tool(
+            "contact_signals",
+            "A contact's buying signals (by id, name or company), strongest first, each with"
+            " the quote it rests on, its source and confidence.",
+            ContactSignalsArgs,
+            contact_signals,
+        ),
         Tool(
             "propose_decision",
             "Propose approving or rejecting one pending item; the person decides on its card.",
