@@ -27,6 +27,10 @@ SELECT c.conrelid::regclass::text AS child, c.conname AS name,
              ORDER BY k.i) AS parent_cols
 FROM pg_constraint c JOIN pg_class t ON t.oid = c.conrelid
 WHERE c.contype = 'f' AND c.connamespace = 'public'::regnamespace AND NOT t.relispartition
+  -- a foreign key that already carries org_id (0027's, say) is ready as it is
+  AND NOT EXISTS (SELECT 1 FROM unnest(c.conkey) k(n)
+                  JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.n
+                  WHERE a.attname = 'org_id')
   AND c.confrelid::regclass::text IN (
       'approval_items', 'campaigns', 'chat_sessions', 'contacts', 'deals', 'import_jobs',
       'notion_workspaces', 'outbox', 'audit_log', 'campaign_runs', 'chat_turns',
