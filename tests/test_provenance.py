@@ -201,22 +201,23 @@ def test_every_output_of_make_run_is_explained_and_its_outcome_credits_its_chunk
     call_id = outbound["llm_call_id"]
     grounded = {c["id"] for c in first["chunks"]}
     with db.transaction(org) as cur:
-        # the demo's own replies already credited their drafts' chunks (flows.delivery)
+        # the demo's own outcomes credit their drafts' chunks too (flows.delivery): an outcome
+        # the system never records is counted on top of what came before
         before = {
             r["chunk_id"]: r["n"]
             for r in provenance.credits(cur, sorted(grounded))
-            if r["outcome"] == "replied_positive"
+            if r["outcome"] == "meeting_booked"
         }
-        assert provenance.credit_outcome(cur, call_id, "replied_positive") == len(grounded)
-        assert provenance.credit_outcome(cur, call_id, "replied_positive") == 0
+        assert provenance.credit_outcome(cur, call_id, "meeting_booked") == len(grounded)
+        assert provenance.credit_outcome(cur, call_id, "meeting_booked") == 0
         credited = provenance.credits(cur, sorted(grounded))
         with pytest.raises(ValidationFailed, match="lower-case word"):
             provenance.credit_outcome(cur, call_id, "Replied!")
-    assert {(r["chunk_id"], r["n"]) for r in credited if r["outcome"] == "replied_positive"} == {
+    assert {(r["chunk_id"], r["n"]) for r in credited if r["outcome"] == "meeting_booked"} == {
         (c, before.get(c, 0) + 1) for c in grounded
     }
     assert {r["content_hash"] for r in credited} == {c["content_hash"] for c in first["chunks"]}
     with db.transaction("some-other-org") as cur:
-        assert provenance.credit_outcome(cur, call_id, "replied_positive") == 0
+        assert provenance.credit_outcome(cur, call_id, "meeting_booked") == 0
         assert provenance.credits(cur, sorted(grounded)) == []
     db.close()

@@ -238,7 +238,8 @@ def test_the_reply_mailbox_schedule_stores_each_reply_against_its_message(
             }
         )
         transport = InlineTransport()
-        deps = local_deps(settings, db, transport, sender=Accepting())
+        knowledge = KnowledgeStore(db, OfflineHashEmbedder())  # approvals feed KC-08
+        deps = local_deps(settings, db, transport, knowledge=knowledge, sender=Accepting())
         set_deps_for_tests(deps)
         try:
             outbox_id = approved_message(deps, "dana@granitepeak.example")
