@@ -58,18 +58,6 @@ WHERE chunk_id = ANY(%s::bigint[]) GROUP BY chunk_id, content_hash, domain, outc
 ORDER BY chunk_id, outcome
 """
 CALL_OF_ITEM = "SELECT llm_call_id FROM approval_items WHERE id = %s"
-# CREDIT for the call that drafted an approval item, found in the same statement.
-CREDIT_ITEM = """
-INSERT INTO kc_chunk_credits (org_id, call_id, chunk_id, content_hash, domain, outcome)
-SELECT DISTINCT c.org_id, c.call_id, (chunk->>'id')::bigint, chunk->>'content_hash',
-       chunk->>'domain', %s
-FROM approval_items i
-JOIN llm_calls c ON c.call_id = i.llm_call_id,
-     jsonb_array_elements(c.provenance->'chunks') AS chunk
-WHERE i.id = %s AND chunk->>'id' IS NOT NULL AND chunk->>'content_hash' IS NOT NULL
-ON CONFLICT DO NOTHING
-RETURNING chunk_id
-"""
 
 
 def run_id_of(output_id: str) -> str:
@@ -91,14 +79,18 @@ def call_of_item(cur: Any, item_id: str) -> str | None:
     return None if value is None else str(value)
 
 
-def credit_outcome(cur: Any, call_id: str, outcome: str) -> int:
-    """Credit ``outcome`` (``delivered``, ``replied_positive``, ``bounced``, ...) to each KC
-    chunk that grounded call ``call_id``; returns how many chunks were newly credited (a
-    repeat of the same outcome credits nothing more)."""
+def _check_outcome(outcome: str) -> None:
     if not OUTCOME.match(outcome):
         raise ValidationFailed(
             f"outcome {outcome!r} must be a lower-case word (letters and underscores)"
         )
+
+
+def credit_outcome(cur: Any, call_id: str, outcome: str) -> int:
+    """Credit ``outcome`` (``delivered``, ``replied_positive``, ``bounced``, ...) to each KC
+    chunk that grounded call ``call_id``; returns how many chunks were newly credited (a
+    repeat of the same outcome credits nothing more)."""
+    _check_outcome(outcome)
     if not call_id or not call_id.strip():
         raise ValidationFailed("a call id is required to credit an outcome")
     return len(fetch_all(cur, CREDIT, (outcome, call_id)))
@@ -106,11 +98,9 @@ def credit_outcome(cur: Any, call_id: str, outcome: str) -> int:
 
 def credit_item_outcome(cur: Any, item_id: str, outcome: str) -> int:
     """``credit_outcome`` for the call that drafted approval item ``item_id`` (0: none)."""
-    if not OUTCOME.match(outcome):
-        raise ValidationFailed(
-            f"outcome {outcome!r} must be a lower-case word (letters and underscores)"
-        )
-    return len(fetch_all(cur, CREDIT_ITEM, (outcome, item_id)))
+    _check_outcome(outcome)
+    call_id = call_of_item(cur, item_id)
+    return 0 if call_id is None else credit_outcome(cur, call_id, outcome)
 
 
 def credits(cur: Any, chunk_ids: list[int]) -> list[Row]:
