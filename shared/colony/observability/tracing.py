@@ -259,6 +259,23 @@ def deferred_records(into: list[LlmCallRecord]) -> Iterator[None]:
         _DEFERRED.reset(token)
 
 
+def record_row(record: LlmCallRecord) -> dict[str, Any]:
+    """``record`` as an ``llm_calls`` row (JSON-ready: ``store.llm_calls.ADD_MANY``)."""
+    return {
+        "org_id": record.org_id,
+        "agent_id": record.agent_id,
+        "run_id": record.run_id,
+        "model": record.model,
+        "kc_domains_queried": list(record.kc_domains_queried),
+        "tokens_in": record.tokens_in,
+        "tokens_out": record.tokens_out,
+        "context_budget_used": dict(record.context_budget_used),
+        "latency_ms": record.latency_ms,
+        "call_id": record.call_id,
+        "provenance": dict(record.provenance),
+    }
+
+
 def store_records(cur: Any, records: Sequence[LlmCallRecord]) -> None:
     """Keep ``records`` in ``llm_calls`` on the caller's cursor (scoped to their org)."""
     for record in records:

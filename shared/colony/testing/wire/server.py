@@ -11,6 +11,7 @@ routes); more endpoints are one more ``Route`` each (``routes=`` or ``add_route`
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections import deque
@@ -43,6 +44,12 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.0"  # one request per connection: nothing lingers at close
     server_version = "colony-wire/1"
     timeout = 10  # a client that connects and sends nothing cannot hang close()
+
+    def setup(self) -> None:
+        super().setup()
+        # As a real API's server: a streamed event is sent when written, not held by Nagle's
+        # algorithm for the client's delayed ACK (~40 ms on loopback).
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def _handle(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
