@@ -21,7 +21,7 @@ from colony.context.assembler import AssembledContext, AssemblyRequest, assemble
 from colony.context.budgets import BudgetBook, load_budgets
 from colony.context.tokens import GeminiTokenCounter, counter_for
 from colony.contracts import OUTPUT_CONTRACTS
-from colony.llm.runner import StructuredRunner
+from colony.llm.runner import AnswerStream, StructuredRunner
 from colony.observability.tracing import CallRecorder, TracedChatModel, tracer_from_settings
 from colony.ports import ChatModel, Counter, ModelRequest, ToolCall, Usage
 from colony.settings import Settings
@@ -75,9 +75,12 @@ def call_agent(
     request: AssemblyRequest,
     *,
     check: Callable[[Any], Sequence[str]] | None = None,
+    stream: AnswerStream | None = None,
 ) -> AgentResult:
     """Assemble the context for ``request`` and run it to a validated output contract, with
-    the profile's model, output cap and thinking budget (``BudgetBook.call_for``)."""
+    the profile's model, output cap and thinking budget (``BudgetBook.call_for``); with
+    ``stream``, over the provider's streaming API, the answer's text fed to it as it comes
+    (the chat's turn; every other agent is answered whole)."""
     assembled = assemble(request, budgets=deps.budgets, counter=deps.counter)
     contract = OUTPUT_CONTRACTS[assembled.output_name]
     limits = deps.budgets.call_for(request.profile)
@@ -91,7 +94,7 @@ def call_agent(
         thinking_budget=limits.thinking,
         metadata=trace_metadata(request, assembled),
     )
-    result = deps.runner.run(model_request, contract, check=check)
+    result = deps.runner.run(model_request, contract, check=check, stream=stream)
     return AgentResult(
         assembled,
         result.output,

@@ -26,12 +26,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from colony.adapters.text_stream import replay
 from colony.ports import (
     CallContext,
     Generation,
     LlmCallRecord,
     ModelRequest,
     ModelResponse,
+    TextSink,
     ToolCall,
     Usage,
 )
@@ -109,6 +111,9 @@ class HostileChatModel:
         answer = _obey(dict(request.output_schema), orders)
         text = json.dumps(answer)
         return ModelResponse(text, Usage(usage.tokens_in, word_count(answer)), self.model)
+
+    def stream(self, request: ModelRequest, on_text: TextSink) -> ModelResponse:
+        return replay(self.request(request), on_text)
 
     def prompts(self, org_id: str | None = None) -> list[str]:
         """Every prompt sent (all messages joined), optionally only those for ``org_id``."""
