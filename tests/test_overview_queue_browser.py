@@ -11,10 +11,12 @@ and ``artifacts/overview-queue.png`` (git-ignored).
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 from typing import Any
 
+import requests
 from selenium import webdriver
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
@@ -31,6 +33,26 @@ from tests.conftest import PgDB, wait_for
 from tests.overview_stack import ORG, demo_db, overview_stack, screenshot
 
 ITEMS = 30
+QUOTE = "<i>we are</i> opening three pavilions"
+LACKED = ["contact.signals", "<b>company.size</b>"]
+# Until approval_cards sends a contact's signals as objects (in flight on another branch, see
+# plant_signal_objects), this page script turns each signal the listing sends as a string into
+# the object the contact row holds; a signal already sent as an object passes through.
+SIGNAL_OBJECTS = """
+const SIGNALS = %s;
+const real = window.fetch.bind(window);
+window.fetch = async (input, init) => {
+  const response = await real(input, init);
+  if (!String(input).startsWith("/approvals?") || !response.ok) return response;
+  const body = await response.json();
+  for (const item of body.items) {
+    const d = item.detail || {};
+    const object = (s) => (typeof s === "string" && SIGNALS[s]) || s;
+    if (Array.isArray(d.signals)) d.signals = d.signals.map(object);
+  }
+  return new Response(JSON.stringify(body), { status: response.status, headers: response.headers });
+};
+"""
 
 
 def item(db: Database, item_id: str) -> dict[str, Any]:
@@ -53,6 +75,36 @@ def audit(db: Database, item_id: str) -> list[tuple[str, str, str, str]]:
             (item_id,),
         )
     return [(r["event"], r["actor"], r["channel"], r["action"]) for r in rows]
+
+
+def plant_signal_objects(db: Database, item_id: str) -> dict[str, Any]:
+    """Give the draft's contact a signal with a quote and its provenance (markup in the quote)
+    and the draft the agent's ``missing_data``; the signal objects by detail."""
+    with db.transaction(ORG) as cur:
+        row = fetch_one(
+            cur,
+            "SELECT c.id, c.signals FROM approval_items a"
+            " JOIN contacts c ON c.id = a.payload->>'contact_id' WHERE a.id = %s",
+            (item_id,),
+        )
+        assert row is not None
+        signals = list(row["signals"])
+        signals[0] = {
+            **signals[0],
+            "quote": QUOTE,
+            "source": {"url": "https://news.example/mercy-ridge"},
+            "confidence": 0.82,
+            "observed_on": "2026-10-10",
+        }
+        cur.execute(
+            "UPDATE contacts SET signals = %s::jsonb WHERE id = %s",
+            (json.dumps(signals), row["id"]),
+        )
+        cur.execute(
+            "UPDATE approval_items SET payload = payload || %s::jsonb WHERE id = %s",
+            (json.dumps({"missing_data": LACKED}), item_id),
+        )
+    return {s["detail"]: s for s in signals if isinstance(s, dict) and s.get("detail")}
 
 
 def card(driver: webdriver.Chrome, item_id: str) -> Any:
@@ -86,8 +138,16 @@ def test_queue_cards_are_decided_in_place(
     db = demo_db(testdb)
     deps = local_deps(Settings.from_env({}), db, InlineTransport())  # the other person's
     seeded = seed_queue(db, ORG, ITEMS, hostile=True)
+    objects = plant_signal_objects(db, seeded.outbound[0])
+    browser.execute_cdp_cmd(
+        "Page.addScriptToEvaluateOnNewDocument",
+        {"source": SIGNAL_OBJECTS % json.dumps(objects)},
+    )
     with overview_stack(testdb, db, tmp_path, ["chat", "send"]) as stack:
         base = stack.base
+        page = requests.get(f"{base}/overview", timeout=10)
+        assert page.headers["Content-Security-Policy"].endswith("connect-src 'self'")
+        assert b"<body>" in page.content, "no Clerk: the page takes pasted tokens"
         wait = WebDriverWait(browser, 30)
         browser.get(f"{base}/overview")  # no token yet: the sign-in view
         wait.until(ec.visibility_of_element_located((By.ID, "signin")))
@@ -133,6 +193,12 @@ def test_queue_cards_are_decided_in_place(
         assert contact is not None
         assert contact["name"] in text and contact["company"] in text
         assert "Prospect's signals" in text and "Exemplars used" in text
+        # A signal's quote and provenance, and what the agent lacked: text, never markup.
+        assert QUOTE in text and "source: https://news.example/mercy-ridge" in text
+        assert "confidence 82%" in text and "observed 2026-10-10" in text
+        assert "Missing data: the agent had no value for" in text
+        assert all(name in text for name in LACKED)
+        assert not draft.find_elements(By.CSS_SELECTOR, "i, b, a")
         assert "✓ CONST-006" in text, text
         assert "Campaign: Signal · T1 health systems" in text
         kinds = {
