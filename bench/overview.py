@@ -7,6 +7,8 @@ Reported (one JSON line):
 - ``first_card_ms``: from navigation start to the frame after the first cards are in the
   DOM (the page's ``colony:queue-first`` mark; it includes loading the page, opening the live
   stream and fetching the queue), on the first load and on a reload;
+- ``page_served_ms``: when the page's own response ended (the first load's includes the
+  chat function's cold start: its first request imports the chat flows);
 - ``whole_queue_ms``: the same, until the whole listing of N items is in the page and the
   cards near the view are built (``colony:queue-complete``): from then on keys, filters,
   counts and bulk decisions reach all N; the page builds only ``rendered_cards`` of them
@@ -77,9 +79,12 @@ def log(message: str) -> None:
 
 
 def marks(driver: Any) -> dict[str, float]:
+    """The page's marks, and ``served`` (the page's own response ended: on a first load
+    that includes the chat function's cold start)."""
     return driver.execute_script(
         "const m = {};"
         " for (const e of performance.getEntriesByType('mark')) m[e.name] = e.startTime;"
+        " m.served = performance.getEntriesByType('navigation')[0].responseEnd;"
         " return m;"
     )
 
@@ -180,6 +185,10 @@ def main() -> None:
                     "bench": "overview",
                     "items": args.items,
                     "first_card_ms": {"first_load": round(first[0]), "reload": round(first[1])},
+                    "page_served_ms": {
+                        "first_load": round(cold["served"]),
+                        "reload": round(warm["served"]),
+                    },
                     "whole_queue_ms": {"first_load": round(whole[0]), "reload": round(whole[1])},
                     "page_memory_mb": round(metrics["JSHeapUsedSize"] / 2**20, 1),
                     "dom_nodes": int(metrics["Nodes"]),
