@@ -8,7 +8,8 @@ chat function verifies every token through the stand-in's JWKS, with its issuer,
 origin as ``azp`` and no clock-skew leeway (``COLONY_JWT_LEEWAY_SECONDS=0``), so a token used
 after its ``exp`` is refused. Decisions made across several expiries land as the person's;
 when Clerk stops refreshing (the session was ended), the next call's 401 shows "Your session
-ended — sign in again" with the sign-in form, and nothing is decided.
+ended — sign in again" with the sign-in form, and nothing is decided; once the person signs
+in at Clerk again, the page carries on where it was.
 """
 
 from __future__ import annotations
@@ -128,3 +129,17 @@ def test_clerk_tokens_are_refreshed_before_they_expire_and_a_401_asks_to_sign_in
         assert clerk.refusals >= 2, "the 401 was retried after one more refresh"
         assert status_of(db, target) == ("pending", None)
         assert serious_violations(browser) == [], "the session-ended view"
+
+        # Signing in again at Clerk (another tab) and continuing: the page carries on where
+        # it was, and the decision the 401 stopped is made as the person's.
+        page = browser.current_window_handle
+        browser.switch_to.new_window("tab")
+        browser.get(clerk.sign_in_url(USER, ORG, f"{stack.base}/overview"))
+        wait.until(lambda d: d.current_url.startswith(stack.base))
+        browser.close()
+        browser.switch_to.window(page)
+        browser.find_element(By.ID, "clerk-retry").click()
+        wait.until(lambda d: d.find_element(By.ID, "app").is_displayed())
+        assert current(browser) == target
+        ActionChains(browser).send_keys("a").perform()
+        wait_for(lambda: status_of(db, target) == ("applied", USER), 20, "the decision again")
