@@ -1,6 +1,8 @@
 """The chat function's HTTP surface (``functions/chat/main.py`` hands every request here).
 
-    GET  /overview                  the page (static; it asks for a bearer token itself)
+    GET  /overview                  the page (static; it asks for a bearer token itself, or
+                                    with COLONY_CLERK_FRONTEND_API refreshes Clerk session
+                                    tokens there: ``<body data-clerk-frontend-api>``)
     POST /turns                     {"session_id"?, "message"} → SSE stream of the turn
     POST /sessions                  a new session → {"session_id"}
     GET  /sessions/<id>             its turns and last event id
@@ -34,6 +36,7 @@ disconnects, and the response only relays its events.
 from __future__ import annotations
 
 import contextvars
+import html
 import json
 import logging
 import queue
@@ -82,7 +85,7 @@ def handle(deps: FlowDeps, request: JsonRequest) -> Any:
     path, method = request.path, request.method
     if path == "/overview":
         _allow(method, "GET")
-        return _page()
+        return _page(deps.settings.clerk_frontend_api)
     who = verify_bearer(request.authorization, deps.settings)
     if path == "/turns":
         _allow(method, "POST")
@@ -123,12 +126,18 @@ def _allow(method: str, *allowed: str) -> None:
         raise MethodNotAllowed("this method is not allowed here", allow=allowed)
 
 
-def _page() -> flask.Response:
-    response = flask.Response(PAGE.read_bytes(), mimetype="text/html")
-    # The page makes no request anywhere but here (SPEC: the machines have no network).
+def _page(clerk: str | None) -> flask.Response:
+    page = PAGE.read_bytes()
+    connect = "'self'"
+    if clerk:  # an origin (settings check it); the page refreshes session tokens there
+        attribute = f'<body data-clerk-frontend-api="{html.escape(clerk, quote=True)}">'
+        page = page.replace(b"<body>", attribute.encode(), 1)
+        connect += " " + clerk
+    response = flask.Response(page, mimetype="text/html")
+    # The page makes no request anywhere but here and Clerk (SPEC: the machines have no network).
     response.headers["Content-Security-Policy"] = (
         "default-src 'self'; script-src 'self' 'unsafe-inline'; "
-        "style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'"
+        f"style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src {connect}"
     )
     response.headers["Cache-Control"] = "no-store"
     return response

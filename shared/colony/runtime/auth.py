@@ -1,7 +1,8 @@
 """Who is calling: user bearer tokens (Clerk JWTs), signed approval links, Google OIDC.
 
-- ``verify_bearer``: RS256 only, ``exp`` required, issuer checked when configured, and the
-  authorized party (``azp``: the origin the token was made for) checked against
+- ``verify_bearer``: RS256 only, ``exp`` required (with ``COLONY_JWT_LEEWAY_SECONDS`` of
+  clock skew, 30 by default), issuer checked when configured, and the authorized party
+  (``azp``: the origin the token was made for) checked against
   ``COLONY_JWT_AUTHORIZED_PARTIES`` when that is set; keys from Clerk's JWKS in production,
   or a PEM (``COLONY_JWT_PUBLIC_KEY``, else the local key pair under the data dir) locally.
   The org comes from the claims — ``org_id`` (Clerk v1) or ``o.id`` (v2) — never from a body.
@@ -40,7 +41,7 @@ from colony.runtime import signed
 from colony.settings import Settings
 
 ALGORITHMS = ["RS256"]  # never HS* (key confusion) and never "none"
-LEEWAY = timedelta(seconds=30)  # clock skew tolerated on exp / nbf / iat
+LEEWAY = timedelta(seconds=30)  # clock skew tolerated on a Google OIDC token's exp / iat
 PRIVATE_KEY_FILE = "jwt_private.pem"
 PUBLIC_KEY_FILE = "jwt_public.pem"
 LOCAL_ISSUER = "colony-local"
@@ -69,7 +70,7 @@ def verify_bearer(header_value: str | None, settings: Settings) -> Principal:
             key,
             algorithms=ALGORITHMS,
             issuer=settings.jwt_issuer,
-            leeway=LEEWAY,
+            leeway=timedelta(seconds=settings.jwt_leeway_seconds),
             options={"require": ["exp", "sub"], "verify_aud": False},
         )
     except jwt.ExpiredSignatureError:
