@@ -38,7 +38,7 @@ SELECT 1 FROM chat_turns WHERE session_id = %s AND role = 'tool'
 """
 # ENT-009, read here only for the chat (today's brief as entity data and on GET /brief); the
 # brief's own repository is the daily brief flow's.
-BRIEF_ON = "SELECT brief_date, content FROM daily_briefs WHERE brief_date = %s"
+BRIEF_ON = "SELECT brief_date, content, sections FROM daily_briefs WHERE brief_date = %s"
 
 
 def lock_session(cur: Any, session_id: str) -> None:
@@ -88,5 +88,6 @@ def has_tool_result(cur: Any, session_id: str, call_id: str) -> bool:
 
 
 def brief_on(cur: Any, day: date) -> Row | None:
-    """The org's daily brief of ``day`` (``brief_date, content``), if one was written."""
+    """The org's daily brief of ``day`` (``brief_date, content, sections``), if one was
+    written."""
     return fetch_one(cur, BRIEF_ON, (day,))
