@@ -149,6 +149,29 @@ def test_pipeline_funnels_brief_and_tool_results_are_drawn_from_the_data(
         assert "closed won" in cells and ODD_STAGE in cells
         assert '{"deals_by_stage"' not in words(browser.find_element(By.ID, "log"))
 
+        # Any other tool's result, generically: rows of objects as a table, an object as a
+        # definition list, deep nesting as one line of JSON text; all of it as text.
+        generic = browser.execute_script(
+            "const node = ColonyViews.toolResult({name: 'search_knowledge', ok: true, result:"
+            " {query: arguments[0], results: [{title: arguments[0], similarity: 0.5},"
+            " {title: 'b', deep: {a: {b: {c: 1}}}}]}});"
+            "document.getElementById('log').appendChild(node);"
+            " return [node.querySelectorAll('table tbody tr').length,"
+            " [...node.querySelectorAll('table thead th')].map(t => t.textContent),"
+            " [...node.querySelector('dl').children].filter(c => c.tagName === 'DT')"
+            ".map(t => t.textContent),"
+            " node.querySelector('table tbody td').textContent,"
+            " node.querySelector('code').textContent];",
+            HOSTILE,
+        )
+        assert generic == [
+            2,
+            ["title", "similarity", "deep"],
+            ["query", "results"],
+            HOSTILE,
+            '{"b":{"c":1}}',
+        ]
+
         views = ("#pipeline", "#funnels", "#brief", "#log")
         for where in views:
             assert not browser.find_elements(

@@ -17,7 +17,7 @@ window.ColonyViews = (() => {
   const FUNNEL_NAMES = { contacts: "Contacts", qualified: "Qualified", drafted: "Drafted",
     approved: "Approved", sent: "Sent", replied: "Replied" };
   const MAX_ROWS = 25, MAX_COLUMNS = 8, MAX_DEPTH = 3, COMPACT_CHARS = 160;
-  const ctx = { api: null, headers: null, serial: 0 };
+  const ctx = { api: null, headers: null, serial: 0, started: false, kick: null };
 
   const $ = (id) => document.getElementById(id);
   function el(tag, className, text) {
@@ -188,7 +188,8 @@ window.ColonyViews = (() => {
         $("funnels-status").textContent = "Not live: " + error.message + " (retrying)";
         wait = Math.min(30000, wait * 2);
       }
-      await new Promise((resolve) => setTimeout(resolve, wait));
+      await new Promise((resolve) => { ctx.kick = resolve; setTimeout(resolve, wait); });
+      ctx.kick = null;
     }
   }
 
@@ -320,10 +321,14 @@ window.ColonyViews = (() => {
     return node;
   }
 
+  // Called each time the page shows the app (again after a new sign-in): one stream only,
+  // and one that is waiting to reconnect tries at once with the new sign-in.
   function start(page) {
     ctx.api = page.api; ctx.headers = page.headers;
-    $("pipeline-refresh").addEventListener("click", loadPipeline);
     loadPipeline();
+    if (ctx.started) { if (ctx.kick) ctx.kick(); return; }
+    ctx.started = true;
+    $("pipeline-refresh").addEventListener("click", loadPipeline);
     followFunnels();
   }
 
