@@ -80,6 +80,7 @@ def test_pipeline_funnels_brief_and_tool_results_are_drawn_from_the_data(
         )
         for person in people:
             campaigns.add_contact(cur, ORG, campaign, person)
+        campaigns.start_run(cur, "run-views", ORG, campaign, "running", len(people))
         expected = fetch_all(
             cur, "SELECT stage, count(*) AS n, coalesce(sum(value), 0) AS v FROM deals GROUP BY 1"
         )
@@ -125,10 +126,18 @@ def test_pipeline_funnels_brief_and_tool_results_are_drawn_from_the_data(
         funnel = browser.find_element(By.CSS_SELECTOR, f'#funnels [data-campaign="{campaign}"]')
         assert words(funnel.find_element(By.TAG_NAME, "h3")) == f"Spring {HOSTILE}"
         assert count(browser, campaign, "qualified") == "0"
+        assert "running now: 0 of 4 contacts done" in words(funnel)
         browser.execute_script("window.__samePage = true")
         with db.transaction(ORG) as cur:
             campaigns.set_score(cur, people[0], 88, [], "qualify", "T1")
+            campaigns.contact_done(cur, "run-views")
         wait.until(lambda d: count(d, campaign, "qualified") == "1")
+        progress = browser.execute_script(
+            'const p = document.querySelector(`#funnels [data-campaign="${arguments[0]}"]'
+            " progress`); return [p.value, p.max];",
+            campaign,
+        )
+        assert progress == [1, 4]
         assert browser.execute_script("return window.__samePage") is True, "no reload"
         fetched = browser.execute_script(
             "return performance.getEntriesByType('resource').map(e => e.name)"

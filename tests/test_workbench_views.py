@@ -134,6 +134,7 @@ def test_a_funnel_counts_each_stage_per_contact_in_one_statement(db: Database) -
         "replied": 0,
     }
     assert [r["running"] for r in rows] == [False, True]
+    assert (rows[1]["run_done"], rows[1]["run_total"]) == (0, 5)
     with db.transaction(ORG) as cur:
         assert [r["name"] for r in funnels.recent(cur, 1)] == ["second"]
     with db.transaction(OTHER) as cur:
@@ -169,6 +170,13 @@ def test_what_a_funnel_counts_notifies_the_org_and_only_at_commit(db: Database) 
         with db.transaction(ORG) as cur:
             item = _draft(cur, ORG, campaign, contact)
             _mail(cur, ORG, campaign, contact, item, "queued")
+        assert heard() == [ORG]
+        with db.transaction(ORG) as cur:
+            campaigns.start_run(cur, "run-1", ORG, campaign, "running", 1)
+        assert heard() == [ORG]
+        with db.transaction(ORG) as cur:
+            campaigns.contact_done(cur, "run-1")  # progress, and the run completes
+            assert funnels.recent(cur, 1)[0]["running"] is False
         assert heard() == [ORG]
     finally:
         listener.close()

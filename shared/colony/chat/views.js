@@ -125,9 +125,16 @@ window.ColonyViews = (() => {
     const heading = el("h3", null, campaign.name);
     heading.id = uid("funnel");
     box.setAttribute("aria-labelledby", heading.id);
+    const run = campaign.progress;
     const meta = [campaign.angle, campaign.tier, campaign.status].filter(Boolean).join(" · ")
-      + (campaign.running ? " · running now" : "");
+      + (run ? " · running now: " + number(run.done) + " of " + plural(run.total, "contact") + " done" : "");
     box.append(heading, el("p", "qmeta", meta));
+    if (run && run.total > 0) {
+      const bar = el("progress", "run-progress");
+      bar.max = run.total; bar.value = Math.min(run.done, run.total);
+      bar.setAttribute("aria-label", "Run progress of " + campaign.name);
+      box.appendChild(bar);
+    }
     const label = stages.map((s) => (FUNNEL_NAMES[s] || human(s)) + " " + (campaign.counts[s] || 0)).join(", ");
     box.appendChild(funnelChart(stages, campaign.counts, label));
     const list = el("ol", "funnel-counts");

@@ -57,7 +57,7 @@ def pipeline(deps: FlowDeps, org_id: str) -> dict[str, Any]:
 
 def funnels(deps: FlowDeps, org_id: str, limit: int = RECENT_CAMPAIGNS) -> dict[str, Any]:
     """``{"stages": [...], "campaigns": [{id, name, angle, tier, status, running,
-    created_at, counts: {stage: n}}]}``, the newest campaigns first."""
+    progress: {done, total} | None, created_at, counts: {stage: n}}]}``, newest first."""
     with deps.db.transaction(org_id) as cur:
         rows = funnel_store.recent(cur, limit)
     return {
@@ -70,6 +70,12 @@ def funnels(deps: FlowDeps, org_id: str, limit: int = RECENT_CAMPAIGNS) -> dict[
                 "tier": r["tier"],
                 "status": r["status"],
                 "running": bool(r["running"]),
+                # how far the running runs are: contacts finished, of how many (None: none runs)
+                "progress": (
+                    {"done": int(r["run_done"]), "total": int(r["run_total"])}
+                    if r["running"]
+                    else None
+                ),
                 "created_at": r["created_at"].isoformat(),
                 "counts": {s: int(r[s]) for s in funnel_store.STAGES},
             }

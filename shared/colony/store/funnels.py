@@ -51,14 +51,17 @@ WITH recent AS (
                OR EXISTS (SELECT 1 FROM replies r WHERE r.outbox_id = o.id)) AS replied
     FROM outbox o WHERE o.campaign_id IN (SELECT id FROM recent) GROUP BY o.campaign_id
 ), runs AS (
-    SELECT campaign_id, count(*) FILTER (WHERE status = 'running') AS running
+    SELECT campaign_id, count(*) FILTER (WHERE status = 'running') AS running,
+           coalesce(sum(contacts_done) FILTER (WHERE status = 'running'), 0) AS run_done,
+           coalesce(sum(contacts_total) FILTER (WHERE status = 'running'), 0) AS run_total
     FROM campaign_runs WHERE campaign_id IN (SELECT id FROM recent) GROUP BY campaign_id
 )
 SELECT r.id, r.name, r.angle, r.tier, r.status, r.created_at,
        coalesce(m.contacts, 0) AS contacts, coalesce(m.qualified, 0) AS qualified,
        coalesce(d.drafted, 0) AS drafted, coalesce(d.approved, 0) AS approved,
        coalesce(o.sent, 0) AS sent, coalesce(o.replied, 0) AS replied,
-       coalesce(u.running, 0) > 0 AS running
+       coalesce(u.running, 0) > 0 AS running, coalesce(u.run_done, 0) AS run_done,
+       coalesce(u.run_total, 0) AS run_total
 FROM recent r
 LEFT JOIN members m ON m.campaign_id = r.id
 LEFT JOIN drafts d ON d.campaign_id = r.id
@@ -70,7 +73,8 @@ ORDER BY r.created_at DESC, r.id DESC
 
 def recent(cur: Any, limit: int) -> list[Row]:
     """The ``limit`` newest campaigns, newest first: id, name, angle, tier, status,
-    created_at, ``running`` (a run is going) and the count of each of ``STAGES``."""
+    created_at, ``running`` (a run is going), ``run_done`` / ``run_total`` (the contacts its
+    running runs have finished, of how many) and the count of each of ``STAGES``."""
     return fetch_all(cur, RECENT, (limit,))
 
 
