@@ -63,10 +63,15 @@ def overview_stack(
         yield Stack(db, servers.urls["chat"], mint_local_token(tmp_path, ORG), servers.urls)
 
 
-def screenshot(driver: Any, name: str) -> Path:
-    """Save what the page shows now as ``artifacts/<name>.png`` and check it is a picture."""
+def screenshot(driver: Any, name: str, of: Any = None) -> Path:
+    """Save what the page shows now (or only the element ``of``, scrolled into view) as
+    ``artifacts/<name>.png`` and check it is a picture."""
     path = ARTIFACTS / f"{name}.png"
     path.parent.mkdir(parents=True, exist_ok=True)
-    assert driver.save_screenshot(str(path)), path
-    assert path.stat().st_size > 10_000, f"{path} is near empty"
+    if of is None:
+        assert driver.save_screenshot(str(path)), path
+    else:
+        driver.execute_script("arguments[0].scrollIntoView({block: 'start'})", of)
+        assert of.screenshot(str(path)), path
+    assert path.stat().st_size > (10_000 if of is None else 3_000), f"{path} is near empty"
     return path

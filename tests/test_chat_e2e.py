@@ -356,3 +356,13 @@ def test_bad_input_gets_clear_errors_and_leaves_the_session_consistent(stack: St
     page = stack.http.get(f"{stack.chat}/overview")
     assert page.status_code == 200 and "text/html" in page.headers["content-type"]
     assert "http://" not in page.text and "https://" not in page.text
+    script = stack.http.get(f"{stack.chat}/overview/views.js")  # the page's views, same origin
+    assert script.status_code == 200 and "javascript" in script.headers["content-type"]
+    assert "window.ColonyViews" in script.text
+    assert stack.http.get(f"{stack.chat}/pipeline").status_code == 401
+    mine = stack.http.get(f"{stack.chat}/pipeline", headers=stack.auth()).json()
+    theirs = stack.http.get(f"{stack.chat}/pipeline", headers=stack.auth(stack.other)).json()
+    assert mine["deals"] >= 6 and mine["stages"][0]["stage"] == "discovery"
+    assert theirs == {"stages": [], "deals": 0, "value": 0}
+    funnels = stack.http.get(f"{stack.chat}/campaigns", headers=stack.auth(stack.other)).json()
+    assert funnels["campaigns"] == [] and funnels["stages"][0] == "contacts"

@@ -93,7 +93,11 @@ def test_brief_on_reads_the_days_brief(db: Database) -> None:
             "INSERT INTO daily_briefs (org_id, brief_date, content) VALUES (%s, %s, %s)",
             (ORG, today, "All quiet."),
         )
-        assert chat_store.brief_on(cur, today) == {"brief_date": today, "content": "All quiet."}
+        assert chat_store.brief_on(cur, today) == {
+            "brief_date": today,
+            "content": "All quiet.",
+            "sections": {},
+        }
     with db.transaction(OTHER) as cur:
         assert chat_store.brief_on(cur, today) is None
 

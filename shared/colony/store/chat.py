@@ -59,7 +59,7 @@ ARRAY(SELECT tool_call->>'approval_id' FROM chat_turns
 
 # ENT-009, read here only for the chat (today's brief as entity data and on GET /brief); the
 # brief's own repository is the daily brief flow's.
-BRIEF_ON = "SELECT brief_date, content FROM daily_briefs WHERE brief_date = %s"
+BRIEF_ON = "SELECT brief_date, content, sections FROM daily_briefs WHERE brief_date = %s"
 _HYDRATE = HYDRATE.format(turns=TURNS, brief=BRIEF_ON).replace(
     "ANY(%s::text[])", f"ANY({AWAITED_IDS.strip()})"
 )
@@ -145,5 +145,6 @@ def hydrate(
 
 
 def brief_on(cur: Any, day: date) -> Row | None:
-    """The org's daily brief of ``day`` (``brief_date, content``), if one was written."""
+    """The org's daily brief of ``day`` (``brief_date, content, sections``), if one was
+    written."""
     return fetch_one(cur, BRIEF_ON, (day,))
