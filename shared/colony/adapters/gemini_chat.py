@@ -18,7 +18,7 @@ from typing import Any, Literal
 from colony.adapters.client import OwnsClient
 from colony.adapters.retry_after import retry_after_seconds
 from colony.adapters.tool_turns import paired
-from colony.errors import ProviderError, ProviderUnavailable, ValidationFailed
+from colony.errors import ProviderError, ProviderUnavailable, ToolCallInvalid, ValidationFailed
 from colony.ports import Message, ModelRequest, ModelResponse, ToolCall, Usage
 
 # What ``responseJsonSchema`` supports (google-genai's GenerationConfig docs); anything else
@@ -269,6 +269,8 @@ def _model_response(response: Any, requested_model: str) -> ModelResponse:
     # Thinking tokens are billed as output (as OpenAI's completion_tokens include reasoning).
     tokens_out = int(getattr(usage, "candidates_token_count", 0) or 0)
     tokens_out += int(getattr(usage, "thoughts_token_count", 0) or 0)
+    if finish == "MALFORMED_FUNCTION_CALL":  # the model's function call did not parse
+        raise ToolCallInvalid("Gemini returned a function call it could not parse")
     stopped: Literal["stop", "length", "refused"] = "stop"
     if finish == "MAX_TOKENS":
         stopped = "length"

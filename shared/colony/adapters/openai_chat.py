@@ -16,7 +16,7 @@ from typing import Any, Literal
 from colony.adapters.client import OwnsClient
 from colony.adapters.retry_after import retry_after_seconds
 from colony.adapters.tool_turns import paired
-from colony.errors import OutputInvalid, ProviderError, ProviderUnavailable
+from colony.errors import ProviderError, ProviderUnavailable, ToolCallInvalid
 from colony.ports import Message, ModelRequest, ModelResponse, ToolCall, Usage
 
 # What OpenAI's strict mode accepts in a schema node. Everything else (default, format,
@@ -274,11 +274,11 @@ def _model_response(response: Any, requested_model: str) -> ModelResponse:
         try:
             arguments = json.loads(call.function.arguments or "{}")
         except json.JSONDecodeError as error:
-            raise OutputInvalid(
+            raise ToolCallInvalid(
                 f"OpenAI tool call {call.function.name!r} has arguments that are not JSON"
             ) from error
         if not isinstance(arguments, dict):
-            raise OutputInvalid(
+            raise ToolCallInvalid(
                 f"OpenAI tool call {call.function.name!r} has arguments that are not an object"
             )
         tool_calls.append(ToolCall(name=call.function.name, arguments=arguments, id=call.id))

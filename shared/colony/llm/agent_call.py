@@ -21,7 +21,9 @@ from colony.context.assembler import AssembledContext, AssemblyRequest, assemble
 from colony.context.budgets import BudgetBook, load_budgets
 from colony.context.tokens import GeminiTokenCounter, counter_for
 from colony.contracts import OUTPUT_CONTRACTS
+from colony.errors import ToolCallInvalid
 from colony.llm.runner import StructuredRunner
+from colony.observability import categories
 from colony.observability.tracing import CallRecorder, TracedChatModel, tracer_from_settings
 from colony.ports import ChatModel, Counter, ModelRequest, ToolCall, Usage
 from colony.settings import Settings
@@ -77,8 +79,23 @@ def call_agent(
     check: Callable[[Any], Sequence[str]] | None = None,
 ) -> AgentResult:
     """Assemble the context for ``request`` and run it to a validated output contract, with
-    the profile's model, output cap and thinking budget (``BudgetBook.call_for``)."""
-    assembled = assemble(request, budgets=deps.budgets, counter=deps.counter)
+    the profile's model, output cap and thinking budget (``BudgetBook.call_for``).
+
+    A context that cannot be assembled and a provider's tool call that cannot be parsed are
+    reported to Sentry as their categories (``colony.observability.categories``), then
+    raised as they are."""
+    try:
+        assembled = assemble(request, budgets=deps.budgets, counter=deps.counter)
+    except Exception as error:
+        agent_id = request.profile.split("/")[0]  # a pass ("AGT-006/pass1") is its agent's
+        categories.report(
+            "context_assembly",
+            error,
+            org_id=request.org_id,
+            run_id=request.run_id,
+            agent_id=agent_id,
+        )
+        raise
     contract = OUTPUT_CONTRACTS[assembled.output_name]
     limits = deps.budgets.call_for(request.profile)
     model_request = ModelRequest(
@@ -91,7 +108,17 @@ def call_agent(
         thinking_budget=limits.thinking,
         metadata=trace_metadata(request, assembled),
     )
-    result = deps.runner.run(model_request, contract, check=check)
+    try:
+        result = deps.runner.run(model_request, contract, check=check)
+    except ToolCallInvalid as error:
+        categories.report(
+            "tool_call_parse",
+            error,
+            org_id=request.org_id,
+            run_id=request.run_id,
+            agent_id=assembled.bundle.agent_role,
+        )
+        raise
     return AgentResult(
         assembled,
         result.output,
