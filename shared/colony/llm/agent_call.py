@@ -24,8 +24,13 @@ from colony.contracts import OUTPUT_CONTRACTS
 from colony.errors import ToolCallInvalid
 from colony.llm.runner import StructuredRunner
 from colony.observability import categories
-from colony.observability.tracing import CallRecorder, TracedChatModel, tracer_from_settings
-from colony.ports import ChatModel, Counter, ModelRequest, ToolCall, Usage
+from colony.observability.tracing import (
+    CallRecorder,
+    NoopTracer,
+    TracedChatModel,
+    tracer_from_settings,
+)
+from colony.ports import ChatModel, Counter, ModelRequest, ToolCall, Tracer, Usage
 from colony.settings import Settings
 from colony.store import Database
 
@@ -39,6 +44,12 @@ class LlmDeps:
     counter: Counter  # the target model's tokenizer (or a labelled estimate)
     provider: str = "offline"
     pinned: bool = False  # COLONY_LLM_MODEL set: every profile uses ``model``
+    tracer: Tracer = field(default_factory=NoopTracer)  # the one ``chat`` traces with
+
+    def annotate(self, call_id: str, **metadata: int | str) -> None:
+        """Add what a flow learnt after the call (``quotes_dropped``) to the call's trace."""
+        if call_id:
+            self.tracer.annotate(call_id, metadata)
 
     def model_for(self, profile: str) -> str:
         if self.pinned:
@@ -145,10 +156,9 @@ def llm_from_settings(settings: Settings, db: Database | None = None) -> LlmDeps
     """Composition root for LLM calls: provider, tracing (no-op without keys), call records."""
     budgets = load_budgets(settings.budgets_file)
     model = settings.llm_model or budgets.model_for(settings.llm_provider)
+    tracer = tracer_from_settings(settings)
     chat = TracedChatModel(
-        chat_model_from_settings(settings),
-        tracer_from_settings(settings),
-        CallRecorder(db) if db is not None else None,
+        chat_model_from_settings(settings), tracer, CallRecorder(db) if db is not None else None
     )
     return LlmDeps(
         chat,
@@ -158,6 +168,7 @@ def llm_from_settings(settings: Settings, db: Database | None = None) -> LlmDeps
         counter_from_settings(settings, model),
         provider=settings.llm_provider,
         pinned=settings.llm_model is not None,
+        tracer=tracer,
     )
 
 
