@@ -19,7 +19,7 @@ from typing import Any, Literal
 from colony.adapters.client import OwnsClient
 from colony.adapters.retry_after import retry_after_seconds
 from colony.adapters.tool_turns import paired
-from colony.errors import ProviderError, ProviderUnavailable, ValidationFailed
+from colony.errors import ProviderError, ProviderUnavailable, ToolCallInvalid, ValidationFailed
 from colony.ports import Message, ModelRequest, ModelResponse, TextSink, ToolCall, Usage
 
 # What ``responseJsonSchema`` supports (google-genai's GenerationConfig docs); anything else
@@ -309,6 +309,8 @@ def _model_response(response: Any, requested_model: str) -> ModelResponse:
             return ModelResponse("", Usage(tokens_in, 0), model, finish="refused", refusal=category)
         raise ProviderError("Gemini returned no candidates")
     finish = _enum_name(getattr(candidates[0], "finish_reason", None))
+    if finish == "MALFORMED_FUNCTION_CALL":  # the model's function call did not parse
+        raise ToolCallInvalid("Gemini returned a function call it could not parse")
     text, tool_calls = _parts(response)
     # Thinking tokens are billed as output (as OpenAI's completion_tokens include reasoning).
     tokens_out = int(getattr(usage, "candidates_token_count", 0) or 0)

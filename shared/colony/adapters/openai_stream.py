@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from colony.errors import OutputInvalid, ProviderUnavailable
+from colony.errors import ProviderUnavailable, ToolCallInvalid
 from colony.ports import ModelResponse, TextSink, ToolCall, Usage
 
 
@@ -19,9 +19,11 @@ def tool_arguments(name: str, raw: str | None) -> dict[str, Any]:
     try:
         arguments = json.loads(raw or "{}")
     except json.JSONDecodeError as error:
-        raise OutputInvalid(f"OpenAI tool call {name!r} has arguments that are not JSON") from error
+        raise ToolCallInvalid(
+            f"OpenAI tool call {name!r} has arguments that are not JSON"
+        ) from error
     if not isinstance(arguments, dict):
-        raise OutputInvalid(f"OpenAI tool call {name!r} has arguments that are not an object")
+        raise ToolCallInvalid(f"OpenAI tool call {name!r} has arguments that are not an object")
     return arguments
 
 

@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
@@ -73,6 +74,9 @@ class NoopTracer:
     ) -> AbstractContextManager[Generation]:
         return _NOOP_CONTEXT
 
+    def annotate(self, call_id: str, metadata: Mapping[str, int | str]) -> None:
+        return None
+
     def flush(self) -> None:
         return None
 
@@ -119,7 +123,14 @@ class LangfuseTracer:
 
     Built, it registers ``flush_within`` with ``colony.observability.telemetry`` (so the edge
     flushes its spans before each invocation returns); ``shutdown`` unregisters it.
+
+    ``annotate`` adds metadata learnt after a generation ended (e.g. ``quotes_dropped``, once
+    the flow has checked the answer's quotes against their source) to that generation's
+    trace: an event observation under the generation, carrying the values as its metadata and
+    as trace metadata. The generation of each of the last ``REMEMBERED`` call ids is kept.
     """
+
+    REMEMBERED = 256
 
     def __init__(
         self,
@@ -149,6 +160,8 @@ class LangfuseTracer:
             span_exporter=span_exporter,
         )
         register_flush(self.flush_within)
+        self._generations: OrderedDict[str, tuple[str, str, str]] = OrderedDict()
+        self._lock = threading.Lock()
 
     @property
     def client(self) -> Langfuse:
@@ -177,6 +190,8 @@ class LangfuseTracer:
             ) as observation,
         ):
             generation = _LangfuseGeneration(observation, self.capture_content)
+            if context.call_id:
+                self._remember(context.call_id, observation.trace_id, observation.id, context)
             try:
                 yield generation
             except BaseException as error:
@@ -187,6 +202,30 @@ class LangfuseTracer:
                     generation.fail(error_summary(error))
         if failure is not None:
             raise failure
+
+    def _remember(self, call_id: str, trace_id: str, span_id: str, context: CallContext) -> None:
+        with self._lock:
+            self._generations[call_id] = (trace_id, span_id, context.org_id)
+            self._generations.move_to_end(call_id)
+            while len(self._generations) > self.REMEMBERED:
+                self._generations.popitem(last=False)
+
+    def annotate(self, call_id: str, metadata: Mapping[str, int | str]) -> None:
+        # lazy: Langfuse, loaded with the client in __init__
+        from langfuse import propagate_attributes
+
+        with self._lock:
+            found = self._generations.get(call_id)
+        if found is None or not metadata:
+            return
+        trace_id, span_id, org_id = found
+        values = {str(k): str(v)[:200] for k, v in metadata.items()}
+        with propagate_attributes(tags=[org_tag(org_id)], metadata=values):
+            self._client.create_event(
+                trace_context={"trace_id": trace_id, "parent_span_id": span_id},
+                name="annotation",
+                metadata={"call_id": call_id, **dict(metadata)},
+            )
 
     def flush(self) -> None:
         self._client.flush()

@@ -37,6 +37,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from colony.errors import ConfigError, Unauthorized, UpstreamError, ValidationFailed
+from colony.observability import sentry
 from colony.runtime import signed
 from colony.settings import Settings
 
@@ -89,7 +90,9 @@ def verify_bearer(header_value: str | None, settings: Settings) -> Principal:
     if not isinstance(user, str) or not user:
         raise Unauthorized("the bearer token names no user")
     _check_authorized_party(claims, settings.jwt_authorized_parties)
-    return Principal(_org_of(claims), user, claims)
+    principal = Principal(_org_of(claims), user, claims)
+    sentry.tag(org_id=principal.org_id)  # the request's events name its (verified) org
+    return principal
 
 
 def _check_authorized_party(claims: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
@@ -316,11 +319,13 @@ def verify_approval_token(key: str | bytes, token: str, now: datetime) -> Approv
         key, _DOMAIN, token, now, version=_VERSION, what="approval link", setting=_SETTING
     )
     try:
-        return ApprovalClaim(
+        claim = ApprovalClaim(
             str(body["o"]), str(body["i"]), str(body["a"]), str(body["r"]), str(body["n"])
         )
     except KeyError:
         raise Unauthorized("the approval link is malformed") from None
+    sentry.tag(org_id=claim.org_id)
+    return claim
 
 
 # ----------------------------------------------------------------------------- Google OIDC

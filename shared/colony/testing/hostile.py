@@ -162,6 +162,7 @@ class RecordingTracer:
 
     def __init__(self) -> None:
         self.calls: list[tuple[ModelRequest, dict[str, Any]]] = []
+        self.annotations: list[tuple[str, dict[str, int | str]]] = []  # (call id, metadata)
 
     @contextmanager
     def generation(self, request: ModelRequest, context: CallContext) -> Iterator[Generation]:
@@ -176,6 +177,9 @@ class RecordingTracer:
             if org_id is None or meta.get("org_id") == org_id
             for flag in meta.get("untrusted_instructions") or ()
         ]
+
+    def annotate(self, call_id: str, metadata: Mapping[str, int | str]) -> None:
+        self.annotations.append((call_id, dict(metadata)))
 
     def flush(self) -> None:
         return None

@@ -12,7 +12,9 @@ history rows, so a client that drops can replay from ``Last-Event-ID`` while the
 The answer's deltas reach the client as the model streams them, and are stored with the
 turn's next write under the ids they were sent with (``turn_io``).
 A tool call's history row is written with its result, so no failure can leave a call without
-one. Whatever fails, a turn ends with ``error`` + ``done``. What the model sees is built in
+one. Whatever fails, a turn ends with ``error`` + ``done``, and what is not the caller's fault
+is reported to Sentry tagged with the org, the turn (as its run) and AGT-001, as is a tool
+call the tools refuse (``tool_call_parse``). What the model sees is built in
 ``hydration``; an approved gated call continues here through ``continue_turn`` (``resume``).
 """
 
@@ -32,6 +34,7 @@ from colony.flows.chat.hydration import model_step
 from colony.flows.chat.turn_io import AGENT, Rows, Sink, TurnIO, compact_json
 from colony.flows.deps import FlowDeps
 from colony.knowledge.store import SEARCH_SETTINGS
+from colony.observability import categories, sentry
 from colony.ports import ToolCall
 from colony.store import approvals
 from colony.store import chat as chat_store
@@ -86,18 +89,22 @@ def _guarded(io: TurnIO, body: Callable[[], None]) -> None:
     in the log, so every follower (and a replay) sees it end. Our own faults
     (``InternalError``: a missing key, a broken template) and bugs then raise, to be logged
     and reported."""
-    try:
-        body()
-    except (CallerError, UpstreamError) as error:
-        # Caller errors carry their sentence; upstream ones a fixed one (no provider text).
-        payload = public_body(error)
-        log.warning("chat turn %s failed: %s", io.turn_id, error.code)
-        io.write([("error", payload), ("done", {"status": "failed"})])
-    except Exception as error:  # ours or a bug: end the turn (fixed message), then raise
-        # Best effort: if the database is what failed, the original error is the one to raise.
-        with contextlib.suppress(Exception):
-            io.write([("error", public_body(error)), ("done", {"status": "failed"})])
-        raise
+    with sentry.error_scope(io.org_id, io.turn_id, AGENT, capture=False):
+        try:
+            body()
+        except (CallerError, UpstreamError) as error:
+            # Caller errors carry their sentence; upstream ones a fixed one (no provider text).
+            payload = public_body(error)
+            log.warning("chat turn %s failed: %s", io.turn_id, error.code)
+            sentry.report(error)  # an upstream failure, not the caller's: Sentry sees it too
+            io.write([("error", payload), ("done", {"status": "failed"})])
+        except Exception as error:  # ours or a bug: end the turn (fixed message), then raise
+            sentry.report(error)  # here, with the turn's tags (the stream's thread logs it)
+            # Best effort: if the database is what failed, the original error is the one to
+            # raise.
+            with contextlib.suppress(Exception):
+                io.write([("error", public_body(error)), ("done", {"status": "failed"})])
+            raise
 
 
 def _loop(io: TurnIO) -> None:
@@ -162,6 +169,9 @@ def _tool_call(io: TurnIO, call: ToolCall) -> str:
     try:
         tool, args = tools.parse_args(call.name, call.arguments)
     except CallerError as error:
+        categories.report(
+            "tool_call_parse", error, org_id=io.org_id, run_id=io.turn_id, agent_id=AGENT
+        )
         problem = {"code": error.code, "message": str(error)}
         result_row = (
             "tool",
