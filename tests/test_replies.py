@@ -20,7 +20,7 @@ from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
 from colony.llm.runner import StructuredRunner
 from colony.policy.replies import own_text, sentiment
-from colony.ports import InboundMail, Mail, ModelRequest, ModelResponse
+from colony.ports import InboundMail, Mail, ModelRequest, ModelResponse, TextSink
 from colony.settings import Settings
 from colony.store import fetch_all
 from colony.testing.inline import FIXED_NOW, InlineTransport, local_deps
@@ -37,6 +37,10 @@ class Recorder:
     def request(self, request: ModelRequest) -> ModelResponse:
         self.requests.append(request)
         return self.inner.request(request)  # type: ignore[attr-defined]
+
+    def stream(self, request: ModelRequest, on_text: TextSink) -> ModelResponse:
+        self.requests.append(request)
+        return self.inner.stream(request, on_text)  # type: ignore[attr-defined]
 
 
 class Accepting:
