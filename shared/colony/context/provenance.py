@@ -1,7 +1,8 @@
 """What one model call's context was built from (issue 19 item 5), as JSON-ready data.
 
 ``of`` reads the assembly request and what the assembler kept: the Knowledge Core chunks
-(id, domain, similarity, content hash), the entities (name, id, ``updated_at``), the daily
+(id, domain, similarity, content hash), the entities (name, id, ``updated_at``), the
+contact's signals kept (where each was read, its confidence and day), the daily
 brief's id when the call was given one, the history turns kept (role, name, tool call id),
 the template's version hash and the budget cuts. Ids, hashes and counts only, never the
 text itself: the record sits beside usage numbers that are kept for months.
@@ -13,6 +14,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from colony.context import signals as signal_view
 from colony.context import templates
 from colony.registry.agents import AGENTS
 
@@ -55,6 +57,7 @@ def of(
     entities: Mapping[str, Any],
     history: Sequence[Any],
     trimmed: Mapping[str, int],
+    signals: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """The provenance record of one assembled call (see the module docstring)."""
     refs = entity_refs(entities)
@@ -70,6 +73,7 @@ def of(
             for e in exemplars
         ],
         "entities": refs,
+        "signals": [signal_view.reference(s) for s in signals],
         "brief_id": brief,
         "history": [
             {

@@ -29,6 +29,7 @@ def _call(row: Mapping[str, Any]) -> dict[str, Any]:
         "context_budget_used": dict(row["context_budget_used"] or {}),
         "chunks": list(prov.get("chunks") or ()),
         "entities": list(prov.get("entities") or ()),
+        "signals": list(prov.get("signals") or ()),
         "brief_id": prov.get("brief_id"),
         "history": list(prov.get("history") or ()),
         "template": prov.get("template"),
@@ -82,6 +83,10 @@ def render(explained: Mapping[str, Any]) -> str:
         out += _line(
             "entities",
             [f"{e['name']} {e['id']} updated {e.get('updated_at', '?')}" for e in c["entities"]],
+        )
+        out += _line(
+            "contact signals",
+            [" ".join(str(v) for v in s.values()) for s in c["signals"]],
         )
         out.append(f"  brief: {c['brief_id'] or '(none)'}")
         out += _line(

@@ -28,7 +28,7 @@ from colony.flows.deps import FlowDeps
 from colony.knowledge.exemplars import hinted_domains, picked_exemplars, to_exemplars
 from colony.registry.agents import AGENTS, agent_by_slug
 from colony.runtime import idempotency
-from colony.store import campaigns, orgdata
+from colony.store import campaigns, orgdata, signals
 from colony.store.db import Row
 
 EXEMPLARS_PER_DOMAIN = 2
@@ -128,6 +128,15 @@ def load_contact(deps: FlowDeps, org: str, contact_id: str) -> Row:
     return contact
 
 
+def known_signals(deps: FlowDeps, org: str, contact: Row) -> tuple[Row, list[Row]]:
+    """The contact as AGT-004/005's ``contact`` entity, and its signals apart
+    (``store.signals.known_for``): the assembler ranks and cuts those within the budget, so
+    the entity does not carry its own copy of them."""
+    with deps.db.transaction(org) as cur:
+        known = signals.known_for(cur, contact)
+    return {k: v for k, v in contact.items() if k != "signals"}, known
+
+
 def assembly_request(
     deps: FlowDeps,
     org: str,
@@ -136,7 +145,11 @@ def assembly_request(
     envelope: HandoffEnvelope,
     entities: Mapping[str, Any],
     task: Mapping[str, Any],
+    *,
+    signals: Sequence[Mapping[str, Any]] = (),
 ) -> Any:
+    """``agent_id``'s request: its grounding, the org's ICP, ``entities`` and ``task``, and
+    the contact's ``signals`` (``known_signals``) as the assembler's own section of them."""
     with deps.db.transaction(org) as cur:
         icp = orgdata.active_icp(cur)
         name = orgdata.org_name(cur)
@@ -154,6 +167,7 @@ def assembly_request(
         (),
         dict(task),
         kc_queried=domains,
+        signals=tuple(signals),
     )
 
 
