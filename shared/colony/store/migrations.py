@@ -641,4 +641,7 @@ def migrations(dim: int) -> list[Migration]:
         # Issue 16 item 4: org_id in every org-scoped key and foreign key, so the schema can be
         # distributed by org (Citus, AlloyDB) when one instance is outgrown (docs/scale.md).
         Migration("0033_org_keys", (_SQL / "0033_org_keys.sql").read_text(encoding="utf-8")),
+        # Issue 19 item 3: approved deployment kits (and the closed-won deal summary each one
+        # opens with) grow KC-10; the kit keeps its text for the approval that adds it.
+        Migration("0036_kc_learning", (_SQL / "0036_kc_learning.sql").read_text(encoding="utf-8")),
     ]
