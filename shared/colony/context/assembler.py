@@ -72,6 +72,8 @@ class AssemblyRequest:
     # the contact's signals (``colony.store.signals``: quote, source, confidence, observed_on),
     # any order: rendered strongest first as the ``signals`` entity, the weakest cut first
     signals: Sequence[Mapping[str, Any]] = ()
+    # the daily brief the context carries (its row id): recorded in the call's provenance
+    brief_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -369,5 +371,7 @@ def assemble(
             history=req.history[len(req.history) - len(history) :],
             trimmed=trimmed,
             signals=signals,
+            brief_id=req.brief_id,
+            rounds=req.tool_rounds[len(req.tool_rounds) - len(rounds) :],
         ),
     )

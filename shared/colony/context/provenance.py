@@ -3,7 +3,8 @@
 ``of`` reads the assembly request and what the assembler kept: the Knowledge Core chunks
 (id, domain, similarity, content hash), the entities (name, id, ``updated_at``), the
 contact's signals kept (where each was read, its confidence and day), the daily
-brief's id when the call was given one, the history turns kept (role, name, tool call id),
+brief's id when the call was given one, the history turns kept (their stored row id, role,
+name, tool call id; this call's own tool rounds after the earlier turns),
 the template's version hash and the budget cuts. Ids, hashes and counts only, never the
 text itself: the record sits beside usage numbers that are kept for months.
 """
@@ -58,10 +59,13 @@ def of(
     history: Sequence[Any],
     trimmed: Mapping[str, int],
     signals: Sequence[Mapping[str, Any]] = (),
+    brief_id: str | None = None,
+    rounds: Sequence[Any] = (),
 ) -> dict[str, Any]:
-    """The provenance record of one assembled call (see the module docstring)."""
+    """The provenance record of one assembled call (see the module docstring); ``history``
+    and ``rounds`` are the earlier turns and this call's own tool rounds the prompt kept."""
     refs = entity_refs(entities)
-    brief = next((r["id"] for r in refs if "brief" in r["name"]), None)
+    brief = brief_id or next((r["id"] for r in refs if "brief" in r["name"]), None)
     return {
         "chunks": [
             {
@@ -79,13 +83,14 @@ def of(
             {
                 k: v
                 for k, v in (
+                    ("id", t.id),
                     ("role", t.role),
                     ("name", t.name),
                     ("tool_call_id", t.tool_call_id),
                 )
                 if v
             }
-            for t in history
+            for t in (*history, *rounds)
         ],
         "template": {"name": template, "version": template_version(agent_id, template)},
         "budget_cuts": {k: v for k, v in trimmed.items() if v},

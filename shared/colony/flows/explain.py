@@ -45,12 +45,11 @@ def explain(deps: FlowDeps, org_id: str, output_id: str) -> dict[str, Any]:
     if not rows:
         raise NotFound(
             f"no model call on record for {output_id!r} in this org (an approval item id,"
-            " a chat turn id, or a brief's date; items queued by a person have none)"
+            " a chat turn id, or a brief's id or date; items queued by a person have none)"
         )
-    kind = rows[0]["item_kind"]
     return {
         "output_id": output_id,
-        "kind": kind or ("brief" if str(rows[0]["run_id"]).startswith("brief:") else "chat_turn"),
+        "kind": rows[0]["output_kind"],
         "calls": [_call(r) for r in rows],
     }
 

@@ -41,6 +41,9 @@ class TurnIO:
     # What the detector flagged in the untrusted text of this turn's model calls: carried
     # onto any approval card the turn writes (``colony.context.untrusted``).
     untrusted: list[str] = field(default_factory=list)
+    # The model call whose answer the turn is acting on (``hydration.model_step``): stored
+    # on the assistant rows it wrote, so ``colony explain <turn id>`` follows the link.
+    call_id: str | None = None
 
     def emit(self, cur: Any, items: Sequence[tuple[str, dict[str, Any]]]) -> list[ev.Event]:
         stored = ev.append(cur, self.org_id, self.session_id, self.turn_id, items)
@@ -53,8 +56,9 @@ class TurnIO:
     def add_rows(self, cur: Any, rows: Rows) -> None:
         """Append this turn's history rows on ``cur``."""
         for role, content, call in rows:
+            made_by = self.call_id if role == "assistant" else None
             chat_store.add_turn(
-                cur, self.org_id, self.session_id, self.turn_id, role, content, call
+                cur, self.org_id, self.session_id, self.turn_id, role, content, call, made_by
             )
 
     def write(
