@@ -247,8 +247,10 @@ def test_a_campaign_gives_agt004_and_005_the_stored_signals_and_the_card_shows_t
     qualification = calls["AGT-004"]
     kept = qualification["signals"]
     assert qualification["budget_cuts"]["signals_dropped"] == 9 - len(kept) > 0
+    # (how many fit moves by a signal with the prompt's random block boundary: its tokens vary)
     assert kept == [
-        {k: s[k] for k in ("source", "confidence", "observed_on")} for s in stored[: len(kept)]
+        {k: s[k] for k in ("source", "confidence", "observed_on") if s[k] is not None}
+        for s in stored[: len(kept)]
     ]
     # AGT-005 drafted from the stored signals (the newest, of those it was given)
     drafted = calls["AGT-005"]["signals"]
