@@ -20,6 +20,7 @@ locals {
     COLONY_FUNCTION_URLS           = jsonencode(local.function_urls)
     COLONY_INVOKER_SERVICE_ACCOUNT = google_service_account.invoker.email
     COLONY_JWT_AUTHORIZED_PARTIES  = join(",", var.jwt_authorized_parties)
+    COLONY_CLERK_FRONTEND_API      = var.clerk_frontend_api
     COLONY_ASSETS_BUCKET           = google_storage_bucket.assets.name
     COLONY_LLM_PROVIDER            = var.llm_provider
     COLONY_EMBEDDING_PROVIDER      = var.embedding_provider

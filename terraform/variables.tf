@@ -83,6 +83,12 @@ variable "jwt_authorized_parties" {
   default     = []
 }
 
+variable "clerk_frontend_api" {
+  description = "Clerk's Frontend API origin (COLONY_CLERK_FRONTEND_API, e.g. https://clerk.example.com): the /overview page refreshes its session tokens there, and its CSP allows it. Empty: tokens are pasted."
+  type        = string
+  default     = ""
+}
+
 variable "db_name" {
   description = "Database name."
   type        = string

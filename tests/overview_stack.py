@@ -5,7 +5,7 @@ to ``artifacts/`` (git-ignored). The headless Chromium itself is the ``browser``
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,23 +42,36 @@ def demo_db(testdb: PgDB) -> Database:
 
 @contextmanager
 def overview_stack(
-    testdb: PgDB, db: Database, tmp_path: Path, chain: Iterable[str]
+    testdb: PgDB,
+    db: Database,
+    tmp_path: Path,
+    chain: Iterable[str],
+    env: Callable[[Mapping[str, str]], Mapping[str, str]] | None = None,
 ) -> Iterator[Stack]:
-    """Start ``chain`` (the chat function first) against ``testdb`` with the local transport."""
-    env = {
+    """Start ``chain`` (the chat function first) against ``testdb`` with the local transport;
+    ``env`` adds to their environment, given the functions' URLs (the page's origin)."""
+    base = {
         "COLONY_DB_MODE": "dsn",
         "COLONY_DB_DSN": testdb.dsn(APP_ROLE),
         "COLONY_TRANSPORT": "local",
         "COLONY_DATA_DIR": str(tmp_path),
     }
-    with FunctionServers(env, list(chain), log_dir=tmp_path) as servers:
+    servers = FunctionServers(base, list(chain), log_dir=tmp_path)
+    if env is not None:
+        servers.add_env(env(servers.urls))
+    with servers:
         yield Stack(db, servers.urls["chat"], mint_local_token(tmp_path, ORG), servers.urls)
 
 
-def screenshot(driver: Any, name: str) -> Path:
-    """Save what the page shows now as ``artifacts/<name>.png`` and check it is a picture."""
+def screenshot(driver: Any, name: str, of: Any = None) -> Path:
+    """Save what the page shows now (or only the element ``of``, scrolled into view) as
+    ``artifacts/<name>.png`` and check it is a picture."""
     path = ARTIFACTS / f"{name}.png"
     path.parent.mkdir(parents=True, exist_ok=True)
-    assert driver.save_screenshot(str(path)), path
-    assert path.stat().st_size > 10_000, f"{path} is near empty"
+    if of is None:
+        assert driver.save_screenshot(str(path)), path
+    else:
+        driver.execute_script("arguments[0].scrollIntoView({block: 'start'})", of)
+        assert of.screenshot(str(path)), path
+    assert path.stat().st_size > (10_000 if of is None else 3_000), f"{path} is near empty"
     return path

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 
 from colony.adapters.embedding import OfflineHashEmbedder
-from colony.contracts import OutboundMessage, QualificationScore
-from colony.knowledge import KnowledgeStore
+from colony.context.assembler import AssemblyRequest
+from colony.contracts import OrgContext, OutboundMessage, QualificationScore
+from colony.flows import explain
+from colony.knowledge import ChunkIn, KnowledgeStore
+from colony.knowledge.exemplars import to_exemplars
 from colony.llm.agent_call import call_agent, llm_from_settings
 from colony.local.demo import load_demo, read_json
 from colony.local.scenario import demo_requests
@@ -62,3 +67,38 @@ def test_qualification_and_message_calls_validate_and_are_recorded(demo) -> None
     assert rows[1]["kc_domains_queried"] == list(AGENTS["AGT-005"].kc_domains)
     with db.transaction("org_other") as cur:
         assert fetch_all(cur, "SELECT * FROM llm_calls") == []
+
+
+def test_domains_queried_are_recorded_hits_or_not_and_explained_apart(demo) -> None:
+    """``kc_domains_queried`` is what the call asked the Knowledge Core for: a domain that
+    returned nothing is in it; ``colony explain`` shows the domains with hits beside it."""
+    db, knowledge = demo
+    org = "org_sparse"
+    with db.transaction(org) as cur:
+        cur.execute("INSERT INTO organizations (id, name) VALUES (%s, 'Sparse')", (org,))
+    knowledge.sync_source(
+        org, "notion", "positioning", [ChunkIn("KC-01", "We plan hospital space in weeks.")]
+    )
+    domains = AGENTS["AGT-008"].kc_domains  # KC-01, KC-05, KC-07: only KC-01 holds anything
+    hits = knowledge.retrieve(org, "hospital space planning", domains, 2)
+    assert [d for d in domains if hits[d]] == ["KC-01"]
+    task = {"topic": "Space planning", "format": "blog_post", "competitors": ["FacilityIQ"]}
+    request = AssemblyRequest(
+        "AGT-008",
+        org,
+        "run-sparse",
+        OrgContext(org_name="Sparse"),
+        to_exemplars(hits),
+        task=task,
+        kc_queried=tuple(hits),
+    )
+    call_agent(llm_from_settings(Settings.from_env({}), db), request)
+    with db.transaction(org) as cur:
+        (row,) = fetch_all(cur, "SELECT kc_domains_queried FROM llm_calls")
+    assert row["kc_domains_queried"] == ["KC-01", "KC-05", "KC-07"]
+    (call,) = explain.explain(SimpleNamespace(db=db), org, "run-sparse")["calls"]
+    assert call["kc_domains_queried"] == ["KC-01", "KC-05", "KC-07"]
+    assert call["kc_domains_hit"] == ["KC-01"]
+    text = explain.render(explain.explain(SimpleNamespace(db=db), org, "run-sparse"))
+    assert "domains queried: KC-01, KC-05, KC-07" in text
+    assert "domains with hits: KC-01" in text

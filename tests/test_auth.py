@@ -223,6 +223,33 @@ def test_authorized_parties_setting() -> None:
             Settings.from_env({"COLONY_JWT_AUTHORIZED_PARTIES": bad})
 
 
+def test_clock_skew_leeway_is_a_setting(settings: Settings, tmp_path: Path) -> None:
+    """A token 10 s past its ``exp`` passes the default 30 s of skew, not a leeway of 0 (the
+    session browser test runs with 0, so a token the page failed to refresh is refused)."""
+    late = sign(tmp_path, claims(exp=int((datetime.now(UTC) - timedelta(seconds=10)).timestamp())))
+    assert verify_bearer(bearer(late), settings).user_id == "user_1"
+    with pytest.raises(Unauthorized, match="expired; sign in again"):
+        verify_bearer(bearer(late), replace(settings, jwt_leeway_seconds=0))
+    assert Settings.from_env({}).jwt_leeway_seconds == 30
+    assert Settings.from_env({"COLONY_JWT_LEEWAY_SECONDS": "0"}).jwt_leeway_seconds == 0
+    for bad in ("-1", "301", "soon"):
+        with pytest.raises(ConfigError, match="COLONY_JWT_LEEWAY_SECONDS"):
+            Settings.from_env({"COLONY_JWT_LEEWAY_SECONDS": bad})
+
+
+def test_clerk_frontend_api_setting() -> None:
+    api = "https://clerk.colony.example"
+    assert Settings.from_env({"COLONY_CLERK_FRONTEND_API": f"{api}/"}).clerk_frontend_api == api
+    assert Settings.from_env({}).clerk_frontend_api is None
+    for bad in ("clerk.colony.example", f"{api}/v1", f"{api},https://other.example"):
+        with pytest.raises(ConfigError, match="COLONY_CLERK_FRONTEND_API"):
+            Settings.from_env({"COLONY_CLERK_FRONTEND_API": bad})
+    production = {"COLONY_ENV": "production", "COLONY_DB_MODE": "dsn", "COLONY_DB_DSN": "x"}
+    production["COLONY_INVOKER_SERVICE_ACCOUNT"] = "invoker@p.iam.gserviceaccount.com"
+    with pytest.raises(ConfigError, match="https:// origin in production"):
+        Settings.from_env({**production, "COLONY_CLERK_FRONTEND_API": "http://clerk.example"})
+
+
 def test_missing_keys_are_config_errors(tmp_path: Path) -> None:
     token = jwt.encode(claims(), rsa.generate_private_key(65537, 2048), algorithm="RS256")
     with pytest.raises(ConfigError, match="no local JWT key"):

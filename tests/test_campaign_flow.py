@@ -22,6 +22,7 @@ from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
 from colony.llm.runner import StructuredRunner
 from colony.local.demo import kc_documents, load_demo, read_json
+from colony.observability.telemetry import flush_telemetry
 from colony.registry.functions import FUNCTIONS
 from colony.registry.functions import topic as registered_topic
 from colony.runtime.deps import Deps, build_deps, set_deps_for_tests
@@ -30,6 +31,7 @@ from colony.runtime.faults import Faults
 from colony.settings import Settings
 from colony.store import fetch_all, fetch_one
 from colony.testing.inline import InlineTransport, Sent, local_deps, run_until_idle
+from colony.testing.sentry_server import SentryServer, reporting_to
 from tests.apps import registered_app
 from tests.conftest import PgDB
 from tests.test_replies import Recorder
@@ -186,7 +188,15 @@ def test_a_crash_after_each_step_recomputes_nothing(testdb: PgDB, point: str) ->
     assert calls["AGT-005"] == len(state["items"]) == len(set(state["items"]))
 
 
-def test_circuit_breaker_pauses_blocks_sends_and_resume_completes(testdb: PgDB) -> None:
+def test_circuit_breaker_pauses_blocks_sends_and_resume_completes(
+    testdb: PgDB, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SENTRY_RELEASE", "test")  # else the SDK runs git for one
+    with SentryServer() as sentry, reporting_to(sentry):
+        _breaker_pauses_blocks_sends_and_resume_completes(testdb, sentry)
+
+
+def _breaker_pauses_blocks_sends_and_resume_completes(testdb: PgDB, sentry: SentryServer) -> None:
     deps = make_deps(testdb)
     run_id, _ = run_campaign(deps)
     with deps.db.transaction(ORG) as cur:
@@ -206,6 +216,18 @@ def test_circuit_breaker_pauses_blocks_sends_and_resume_completes(testdb: PgDB) 
         for i, (o, event) in enumerate(zip(outbox, outcomes, strict=False))
     ]
     assert any(r.get("paused") for r in results)
+    # The trip is reported (seed §8.2) once, by the event that tripped it, as its category.
+    flush_telemetry()
+    (trip,) = sentry.events()
+    assert trip["tags"]["colony.category"] == "circuit_breaker"
+    assert trip["fingerprint"] == ["colony", "circuit_breaker", "tripped"]
+    assert trip["message"] == "circuit breaker tripped: a campaign was paused"
+    campaign_id = status_campaign(deps, run_id)
+    assert {k: trip["tags"].get(k) for k in ("org_id", "agent_id", "campaign_id")} == {
+        "org_id": ORG,
+        "agent_id": "AGT-002",
+        "campaign_id": campaign_id,
+    }
     with deps.db.transaction(ORG) as cur:
         status = fetch_one(
             cur,
@@ -259,6 +281,8 @@ def test_circuit_breaker_pauses_blocks_sends_and_resume_completes(testdb: PgDB) 
     # rates are judged again from the resume on: old bounces do not re-trip it at once
     again = delivery.record(deps, ORG, outbox[0]["id"], "replied", "evt-after")
     assert not again.get("paused")
+    flush_telemetry()
+    assert len(sentry.events()) == 1  # the events after the trip reported nothing more
 
 
 def test_a_paused_run_does_no_work_and_resume_completes_without_recomputing(testdb: PgDB) -> None:

@@ -28,9 +28,10 @@ from colony.settings import Settings
 from colony.store import Database, ensure_app_role_grants, fetch_all
 from colony.store import migrate as run_migrations
 from colony.testing.inline import InlineTransport, local_deps
+from colony.testing.sentry_server import SentryServer
 from tests.conftest import APP_ROLE, PgDB, _admin, wait_for
 
-pytestmark = pytest.mark.covers("AGT-001", "ENT-008", "fn:chat")
+pytestmark = pytest.mark.covers("AGT-001", "ENT-008", "fn:chat", "TECH-007")
 
 ORG = "org_zoomprop_demo"
 OTHER = "org_other_chat"
@@ -38,8 +39,11 @@ FUNCTIONS = ["chat", "approval", "campaign", "enrichment", "qualification", "mes
 
 
 class Stack:
-    def __init__(self, servers: FunctionServers, deps: Deps, data_dir: Path) -> None:
+    def __init__(
+        self, servers: FunctionServers, deps: Deps, data_dir: Path, sentry: SentryServer
+    ) -> None:
         self.servers, self.deps, self.data_dir = servers, deps, data_dir
+        self.sentry = sentry  # where every function's Sentry events go (SENTRY_DSN)
         self.chat = servers.urls["chat"]
         self.token = mint_local_token(data_dir, ORG)
         self.other = mint_local_token(data_dir, OTHER)
@@ -79,11 +83,14 @@ def stack(pg_cluster: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     with db.transaction(OTHER) as cur:
         cur.execute("INSERT INTO organizations (id, name) VALUES (%s, 'Other')", (OTHER,))
     data_dir = tmp_path_factory.mktemp("chat")
+    sentry = SentryServer().start()
     env = {
         "COLONY_DB_MODE": "dsn",
         "COLONY_DB_DSN": pg.dsn(APP_ROLE),
         "COLONY_TRANSPORT": "local",
         "COLONY_DATA_DIR": str(data_dir),
+        "SENTRY_DSN": sentry.dsn,
+        "SENTRY_RELEASE": "test",  # else the SDK runs git for one
     }
     try:
         with FunctionServers(env, FUNCTIONS, log_dir=data_dir) as servers:
@@ -92,10 +99,11 @@ def stack(pg_cluster: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
             deps = local_deps(
                 settings, db, InlineTransport(), llm_from_settings(settings, db), knowledge
             )
-            s = Stack(servers, deps, data_dir)
+            s = Stack(servers, deps, data_dir, sentry)
             yield s
             s.http.close()
     finally:
+        sentry.close()
         db.close()
         admin.cursor().execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
         admin.close()
@@ -309,6 +317,7 @@ def test_cross_org_session_access_refused(stack: Stack) -> None:
 
 def test_bad_input_gets_clear_errors_and_leaves_the_session_consistent(stack: Stack) -> None:
     session, _ = stack.turn("Hello")
+    seen = len(stack.sentry.events())
     url = f"{stack.chat}/turns"
 
     def post(body=None, content=None) -> httpx.Response:
@@ -332,8 +341,10 @@ def test_bad_input_gets_clear_errors_and_leaves_the_session_consistent(stack: St
         assert "Traceback" not in response.text
     assert len(stack.rows("SELECT 1 FROM chat_turns WHERE session_id = %s", (session,))) == 2
 
-    # The model calls a tool with arguments that break its schema (tier T9).
-    _, events = stack.turn("Launch a Pain campaign for tier T9 please", session)
+    # The model calls a tool with arguments that break its schema (tier T9). The person's
+    # message carries text that must never reach Sentry.
+    planted = f"my card is 4111-{uuid.uuid4().hex}"
+    _, events = stack.turn(f"Launch a Pain campaign for tier T9 please, {planted}", session)
     assert types(events)[:3] == ["accepted", "tool_call", "error"]
     assert events[2].data["error"]["code"] == "invalid_tool_arguments"
     assert "tier" in events[2].data["error"]["message"]
@@ -349,6 +360,30 @@ def test_bad_input_gets_clear_errors_and_leaves_the_session_consistent(stack: St
     calls = [r["tool_call"]["id"] for r in rows if r["role"] == "assistant" and r["tool_call"]]
     results = [r["tool_call"]["id"] for r in rows if r["role"] == "tool"]
     assert calls == results and len(calls) == 1, "the failed call is paired with its error"
+    # ... and the refused tool call reached Sentry from inside the turn, tagged (seed §8.2);
+    # the caller's own mistakes above (HTTP 4xx) did not.
+    (turn_id,) = {
+        r["turn_id"]
+        for r in stack.rows(
+            "SELECT turn_id FROM chat_turns WHERE session_id = %s AND tool_call IS NOT NULL",
+            (session,),
+        )
+    }
+
+    def this_turn(server: SentryServer) -> list[dict]:
+        found = server.of_category("tool_call_parse")
+        return [e for e in found if e["tags"].get("run_id") == turn_id]
+
+    stack.sentry.wait_for(lambda server: bool(this_turn(server)))
+    (event,) = this_turn(stack.sentry)
+    assert [e["event_id"] for e in stack.sentry.events()[seen:]] == [event["event_id"]]
+    assert {k: event["tags"][k] for k in ("org_id", "run_id", "agent_id")} == {
+        "org_id": ORG,
+        "run_id": turn_id,
+        "agent_id": "AGT-001",
+    }
+    assert event["fingerprint"] == ["colony", "tool_call_parse", "invalid_tool_arguments"]
+    assert planted.encode() not in stack.sentry.raw()
     _, events = stack.turn("Show the approval queue", session)
     assert events[-1].data["status"] == "completed"
     unknown = stack.http.get(f"{stack.chat}/nowhere", headers=stack.auth())
@@ -356,3 +391,13 @@ def test_bad_input_gets_clear_errors_and_leaves_the_session_consistent(stack: St
     page = stack.http.get(f"{stack.chat}/overview")
     assert page.status_code == 200 and "text/html" in page.headers["content-type"]
     assert "http://" not in page.text and "https://" not in page.text
+    script = stack.http.get(f"{stack.chat}/overview/views.js")  # the page's views, same origin
+    assert script.status_code == 200 and "javascript" in script.headers["content-type"]
+    assert "window.ColonyViews" in script.text
+    assert stack.http.get(f"{stack.chat}/pipeline").status_code == 401
+    mine = stack.http.get(f"{stack.chat}/pipeline", headers=stack.auth()).json()
+    theirs = stack.http.get(f"{stack.chat}/pipeline", headers=stack.auth(stack.other)).json()
+    assert mine["deals"] >= 6 and mine["stages"][0]["stage"] == "discovery"
+    assert theirs == {"stages": [], "deals": 0, "value": 0}
+    funnels = stack.http.get(f"{stack.chat}/campaigns", headers=stack.auth(stack.other)).json()
+    assert funnels["campaigns"] == [] and funnels["stages"][0] == "contacts"

@@ -6,6 +6,7 @@ Plus the pure compaction planner on hand-made rows."""
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import pytest
 
@@ -16,9 +17,11 @@ from colony.flows.chat import create_session, history, run_turn
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
 from colony.local.demo import load_demo
+from colony.observability.telemetry import flush_telemetry
 from colony.settings import Settings
 from colony.store import fetch_all
 from colony.testing.inline import InlineTransport, local_deps
+from colony.testing.sentry_server import SentryServer, reporting_to
 from tests.conftest import PgDB
 
 pytestmark = pytest.mark.covers("AGT-001", "ENT-008")
@@ -183,7 +186,33 @@ def _stored(db, session: str) -> tuple[list[history.Row], list[dict]]:
     return rows, events
 
 
-def test_a_failing_tool_ends_the_turn_consistently(testdb: PgDB) -> None:
+def _turn_failures(sentry: SentryServer, db: Any, session: str) -> list[dict]:
+    """The Sentry events of the session's one turn, checked to carry its ids (issue 15 item
+    6: a chat turn's failure reaches Sentry, not only its stream)."""
+    flush_telemetry()
+    with db.transaction(ORG) as cur:
+        (turn,) = fetch_all(
+            cur, "SELECT DISTINCT turn_id FROM chat_turns WHERE session_id = %s", (session,)
+        )
+    events = [e for e in sentry.events() if e["tags"].get("run_id") == turn["turn_id"]]
+    for event in events:
+        assert {k: event["tags"].get(k) for k in ("org_id", "agent_id")} == {
+            "org_id": ORG,
+            "agent_id": "AGT-001",
+        }
+    return events
+
+
+@pytest.mark.covers("TECH-007")
+def test_a_failing_tool_ends_the_turn_consistently(
+    testdb: PgDB, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SENTRY_RELEASE", "test")  # else the SDK runs git for one
+    with SentryServer() as sentry, reporting_to(sentry):
+        _failing_tool_ends_the_turn_consistently(testdb, sentry)
+
+
+def _failing_tool_ends_the_turn_consistently(testdb: PgDB, sentry: SentryServer) -> None:
     import pytest
 
     from colony.errors import ConfigError, TransportUnavailable
@@ -208,6 +237,11 @@ def test_a_failing_tool_ends_the_turn_consistently(testdb: PgDB) -> None:
     assert events[-1]["data"]["status"] == "failed"
     calls = {r.call_id for r in rows if r.role == "assistant" and r.call_id}
     assert calls == {r.call_id for r in rows if r.role == "tool"}, "a call lost its result"
+    (outage,) = _turn_failures(sentry, db, session)  # the stream's error event is not all
+    assert outage["exception"]["values"][-1]["value"] == (
+        "TransportUnavailable (transport_unavailable)"
+    )
+    assert b"pubsub down" not in sentry.raw() and b"lease expiry" not in sentry.raw()
 
     # A bug: it still raises (to be logged), but every follower sees the turn end, and the
     # next turn of the session runs normally.
@@ -238,6 +272,9 @@ def test_a_failing_tool_ends_the_turn_consistently(testdb: PgDB) -> None:
     assert [e["type"] for e in events][-2:] == ["error", "done"]
     assert events[-2]["data"]["error"] == {"code": "config_error", "message": edge.INTERNAL_MESSAGE}
     assert "private-url-7f3a" not in str(events) and events[-1]["data"]["status"] == "failed"
+    (ours,) = _turn_failures(sentry, db, session)
+    assert ours["exception"]["values"][-1]["value"] == "ConfigError (config_error)"
+    assert b"private-url-7f3a" not in sentry.raw()
     calls = {r.call_id for r in rows if r.role == "assistant" and r.call_id}
     assert calls == {r.call_id for r in rows if r.role == "tool"}, "a call lost its result"
 

@@ -116,6 +116,8 @@ def test_bundles_are_reproducible_and_named_by_content(bundles, tmp_path: Path) 
             or "__pycache__" in n
         ]
         assert any(n.startswith("colony/context/prompts/") for n in names)  # package data
+        if bundle.name == "chat":  # the /overview page and the script it loads
+            assert {"colony/chat/overview.html", "colony/chat/views.js"} <= set(names)
 
 
 def test_a_code_change_changes_the_zip_name(bundles, tmp_path: Path) -> None:

@@ -628,3 +628,8 @@ def test_clerk_authorized_parties_reach_the_functions() -> None:
         '${join(",", var.jwt_authorized_parties)}'
     )
     assert variables()["jwt_authorized_parties"]["type"] == "${list(string)}"
+    # the page refreshes Clerk session tokens at the Frontend API named here (empty: none)
+    assert local_values()["function_env"]["COLONY_CLERK_FRONTEND_API"] == (
+        "${var.clerk_frontend_api}"
+    )
+    assert variables()["clerk_frontend_api"]["default"] == ""

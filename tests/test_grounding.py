@@ -17,9 +17,10 @@ import pytest
 from colony.contracts.admin import OrgSettingsReplace
 from colony.contracts.outputs import OutboundMessage
 from colony.errors import DataMissing, ValidationFailed
-from colony.flows import approval, org_admin, recording, transcripts
+from colony.flows import approval, enrichment, org_admin, recording, transcripts
 from colony.llm.runner import StructuredRunner
 from colony.store import fetch_one
+from colony.testing.hostile import RecordingTracer
 from tests.conftest import PgDB
 from tests.test_content_onboarding import make_deps
 from tests.test_drive_recording import FOLDER, TITLE, TRANSCRIPT, notify, rows, world
@@ -69,6 +70,8 @@ def test_a_quote_the_transcript_lacks_is_dropped_and_counted(world) -> None:
     make, drive, db = world
     deps, spy = make()
     spy.inner = Inventing(spy.inner)
+    tracer = RecordingTracer()  # what reaches each call's trace after it (Tracer.annotate)
+    deps = replace(deps, llm_deps=replace(deps.llm, tracer=tracer))
     drive.add_file(FOLDER, "doc-1", TITLE, TRANSCRIPT)
     notify(deps, 1)
     recording_id = rows(db, "SELECT id FROM recordings")[0]["id"]
@@ -76,11 +79,42 @@ def test_a_quote_the_transcript_lacks_is_dropped_and_counted(world) -> None:
     rec = rows(db, "SELECT signals, chunk_count FROM recordings")[0]
     assert outcome["status"] == "processed"
     assert outcome["quotes_dropped"] == rec["chunk_count"]  # one invented per chunk
+    calls = rows(
+        db,
+        "SELECT DISTINCT call_id FROM llm_calls WHERE provenance->'template'->>'name'"
+        " = 'recording_pass1'",
+    )
+    assert sorted(tracer.annotations) == sorted(
+        (c["call_id"], {"quotes_dropped": 1}) for c in calls
+    )
+    assert len(calls) == rec["chunk_count"]
     quotes = [s["quote"] for s in rec["signals"]]
     assert INVENTED not in quotes and quotes
     text = " ".join(TRANSCRIPT.decode().split())
     assert all(" ".join(q.split()) in text for q in quotes)
     assert any("\n  " in q for q in quotes)  # re-spaced, yet verbatim: kept
+
+
+@pytest.mark.covers("AGT-003", "CONST-004")
+def test_agt003_quotes_are_checked_against_the_contact_data_it_was_given() -> None:
+    """The source is every text value of the entities AGT-003 was given (nested ones too),
+    whitespace normalised; a signal without a quote keeps its detail as its word."""
+    entities = {
+        "contact": {
+            "name": "Dana Reyes",
+            "enrichment": {"recent_news": "Opened a second\n   clinic in Austin."},
+            "signals": [{"detail": "Hiring three facility managers"}],
+        }
+    }
+    found = [
+        {"type": "hiring", "detail": "hiring", "quote": "Hiring three facility managers"},
+        {"type": "expansion", "detail": "a clinic", "quote": "Opened a second clinic in Austin."},
+        {"type": "funding", "detail": "raised", "quote": "Raised $40M in a Series C."},
+        {"type": "tech_adoption", "detail": "moved to a new CAFM"},
+    ]
+    kept, dropped = enrichment.grounded(found, entities)
+    assert [s["type"] for s in kept] == ["hiring", "expansion", "tech_adoption"]
+    assert dropped == 1
 
 
 def _set_competitors(deps: Any, names: list[str]) -> None:

@@ -570,3 +570,26 @@ def test_sentry_is_a_noop_without_a_dsn(no_new_threads: None) -> None:
     with pytest.raises(ProviderError) as raised, error_scope("org_a", "r", "a"):
         raise error
     assert raised.value is error
+
+
+def test_what_a_flow_learns_after_the_call_is_added_to_its_trace(
+    langfuse: Callable[..., Traced],
+) -> None:
+    """``annotate`` (issue 15 item 4: ``quotes_dropped``) puts an event under the generation
+    of that call id, in its trace and tagged with its org, carrying the values as its own
+    metadata and as trace metadata; an unknown call id adds nothing."""
+    traced = langfuse()
+    TracedChatModel(FakeModel(), traced.tracer).request(make_request(call_id="call-7"))
+    traced.tracer.annotate("call-7", {"quotes_dropped": 2})
+    traced.tracer.annotate("call-unknown", {"quotes_dropped": 5})
+    traced.tracer.flush()
+    spans = traced.captured.get_finished_spans()
+    (generation,) = [s for s in spans if s.name == "icp_scorer.icp_score"]
+    (event,) = [s for s in spans if s.name == "annotation"]
+    attrs = event.attributes or {}
+    assert event.context.trace_id == generation.context.trace_id
+    assert event.parent is not None and event.parent.span_id == generation.context.span_id
+    assert json.loads(str(attrs[META + "quotes_dropped"])) == 2
+    assert json.loads(str(attrs[META + "call_id"])) == "call-7"
+    assert json.loads(str(attrs["langfuse.trace.metadata.quotes_dropped"])) == "2"
+    assert list(attrs["langfuse.trace.tags"]) == [org_tag("org_a")]

@@ -2,9 +2,10 @@
 driven by Selenium with the system chromedriver), against the real chat function.
 
 Send a message, see the streamed answer; ask for a campaign launch, click Approve on the
-inline card, see the resumed result; axe-core finds no serious or critical violation. The
-screenshot is saved as ``artifacts/overview.png`` (git-ignored). ``make test`` installs the
-browser (and axe-core) when missing; this test does not skip.
+inline card, see the resumed result and the run's funnel appear live; axe-core finds no
+serious or critical violation. The screenshot is saved as ``artifacts/overview.png``
+(git-ignored). ``make test`` installs the browser (and axe-core) when missing; this test
+does not skip.
 """
 
 from __future__ import annotations
@@ -65,6 +66,13 @@ def test_overview_page_streams_and_approves_inline(
             )
         )
         assert "Approved" in browser.find_element(By.CSS_SELECTOR, ".card").text
+        # the run's funnel appears without a reload (pushed over /campaigns/events)
+        wait.until(
+            lambda d: (
+                "Signal outreach, T1"
+                in d.execute_script("return document.getElementById('funnels').textContent")
+            )
+        )
         # the decision is on the record, as the person's, with its effect
         wait.until(lambda d: "decision approve" in d.find_element(By.ID, "audit").text)
         audit = browser.find_element(By.ID, "audit").text

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from colony.flows import campaign
+from colony.errors import ValidationFailed
+from colony.flows import approval, approval_queue, campaign
 from colony.flows import message_generator as message_flow
 from colony.flows import qualification as qualification_flow
 from colony.runtime.deps import Deps
@@ -128,3 +129,26 @@ def test_an_outbound_prompt_without_the_contacts_signals_is_refused_not_drafted(
     assert lost["icp_recommendation"] == "qualify"  # qualification saw the signals
     assert lost["outcome"] == "missing_data:contact.signals"
     assert lost["rejected"] == []  # the model's honest answer, not a caller's error
+
+    # A person sees it: a pending missing_data item whose card names the contact and the
+    # fields, which can be dismissed but never approved (there is nothing to send).
+    queue = approval_queue.pending_cards(deps, ORG, kind="missing_data", detail=True)
+    (card,) = queue["items"]
+    assert card["kind"] == "missing_data" and card["source_agent"] == "AGT-005"
+    detail = card["detail"]
+    assert detail["missing_data"] == ["contact.signals"]
+    assert detail["prospect"]["name"] == "Priscilla Vance"
+    assert card["summary"] == detail["title"]
+    assert (
+        detail["title"] == "Message Generator (AGT-005) lacks contact.signals for Priscilla Vance"
+    )
+    assert card["campaign"]["name"] == "one" and detail["editable"] == []
+    person = approval.Actor("user_founder", "ui")
+    for action in ("approve", "edit"):
+        edited = {"title": "send anyway"} if action == "edit" else None
+        with pytest.raises(ValidationFailed, match="can only be dismissed"):
+            approval.decide(deps, ORG, card["id"], action, actor=person, edited=edited)
+    dismissed = approval.decide(deps, ORG, card["id"], "reject", actor=person)
+    assert dismissed["status"] == "rejected"
+    with deps.db.transaction(ORG) as cur:
+        assert fetch_one(cur, "SELECT count(*) AS n FROM outbox")["n"] == 0

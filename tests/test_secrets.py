@@ -1,20 +1,34 @@
 """Secret resolution: the real google-cloud-secret-manager client (REST transport) against a
-local server speaking Secret Manager's REST protocol, and the SECRETS declaration."""
+local server speaking Secret Manager's REST protocol, and the SECRETS declaration; and a
+planted secret kept out of Sentry's error-category events (seed §8.2)."""
 
 from __future__ import annotations
 
 import base64
 import re
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from colony.errors import ConfigError
+from colony.errors import ConfigError, ContextBudgetExceeded, ToolCallInvalid
+from colony.llm.agent_call import call_agent, llm_from_settings
+from colony.observability.sentry import init_sentry, shutdown_sentry
+from colony.observability.telemetry import flush_telemetry
 from colony.registry.functions import FUNCTIONS
 from colony.runtime import secret_manager
 from colony.settings import SECRETS, Settings
-from colony.testing.wire import RecordedRequest, Reply, Route, WireServer, error_reply
+from colony.testing.sentry_server import SentryServer
+from colony.testing.wire import (
+    RecordedRequest,
+    Reply,
+    Route,
+    WireServer,
+    error_reply,
+    openai_chat_reply,
+)
+from tests.test_error_categories import content_request, tiny_budgets
 
 PROJECT = "colony-test"
 REPO = Path(__file__).resolve().parents[1]
@@ -152,3 +166,46 @@ def test_every_credential_setting_is_declared_a_secret() -> None:
 def test_functions_declare_only_known_secrets() -> None:
     for function in FUNCTIONS.values():
         assert set(function.secrets) <= set(SECRETS), function.name
+
+
+@pytest.mark.covers("TECH-007")
+def test_a_planted_key_and_prompt_text_never_reach_sentry(store, monkeypatch) -> None:
+    """The seed's error categories (§8.2) reported with Secret Manager's values in play: the
+    OpenAI key (planted in Secret Manager) sent with a call whose tool call does not parse,
+    and a transcript in the input of that call and of one whose context cannot be assembled.
+    Both events arrive, through the real SDK to the Sentry stand-in (its DSN from Secret
+    Manager too); neither the key nor the transcript is in any envelope."""
+    values, server = store
+    monkeypatch.setenv("SENTRY_RELEASE", "test")  # else the SDK runs git for one
+    key = f"sk-planted-{uuid.uuid4().hex}"
+    transcript = f"Customer: cancel it all, my card is 4111-{uuid.uuid4().hex}"
+    with SentryServer() as sentry, WireServer() as wire:
+        values.values.update({"colony-openai-api-key": key, "colony-sentry-dsn": sentry.dsn})
+        env = {
+            **deployed_env(server, "OPENAI_API_KEY,SENTRY_DSN"),
+            "COLONY_LLM_PROVIDER": "openai",
+            "COLONY_OPENAI_BASE_URL": wire.openai_base_url,
+        }
+        settings = Settings.from_env(env)
+        assert init_sentry(settings)
+        try:
+            llm = llm_from_settings(settings)
+            reply = openai_chat_reply(None, tool_calls=[("search_knowledge", {})])
+            call = reply.body["choices"][0]["message"]["tool_calls"][0]
+            call["function"]["arguments"] = f'{{"query": "{transcript} {key}'  # not JSON
+            wire.script(reply)
+            with pytest.raises(ToolCallInvalid):
+                call_agent(llm, content_request(transcript))
+            with pytest.raises(ContextBudgetExceeded):
+                call_agent(tiny_budgets(llm), content_request(transcript))
+            flush_telemetry()
+        finally:
+            shutdown_sentry()
+        (sent,) = wire.requests_to("openai.chat.completions")
+        assert sent.header("Authorization") == f"Bearer {key}"  # the key was in play
+    got = sorted(e["tags"]["colony.category"] for e in sentry.events())
+    assert got == ["context_assembly", "tool_call_parse"]
+    for envelope in sentry.envelopes:
+        assert key.encode() not in envelope.raw
+        assert transcript.encode() not in envelope.raw
+        assert b"4111-" not in envelope.raw

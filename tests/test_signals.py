@@ -11,6 +11,7 @@ The offline model reads only its prompt: the signals it returns are the contact 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -23,8 +24,11 @@ from colony.contracts.chat import ContactSignalsArgs
 from colony.errors import ValidationFailed
 from colony.flows import approval_queue, campaign
 from colony.flows.chat import tools
+from colony.llm.runner import StructuredRunner
 from colony.local.demo import read_json
+from colony.observability.tracing import TracedChatModel
 from colony.store import fetch_all, fetch_one, signals
+from colony.testing.hostile import RecordingTracer
 from colony.testing.inline import run_until_idle
 from tests.conftest import PgDB
 from tests.test_campaign_flow import ORG, make_deps
@@ -270,3 +274,46 @@ def test_a_campaign_gives_agt004_and_005_the_stored_signals_and_the_card_shows_t
     ]
     assert card["detail"]["signal_used"] in [s["detail"] for s in shown]
     assert card["detail"]["checks"][0]["ok"] is True
+
+
+INVENTED = "Seawick signed a twelve million dollar budget for a new campus."
+
+
+class Inventing:
+    """The offline model, plus one signal in every AGT-003 answer whose quote the contact's
+    data does not contain (as a model that invents would); no real model runs here."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def request(self, request: Any) -> Any:
+        response = self.inner.request(request)
+        if request.output_name != "prospect_enrichment":
+            return response
+        data = json.loads(response.text)
+        invented = {"type": "funding", "detail": "a new campus", "quote": INVENTED}
+        data["signals"] = [*data["signals"], invented]
+        return replace(response, text=json.dumps(data))
+
+
+@pytest.mark.covers("CONST-004")
+def test_a_signal_whose_quote_the_contacts_data_lacks_is_dropped_and_counted(
+    testdb: PgDB,
+) -> None:
+    base = make_deps(testdb)
+    tracer = RecordingTracer()
+    chat = TracedChatModel(Inventing(base.llm.chat), tracer)
+    llm = replace(base.llm, chat=chat, runner=StructuredRunner(chat), tracer=tracer)
+    deps = replace(base, llm_deps=llm)
+    contact_id = _enrich(deps, "P-018")
+    with deps.db.transaction(ORG) as cur:
+        quotes = [s["quote"] for s in signals.for_contact(cur, contact_id)]
+        (step,) = fetch_all(
+            cur,
+            "SELECT output FROM run_steps WHERE step_key = %s",
+            (campaign.step_key("AGT-003", contact_id),),
+        )
+    assert quotes == [FUNDING]  # the invented one is gone; the real one, verbatim, kept
+    assert step["output"]["quotes_dropped"] == 1
+    (call,) = [m for r, m in tracer.calls if r.output_name == "prospect_enrichment"]
+    assert tracer.annotations == [(call["call_id"], {"quotes_dropped": 1})]

@@ -24,7 +24,8 @@
         └── ProviderError        an LLM / embedding provider failed
             ├── ProviderUnavailable  429, 5xx or a timeout: retried with backoff
             ├── OutputInvalid        the answer broke its contract, even after one repair
-            │   └── DataMissing      the answer was ``missing_data`` (CONST-004): it names what
+            │   ├── DataMissing      the answer was ``missing_data`` (CONST-004): it names what
+            │   └── ToolCallInvalid  a tool call whose arguments are not a JSON object
             └── ResponseTooLarge     a download passed its byte limit
 
 How each branch is answered is decided once, in ``colony.runtime.edge``:
@@ -178,6 +179,13 @@ class DataMissing(OutputInvalid):
     def __init__(self, message: str, *, fields: tuple[str, ...]) -> None:
         super().__init__(message)
         self.fields = fields
+
+
+class ToolCallInvalid(OutputInvalid):
+    """The provider returned a tool call that cannot be parsed: its arguments are not a JSON
+    object. Reported as the ``tool_call_parse`` category (``colony.observability.categories``)."""
+
+    code = "tool_call_invalid"
 
 
 class ResponseTooLarge(ProviderError):

@@ -119,13 +119,26 @@ class ModelResponse:
     refusal: str | None = None
 
 
+# Receives the answer's text as the provider streams it: each fragment once, in order.
+TextSink = Callable[[str], None]
+
+
 @runtime_checkable
 class ChatModel(Protocol):
-    """The one-method LLM port. Adapters raise ``ProviderUnavailable`` for 429/5xx/timeouts
-    (the runner retries those) and ``ProviderError`` for anything else; they do not retry
-    themselves and do not validate the answer (the runner does)."""
+    """The LLM port. Adapters raise ``ProviderUnavailable`` for 429/5xx/timeouts (the runner
+    retries those) and ``ProviderError`` for anything else; they do not retry themselves and
+    do not validate the answer (the runner does).
+
+    ``request`` is one call answered whole. ``stream`` is the same call over the provider's
+    streaming API: it hands ``on_text`` each fragment of the answer text as it arrives (the
+    fragments joined are ``ModelResponse.text``; the answer's raw text, JSON for a contract)
+    and returns the whole ``ModelResponse`` at the end, tool calls assembled from their
+    streamed pieces, usage and finish as ``request`` reports them. Only the chat streams;
+    every other agent calls ``request``."""
 
     def request(self, request: ModelRequest) -> ModelResponse: ...
+
+    def stream(self, request: ModelRequest, on_text: TextSink) -> ModelResponse: ...
 
 
 # -- tracing at the ChatModel port (``colony.observability.tracing``: ``TracedChatModel`` wraps
@@ -277,6 +290,12 @@ class Tracer(Protocol):
     def generation(
         self, request: ModelRequest, context: CallContext
     ) -> AbstractContextManager[Generation]: ...
+
+    def annotate(self, call_id: str, metadata: Mapping[str, int | str]) -> None:
+        """Add what was learnt after a call ended (a count of quotes dropped, say: ids and
+        numbers, never text) to the trace of its generation, found by ``call_id``; nothing
+        when no generation of it is known."""
+        ...
 
     def flush(self) -> None: ...
 

@@ -113,6 +113,10 @@ class Settings:
     jwt_issuer: str | None = None
     # Origins (Clerk's ``azp``) a bearer token may come from; empty: ``azp`` is not checked
     jwt_authorized_parties: tuple[str, ...] = ()
+    jwt_leeway_seconds: int = 30  # clock skew tolerated on a bearer token's exp / nbf
+    # Clerk's Frontend API (``https://clerk.example.com``): the /overview page refreshes its
+    # session tokens there (and its CSP lets it); None: tokens are pasted (``colony token``)
+    clerk_frontend_api: str | None = None
     google_jwks_url: str = GOOGLE_JWKS_URL  # Google's OIDC signing keys (a stand-in in tests)
     approval_token_key: str | None = None  # HMAC key for signed approval links
     # the mail provider's webhook signing secret (Resend's ``whsec_…``, Svix's scheme)
@@ -269,6 +273,10 @@ class Settings:
             jwt_authorized_parties=_origins(
                 "COLONY_JWT_AUTHORIZED_PARTIES", get("COLONY_JWT_AUTHORIZED_PARTIES")
             ),
+            jwt_leeway_seconds=_bounded_int(
+                "COLONY_JWT_LEEWAY_SECONDS", get("COLONY_JWT_LEEWAY_SECONDS"), 30, 0, 300
+            ),
+            clerk_frontend_api=_frontend_api(get("COLONY_CLERK_FRONTEND_API"), deploy_env),
             google_jwks_url=_google_jwks_url(get("COLONY_GOOGLE_JWKS_URL"), deploy_env),
             approval_token_key=get("COLONY_APPROVAL_TOKEN_KEY"),
             delivery_webhook_secret=get("COLONY_DELIVERY_WEBHOOK_SECRET"),
@@ -379,6 +387,20 @@ def _origins(name: str, text: str | None) -> tuple[str, ...]:
             raise ConfigError(f"{name}: {item!r} is not an origin")
         origins.append(origin)
     return tuple(origins)
+
+
+def _frontend_api(text: str | None, deploy_env: str) -> str | None:
+    """``COLONY_CLERK_FRONTEND_API``: one origin, ``https://`` in production."""
+    if text is None:
+        return None
+    origins = _origins("COLONY_CLERK_FRONTEND_API", text)
+    if len(origins) != 1:
+        raise ConfigError(
+            "COLONY_CLERK_FRONTEND_API must be one origin, like https://clerk.example.com"
+        )
+    if deploy_env == "production" and not origins[0].startswith("https://"):
+        raise ConfigError("COLONY_CLERK_FRONTEND_API must be an https:// origin in production")
+    return origins[0]
 
 
 def _google_jwks_url(text: str | None, deploy_env: str) -> str:

@@ -42,7 +42,14 @@ from colony.errors import ProviderError, ProviderUnavailable
 from colony.ports import ChatModel, Message, ModelRequest, ModelResponse, ToolCall, Usage
 from colony.testing.fakes import ScriptedChatModel, provider_failure
 from colony.testing.hostile import HostileChatModel
-from colony.testing.wire import WireServer, gemini_content_reply, openai_chat_reply
+from colony.testing.wire import (
+    Reply,
+    WireServer,
+    gemini_content_reply,
+    gemini_content_stream,
+    openai_chat_reply,
+    openai_chat_stream,
+)
 
 OUTPUT = "missing_data"
 TASK = {"missing_fields": ["contact.email"], "reason": "P-027 has no email address."}
@@ -358,3 +365,82 @@ def test_an_unreachable_provider_is_provider_unavailable() -> None:
     ):
         with model, pytest.raises(ProviderUnavailable):
             model.request(make_request())
+
+
+# -- streaming (``ChatModel.stream``) ----------------------------------------------------------
+
+
+def test_a_streamed_answer_joins_to_the_whole_answer(any_model: ChatModel) -> None:
+    fragments: list[str] = []
+    response = any_model.stream(make_request(), fragments.append)
+    assert fragments and "".join(fragments) == response.text
+    OUTPUT_CONTRACTS[OUTPUT].model_validate_json(response.text)
+
+
+def _wired(server: WireServer, provider: str) -> Any:
+    if provider == "openai":
+        return OpenAIChatModel("sk-test", base_url=server.openai_base_url)
+    return GeminiChatModel("g-test", base_url=server.gemini_base_url)
+
+
+@pytest.mark.parametrize("provider", ["openai", "gemini"])
+def test_the_sdks_stream_arrives_piece_by_piece_with_the_providers_usage(provider: str) -> None:
+    payload = {"missing_fields": ["contact.email"], "reason": 'P-027 has no "email" — é 😀'}
+    text = json.dumps(payload, ensure_ascii=False)
+    with WireServer() as server, _wired(server, provider) as model:
+        if provider == "openai":
+            server.script(
+                openai_chat_stream(text, model="m-2026", prompt_tokens=40, completion_tokens=12)
+            )
+        else:
+            server.script(
+                gemini_content_stream(
+                    text, model_version="m-2026", prompt_tokens=40, candidates_tokens=12
+                )
+            )
+        fragments: list[str] = []
+        response = model.stream(make_request(), fragments.append)
+        [sent] = server.requests
+    assert len(fragments) == -(-len(text) // 5), "one fragment per streamed chunk, as it came"
+    assert "".join(fragments) == response.text == text
+    assert response.usage == Usage(40, 12) and response.model == "m-2026"
+    assert response.finish == "stop"
+    if provider == "openai":
+        assert sent.body["stream"] is True and sent.body["stream_options"] == {
+            "include_usage": True
+        }
+    else:
+        assert sent.route == "gemini.streamGenerateContent" and sent.query.get("alt") == ["sse"]
+
+
+@pytest.mark.parametrize("provider", ["openai", "gemini"])
+def test_streamed_tool_calls_are_assembled(provider: str) -> None:
+    calls = [("lookup_account", {"domain": "acme.io"}), ("lookup_account", {"domain": "b.example"})]
+    with WireServer() as server, _wired(server, provider) as model:
+        if provider == "openai":  # ids and names first, the arguments in 5-character pieces
+            server.script(openai_chat_stream(None, tool_calls=calls))
+        else:  # Gemini sends each function call whole, in a part of its own
+            server.script(gemini_content_stream(None, function_calls=calls))
+        fragments: list[str] = []
+        response = model.stream(make_request(tools=(LOOKUP_TOOL,)), fragments.append)
+    assert [(c.name, dict(c.arguments)) for c in response.tool_calls] == calls
+    if provider == "openai":
+        assert [c.id for c in response.tool_calls] == ["call_0", "call_1"]
+    assert response.text == "" and "".join(fragments) == ""
+
+
+@pytest.mark.parametrize("provider", ["openai", "gemini"])
+def test_a_streamed_answer_cut_at_its_cap_or_by_the_connection_says_so(provider: str) -> None:
+    text = json.dumps({"missing_fields": ["x"], "reason": "cut"})
+    with WireServer() as server, _wired(server, provider) as model:
+        if provider == "openai":
+            capped = openai_chat_stream(text[:9], finish_reason="length")
+            whole = openai_chat_stream(text)
+        else:
+            capped = gemini_content_stream(text[:9], finish_reason="MAX_TOKENS")
+            whole = gemini_content_stream(text)
+        dropped = Reply(200, events=(whole.events or ())[:2])  # no finish, no end: a drop
+        server.script(capped, dropped)
+        assert model.stream(make_request(), lambda _: None).finish == "length"
+        with pytest.raises(ProviderUnavailable):
+            model.stream(make_request(), lambda _: None)

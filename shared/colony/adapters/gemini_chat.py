@@ -13,13 +13,14 @@ import copy
 import importlib
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any, Literal
 
 from colony.adapters.client import OwnsClient
 from colony.adapters.retry_after import retry_after_seconds
 from colony.adapters.tool_turns import paired
-from colony.errors import ProviderError, ProviderUnavailable, ValidationFailed
-from colony.ports import Message, ModelRequest, ModelResponse, ToolCall, Usage
+from colony.errors import ProviderError, ProviderUnavailable, ToolCallInvalid, ValidationFailed
+from colony.ports import Message, ModelRequest, ModelResponse, TextSink, ToolCall, Usage
 
 # What ``responseJsonSchema`` supports (google-genai's GenerationConfig docs); anything else
 # (default, minLength, maxLength, pattern, exclusiveMinimum, ...) is dropped.
@@ -154,28 +155,7 @@ class GeminiChatModel(OwnsClient):
         self._owns_client = owns_client
 
     def request(self, request: ModelRequest) -> ModelResponse:
-        # lazy: google-genai SDK, loaded on first use
-        from google.genai import types
-
-        system = "\n\n".join(m.content for m in request.messages if m.role == "system")
-        contents = _gemini_contents(request.messages)
-        if not contents:
-            raise ValidationFailed("a Gemini request needs at least one user or assistant message")
-        config = types.GenerateContentConfig(
-            system_instruction=system or None,
-            response_mime_type="application/json",
-            response_json_schema=gemini_json_schema(request.output_schema),
-            # Gemini 2.5 spends its thoughts from maxOutputTokens: the answer's cap plus an
-            # explicit thinking budget, so thinking cannot eat the answer
-            max_output_tokens=request.max_output_tokens + request.thinking_budget,
-            thinking_config=types.ThinkingConfig(thinking_budget=request.thinking_budget),
-            temperature=request.temperature,
-            tools=_gemini_tools(request.tools) if request.tools else None,
-            # what is left of the invocation's window (None: the client's own timeout)
-            http_options=types.HttpOptions(timeout=int(request.timeout_seconds * 1000))
-            if request.timeout_seconds is not None
-            else None,
-        )
+        contents, config = _call(request)
         try:
             response = self._client.models.generate_content(
                 model=request.model, contents=contents, config=config
@@ -183,6 +163,80 @@ class GeminiChatModel(OwnsClient):
         except Exception as error:  # the SDK's own error tree; re-raised as ours
             raise map_gemini_error(error) from error
         return _model_response(response, request.model)
+
+    def stream(self, request: ModelRequest, on_text: TextSink) -> ModelResponse:
+        """``generate_content_stream`` (``:streamGenerateContent?alt=sse``): each chunk's
+        text parts go to ``on_text`` as they arrive (thoughts are not the answer); function
+        calls come whole, each in its own part; the finish reason and the usage are the last
+        chunk's (Gemini's usage counts are running totals)."""
+        contents, config = _call(request)
+        texts: list[str] = []
+        calls: list[ToolCall] = []
+        final: Any = None  # the last chunk with a candidate (its finish reason)
+        usage: Any = None  # the last usage totals
+        sink_error: BaseException | None = None
+        try:
+            for chunk in self._client.models.generate_content_stream(
+                model=request.model, contents=contents, config=config
+            ):
+                if final is None or getattr(chunk, "candidates", None):
+                    final = chunk
+                if getattr(chunk, "usage_metadata", None) is not None:
+                    usage = chunk.usage_metadata
+                piece, found = _parts(chunk)
+                calls += found
+                if piece:
+                    texts.append(piece)
+                    try:
+                        on_text(piece)
+                    except BaseException as error:
+                        sink_error = error
+                        raise
+        except Exception as error:  # the SDK's own error tree; re-raised as ours
+            if error is sink_error:  # ``on_text``'s own failure, not the provider's
+                raise
+            raise map_gemini_error(error) from error
+        if final is None or not _finished(final):  # the connection ended before the answer
+            raise ProviderUnavailable("Gemini's generate_content stream ended before its finish")
+        if usage is not None and final.usage_metadata is not usage:
+            final = final.model_copy(update={"usage_metadata": usage})
+        whole = _model_response(final, request.model)
+        return replace(whole, text="".join(texts), tool_calls=tuple(calls))
+
+
+def _finished(chunk: Any) -> bool:
+    """Whether a chunk ends the answer: a finish reason, or a blocked prompt."""
+    candidates = getattr(chunk, "candidates", None) or []
+    if candidates:
+        return bool(_enum_name(getattr(candidates[0], "finish_reason", None)))
+    return getattr(getattr(chunk, "prompt_feedback", None), "block_reason", None) is not None
+
+
+def _call(request: ModelRequest) -> tuple[list[Any], Any]:
+    """The contents and config of one ``generate_content`` request."""
+    # lazy: google-genai SDK, loaded on first use
+    from google.genai import types
+
+    system = "\n\n".join(m.content for m in request.messages if m.role == "system")
+    contents = _gemini_contents(request.messages)
+    if not contents:
+        raise ValidationFailed("a Gemini request needs at least one user or assistant message")
+    config = types.GenerateContentConfig(
+        system_instruction=system or None,
+        response_mime_type="application/json",
+        response_json_schema=gemini_json_schema(request.output_schema),
+        # Gemini 2.5 spends its thoughts from maxOutputTokens: the answer's cap plus an
+        # explicit thinking budget, so thinking cannot eat the answer
+        max_output_tokens=request.max_output_tokens + request.thinking_budget,
+        thinking_config=types.ThinkingConfig(thinking_budget=request.thinking_budget),
+        temperature=request.temperature,
+        tools=_gemini_tools(request.tools) if request.tools else None,
+        # what is left of the invocation's window (None: the client's own timeout)
+        http_options=types.HttpOptions(timeout=int(request.timeout_seconds * 1000))
+        if request.timeout_seconds is not None
+        else None,
+    )
+    return contents, config
 
 
 def _gemini_contents(messages: tuple[Message, ...]) -> list[Any]:
@@ -255,7 +309,31 @@ def _model_response(response: Any, requested_model: str) -> ModelResponse:
             return ModelResponse("", Usage(tokens_in, 0), model, finish="refused", refusal=category)
         raise ProviderError("Gemini returned no candidates")
     finish = _enum_name(getattr(candidates[0], "finish_reason", None))
-    content = getattr(candidates[0], "content", None)
+    if finish == "MALFORMED_FUNCTION_CALL":  # the model's function call did not parse
+        raise ToolCallInvalid("Gemini returned a function call it could not parse")
+    text, tool_calls = _parts(response)
+    # Thinking tokens are billed as output (as OpenAI's completion_tokens include reasoning).
+    tokens_out = int(getattr(usage, "candidates_token_count", 0) or 0)
+    tokens_out += int(getattr(usage, "thoughts_token_count", 0) or 0)
+    stopped: Literal["stop", "length", "refused"] = "stop"
+    if finish == "MAX_TOKENS":
+        stopped = "length"
+    elif finish in BLOCKED:
+        stopped = "refused"
+    return ModelResponse(
+        text=text,
+        usage=Usage(tokens_in=tokens_in, tokens_out=tokens_out),
+        model=model,
+        tool_calls=tuple(tool_calls),
+        finish=stopped,
+        refusal=finish if stopped == "refused" else None,
+    )
+
+
+def _parts(response: Any) -> tuple[str, list[ToolCall]]:
+    """The first candidate's answer text (thoughts left out) and function calls."""
+    candidates = getattr(response, "candidates", None) or []
+    content = getattr(candidates[0], "content", None) if candidates else None
     texts: list[str] = []
     tool_calls: list[ToolCall] = []
     for part in getattr(content, "parts", None) or []:
@@ -266,22 +344,7 @@ def _model_response(response: Any, requested_model: str) -> ModelResponse:
             )
         elif getattr(part, "text", None) and not getattr(part, "thought", False):
             texts.append(part.text)
-    # Thinking tokens are billed as output (as OpenAI's completion_tokens include reasoning).
-    tokens_out = int(getattr(usage, "candidates_token_count", 0) or 0)
-    tokens_out += int(getattr(usage, "thoughts_token_count", 0) or 0)
-    stopped: Literal["stop", "length", "refused"] = "stop"
-    if finish == "MAX_TOKENS":
-        stopped = "length"
-    elif finish in BLOCKED:
-        stopped = "refused"
-    return ModelResponse(
-        text="".join(texts),
-        usage=Usage(tokens_in=tokens_in, tokens_out=tokens_out),
-        model=model,
-        tool_calls=tuple(tool_calls),
-        finish=stopped,
-        refusal=finish if stopped == "refused" else None,
-    )
+    return "".join(texts), tool_calls
 
 
 # Gemini's finish reasons that mean the answer was withheld (a safety or policy block)

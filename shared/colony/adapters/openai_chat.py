@@ -14,10 +14,11 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from colony.adapters.client import OwnsClient
+from colony.adapters.openai_stream import StreamedCompletion, tool_arguments
 from colony.adapters.retry_after import retry_after_seconds
 from colony.adapters.tool_turns import paired
-from colony.errors import OutputInvalid, ProviderError, ProviderUnavailable
-from colony.ports import Message, ModelRequest, ModelResponse, ToolCall, Usage
+from colony.errors import ProviderError, ProviderUnavailable
+from colony.ports import Message, ModelRequest, ModelResponse, TextSink, ToolCall, Usage
 
 # What OpenAI's strict mode accepts in a schema node. Everything else (default, format,
 # minLength, maxLength, title, examples, uniqueItems, ...) is dropped; the runner validates
@@ -234,29 +235,53 @@ class OpenAIChatModel(OwnsClient):
         self._owns_client = owns_client
 
     def request(self, request: ModelRequest) -> ModelResponse:
-        options: dict[str, Any] = {
-            "model": request.model,
-            "messages": _openai_messages(request.messages),
-            "response_format": {
-                "type": "json_schema",
-                "json_schema": {
-                    "name": schema_name(request.output_name),
-                    "schema": strict_json_schema(request.output_schema),
-                    "strict": True,
-                },
-            },
-            "max_completion_tokens": request.max_output_tokens,
-            "temperature": request.temperature,
-        }
-        if request.tools:
-            options["tools"] = _openai_tools(request.tools)
-        if request.timeout_seconds is not None:  # what is left of the invocation's window
-            options["timeout"] = request.timeout_seconds
         try:
-            response = self._client.chat.completions.create(**options)
+            response = self._client.chat.completions.create(**_options(request))
         except Exception as error:  # the SDK's own error tree; re-raised as ours
             raise map_openai_error(error) from error
         return _model_response(response, request.model)
+
+    def stream(self, request: ModelRequest, on_text: TextSink) -> ModelResponse:
+        """``create(stream=True)``: content deltas go to ``on_text`` as they arrive; tool
+        calls are assembled from their deltas by index (the id and name come first, the
+        arguments in pieces); usage comes in the last chunk (``include_usage``)."""
+        options = {**_options(request), "stream": True, "stream_options": {"include_usage": True}}
+        assembled = StreamedCompletion(request.model)
+        try:
+            chunks = self._client.chat.completions.create(**options)
+            try:
+                for chunk in chunks:
+                    assembled.add(chunk, on_text)
+            finally:
+                chunks.close()
+        except Exception as error:  # the SDK's own error tree; re-raised as ours
+            if error is assembled.sink_error:  # ``on_text``'s own failure, not the provider's
+                raise
+            raise map_openai_error(error) from error
+        return assembled.response()
+
+
+def _options(request: ModelRequest) -> dict[str, Any]:
+    """The ``chat.completions.create`` arguments of one request."""
+    options: dict[str, Any] = {
+        "model": request.model,
+        "messages": _openai_messages(request.messages),
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {
+                "name": schema_name(request.output_name),
+                "schema": strict_json_schema(request.output_schema),
+                "strict": True,
+            },
+        },
+        "max_completion_tokens": request.max_output_tokens,
+        "temperature": request.temperature,
+    }
+    if request.tools:
+        options["tools"] = _openai_tools(request.tools)
+    if request.timeout_seconds is not None:  # what is left of the invocation's window
+        options["timeout"] = request.timeout_seconds
+    return options
 
 
 def _model_response(response: Any, requested_model: str) -> ModelResponse:
@@ -271,16 +296,7 @@ def _model_response(response: Any, requested_model: str) -> ModelResponse:
     for call in getattr(message, "tool_calls", None) or []:
         if getattr(call, "type", "function") != "function":
             continue
-        try:
-            arguments = json.loads(call.function.arguments or "{}")
-        except json.JSONDecodeError as error:
-            raise OutputInvalid(
-                f"OpenAI tool call {call.function.name!r} has arguments that are not JSON"
-            ) from error
-        if not isinstance(arguments, dict):
-            raise OutputInvalid(
-                f"OpenAI tool call {call.function.name!r} has arguments that are not an object"
-            )
+        arguments = tool_arguments(call.function.name, call.function.arguments)
         tool_calls.append(ToolCall(name=call.function.name, arguments=arguments, id=call.id))
     return ModelResponse(
         text=message.content or "",

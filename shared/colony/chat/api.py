@@ -1,12 +1,21 @@
 """The chat function's HTTP surface (``functions/chat/main.py`` hands every request here).
 
-    GET  /overview                  the page (static; it asks for a bearer token itself)
+    GET  /overview                  the page (static; it asks for a bearer token itself, or
+                                    with COLONY_CLERK_FRONTEND_API refreshes Clerk session
+                                    tokens there: ``<body data-clerk-frontend-api>``)
+    GET  /overview/views.js         the page's pipeline, funnel, brief and tool-result views
+                                    (static, same origin: the CSP's script-src 'self')
     POST /turns                     {"session_id"?, "message"} → SSE stream of the turn
     POST /sessions                  a new session → {"session_id"}
     GET  /sessions/<id>             its turns and last event id
     GET  /sessions/<id>/events      SSE: replay after Last-Event-ID (or ?after=), then follow
                                     (``?until=done`` ends the stream after the next ``done``)
-    GET  /brief                     today's daily brief, or null
+    GET  /brief                     today's daily brief (its text and its five sections), or null
+    GET  /pipeline                  deals and their value by stage, the largest of each named
+    GET  /campaigns                 the recent campaigns' funnels: contacts → qualified →
+                                    drafted → approved → sent → replied
+    GET  /campaigns/events          SSE: ``funnels`` (the same) on connect and again whenever
+                                    a count changes (the hub's ``colony_campaigns``)
     GET  /approvals[?kind=&campaign=&limit=]
                                     pending approval items as detailed cards, newest first
                                     (``pending_cards``; at most 500; a deployment kit's link
@@ -34,6 +43,7 @@ disconnects, and the response only relays its events.
 from __future__ import annotations
 
 import contextvars
+import html
 import json
 import logging
 import queue
@@ -63,6 +73,7 @@ from colony.flows.chat import events as ev
 from colony.flows.deps import FlowDeps
 from colony.flows.explain import explain
 from colony.flows.import_progress import recent as recent_imports
+from colony.flows.workbench import funnels, pipeline
 from colony.runtime.auth import verify_bearer
 from colony.runtime.edge import JsonRequest, MethodNotAllowed, error_response
 
@@ -72,6 +83,7 @@ HEARTBEAT_SECONDS = 15.0
 APPROVALS_SHOWN = 50
 APPROVALS_MAX = 500
 PAGE = Path(__file__).with_name("overview.html")
+VIEWS = Path(__file__).with_name("views.js")
 _SESSION = re.compile(r"^/sessions/([A-Za-z0-9_.:-]{1,200})(/events)?$")
 _EXPLAIN = re.compile(r"^/explain/([A-Za-z0-9_.:-]{1,200})$")
 _STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -82,7 +94,10 @@ def handle(deps: FlowDeps, request: JsonRequest) -> Any:
     path, method = request.path, request.method
     if path == "/overview":
         _allow(method, "GET")
-        return _page()
+        return _page(deps.settings.clerk_frontend_api)
+    if path == "/overview/views.js":
+        _allow(method, "GET")
+        return _script()
     who = verify_bearer(request.authorization, deps.settings)
     if path == "/turns":
         _allow(method, "POST")
@@ -93,6 +108,15 @@ def handle(deps: FlowDeps, request: JsonRequest) -> Any:
     if path == "/brief":
         _allow(method, "GET")
         return {"brief": today_brief(deps, who.org_id)}
+    if path == "/pipeline":
+        _allow(method, "GET")
+        return pipeline(deps, who.org_id)
+    if path == "/campaigns":
+        _allow(method, "GET")
+        return funnels(deps, who.org_id)
+    if path == "/campaigns/events":
+        _allow(method, "GET")
+        return _funnel_events(deps, who.org_id)
     if path == "/approvals":
         _allow(method, "GET", "POST")
         return _approvals(deps, who.org_id, who.user_id, request)
@@ -123,14 +147,27 @@ def _allow(method: str, *allowed: str) -> None:
         raise MethodNotAllowed("this method is not allowed here", allow=allowed)
 
 
-def _page() -> flask.Response:
-    response = flask.Response(PAGE.read_bytes(), mimetype="text/html")
-    # The page makes no request anywhere but here (SPEC: the machines have no network).
+def _page(clerk: str | None) -> flask.Response:
+    page = PAGE.read_bytes()
+    connect = "'self'"
+    if clerk:  # an origin (settings check it); the page refreshes session tokens there
+        attribute = f'<body data-clerk-frontend-api="{html.escape(clerk, quote=True)}">'
+        page = page.replace(b"<body>", attribute.encode(), 1)
+        connect += " " + clerk
+    response = flask.Response(page, mimetype="text/html")
+    # The page makes no request anywhere but here and Clerk (SPEC: the machines have no network).
     response.headers["Content-Security-Policy"] = (
         "default-src 'self'; script-src 'self' 'unsafe-inline'; "
-        "style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'"
+        f"style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src {connect}"
     )
     response.headers["Cache-Control"] = "no-store"
+    return response
+
+
+def _script() -> flask.Response:
+    response = flask.Response(VIEWS.read_bytes(), mimetype="text/javascript")
+    response.headers["X-Content-Type-Options"] = "nosniff"
+    response.headers["Cache-Control"] = "no-store"  # as the page: both change together
     return response
 
 
@@ -266,6 +303,29 @@ def _approval_events(deps: FlowDeps, org_id: str) -> flask.Response:
                 yield _sse("reload", {})
                 continue
             yield _sse("changed", queue_changes(deps, org_id, ids))
+
+    return flask.Response(stream(), mimetype="text/event-stream", headers=_STREAM_HEADERS)
+
+
+def _funnel_events(deps: FlowDeps, org_id: str) -> flask.Response:
+    """The funnels, live: their counts on connect (so a reconnect starts from the truth), then
+    again after each change the hub announces for the org, when the counts differ."""
+    hub = hub_for(deps.db.connect)
+
+    def stream() -> Iterator[str]:
+        yield "retry: 2000\n\n"
+        last = hub.campaigns_seq(org_id)  # before the read: a change during it wakes us
+        sent = funnels(deps, org_id)
+        yield _sse("funnels", sent)
+        while True:
+            if not hub.wait_campaigns(org_id, last, HEARTBEAT_SECONDS):
+                yield ev.sse_comment("keep-alive")
+                continue
+            last = hub.campaigns_seq(org_id)
+            now = funnels(deps, org_id)
+            if now != sent:
+                yield _sse("funnels", now)
+                sent = now
 
     return flask.Response(stream(), mimetype="text/event-stream", headers=_STREAM_HEADERS)
 

@@ -16,6 +16,11 @@ announcements itself and keeps the newest ``RECENT_ITEMS`` per org, so the /over
 queue's stream (``GET /approvals/events``) can ask which items changed since the last number
 it sent, and read their state under its org's scope; a stream that fell further behind than
 that is told to reload the queue.
+
+And on ``colony_campaigns`` (``<org id>``, sent by the triggers of migration 0038 when
+anything a campaign funnel counts changes). The hub numbers, per org, those announcements
+and the approval ones (a drafted or decided message moves a funnel too); the funnels' stream
+(``GET /campaigns/events``) waits past the number it last read, then re-reads the counts.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from collections.abc import Callable
 from typing import Any
 
 from colony.errors import DatabaseError
-from colony.store import approvals, chat_events
+from colony.store import approvals, chat_events, funnels
 
 log = logging.getLogger("colony.chat")
 
@@ -88,7 +93,25 @@ class Hub:
             if len(ring) > RECENT_ITEMS:
                 self._floor[org_id] = ring.popleft()[0]
             self._latest[_approvals_key(org_id)] = self._item_seq
+            funnel = _campaigns_key(org_id)  # a draft or a decision moves a funnel too
+            self._latest[funnel] = self._latest.get(funnel, 0) + 1
             self._cond.notify_all()
+
+    def announce_campaigns(self, org_id: str) -> None:
+        """Record that something a funnel of ``org_id`` counts changed; wake its streams."""
+        with self._cond:
+            key = _campaigns_key(org_id)
+            self._latest[key] = self._latest.get(key, 0) + 1
+            self._cond.notify_all()
+
+    def campaigns_seq(self, org_id: str) -> int:
+        """The number of the org's newest funnel change (0: none yet)."""
+        with self._cond:
+            return self._latest.get(_campaigns_key(org_id), 0)
+
+    def wait_campaigns(self, org_id: str, seq: int, timeout: float) -> bool:
+        """Block until a funnel change past ``seq`` is announced for the org (or ``timeout``)."""
+        return self.wait_past(_campaigns_key(org_id), seq, timeout)
 
     def approvals_seq(self, org_id: str) -> int:
         """The number of the org's newest announced item change (0: none yet)."""
@@ -121,7 +144,10 @@ class Hub:
                 log.warning("chat hub listener lost its connection: %s", type(error).__name__)
                 self._ready.clear()
                 with self._cond:
-                    # Wake everyone: a follower re-reads the table, so nothing is missed.
+                    # Wake everyone: a follower re-reads the table, so nothing is missed;
+                    # a funnel stream re-reads its counts (changes may have gone unheard).
+                    for key in [k for k in self._latest if k.startswith("campaigns ")]:
+                        self._latest[key] += 1
                     self._cond.notify_all()
                 if self._stopped:
                     return
@@ -133,6 +159,7 @@ class Hub:
             conn.autocommit = True
             chat_events.listen(conn)
             approvals.listen(conn)
+            funnels.listen(conn)
             self._ready.set()
             sock = conn._usock  # pg8000 keeps the raw socket here; select() needs it
             while not self._stopped:
@@ -147,6 +174,10 @@ class Hub:
                         if org_id and item_id:
                             self.announce_item(org_id, item_id)
                         continue
+                    if channel == funnels.CHANNEL:
+                        if payload:
+                            self.announce_campaigns(payload)
+                        continue
                     session_id, _, seq = payload.rpartition(":")
                     if session_id and seq.isdigit():
                         self.announce(session_id, int(seq))
@@ -158,6 +189,10 @@ class Hub:
 def _approvals_key(org_id: str) -> str:
     # not a session id: those never contain a space
     return f"approvals {org_id}"
+
+
+def _campaigns_key(org_id: str) -> str:
+    return f"campaigns {org_id}"
 
 
 _hub: Hub | None = None

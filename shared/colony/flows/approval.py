@@ -149,6 +149,10 @@ def _decide(
             raise Conflict("this approval link was already used; ask for a new one")
         kind = str(item["kind"])
         spec = item_kind(kind)
+        if not spec.approvable and action != "reject":
+            raise ValidationFailed(
+                f"a {kind} item can only be dismissed (rejected): it has nothing to approve"
+            )
         if item["status"] in ("applied", "rejected"):
             if item["status"] == FINAL[action] and action != "edit":
                 return {"id": item_id, "status": item["status"], "changed": False}

@@ -14,6 +14,8 @@
     content_piece                 title, format, body
     tool_action                   tool and arguments
     deployment_kit                (its link is on the card itself)
+    missing_data                  title, the agent, the prospect and ``missing_data``: the
+                                  fields the agent said it lacked (CONST-004); dismiss only
 
 plus, for every kind, ``editable`` (the fields an edit may replace, from
 ``approval_kinds``) and ``missing``: what the card would show but the item does not carry,
@@ -53,6 +55,9 @@ def detail(row: Mapping[str, Any], competitors: Sequence[str]) -> dict[str, Any]
         shown.update(_pick(payload, ("title", "format", "body"), missing))
     elif kind == "tool_action":
         shown.update({"tool": payload.get("tool"), "arguments": payload.get("arguments") or {}})
+    elif kind == "missing_data":
+        shown.update(_pick(payload, ("title", "agent_id"), missing))
+        shown["prospect"] = _prospect(row, missing)
     if payload.get("missing_data"):  # what the drafting agent itself said it lacked
         shown["missing_data"] = [str(m) for m in _as_list(payload["missing_data"])]
     shown["missing"] = missing
@@ -71,14 +76,9 @@ def _message(
     shown["angle"] = payload.get("angle_used")
     shown["step"] = payload.get("sequence_step")
     shown["signal_used"] = payload.get("signal_referenced")
-    if row.get("contact_name") is not None:
-        shown["prospect"] = {
-            "name": row.get("contact_name"),
-            "title": row.get("contact_title"),
-            "company": row.get("contact_company"),
-        }
-    else:
-        missing.append("prospect")
+    prospect = _prospect(row, missing)
+    if prospect is not None:
+        shown["prospect"] = prospect
     known = _as_list(row.get("stored_signals")) or own_signals(row.get("contact_signals"))
     shown["signals"] = [
         {k: s.get(k) for k in SIGNAL_FIELDS}
@@ -96,6 +96,17 @@ def _message(
             missing.append(field)
     shown["checks"] = _checks(row["kind"], payload, signals, competitors)
     return shown
+
+
+def _prospect(row: Mapping[str, Any], missing: list[str]) -> dict[str, Any] | None:
+    if row.get("contact_name") is None:
+        missing.append("prospect")
+        return None
+    return {
+        "name": row.get("contact_name"),
+        "title": row.get("contact_title"),
+        "company": row.get("contact_company"),
+    }
 
 
 def _checks(

@@ -48,6 +48,7 @@ class ItemKind:
     effect: str  # what applying an item of this kind did, as the audit log names it
     editable: frozenset[str]  # top-level payload fields a person may replace
     check: Check | None = None  # validates an edited payload
+    approvable: bool = True  # False: a notice a person can only dismiss (reject)
 
 
 def _model(model: type[BaseModel], fields: tuple[str, ...], payload: Payload) -> None:
@@ -115,6 +116,9 @@ KINDS: dict[str, ItemKind] = {
     "deployment_kit": ItemKind("kit_released", frozenset()),
     # Only the arguments the tool declares editable (colony.flows.chat.tools.check_edit).
     "tool_action": ItemKind("tool_run", frozenset({"arguments"}), _tool_action),
+    # CONST-004: an agent said what it lacked for a contact; nothing was drafted, so there is
+    # nothing to approve: a person reads which fields are missing and dismisses it.
+    "missing_data": ItemKind("dismissed", frozenset(), approvable=False),
 }
 
 

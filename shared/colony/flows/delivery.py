@@ -6,7 +6,9 @@ forward, never back (a late "delivered" cannot erase a bounce), then the campaig
 complaint rates since its last resume are judged; crossing a threshold with enough messages
 to judge pauses the campaign: its running runs stop taking new work, queued outbox rows are
 blocked, and a Cloud Tasks resume is scheduled, named by the pause so that every pause gets
-its own resume and a redelivered event never schedules a second one.
+its own resume and a redelivered event never schedules a second one. A trip is reported to
+Sentry as the ``circuit_breaker`` category (tagged with the org and the campaign), once: only
+the event whose transaction paused the campaign reports it.
 
 An event that moves the message forward is also its KC-08 exemplar's outcome
 (``colony.knowledge.outcomes``): ``replied`` with the reply's sentiment when it is known, so
@@ -22,6 +24,7 @@ from colony.errors import NotFound, ValidationFailed
 from colony.flows import sequences
 from colony.flows.deps import FlowDeps
 from colony.knowledge import outcomes as exemplar_outcomes
+from colony.observability import categories
 from colony.registry.functions import CAMPAIGN_RESUME_QUEUE
 from colony.runtime.transport import enqueue
 from colony.store import campaigns, outbox, processed_events, provenance, suppressions
@@ -72,6 +75,15 @@ def record(
             if campaign_id:
                 outcome.update(_breaker(cur, campaign_id))
         paused = campaigns.pause_state(cur, campaign_id) if campaign_id else None
+    if outcome.get("paused"):  # this event tripped it (committed): worth a person's look
+        runs = list(outcome.get("paused_runs") or ())
+        categories.report(
+            "circuit_breaker",
+            org_id=org_id,
+            run_id=runs[0] if len(runs) == 1 else None,
+            agent_id="AGT-002",  # the campaign's runs are AGT-002's
+            tags={"campaign_id": str(campaign_id), "paused_runs": str(len(runs))},
+        )
     if paused and paused["status"] == "paused" and paused["paused_at"] is not None:
         # Every event of a paused campaign re-asks for its resume: the task name is the
         # pause's, so this is created once, even after a crash right after the pause.

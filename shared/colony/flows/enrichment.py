@@ -1,12 +1,17 @@
 """AGT-003 Prospect Enrichment: summarise a contact, keep its signals with their provenance
-(``colony.store.signals``) and hand it on to qualification."""
+(``colony.store.signals``) and hand it on to qualification.
+
+A signal's quote must be verbatim: one the contact's data does not contain is dropped with
+its signal, and the count (``quotes_dropped``) is kept in the step's output and on the
+call's trace."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from colony.contracts import HandoffEnvelope
+from colony.flows import transcripts
 from colony.flows.campaign import handoff, step_key
 from colony.flows.deps import FlowDeps
 from colony.flows.specialist import assembly_request, handle_handoff, load_contact
@@ -30,7 +35,10 @@ def _enrich(
         request = assembly_request(deps, org, run_id, "AGT-003", envelope, {"contact": contact}, {})
         result = call_agent(deps.llm, request)
         assert result.output is not None
-        return result.output.model_dump(mode="json")
+        output = result.output.model_dump(mode="json")
+        output["signals"], dropped = grounded(output.get("signals") or [], request.entities)
+        deps.llm.annotate(result.call_id, quotes_dropped=dropped)  # on the call's trace
+        return {**output, "quotes_dropped": dropped}
 
     def apply(cur: Any, output: Mapping[str, Any]) -> None:
         extra = {"summary": output["summary"], "persona": output.get("persona")}
@@ -41,3 +49,27 @@ def _enrich(
     step(deps.db, org, run_id, step_key("AGT-003", contact_id), compute, apply)
     handoff(deps, org, campaign, run_id, contact_id, "AGT-004")
     return "enriched"
+
+
+def grounded(
+    found: Sequence[Mapping[str, Any]], entities: Mapping[str, Any]
+) -> tuple[list[dict[str, Any]], int]:
+    """AGT-003's signals whose ``quote`` occurs word for word (whitespace normalised) in the
+    text the agent was given (every text value of its entities), and how many were dropped:
+    a quote the contact's data does not contain is not one, and neither is its signal
+    (``transcripts.verbatim``, as AGT-006's quotes). A signal without a quote is kept: its
+    detail stands for it."""
+    source = "\n".join(_texts(entities))
+    kept = [dict(s) for s in found if not s.get("quote") or transcripts.verbatim([s], source)[0]]
+    return kept, len(found) - len(kept)
+
+
+def _texts(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _texts(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _texts(item)

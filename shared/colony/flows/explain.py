@@ -17,6 +17,7 @@ from colony.store import provenance
 
 def _call(row: Mapping[str, Any]) -> dict[str, Any]:
     prov = dict(row["provenance"] or {})
+    chunks = [c for c in prov.get("chunks") or () if isinstance(c, Mapping)]
     return {
         "call_id": row["call_id"],
         "agent_id": row["agent_id"],
@@ -25,9 +26,13 @@ def _call(row: Mapping[str, Any]) -> dict[str, Any]:
         "at": str(row["created_at"]),
         "tokens_in": int(row["tokens_in"]),
         "tokens_out": int(row["tokens_out"]),
+        # what the call asked the Knowledge Core for, hits or not; and the domains whose
+        # chunks made it into the context (a queried domain missing there returned nothing,
+        # or lost its chunks to the kc budget: ``budget_cuts`` says which)
         "kc_domains_queried": list(row["kc_domains_queried"] or ()),
+        "kc_domains_hit": list(dict.fromkeys(str(c["domain"]) for c in chunks if c.get("domain"))),
         "context_budget_used": dict(row["context_budget_used"] or {}),
-        "chunks": list(prov.get("chunks") or ()),
+        "chunks": chunks,
         "entities": list(prov.get("entities") or ()),
         "signals": list(prov.get("signals") or ()),
         "brief_id": prov.get("brief_id"),
@@ -79,6 +84,7 @@ def render(explained: Mapping[str, Any]) -> str:
             ],
         )
         out.append(f"  domains queried: {', '.join(c['kc_domains_queried']) or '(none)'}")
+        out.append(f"  domains with hits: {', '.join(c['kc_domains_hit']) or '(none)'}")
         out += _line(
             "entities",
             [f"{e['name']} {e['id']} updated {e.get('updated_at', '?')}" for e in c["entities"]],

@@ -17,7 +17,13 @@ from colony.contracts.events import SequenceStep
 from colony.flows import approval, call_link, flags, org_admin, sequences
 from colony.flows.campaign import HINTS, contact_done, step_key
 from colony.flows.deps import FlowDeps
-from colony.flows.specialist import assembly_request, handle_handoff, known_signals, load_contact
+from colony.flows.specialist import (
+    assembly_request,
+    handle_handoff,
+    known_signals,
+    load_contact,
+    missing_data_done,
+)
 from colony.llm.agent_call import call_agent
 from colony.policy.outbound import check_outbound
 from colony.registry.agents import AGENTS
@@ -42,9 +48,10 @@ def _message(
     deps: FlowDeps, org: str, campaign: Row, run_id: str, contact_id: str, envelope: HandoffEnvelope
 ) -> str:
     contact, known = known_signals(deps, org, load_contact(deps, org, contact_id))
-    if _missing(contact, known):  # CONST-004: never guess; the contact ends with missing data
-        contact_done(deps, org, run_id, contact_id, "missing_data")
-        return "missing_data"
+    missing = _missing(contact, known)
+    if missing:  # CONST-004: never guess; the contact ends with missing data, shown on a card
+        fields = [f"contact.{f}" for f in missing]
+        return missing_data_done(deps, org, campaign, run_id, contact_id, "AGT-005", fields)
 
     def enroll(cur: Any) -> None:
         sequences.enroll(

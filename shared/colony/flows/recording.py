@@ -134,6 +134,7 @@ def _two_passes(deps: FlowDeps, org: str, recording: Mapping[str, Any]) -> dict[
             assert result.output is not None
             found = result.output.model_dump(mode="json")["signals"]
             kept, dropped = transcripts.verbatim(found, chunk.text)  # AGT-006's quotes: verbatim
+            deps.llm.annotate(result.call_id, quotes_dropped=dropped)  # on the call's trace
             return {"signals": kept, "quotes_dropped": dropped}
 
         output = step(deps.db, org, run_id, f"pass1:{chunk.index}", compute)

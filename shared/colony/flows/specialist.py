@@ -28,7 +28,8 @@ from colony.flows.deps import FlowDeps
 from colony.knowledge.exemplars import hinted_domains, picked_exemplars, to_exemplars
 from colony.registry.agents import AGENTS, agent_by_slug
 from colony.runtime import idempotency
-from colony.store import campaigns, orgdata, signals
+from colony.runtime.steps import step
+from colony.store import approvals, campaigns, orgdata, signals
 from colony.store.db import Row
 
 EXEMPLARS_PER_DOMAIN = 2
@@ -85,14 +86,53 @@ def handle_handoff(
             if isinstance(error, ModelRefused):  # the provider's category, for the person
                 outcome += f":{error.reason}"
             if isinstance(error, DataMissing):  # CONST-004: what the model said it lacked
-                outcome = "missing_data:" + ",".join(error.fields)[:300]
-            contact_done(deps, org, run_id, contact_id, outcome)
+                outcome = missing_data_done(
+                    deps, org, campaign, run_id, contact_id, agent_id, error.fields
+                )
+            else:
+                contact_done(deps, org, run_id, contact_id, outcome)
             if isinstance(error, CallerError):
                 raise
             results.append(outcome)
         deps.faults.check(f"{handler}.after_step", event_id)
     idempotency.mark(deps.db, org, handler, event_id)
     return {"results": results}
+
+
+def missing_data_done(
+    deps: FlowDeps,
+    org: str,
+    campaign: Row,
+    run_id: str,
+    contact_id: str,
+    agent_id: str,
+    fields: Sequence[str],
+) -> str:
+    """CONST-004, made visible: count the contact's chain as finished with the outcome
+    ``missing_data:<fields>`` and, in the same step (so once, however often the handoff is
+    delivered), put a ``missing_data`` item on the approval queue naming the contact and the
+    fields, which a person can only dismiss. Returns the outcome."""
+    missing = [str(f) for f in fields][:20]
+    outcome = "missing_data:" + ",".join(missing)[:300]
+    contact = load_contact(deps, org, contact_id)
+    who = str(contact.get("name") or contact.get("external_id") or contact_id)
+    agent = AGENTS[agent_id]
+    payload = {
+        "title": f"{agent.name} ({agent_id}) lacks {', '.join(missing)} for {who}"[:300],
+        "contact_id": contact_id,
+        "campaign_id": campaign["id"],
+        "agent_id": agent_id,
+        "missing_data": missing,
+    }
+
+    def apply(cur: Any, _: Any) -> None:
+        campaigns.contact_done(cur, run_id)
+        approvals.add(
+            cur, org, "missing_data", agent_id, payload, subject_id=contact_id, run_id=run_id
+        )
+
+    step(deps.db, org, run_id, done_key(contact_id), lambda: {"outcome": outcome}, apply)
+    return outcome
 
 
 def _check_chain(

@@ -287,6 +287,32 @@ class KnowledgeStore:
         """
         return self._retrieve(org_id, query, domains, k_per_domain, model)
 
+    def retrieve_in(
+        self, cur: Any, org_id: str, query: str, domains: Sequence[str], k_per_domain: int = 3
+    ) -> dict[str, list[Retrieved]]:
+        """``retrieve`` inside the caller's transaction, which must have been opened with
+        ``SEARCH_SETTINGS`` (``Database.transaction(org_id, settings=SEARCH_SETTINGS)``): a
+        caller that reads other things too saves a transaction of its own."""
+        domains = check_domains(domains)
+        if not isinstance(k_per_domain, int) or not 1 <= k_per_domain <= MAX_K:
+            raise ValidationFailed(f"k_per_domain must be an integer in 1..{MAX_K}")
+        vector = self._embed([query])[0]
+        return self._search_within(cur, org_id, vector, domains, k_per_domain)
+
+    def _search_within(
+        self, cur: Any, org_id: str, vector: Sequence[float], domains: Sequence[str], k: int
+    ) -> dict[str, list[Retrieved]]:
+        out, shared = self._search(cur, org_id, vector, domains, k, exact=False)
+        # A graph walk can stop short (max_scan_tuples) when the org is a small part of
+        # a big domain. Any domain that came back short is answered exactly instead, so
+        # the result is always k rows or every row there is. Rows from the shared
+        # partition (no graphs: exact already) mean every row of the org is there, so a
+        # short domain there is simply a small one: no second round trip.
+        short = [d for d in domains if len(out[d]) < k]
+        if short and not shared:
+            out.update(self._search(cur, org_id, vector, short, k, exact=True)[0])
+        return out
+
     def exemplars(
         self,
         org_id: str,
@@ -354,15 +380,7 @@ class KnowledgeStore:
         else:
             vector = checked(query, self._embedder.dim, "the query vector")
         with self._db.transaction(org_id, settings=SEARCH_SETTINGS) as cur:
-            out, shared = self._search(cur, org_id, vector, domains, k, exact=False)
-            # A graph walk can stop short (max_scan_tuples) when the org is a small part of
-            # a big domain. Any domain that came back short is answered exactly instead, so
-            # the result is always k rows or every row there is. Rows from the shared
-            # partition (no graphs: exact already) mean every row of the org is there, so a
-            # short domain there is simply a small one: no second round trip.
-            short = [d for d in domains if len(out[d]) < k]
-            if short and not shared:
-                out.update(self._search(cur, org_id, vector, short, k, exact=True)[0])
+            out = self._search_within(cur, org_id, vector, domains, k)
         return out
 
     def embed_query(self, text: str) -> list[float]:

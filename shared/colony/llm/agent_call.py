@@ -21,9 +21,16 @@ from colony.context.assembler import AssembledContext, AssemblyRequest, assemble
 from colony.context.budgets import BudgetBook, load_budgets
 from colony.context.tokens import GeminiTokenCounter, counter_for
 from colony.contracts import OUTPUT_CONTRACTS
-from colony.llm.runner import StructuredRunner
-from colony.observability.tracing import CallRecorder, TracedChatModel, tracer_from_settings
-from colony.ports import ChatModel, Counter, ModelRequest, ToolCall, Usage
+from colony.errors import ToolCallInvalid
+from colony.llm.runner import AnswerStream, StructuredRunner
+from colony.observability import categories
+from colony.observability.tracing import (
+    CallRecorder,
+    NoopTracer,
+    TracedChatModel,
+    tracer_from_settings,
+)
+from colony.ports import ChatModel, Counter, ModelRequest, ToolCall, Tracer, Usage
 from colony.settings import Settings
 from colony.store import Database
 
@@ -37,6 +44,12 @@ class LlmDeps:
     counter: Counter  # the target model's tokenizer (or a labelled estimate)
     provider: str = "offline"
     pinned: bool = False  # COLONY_LLM_MODEL set: every profile uses ``model``
+    tracer: Tracer = field(default_factory=NoopTracer)  # the one ``chat`` traces with
+
+    def annotate(self, call_id: str, **metadata: int | str) -> None:
+        """Add what a flow learnt after the call (``quotes_dropped``) to the call's trace."""
+        if call_id:
+            self.tracer.annotate(call_id, metadata)
 
     def model_for(self, profile: str) -> str:
         if self.pinned:
@@ -75,10 +88,28 @@ def call_agent(
     request: AssemblyRequest,
     *,
     check: Callable[[Any], Sequence[str]] | None = None,
+    stream: AnswerStream | None = None,
 ) -> AgentResult:
     """Assemble the context for ``request`` and run it to a validated output contract, with
-    the profile's model, output cap and thinking budget (``BudgetBook.call_for``)."""
-    assembled = assemble(request, budgets=deps.budgets, counter=deps.counter)
+    the profile's model, output cap and thinking budget (``BudgetBook.call_for``); with
+    ``stream``, over the provider's streaming API, the answer's text fed to it as it comes
+    (the chat's turn; every other agent is answered whole).
+
+    A context that cannot be assembled and a provider's tool call that cannot be parsed are
+    reported to Sentry as their categories (``colony.observability.categories``), then
+    raised as they are."""
+    try:
+        assembled = assemble(request, budgets=deps.budgets, counter=deps.counter)
+    except Exception as error:
+        agent_id = request.profile.split("/")[0]  # a pass ("AGT-006/pass1") is its agent's
+        categories.report(
+            "context_assembly",
+            error,
+            org_id=request.org_id,
+            run_id=request.run_id,
+            agent_id=agent_id,
+        )
+        raise
     contract = OUTPUT_CONTRACTS[assembled.output_name]
     limits = deps.budgets.call_for(request.profile)
     model_request = ModelRequest(
@@ -91,7 +122,17 @@ def call_agent(
         thinking_budget=limits.thinking,
         metadata=trace_metadata(request, assembled),
     )
-    result = deps.runner.run(model_request, contract, check=check)
+    try:
+        result = deps.runner.run(model_request, contract, check=check, stream=stream)
+    except ToolCallInvalid as error:
+        categories.report(
+            "tool_call_parse",
+            error,
+            org_id=request.org_id,
+            run_id=request.run_id,
+            agent_id=assembled.bundle.agent_role,
+        )
+        raise
     return AgentResult(
         assembled,
         result.output,
@@ -118,10 +159,9 @@ def llm_from_settings(settings: Settings, db: Database | None = None) -> LlmDeps
     """Composition root for LLM calls: provider, tracing (no-op without keys), call records."""
     budgets = load_budgets(settings.budgets_file)
     model = settings.llm_model or budgets.model_for(settings.llm_provider)
+    tracer = tracer_from_settings(settings)
     chat = TracedChatModel(
-        chat_model_from_settings(settings),
-        tracer_from_settings(settings),
-        CallRecorder(db) if db is not None else None,
+        chat_model_from_settings(settings), tracer, CallRecorder(db) if db is not None else None
     )
     return LlmDeps(
         chat,
@@ -131,6 +171,7 @@ def llm_from_settings(settings: Settings, db: Database | None = None) -> LlmDeps
         counter_from_settings(settings, model),
         provider=settings.llm_provider,
         pinned=settings.llm_model is not None,
+        tracer=tracer,
     )
 
 

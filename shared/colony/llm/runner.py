@@ -21,6 +21,10 @@ pydantic contract:
   the invalid answer and a user message listing the problems (locations and messages, never
   input values); a second failure raises ``OutputInvalid``.
 * An answer with tool calls and no text is returned as it is, with ``output=None``.
+* With a ``stream`` (``AnswerStream``), every call goes through ``ChatModel.stream`` and its
+  text fragments are fed to it as they arrive; before any call after the first (a retry, a
+  larger cap, the repair) the stream is told to ``restart``: what it was fed so far is not
+  the answer.
 * CONST-004: every contract's answer may instead be a valid ``missing_data`` object (the
   system prompt asks for one when a required field is absent): that is ``DataMissing``,
   naming the fields, at once; never repaired into a guess.
@@ -35,7 +39,7 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
@@ -56,6 +60,18 @@ Check = Callable[[T], Sequence[str]]
 MAX_LISTED_PROBLEMS = 10  # in the repair prompt
 MAX_REPORTED_PROBLEMS = 3  # in the OutputInvalid message
 MAX_OUTPUT_TOKENS = 16_384  # the larger cap a truncated answer is retried with, at most
+
+
+class AnswerStream(Protocol):
+    """Where a streamed call's raw answer text goes as it arrives (``StructuredRunner.run``)."""
+
+    def feed(self, fragment: str) -> None:
+        """The next fragment of the current attempt's answer text."""
+        ...
+
+    def restart(self) -> None:
+        """A new attempt begins: the text fed so far is not the answer."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,8 +145,9 @@ class StructuredRunner:
         contract: type[T],
         *,
         check: Check[T] | None = None,
+        stream: AnswerStream | None = None,
     ) -> RunResult[T]:
-        calls = _Calls()
+        calls = _Calls(stream)
         request, response = self._answer(request, contract, calls)
         if response.tool_calls and not response.text.strip():
             return calls.result(None, response, repaired=False)
@@ -190,10 +207,15 @@ class StructuredRunner:
                     f"{left:.0f} s left of this invocation's model window: not enough for"
                     " another call; the transport redelivers later"
                 )
+            if calls.attempts and calls.stream is not None:
+                calls.stream.restart()
             calls.attempts += 1
             timed = request if left is None else replace(request, timeout_seconds=left)
             try:
-                response = self.model.request(timed)
+                if calls.stream is None:
+                    response = self.model.request(timed)
+                else:
+                    response = self.model.stream(timed, calls.stream.feed)
             except ProviderUnavailable as error:
                 wait = error.retry_after
                 if attempt + 1 >= self.max_attempts or (wait is not None and wait > self.max_delay):
@@ -212,7 +234,8 @@ class StructuredRunner:
 class _Calls:
     """Running totals for one ``run``."""
 
-    def __init__(self) -> None:
+    def __init__(self, stream: AnswerStream | None) -> None:
+        self.stream = stream
         self.attempts = 0
         self.tokens_in = 0
         self.tokens_out = 0

@@ -88,7 +88,12 @@ def follow(
 
 
 def answer_text(events: list[SseEvent]) -> str:
-    return "".join(e.data["text"] for e in events if e.type == "delta")
+    """The answer the deltas spell (a ``reset`` delta replaces the text before it)."""
+    text = ""
+    for event in events:
+        if event.type == "delta":
+            text = event.data["text"] if event.data.get("reset") else text + event.data["text"]
+    return text
 
 
 def run_chat_demo(

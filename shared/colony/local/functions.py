@@ -83,6 +83,12 @@ class FunctionServers:
         self._processes: dict[str, subprocess.Popen[bytes]] = {}
         self._logs: list[IO[bytes]] = []
 
+    def add_env(self, values: Mapping[str, str]) -> None:
+        """More environment for the functions before they start (say, one naming ``urls``)."""
+        if self._processes:
+            raise RuntimeError("the functions are running; add their environment before start")
+        self._env.update(values)
+
     def start(self) -> FunctionServers:
         env = {**os.environ, **self._env, "COLONY_FUNCTION_URLS": json.dumps(self.urls)}
         env.setdefault("THREADS", "8")

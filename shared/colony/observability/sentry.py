@@ -4,7 +4,12 @@ Prompts, transcripts and model answers are customer data. They can reach an erro
 through an exception message, a log message, a breadcrumb, a request body, a frame's local
 variables or ``sys.argv``, so ``scrub`` keeps an allowlist of event fields and rewrites the
 rest: exception values become the type and our error ``code`` (``error_summary``), messages
-and breadcrumb text are dropped, frames lose their variables. Tags are kept.
+and breadcrumb text are dropped (but for the fixed title of a reported category,
+``colony.observability.categories``), frames lose their variables. Tags are kept.
+
+Tags: ``error_scope`` opens a scope with the ids the caller knows; code that learns one later
+in the request (the edge parsing a body that names its org, a verified bearer token) adds it
+with ``tag``, so every event of the request carries it.
 
 Without a DSN nothing is initialised: ``init_sentry`` returns False and ``error_scope`` is a
 null context that does not even import the SDK.
@@ -27,10 +32,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from colony.errors import CallerError, ColonyError
+from colony.observability.categories import TAG, TITLES
 from colony.observability.telemetry import register_flush, unregister_flush
 
 if TYPE_CHECKING:
@@ -82,6 +89,10 @@ _FRAME_KEYS = frozenset(
 _BREADCRUMB_KEYS = frozenset({"type", "category", "level", "timestamp"})
 # Loggers whose error lines repeat an exception that is reported as an event of its own.
 _REPORTING_LOGGERS = ("colony.runtime",)
+_ID_TAGS = ("org_id", "run_id", "agent_id")
+# True inside an ``error_scope``: only there may ``tag`` write (outside, the current scope is
+# the process's own and a tag would outlive the request).
+_in_scope: ContextVar[bool] = ContextVar("colony_sentry_scope", default=False)
 
 
 def _codes(hint: Mapping[str, Any] | None) -> dict[str, str]:
@@ -152,6 +163,20 @@ def _scrub_url(url: Any) -> str | None:
     return urlunsplit((parts.scheme, parts.hostname or "", parts.path, "", ""))
 
 
+def _title(event: Mapping[str, Any]) -> str | None:
+    """A reported category's fixed title, when that is all the event's message says."""
+    tags = event.get("tags")
+    title = TITLES.get(str(tags.get(TAG))) if isinstance(tags, Mapping) else None
+    entry = event.get("logentry")
+    texts = {event.get("message")}
+    if isinstance(entry, Mapping):
+        texts |= {entry.get("message"), entry.get("formatted")}
+        if entry.get("params"):
+            return None
+    texts.discard(None)
+    return title if title is not None and texts == {title} else None
+
+
 def scrub(event: Any, hint: Any = None) -> Any:
     """``before_send``: an allowlisted copy of the event with no prompt or transcript text."""
     if not isinstance(event, Mapping):
@@ -170,7 +195,7 @@ def scrub(event: Any, hint: Any = None) -> Any:
         }
 
     if "message" in event or "logentry" in event:
-        clean["message"] = SCRUBBED
+        clean["message"] = _title(event) or SCRUBBED
 
     threads = event.get("threads")
     if isinstance(threads, Mapping):
@@ -291,12 +316,29 @@ def error_scope(
         yield
         return
     with sentry_sdk.new_scope() as scope:
-        for name, value in (("org_id", org_id), ("run_id", run_id), ("agent_id", agent_id)):
+        for name, value in zip(_ID_TAGS, (org_id, run_id, agent_id), strict=True):
             if value is not None:
                 scope.set_tag(name, value)
+        token = _in_scope.set(True)
         try:
             yield
         except Exception as error:
             if capture and _reportable(error):
                 sentry_sdk.capture_exception(error)
             raise
+        finally:
+            _in_scope.reset(token)
+
+
+def tag(
+    *, org_id: str | None = None, run_id: str | None = None, agent_id: str | None = None
+) -> None:
+    """Add ids learnt during a request to the innermost ``error_scope``'s tags (no-op outside
+    one, or without Sentry), so the events reported from here on carry them."""
+    sentry_sdk = sys.modules.get("sentry_sdk")
+    if not _in_scope.get() or sentry_sdk is None or not sentry_sdk.get_client().is_active():
+        return
+    scope = sentry_sdk.get_current_scope()
+    for name, value in zip(_ID_TAGS, (org_id, run_id, agent_id), strict=True):
+        if isinstance(value, str) and value:
+            scope.set_tag(name, value[:200])

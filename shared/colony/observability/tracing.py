@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
+from colony.adapters.text_stream import replay
 from colony.errors import error_summary
 from colony.observability.telemetry import register_flush, unregister_flush
 from colony.ports import (
@@ -34,6 +37,7 @@ from colony.ports import (
     LlmCallRecord,
     ModelRequest,
     ModelResponse,
+    TextSink,
     Tracer,
     org_tag,
 )
@@ -69,6 +73,9 @@ class NoopTracer:
         self, request: ModelRequest, context: CallContext
     ) -> AbstractContextManager[Generation]:
         return _NOOP_CONTEXT
+
+    def annotate(self, call_id: str, metadata: Mapping[str, int | str]) -> None:
+        return None
 
     def flush(self) -> None:
         return None
@@ -116,7 +123,14 @@ class LangfuseTracer:
 
     Built, it registers ``flush_within`` with ``colony.observability.telemetry`` (so the edge
     flushes its spans before each invocation returns); ``shutdown`` unregisters it.
+
+    ``annotate`` adds metadata learnt after a generation ended (e.g. ``quotes_dropped``, once
+    the flow has checked the answer's quotes against their source) to that generation's
+    trace: an event observation under the generation, carrying the values as its metadata and
+    as trace metadata. The generation of each of the last ``REMEMBERED`` call ids is kept.
     """
+
+    REMEMBERED = 256
 
     def __init__(
         self,
@@ -146,6 +160,8 @@ class LangfuseTracer:
             span_exporter=span_exporter,
         )
         register_flush(self.flush_within)
+        self._generations: OrderedDict[str, tuple[str, str, str]] = OrderedDict()
+        self._lock = threading.Lock()
 
     @property
     def client(self) -> Langfuse:
@@ -174,6 +190,8 @@ class LangfuseTracer:
             ) as observation,
         ):
             generation = _LangfuseGeneration(observation, self.capture_content)
+            if context.call_id:
+                self._remember(context.call_id, observation.trace_id, observation.id, context)
             try:
                 yield generation
             except BaseException as error:
@@ -184,6 +202,30 @@ class LangfuseTracer:
                     generation.fail(error_summary(error))
         if failure is not None:
             raise failure
+
+    def _remember(self, call_id: str, trace_id: str, span_id: str, context: CallContext) -> None:
+        with self._lock:
+            self._generations[call_id] = (trace_id, span_id, context.org_id)
+            self._generations.move_to_end(call_id)
+            while len(self._generations) > self.REMEMBERED:
+                self._generations.popitem(last=False)
+
+    def annotate(self, call_id: str, metadata: Mapping[str, int | str]) -> None:
+        # lazy: Langfuse, loaded with the client in __init__
+        from langfuse import propagate_attributes
+
+        with self._lock:
+            found = self._generations.get(call_id)
+        if found is None or not metadata:
+            return
+        trace_id, span_id, org_id = found
+        values = {str(k): str(v)[:200] for k, v in metadata.items()}
+        with propagate_attributes(tags=[org_tag(org_id)], metadata=values):
+            self._client.create_event(
+                trace_context={"trace_id": trace_id, "parent_span_id": span_id},
+                name="annotation",
+                metadata={"call_id": call_id, **dict(metadata)},
+            )
 
     def flush(self) -> None:
         self._client.flush()
@@ -240,28 +282,72 @@ def tracer_from_settings(settings: Settings, *, capture_content: bool = False) -
     return NoopTracer()
 
 
+_DEFERRED: ContextVar[list[LlmCallRecord] | None] = ContextVar("colony_deferred", default=None)
+
+
+@contextmanager
+def deferred_records(into: list[LlmCallRecord]) -> Iterator[None]:
+    """Inside it, ``CallRecorder`` keeps each record in ``into`` rather than opening a
+    transaction of its own: the caller stores them (``store_records``) in the transaction it
+    writes next (the chat turn's, which saves two round trips a call). Until then they are
+    the caller's to keep: a caller that fails stores them with its error."""
+    token = _DEFERRED.set(into)
+    try:
+        yield
+    finally:
+        _DEFERRED.reset(token)
+
+
+def record_row(record: LlmCallRecord) -> dict[str, Any]:
+    """``record`` as an ``llm_calls`` row (JSON-ready: ``store.llm_calls.ADD_MANY``)."""
+    return {
+        "org_id": record.org_id,
+        "agent_id": record.agent_id,
+        "run_id": record.run_id,
+        "model": record.model,
+        "kc_domains_queried": list(record.kc_domains_queried),
+        "tokens_in": record.tokens_in,
+        "tokens_out": record.tokens_out,
+        "context_budget_used": dict(record.context_budget_used),
+        "latency_ms": record.latency_ms,
+        "call_id": record.call_id,
+        "provenance": dict(record.provenance),
+    }
+
+
+def store_records(cur: Any, records: Sequence[LlmCallRecord]) -> None:
+    """Keep ``records`` in ``llm_calls`` on the caller's cursor (scoped to their org)."""
+    for record in records:
+        llm_calls.add(
+            cur,
+            org_id=record.org_id,
+            agent_id=record.agent_id,
+            run_id=record.run_id,
+            model=record.model,
+            kc_domains_queried=record.kc_domains_queried,
+            tokens_in=record.tokens_in,
+            tokens_out=record.tokens_out,
+            context_budget_used=record.context_budget_used,
+            latency_ms=record.latency_ms,
+            call_id=record.call_id,
+            provenance=record.provenance,
+        )
+
+
 class CallRecorder:
-    """Keeps each call's record in ``llm_calls``, in its own org-scoped transaction."""
+    """Keeps each call's record in ``llm_calls``, in its own org-scoped transaction (or, in
+    ``deferred_records``, in the caller's next one)."""
 
     def __init__(self, db: Database) -> None:
         self._db = db
 
     def record(self, record: LlmCallRecord) -> None:
+        deferred = _DEFERRED.get()
+        if deferred is not None:
+            deferred.append(record)
+            return
         with self._db.transaction(record.org_id) as cur:
-            llm_calls.add(
-                cur,
-                org_id=record.org_id,
-                agent_id=record.agent_id,
-                run_id=record.run_id,
-                model=record.model,
-                kc_domains_queried=record.kc_domains_queried,
-                tokens_in=record.tokens_in,
-                tokens_out=record.tokens_out,
-                context_budget_used=record.context_budget_used,
-                latency_ms=record.latency_ms,
-                call_id=record.call_id,
-                provenance=record.provenance,
-            )
+            store_records(cur, [record])
 
 
 class TracedChatModel:
@@ -283,11 +369,24 @@ class TracedChatModel:
         self._recorder = recorder
 
     def request(self, request: ModelRequest) -> ModelResponse:
+        return self._traced(request, self._inner.request)
+
+    def stream(self, request: ModelRequest, on_text: TextSink) -> ModelResponse:
+        """The inner model's stream (a model without one answers whole, handed out word by
+        word), traced and recorded as one call like ``request``."""
+        inner = getattr(self._inner, "stream", None)
+        if inner is None:
+            return self._traced(request, lambda r: replay(self._inner.request(r), on_text))
+        return self._traced(request, lambda r: inner(r, on_text))
+
+    def _traced(
+        self, request: ModelRequest, call: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse:
         context = CallContext.of(request)
         with self._tracer.generation(request, context) as generation:
             started = time.perf_counter()
             try:
-                response = self._inner.request(request)
+                response = call(request)
             except Exception as error:
                 generation.fail(error_summary(error))
                 raise

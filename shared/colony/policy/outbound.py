@@ -21,6 +21,7 @@ verbatim sentences (the offline provider quotes transcript sentences with it).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Sequence
@@ -222,7 +223,9 @@ def _stem(word: str) -> str:
     return word
 
 
-def key_tokens(text: str) -> set[str]:
+# Kept per text: a queue of hundreds of drafts checks each against the same few signals.
+@functools.lru_cache(maxsize=2048)
+def key_tokens(text: str) -> frozenset[str]:
     """Content-bearing tokens: numbers (thousands separators dropped) and stemmed words."""
     lowered = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text.casefold())
     tokens: set[str] = set()
@@ -231,7 +234,7 @@ def key_tokens(text: str) -> set[str]:
             tokens.add(token)
         elif len(token) >= 3 and token not in _STOPWORDS:
             tokens.add(_stem(token))
-    return tokens
+    return frozenset(tokens)
 
 
 def _normalise(text: str) -> str:
@@ -263,7 +266,7 @@ def references_signal(text: str, signal: str) -> bool:
     return shared >= needed
 
 
-def _also_references(text_tokens: set[str], chosen: str, other: str) -> bool:
+def _also_references(text_tokens: frozenset[str], chosen: str, other: str) -> bool:
     distinct = key_tokens(other) - key_tokens(chosen)
     if len(distinct) < 3:
         return False
@@ -274,15 +277,16 @@ def _also_references(text_tokens: set[str], chosen: str, other: str) -> bool:
 # -- competitors -------------------------------------------------------------------------------
 
 
-def _competitor_patterns(name: str) -> list[re.Pattern[str]]:
+@functools.lru_cache(maxsize=256)  # compiled once per name, not once per draft checked
+def _competitor_patterns(name: str) -> tuple[re.Pattern[str], ...]:
     words = name.split()
     if not words:
-        return []
+        return ()
     alternatives = [r"\s+".join(re.escape(w) for w in words)]
     if len(words) > 1:
         # Coined words ("CareSpace", "LeaseLogic", "FacilityIQ"): a capital after a lowercase.
         alternatives += [re.escape(w) for w in words if len(w) >= 4 and re.search(r"[a-z][A-Z]", w)]
-    return [re.compile(rf"(?<!\w){alt}(?!\w)", re.IGNORECASE) for alt in alternatives]
+    return tuple(re.compile(rf"(?<!\w){alt}(?!\w)", re.IGNORECASE) for alt in alternatives)
 
 
 def redact_competitors(text: str, competitors: Sequence[str], replacement: str) -> str:

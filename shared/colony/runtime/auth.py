@@ -1,7 +1,8 @@
 """Who is calling: user bearer tokens (Clerk JWTs), signed approval links, Google OIDC.
 
-- ``verify_bearer``: RS256 only, ``exp`` required, issuer checked when configured, and the
-  authorized party (``azp``: the origin the token was made for) checked against
+- ``verify_bearer``: RS256 only, ``exp`` required (with ``COLONY_JWT_LEEWAY_SECONDS`` of
+  clock skew, 30 by default), issuer checked when configured, and the authorized party
+  (``azp``: the origin the token was made for) checked against
   ``COLONY_JWT_AUTHORIZED_PARTIES`` when that is set; keys from Clerk's JWKS in production,
   or a PEM (``COLONY_JWT_PUBLIC_KEY``, else the local key pair under the data dir) locally.
   The org comes from the claims — ``org_id`` (Clerk v1) or ``o.id`` (v2) — never from a body.
@@ -36,11 +37,12 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from colony.errors import ConfigError, Unauthorized, UpstreamError, ValidationFailed
+from colony.observability import sentry
 from colony.runtime import signed
 from colony.settings import Settings
 
 ALGORITHMS = ["RS256"]  # never HS* (key confusion) and never "none"
-LEEWAY = timedelta(seconds=30)  # clock skew tolerated on exp / nbf / iat
+LEEWAY = timedelta(seconds=30)  # clock skew tolerated on a Google OIDC token's exp / iat
 PRIVATE_KEY_FILE = "jwt_private.pem"
 PUBLIC_KEY_FILE = "jwt_public.pem"
 LOCAL_ISSUER = "colony-local"
@@ -69,7 +71,7 @@ def verify_bearer(header_value: str | None, settings: Settings) -> Principal:
             key,
             algorithms=ALGORITHMS,
             issuer=settings.jwt_issuer,
-            leeway=LEEWAY,
+            leeway=timedelta(seconds=settings.jwt_leeway_seconds),
             options={"require": ["exp", "sub"], "verify_aud": False},
         )
     except jwt.ExpiredSignatureError:
@@ -88,7 +90,9 @@ def verify_bearer(header_value: str | None, settings: Settings) -> Principal:
     if not isinstance(user, str) or not user:
         raise Unauthorized("the bearer token names no user")
     _check_authorized_party(claims, settings.jwt_authorized_parties)
-    return Principal(_org_of(claims), user, claims)
+    principal = Principal(_org_of(claims), user, claims)
+    sentry.tag(org_id=principal.org_id)  # the request's events name its (verified) org
+    return principal
 
 
 def _check_authorized_party(claims: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
@@ -315,11 +319,13 @@ def verify_approval_token(key: str | bytes, token: str, now: datetime) -> Approv
         key, _DOMAIN, token, now, version=_VERSION, what="approval link", setting=_SETTING
     )
     try:
-        return ApprovalClaim(
+        claim = ApprovalClaim(
             str(body["o"]), str(body["i"]), str(body["a"]), str(body["r"]), str(body["n"])
         )
     except KeyError:
         raise Unauthorized("the approval link is malformed") from None
+    sentry.tag(org_id=claim.org_id)
+    return claim
 
 
 # ----------------------------------------------------------------------------- Google OIDC

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from datetime import date
+from datetime import date, datetime
 from typing import Any
 
+from colony.store import approvals, orgdata, replies
 from colony.store.db import Row, fetch_all, fetch_one, fetch_value
 
 # Two-key advisory lock: (class, session). The class keeps chat locks apart from others.
@@ -36,14 +37,43 @@ RESULT_EXISTS = """
 SELECT 1 FROM chat_turns WHERE session_id = %s AND role = 'tool'
   AND tool_call->>'id' = %s AND tool_call->>'status' = 'result'
 """
+# Everything one model step of a turn reads, in one round trip (each part is its owner's
+# own statement, nested): the session's turns, the newest pending approval items, today's
+# brief, the recent replies, the active ICP, the org's name, and the status of every item a
+# paused call of the session waits on. Rows come back as JSON (timestamps as ISO text).
+HYDRATE = f"""
+SELECT
+  (SELECT coalesce(json_agg(t ORDER BY t.id), '[]') FROM ({{turns}}) t) AS turns,
+  (SELECT coalesce(json_agg(q), '[]') FROM ({approvals.PENDING}) q) AS queue,
+  (SELECT row_to_json(b) FROM ({{brief}}) b LIMIT 1) AS brief,
+  (SELECT coalesce(json_agg(r), '[]') FROM ({replies.RECENT}) r) AS replies,
+  (SELECT row_to_json(i) FROM ({orgdata.ACTIVE_ICP}) i LIMIT 1) AS icp,
+  (SELECT name FROM ({orgdata.ORG_NAME}) o LIMIT 1) AS org_name,
+  (SELECT coalesce(json_object_agg(a.id, a.status), '{{{{}}}}')
+     FROM ({approvals.STATUSES}) a) AS awaited
+"""
+AWAITED_IDS = """
+ARRAY(SELECT tool_call->>'approval_id' FROM chat_turns
+      WHERE session_id = %s AND role = 'tool' AND tool_call->>'status' = 'awaiting')
+"""
+
 # ENT-009, read here only for the chat (today's brief as entity data and on GET /brief); the
 # brief's own repository is the daily brief flow's.
-BRIEF_ON = "SELECT id, brief_date, content FROM daily_briefs WHERE brief_date = %s"
+BRIEF_ON = "SELECT id, brief_date, content, sections FROM daily_briefs WHERE brief_date = %s"
+_HYDRATE = HYDRATE.format(turns=TURNS, brief=BRIEF_ON).replace(
+    "ANY(%s::text[])", f"ANY({AWAITED_IDS.strip()})"
+)
 
 
 def lock_session(cur: Any, session_id: str) -> None:
     """Wait for, then hold until the transaction ends, the session's turn lock."""
     cur.execute(LOCK, (LOCK_CLASS, session_id))
+
+
+def session_lock(session_id: str) -> tuple[int, str]:
+    """The same lock as ``lock_session``, for ``Database.transaction(advisory_lock=...)``
+    (taken with the transaction's ``BEGIN``, in one round trip)."""
+    return (LOCK_CLASS, session_id)
 
 
 def create_session(cur: Any, org_id: str, user_id: str) -> str:
@@ -90,6 +120,34 @@ def has_tool_result(cur: Any, session_id: str, call_id: str) -> bool:
     return fetch_one(cur, RESULT_EXISTS, (session_id, call_id)) is not None
 
 
+def hydrate(
+    cur: Any,
+    session_id: str,
+    *,
+    day: date,
+    replies_since: datetime,
+    approvals_shown: int,
+    replies_shown: int,
+) -> Row:
+    """``HYDRATE``: ``turns`` (as ``turns``), ``queue`` (as ``approvals.pending``), ``brief``
+    (as ``brief_on``, or None), ``replies`` (as ``replies.recent``), ``icp`` (or None),
+    ``org_name`` and ``awaited`` (approval item id → status)."""
+    params = (
+        session_id,
+        None,
+        None,
+        approvals_shown,
+        day,
+        replies_since,
+        replies_shown,
+        session_id,
+    )
+    row = fetch_one(cur, _HYDRATE, params)
+    assert row is not None
+    return row
+
+
 def brief_on(cur: Any, day: date) -> Row | None:
-    """The org's daily brief of ``day`` (``id, brief_date, content``), if one was written."""
+    """The org's daily brief of ``day`` (``id, brief_date, content, sections``), if one was
+    written."""
     return fetch_one(cur, BRIEF_ON, (day,))

@@ -18,6 +18,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from colony.store import llm_calls
 from colony.store.db import Row, fetch_all, fetch_one, fetch_value
 
 CHANNEL = "colony_chat_events"
@@ -33,6 +34,30 @@ WITH s AS (
     RETURNING seq
 )
 SELECT (SELECT max(seq) FROM ins), pg_notify(%s, %s || ':' || (SELECT max(seq) FROM ins))
+"""
+# The same, with the turn's history rows and its model calls' records (``llm_calls``) inserted
+# in the same statement: one round trip for a turn's step.
+APPEND_WITH_TURNS = f"""
+WITH calls AS ({llm_calls.ADD_MANY.strip()}
+), t AS (
+    INSERT INTO chat_turns (org_id, session_id, role, content, tool_call, turn_id, llm_call_id)
+    SELECT %s, %s, r.role, r.content, r.call::jsonb, %s,
+           CASE WHEN r.role = 'assistant' THEN %s::text END
+    FROM unnest(%s::text[], %s::text[], %s::text[]) WITH ORDINALITY AS r(role, content, call, ord)
+    ORDER BY r.ord
+    RETURNING id
+), s AS (
+    UPDATE chat_sessions SET last_seq = last_seq + %s WHERE id = %s RETURNING last_seq
+), ins AS (
+    INSERT INTO chat_events (org_id, session_id, seq, turn_id, type, data)
+    SELECT %s, %s, s.last_seq - %s + e.ord, %s, e.type, e.data::jsonb
+    FROM s, unnest(%s::text[], %s::text[]) WITH ORDINALITY AS e(type, data, ord)
+    RETURNING seq
+)
+SELECT (SELECT max(last_seq) FROM s) AS last_seq,
+       (SELECT array_agg(id ORDER BY id) FROM t) AS ids,
+       CASE WHEN EXISTS (SELECT 1 FROM ins)
+            THEN pg_notify(%s, %s || ':' || (SELECT max(seq) FROM ins)) END AS notified
 """
 AFTER = """
 SELECT seq, turn_id, type, data FROM chat_events
@@ -69,6 +94,52 @@ def append(
         (n, session_id, org_id, session_id, n, turn_id, types, datas, CHANNEL, session_id),
     )
     return None if last is None else int(last)
+
+
+def append_with_turns(
+    cur: Any,
+    org_id: str,
+    session_id: str,
+    turn_id: str,
+    rows: Sequence[tuple[str, str, Mapping[str, Any] | None]],
+    events: Sequence[tuple[str, Mapping[str, Any]]],
+    calls: Sequence[Mapping[str, Any]] = (),
+    *,
+    call_id: str | None = None,
+) -> tuple[int | None, list[int]]:
+    """``append``, with ``rows`` (role, content, tool call) added to the session's history
+    (``chat_turns``) and ``calls`` (``llm_calls`` rows, as ``llm_calls.ADD_MANY`` reads
+    them) kept, in the same statement (assistant rows record ``call_id``, the model call
+    that wrote them); returns the session's last seq (None: the session is
+    not in this org) and the new rows' ids, in order."""
+    n = len(events)
+    row = fetch_one(
+        cur,
+        APPEND_WITH_TURNS,
+        (
+            json.dumps(list(calls), separators=(",", ":")),
+            org_id,
+            session_id,
+            turn_id,
+            call_id,
+            [r[0] for r in rows],
+            [r[1] for r in rows],
+            [json.dumps(r[2]) if r[2] is not None else None for r in rows],
+            n,
+            session_id,
+            org_id,
+            session_id,
+            n,
+            turn_id,
+            [t for t, _ in events],
+            [json.dumps(d, separators=(",", ":")) for _, d in events],
+            CHANNEL,
+            session_id,
+        ),
+    )
+    assert row is not None
+    last = row["last_seq"]
+    return (None if last is None else int(last)), [int(i) for i in row["ids"] or ()]
 
 
 def after(cur: Any, session_id: str, seq: int, limit: int = 500) -> list[Row]:

@@ -273,18 +273,24 @@ class Database:
 
     @contextmanager
     def transaction(
-        self, org_id: str | None, *, settings: Mapping[str, str] | None = None
+        self,
+        org_id: str | None,
+        *,
+        settings: Mapping[str, str] | None = None,
+        advisory_lock: tuple[int, str] | None = None,
     ) -> Iterator[pg8000.dbapi.Cursor]:
         """Run a transaction scoped to ``org_id`` (``None``: no org, sees no org rows).
 
         ``settings`` are extra transaction-local parameters (e.g. pgvector scan options),
-        set in the same statement as the org scope.
+        set in the same statement as the org scope. ``advisory_lock`` (class, key) is taken
+        (waited for) in that statement too, and held until the transaction ends.
         """
         if org_id is not None and (not isinstance(org_id, str) or not org_id.strip()):
             raise OrgScopeError("org_id must be a non-empty string")
         pairs = [("app.org_id", org_id)] if org_id is not None else []
         pairs += list((settings or {}).items())
-        begin = begin_sql(pairs)  # before a connection is taken: a bad value costs nothing
+        # before a connection is taken: a bad value costs nothing
+        begin = begin_sql(pairs, advisory_lock)
         pooled = self._acquire()
         conn = pooled.conn
         healthy = True

@@ -18,6 +18,19 @@ INSERT INTO llm_calls (
 VALUES (%s, %s, %s, %s, %s::text[], %s, %s, %s::jsonb, %s, %s, %s::jsonb)
 """
 
+# The same rows as ``ADD``, any number at once, as a data-modifying CTE another statement
+# embeds (``chat_events.APPEND_WITH_TURNS``, so a chat turn's write carries its calls'
+# records): its one parameter is a JSON array of objects with ``ADD``'s columns.
+ADD_MANY = """
+INSERT INTO llm_calls (
+    org_id, agent_id, run_id, model, kc_domains_queried,
+    tokens_in, tokens_out, context_budget_used, latency_ms, call_id, provenance
+)
+SELECT org_id, agent_id, run_id, model, kc_domains_queried,
+       tokens_in, tokens_out, context_budget_used, latency_ms, call_id, provenance
+FROM jsonb_populate_recordset(NULL::llm_calls, %s::jsonb)
+"""
+
 
 def add(
     cur: Any,

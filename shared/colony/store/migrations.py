@@ -641,6 +641,17 @@ def migrations(dim: int) -> list[Migration]:
         # Issue 16 item 4: org_id in every org-scoped key and foreign key, so the schema can be
         # distributed by org (Citus, AlloyDB) when one instance is outgrown (docs/scale.md).
         Migration("0033_org_keys", (_SQL / "0033_org_keys.sql").read_text(encoding="utf-8")),
+        # Issue 15 item 4: a contact's missing data is an item on the approval queue.
+        Migration(
+            "0035_missing_data_items",
+            (_SQL / "0035_missing_data_items.sql").read_text(encoding="utf-8"),
+        ),
+        # Issue 20 item 2: what a campaign funnel counts notifies colony_campaigns (the org's
+        # id only), so /overview's funnels move live (colony.store.funnels).
+        Migration(
+            "0038_campaign_notify",
+            (_SQL / "0038_campaign_notify.sql").read_text(encoding="utf-8"),
+        ),
         # Issue 19 item 3: approved deployment kits (and the closed-won deal summary each one
         # opens with) grow KC-10; the kit keeps its text for the approval that adds it.
         Migration("0036_kc_learning", (_SQL / "0036_kc_learning.sql").read_text(encoding="utf-8")),

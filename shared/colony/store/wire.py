@@ -67,12 +67,20 @@ def literal(value: str) -> str:
     return "E'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def begin_sql(settings: Sequence[tuple[str, str]]) -> str:
-    """``BEGIN`` and ``set_config(name, value, true)`` for each setting, as one batch."""
-    if not settings:
-        return "BEGIN"
-    calls = ", ".join(f"set_config({literal(k)}, {literal(v)}, true)" for k, v in settings)
-    return f"BEGIN; SELECT {calls}"
+def begin_sql(
+    settings: Sequence[tuple[str, str]], advisory_lock: tuple[int, str] | None = None
+) -> str:
+    """``BEGIN`` and ``set_config(name, value, true)`` for each setting, as one batch; with
+    ``advisory_lock`` (class, key), then ``pg_advisory_xact_lock(class, hashtext(key))`` too,
+    so a transaction that starts by waiting for its lock costs no extra round trip."""
+    sql = "BEGIN"
+    if settings:
+        calls = ", ".join(f"set_config({literal(k)}, {literal(v)}, true)" for k, v in settings)
+        sql += f"; SELECT {calls}"
+    if advisory_lock is not None:
+        kind, key = advisory_lock
+        sql += f"; SELECT pg_advisory_xact_lock({int(kind)}, hashtext({literal(key)}))"
+    return sql
 
 
 def prepared(cur: Any, operation: str, args: Sequence[Any]) -> None:

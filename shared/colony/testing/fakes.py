@@ -14,8 +14,9 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit
 
 from colony.adapters.embedding import OfflineHashEmbedder
 from colony.adapters.storage import check_object_name, check_prefix, check_ttl
+from colony.adapters.text_stream import replay
 from colony.errors import NotFound, ProviderError, ProviderUnavailable, ResponseTooLarge
-from colony.ports import DriveFile, ModelRequest, ModelResponse, Usage
+from colony.ports import DriveFile, ModelRequest, ModelResponse, TextSink, Usage
 from colony.webhooks import GOOGLE_DOC
 
 
@@ -81,6 +82,10 @@ class ScriptedChatModel:
             return item
         text = item if isinstance(item, str) else json.dumps(dict(item))
         return ModelResponse(text=text, usage=self.usage, model=self.model)
+
+    def stream(self, request: ModelRequest, on_text: TextSink) -> ModelResponse:
+        """The next scripted answer, its text handed to ``on_text`` word by word."""
+        return replay(self.request(request), on_text)
 
 
 def provider_failure(status: int, *, retry_after: float | None = None) -> ProviderError:

@@ -26,12 +26,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from colony.adapters.text_stream import replay
 from colony.ports import (
     CallContext,
     Generation,
     LlmCallRecord,
     ModelRequest,
     ModelResponse,
+    TextSink,
     ToolCall,
     Usage,
 )
@@ -110,6 +112,9 @@ class HostileChatModel:
         text = json.dumps(answer)
         return ModelResponse(text, Usage(usage.tokens_in, word_count(answer)), self.model)
 
+    def stream(self, request: ModelRequest, on_text: TextSink) -> ModelResponse:
+        return replay(self.request(request), on_text)
+
     def prompts(self, org_id: str | None = None) -> list[str]:
         """Every prompt sent (all messages joined), optionally only those for ``org_id``."""
         return [
@@ -157,6 +162,7 @@ class RecordingTracer:
 
     def __init__(self) -> None:
         self.calls: list[tuple[ModelRequest, dict[str, Any]]] = []
+        self.annotations: list[tuple[str, dict[str, int | str]]] = []  # (call id, metadata)
 
     @contextmanager
     def generation(self, request: ModelRequest, context: CallContext) -> Iterator[Generation]:
@@ -171,6 +177,9 @@ class RecordingTracer:
             if org_id is None or meta.get("org_id") == org_id
             for flag in meta.get("untrusted_instructions") or ()
         ]
+
+    def annotate(self, call_id: str, metadata: Mapping[str, int | str]) -> None:
+        self.annotations.append((call_id, dict(metadata)))
 
     def flush(self) -> None:
         return None

@@ -22,9 +22,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from colony.adapters.offline.prompt import PromptLacks, parse
+from colony.adapters.text_stream import replay
 from colony.contracts.outputs import OUTPUT_CONTRACTS, MissingData
 from colony.errors import ProviderError
-from colony.ports import ModelRequest, ModelResponse, Usage
+from colony.ports import ModelRequest, ModelResponse, TextSink, Usage
 
 MODEL_NAME = "offline-deterministic-v1"
 
@@ -93,9 +94,15 @@ def estimate_tokens(text: str) -> int:
 
 
 class OfflineChatModel:
-    """Deterministic ``ChatModel`` for local runs and tests; see the package docstring."""
+    """Deterministic ``ChatModel`` for local runs and tests; see the package docstring.
+
+    ``stream`` derives the same answer and hands its text out word by word
+    (``colony.adapters.text_stream``): deterministic deltas, no delay."""
 
     model = MODEL_NAME
+
+    def stream(self, request: ModelRequest, on_text: TextSink) -> ModelResponse:
+        return replay(self.request(request), on_text)
 
     def request(self, request: ModelRequest) -> ModelResponse:
         if request.output_name == "orchestrator_reply":  # AGT-001: it may answer with tools

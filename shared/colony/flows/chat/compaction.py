@@ -59,6 +59,7 @@ def compact_if_needed(io: TurnIO, *, current_turn: str | None) -> int:
         gone = [r.id for r in folded] + ([old.id] if old else [])
         chat_store.delete_turns(cur, io.session_id, gone)
         io.add_rows(cur, [("summary", text, {"summary": summary})])
+    io.rows = None  # the turn's copy of the history is stale now: read it again
     log.info("chat session %s: folded %d turns into its summary", io.session_id, len(folded))
     return len(folded)
 

@@ -9,7 +9,7 @@ it sits in the flow, below both: the edge imports the flow, never the other way 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +47,30 @@ def append(
     return [
         Event(first + i, turn_id, t, {**d, "turn_id": turn_id}) for i, (t, d) in enumerate(items)
     ]
+
+
+def append_with_rows(
+    cur: Any,
+    org_id: str,
+    session_id: str,
+    turn_id: str,
+    items: Sequence[tuple[str, dict]],
+    rows: Sequence[tuple[str, str, Any]],
+    calls: Sequence[Mapping[str, Any]] = (),
+    *,
+    call_id: str | None = None,
+) -> tuple[list[Event], list[int]]:
+    """``append``, with the turn's history ``rows`` and its model ``calls``' records stored
+    in the same statement (``call_id``: the model call the assistant rows came from);
+    returns the events numbered and the rows' ids."""
+    data = [(t, {**d, "turn_id": turn_id}) for t, d in items]
+    last, ids = chat_events.append_with_turns(
+        cur, org_id, session_id, turn_id, rows, data, calls, call_id=call_id
+    )
+    if last is None:  # the session vanished or is another org's: RLS hid the row
+        raise NotFound(f"chat session {session_id!r} does not exist in this org")
+    first = last - len(items) + 1
+    return [Event(first + i, turn_id, t, d) for i, (t, d) in enumerate(data)], ids
 
 
 def after(cur: Any, session_id: str, seq: int, limit: int = 500) -> list[Event]:

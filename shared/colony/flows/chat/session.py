@@ -1,8 +1,9 @@
 """Chat sessions as the HTTP edge needs them before and around a turn.
 
 Creating a session, checking that one exists in the caller's org, vetting a message before
-its stream starts, the transcript the /overview page loads and today's daily brief. None of
-this takes the session lock or calls a model, so it is apart from the turn.
+its stream starts, the transcript the /overview page loads and today's daily brief (with
+its five sections). None of this takes the session lock or calls a model, so it is apart
+from the turn.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from colony.errors import NotFound, ValidationFailed
+from colony.flows.brief import sections_of
 from colony.flows.chat import history
 from colony.flows.chat.turn_io import AGENT
 from colony.flows.deps import FlowDeps
@@ -69,4 +71,8 @@ def today_brief(deps: FlowDeps, org_id: str) -> dict[str, Any] | None:
         row = chat_store.brief_on(cur, deps.clock().date())
     if row is None:
         return None
-    return {"date": row["brief_date"].isoformat(), "content": row["content"]}
+    return {
+        "date": row["brief_date"].isoformat(),
+        "content": row["content"],
+        "sections": sections_of(str(row["content"]), row["sections"]),
+    }

@@ -1,7 +1,7 @@
 """One chat turn of AGT-001 (SPEC §6.1; seed §4.2, §7.6): lock, model rounds, answer or pause.
 
     POST /turns ─► session lock ─► user turn + ``accepted`` ─► [hydrate ─► model]*
-        answer?    ─► ``delta``… ─► assistant turn ─► ``done``
+        answer?    ─► ``delta``… (as the model streams it) ─► assistant turn ─► ``done``
         tool call? ─► ``tool_call`` ─► run it ─► ``tool_result`` ─► back to the model
         gated?     ─► approval item ─► ``approval_required`` ─► ``done`` (paused)
 
@@ -9,8 +9,12 @@ Turns of one session are serialised by a transaction-scoped advisory lock on the
 (held by the database, so it holds across function instances); events are written to
 ``chat_events`` as they happen, each step's batch in one short transaction together with its
 history rows, so a client that drops can replay from ``Last-Event-ID`` while the turn goes on.
+The answer's deltas reach the client as the model streams them, and are stored with the
+turn's next write under the ids they were sent with (``turn_io``).
 A tool call's history row is written with its result, so no failure can leave a call without
-one. Whatever fails, a turn ends with ``error`` + ``done``. What the model sees is built in
+one. Whatever fails, a turn ends with ``error`` + ``done``, and what is not the caller's fault
+is reported to Sentry tagged with the org, the turn (as its run) and AGT-001, as is a tool
+call the tools refuse (``tool_call_parse``). What the model sees is built in
 ``hydration``; an approved gated call continues here through ``continue_turn`` (``resume``).
 """
 
@@ -19,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from colony.errors import CallerError, UpstreamError, public_body
@@ -29,6 +33,8 @@ from colony.flows.chat.compaction import compact_if_needed
 from colony.flows.chat.hydration import model_step
 from colony.flows.chat.turn_io import AGENT, Rows, Sink, TurnIO, compact_json
 from colony.flows.deps import FlowDeps
+from colony.knowledge.store import SEARCH_SETTINGS
+from colony.observability import categories, sentry
 from colony.ports import ToolCall
 from colony.store import approvals
 from colony.store import chat as chat_store
@@ -36,7 +42,6 @@ from colony.store import chat as chat_store
 log = logging.getLogger("colony.chat")
 
 MAX_STEPS = 4  # model calls per turn: tool rounds are bounded
-DELTA_WORDS = 6
 RESULT_CHARS = 1600
 
 
@@ -56,8 +61,7 @@ def run_turn(
     reported as an ``error`` event and a failed ``done``, never as a half-written turn.
     """
     turn_id = turn_id or f"turn-{uuid.uuid4().hex[:16]}"
-    with deps.db.transaction(org_id) as lock:
-        chat_store.lock_session(lock, session_id)
+    with deps.db.transaction(org_id, advisory_lock=chat_store.session_lock(session_id)):
         io = TurnIO(
             deps,
             org_id,
@@ -67,8 +71,10 @@ def run_turn(
             message,
             tx=lambda: deps.db.transaction(org_id),
             sink=sink,
+            search_tx=lambda: deps.db.transaction(org_id, settings=SEARCH_SETTINGS),
         )
-        io.write([("accepted", {"session_id": session_id})], [("user", message, None)])
+        # Stored (and sent) with the first model step's reads, in their transaction.
+        io.write_soon([("accepted", {"session_id": session_id})], [("user", message, None)])
         continue_turn(io)
     return turn_id
 
@@ -83,18 +89,22 @@ def _guarded(io: TurnIO, body: Callable[[], None]) -> None:
     in the log, so every follower (and a replay) sees it end. Our own faults
     (``InternalError``: a missing key, a broken template) and bugs then raise, to be logged
     and reported."""
-    try:
-        body()
-    except (CallerError, UpstreamError) as error:
-        # Caller errors carry their sentence; upstream ones a fixed one (no provider text).
-        payload = public_body(error)
-        log.warning("chat turn %s failed: %s", io.turn_id, error.code)
-        io.write([("error", payload), ("done", {"status": "failed"})])
-    except Exception as error:  # ours or a bug: end the turn (fixed message), then raise
-        # Best effort: if the database is what failed, the original error is the one to raise.
-        with contextlib.suppress(Exception):
-            io.write([("error", public_body(error)), ("done", {"status": "failed"})])
-        raise
+    with sentry.error_scope(io.org_id, io.turn_id, AGENT, capture=False):
+        try:
+            body()
+        except (CallerError, UpstreamError) as error:
+            # Caller errors carry their sentence; upstream ones a fixed one (no provider text).
+            payload = public_body(error)
+            log.warning("chat turn %s failed: %s", io.turn_id, error.code)
+            sentry.report(error)  # an upstream failure, not the caller's: Sentry sees it too
+            io.write([("error", payload), ("done", {"status": "failed"})])
+        except Exception as error:  # ours or a bug: end the turn (fixed message), then raise
+            sentry.report(error)  # here, with the turn's tags (the stream's thread logs it)
+            # Best effort: if the database is what failed, the original error is the one to
+            # raise.
+            with contextlib.suppress(Exception):
+                io.write([("error", public_body(error)), ("done", {"status": "failed"})])
+            raise
 
 
 def _loop(io: TurnIO) -> None:
@@ -115,8 +125,10 @@ def _loop(io: TurnIO) -> None:
 
 
 def _answer(io: TurnIO, text: str) -> None:
-    deltas = [("delta", {"text": chunk}) for chunk in _chunks(text)]
-    _finish(io, {"status": "completed"}, deltas, [("assistant", text, None)])
+    """Store the answer streamed so far (and, if the validated answer differs from what was
+    streamed, the delta that puts it right) with the assistant row, then ``done``."""
+    closing = io.answer.closing(text) if io.answer is not None else [("delta", {"text": text})]
+    _finish(io, {"status": "completed"}, closing, [("assistant", text, None)])
 
 
 def _finish(
@@ -130,23 +142,19 @@ def _finish(
     the history over budget commits its rows first, then compacts (a model call) and says
     ``done`` after, so a failed summary never loses the answer."""
     budget = io.deps.llm.budgets.for_profile(AGENT).history
+    count = io.deps.llm.counter.count
     with io.tx() as cur:
-        io.add_rows(cur, rows)
-        stored_rows = history.load(cur, io.session_id)
-        over = history.tokens(stored_rows, io.deps.llm.counter.count) > budget
-        stored = io.emit(cur, [*items, *([] if over else [("done", {**done, "compacted": 0})])])
+        # The history as stored once these rows are: what the turn read and wrote, without
+        # reading it again (the turn holds the session's lock; nothing else writes it).
+        known = io.rows if io.rows is not None else history.load(cur, io.session_id)
+        tokens = history.tokens(known, count) + sum(count(r[1]) for r in rows if r is not None)
+        over = tokens > budget
+        done_now = [] if over else [("done", {**done, "compacted": 0})]
+        stored = io.emit(cur, [*items, *done_now], rows)
     io.deliver(stored)
     if over:
         folded = compact_if_needed(io, current_turn=None)
         io.write([("done", {**done, "compacted": folded})])
-
-
-def _chunks(text: str) -> Iterator[str]:
-    """The answer in small pieces for progressive rendering (whitespace kept)."""
-    words = text.split(" ")
-    for i in range(0, len(words), DELTA_WORDS):
-        piece = " ".join(words[i : i + DELTA_WORDS])
-        yield piece if i + DELTA_WORDS >= len(words) else piece + " "
 
 
 def _tool_call(io: TurnIO, call: ToolCall) -> str:
@@ -161,6 +169,9 @@ def _tool_call(io: TurnIO, call: ToolCall) -> str:
     try:
         tool, args = tools.parse_args(call.name, call.arguments)
     except CallerError as error:
+        categories.report(
+            "tool_call_parse", error, org_id=io.org_id, run_id=io.turn_id, agent_id=AGENT
+        )
         problem = {"code": error.code, "message": str(error)}
         result_row = (
             "tool",
@@ -174,7 +185,7 @@ def _tool_call(io: TurnIO, call: ToolCall) -> str:
         return "error"
     if tool.gated:
         return _pause(io, call_id, tool, args, call_row, announce)
-    io.write([announce])
+    io.announce([announce])  # stored with its result (or with the turn's error)
     outcome = tools.run(tool, tool_context(io, call_id), args)
     record_result(io, call_id, tool.name, outcome, call_row)
     return "ran"
@@ -228,7 +239,6 @@ def _pause(
             f"[{tool.name} awaits approval item {approval_id}]",
             {"id": call_id, "name": tool.name, "status": "awaiting", "approval_id": approval_id},
         )
-        io.add_rows(cur, (call_row, waiting))
         card = {
             "id": approval_id,
             "kind": "tool_action",
@@ -239,7 +249,9 @@ def _pause(
         if io.untrusted:
             card["untrusted_instructions"] = list(io.untrusted)
         stored = io.emit(
-            cur, [announce, ("approval_required", {"call_id": call_id, "approval": card})]
+            cur,
+            [announce, ("approval_required", {"call_id": call_id, "approval": card})],
+            (call_row, waiting),
         )
     io.deliver(stored)
     _finish(io, {"status": "paused", "approval_id": approval_id})

@@ -22,9 +22,9 @@ from colony.errors import (
     ValidationFailed,
     describe_validation,
 )
-from colony.observability import logs
-from colony.observability.sentry import error_scope
+from colony.observability import logs, sentry
 from colony.observability.telemetry import flush_telemetry
+from colony.registry.functions import FUNCTIONS
 from colony.runtime.edge.responses import (
     BadJson,
     MethodNotAllowed,
@@ -70,9 +70,12 @@ class JsonRequest:
         import pydantic  # lazy: loaded with the models it validates, not at cold start
 
         try:
-            return model.model_validate(self.body)
+            parsed = model.model_validate(self.body)
         except pydantic.ValidationError as error:
             raise ValidationFailed(f"invalid body: {describe_validation(error)}") from None
+        # A task body names its org (and run): every event of the request says so from here.
+        sentry.tag(org_id=getattr(parsed, "org_id", None), run_id=getattr(parsed, "run_id", None))
+        return parsed
 
 
 FORM = "application/x-www-form-urlencoded"
@@ -136,7 +139,9 @@ def http_json(
     the invoker's Google OIDC token, else 401 JSON with nothing read or run).
 
     Log lines name the function by ``K_SERVICE`` (set by Cloud Run, and by the local servers).
-    Telemetry is flushed before the response is returned, or when a streamed one ends.
+    Sentry events are tagged with the function's agent (from the registry) and, once the
+    request names them, its org and run (``parse``, a verified bearer token). Telemetry is
+    flushed before the response is returned, or when a streamed one ends.
     """
     allowed = tuple(m.upper() for m in methods)
     routes = None if paths is None else {_normalise_path(p) for p in paths}
@@ -148,6 +153,8 @@ def http_json(
         logs.configure_logging(name)
         project = gcp_project()
         window = window_seconds(name)  # the model calls' share of the function's timeout
+        spec = FUNCTIONS.get(name or "")
+        agent = spec.agent if spec is not None else None
 
         def respond(request: flask.Request) -> WerkzeugResponse:
             path = _normalise_path(request.path)
@@ -166,7 +173,7 @@ def http_json(
                     body=_read_json(request, form=path in form_paths),
                     raw=request,
                 )
-                with error_scope(None, None, None), model_window(window):
+                with sentry.error_scope(None, None, agent), model_window(window):
                     return _to_response(fn(req))
             except Exception as error:
                 reply = error_reply(error)

@@ -7,9 +7,11 @@ real HTTP requests to 127.0.0.1, recorded and answered like the real APIs.
 * ``server``: ``WireServer`` (recording, scripting with ``script`` / ``fail``, routing) and
   ``ProviderServer``, the base of the Drive and Notion stand-ins;
 * ``replies``: ``RecordedRequest``, ``Reply``, ``Route`` and ``error_reply``;
-* ``openai``: ``POST /v1/embeddings`` and ``/v1/chat/completions``, ``openai_chat_reply``;
-* ``gemini``: ``models/{model}:batchEmbedContents``, ``:generateContent`` and
-  ``:countTokens``, ``gemini_content_reply``, ``gemini_blocked_reply``;
+* ``openai``: ``POST /v1/embeddings`` and ``/v1/chat/completions`` (whole or streamed),
+  ``openai_chat_reply``, ``openai_chat_stream``;
+* ``gemini``: ``models/{model}:batchEmbedContents``, ``:generateContent``,
+  ``:streamGenerateContent`` and ``:countTokens``, ``gemini_content_reply``,
+  ``gemini_content_stream``, ``gemini_blocked_reply``;
 * ``samples``: the deterministic answers (``fake_vector``, ``sample_from_schema``).
 
 Default embeddings are deterministic, derived from the text and the requested dimension, and
@@ -24,6 +26,7 @@ from colony.testing.wire.gemini import (
     gemini_batch_embed_contents,
     gemini_blocked_reply,
     gemini_content_reply,
+    gemini_content_stream,
     gemini_count_tokens,
     gemini_generate_content,
 )
@@ -31,6 +34,7 @@ from colony.testing.wire.openai import (
     OPENAI_DEFAULT_DIM,
     openai_chat_completions,
     openai_chat_reply,
+    openai_chat_stream,
     openai_embeddings,
 )
 from colony.testing.wire.replies import (
@@ -40,6 +44,8 @@ from colony.testing.wire.replies import (
     Route,
     Scripted,
     error_reply,
+    sse_events,
+    text_pieces,
 )
 from colony.testing.wire.samples import fake_vector, sample_from_schema
 from colony.testing.wire.server import (
@@ -66,10 +72,14 @@ __all__ = [
     "gemini_batch_embed_contents",
     "gemini_blocked_reply",
     "gemini_content_reply",
+    "gemini_content_stream",
     "gemini_count_tokens",
     "gemini_generate_content",
     "openai_chat_completions",
     "openai_chat_reply",
+    "openai_chat_stream",
     "openai_embeddings",
     "sample_from_schema",
+    "sse_events",
+    "text_pieces",
 ]

@@ -1,8 +1,10 @@
 """The Gemini Developer API routes of the wire stand-in, as ``google-genai`` calls them:
 ``POST /{v1beta|v1|v1alpha}/models/{model}:batchEmbedContents`` (what
 ``client.models.embed_content`` sends, for one text or many), ``:generateContent``
-(``google-genai`` 3.x sends ``v1`` unless told otherwise) and ``:countTokens``; their default
-responders, and ``gemini_content_reply`` to script a specific ``GenerateContentResponse``.
+(``google-genai`` 3.x sends ``v1`` unless told otherwise), ``:streamGenerateContent`` (SSE)
+and ``:countTokens``; their default responders, and ``gemini_content_reply`` /
+``gemini_content_stream`` to script a specific ``GenerateContentResponse`` (whole, or as
+its stream of chunks).
 
 Point the SDK at ``WireServer.gemini_base_url``
 (``genai.Client(http_options=HttpOptions(base_url=...))``).
@@ -14,7 +16,14 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from colony.testing.wire.replies import RecordedRequest, Reply, Route, error_reply
+from colony.testing.wire.replies import (
+    RecordedRequest,
+    Reply,
+    Route,
+    error_reply,
+    sse_events,
+    text_pieces,
+)
 from colony.testing.wire.samples import fake_vector, sample_from_schema, word_count
 
 GEMINI_DEFAULT_DIM = 3072
@@ -76,6 +85,49 @@ def gemini_content_reply(
     )
 
 
+def gemini_content_stream(
+    text: str | None,
+    *,
+    model_version: str = "gemini-test",
+    prompt_tokens: int = 0,
+    candidates_tokens: int | None = None,
+    function_calls: Iterable[tuple[str, Mapping[str, Any]]] = (),
+    finish_reason: str = "STOP",
+    piece: int = 5,
+) -> Reply:
+    """The same answer as ``gemini_content_reply``, as ``generate_content_stream`` receives
+    it (``:streamGenerateContent?alt=sse``): one ``GenerateContentResponse`` per event, each
+    with a text part of ``piece`` characters; the function calls whole, in one chunk of
+    their own; the finish reason on the last chunk; running usage totals on every chunk."""
+    pieces = text_pieces(text, piece) if text else []
+    parts: list[list[dict[str, Any]]] = [[{"text": p}] for p in pieces]
+    calls = [{"functionCall": {"name": name, "args": dict(args)}} for name, args in function_calls]
+    if calls:
+        parts.append(calls)
+    parts = parts or [[{"text": ""}]]
+    total = candidates_tokens if candidates_tokens is not None else word_count(text)
+    chunks: list[dict[str, Any]] = []
+    for i, these in enumerate(parts):
+        candidate: dict[str, Any] = {"content": {"role": "model", "parts": these}, "index": 0}
+        last = i == len(parts) - 1
+        if last:
+            candidate["finishReason"] = finish_reason
+        so_far = total if last else min(total, i + 1)
+        chunks.append(
+            {
+                "candidates": [candidate],
+                "usageMetadata": {
+                    "promptTokenCount": prompt_tokens,
+                    "candidatesTokenCount": so_far,
+                    "totalTokenCount": prompt_tokens + so_far,
+                },
+                "modelVersion": model_version,
+                "responseId": "wire-response",
+            }
+        )
+    return Reply(200, events=sse_events(chunks))
+
+
 def gemini_blocked_reply(block_reason: str = "SAFETY", *, prompt_tokens: int = 0) -> Reply:
     """A ``GenerateContentResponse`` for a prompt Gemini's safety system blocked: no
     candidates, ``promptFeedback.blockReason`` set (HTTP 200, as the API answers it)."""
@@ -104,7 +156,12 @@ def _function_turn_problem(contents: list[Any]) -> str | None:
     return None
 
 
-def gemini_generate_content(request: RecordedRequest) -> Reply:
+def gemini_stream_generate_content(request: RecordedRequest) -> Reply:
+    """Default answer to ``:streamGenerateContent?alt=sse``: the default answer, streamed."""
+    return gemini_generate_content(request, stream=True)
+
+
+def gemini_generate_content(request: RecordedRequest, *, stream: bool = False) -> Reply:
     """Default answer to Gemini ``POST /{version}/models/{model}:generateContent``."""
     body = request.body if isinstance(request.body, dict) else {}
     contents = body.get("contents")
@@ -122,7 +179,8 @@ def gemini_generate_content(request: RecordedRequest) -> Reply:
     else:
         text = "ok"
     prompt = [body.get("systemInstruction") or {}, *contents]
-    return gemini_content_reply(
+    answer = gemini_content_stream if stream else gemini_content_reply
+    return answer(
         text,
         model_version=request.params.get("model", ""),
         prompt_tokens=sum(
@@ -154,6 +212,12 @@ ROUTES: tuple[Route, ...] = (
         "POST",
         r"/(?P<version>v1(?:alpha|beta)?)/models/(?P<model>[^/:]+):generateContent",
         gemini_generate_content,
+    ),
+    Route.of(
+        "gemini.streamGenerateContent",
+        "POST",
+        r"/(?P<version>v1(?:alpha|beta)?)/models/(?P<model>[^/:]+):streamGenerateContent",
+        gemini_stream_generate_content,
     ),
     Route.of(
         "gemini.countTokens",

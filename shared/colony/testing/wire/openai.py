@@ -1,6 +1,6 @@
 """The OpenAI routes of the wire stand-in: ``POST /v1/embeddings`` and
-``POST /v1/chat/completions``, their default responders, and ``openai_chat_reply`` to script
-a specific ``chat.completion``.
+``POST /v1/chat/completions``, their default responders, and ``openai_chat_reply`` /
+``openai_chat_stream`` to script a specific ``chat.completion`` (whole, or streamed).
 
 Point the SDK at ``WireServer.openai_base_url`` (``openai.OpenAI(base_url=...)``).
 """
@@ -10,10 +10,17 @@ from __future__ import annotations
 import base64
 import json
 import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from colony.testing.wire.replies import RecordedRequest, Reply, Route, error_reply
+from colony.testing.wire.replies import (
+    RecordedRequest,
+    Reply,
+    Route,
+    error_reply,
+    sse_events,
+    text_pieces,
+)
 from colony.testing.wire.samples import fake_vector, sample_from_schema, word_count
 
 OPENAI_DEFAULT_DIM = 1536
@@ -99,6 +106,60 @@ def openai_chat_reply(
     )
 
 
+def openai_chat_stream(
+    content: str | None,
+    *,
+    model: str = "gpt-test",
+    prompt_tokens: int = 0,
+    completion_tokens: int | None = None,
+    tool_calls: Iterable[tuple[str, Mapping[str, Any]]] = (),
+    finish_reason: str | None = None,
+    refusal: str | None = None,
+    piece: int = 5,
+    pieces: Sequence[str] | None = None,
+) -> Reply:
+    """The same answer as ``openai_chat_reply``, as ``create(stream=True)`` receives it:
+    ``chat.completion.chunk`` events (the role first, then ``content`` deltas of ``piece``
+    characters; each tool call's id and name, then its ``arguments`` in pieces; a refusal in
+    ``refusal`` deltas), the finish reason, a last chunk with only ``usage``
+    (``include_usage``) and ``[DONE]``. ``pieces`` cuts ``content`` as given instead (they
+    must join to it)."""
+    calls = list(tool_calls)
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+        choice = {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+        return {
+            "id": "chatcmpl-wire",
+            "object": "chat.completion.chunk",
+            "created": 1_700_000_000,
+            "model": model,
+            "choices": [choice],
+        }
+
+    chunks = [chunk({"role": "assistant", "content": "", "refusal": None})]
+    if pieces is not None and "".join(pieces) != (content or ""):
+        raise ValueError("the pieces must join to the content")
+    cut = list(pieces) if pieces is not None else text_pieces(content, piece) if content else []
+    chunks += [chunk({"content": p}) for p in cut]
+    chunks += [chunk({"refusal": p}) for p in (text_pieces(refusal, piece) if refusal else [])]
+    for i, (name, arguments) in enumerate(calls):
+        head = {"index": i, "id": f"call_{i}", "type": "function"}
+        chunks.append(
+            chunk({"tool_calls": [{**head, "function": {"name": name, "arguments": ""}}]})
+        )
+        for p in text_pieces(json.dumps(dict(arguments)), piece):
+            chunks.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": p}}]}))
+    chunks.append(chunk({}, finish_reason or ("tool_calls" if calls else "stop")))
+    completion = word_count(content) if completion_tokens is None else completion_tokens
+    usage = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion,
+        "total_tokens": prompt_tokens + completion,
+    }
+    last = {**chunk({}), "choices": [], "usage": usage}
+    return Reply(200, events=sse_events([*chunks, last], done="[DONE]"))
+
+
 def _tool_turn_problem(messages: list[Any]) -> str | None:
     """What OpenAI refuses about tool turns: a ``tool`` message that does not answer a call
     of the assistant message just before it, or a call left unanswered."""
@@ -125,7 +186,8 @@ def _tool_turn_problem(messages: list[Any]) -> str | None:
 
 
 def openai_chat_completions(request: RecordedRequest) -> Reply:
-    """Default answer to OpenAI ``POST /v1/chat/completions``: JSON sampled from the schema."""
+    """Default answer to OpenAI ``POST /v1/chat/completions``: JSON sampled from the schema
+    (streamed as chunks when the request says ``stream: true``)."""
     body = request.body if isinstance(request.body, dict) else {}
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages or not body.get("model"):
@@ -141,7 +203,8 @@ def openai_chat_completions(request: RecordedRequest) -> Reply:
         content = "{}"
     else:
         content = "ok"
-    return openai_chat_reply(
+    answer = openai_chat_stream if body.get("stream") else openai_chat_reply
+    return answer(
         content,
         model=str(body["model"]),
         prompt_tokens=sum(word_count(m.get("content")) for m in messages if isinstance(m, dict)),

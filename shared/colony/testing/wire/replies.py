@@ -6,8 +6,9 @@ both model SDKs parse. The server (``server``) and the protocol routes (``openai
 
 from __future__ import annotations
 
+import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import Any
@@ -43,11 +44,33 @@ class RecordedRequest:
 
 @dataclass(frozen=True, slots=True)
 class Reply:
-    """What to send back. ``body`` is JSON-encoded unless it is ``bytes``."""
+    """What to send back. ``body`` is JSON-encoded unless it is ``bytes``.
+
+    With ``events`` the body is streamed instead (``text/event-stream``, no length: the
+    connection's end ends it): each event written and flushed on its own, ``first_delay``
+    seconds before the first (a model's time to first token) and ``gap`` seconds before each
+    later one. ``None`` delays are the server's (``WireServer.pace``, 0 unless set)."""
 
     status: int = 200
     body: Any = None
     headers: Mapping[str, str] = field(default_factory=dict)
+    events: tuple[bytes, ...] | None = None
+    first_delay: float | None = None
+    gap: float | None = None
+
+
+def sse_events(payloads: Sequence[Any], *, done: str | None = None) -> tuple[bytes, ...]:
+    """``data: <json>`` events, one per payload (and ``data: <done>`` last, when given)."""
+    events = [f"data: {json.dumps(p, separators=(',', ':'))}\n\n".encode() for p in payloads]
+    if done is not None:
+        events.append(f"data: {done}\n\n".encode())
+    return tuple(events)
+
+
+def text_pieces(text: str, size: int = 5) -> list[str]:
+    """``text`` cut every ``size`` characters, as a stream's deltas (token-sized, and cut
+    through words, escapes and multi-byte characters alike: what a client must put back)."""
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
 Responder = Callable[[RecordedRequest], Reply]

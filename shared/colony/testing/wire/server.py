@@ -11,7 +11,9 @@ routes); more endpoints are one more ``Route`` each (``routes=`` or ``add_route`
 from __future__ import annotations
 
 import json
+import socket
 import threading
+import time
 from collections import deque
 from collections.abc import Iterable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -43,12 +45,21 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "colony-wire/1"
     timeout = 10  # a client that connects and sends nothing cannot hang close()
 
+    def setup(self) -> None:
+        super().setup()
+        # As a real API's server: a streamed event is sent when written, not held by Nagle's
+        # algorithm for the client's delayed ACK (~40 ms on loopback).
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def _handle(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length > 0 else b""
         headers = {name.lower(): value for name, value in self.headers.items()}
         wire = cast(_HTTPServer, self.server).wire
         reply = wire._dispatch(self.command, self.path, headers, raw)
+        if reply.events is not None:
+            self._stream(reply, wire)
+            return
         payload = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
         try:
             self.send_response(reply.status)
@@ -62,6 +73,27 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(payload)
         except ConnectionError:
             self.close_connection = True  # the client gave up (e.g. its timeout): nobody to tell
+
+    def _stream(self, reply: Reply, wire: WireServer) -> None:
+        """Write ``reply.events`` one by one, paced (HTTP/1.0: the close ends the body)."""
+        first = wire.first_delay if reply.first_delay is None else reply.first_delay
+        gap = wire.gap if reply.gap is None else reply.gap
+        try:
+            self.send_response(reply.status)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            for name, value in reply.headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.flush()
+            for i, event in enumerate(reply.events or ()):
+                delay = first if i == 0 else gap
+                if delay > 0:  # the model's pace, not synchronisation
+                    time.sleep(delay)
+                self.wfile.write(event)
+                self.wfile.flush()
+        except ConnectionError:
+            self.close_connection = True  # the client stopped reading
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _handle
 
@@ -80,6 +112,8 @@ class WireServer:
         self._errors: list[BaseException] = []
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
+        self.first_delay = 0.0  # streamed replies: seconds to the first event (``pace``)
+        self.gap = 0.0  # and between the later ones
 
     # -- lifecycle ----------------------------------------------------------------------------
 
@@ -150,6 +184,11 @@ class WireServer:
         """Answer the next requests, in order, with these (a ``Reply`` or a responder)."""
         with self._lock:
             self._script.extend(replies)
+
+    def pace(self, first_delay: float, gap: float) -> None:
+        """Stream every reply that does not set its own pace like a model: ``first_delay``
+        seconds to the first event (time to first token), ``gap`` between the others."""
+        self.first_delay, self.gap = first_delay, gap
 
     def fail(
         self,
