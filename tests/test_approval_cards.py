@@ -43,7 +43,11 @@ def test_a_draft_shows_prospect_signals_and_checks_and_names_what_it_lacks() -> 
         "title": "VP",
         "company": "Mercy Ridge Health",
     }
-    assert shown["signals"] == [SIGNAL] and shown["signal_used"] == SIGNAL
+    # a contact never enriched: its own list, with no provenance to show
+    assert shown["signals"] == [
+        {"detail": SIGNAL, "quote": None, "source": None, "confidence": None, "observed_on": None}
+    ]
+    assert shown["signal_used"] == SIGNAL
     assert (shown["tier"], shown["angle"], shown["editable"]) == (
         "T1",
         "Signal",
@@ -53,6 +57,28 @@ def test_a_draft_shows_prospect_signals_and_checks_and_names_what_it_lacks() -> 
         {"rule": "CONST-006 shape, one signal, no competitor", "ok": True, "problems": []}
     ]
     assert shown["missing"] == ["exemplars"]  # a draft queued before they were recorded
+
+
+def test_a_drafts_signals_are_the_stored_ones_with_their_provenance() -> None:
+    stored = {
+        "type": "expansion",
+        "detail": SIGNAL,
+        "quote": "We opened our second ambulatory campus in Dayton this fall.",
+        "source": "signals[0]",
+        "confidence": 0.9,
+        "observed_on": "2026-10-01",
+    }
+    shown = detail(
+        row(
+            "outbound_message",
+            DRAFT,
+            contact_signals=[{"detail": "an older note the contact row holds"}],
+            stored_signals=[stored],
+        ),
+        [],
+    )
+    assert shown["signals"] == [{k: v for k, v in stored.items() if k != "type"}]
+    assert shown["checks"][0]["ok"] is True  # checked against the stored signals
 
 
 def test_checks_are_run_now_and_report_their_problems() -> None:

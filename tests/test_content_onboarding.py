@@ -196,6 +196,55 @@ def test_closed_won_builds_one_signed_kit_in_gcs(testdb: PgDB, gcs: Gcs) -> None
     approval.decide(deps, ORG, items[0]["id"], "approve", actor=approval.Actor("founder", "ui"))
     assert rows(deps, "SELECT status FROM deployment_kits") == [{"status": "released"}]
 
+    # ... and grows KC-10 (issue 19 item 3): the kit as a person approved it, the deal's
+    # summary first, tagged with the deal and its industry and segment, for this org only
+    item = items[0]["id"]
+    chunks = rows(
+        deps,
+        "SELECT domain, title, content, tags FROM kc_chunks"
+        " WHERE source = 'approval' AND source_id = %s ORDER BY chunk_index",
+        (item,),
+    )
+    assert len(chunks) >= 1 + len(payload["playbooks"]) and {c["domain"] for c in chunks} == {
+        "KC-10"
+    }
+    kept = "\n".join(c["content"] for c in chunks)
+    assert all(f"## {p}" in kept for p in ["Deal summary", *payload["playbooks"]])
+    summary = chunks[0]
+    assert summary["tags"]["part"] == "deal_summary" and "Stage: closed won." in summary["content"]
+    assert {c["tags"]["part"] for c in chunks[1:]} == {"playbook"}
+    (facts,) = rows(
+        deps,
+        "SELECT c.enrichment->>'vertical' AS industry, c.enrichment->>'sub_vertical' AS segment"
+        " FROM deals d JOIN contacts c ON c.id = d.contact_id WHERE d.id = %s",
+        (deal,),
+    )
+    assert facts["industry"] and facts["segment"]
+    for chunk in chunks:
+        assert chunk["title"] == payload["title"]
+        assert {
+            k: chunk["tags"][k] for k in ("approval_item", "deal_id", "industry", "segment")
+        } == {
+            "approval_item": item,
+            "deal_id": deal,
+            **facts,
+        }
+    # AGT-009's next retrieval (its own query for a deal) can ground a kit in it; another
+    # org's cannot, and approving again re-embeds nothing
+    (closed,) = rows(
+        deps,
+        "SELECT d.name, d.next_action, c.company FROM deals d"
+        " LEFT JOIN contacts c ON c.id = d.contact_id WHERE d.id = %s",
+        (deal,),
+    )
+    query = onboarding.playbook_query(closed)
+    found = deps.knowledge.retrieve(ORG, query, ("KC-10",), onboarding.PLAYBOOKS)["KC-10"]
+    assert item in {hit.tags.get("approval_item") for hit in found}
+    assert deps.knowledge.retrieve("org_someone_else", query, ("KC-10",), 5)["KC-10"] == []
+    again = approval.decide(deps, ORG, item, "approve", actor=approval.Actor("founder", "ui"))
+    assert again["changed"] is False
+    assert len(rows(deps, "SELECT id FROM kc_chunks WHERE source_id = %s", (item,))) == len(chunks)
+
 
 def test_a_kit_is_shown_for_review_with_a_freshly_signed_link(testdb: PgDB, gcs: Gcs) -> None:
     deps = make_deps(testdb, blobs=gcs.store)

@@ -120,7 +120,8 @@ def test_erasing_an_org_leaves_nothing_and_the_other_org_untouched(world: World)
     conn = world.db.owner_connection()
     assert existing_org_indexes(conn.cursor(), ALPHA) == []
     assert _own_partition(conn, ALPHA) == 0
-    assert _own_partition(conn, BETA) == 14  # the partition, 10 graphs, 3 btrees
+    # the partition, 10 graphs, 4 btrees (one of them KC-08's by angle, migration 0036)
+    assert _own_partition(conn, BETA) == 15
     assert index_name(BETA, "KC-01") in existing_org_indexes(conn.cursor(), BETA)
     conn.close()
     assert world.langfuse.trace_ids() == [f"{BETA}-trace-{n}" for n in range(3)]
@@ -234,7 +235,7 @@ def test_the_owner_only_steps_run_only_inside_the_orgs_own_scope(world: World) -
     with pytest.raises(DatabaseError, match="invalid org id"), app.transaction(BETA) as cur:
         erasure_store.drop_org_indexes(cur, "x'; DROP TABLE contacts; --")
     conn = world.db.owner_connection()
-    assert _own_partition(conn, ALPHA) == 14
+    assert _own_partition(conn, ALPHA) == 15
     conn.close()
     assert world.owner_scan([ALPHA])["rejected_deliveries.claimed_org_id"] == 1
 

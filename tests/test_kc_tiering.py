@@ -108,6 +108,15 @@ def test_a_promoted_org_is_answered_by_its_own_graphs_and_the_other_stays_shared
     assert "kc_chunks_shared" in text and partition_name(ALPHA) not in text
     for q in kc.queries:
         assert _full(kc, ALPHA, q) and _full(kc, BETA, q)
+    # the moved org's partition has KC-08's index by angle (migration 0036), copied by the
+    # move and adopted by the attach, as the shared partition has it
+    with kc.db.transaction(ALPHA) as cur:
+        angle = fetch_all(
+            cur,
+            "SELECT tablename FROM pg_indexes WHERE indexdef LIKE %s ORDER BY tablename",
+            ["%(org_id, ((tags ->> 'angle'::text)))%"],
+        )
+    assert {r["tablename"] for r in angle} >= {partition_name(ALPHA), "kc_chunks_shared"}
 
 
 def test_a_kept_retrieval_statement_is_planned_once_and_again_when_its_org_moves(kc: Kc) -> None:

@@ -38,8 +38,11 @@ def test_the_rekeying_keeps_every_row_and_refuses_a_reference_across_orgs(
     beta = seed_org(conn, blobs, BETA, DIM)
     conn.commit()
     rows_before = {org: dump(conn, org) for org in (ALPHA, BETA)}
-    monkeypatch.setattr(migrate_module, "migrations", migrations)
-    assert migrate(conn, dim=DIM)[0] == OWN_KEYS
+    # 0033 alone: a later migration may add columns, which would change every row's dump
+    monkeypatch.setattr(
+        migrate_module, "migrations", lambda dim: migrations(dim)[: before_0033 + 1]
+    )
+    assert migrate(conn, dim=DIM) == [OWN_KEYS]
     assert {org: dump(conn, org) for org in (ALPHA, BETA)} == rows_before
     cur = conn.cursor()
     # no validation was skipped: every foreign key is checked again from here on

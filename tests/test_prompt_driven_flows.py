@@ -3,8 +3,8 @@
 The offline model reads only the rendered messages (``colony.adapters.offline.prompt``), so
 a flow whose assembly request stops carrying a field the answer needs must fail its test.
 Each test here removes one field from what the qualification flow puts in its prompt (the
-contact entity's signals, the ICP rubric) and asserts on the flow's outcome, stored in the
-real database: the contact's score and where its chain ended.
+contact's signals, the ICP rubric) and asserts on the flow's outcome, stored in the real
+database: the contact's score and where its chain ended.
 """
 
 from __future__ import annotations
@@ -25,14 +25,16 @@ from colony.testing.inline import run_until_idle
 from tests.conftest import PgDB
 from tests.test_campaign_flow import ORG, make_deps
 
-Change = Callable[[dict[str, Any]], None]
+# (the request's entities, its keyword options such as ``signals``) → changed in place
+Change = Callable[[dict[str, Any], dict[str, Any]], None]
 
 
-def _drop_contact_signals(entities: dict[str, Any]) -> None:
-    entities["contact"] = {k: v for k, v in entities["contact"].items() if k != "signals"}
+def _drop_contact_signals(entities: dict[str, Any], options: dict[str, Any]) -> None:
+    options["signals"] = ()  # the assembler's signals section (the contact entity has none)
+    assert "signals" not in entities["contact"]
 
 
-def _drop_rubric(entities: dict[str, Any]) -> None:
+def _drop_rubric(entities: dict[str, Any], options: dict[str, Any]) -> None:
     del entities["icp_rubric"]
 
 
@@ -46,11 +48,11 @@ def _qualify_one(
     """Run a one-contact campaign with ``change`` applied to ``flow``'s prompt entities."""
     original = flow.assembly_request
 
-    def altered(*args: Any) -> Any:
-        entities = dict(args[5])
+    def altered(*args: Any, **kwargs: Any) -> Any:
+        entities, options = dict(args[5]), dict(kwargs)
         if change is not None:
-            change(entities)
-        return original(*args[:5], entities, *args[6:])
+            change(entities, options)
+        return original(*args[:5], entities, *args[6:], **options)
 
     monkeypatch.setattr(flow, "assembly_request", altered)
     with deps.db.transaction(ORG) as cur:
@@ -91,7 +93,7 @@ def test_qualification_scores_what_its_prompt_carries(
 def test_a_contact_entity_without_its_signals_changes_the_qualification(
     testdb: PgDB, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # The same contact with "signals" removed from its rendered contact block: no signal
+    # The same contact with its signals removed from the prompt: no signal
     # points (10) and no timing credit (15): 48 is T4, which holds, so the chain ends there.
     deps = make_deps(testdb)
     lost = _qualify_one(deps, monkeypatch, "P-018", _drop_contact_signals)

@@ -155,17 +155,52 @@ def test_every_output_of_make_run_is_explained_and_its_outcome_credits_its_chunk
             f"KC-{n:02d}" for n in range(1, 11)
         }
         assert any(e["name"] == "contact" and e["updated_at"] for e in first["entities"])
-        # the chat answer (its turn id) and the chat's tool action (by its turn)
-        assert turns
+        # the brief: its row and its AGT-010 call are linked by the call id it stored
+        today = datetime.now(UTC).date().isoformat()
+        with db.transaction(org) as cur:
+            (stored_brief,) = fetch_all(
+                cur,
+                "SELECT id, llm_call_id FROM daily_briefs WHERE brief_date = %s::date",
+                (today,),
+            )
+            answers = fetch_all(
+                cur,
+                "SELECT id, session_id, turn_id, llm_call_id FROM chat_turns"
+                " WHERE role = 'assistant' ORDER BY id",
+            )
+            rows_of = {
+                r["id"]: (r["session_id"], r["turn_id"])
+                for r in fetch_all(cur, "SELECT id, session_id, turn_id FROM chat_turns")
+            }
+        assert stored_brief["llm_call_id"]
+        for asked in (stored_brief["id"], today, f"brief:{today}"):
+            why = explain.explain(deps, org, asked)
+            assert why["kind"] == "brief"
+            assert [c["call_id"] for c in why["calls"]] == [stored_brief["llm_call_id"]]
+        # the chat answers (by turn id): the calls their rows stored, each naming the history
+        # turns it was shown (by row id) and today's brief (by id)
+        assert turns and answers and all(a["llm_call_id"] for a in answers)
+        shown_earlier = 0
         for turn in turns:
-            calls = explain.explain(deps, org, turn["turn_id"])["calls"]
+            why = explain.explain(deps, org, turn["turn_id"])
+            assert why["kind"] == "chat_turn"
+            calls = why["calls"]
             assert {c["agent_id"] for c in calls} == {"AGT-001"}
+            assert {c["call_id"] for c in calls} == {
+                a["llm_call_id"] for a in answers if a["turn_id"] == turn["turn_id"]
+            }
+            session = next(a["session_id"] for a in answers if a["turn_id"] == turn["turn_id"])
+            for call in calls:
+                assert call["brief_id"] == stored_brief["id"]
+                shown = [rows_of[int(h["id"])] for h in call["history"]]
+                assert all(s == session for s, _ in shown)  # its own session's rows
+                shown_earlier += any(t != turn["turn_id"] for _, t in shown)
+        assert shown_earlier  # a later turn's call was shown the earlier turn's rows
         for action in (i for i in items if i["kind"] == "tool_action"):
             assert {c["agent_id"] for c in explain.explain(deps, org, action["id"])["calls"]} == {
                 "AGT-001"
             }
         # the brief, by its date
-        today = datetime.now(UTC).date().isoformat()
         brief = explain.explain(deps, org, today)
         assert brief["kind"] == "brief"
         assert {c["agent_id"] for c in brief["calls"]} == {"AGT-010"}

@@ -59,6 +59,8 @@ class Message:
     result of the call ``tool_call_id`` (of tool ``name``). Adapters send both as their
     provider's tool turns, so a tool result never reaches a model as the person speaking.
     ``name`` also labels an assistant message that is our own rolling summary (``"summary"``).
+    ``id`` is the stored row the message was read from (a chat turn's row id), recorded in the
+    call's provenance and never sent to a provider.
     """
 
     role: Role
@@ -66,6 +68,7 @@ class Message:
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None
+    id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

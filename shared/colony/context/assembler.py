@@ -14,7 +14,9 @@ the text cannot end its block. What the detector flags in that text comes back a
 ``untrusted_instructions`` for the trace and the approval card.
 
 Each section must fit its budget. Over budget, in this order of what gives way:
-  entity   non-essential fields (raw enrichment HTML, full transcript text) are stripped;
+  entity   non-essential fields (raw enrichment HTML, full transcript text) are stripped,
+           then the weakest of the contact's signals (``colony.context.signals``: lowest
+           confidence, then oldest), never below one;
   kc       the least similar exemplars are dropped, never below one;
   history  the oldest turns are dropped (the caller folds them into a summary, seed §6.3);
            the call's own tool rounds (sent after the task) are kept first;
@@ -30,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from colony.context import provenance, templates, untrusted
+from colony.context import signals as signal_view
 from colony.context.budgets import Budget, BudgetBook
 from colony.context.serialize import NON_ESSENTIAL, compact, dumps
 from colony.contracts import AgentContextBundle, Exemplar, OrgContext, ToolDefinition
@@ -66,6 +69,11 @@ class AssemblyRequest:
     # first: sent after the task, since the model made them answering it; they share the
     # history budget and are kept before any earlier turn
     tool_rounds: Sequence[Message] = ()
+    # the contact's signals (``colony.store.signals``: quote, source, confidence, observed_on),
+    # any order: rendered strongest first as the ``signals`` entity, the weakest cut first
+    signals: Sequence[Mapping[str, Any]] = ()
+    # the daily brief the context carries (its row id): recorded in the call's provenance
+    brief_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -176,6 +184,10 @@ def _entity_block(entities: Mapping[str, Any], strip: frozenset[str], boundary: 
     return "\n".join(lines)
 
 
+def _with_signals(entities: Mapping[str, Any], signals: Sequence[Any]) -> Mapping[str, Any]:
+    return {**entities, "signals": list(signals)} if signals else entities
+
+
 def _history_turn(turn: Message, boundary: str) -> Message:
     """Tool results and our rolling summary are data in their own turns."""
     if turn.role == "tool":
@@ -234,6 +246,7 @@ def _untrusted_texts(
 ) -> list[str]:
     texts = [e.content for e in kept] + [e.title or "" for e in kept]
     texts += [dumps(compact(v)) for v in req.entities.values()]
+    texts += [dumps(compact(dict(s))) for s in req.signals]
     texts += [t.content for t in history if t.role in ("tool", "system") or t.name == "summary"]
     texts += [
         v if isinstance(v, str) else dumps(compact(v))
@@ -257,6 +270,7 @@ def assemble(
     trimmed = {
         "entity_fields_stripped": 0,
         "exemplars_dropped": 0,
+        "signals_dropped": 0,
         "history_dropped": 0,
         "task_fields_stripped": 0,
     }
@@ -274,13 +288,21 @@ def assemble(
     _check("kc", count(kc), budget, f"{len(kept)} exemplar(s) left")
     trimmed["exemplars_dropped"] = len(req.exemplars) - len(kept)
 
-    # entity: compact; non-essential fields go first when over budget (or when unused).
+    # entity: compact; non-essential fields go first when over budget (or when unused), then
+    # the weakest signals, never below one.
     keep_raw = agent_id in RAW_READERS
-    entity = _entity_block(req.entities, frozenset() if keep_raw else NON_ESSENTIAL, boundary)
+    strip = frozenset() if keep_raw else NON_ESSENTIAL
+    signals = [signal_view.view(s) for s in signal_view.ranked(req.signals)]
+    entity = _entity_block(_with_signals(req.entities, signals), strip, boundary)
     if keep_raw and count(entity) > budget.entity:
-        entity = _entity_block(req.entities, NON_ESSENTIAL, boundary)
+        strip = NON_ESSENTIAL
+        entity = _entity_block(_with_signals(req.entities, signals), strip, boundary)
         trimmed["entity_fields_stripped"] = 1
-    _check("entity", count(entity), budget, "after stripping non-essential fields")
+    while len(signals) > 1 and count(entity) > budget.entity:
+        signals.pop()
+        entity = _entity_block(_with_signals(req.entities, signals), strip, boundary)
+    trimmed["signals_dropped"] = len(req.signals) - len(signals)
+    _check("entity", count(entity), budget, "after stripping non-essential fields and signals")
 
     # history: this call's tool rounds, then earlier turns, newest first, until the budget
     # is spent (a tool round cut here is one the caller's pairing sends as plain text).
@@ -348,5 +370,8 @@ def assemble(
             entities=req.entities,
             history=req.history[len(req.history) - len(history) :],
             trimmed=trimmed,
+            signals=signals,
+            brief_id=req.brief_id,
+            rounds=req.tool_rounds[len(req.tool_rounds) - len(rounds) :],
         ),
     )

@@ -1,8 +1,10 @@
 """What one model call's context was built from (issue 19 item 5), as JSON-ready data.
 
 ``of`` reads the assembly request and what the assembler kept: the Knowledge Core chunks
-(id, domain, similarity, content hash), the entities (name, id, ``updated_at``), the daily
-brief's id when the call was given one, the history turns kept (role, name, tool call id),
+(id, domain, similarity, content hash), the entities (name, id, ``updated_at``), the
+contact's signals kept (where each was read, its confidence and day), the daily
+brief's id when the call was given one, the history turns kept (their stored row id, role,
+name, tool call id; this call's own tool rounds after the earlier turns),
 the template's version hash and the budget cuts. Ids, hashes and counts only, never the
 text itself: the record sits beside usage numbers that are kept for months.
 """
@@ -13,6 +15,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from colony.context import signals as signal_view
 from colony.context import templates
 from colony.registry.agents import AGENTS
 
@@ -55,10 +58,14 @@ def of(
     entities: Mapping[str, Any],
     history: Sequence[Any],
     trimmed: Mapping[str, int],
+    signals: Sequence[Mapping[str, Any]] = (),
+    brief_id: str | None = None,
+    rounds: Sequence[Any] = (),
 ) -> dict[str, Any]:
-    """The provenance record of one assembled call (see the module docstring)."""
+    """The provenance record of one assembled call (see the module docstring); ``history``
+    and ``rounds`` are the earlier turns and this call's own tool rounds the prompt kept."""
     refs = entity_refs(entities)
-    brief = next((r["id"] for r in refs if "brief" in r["name"]), None)
+    brief = brief_id or next((r["id"] for r in refs if "brief" in r["name"]), None)
     return {
         "chunks": [
             {
@@ -70,18 +77,20 @@ def of(
             for e in exemplars
         ],
         "entities": refs,
+        "signals": [signal_view.reference(s) for s in signals],
         "brief_id": brief,
         "history": [
             {
                 k: v
                 for k, v in (
+                    ("id", t.id),
                     ("role", t.role),
                     ("name", t.name),
                     ("tool_call_id", t.tool_call_id),
                 )
                 if v
             }
-            for t in history
+            for t in (*history, *rounds)
         ],
         "template": {"name": template, "version": template_version(agent_id, template)},
         "budget_cuts": {k: v for k, v in trimmed.items() if v},

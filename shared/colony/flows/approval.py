@@ -37,7 +37,7 @@ from colony.flows import org_admin, sequences
 from colony.flows.approval_kinds import Policy, edit, item_kind
 from colony.flows.deps import FlowDeps
 from colony.flows.sending import schedule_send
-from colony.store import approvals, audit, campaigns, outbox
+from colony.store import approvals, audit, campaigns, outbox, signals
 
 Action = Literal["approve", "reject", "edit"]
 # "sequence": a later step of a sequence, approved by the person whose approval of step 1
@@ -196,12 +196,12 @@ def _decide(
 
 
 def _contact_signals(cur: Any, kind: str, contact_id: Any) -> list[str]:
-    """The signals an edited outbound message must reference one of (its contact's, now)."""
+    """The signals an edited outbound message must reference one of (its contact's, now: the
+    ones its drafting call was given, ``store.signals.known_for``)."""
     if kind != "outbound_message" or not contact_id:
         return []
     contact = campaigns.contact(cur, str(contact_id))
-    signals = (contact or {}).get("signals") or []
-    return [str(s["detail"]) for s in signals if isinstance(s, Mapping) and s.get("detail")]
+    return signals.details(signals.known_for(cur, contact)) if contact else []
 
 
 def audit_trail(

@@ -4,7 +4,10 @@
 (the item, its contact, campaign and current deal) and returns the card's ``detail``:
 
     outbound_message, follow_up   subject, body, to, prospect {name, title, company}, tier,
-                                  angle, step, signal used, the contact's signals,
+                                  angle, step, signal used, the contact's signals (each
+                                  {detail, quote, source, confidence, observed_on}: the
+                                  stored ones, strongest first; a contact never enriched
+                                  shows its own list, with no quote, source or confidence),
                                   exemplars (when the draft recorded them), CONST checks
     deal_update                   the deal, and a diff {field, from, to} against it now
     kc_update_candidate           content, target domain, confidence
@@ -29,8 +32,11 @@ from typing import Any
 
 from colony.flows.approval_kinds import KINDS
 from colony.policy.outbound import check_outbound, check_shape
+from colony.store.signals import own as own_signals
 
 MESSAGE_KINDS = ("outbound_message", "follow_up")
+# What the card shows of each of the contact's signals: where it came from and how sure.
+SIGNAL_FIELDS = ("detail", "quote", "source", "confidence", "observed_on")
 
 
 def detail(row: Mapping[str, Any], competitors: Sequence[str]) -> dict[str, Any]:
@@ -73,12 +79,13 @@ def _message(
     prospect = _prospect(row, missing)
     if prospect is not None:
         shown["prospect"] = prospect
-    signals = [
-        str(s.get("detail"))
-        for s in _as_list(row.get("contact_signals"))
+    known = _as_list(row.get("stored_signals")) or own_signals(row.get("contact_signals"))
+    shown["signals"] = [
+        {k: s.get(k) for k in SIGNAL_FIELDS}
+        for s in known
         if isinstance(s, Mapping) and s.get("detail")
     ]
-    shown["signals"] = signals
+    signals = [str(s["detail"]) for s in shown["signals"]]
     exemplars = payload.get("exemplars")
     if exemplars:
         shown["exemplars"] = [_exemplar(e) for e in _as_list(exemplars)]

@@ -159,10 +159,10 @@ def daily_brief(deps: FlowDeps, org_id: str, day: date | None = None) -> dict[st
         icp = orgdata.active_icp(cur)
         name = orgdata.org_name(cur)
 
-    sections = _generate(deps, org_id, day, data, prior, icp, name, answered)
+    sections, call_id = _generate(deps, org_id, day, data, prior, icp, name, answered)
     content = render(sections)
     with deps.db.transaction(org_id) as cur:
-        inserted = briefs.store(cur, org_id, day, content, sections, data)
+        inserted = briefs.store(cur, org_id, day, content, sections, data, call_id)
         stored = briefs.stored(cur, day)
     assert stored is not None
     return _result(stored, created=inserted)
@@ -177,7 +177,8 @@ def _generate(
     icp: Mapping[str, Any] | None,
     name: str | None,
     answered: list[dict[str, Any]],
-) -> dict[str, str]:
+) -> tuple[dict[str, str], str | None]:
+    """The brief's sections, and the id of the model call that wrote them."""
     prior_text = str(prior["content"]) if prior else None
     history = (
         [
@@ -201,6 +202,7 @@ def _generate(
         history,
         {"brief_date": day.isoformat()},
         kc_queried=tuple(hits),
+        brief_id=str(prior["id"]) if prior else None,  # the brief this one continues
     )
 
     def fits(brief: DailyBrief) -> list[str]:
@@ -211,11 +213,13 @@ def _generate(
 
     result = call_agent(deps.llm, request, check=fits)
     assert isinstance(result.output, DailyBrief)
-    return {key: str(value) for key, value in result.output.model_dump().items()}
+    sections = {key: str(value) for key, value in result.output.model_dump().items()}
+    return sections, result.call_id or None
 
 
 def _result(row: Mapping[str, Any], *, created: bool) -> dict[str, Any]:
     return {
+        "id": row["id"],  # what ``colony explain`` takes to show the call that wrote it
         "brief_date": row["brief_date"].isoformat(),
         "created": created,
         "content": row["content"],

@@ -34,6 +34,7 @@ def _call(row: Mapping[str, Any]) -> dict[str, Any]:
         "context_budget_used": dict(row["context_budget_used"] or {}),
         "chunks": chunks,
         "entities": list(prov.get("entities") or ()),
+        "signals": list(prov.get("signals") or ()),
         "brief_id": prov.get("brief_id"),
         "history": list(prov.get("history") or ()),
         "template": prov.get("template"),
@@ -49,12 +50,11 @@ def explain(deps: FlowDeps, org_id: str, output_id: str) -> dict[str, Any]:
     if not rows:
         raise NotFound(
             f"no model call on record for {output_id!r} in this org (an approval item id,"
-            " a chat turn id, or a brief's date; items queued by a person have none)"
+            " a chat turn id, or a brief's id or date; items queued by a person have none)"
         )
-    kind = rows[0]["item_kind"]
     return {
         "output_id": output_id,
-        "kind": kind or ("brief" if str(rows[0]["run_id"]).startswith("brief:") else "chat_turn"),
+        "kind": rows[0]["output_kind"],
         "calls": [_call(r) for r in rows],
     }
 
@@ -88,6 +88,10 @@ def render(explained: Mapping[str, Any]) -> str:
         out += _line(
             "entities",
             [f"{e['name']} {e['id']} updated {e.get('updated_at', '?')}" for e in c["entities"]],
+        )
+        out += _line(
+            "contact signals",
+            [" ".join(str(v) for v in s.values()) for s in c["signals"]],
         )
         out.append(f"  brief: {c['brief_id'] or '(none)'}")
         out += _line(

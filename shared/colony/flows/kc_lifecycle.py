@@ -9,11 +9,17 @@ keyed by the approval item and its hash is unchanged.
 
 Approved agent output grows its domain the same way (seed §7.7): an approved outbound
 message becomes a KC-08 exemplar tagged with its angle, tier, sequence step and persona
-(``remember_message``; its outcome is recorded later by ``colony.flows.delivery``).
+(``remember_message``; its outcome is recorded later by ``colony.flows.delivery``), and an
+approved deployment kit becomes KC-10 onboarding knowledge (``remember_kit``): chunked along
+its own sections, the closed-won deal's summary it opens with tagged ``part=deal_summary``
+and the rest ``part=playbook``, each tagged with the deal and, as far as the deal's contact
+says, its industry and segment, so AGT-009's next retrieval can ground a kit in it.
 """
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,8 +29,15 @@ from colony.contracts import KcUpdateCandidate
 from colony.errors import ValidationFailed, describe_validation
 from colony.flows.deps import FlowDeps
 from colony.knowledge import outcomes
+from colony.knowledge.chunking import chunk_blocks
 from colony.knowledge.store import ChunkIn
 from colony.store import campaigns
+
+KIT_DOMAIN = "KC-10"
+DEAL_SUMMARY = "## Deal summary"  # the section AGT-009 opens every kit with
+_BLOCKS = re.compile(r"\n\s*\n")
+
+logger = logging.getLogger("colony.flows")
 
 
 def apply_kc_candidate(
@@ -77,3 +90,39 @@ def remember_message(
     text = f"Subject: {subject}\n\n{body.strip()}" if subject else body.strip()
     chunk = ChunkIn(outcomes.DOMAIN, text, title=subject or None, tags=tags)
     deps.knowledge.sync_in(cur, org_id, "approval", item_id, [chunk])
+
+
+def remember_kit(
+    deps: FlowDeps,
+    cur: Any,
+    org_id: str,
+    item_id: str,
+    kit: Mapping[str, Any],
+    deal: Mapping[str, Any] | None,
+) -> int:
+    """An approved deployment kit as KC-10 chunks, in the decision's transaction; keyed by
+    the approval item, so re-applying changes nothing. Returns how many chunks it holds (0:
+    a kit built before kits kept their text, which is released without them, and logged)."""
+    document = str(kit.get("document") or "")
+    if not document.strip():
+        logger.warning("approved kit has no stored text", extra={"org_id": org_id})
+        return 0
+    tags = {
+        "approval_item": item_id,
+        "deal_id": str(kit["deal_id"]),
+        "industry": (deal or {}).get("industry"),
+        "segment": (deal or {}).get("segment"),
+    }
+    kept = {k: str(v)[: outcomes.MAX_TAG] for k, v in tags.items() if v not in (None, "")}
+    title = str(kit.get("title") or "Deployment kit")
+    chunks = [
+        ChunkIn(
+            KIT_DOMAIN,
+            text,
+            title=title,
+            tags={**kept, "part": "deal_summary" if DEAL_SUMMARY in text else "playbook"},
+        )
+        for text in chunk_blocks(_BLOCKS.split(document))
+    ]
+    deps.knowledge.sync_in(cur, org_id, "approval", item_id, chunks)
+    return len(chunks)

@@ -20,6 +20,7 @@ from colony.flows.deps import FlowDeps
 from colony.flows.specialist import (
     assembly_request,
     handle_handoff,
+    known_signals,
     load_contact,
     missing_data_done,
 )
@@ -28,7 +29,7 @@ from colony.policy.outbound import check_outbound
 from colony.registry.agents import AGENTS
 from colony.runtime import idempotency
 from colony.runtime.steps import step
-from colony.store import approvals
+from colony.store import approvals, signals
 from colony.store import sequences as enrollments
 from colony.store.db import Row
 
@@ -46,8 +47,8 @@ def write_message(deps: FlowDeps, event: Any, event_id: str) -> dict[str, Any]:
 def _message(
     deps: FlowDeps, org: str, campaign: Row, run_id: str, contact_id: str, envelope: HandoffEnvelope
 ) -> str:
-    contact = load_contact(deps, org, contact_id)
-    missing = _missing(contact)
+    contact, known = known_signals(deps, org, load_contact(deps, org, contact_id))
+    missing = _missing(contact, known)
     if missing:  # CONST-004: never guess; the contact ends with missing data, shown on a card
         fields = [f"contact.{f}" for f in missing]
         return missing_data_done(deps, org, campaign, run_id, contact_id, "AGT-005", fields)
@@ -58,7 +59,7 @@ def _message(
         )
 
     key = step_key("AGT-005", contact_id)
-    _draft(deps, org, campaign["id"], run_id, key, contact, envelope, 1, [], enroll)
+    _draft(deps, org, campaign["id"], run_id, key, (contact, known), envelope, 1, [], enroll)
     contact_done(deps, org, run_id, contact_id, "message_queued")
     return "message_queued"
 
@@ -74,8 +75,8 @@ def write_step(deps: FlowDeps, event: SequenceStep, event_id: str) -> dict[str, 
         idempotency.mark(deps.db, org, SEQUENCE_HANDLER, event_id, detail=standing[:200])
         return {"skipped": standing, "step": n}
     enrollment, earlier = standing
-    contact = load_contact(deps, org, event.contact_id)
-    if _missing(contact):
+    contact, known = known_signals(deps, org, load_contact(deps, org, event.contact_id))
+    if _missing(contact, known):
         with deps.db.transaction(org) as cur:
             enrollments.stop_in(cur, event.campaign_id, event.contact_id, "missing_data")
         idempotency.mark(deps.db, org, SEQUENCE_HANDLER, event_id, detail="missing_data")
@@ -95,7 +96,8 @@ def write_step(deps: FlowDeps, event: SequenceStep, event_id: str) -> dict[str, 
 
     key = f"message:{event.contact_id}:{n}"
     history = sequences.history(earlier)
-    _draft(deps, org, event.campaign_id, run_id, key, contact, envelope, n, history, advance)
+    drafted = (contact, known)
+    _draft(deps, org, event.campaign_id, run_id, key, drafted, envelope, n, history, advance)
     idempotency.mark(deps.db, org, SEQUENCE_HANDLER, event_id)
     return {"drafted": n, **_covered(deps, org, event, run_id)}
 
@@ -116,9 +118,8 @@ def _covered(deps: FlowDeps, org: str, event: SequenceStep, run_id: str) -> dict
     return {"approval": f"covered by {approver}'s approval of step 1"}
 
 
-def _missing(contact: Row) -> list[str]:
-    signals = _signals(contact)
-    return [f for f, ok in (("name", contact.get("name")), ("signals", signals)) if not ok]
+def _missing(contact: Row, known: list[Row]) -> list[str]:
+    return [f for f, ok in (("name", contact.get("name")), ("signals", known)) if not ok]
 
 
 def _persona(contact: Row) -> str | None:
@@ -127,26 +128,24 @@ def _persona(contact: Row) -> str | None:
     return str(persona) if persona else None
 
 
-def _signals(contact: Row) -> list[str]:
-    return [s.get("detail", "") for s in contact.get("signals") or [] if s.get("detail")]
-
-
 def _draft(
     deps: FlowDeps,
     org: str,
     campaign_id: str,
     run_id: str,
     key: str,
-    contact: Row,
+    drafted: tuple[Row, list[Row]],
     envelope: HandoffEnvelope,
     n: int,
     history: list[dict[str, Any]],
     also: Callable[[Any], None],
 ) -> None:
     """Step ``n`` of the contact's sequence as a durable step ``key`` of ``run_id``: drafted,
-    checked and queued for approval (``also`` runs in the same transaction)."""
+    checked and queued for approval (``also`` runs in the same transaction). ``drafted`` is
+    the contact and its signals (``known_signals``)."""
+    contact, known = drafted
     contact_id = str(contact["id"])
-    signals = _signals(contact)
+    details = signals.details(known)
     competitors = org_admin.competitors(deps, org, DEFAULT_COMPETITORS)
     tier = envelope.tier
     # The competitor list is in the prompt: a model can only avoid the names it is given.
@@ -161,10 +160,12 @@ def _draft(
 
     def compute() -> dict[str, Any]:
         entities = {"contact": contact}
-        request = assembly_request(deps, org, run_id, "AGT-005", envelope, entities, task)
+        request = assembly_request(
+            deps, org, run_id, "AGT-005", envelope, entities, task, signals=known
+        )
 
         def problems(m: Any) -> list[str]:
-            return check_outbound(m, tier=tier, contact_signals=signals, competitors=competitors)
+            return check_outbound(m, tier=tier, contact_signals=details, competitors=competitors)
 
         result = call_agent(deps.llm, request, check=problems)
         assert result.output is not None

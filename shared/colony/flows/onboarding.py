@@ -2,6 +2,7 @@
 
     deal.closed_won ─► the deal + KC-10 onboarding playbooks ─► AGT-009 ─► kit document
         ─► GCS (assets bucket) ─► V4 signed URL ─► ENT-011 deployment_kit item + kit row
+    approved ─► released, and the kit (its deal summary first) ─► KC-10 for the next deal
 
 One kit per deal. Order matters for failure: the model's output is a durable step (a retry
 never pays for it twice), then the document goes to GCS (same name, same bytes: a retried
@@ -11,6 +12,12 @@ behind, and the redelivery completes it once. Agents and people get a signed URL
 the bytes. The URL stored in the item expires (``COLONY_SIGNED_URL_TTL_SECONDS``); the object
 name stays on the kit row, and every place that shows the item to a person signs a fresh link
 from it (``colony.flows.approval_queue``).
+
+Approving a kit grows KC-10 (``colony.flows.kc_lifecycle.remember_kit``): the kit row keeps
+the document's text as it was put in the bucket, so the approval, the release and the new
+knowledge commit together without the approval function reading the bucket (it holds no
+storage role: ``registry.functions``). The text is the same bytes, written in the same
+transaction as the item a person approves, so what enters KC-10 is what they reviewed.
 """
 
 from __future__ import annotations
@@ -77,7 +84,8 @@ def build_kit(deps: FlowDeps, event: DealClosedWon, event_id: str) -> dict[str, 
     run_id = f"onboarding:{deal_id}"
     kit = step(deps.db, org, run_id, "kit", lambda: _compose(deps, org, run_id, deal))
     name = object_name(org, deal_id)
-    gcs_uri = deps.blobs.put(name, render_kit(kit).encode("utf-8"), CONTENT_TYPE)
+    document = render_kit(kit)
+    gcs_uri = deps.blobs.put(name, document.encode("utf-8"), CONTENT_TYPE)
     link = signed_link(deps, name)  # for the caller now; cards sign their own (approval_queue)
     url = link["url"]
     payload = {
@@ -107,7 +115,14 @@ def build_kit(deps: FlowDeps, event: DealClosedWon, event_id: str) -> dict[str, 
                 call_id=call_link.take(kit)[1],
             )
             kit_id = kits.add(
-                cur, org, deal_id, item_id, title=kit["title"], object_name=name, gcs_uri=gcs_uri
+                cur,
+                org,
+                deal_id,
+                item_id,
+                title=kit["title"],
+                object_name=name,
+                gcs_uri=gcs_uri,
+                document=document,
             )
             result = {"kit_id": kit_id, "approval_item_id": item_id, "created": True}
         else:
@@ -120,9 +135,13 @@ def build_kit(deps: FlowDeps, event: DealClosedWon, event_id: str) -> dict[str, 
     return {**result, "signed_url": url, "gcs_uri": gcs_uri}
 
 
+def playbook_query(deal: Mapping[str, Any]) -> str:
+    """What AGT-009's KC-10 retrieval for ``deal`` searches with."""
+    return " ".join(str(deal.get(k) or "") for k in ("name", "next_action", "company"))
+
+
 def _compose(deps: FlowDeps, org: str, run_id: str, deal: Mapping[str, Any]) -> dict[str, Any]:
-    query = " ".join(str(deal.get(k) or "") for k in ("name", "next_action", "company"))
-    hits = deps.knowledge.retrieve(org, query, ("KC-10",), PLAYBOOKS)
+    hits = deps.knowledge.retrieve(org, playbook_query(deal), ("KC-10",), PLAYBOOKS)
     exemplars = to_exemplars(hits)
     if not exemplars:
         raise ValidationFailed("KC-10 holds no onboarding playbooks to build a kit from")
@@ -153,9 +172,15 @@ def _compose(deps: FlowDeps, org: str, run_id: str, deal: Mapping[str, Any]) -> 
 def apply_deployment_kit(
     deps: FlowDeps, cur: Any, org_id: str, item_id: str, payload: Mapping[str, Any]
 ) -> None:
-    """Approved kit → released to the customer (idempotent: released once, stays released)."""
+    """Approved kit → released to the customer (idempotent: released once, stays released)
+    and kept in KC-10 (``kc_lifecycle.remember_kit``; re-applying re-embeds nothing)."""
+    from colony.flows.kc_lifecycle import remember_kit  # lazy: only when a kit is approved
+
     if not kits.release(cur, item_id):
         raise NotFound(f"approval item {item_id!r} has no deployment kit in this org")
+    kit = kits.of_item(cur, item_id)
+    assert kit is not None  # released just now, in this transaction
+    remember_kit(deps, cur, org_id, item_id, kit, deals.for_kit(cur, str(kit["deal_id"])))
 
 
 def onboarding_event(deps: FlowDeps, event: Any, event_id: str) -> dict[str, Any]:

@@ -13,7 +13,7 @@ from typing import Any
 from colony.contracts import HandoffEnvelope
 from colony.flows.campaign import contact_done, handoff, step_key
 from colony.flows.deps import FlowDeps
-from colony.flows.specialist import assembly_request, handle_handoff, load_contact
+from colony.flows.specialist import assembly_request, handle_handoff, known_signals, load_contact
 from colony.llm.agent_call import call_agent
 from colony.policy.tiering import decide_tier
 from colony.runtime.steps import step
@@ -29,7 +29,7 @@ def qualify(deps: FlowDeps, event: Any, event_id: str) -> dict[str, Any]:
 def _qualify(
     deps: FlowDeps, org: str, campaign: Row, run_id: str, contact_id: str, envelope: HandoffEnvelope
 ) -> str:
-    contact = load_contact(deps, org, contact_id)
+    contact, signals = known_signals(deps, org, load_contact(deps, org, contact_id))
     with deps.db.transaction(org) as cur:
         icp = orgdata.active_icp(cur)
     if icp is None:
@@ -46,6 +46,7 @@ def _qualify(
             envelope,
             {"contact": contact, "icp_rubric": icp["rubric"]},
             {"today": today},
+            signals=signals,
         )
         result = call_agent(deps.llm, request)
         assert result.output is not None

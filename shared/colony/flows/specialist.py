@@ -29,7 +29,7 @@ from colony.knowledge.exemplars import hinted_domains, picked_exemplars, to_exem
 from colony.registry.agents import AGENTS, agent_by_slug
 from colony.runtime import idempotency
 from colony.runtime.steps import step
-from colony.store import approvals, campaigns, orgdata
+from colony.store import approvals, campaigns, orgdata, signals
 from colony.store.db import Row
 
 EXEMPLARS_PER_DOMAIN = 2
@@ -168,6 +168,15 @@ def load_contact(deps: FlowDeps, org: str, contact_id: str) -> Row:
     return contact
 
 
+def known_signals(deps: FlowDeps, org: str, contact: Row) -> tuple[Row, list[Row]]:
+    """The contact as AGT-004/005's ``contact`` entity, and its signals apart
+    (``store.signals.known_for``): the assembler ranks and cuts those within the budget, so
+    the entity does not carry its own copy of them."""
+    with deps.db.transaction(org) as cur:
+        known = signals.known_for(cur, contact)
+    return {k: v for k, v in contact.items() if k != "signals"}, known
+
+
 def assembly_request(
     deps: FlowDeps,
     org: str,
@@ -176,7 +185,11 @@ def assembly_request(
     envelope: HandoffEnvelope,
     entities: Mapping[str, Any],
     task: Mapping[str, Any],
+    *,
+    signals: Sequence[Mapping[str, Any]] = (),
 ) -> Any:
+    """``agent_id``'s request: its grounding, the org's ICP, ``entities`` and ``task``, and
+    the contact's ``signals`` (``known_signals``) as the assembler's own section of them."""
     with deps.db.transaction(org) as cur:
         icp = orgdata.active_icp(cur)
         name = orgdata.org_name(cur)
@@ -194,6 +207,7 @@ def assembly_request(
         (),
         dict(task),
         kc_queried=domains,
+        signals=tuple(signals),
     )
 
 

@@ -11,10 +11,12 @@ replies set its ``outcome`` tag (``record``). ``select`` picks exemplars in one 
 - fewer than ``k`` in the angle: the rest come from other angles, each marked
   ``selected_by = 'fallback'`` so the trace and the approval card show it.
 
-The angle's rows are found by the ``(org_id, domain)`` btree and filtered on the tag, and
-ranked exactly (outcome comes before distance, so no vector index can serve the order);
-only the rows whose outcome can reach the top ``k`` have their vectors read. Measured in
-``bench/exemplars.py``, on the shared partition and on an org's own.
+The angle's rows are found by their own index (``(org_id, tags->>'angle')`` over KC-08,
+migration 0036) and ranked exactly (outcome comes before distance, so no vector index can
+serve the order); only the rows whose outcome can reach the top ``k`` have their vectors
+read. AGT-005's grounding runs the selection and the retrieval of its other domains as one
+statement (``KnowledgeStore.exemplars``). Measured in ``bench/exemplars.py``, on the shared
+partition and on an org's own.
 """
 
 from __future__ import annotations
@@ -62,36 +64,45 @@ def _rank_sql(alias: str) -> str:
 
 
 # The org is inlined as a validated literal (partition pruning: ``colony.knowledge.store``).
-# ``angle`` reads only ids and tags; vectors (TOASTed, 6 KB at 1536-d) are read back by
-# primary key only for the rows whose outcome can still make the top k (``cut``), which is
-# what keeps the exact rank cheap on a few hundred messages.
-_SELECT = """WITH q AS MATERIALIZED (SELECT %s::vector AS v),
-angle AS MATERIALIZED (
+# ``angle`` reads only ids and tags, found by the ``(org_id, tags->>'angle')`` index of KC-08
+# (migration 0036); vectors (TOASTed, 6 KB at 1536-d) are read back by primary key only for
+# the rows whose outcome can still make the top k (``cut``), which is what keeps the exact
+# rank cheap on a few hundred messages. The CTEs follow a ``q`` (the query vector) that the
+# statement defines first, so the retrieval of the other domains can share the statement
+# (``KnowledgeStore.exemplars``: one round trip for the whole grounding).
+PICKS = """angle AS MATERIALIZED (
   SELECT id, {rank} AS outcome_rank, coalesce(tags->>'tier' = %s, false) AS in_tier
   FROM kc_chunks
-  WHERE org_id = '{org}' AND domain = 'KC-08' AND embedding_model = %s AND tags->>'angle' = %s
+  WHERE org_id = '{org}' AND domain = 'KC-08' AND tags->>'angle' = %s AND embedding_model = %s
 ),
 counts AS (SELECT count(*) FILTER (WHERE in_tier) >= %s AS tiered, count(*) AS n FROM angle),
 eligible AS MATERIALIZED (
   SELECT a.id, a.outcome_rank FROM angle a CROSS JOIN counts c WHERE a.in_tier OR NOT c.tiered
 ),
 cut AS (SELECT max(outcome_rank) AS r
-        FROM (SELECT outcome_rank FROM eligible ORDER BY outcome_rank LIMIT %s) best)
-SELECT id, title, content, tags, 1 - distance AS similarity, selected_by FROM (
-  SELECT k.id, k.title, k.content, k.tags, k.embedding <=> (SELECT v FROM q) AS distance,
-         e.outcome_rank, 0 AS pass,
-         CASE WHEN (SELECT tiered FROM counts) THEN 'angle+tier' ELSE 'angle' END AS selected_by
-  FROM eligible e JOIN kc_chunks k ON k.org_id = '{org}' AND k.id = e.id
-  WHERE e.outcome_rank <= (SELECT r FROM cut)
-  UNION ALL
-  SELECT f.id, f.title, f.content, f.tags, f.embedding <=> (SELECT v FROM q), {frank}, 1,
-         'fallback'
-  FROM kc_chunks f
-  WHERE f.org_id = '{org}' AND f.domain = 'KC-08' AND f.embedding_model = %s
-    AND f.tags->>'angle' IS DISTINCT FROM %s AND (SELECT n FROM counts) < %s
-) picks
-ORDER BY pass, outcome_rank, distance, id
-LIMIT %s"""
+        FROM (SELECT outcome_rank FROM eligible ORDER BY outcome_rank LIMIT %s) best),
+picks AS MATERIALIZED (
+  SELECT id, title, content, tags, 1 - distance AS similarity, selected_by,
+         row_number() OVER (ORDER BY pass, outcome_rank, distance, id) AS pick_order
+  FROM (
+    SELECT k.id, k.title, k.content, k.tags, k.embedding <=> (SELECT v FROM q) AS distance,
+           e.outcome_rank, 0 AS pass,
+           CASE WHEN (SELECT tiered FROM counts) THEN 'angle+tier' ELSE 'angle' END AS selected_by
+    FROM eligible e JOIN kc_chunks k ON k.org_id = '{org}' AND k.id = e.id
+    WHERE e.outcome_rank <= (SELECT r FROM cut)
+    UNION ALL
+    SELECT f.id, f.title, f.content, f.tags, f.embedding <=> (SELECT v FROM q), {frank}, 1,
+           'fallback'
+    FROM kc_chunks f
+    WHERE f.org_id = '{org}' AND f.domain = 'KC-08' AND f.embedding_model = %s
+      AND f.tags->>'angle' IS DISTINCT FROM %s AND (SELECT n FROM counts) < %s
+  ) candidates
+  ORDER BY pass, outcome_rank, distance, id
+  LIMIT %s
+)"""
+_SELECT = """WITH q AS MATERIALIZED (SELECT %s::vector AS v),
+{picks}
+SELECT id, title, content, tags, similarity, selected_by FROM picks ORDER BY pick_order"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,10 +123,39 @@ class Picked:
         return str(value) if value is not None else None
 
 
-def select_sql(org_id: str) -> str:
-    """The one-round-trip selection for ``org_id`` (pure; the org id is validated)."""
+def picks_sql(org_id: str) -> str:
+    """The selection's CTEs for ``org_id`` (pure; the org id is validated), ending in
+    ``picks``: after a ``q`` CTE, and taking ``picks_params`` after its vector."""
     org = check_org_literal(org_id)
-    return _SELECT.format(org=org, rank=_rank_sql(""), frank=_rank_sql("f."))
+    return PICKS.format(org=org, rank=_rank_sql(""), frank=_rank_sql("f."))
+
+
+def select_sql(org_id: str) -> str:
+    """The one-round-trip selection for ``org_id`` alone (pure; the org id is validated)."""
+    return _SELECT.format(picks=picks_sql(org_id))
+
+
+def picks_params(model: str, *, angle: str, tier: str | None, k: int = 3) -> list[Any]:
+    """``picks_sql``'s parameters (checked: a bad angle, tier or k is ``ValidationFailed``)."""
+    _check_label("angle", angle)
+    if tier is not None:
+        _check_label("tier", tier)
+    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
+        raise ValidationFailed(f"k must be an integer in 1..{MAX_K}")
+    return [tier, angle, model, k, k, model, angle, k, k]
+
+
+def picked(row: Mapping[str, Any]) -> Picked:
+    """A row of ``picks`` as a ``Picked``."""
+    tags = row["tags"]
+    return Picked(
+        int(row["id"]),
+        row["title"],
+        row["content"],
+        tags if isinstance(tags, dict) else json.loads(tags),
+        float(row["similarity"]),
+        str(row["selected_by"]),
+    )
 
 
 def select(
@@ -129,24 +169,8 @@ def select(
     k: int = 3,
 ) -> list[Picked]:
     """The ``k`` exemplars for a message in ``angle`` (and ``tier``), best first."""
-    _check_label("angle", angle)
-    if tier is not None:
-        _check_label("tier", tier)
-    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
-        raise ValidationFailed(f"k must be an integer in 1..{MAX_K}")
-    params = [sql_text(vector), tier, model, angle, k, k, model, angle, k, k]
-    rows = fetch_all(cur, select_sql(org_id), params)
-    return [
-        Picked(
-            int(r["id"]),
-            r["title"],
-            r["content"],
-            r["tags"] if isinstance(r["tags"], dict) else json.loads(r["tags"]),
-            float(r["similarity"]),
-            str(r["selected_by"]),
-        )
-        for r in rows
-    ]
+    params = [sql_text(vector), *picks_params(model, angle=angle, tier=tier, k=k)]
+    return [picked(r) for r in fetch_all(cur, select_sql(org_id), params)]
 
 
 def record(cur: Any, org_id: str, approval_item_id: str, outcome: str) -> bool:

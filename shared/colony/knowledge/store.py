@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from colony.errors import DimensionMismatch, ValidationFailed
 from colony.knowledge import outcomes, tiering
-from colony.knowledge.indexes import check_org_literal
+from colony.knowledge.retrieval import exemplars_sql, retrieve_sql
 from colony.ports import Embedder
 from colony.registry import check_domains
 from colony.store.db import Database, fetch_all
@@ -92,31 +92,6 @@ _DELETE_FROM = (
 )
 _DELETE_SOURCE = "DELETE FROM kc_chunks WHERE org_id = %s AND source = %s AND source_id = %s"
 
-# One branch per requested domain with the org and the domain as literals (validated), so
-# each branch prunes to the org's partition and, in an org's own partition, can use the
-# domain's partial HNSW index (see knowledge.tiering); raw
-# `<=>` ascending with a LIMIT in the inner query, similarity computed outside it.
-_BRANCH = """(SELECT id, domain, source, source_id, chunk_index, title, content, tags,
-        tableoid = 'kc_chunks_shared'::regclass AS shared,
-        embedding <=> (SELECT v FROM q) AS distance
- FROM kc_chunks
- WHERE org_id = '{org}' AND domain = '{domain}' AND embedding_model = %s
- ORDER BY embedding <=> (SELECT v FROM q)
- LIMIT %s)"""
-# The exact fallback: `+ 0` makes the sort key an expression no vector index can serve, so
-# the rows come from the (org, domain) btree and are sorted by true distance. The shared
-# partition has no vector index, so there both forms are exact.
-_EXACT_BRANCH = _BRANCH.replace(
-    "ORDER BY embedding <=> (SELECT v FROM q)", "ORDER BY (embedding <=> (SELECT v FROM q)) + 0"
-)
-_RETRIEVE = """WITH q AS MATERIALIZED (SELECT %s::vector AS v)
-SELECT id, domain, source, source_id, chunk_index, title, content, tags, shared,
-       1 - distance AS similarity
-FROM (
-{branches}
-) hits
-ORDER BY domain, distance"""
-
 
 def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
@@ -145,20 +120,24 @@ class Retrieved:
     similarity: float
 
 
+_RETRIEVED_FIELDS = (
+    "id",
+    "domain",
+    "source",
+    "source_id",
+    "chunk_index",
+    "title",
+    "content",
+    "tags",
+)
+
+
 @dataclass(frozen=True, slots=True)
 class SyncResult:
     embedded: int
     unchanged: int
     deleted: int
     outgrown: bool = False  # the org passed the tiering threshold: schedule its move
-
-
-def retrieve_sql(org_id: str, domains: Sequence[str], *, exact: bool = False) -> str:
-    """The one-round-trip query for ``domains`` of ``org_id`` (pure; both are validated)."""
-    org = check_org_literal(org_id)
-    branch = _EXACT_BRANCH if exact else _BRANCH
-    parts = (branch.format(org=org, domain=d) for d in check_domains(domains))
-    return _RETRIEVE.format(branches="\nUNION ALL\n".join(parts))
 
 
 class KnowledgeStore:
@@ -306,7 +285,7 @@ class KnowledgeStore:
         ``query`` is a text (embedded here) or a vector, which must then name the ``model``
         that made it: vectors of different models are not comparable, so a mismatch raises.
         """
-        return self._retrieve(org_id, query, domains, k_per_domain, model, None)[1]
+        return self._retrieve(org_id, query, domains, k_per_domain, model)
 
     def retrieve_in(
         self, cur: Any, org_id: str, query: str, domains: Sequence[str], k_per_domain: int = 3
@@ -345,19 +324,39 @@ class KnowledgeStore:
         domains: Sequence[str] = (),
         k_per_domain: int = 2,
     ) -> tuple[list[outcomes.Picked], dict[str, list[Retrieved]]]:
-        """AGT-005's ``k`` KC-08 exemplars for ``angle`` (one query: ``knowledge.outcomes``)
-        and, in the same transaction, ``retrieve``'s hits for the other ``domains``."""
-
-        def pick(cur: Any, checked_vector: Sequence[float]) -> list[outcomes.Picked]:
-            model = self._embedder.model
-            return outcomes.select(cur, org_id, checked_vector, model, angle=angle, tier=tier, k=k)
-
+        """AGT-005's ``k`` KC-08 exemplars for ``angle`` (``knowledge.outcomes``) and
+        ``retrieve``'s hits for the other ``domains``, in one statement (``exemplars_sql``):
+        one round trip, where a separate selection cost one more per draft. A domain the
+        graph walk left short is answered exactly after, as ``retrieve`` does."""
+        model = self._embedder.model
+        picking = outcomes.picks_params(model, angle=angle, tier=tier, k=k)
+        vector = checked(vector, self._embedder.dim, "the query vector")
         if not domains:
             with self._db.transaction(org_id) as cur:
-                return pick(cur, checked(vector, self._embedder.dim, "the query vector")), {}
-        model = self._embedder.model
-        picked, hits = self._retrieve(org_id, vector, domains, k_per_domain, model, pick)
-        return picked or [], hits
+                return outcomes.select(cur, org_id, vector, model, angle=angle, tier=tier, k=k), {}
+        domains = check_domains(domains)
+        if not isinstance(k_per_domain, int) or not 1 <= k_per_domain <= MAX_K:
+            raise ValidationFailed(f"k_per_domain must be an integer in 1..{MAX_K}")
+        params: list[Any] = [sql_text(vector), *picking]
+        for _ in domains:
+            params += [model, k_per_domain]
+        picks: list[outcomes.Picked] = []
+        out: dict[str, list[Retrieved]] = {d: [] for d in domains}
+        shared = False
+        with self._db.transaction(org_id, settings=SEARCH_SETTINGS) as cur:
+            for r in fetch_all(cur, exemplars_sql(org_id, domains), params, cache=True):
+                if r["part"] == "pick":
+                    picks.append(outcomes.picked(r))
+                    continue
+                shared = shared or bool(r["shared"])
+                fields = {f: r[f] for f in _RETRIEVED_FIELDS}
+                out[r["domain"]].append(
+                    Retrieved(**{**fields, "similarity": float(r["similarity"])})
+                )
+            short = [d for d in domains if len(out[d]) < k_per_domain]
+            if short and not shared:  # as in ``_retrieve``: a walk that stopped short
+                out.update(self._search(cur, org_id, vector, short, k_per_domain, exact=True)[0])
+        return picks, out
 
     def _retrieve(
         self,
@@ -366,8 +365,7 @@ class KnowledgeStore:
         domains: Sequence[str],
         k_per_domain: int,
         model: str | None,
-        first: Callable[[Any, Sequence[float]], list[outcomes.Picked]] | None,
-    ) -> tuple[list[outcomes.Picked] | None, dict[str, list[Retrieved]]]:
+    ) -> dict[str, list[Retrieved]]:
         domains = check_domains(domains)
         k = k_per_domain
         if not isinstance(k, int) or not 1 <= k <= MAX_K:
@@ -382,9 +380,8 @@ class KnowledgeStore:
         else:
             vector = checked(query, self._embedder.dim, "the query vector")
         with self._db.transaction(org_id, settings=SEARCH_SETTINGS) as cur:
-            before = first(cur, vector) if first is not None else None
             out = self._search_within(cur, org_id, vector, domains, k)
-        return before, out
+        return out
 
     def embed_query(self, text: str) -> list[float]:
         """``text`` as this store's model embeds it (one vector for several searches)."""

@@ -52,13 +52,20 @@ FROM approval_items a LEFT JOIN deployment_kits k ON k.approval_item_id = a.id
 WHERE a.status = 'pending' AND (%s::text IS NULL OR a.kind = %s)
 ORDER BY a.created_at DESC, a.id LIMIT %s
 """
-# The same, with what a person needs beside the payload to decide: the prospect, the
-# campaign, the deal as it stands now (a deal update's diff is against it).
+# The same, with what a person needs beside the payload to decide: the prospect and its
+# signals (the stored ones with their provenance, strongest first, as ``store.signals``
+# reads them; and the contact's own list, for a contact never enriched), the campaign, the
+# deal as it stands now (a deal update's diff is against it). One statement for the page.
 PENDING_DETAILED = """
 SELECT a.id, a.kind, a.source_agent, a.subject_id, a.payload, a.created_at,
        k.object_name AS kit_object,
        c.name AS contact_name, c.title AS contact_title, c.company AS contact_company,
        c.signals AS contact_signals,
+       (SELECT jsonb_agg(jsonb_build_object(
+                   'type', s.type, 'detail', s.detail, 'quote', s.quote, 'source', s.source,
+                   'confidence', round(s.confidence::numeric, 3), 'observed_on', s.observed_on)
+               ORDER BY s.confidence DESC, s.observed_on DESC NULLS LAST, s.type, s.signal_key)
+        FROM contact_signals s WHERE s.contact_id = c.id) AS stored_signals,
        g.id AS campaign_id, g.name AS campaign_name,
        d.name AS deal_name, d.stage AS deal_stage, d.value AS deal_value,
        d.next_action AS deal_next_action, d.close_date AS deal_close_date
@@ -136,7 +143,8 @@ def pending(cur: Any, *, kind: str | None = None, limit: int = 50) -> list[Row]:
 def pending_detailed(
     cur: Any, *, kind: str | None = None, campaign_id: str | None = None, limit: int = 50
 ) -> list[Row]:
-    """``pending``, with each item's contact, campaign and (deal updates) current deal."""
+    """``pending``, with each item's contact (and its signals), campaign and (deal updates)
+    current deal."""
     return fetch_all(cur, PENDING_DETAILED, (kind, kind, campaign_id, campaign_id, limit))
 
 

@@ -19,16 +19,16 @@ from typing import Any
 from colony.store.db import Row, fetch_all, fetch_one
 
 STORED = """
-SELECT brief_date, content, sections, data_snapshot, created_at
+SELECT id, brief_date, content, sections, data_snapshot, llm_call_id, created_at
 FROM daily_briefs WHERE brief_date = %s
 """
 PRIOR = """
-SELECT brief_date, content FROM daily_briefs WHERE brief_date < %s
+SELECT id, brief_date, content FROM daily_briefs WHERE brief_date < %s
 ORDER BY brief_date DESC LIMIT 1
 """
 STORE = """
-INSERT INTO daily_briefs (org_id, brief_date, content, sections, data_snapshot)
-VALUES (%s, %s, %s, %s::jsonb, %s::jsonb)
+INSERT INTO daily_briefs (org_id, brief_date, content, sections, data_snapshot, llm_call_id)
+VALUES (%s, %s, %s, %s::jsonb, %s::jsonb, %s)
 ON CONFLICT (org_id, brief_date) DO NOTHING
 RETURNING brief_date
 """
@@ -52,7 +52,7 @@ def stored(cur: Any, day: date) -> Row | None:
 
 
 def prior(cur: Any, day: date) -> Row | None:
-    """The latest brief before ``day`` (its date and content), for continuity."""
+    """The latest brief before ``day`` (its id, date and content), for continuity."""
     return fetch_one(cur, PRIOR, (day,))
 
 
@@ -63,9 +63,11 @@ def store(
     content: str,
     sections: Mapping[str, Any],
     data: Mapping[str, Any],
+    call_id: str | None = None,
 ) -> bool:
-    """Store the brief for ``day`` unless one already is; True if this one was stored."""
-    params = (org_id, day, content, json.dumps(sections), json.dumps(data))
+    """Store the brief for ``day`` unless one already is; True if this one was stored.
+    ``call_id`` is the model call that wrote it (``colony explain`` follows it)."""
+    params = (org_id, day, content, json.dumps(sections), json.dumps(data), call_id)
     return fetch_one(cur, STORE, params) is not None
 
 

@@ -29,8 +29,8 @@ SELECT id, role, content, tool_call, turn_id FROM chat_turns
 WHERE session_id = %s ORDER BY id
 """
 INSERT_TURN = """
-INSERT INTO chat_turns (org_id, session_id, role, content, tool_call, turn_id)
-VALUES (%s, %s, %s, %s, %s::jsonb, %s) RETURNING id
+INSERT INTO chat_turns (org_id, session_id, role, content, tool_call, turn_id, llm_call_id)
+VALUES (%s, %s, %s, %s, %s::jsonb, %s, %s) RETURNING id
 """
 DELETE_TURNS = "DELETE FROM chat_turns WHERE session_id = %s AND id = ANY(%s::bigint[])"
 RESULT_EXISTS = """
@@ -59,7 +59,7 @@ ARRAY(SELECT tool_call->>'approval_id' FROM chat_turns
 
 # ENT-009, read here only for the chat (today's brief as entity data and on GET /brief); the
 # brief's own repository is the daily brief flow's.
-BRIEF_ON = "SELECT brief_date, content, sections FROM daily_briefs WHERE brief_date = %s"
+BRIEF_ON = "SELECT id, brief_date, content, sections FROM daily_briefs WHERE brief_date = %s"
 _HYDRATE = HYDRATE.format(turns=TURNS, brief=BRIEF_ON).replace(
     "ANY(%s::text[])", f"ANY({AWAITED_IDS.strip()})"
 )
@@ -101,10 +101,13 @@ def add_turn(
     role: str,
     content: str,
     tool_call: Mapping[str, Any] | None = None,
+    llm_call_id: str | None = None,
 ) -> int:
-    """Append one turn row; returns its id."""
+    """Append one turn row (``llm_call_id``: the model call that wrote it, for an answer or
+    a tool call; ``colony explain`` follows it); returns its id."""
     call = json.dumps(tool_call) if tool_call is not None else None
-    return int(fetch_value(cur, INSERT_TURN, (org_id, session_id, role, content, call, turn_id)))
+    params = (org_id, session_id, role, content, call, turn_id, llm_call_id)
+    return int(fetch_value(cur, INSERT_TURN, params))
 
 
 def delete_turns(cur: Any, session_id: str, ids: Sequence[int]) -> None:
@@ -145,6 +148,6 @@ def hydrate(
 
 
 def brief_on(cur: Any, day: date) -> Row | None:
-    """The org's daily brief of ``day`` (``brief_date, content, sections``), if one was
+    """The org's daily brief of ``day`` (``id, brief_date, content, sections``), if one was
     written."""
     return fetch_one(cur, BRIEF_ON, (day,))

@@ -40,8 +40,9 @@ SELECT (SELECT max(seq) FROM ins), pg_notify(%s, %s || ':' || (SELECT max(seq) F
 APPEND_WITH_TURNS = f"""
 WITH calls AS ({llm_calls.ADD_MANY.strip()}
 ), t AS (
-    INSERT INTO chat_turns (org_id, session_id, role, content, tool_call, turn_id)
-    SELECT %s, %s, r.role, r.content, r.call::jsonb, %s
+    INSERT INTO chat_turns (org_id, session_id, role, content, tool_call, turn_id, llm_call_id)
+    SELECT %s, %s, r.role, r.content, r.call::jsonb, %s,
+           CASE WHEN r.role = 'assistant' THEN %s::text END
     FROM unnest(%s::text[], %s::text[], %s::text[]) WITH ORDINALITY AS r(role, content, call, ord)
     ORDER BY r.ord
     RETURNING id
@@ -103,10 +104,13 @@ def append_with_turns(
     rows: Sequence[tuple[str, str, Mapping[str, Any] | None]],
     events: Sequence[tuple[str, Mapping[str, Any]]],
     calls: Sequence[Mapping[str, Any]] = (),
+    *,
+    call_id: str | None = None,
 ) -> tuple[int | None, list[int]]:
     """``append``, with ``rows`` (role, content, tool call) added to the session's history
     (``chat_turns``) and ``calls`` (``llm_calls`` rows, as ``llm_calls.ADD_MANY`` reads
-    them) kept, in the same statement; returns the session's last seq (None: the session is
+    them) kept, in the same statement (assistant rows record ``call_id``, the model call
+    that wrote them); returns the session's last seq (None: the session is
     not in this org) and the new rows' ids, in order."""
     n = len(events)
     row = fetch_one(
@@ -117,6 +121,7 @@ def append_with_turns(
             org_id,
             session_id,
             turn_id,
+            call_id,
             [r[0] for r in rows],
             [r[1] for r in rows],
             [json.dumps(r[2]) if r[2] is not None else None for r in rows],

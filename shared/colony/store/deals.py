@@ -32,7 +32,7 @@ FROM deals d LEFT JOIN contacts c ON c.id = d.contact_id WHERE d.id = %s
 """
 FOR_KIT = """
 SELECT d.id, d.name, d.stage, d.value, d.next_action, d.close_date, c.name AS contact_name,
-       c.company
+       c.company, c.enrichment->>'vertical' AS industry, c.enrichment->>'sub_vertical' AS segment
 FROM deals d LEFT JOIN contacts c ON c.id = d.contact_id WHERE d.id = %s
 """
 # The deal a call was about: the one open deal whose contact's company the title names.
@@ -77,7 +77,8 @@ def with_contact(cur: Any, deal_id: str) -> Row | None:
 
 
 def for_kit(cur: Any, deal_id: str) -> Row | None:
-    """The deal as an onboarding kit reads it: its fields, its contact's name and company."""
+    """The deal as an onboarding kit reads it: its fields, its contact's name and company, and
+    the company's industry and segment (its enrichment's vertical and sub-vertical)."""
     return fetch_one(cur, FOR_KIT, (deal_id,))
 
 

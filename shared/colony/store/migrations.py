@@ -652,4 +652,11 @@ def migrations(dim: int) -> list[Migration]:
             "0038_campaign_notify",
             (_SQL / "0038_campaign_notify.sql").read_text(encoding="utf-8"),
         ),
+        # Issue 19 item 3: approved deployment kits (and the closed-won deal summary each one
+        # opens with) grow KC-10; the kit keeps its text for the approval that adds it.
+        Migration("0036_kc_learning", (_SQL / "0036_kc_learning.sql").read_text(encoding="utf-8")),
+        # Issue 19 item 5: briefs and chat answers keep the id of the call that made them.
+        Migration(
+            "0037_output_calls", (_SQL / "0037_output_calls.sql").read_text(encoding="utf-8")
+        ),
     ]

@@ -5,11 +5,15 @@ Knowledge Core chunks that grounded a call (``kc_chunk_credits``).
 Every function takes the cursor of a transaction opened under the org
 (``Database.transaction(org_id)``), so RLS scopes each statement to it.
 
-An output is found by its id, one statement for every kind:
-* an approval item: the call named by ``llm_call_id``; an item queued without one (AGT-001's
-  tool actions) by its ``run_id`` and source agent;
-* a chat answer: its turn id, the run id of every AGT-001 call of that turn;
-* a daily brief: ``brief:<date>`` (or the date alone), the run id of its AGT-010 call.
+An output is found by its id, one statement for every kind, following the call id the
+output stored (``llm_call_id``) wherever it has one:
+* an approval item: the call named by ``llm_call_id``; an item queued without one (before
+  0029) by its ``run_id`` and source agent;
+* a daily brief: its row id, its date or ``brief:<date>``: the call named by its
+  ``llm_call_id`` (migration 0037); a brief stored before that, the run id of its AGT-010 call;
+* a chat answer: its turn id: the calls named by the ``llm_call_id`` of the assistant rows
+  the turn wrote (its answer and its tool calls); a turn stored before that, the run id of
+  every AGT-001 call of the turn.
 """
 
 from __future__ import annotations
@@ -26,17 +30,32 @@ _DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 EXPLAIN = """
 WITH item AS (
     SELECT id, kind, llm_call_id, run_id, source_agent FROM approval_items WHERE id = %s
+),
+brief AS (
+    SELECT id, brief_date, llm_call_id FROM daily_briefs
+    WHERE id = %s OR brief_date = %s::date
+),
+turn AS (
+    SELECT llm_call_id FROM chat_turns WHERE turn_id = %s AND turn_id IS NOT NULL
+),
+linked AS (
+    SELECT llm_call_id FROM item WHERE llm_call_id IS NOT NULL
+    UNION SELECT llm_call_id FROM brief WHERE llm_call_id IS NOT NULL
+    UNION SELECT llm_call_id FROM turn WHERE llm_call_id IS NOT NULL
 )
-SELECT (SELECT kind FROM item) AS item_kind, c.id, c.call_id, c.agent_id, c.run_id, c.model,
-       c.kc_domains_queried, c.tokens_in, c.tokens_out, c.context_budget_used, c.provenance,
-       c.created_at
+SELECT COALESCE((SELECT kind FROM item),
+                CASE WHEN EXISTS (SELECT 1 FROM brief) THEN 'brief' END,
+                CASE WHEN EXISTS (SELECT 1 FROM turn) THEN 'chat_turn' END,
+                CASE WHEN c.run_id LIKE 'brief:%%' THEN 'brief' ELSE 'chat_turn' END)
+           AS output_kind,
+       c.id, c.call_id, c.agent_id, c.run_id, c.model, c.kc_domains_queried, c.tokens_in,
+       c.tokens_out, c.context_budget_used, c.provenance, c.created_at
 FROM llm_calls c
 WHERE CASE
-    WHEN EXISTS (SELECT 1 FROM item WHERE llm_call_id IS NOT NULL)
-        THEN c.call_id = (SELECT llm_call_id FROM item)
+    WHEN EXISTS (SELECT 1 FROM linked) THEN c.call_id IN (SELECT llm_call_id FROM linked)
     WHEN EXISTS (SELECT 1 FROM item)
         THEN c.run_id = (SELECT run_id FROM item) AND c.agent_id = (SELECT source_agent FROM item)
-    ELSE c.run_id = %s
+    ELSE c.run_id = COALESCE((SELECT 'brief:' || brief_date FROM brief LIMIT 1), %s)
 END
 ORDER BY c.id
 """
@@ -70,7 +89,10 @@ def calls_for(cur: Any, output_id: str) -> list[Row]:
     output_id = output_id.strip()
     if not output_id:
         raise ValidationFailed("an output id is required (an approval item, a turn, a brief)")
-    return fetch_all(cur, EXPLAIN, (output_id, run_id_of(output_id)))
+    day = output_id.removeprefix("brief:")
+    brief_day = day if _DATE.match(day) else None
+    params = (output_id, output_id, brief_day, output_id, run_id_of(output_id))
+    return fetch_all(cur, EXPLAIN, params)
 
 
 def call_of_item(cur: Any, item_id: str) -> str | None:

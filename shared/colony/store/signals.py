@@ -80,6 +80,28 @@ def replace_for_contact(
     return len({signal_key(str(s["type"]), str(s["quote"])) for s in signals})
 
 
+def known_for(cur: Any, contact: Mapping[str, Any]) -> list[Row]:
+    """What is known of ``contact``'s signals: its stored ones (``for_contact``), else — a
+    contact AGT-003 has not read yet, imported and never enriched — its own ``signals`` list
+    as the row holds it (type, detail, date; no quote, source or confidence to show)."""
+    return for_contact(cur, str(contact["id"])) or own(contact.get("signals"))
+
+
+def own(listed: Any) -> list[Row]:
+    """A contact row's own ``signals`` list (type, detail, date) in the stored signals' shape,
+    without the quote, source and confidence it does not have."""
+    return [
+        {"type": s.get("type"), "detail": s["detail"], "observed_on": s.get("date")}
+        for s in (listed if isinstance(listed, list) else [])
+        if isinstance(s, Mapping) and isinstance(s.get("detail"), str) and s["detail"].strip()
+    ]
+
+
+def details(signals: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The signals' details: what an outbound message must reference one of (CONST-006)."""
+    return [str(s["detail"]) for s in signals if s.get("detail")]
+
+
 def find_contact(cur: Any, text: str) -> list[Row]:
     """Up to two contacts ``text`` names (two: the caller can say it is ambiguous)."""
     like = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")

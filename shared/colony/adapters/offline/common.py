@@ -194,3 +194,17 @@ def contact_signals(contact: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     if isinstance(signals, str) or not isinstance(signals, Sequence):
         return []
     return [s for s in signals if isinstance(s, Mapping)]
+
+
+def known_signals(entity: Any, contact: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The signals a prompt carries: its ``signals`` entity (the contact's stored signals,
+    strongest first, as the assembler kept them) when it has one, else the ``contact``
+    entity's own list."""
+    if entity is None:
+        return contact_signals(contact)
+    return contact_signals({"signals": entity})
+
+
+def signal_date(signal: Mapping[str, Any]) -> date | None:
+    """The day a signal was observed (``observed_on``, or a contact list's ``date``)."""
+    return parse_date(signal.get("observed_on") or signal.get("date"))

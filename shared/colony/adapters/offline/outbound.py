@@ -1,7 +1,8 @@
 """Offline ``outbound_message``: a CONST-006-clean first touch built from one prospect signal.
 
 It reads only the rendered prompt (``colony.adapters.offline.prompt``): the ``contact``
-entity, "Angle: … | Tier: … | Sequence step: …" in the task, the ``competitors`` block and
+entity and its ``signals`` entity (the stored ones; else the contact's own list), "Angle: …
+| Tier: … | Sequence step: …" in the task, the ``competitors`` block and
 the KC exemplar blocks (their ``tags`` attribute says angle and tier). The most recent signal
 (by date, undated last) is the one referenced: its first sentence opens the body verbatim
 (competitor names redacted), then one angle sentence about the decision that signal type
@@ -27,10 +28,10 @@ from typing import Any
 from colony.adapters.offline.common import (
     as_number,
     clip,
-    contact_signals,
     first_name,
+    known_signals,
     opt_str,
-    parse_date,
+    signal_date,
     string_list,
 )
 from colony.adapters.offline.prompt import Block, Prompt, PromptLacks
@@ -84,19 +85,15 @@ _ASKS = {
 }
 
 
-def _pick_signal(contact: Mapping[str, Any]) -> Mapping[str, Any]:
-    signals = [
-        s
-        for s in contact_signals(contact)
-        if isinstance(s.get("detail"), str) and s["detail"].strip()
-    ]
+def _pick_signal(known: list[Mapping[str, Any]]) -> Mapping[str, Any]:
+    signals = [s for s in known if isinstance(s.get("detail"), str) and s["detail"].strip()]
     if not signals:
         raise PromptLacks("contact.signals")
     order = {id(s): i for i, s in enumerate(signals)}
     return min(
         signals,
         key=lambda s: (
-            -(parse_date(s.get("date")) or date.min).toordinal(),
+            -(signal_date(s) or date.min).toordinal(),
             order[id(s)],
         ),
     )
@@ -156,7 +153,8 @@ def outbound_message(prompt: Prompt) -> dict[str, Any]:
         raise ValidationFailed("the prompt has no competitors block")
     competitors = string_list(listed, "the competitors block")
     exemplars = prompt.exemplars()
-    signal = _pick_signal(contact)
+    known = known_signals(prompt.optional_entity("signals"), contact)
+    signal = _pick_signal(known)
     detail = " ".join(str(signal["detail"]).split())
     signal_type = str(signal.get("type") or "")
     decision = _DECISIONS.get(signal_type, _GENERIC_DECISION)
@@ -199,7 +197,7 @@ def outbound_message(prompt: Prompt) -> dict[str, Any]:
     )
     details = [
         " ".join(str(s["detail"]).split())
-        for s in contact_signals(contact)
+        for s in known
         if isinstance(s.get("detail"), str) and s["detail"].strip()
     ]
     problems = check_outbound(message, tier=tier, contact_signals=details, competitors=competitors)

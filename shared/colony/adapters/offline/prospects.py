@@ -2,7 +2,8 @@
 
 Both read only the rendered prompt (``colony.adapters.offline.prompt``), as a model would:
 
-- ``qualification_score``: the ``contact`` entity, the ``icp_rubric`` entity, the
+- ``qualification_score``: the ``contact`` entity and its ``signals`` entity (the stored
+  signals; without one, the contact's own list), the ``icp_rubric`` entity, the
   anti-ICP conditions in the system message and "Today is YYYY-MM-DD" in the task. A
   prompt without the contact, the rubric or the date raises
   ``ValidationFailed`` naming what is missing. Anti-ICP matches
@@ -38,9 +39,11 @@ from colony.adapters.offline.common import (
     contact_signals,
     flatten,
     humanise,
+    known_signals,
     opt_str,
     parse_date,
     require_mapping,
+    signal_date,
 )
 from colony.adapters.offline.prompt import Prompt, PromptLacks
 from colony.errors import ValidationFailed
@@ -81,7 +84,10 @@ def _casefolded(values: Any) -> set[str]:
 
 
 def _score_dimensions(
-    contact: Mapping[str, Any], rubric: Mapping[str, Any], today: date
+    contact: Mapping[str, Any],
+    rubric: Mapping[str, Any],
+    today: date,
+    known: list[Mapping[str, Any]],
 ) -> dict[str, tuple[int, int]]:
     """Dimension name -> (points, weight), each capped at its weight."""
     enrichment = contact.get("enrichment")
@@ -120,7 +126,7 @@ def _score_dimensions(
     types = _casefolded(spec.get("types"))
     signals = [
         s
-        for s in contact_signals(contact)
+        for s in known
         if not types or (isinstance(s.get("type"), str) and s["type"].casefold() in types)
     ]
     scores["signals"] = (
@@ -132,7 +138,7 @@ def _score_dimensions(
     if not signals:
         points = _points(spec, "points_none")
     else:
-        dates = [d for d in (parse_date(s.get("date")) for s in signals) if d is not None]
+        dates = [d for d in (signal_date(s) for s in signals) if d is not None]
         recent_days = _points(spec, "recent_signal_days", 90)
         if dates and (today - max(dates)).days <= recent_days:
             points = _points(spec, "points_recent")
@@ -171,7 +177,8 @@ def qualification_score(prompt: Prompt) -> dict[str, Any]:
             "recommendation": "disqualify",
             "reasoning": clip(flatten(reasoning) + ".", 400),
         }
-    scores = _score_dimensions(contact, rubric, today)
+    known = known_signals(prompt.optional_entity("signals"), contact)
+    scores = _score_dimensions(contact, rubric, today, known)
     total = min(sum(points for points, _ in scores.values()), 100)
     ranked = sorted(
         _DIMENSIONS,

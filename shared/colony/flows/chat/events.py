@@ -57,11 +57,16 @@ def append_with_rows(
     items: Sequence[tuple[str, dict]],
     rows: Sequence[tuple[str, str, Any]],
     calls: Sequence[Mapping[str, Any]] = (),
+    *,
+    call_id: str | None = None,
 ) -> tuple[list[Event], list[int]]:
     """``append``, with the turn's history ``rows`` and its model ``calls``' records stored
-    in the same statement; returns the events numbered and the rows' ids."""
+    in the same statement (``call_id``: the model call the assistant rows came from);
+    returns the events numbered and the rows' ids."""
     data = [(t, {**d, "turn_id": turn_id}) for t, d in items]
-    last, ids = chat_events.append_with_turns(cur, org_id, session_id, turn_id, rows, data, calls)
+    last, ids = chat_events.append_with_turns(
+        cur, org_id, session_id, turn_id, rows, data, calls, call_id=call_id
+    )
     if last is None:  # the session vanished or is another org's: RLS hid the row
         raise NotFound(f"chat session {session_id!r} does not exist in this org")
     first = last - len(items) + 1

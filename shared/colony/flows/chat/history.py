@@ -70,8 +70,9 @@ def to_message(row: Row, decided: Mapping[str, str]) -> Message:
     if approval and decided.get(approval) == "rejected":
         content = f"{content} (a person rejected approval item {approval}; it did not run)"
     call = row.tool_call or {}
+    ref = str(row.id)  # the row's id: the call's provenance names the turns it was shown
     if row.role == "summary":
-        return Message("assistant", content, name="summary")
+        return Message("assistant", content, name="summary", id=ref)
     if row.role == "assistant" and row.call_id:
         arguments = call.get("arguments")
         tool_call = ToolCall(
@@ -79,11 +80,11 @@ def to_message(row: Row, decided: Mapping[str, str]) -> Message:
             dict(arguments) if isinstance(arguments, Mapping) else {},
             id=row.call_id,
         )
-        return Message("assistant", content, tool_calls=(tool_call,))
+        return Message("assistant", content, tool_calls=(tool_call,), id=ref)
     if row.role == "tool":
         name = str(call["name"]) if call.get("name") else None
-        return Message("tool", content, tool_call_id=row.call_id, name=name)
-    return Message("assistant" if row.role == "assistant" else "user", content)
+        return Message("tool", content, tool_call_id=row.call_id, name=name, id=ref)
+    return Message("assistant" if row.role == "assistant" else "user", content, id=ref)
 
 
 def tokens(rows: Sequence[Row], count: Callable[[str], int]) -> int:

@@ -170,6 +170,7 @@ def model_step(io: TurnIO) -> tuple[OrchestratorReply | None, tuple[ToolCall, ..
         [ToolDefinition(**d) for d in tools.definitions()],
         kc_queried=tools.ALL_DOMAINS,  # what _retrieve asks the Knowledge Core for
         tool_rounds=[history.to_message(r, decided) for r in current],
+        brief_id=str(brief["id"]) if brief else None,
     )
     io.answer = AnswerDeltas(io)
     try:
@@ -178,6 +179,7 @@ def model_step(io: TurnIO) -> tuple[OrchestratorReply | None, tuple[ToolCall, ..
     except OutputInvalid as error:
         raise OrchestratorFailed(str(error)) from None
     io.untrusted[:] = untrusted.merge(io.untrusted, result.assembled.untrusted_instructions)
+    io.call_id = result.call_id or None
     assert result.output is None or isinstance(result.output, OrchestratorReply)
     return result.output, result.tool_calls
 

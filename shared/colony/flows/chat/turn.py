@@ -232,6 +232,7 @@ def _pause(
             payload,
             subject_id=io.session_id,
             run_id=io.turn_id,
+            call_id=io.call_id,
         )
         waiting = (
             "tool",

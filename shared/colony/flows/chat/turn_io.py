@@ -60,6 +60,9 @@ class TurnIO:
     # What the detector flagged in the untrusted text of this turn's model calls: carried
     # onto any approval card the turn writes (``colony.context.untrusted``).
     untrusted: list[str] = field(default_factory=list)
+    # The model call whose answer the turn is acting on (``hydration.model_step``): stored
+    # on the assistant rows it wrote, so ``colony explain <turn id>`` follows the link.
+    call_id: str | None = None
     last_seq: int | None = None  # the id of the last event this turn stored
     # The session's stored history as this turn knows it (loaded by its first model step,
     # extended by its own writes; None: read it again), and what else that step read.
@@ -123,7 +126,14 @@ class TurnIO:
         if everything:  # rows, events and the calls' records: one statement
             calls = [record_row(r) for r in records]
             stored, ids = ev.append_with_rows(
-                cur, self.org_id, self.session_id, self.turn_id, everything, rows, calls
+                cur,
+                self.org_id,
+                self.session_id,
+                self.turn_id,
+                everything,
+                rows,
+                calls,
+                call_id=self.call_id,
             )
         else:
             store_records(cur, records)
@@ -172,7 +182,14 @@ class TurnIO:
     def _add_rows(self, cur: Any, rows: Rows) -> list[int]:
         return [
             chat_store.add_turn(
-                cur, self.org_id, self.session_id, self.turn_id, role, content, call
+                cur,
+                self.org_id,
+                self.session_id,
+                self.turn_id,
+                role,
+                content,
+                call,
+                self.call_id if role == "assistant" else None,
             )
             for role, content, call in rows
         ]
