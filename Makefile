@@ -95,9 +95,10 @@ browser:
 	@test -f tests/browser/node_modules/axe-core/axe.min.js || \
 		npm ci --prefix tests/browser --ignore-scripts --no-audit --no-fund --silent
 
-# Two workers (the machines have two cores); a test file stays on one worker, so its
+# Three workers on the two-core machines: much of a test waits on servers, Chromium and
+# subprocesses, so a third worker fills that time. A test file stays on one worker, so its
 # module fixtures (the bundles' virtualenvs, function stacks) are built once.
-PYTEST_WORKERS ?= 2
+PYTEST_WORKERS ?= 3
 unit: $(STAMP) $(PGVECTOR_STAMP) browser
 	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 
