@@ -26,7 +26,7 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 from colony.flows.approval import Actor, decide
 from colony.local.queue_seed import HOSTILE_SUBJECT, seed_queue
 from colony.settings import Settings
-from colony.store import Database, fetch_all, fetch_one, fetch_value
+from colony.store import Database, fetch_all, fetch_one, fetch_value, signals
 from colony.testing.inline import InlineTransport, local_deps
 from tests.axe import serious_violations
 from tests.conftest import PgDB, wait_for
@@ -35,24 +35,6 @@ from tests.overview_stack import ORG, demo_db, overview_stack, screenshot
 ITEMS = 30
 QUOTE = "<i>we are</i> opening three pavilions"
 LACKED = ["contact.signals", "<b>company.size</b>"]
-# Until approval_cards sends a contact's signals as objects (in flight on another branch, see
-# plant_signal_objects), this page script turns each signal the listing sends as a string into
-# the object the contact row holds; a signal already sent as an object passes through.
-SIGNAL_OBJECTS = """
-const SIGNALS = %s;
-const real = window.fetch.bind(window);
-window.fetch = async (input, init) => {
-  const response = await real(input, init);
-  if (!String(input).startsWith("/approvals?") || !response.ok) return response;
-  const body = await response.json();
-  for (const item of body.items) {
-    const d = item.detail || {};
-    const object = (s) => (typeof s === "string" && SIGNALS[s]) || s;
-    if (Array.isArray(d.signals)) d.signals = d.signals.map(object);
-  }
-  return new Response(JSON.stringify(body), { status: response.status, headers: response.headers });
-};
-"""
 
 
 def item(db: Database, item_id: str) -> dict[str, Any]:
@@ -77,9 +59,10 @@ def audit(db: Database, item_id: str) -> list[tuple[str, str, str, str]]:
     return [(r["event"], r["actor"], r["channel"], r["action"]) for r in rows]
 
 
-def plant_signal_objects(db: Database, item_id: str) -> dict[str, Any]:
-    """Give the draft's contact a signal with a quote and its provenance (markup in the quote)
-    and the draft the agent's ``missing_data``; the signal objects by detail."""
+def plant_signal_objects(db: Database, item_id: str) -> None:
+    """Store a signal with a quote and its provenance (markup in the quote) for the draft's
+    contact, as AGT-003's step does (``store.signals``), and give the draft the agent's
+    ``missing_data``."""
     with db.transaction(ORG) as cur:
         row = fetch_one(
             cur,
@@ -88,23 +71,27 @@ def plant_signal_objects(db: Database, item_id: str) -> dict[str, Any]:
             (item_id,),
         )
         assert row is not None
-        signals = list(row["signals"])
-        signals[0] = {
-            **signals[0],
-            "quote": QUOTE,
-            "source": {"url": "https://news.example/mercy-ridge"},
-            "confidence": 0.82,
-            "observed_on": "2026-10-10",
-        }
-        cur.execute(
-            "UPDATE contacts SET signals = %s::jsonb WHERE id = %s",
-            (json.dumps(signals), row["id"]),
+        first = row["signals"][0]
+        signals.replace_for_contact(
+            cur,
+            ORG,
+            row["id"],
+            [
+                {
+                    "type": first["type"],
+                    "detail": first["detail"],
+                    "quote": QUOTE,
+                    "source": "https://news.example/mercy-ridge",
+                    "confidence": 0.82,
+                    "observed_on": "2026-10-10",
+                }
+            ],
+            run_id=None,
         )
         cur.execute(
             "UPDATE approval_items SET payload = payload || %s::jsonb WHERE id = %s",
             (json.dumps({"missing_data": LACKED}), item_id),
         )
-    return {s["detail"]: s for s in signals if isinstance(s, dict) and s.get("detail")}
 
 
 def card(driver: webdriver.Chrome, item_id: str) -> Any:
@@ -138,11 +125,7 @@ def test_queue_cards_are_decided_in_place(
     db = demo_db(testdb)
     deps = local_deps(Settings.from_env({}), db, InlineTransport())  # the other person's
     seeded = seed_queue(db, ORG, ITEMS, hostile=True)
-    objects = plant_signal_objects(db, seeded.outbound[0])
-    browser.execute_cdp_cmd(
-        "Page.addScriptToEvaluateOnNewDocument",
-        {"source": SIGNAL_OBJECTS % json.dumps(objects)},
-    )
+    plant_signal_objects(db, seeded.outbound[0])
     with overview_stack(testdb, db, tmp_path, ["chat", "send"]) as stack:
         base = stack.base
         page = requests.get(f"{base}/overview", timeout=10)
