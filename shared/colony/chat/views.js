@@ -7,8 +7,9 @@
 // Everything shown is the org's own data or a model's (deal and campaign names, the brief's
 // text, tool results): it is set as text (textContent, SVG text nodes), never as markup.
 //
-// The page hands over how it calls the API (``ColonyViews.start({ api, headers })``), so a
-// refreshed sign-in reaches these views without them knowing how tokens work.
+// The page hands over how it calls the API and reads its event streams
+// (``ColonyViews.start({ api, headers, readEvents })``), so a refreshed sign-in reaches these
+// views without them knowing how tokens work, and one SSE reader serves the whole page.
 "use strict";
 window.ColonyViews = (() => {
   // A namespace name, not an address: nothing is fetched from it.
@@ -156,28 +157,6 @@ window.ColonyViews = (() => {
     box.dataset.updates = String(Number(box.dataset.updates || 0) + 1);
   }
 
-  // Server-sent events over fetch (EventSource cannot send an Authorization header).
-  async function readEvents(response, onEvent) {
-    const reader = response.body.getReader();
-    const decoder = new TextDecoder();
-    let buffer = "";
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) return;
-      buffer += decoder.decode(value, { stream: true });
-      let cut;
-      while ((cut = buffer.indexOf("\n\n")) >= 0) {
-        const block = buffer.slice(0, cut); buffer = buffer.slice(cut + 2);
-        let type = "message", data = "";
-        for (const line of block.split("\n")) {
-          if (line.startsWith("event: ")) type = line.slice(7);
-          else if (line.startsWith("data: ")) data += line.slice(6);
-        }
-        if (data) onEvent(type, JSON.parse(data));
-      }
-    }
-  }
-
   // The server pushes the counts on connect and after every change; nothing here asks again
   // unless the stream drops, and then it reconnects (backing off, up to 30 s) and is sent the
   // current counts first, so nothing missed while away stays missed.
@@ -189,7 +168,7 @@ window.ColonyViews = (() => {
         if (!response.ok) throw new Error(response.status === 401 ? "sign in again to see live progress" : response.statusText);
         $("funnels-status").textContent = "Live";
         wait = 2000;
-        await readEvents(response, (type, data) => { if (type === "funnels") renderFunnels(data); });
+        await ctx.readEvents(response, (type, _id, data) => { if (type === "funnels") renderFunnels(data); });
         $("funnels-status").textContent = "Reconnecting…";
       } catch (error) {
         $("funnels-status").textContent = "Not live: " + error.message + " (retrying)";
@@ -331,7 +310,7 @@ window.ColonyViews = (() => {
   // Called each time the page shows the app (again after a new sign-in): one stream only,
   // and one that is waiting to reconnect tries at once with the new sign-in.
   function start(page) {
-    ctx.api = page.api; ctx.headers = page.headers;
+    ctx.api = page.api; ctx.headers = page.headers; ctx.readEvents = page.readEvents;
     loadPipeline();
     if (ctx.started) { if (ctx.kick) ctx.kick(); return; }
     ctx.started = true;
