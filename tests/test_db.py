@@ -433,6 +433,61 @@ def test_a_cached_statement_takes_one_round_trip_hit_or_miss_and_the_cache_is_bo
         assert fetch_value(cur, named) == 1  # the oldest made room for the failed one
 
 
+def test_a_read_is_one_round_trip_in_one_transaction_with_its_scope_and_settings(
+    counted: tuple[Database, CountingProxy],
+) -> None:
+    """``Database.read``: the scope and the statement before one Sync, so one round trip;
+    the settings hold for the statement (one transaction) and are gone after it."""
+    db, proxy = counted
+    sql = (
+        "SELECT current_setting('app.org_id', true) AS org,"
+        " current_setting('hnsw.ef_search', true) AS ef, %s::int + 1 AS n,"
+        " txid_current_if_assigned() IS NULL AS read_only"
+    )
+    for n in (1, 2):  # a miss (parsed) and then a hit (by name)
+        before = proxy.round_trips
+        rows = db.read(ORG, sql, (n,), settings={"hnsw.ef_search": "77"})
+        assert proxy.round_trips - before == 1
+        assert rows == [{"org": ORG, "ef": "77", "n": n + 1, "read_only": True}]
+    rows = db.read(ORG, "SELECT generate_series(1, %s) AS i", (3,))
+    assert rows == [{"i": 1}, {"i": 2}, {"i": 3}]  # no row of the scope's leaks in
+    assert db.read(ORG, "SELECT 1 AS one WHERE %s", (False,)) == []
+    with db.transaction(None) as cur:  # the same (only) connection: nothing carried over
+        assert fetch_value(cur, "SELECT current_setting('app.org_id', true)") in (None, "")
+        assert fetch_value(cur, "SELECT current_setting('hnsw.ef_search', true)") != "77"
+
+
+def test_a_failed_read_raises_and_leaves_the_connection_in_step(
+    counted: tuple[Database, CountingProxy],
+) -> None:
+    db, _ = counted
+    with pytest.raises(ValidationFailed, match="division by zero"):
+        db.read(ORG, "SELECT 1 / %s::int AS n", (0,))
+    with pytest.raises(ValidationFailed, match="statement_timeout"):  # the statement is skipped
+        db.read(ORG, "SELECT %s::int AS n", (1,), settings={"statement_timeout": "lots"})
+    assert db.read(ORG, "SELECT 1 / %s::int AS n", (1,)) == [{"n": 1}]
+    with db.transaction(ORG) as cur:
+        assert fetch_value(cur, "SELECT %s::int", (5,)) == 5
+    with pytest.raises(ValidationFailed, match="scope"):
+        db.read(None, "SELECT 1")
+
+
+def test_a_vector_param_is_bound_in_binary_and_means_the_same_as_its_text(
+    testdb: PgDB,
+) -> None:
+    from colony.vectors import VectorParam, sql_text
+
+    db = testdb.app()
+    vector = [0.5, -1.25, 3.0e-7, 1.0]
+    param = VectorParam(vector)
+    assert str(param) == sql_text(vector)  # what a plain cursor sends instead
+    sql = "SELECT %s::vector::text AS v, %s::vector <=> %s::vector AS d"
+    [row] = db.read(ORG, sql, (param, param, sql_text(vector)))
+    assert row["v"] == "[0.5,-1.25,3e-07,1]" and row["d"] == 0.0
+    with db.transaction(ORG) as cur:  # the cursor's one-round-trip execute binds it too
+        assert fetch_value(cur, "SELECT %s::vector = %s::vector", (param, str(param))) is True
+
+
 def test_a_failed_statement_rolls_back_and_the_connection_serves_the_next(testdb: PgDB) -> None:
     db = Database(connect_factory(testdb.settings, "app"), pool_size=1)
     testdb.opened.append(db)

@@ -30,7 +30,7 @@ from colony.errors import ValidationFailed
 from colony.knowledge import tiering
 from colony.knowledge.indexes import check_org_literal
 from colony.store.db import fetch_all
-from colony.vectors import sql_text
+from colony.vectors import VectorParam
 
 DOMAIN = "KC-08"
 # Best first. A reply of unknown mood still shows the message was read; no outcome yet
@@ -169,7 +169,7 @@ def select(
     k: int = 3,
 ) -> list[Picked]:
     """The ``k`` exemplars for a message in ``angle`` (and ``tier``), best first."""
-    params = [sql_text(vector), *picks_params(model, angle=angle, tier=tier, k=k)]
+    params = [VectorParam(vector), *picks_params(model, angle=angle, tier=tier, k=k)]
     return [picked(r) for r in fetch_all(cur, select_sql(org_id), params)]
 
 

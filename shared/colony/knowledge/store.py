@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -20,7 +20,7 @@ from colony.knowledge.retrieval import exemplars_sql, retrieve_sql
 from colony.ports import Embedder
 from colony.registry import check_domains
 from colony.store.db import Database, fetch_all
-from colony.vectors import checked, sql_text
+from colony.vectors import VectorParam, checked, sql_text
 
 Source = Literal["notion", "approval", "seed"]
 SOURCES: tuple[str, ...] = ("notion", "approval", "seed")
@@ -297,12 +297,12 @@ class KnowledgeStore:
         if not isinstance(k_per_domain, int) or not 1 <= k_per_domain <= MAX_K:
             raise ValidationFailed(f"k_per_domain must be an integer in 1..{MAX_K}")
         vector = self._embed([query])[0]
-        return self._search_within(cur, org_id, vector, domains, k_per_domain)
+        return self._search_within(_in(cur), org_id, vector, domains, k_per_domain)
 
     def _search_within(
-        self, cur: Any, org_id: str, vector: Sequence[float], domains: Sequence[str], k: int
+        self, read: _Read, org_id: str, vector: Sequence[float], domains: Sequence[str], k: int
     ) -> dict[str, list[Retrieved]]:
-        out, shared = self._search(cur, org_id, vector, domains, k, exact=False)
+        out, shared = self._search(read, org_id, vector, domains, k, exact=False)
         # A graph walk can stop short (max_scan_tuples) when the org is a small part of
         # a big domain. Any domain that came back short is answered exactly instead, so
         # the result is always k rows or every row there is. Rows from the shared
@@ -310,7 +310,7 @@ class KnowledgeStore:
         # short domain there is simply a small one: no second round trip.
         short = [d for d in domains if len(out[d]) < k]
         if short and not shared:
-            out.update(self._search(cur, org_id, vector, short, k, exact=True)[0])
+            out.update(self._search(read, org_id, vector, short, k, exact=True)[0])
         return out
 
     def exemplars(
@@ -337,7 +337,7 @@ class KnowledgeStore:
         domains = check_domains(domains)
         if not isinstance(k_per_domain, int) or not 1 <= k_per_domain <= MAX_K:
             raise ValidationFailed(f"k_per_domain must be an integer in 1..{MAX_K}")
-        params: list[Any] = [sql_text(vector), *picking]
+        params: list[Any] = [VectorParam(vector), *picking]
         for _ in domains:
             params += [model, k_per_domain]
         picks: list[outcomes.Picked] = []
@@ -355,7 +355,8 @@ class KnowledgeStore:
                 )
             short = [d for d in domains if len(out[d]) < k_per_domain]
             if short and not shared:  # as in ``_retrieve``: a walk that stopped short
-                out.update(self._search(cur, org_id, vector, short, k_per_domain, exact=True)[0])
+                search = self._search(_in(cur), org_id, vector, short, k_per_domain, exact=True)
+                out.update(search[0])
         return picks, out
 
     def _retrieve(
@@ -379,9 +380,15 @@ class KnowledgeStore:
             )
         else:
             vector = checked(query, self._embedder.dim, "the query vector")
-        with self._db.transaction(org_id, settings=SEARCH_SETTINGS) as cur:
-            out = self._search_within(cur, org_id, vector, domains, k)
-        return out
+
+        # Each statement is read in a transaction of its own, in one round trip
+        # (``Database.read``), where a transaction around it took three. The exact re-read of
+        # a domain the walk left short sees a newer snapshot than the walk: each domain's
+        # rows still come from one statement.
+        def read(sql: str, params: list[Any]) -> list[dict[str, Any]]:
+            return self._db.read(org_id, sql, params, settings=SEARCH_SETTINGS)
+
+        return self._search_within(read, org_id, vector, domains, k)
 
     def embed_query(self, text: str) -> list[float]:
         """``text`` as this store's model embeds it (one vector for several searches)."""
@@ -389,7 +396,7 @@ class KnowledgeStore:
 
     def _search(
         self,
-        cur: Any,
+        read: _Read,
         org_id: str,
         vector: Sequence[float],
         domains: Sequence[str],
@@ -398,7 +405,7 @@ class KnowledgeStore:
         exact: bool,
     ) -> tuple[dict[str, list[Retrieved]], bool]:
         """The hits per domain, and whether they came from the shared partition."""
-        params: list[Any] = [sql_text(vector)]
+        params: list[Any] = [VectorParam(vector)]
         for _ in domains:
             params += [self._embedder.model, k]
         out: dict[str, list[Retrieved]] = {d: [] for d in domains}
@@ -409,7 +416,7 @@ class KnowledgeStore:
         # stay literals, so the one plan kept still prunes to the org's partition; a move
         # (ATTACH) or an erasure (DROP) of the partition makes PostgreSQL re-plan it.
         sql = retrieve_sql(org_id, domains, exact=exact)
-        for r in fetch_all(cur, sql, params, cache=True):
+        for r in read(sql, params):
             fields = {key: value for key, value in r.items() if key != "shared"}
             shared = shared or bool(r["shared"])
             out[r["domain"]].append(Retrieved(**{**fields, "similarity": float(r["similarity"])}))
@@ -423,6 +430,14 @@ class KnowledgeStore:
             )
         what = f"an embedding of {self._embedder.model!r} (this store holds {self._embedder.dim}-d)"
         return [checked(v, self._embedder.dim, what) for v in vectors]
+
+
+_Read = Callable[[str, list[Any]], list[dict[str, Any]]]  # a statement's rows, as dicts
+
+
+def _in(cur: Any) -> _Read:
+    """Statements read through ``cur``, inside its transaction (kept, as ``_search`` wants)."""
+    return lambda sql, params: fetch_all(cur, sql, params, cache=True)
 
 
 def _lock(cur: Any, org_id: str, source: str, source_id: str) -> None:

@@ -40,7 +40,7 @@ import pg8000.dbapi
 
 from colony.errors import ConfigError, DatabaseError, OrgScopeError, ValidationFailed
 from colony.settings import Settings
-from colony.store.wire import Cursor, begin_sql, cached, prepared
+from colony.store.wire import Cursor, begin_sql, cached, prepared, read_once
 
 Row = dict[str, Any]
 Connect = Callable[[], pg8000.dbapi.Connection]
@@ -285,23 +285,48 @@ class Database:
         set in the same statement as the org scope. ``advisory_lock`` (class, key) is taken
         (waited for) in that statement too, and held until the transaction ends.
         """
-        if org_id is not None and (not isinstance(org_id, str) or not org_id.strip()):
-            raise OrgScopeError("org_id must be a non-empty string")
-        pairs = [("app.org_id", org_id)] if org_id is not None else []
-        pairs += list((settings or {}).items())
         # before a connection is taken: a bad value costs nothing
-        begin = begin_sql(pairs, advisory_lock)
+        begin = begin_sql(_scope(org_id, settings), advisory_lock)
+        with self._connection() as conn:
+            # BEGIN and the scope in one simple-query round trip (colony.store.wire), and a
+            # cursor whose parameterised statements take one round trip each, not three.
+            conn.execute_simple(begin)
+            yield Cursor(conn)
+            # The simple-query protocol: one round trip, where pg8000's commit() takes three.
+            conn.execute_simple("COMMIT")
+
+    def read(
+        self,
+        org_id: str | None,
+        sql: str,
+        params: Sequence[Any] = (),
+        *,
+        settings: Mapping[str, str] | None = None,
+    ) -> list[Row]:
+        """``sql``'s rows, read in a transaction of its own scoped as ``transaction`` scopes
+        it, in one round trip (``colony.store.wire.read_once``: the scope and the statement,
+        kept as ``fetch_all(..., cache=True)`` keeps it, in one implicit transaction), where a
+        ``transaction`` around ``fetch_all`` waits three times. For one hot statement read
+        alone (the Knowledge Core's retrieval)."""
+        scope = _scope(org_id, settings)
+        if not scope:
+            raise ValidationFailed("Database.read needs an org scope or settings")
+        with self._connection() as conn:
+            context = read_once(conn, scope, sql, params)
+        if context.columns is None or context.rows is None:
+            return []
+        names = [column["name"] for column in context.columns]
+        return [dict(zip(names, row, strict=True)) for row in context.rows]
+
+    @contextmanager
+    def _connection(self) -> Iterator[pg8000.dbapi.Connection]:
+        """A pooled connection for one transaction: rolled back if it fails, errors
+        translated, and given back to the pool (closed if it may be broken)."""
         pooled = self._acquire()
         conn = pooled.conn
         healthy = True
         try:
-            # BEGIN and the scope in one simple-query round trip (colony.store.wire), and a
-            # cursor whose parameterised statements take one round trip each, not three.
-            conn.execute_simple(begin)
-            cur = Cursor(conn)
-            yield cur
-            # The simple-query protocol: one round trip, where pg8000's commit() takes three.
-            conn.execute_simple("COMMIT")
+            yield conn
         except pg8000.dbapi.DatabaseError as error:
             healthy = _rollback(conn)
             raise _translate(error) from error
@@ -322,6 +347,14 @@ class Database:
             self._cond.notify_all()
         for pooled in idle:
             _close(pooled.conn)
+
+
+def _scope(org_id: str | None, settings: Mapping[str, str] | None) -> list[tuple[str, str]]:
+    """The transaction-local settings of a transaction scoped to ``org_id``: the scope first."""
+    if org_id is not None and (not isinstance(org_id, str) or not org_id.strip()):
+        raise OrgScopeError("org_id must be a non-empty string")
+    pairs = [("app.org_id", org_id)] if org_id is not None else []
+    return pairs + list((settings or {}).items())
 
 
 def _has_input(conn: pg8000.dbapi.Connection) -> bool:

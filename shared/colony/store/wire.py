@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import struct
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
@@ -50,6 +51,8 @@ from colony.errors import ValidationFailed
 
 _DESCRIBE_PORTAL = (b"D", b"P\x00")  # Describe the unnamed portal: its RowDescription / NoData
 _SYNC = (b"S", b"")
+_H = struct.Struct("!h")  # Int16 of the protocol
+_I = struct.Struct("!i")  # Int32
 
 # connection → statement text → (name, columns, decoders), as pg8000's prepare_statement
 # returns them; weak, so a closed connection's entries go with it.
@@ -136,10 +139,7 @@ class Cursor(pg8000.dbapi.Cursor):
         statement, values = _converted(operation, args)
         context = Context(statement)
         conn.send_PARSE(b"\x00", statement, self._input_oids)
-        conn.send_BIND(b"\x00", make_params(conn.py_types, values))
-        conn._send_message(*_DESCRIBE_PORTAL)
-        conn.send_EXECUTE()
-        conn._send_message(*_SYNC)
+        _send_portal(conn, b"\x00", values)
         conn._sock.flush()
         conn.handle_messages(context)
         self._done(context)
@@ -160,27 +160,14 @@ class Cursor(pg8000.dbapi.Cursor):
         """``execute`` by a statement name this connection keeps (``cached``)."""
         conn = self._begun()
         statement, values = _converted(operation, tuple(args))
-        cache = _CACHED.setdefault(conn, OrderedDict())
-        name = cache.get(statement)
-        if name is not None:
-            cache.move_to_end(statement)
-        else:
-            while len(cache) >= CACHED_PER_CONNECTION:
-                # forgotten first: if the exchange fails the server may have closed it already
-                conn._send_message(b"C", b"S" + cache.popitem(last=False)[1])
-            name = f"colony_cached_{next(_CACHED_NAMES)}".encode("ascii") + b"\x00"
-            conn.send_PARSE(name, statement, ())
+        name = _send_cached(conn, statement, values)
         context = Context(statement)
-        conn.send_BIND(name, make_params(conn.py_types, values))
-        conn._send_message(*_DESCRIBE_PORTAL)
-        conn.send_EXECUTE()
-        conn._send_message(*_SYNC)
         conn._sock.flush()
         # Raises on an error, before the text is remembered: one that failed to parse names no
         # statement. (One that parsed and then failed to execute stays on the server, unnamed
         # here, until the pool recycles the connection: rare, and bounded by max_lifetime.)
         conn.handle_messages(context)
-        cache[statement] = name
+        _CACHED[conn][statement] = name
         self._done(context)
 
     def _begun(self) -> Any:
@@ -199,3 +186,79 @@ class Cursor(pg8000.dbapi.Cursor):
         self._row_iter = None if context.rows is None else iter(context.rows)
         self._input_oids = ()
         self.input_types: list[Any] = []
+
+
+def _send_cached(conn: Any, statement: str, values: Sequence[Any]) -> bytes:
+    """Send Bind, Describe, Execute and Sync of ``statement`` by the name this connection
+    keeps for it, with Parse first when it has none (closing the least recently used once the
+    connection holds ``CACHED_PER_CONNECTION``); nothing is flushed or read. The caller
+    remembers the name once the server has answered without an error."""
+    cache = _CACHED.setdefault(conn, OrderedDict())
+    name = cache.get(statement)
+    if name is not None:
+        cache.move_to_end(statement)
+    else:
+        while len(cache) >= CACHED_PER_CONNECTION:
+            # forgotten first: if the exchange fails the server may have closed it already
+            conn._send_message(b"C", b"S" + cache.popitem(last=False)[1])
+        name = f"colony_cached_{next(_CACHED_NAMES)}".encode("ascii") + b"\x00"
+        conn.send_PARSE(name, statement, ())
+    _send_portal(conn, name, values)
+    return name
+
+
+def _send_portal(conn: Any, statement_name: bytes, values: Sequence[Any]) -> None:
+    """Bind ``values`` to the statement into the unnamed portal, Describe it, Execute it and
+    Sync (sent, not flushed). As pg8000's ``send_BIND``, except that a value with a
+    ``pg_binary`` attribute (``colony.vectors.VectorParam``) goes in binary format, which the
+    type's receive function reads: a 1536-d query vector is 6 kB of floats instead of ~17 kB
+    of decimal text to format here and parse there."""
+    formats = [1 if hasattr(v, "pg_binary") else 0 for v in values]
+    message = bytearray(b"\x00" + statement_name)
+    if any(formats):
+        message += _H.pack(len(formats)) + b"".join(_H.pack(f) for f in formats)
+    else:
+        message += _H.pack(0)  # every parameter as text
+    message += _H.pack(len(values))
+    as_text = [None if binary else value for value, binary in zip(values, formats, strict=True)]
+    texts = make_params(conn.py_types, as_text)
+    for value, text, binary in zip(values, texts, formats, strict=True):
+        if binary:
+            data = value.pg_binary
+        else:
+            data = None if text is None else text.encode(conn._client_encoding)
+        if data is None:
+            message += _I.pack(-1)
+        else:
+            message += _I.pack(len(data)) + data
+    message += _H.pack(0)  # every result column as text
+    conn._send_message(b"B", bytes(message))
+    conn._send_message(*_DESCRIBE_PORTAL)
+    conn.send_EXECUTE()
+    conn._send_message(*_SYNC)
+
+
+def read_once(conn: Any, settings: Sequence[tuple[str, str]], operation: str, args: Any) -> Any:
+    """``operation`` (``cached``) with transaction-local ``settings`` (the org scope first), in
+    one round trip and one transaction: the ``set_config`` calls and the statement are
+    executed before a single Sync, so the server runs both in one implicit transaction (the
+    extended protocol's, which Sync commits) and the settings hold for the statement only.
+    ``BEGIN``, a statement and ``COMMIT`` would wait three times. An error anywhere makes the
+    server skip to the Sync and roll back; the statement's context (pg8000's) is returned."""
+    if conn._in_transaction:
+        raise pg8000.dbapi.InterfaceError("read_once runs outside a transaction")
+    statement, values = _converted(operation, tuple(args))
+    calls = ", ".join(f"set_config({literal(k)}, {literal(v)}, true)" for k, v in settings)
+    conn.send_PARSE(b"\x00", f"SELECT {calls}", ())
+    conn._send_message(b"B", b"\x00\x00" + _H.pack(0) + _H.pack(0) + _H.pack(0))
+    conn.send_EXECUTE()
+    name = _send_cached(conn, statement, values)
+    context = Context(statement)
+    # The settings' one row arrives first, before the statement's description: it lands in
+    # ``rows`` as an empty row, which is dropped below.
+    context.rows = []
+    conn._sock.flush()
+    conn.handle_messages(context)
+    _CACHED[conn][statement] = name
+    del context.rows[0]
+    return context
