@@ -92,11 +92,17 @@ def local_values() -> dict[str, Any]:
 @cache
 def function_modules(name: str) -> frozenset[str]:
     """The shared modules a function's ``main.py`` can reach (its bundle's import graph);
-    cached because two tests walk every function's graph."""
-    from colony.deploy.imports import SharedPackage, import_graph
+    cached, over one SharedPackage, because two tests walk every function's graph."""
+    from colony.deploy.imports import import_graph
 
-    graph = import_graph(REPO / "functions" / name / "main.py", SharedPackage(REPO / "shared"))
-    return frozenset(graph.modules)
+    return import_graph(REPO / "functions" / name / "main.py", _shared()).modules
+
+
+@cache
+def _shared() -> Any:
+    from colony.deploy.imports import SharedPackage
+
+    return SharedPackage(REPO / "shared")
 
 
 def registry() -> dict[str, Any]:
