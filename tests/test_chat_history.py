@@ -1,7 +1,8 @@
-"""A 300-turn conversation through the chat flow (real PostgreSQL, offline provider, the
+"""A long conversation through the chat flow (real PostgreSQL, offline provider, the
 in-process transport): the stored history never exceeds AGT-001's budget, tool calls keep
 their results, pending approvals are never compacted away, and one rolling summary remains.
-Plus the pure compaction planner on hand-made rows."""
+Plus the pure compaction planner on hand-made rows. (``bench/chat.py`` runs 300 turns for
+speed; the properties here need only enough turns to reach the steady state, see ``TURNS``.)"""
 
 from __future__ import annotations
 
@@ -39,7 +40,20 @@ MESSAGES = [
 ]
 
 
-def test_300_turns_stay_within_budget_with_pairs_and_pending_approvals(testdb: PgDB) -> None:
+# The offline model is deterministic and MESSAGES repeat every 8 turns, so the conversation
+# settles into a cycle: the first summary is folded at about turn 11, the sixth pending
+# approval is pinned at about turn 45, and from then on every 8-turn cycle folds the summary
+# twice and decides one more approval. 80 turns (ten cycles) cover several of those steady
+# cycles; 300 only repeated them (and took three times as long). The assertions at the end
+# prove the steady state was reached, so a change that delays it fails here, not silently.
+TURNS = 80
+
+
+def test_long_chat_stays_within_budget_with_pairs_and_pending_approvals(testdb: PgDB) -> None:
+    """Every turn: history within budget, each tool call beside its result, one summary at
+    most, the six pinned approvals still pending and still awaited. Over the run: the summary
+    was re-folded (not just created once) after all six were pinned, and approvals behind
+    them were decided, so compaction ran with pinned rows many times."""
     db = testdb.app()
     knowledge = KnowledgeStore(db, OfflineHashEmbedder())
     load_demo(db, knowledge, say=lambda _: None)
@@ -51,7 +65,10 @@ def test_300_turns_stay_within_budget_with_pairs_and_pending_approvals(testdb: P
     session = create_session(deps, ORG, "founder")
     kept_pending: list[str] = []
     summaries_seen = 0
-    for n, message in zip(range(300), itertools.cycle(MESSAGES), strict=False):
+    folds_after_pinning = 0  # summary rewritten while all six approvals were pinned
+    decided = 0
+    previous_summary = None
+    for n, message in zip(range(TURNS), itertools.cycle(MESSAGES), strict=False):
         events: list = []
         run_turn(deps, ORG, "founder", session, message, sink=events.extend)
         assert events[-1].type == "done", events[-1]
@@ -61,6 +78,7 @@ def test_300_turns_stay_within_budget_with_pairs_and_pending_approvals(testdb: P
                 kept_pending.append(item)  # left pending: must survive every compaction
             else:
                 approval.decide(deps, ORG, item, "approve", actor=approval.Actor("founder", "ui"))
+                decided += 1
         with db.transaction(ORG) as cur:
             rows = history.load(cur, session)
             pending = {
@@ -71,6 +89,10 @@ def test_300_turns_stay_within_budget_with_pairs_and_pending_approvals(testdb: P
         summaries = [r for r in rows if r.role == "summary"]
         assert len(summaries) <= 1
         summaries_seen = max(summaries_seen, len(summaries))
+        summary_text = summaries[0].content if summaries else None
+        if len(kept_pending) == 6 and summary_text != previous_summary:
+            folds_after_pinning += 1
+        previous_summary = summary_text
         calls = {r.call_id for r in rows if r.role == "assistant" and r.call_id}
         answered = {r.call_id for r in rows if r.role == "tool"}
         assert calls == answered, f"turn {n}: a tool call lost its result (or vice versa)"
@@ -89,6 +111,8 @@ def test_300_turns_stay_within_budget_with_pairs_and_pending_approvals(testdb: P
         )
     assert used and max(u["h"] for u in used) <= budget
     assert len(kept_pending) == 6
+    assert folds_after_pinning >= 4, folds_after_pinning  # several folds around pinned rows
+    assert decided >= 2, decided  # and approvals past the pinned six came and went
 
 
 def _row(i: int, role: str, text: str, call: dict | None = None, turn: str = "t") -> history.Row:

@@ -48,38 +48,61 @@ def _clean(value: Any) -> Any:
 
 
 @cache
-def parsed() -> dict[str, dict[str, dict[str, Any]]]:
-    """resource type → name → body, over every .tf file (each parsed: a syntax gate too)."""
-    resources: dict[str, dict[str, dict[str, Any]]] = {}
+def documents() -> dict[str, dict[str, Any]]:
+    """file name → its cleaned parse, for every .tf file (each parsed: a syntax gate too).
+    Parsed once per session: resources, variables and locals all read these."""
+    found = {}
     for path in sorted(TF.glob("*.tf")):
         with path.open() as handle:
-            document = _clean(hcl2.load(handle))
+            found[path.name] = _clean(hcl2.load(handle))
+    return found
+
+
+@cache
+def parsed() -> dict[str, dict[str, dict[str, Any]]]:
+    """resource type → name → body, over every .tf file."""
+    resources: dict[str, dict[str, dict[str, Any]]] = {}
+    for file, document in documents().items():
         for block in document.get("resource", []):
             for kind, named in block.items():
                 for name, body in named.items():
                     assert name not in resources.setdefault(kind, {}), f"{kind}.{name} twice"
-                    resources[kind][name] = {**body, "_file": path.name}
+                    resources[kind][name] = {**body, "_file": file}
     return resources
 
 
 @cache
 def variables() -> dict[str, dict[str, Any]]:
     found: dict[str, dict[str, Any]] = {}
-    for path in sorted(TF.glob("*.tf")):
-        with path.open() as handle:
-            for block_ in _clean(hcl2.load(handle)).get("variable", []):
-                found.update(block_)
+    for document in documents().values():
+        for block_ in document.get("variable", []):
+            found.update(block_)
     return found
 
 
 @cache
 def local_values() -> dict[str, Any]:
     values: dict[str, Any] = {}
-    for path in sorted(TF.glob("*.tf")):
-        with path.open() as handle:
-            for block in _clean(hcl2.load(handle)).get("locals", []):
-                values.update(block)
+    for document in documents().values():
+        for block in document.get("locals", []):
+            values.update(block)
     return values
+
+
+@cache
+def function_modules(name: str) -> frozenset[str]:
+    """The shared modules a function's ``main.py`` can reach (its bundle's import graph);
+    cached, over one SharedPackage, because two tests walk every function's graph."""
+    from colony.deploy.imports import import_graph
+
+    return import_graph(REPO / "functions" / name / "main.py", _shared()).modules
+
+
+@cache
+def _shared() -> Any:
+    from colony.deploy.imports import SharedPackage
+
+    return SharedPackage(REPO / "shared")
 
 
 def registry() -> dict[str, Any]:
@@ -406,15 +429,7 @@ def test_every_function_that_decides_approvals_may_publish_what_the_appliers_pub
     """Appliers run in the deciding function (approval, and chat's decide tool and route): a
     deal moved to closed_won publishes to colony-onboarding from whichever function approved
     it, so each one needs the approval function's publisher grants or the decision fails."""
-    from colony.deploy.imports import SharedPackage, import_graph
-
-    shared = SharedPackage(REPO / "shared")
-    deciders = {
-        name
-        for name in FUNCTIONS
-        if "colony.flows.approval"
-        in import_graph(REPO / "functions" / name / "main.py", shared).modules
-    }
+    deciders = {name for name in FUNCTIONS if "colony.flows.approval" in function_modules(name)}
     assert {"approval", "chat"} <= deciders
     needed = set(FUNCTIONS["approval"].publishes)
     assert "colony-onboarding" in needed
@@ -514,10 +529,7 @@ RESERVED_CONNECTIONS = 40
 def _listens(name: str) -> bool:
     """Whether the function keeps a dedicated LISTEN connection (the chat hub) next to its
     pool: it does if its code can reach colony.chat.hub."""
-    from colony.deploy.imports import SharedPackage, import_graph
-
-    graph = import_graph(REPO / "functions" / name / "main.py", SharedPackage(REPO / "shared"))
-    return "colony.chat.hub" in graph.modules
+    return "colony.chat.hub" in function_modules(name)
 
 
 def test_connection_budget_fits_cloud_sql_max_connections() -> None:

@@ -103,6 +103,19 @@ class SharedPackage:
 
     def __init__(self, root: Path) -> None:
         self.root = root  # the folder that contains colony/
+        self._scanned: dict[tuple[str, Path], tuple[tuple[str, ...], set[tuple[str, str]]]] = {}
+
+    def scan(self, name: str, path: Path) -> tuple[tuple[str, ...], set[tuple[str, str]]]:
+        """What module ``name`` (at ``path``) imports, and the runtime data it declares.
+
+        Remembered per instance: the twenty functions share most of their modules, so
+        packaging them all parses each file once instead of once per function."""
+        key = (name, path)
+        if key not in self._scanned:
+            package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+            tree = ast.parse(path.read_text(), str(path))
+            self._scanned[key] = (tuple(_imports(tree, package)), runtime_data(tree, str(path)))
+        return self._scanned[key]
 
     def path(self, module: str) -> Path | None:
         base = self.root.joinpath(*module.split("."))
@@ -124,10 +137,9 @@ def import_graph(main: Path, shared: SharedPackage) -> ImportGraph:
     pending: list[tuple[str, Path]] = [("main", main)]
     while pending:
         name, path = pending.pop()
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        tree = ast.parse(path.read_text(), str(path))
-        data |= runtime_data(tree, str(path))
-        for imported in _imports(tree, package):
+        imports, declared = shared.scan(name, path)
+        data |= declared
+        for imported in imports:
             top = imported.partition(".")[0]
             if not imported or top in sys.stdlib_module_names or top == "__future__":
                 continue
