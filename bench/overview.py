@@ -7,8 +7,9 @@ Reported (one JSON line):
 - ``first_card_ms``: from navigation start to the frame after the first cards are in the
   DOM (the page's ``colony:queue-first`` mark; it includes loading the page, opening the live
   stream and fetching the queue), on the first load and on a reload;
-- ``page_served_ms``: when the page's own response ended (the first load's includes the
-  chat function's cold start: its first request imports the chat flows);
+- ``page_served_ms``: when the page's own response ended (the first load's includes what
+  the chat function's first request builds: its settings, pool and first connection; the
+  routes are imported when the instance starts, before it listens);
 - ``whole_queue_ms``: the same, until the whole listing of N items is in the page and the
   cards near the view are built (``colony:queue-complete``): from then on keys, filters,
   counts and bulk decisions reach all N; the page builds only ``rendered_cards`` of them
@@ -20,7 +21,8 @@ Reported (one JSON line):
   the frame after that card left the DOM, p50 and max over ``--clicks`` clicks; each
   decision (the message queued for the send function) is checked in the database.
 
-Targets: first card ≤ 1000 ms, click to update ≤ 300 ms.
+Targets: first card ≤ 1000 ms on the first load (``meets_targets`` judges that one, not the
+reload), click to update ≤ 300 ms.
 
     python bench/overview.py [--items 500] [--clicks 10]
 """
@@ -80,7 +82,7 @@ def log(message: str) -> None:
 
 def marks(driver: Any) -> dict[str, float]:
     """The page's marks, and ``served`` (the page's own response ended: on a first load
-    that includes the chat function's cold start)."""
+    that includes the chat function's first request)."""
     return driver.execute_script(
         "const m = {};"
         " for (const e of performance.getEntriesByType('mark')) m[e.name] = e.startTime;"
@@ -203,9 +205,9 @@ def main() -> None:
                         "first_card_ms": FIRST_CARD_TARGET_MS,
                         "click_to_update_ms": CLICK_TARGET_MS,
                     },
-                    # The first load also pays the chat function's cold start (its first
-                    # request imports the chat flows); the target is judged on the reload.
-                    "meets_targets": first[1] <= FIRST_CARD_TARGET_MS
+                    # Judged on the first load, the one a person opening the page meets (a
+                    # fresh browser, the function's first request); the reload is reported.
+                    "meets_targets": first[0] <= FIRST_CARD_TARGET_MS
                     and max(clicks) <= CLICK_TARGET_MS,
                     "load_average": [round(x, 2) for x in os.getloadavg()],
                     "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
