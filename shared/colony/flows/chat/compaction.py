@@ -2,11 +2,13 @@
 
 ``colony.flows.chat.history`` decides *what* to fold (pure: units, pins, the budget); this module
 does it: asks AGT-001's summary profile for the new summary and swaps the folded rows for it.
-Before a model call (``compact_if_needed``) it reads the rows and the approval items that pin
-paused calls and swaps them in one transaction of its own; for a turn's last write
-(``fold_ahead``) it plans from what the turn holds and the swap goes into that write's one
-statement, so a turn that compacts costs no more round trips than one that does not. Apart
-from hydration because it runs from those two places.
+A live turn holds its history (``TurnIO.rows``): ``fold_ahead`` plans from it when one of the
+turn's writes (a tool result, the answer) or its next model call would take it over budget,
+and the swap goes into that write's one statement, so a turn that compacts costs no more
+round trips than one that does not. A resumed turn does not hold it: ``compact_if_needed``
+reads the rows and the approval items that pin paused calls and swaps them in one
+transaction of its own, after the turn's last write. Apart from hydration because it runs
+from the turn's writes as well as before a model call.
 """
 
 from __future__ import annotations
@@ -58,9 +60,9 @@ def compact_if_needed(io: TurnIO, *, current_turn: str | None) -> int:
 
 
 def fold_ahead(io: TurnIO, new: Rows, *, current_turn: str | None) -> Fold | None:
-    """The compaction the turn's last write needs once it adds ``new`` (None: it needs none),
+    """The compaction the turn's next write needs once it adds ``new`` (None: it needs none),
     planned from what the turn already holds, so it is stored with that write in its one
-    statement (``TurnIO.emit``'s ``gone``) instead of in transactions of its own after it.
+    statement (``TurnIO.emit``'s ``gone``) instead of in transactions of its own.
 
     The turn holds the session's lock, so ``io.rows`` is the stored history; the items its
     paused calls wait on, the ICP and the org's name are what its first step read
