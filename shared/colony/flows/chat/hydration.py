@@ -24,7 +24,7 @@ from typing import Any
 
 from colony.context import untrusted
 from colony.context.assembler import AssemblyRequest
-from colony.contracts import IcpDefinition, OrgContext, ToolDefinition
+from colony.contracts import IcpDefinition, OrgContext
 from colony.contracts.chat import OrchestratorReply
 from colony.errors import OutputInvalid, ValidationFailed
 from colony.flows import approval_queue
@@ -171,7 +171,7 @@ def model_step(io: TurnIO) -> tuple[OrchestratorReply | None, tuple[ToolCall, ..
         entities,
         [history.to_message(r, decided) for r in summary_first],
         {"message": io.message},
-        [ToolDefinition(**d) for d in tools.definitions()],
+        tools.definitions(),
         kc_queried=tools.ALL_DOMAINS,  # what _retrieve asks the Knowledge Core for
         tool_rounds=[history.to_message(r, decided) for r in current],
         brief_id=str(brief["id"]) if brief else None,
