@@ -209,6 +209,8 @@ def main() -> None:
             }
             errors = fetch_all(cur, "SELECT data FROM chat_events WHERE type = 'error' LIMIT 3")
         log(f"events by type: {kinds}; proxy saw {proxy.round_trips} round trips; {errors}")
+        over = [(n, t) for n, t in enumerate(trips) if t > ROUND_TRIPS_TARGET]
+        log(f"turns over {ROUND_TRIPS_TARGET} round trips (turn, trips): {over or 'none'}")
         ratio = growth(done_ms)["ratio"]
         met = {  # issue 15's targets; round trips on EVERY turn (the max), compactions too
             "first_model_delta": streamed["p50"] <= streamed["target_p50_ms"],
