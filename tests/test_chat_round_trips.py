@@ -3,8 +3,9 @@
 The turn runs in-process (``run_turn``, the offline provider, the demo org) on the real
 embedded PostgreSQL, every connection of its pool passing through ``CountingProxy`` (the
 relay ``bench/chat.py`` counts with): each Query or Sync message the driver sends is one
-round trip, measured, not estimated. A plain answer, a tool turn and a paused (gated) turn
-each stay within the budget, and what the client heard is still what the log replays.
+round trip, measured, not estimated. A plain answer, a tool turn, a paused (gated) turn and a
+turn that folds the history into its rolling summary each stay within the budget, and what
+the client heard is still what the log replays.
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ import pg8000.dbapi
 import pytest
 
 from colony.adapters.embedding import OfflineHashEmbedder
-from colony.flows.chat import create_session, run_turn
+from colony.flows.chat import create_session, history, run_turn
 from colony.flows.chat import events as ev
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
 from colony.local.demo import load_demo
 from colony.settings import Settings
 from colony.store import Database
+from colony.store import chat as chat_store
 from colony.store.db import parse_dsn
 from colony.testing.inline import InlineTransport, local_deps
 from colony.testing.pgproxy import CountingProxy
@@ -60,6 +62,32 @@ def test_each_turn_takes_at_most_20_round_trips(testdb: PgDB) -> None:
         counts.append(proxy.round_trips - before)
         assert live[-1].type == "done" and live[-1].data["status"] == status, live[-1]
     assert max(counts) <= MOST, f"round trips per turn: {counts}"
+    # Older turns fill the history to just under its budget: the next answers take it over,
+    # and the turn that does so folds it into the summary, within the same budget of trips.
+    budget = llm.budgets.for_profile("AGT-001").history
+    count = llm.counter.count
+    with db.transaction(ORG) as cur:
+        used = history.tokens(history.load(cur, session), count)
+        filler = " ".join(f"deal P-{i:03d} moved to negotiation" for i in range(40))
+        while used + count(filler) < budget - 60:
+            chat_store.add_turn(cur, ORG, session, "turn-older", "user", filler)
+            used += count(filler)
+    compacted = 0
+    for n in range(4):
+        live = []
+        before = proxy.round_trips
+        run_turn(deps, ORG, "founder", session, f"Thanks ({n}), anything else?", sink=live.extend)
+        trips = proxy.round_trips - before
+        assert live[-1].type == "done" and live[-1].data["status"] == "completed", live[-1]
+        assert trips <= MOST, f"turn {n} after the filler took {trips} round trips"
+        compacted = live[-1].data["compacted"]
+        if compacted:
+            break
+    assert compacted, "no turn took the history over its budget"
+    with db.transaction(ORG) as cur:
+        rows = history.load(cur, session)
+    assert history.tokens(rows, count) <= budget
+    assert [r.role for r in rows].count("summary") == 1
     with db.transaction(ORG) as cur:
         stored = ev.after(cur, session, 0)
     kinds = {e.type for e in stored}

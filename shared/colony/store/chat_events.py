@@ -46,6 +46,9 @@ WITH calls AS ({llm_calls.ADD_MANY.strip()}
     FROM unnest(%s::text[], %s::text[], %s::text[]) WITH ORDINALITY AS r(role, content, call, ord)
     ORDER BY r.ord
     RETURNING id
+), gone AS (
+    -- the rows a compaction folded into the summary row that t inserts: both, or neither
+    DELETE FROM chat_turns WHERE session_id = %s AND id = ANY(%s::bigint[])
 ), s AS (
     UPDATE chat_sessions SET last_seq = last_seq + %s WHERE id = %s RETURNING last_seq
 ), ins AS (
@@ -106,12 +109,14 @@ def append_with_turns(
     calls: Sequence[Mapping[str, Any]] = (),
     *,
     call_id: str | None = None,
+    gone: Sequence[int] = (),
 ) -> tuple[int | None, list[int]]:
     """``append``, with ``rows`` (role, content, tool call) added to the session's history
     (``chat_turns``) and ``calls`` (``llm_calls`` rows, as ``llm_calls.ADD_MANY`` reads
     them) kept, in the same statement (assistant rows record ``call_id``, the model call
-    that wrote them); returns the session's last seq (None: the session is
-    not in this org) and the new rows' ids, in order."""
+    that wrote them) and the session's rows ``gone`` deleted (those a compaction folded into
+    the summary row among ``rows``), in the same statement; returns the session's last seq
+    (None: the session is not in this org) and the new rows' ids, in order."""
     n = len(events)
     row = fetch_one(
         cur,
@@ -125,6 +130,8 @@ def append_with_turns(
             [r[0] for r in rows],
             [r[1] for r in rows],
             [json.dumps(r[2]) if r[2] is not None else None for r in rows],
+            session_id,
+            list(gone),
             n,
             session_id,
             org_id,

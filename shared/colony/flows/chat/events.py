@@ -59,13 +59,15 @@ def append_with_rows(
     calls: Sequence[Mapping[str, Any]] = (),
     *,
     call_id: str | None = None,
+    gone: Sequence[int] = (),
 ) -> tuple[list[Event], list[int]]:
     """``append``, with the turn's history ``rows`` and its model ``calls``' records stored
-    in the same statement (``call_id``: the model call the assistant rows came from);
-    returns the events numbered and the rows' ids."""
+    (and the history rows ``gone`` deleted: what a compaction folded) in the same statement
+    (``call_id``: the model call the assistant rows came from); returns the events numbered
+    and the rows' ids."""
     data = [(t, {**d, "turn_id": turn_id}) for t, d in items]
     last, ids = chat_events.append_with_turns(
-        cur, org_id, session_id, turn_id, rows, data, calls, call_id=call_id
+        cur, org_id, session_id, turn_id, rows, data, calls, call_id=call_id, gone=gone
     )
     if last is None:  # the session vanished or is another org's: RLS hid the row
         raise NotFound(f"chat session {session_id!r} does not exist in this org")

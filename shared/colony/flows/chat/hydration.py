@@ -4,10 +4,11 @@ The call streams: the reply's text reaches the turn's client as the model writes
 (``turn_io.AnswerDeltas``).
 
 Per model call: the history within AGT-001's budget (compacted first when over,
-``colony.flows.chat.compaction``), today's daily brief and the pending approval items as
-entity data, the latest replies to our messages (their own text: untrusted, so inside the
-entity data block like everything there), the top-3 Knowledge Core chunks for the message
-— all through the assembler, whose per-section token account goes into the call's trace.
+``colony.flows.chat.compaction``; usually the turn's write before already did), today's
+daily brief and the pending approval items as entity data, the latest replies to our
+messages (their own text: untrusted, so inside the entity data block like everything
+there), the top-3 Knowledge Core chunks for the message — all through the assembler, whose
+per-section token account goes into the call's trace.
 The turn's first step reads all of it in one transaction (one statement, ``store.chat
 .hydrate``, and the retrieval), with the user's message and ``accepted`` written first in
 it; later steps of the turn reuse it, with the rows the turn wrote since (the turn holds
@@ -23,12 +24,12 @@ from typing import Any
 
 from colony.context import untrusted
 from colony.context.assembler import AssemblyRequest
-from colony.contracts import IcpDefinition, OrgContext, ToolDefinition
+from colony.contracts import IcpDefinition, OrgContext
 from colony.contracts.chat import OrchestratorReply
 from colony.errors import OutputInvalid, ValidationFailed
 from colony.flows import approval_queue
 from colony.flows.chat import history, tools
-from colony.flows.chat.compaction import compact_if_needed, pending
+from colony.flows.chat.compaction import fold_ahead, pending
 from colony.flows.chat.turn_io import AGENT, AnswerDeltas, TurnIO
 from colony.knowledge.exemplars import to_exemplars
 from colony.llm.agent_call import call_agent
@@ -121,9 +122,12 @@ def model_step(io: TurnIO) -> tuple[OrchestratorReply | None, tuple[ToolCall, ..
         pending=pending(decided),
         current_turn=io.turn_id,
     ):
-        compact_if_needed(io, current_turn=io.turn_id)
-        with io.tx() as cur:
-            rows = io.rows = history.load(cur, io.session_id)
+        # Planned from the rows the turn holds; stored in one statement, which also puts
+        # them right in ``io.rows`` (no read again).
+        fold = fold_ahead(io, [], current_turn=io.turn_id)
+        if fold is not None:
+            io.write([], fold.rows, gone=fold.gone)
+            rows = io.rows
     if io.knowledge is None:
         io.knowledge = _retrieve(io)
     # The current turn's user row is the task; its tool rows go after it (below).
@@ -167,7 +171,7 @@ def model_step(io: TurnIO) -> tuple[OrchestratorReply | None, tuple[ToolCall, ..
         entities,
         [history.to_message(r, decided) for r in summary_first],
         {"message": io.message},
-        [ToolDefinition(**d) for d in tools.definitions()],
+        tools.definitions(),
         kc_queried=tools.ALL_DOMAINS,  # what _retrieve asks the Knowledge Core for
         tool_rounds=[history.to_message(r, decided) for r in current],
         brief_id=str(brief["id"]) if brief else None,

@@ -29,7 +29,7 @@ from typing import Any
 from colony.errors import CallerError, UpstreamError, public_body
 from colony.flows import approval_queue
 from colony.flows.chat import history, tools
-from colony.flows.chat.compaction import compact_if_needed
+from colony.flows.chat.compaction import compact_if_needed, fold_ahead
 from colony.flows.chat.hydration import model_step
 from colony.flows.chat.turn_io import AGENT, Rows, Sink, TurnIO, compact_json
 from colony.flows.deps import FlowDeps
@@ -138,23 +138,58 @@ def _finish(
     rows: Rows = (),
 ) -> None:
     """Write the turn's last rows and events and say ``done``; when a client sees ``done``,
-    the stored history is within its budget. Usually one transaction: only a turn that took
-    the history over budget commits its rows first, then compacts (a model call) and says
-    ``done`` after, so a failed summary never loses the answer."""
+    the stored history is within its budget (``_write_folding``: in the same statement).
+    A turn that did not read the history itself (a resumed one) commits its rows first,
+    then compacts (a model call) and says ``done`` after."""
+    if _write_folding(io, items, rows, current_turn=None, done=done):
+        return
     budget = io.deps.llm.budgets.for_profile(AGENT).history
     count = io.deps.llm.counter.count
+    new = [r for r in rows if r is not None]
     with io.tx() as cur:
-        # The history as stored once these rows are: what the turn read and wrote, without
-        # reading it again (the turn holds the session's lock; nothing else writes it).
-        known = io.rows if io.rows is not None else history.load(cur, io.session_id)
-        tokens = history.tokens(known, count) + sum(count(r[1]) for r in rows if r is not None)
-        over = tokens > budget
+        known = history.load(cur, io.session_id)
+        over = history.tokens(known, count) + sum(count(r[1]) for r in new) > budget
         done_now = [] if over else [("done", {**done, "compacted": 0})]
-        stored = io.emit(cur, [*items, *done_now], rows)
+        stored = io.emit(cur, [*items, *done_now], new)
     io.deliver(stored)
     if over:
         folded = compact_if_needed(io, current_turn=None)
         io.write([("done", {**done, "compacted": folded})])
+
+
+def _write_folding(
+    io: TurnIO,
+    items: Sequence[tuple[str, dict[str, Any]]],
+    rows: Rows,
+    *,
+    current_turn: str | None,
+    done: dict[str, Any] | None = None,
+) -> bool:
+    """Write ``items`` and ``rows`` (then ``done``, with the rows it folded) in one statement,
+    with the compaction they take the history over budget into (``fold_ahead``: the summary
+    is asked for first), so a turn that compacts takes no more round trips than one that does
+    not; ``current_turn``'s rows are kept out of the fold (the model still needs them). If
+    the summary fails, the rows are stored without it before the failure ends the turn: a
+    failed summary never loses an answer or a result. False (nothing written): the turn does
+    not hold the history (a resumed one)."""
+    if io.rows is None or io.hydrated is None:
+        return False
+    new = [r for r in rows if r is not None]
+    try:
+        fold = fold_ahead(io, new, current_turn=current_turn)
+    except Exception:
+        io.write(items, new)
+        raise
+    end = [] if done is None else [("done", {**done, "compacted": fold.folded if fold else 0})]
+    with io.tx() as cur:
+        stored = io.emit(
+            cur,
+            [*items, *end],
+            fold.rows if fold is not None else new,
+            gone=fold.gone if fold is not None else (),
+        )
+    io.deliver(stored)
+    return True
 
 
 def _tool_call(io: TurnIO, call: ToolCall) -> str:
@@ -201,10 +236,11 @@ def record_result(
         compact_json(_clip_result(outcome)),
         {"id": call_id, "name": name, "status": "result"},
     )
-    io.write(
-        [("tool_result", {"call_id": call_id, "name": name, **outcome})],
-        [call_row, row] if call_row else [row],
-    )
+    items = [("tool_result", {"call_id": call_id, "name": name, **outcome})]
+    rows = [call_row, row] if call_row else [row]
+    # A long result can take the history over budget: folded here, not before the next call.
+    if not _write_folding(io, items, rows, current_turn=io.turn_id):
+        io.write(items, rows)
     io.tool_results.append({"name": name, **outcome})
 
 

@@ -30,7 +30,6 @@ from colony.flows.deps import FlowDeps
 from colony.llm.partial_json import FieldText
 from colony.observability.tracing import record_row, store_records
 from colony.ports import LlmCallRecord
-from colony.store import chat as chat_store
 
 AGENT = "AGT-001"
 log = logging.getLogger("colony.chat")
@@ -112,18 +111,24 @@ class TurnIO:
                 self.sink([event])
 
     def emit(
-        self, cur: Any, items: Sequence[tuple[str, dict[str, Any]]], rows: Rows = ()
+        self,
+        cur: Any,
+        items: Sequence[tuple[str, dict[str, Any]]],
+        rows: Rows = (),
+        *,
+        gone: Sequence[int] = (),
     ) -> list[ev.Event]:
         """Store ``rows`` and the announced events, then ``items``, on ``cur`` in one
-        statement; returns what ``deliver`` hands on once ``cur`` commits (the events not
-        yet delivered)."""
+        statement (deleting the history rows ``gone``: what a compaction folded into the
+        summary row among ``rows``); returns what ``deliver`` hands on once ``cur`` commits
+        (the events not yet delivered)."""
         announced = list(self._announced)
         records = list(self.records)
         soon_items, soon_rows = self._soon
         everything = [*soon_items, *((e.type, e.data) for e, _ in announced), *items]
         rows = [r for r in (*soon_rows, *rows) if r is not None]
         ahead = len(soon_items)
-        if everything:  # rows, events and the calls' records: one statement
+        if everything or rows or gone:  # rows, events and the calls' records: one statement
             calls = [record_row(r) for r in records]
             stored, ids = ev.append_with_rows(
                 cur,
@@ -134,10 +139,11 @@ class TurnIO:
                 rows,
                 calls,
                 call_id=self.call_id,
+                gone=gone,
             )
         else:
             store_records(cur, records)
-            stored, ids = [], self._add_rows(cur, rows)
+            stored, ids = [], []
         if announced and stored[ahead].seq != announced[0][0].seq:
             log.warning(
                 "chat turn %s: announced events were stored as %d.., announced as %d..",
@@ -156,6 +162,7 @@ class TurnIO:
             len(records),
             len(soon_items),
             len(soon_rows),
+            set(gone),
         )
         mine = stored[ahead : ahead + len(announced)]
         held = [e for e, (_, live) in zip(mine, announced, strict=True) if not live]
@@ -164,44 +171,28 @@ class TurnIO:
     def deliver(self, stored: Sequence[ev.Event]) -> None:
         """After the commit of an ``emit``: its events and rows are the log's; hand them on."""
         if self._settle is not None:
-            done, self.last_seq, new_rows, recorded, soon_items, soon_rows = self._settle
+            done, self.last_seq, new_rows, recorded, soon_items, soon_rows, gone = self._settle
             del self._announced[:done]
             del self.records[:recorded]
             del self._soon[0][:soon_items]
             del self._soon[1][:soon_rows]
             if self.rows is not None:
-                self.rows.extend(new_rows)
+                self.rows[:] = [r for r in self.rows if r.id not in gone] + new_rows
             self._settle = None
         if self.sink is not None and stored:
             self.sink(stored)
-
-    def add_rows(self, cur: Any, rows: Rows) -> None:
-        """Append this turn's history rows on ``cur`` (compaction's summary row)."""
-        self._add_rows(cur, rows)
-
-    def _add_rows(self, cur: Any, rows: Rows) -> list[int]:
-        return [
-            chat_store.add_turn(
-                cur,
-                self.org_id,
-                self.session_id,
-                self.turn_id,
-                role,
-                content,
-                call,
-                self.call_id if role == "assistant" else None,
-            )
-            for role, content, call in rows
-        ]
 
     def write(
         self,
         items: Sequence[tuple[str, dict[str, Any]]],
         rows: Rows = (),
+        *,
+        gone: Sequence[int] = (),
     ) -> list[ev.Event]:
-        """Append turn rows and events together, then deliver the events."""
+        """Append turn rows and events together (deleting the rows ``gone``), then deliver
+        the events."""
         with self.tx() as cur:
-            stored = self.emit(cur, items, rows)
+            stored = self.emit(cur, items, rows, gone=gone)
         self.deliver(stored)
         return stored
 
