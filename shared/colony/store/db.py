@@ -21,7 +21,8 @@ or the network ended while it sat idle never fails a request (see ``Database``).
 statement inside it and the setting vanishes at commit or rollback: a pooled connection never
 carries one org's scope into the next transaction. ``BEGIN``, the scope and ``COMMIT`` take
 one round trip each, and so does every parameterised statement in between
-(``colony.store.wire``).
+(``colony.store.wire``). ``Database.read`` runs one statement with its scope in a single
+round trip (the Knowledge Core's retrieval).
 """
 
 from __future__ import annotations
