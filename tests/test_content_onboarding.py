@@ -196,8 +196,10 @@ def test_closed_won_builds_one_signed_kit_in_gcs(testdb: PgDB, gcs: Gcs) -> None
     approval.decide(deps, ORG, items[0]["id"], "approve", actor=approval.Actor("founder", "ui"))
     assert rows(deps, "SELECT status FROM deployment_kits") == [{"status": "released"}]
 
-    # ... and grows KC-10 (issue 19 item 3): the kit as a person approved it, the deal's
-    # summary first, tagged with the deal and its industry and segment, for this org only
+    # ... and grows KC-10 (issue 19 item 3): the kit's playbooks as a person approved them,
+    # tagged with the deal and its industry and segment, for this org only; what is the
+    # customer's own stays out, since the next kit goes to another customer: not the deal
+    # summary, not the customer's name (in the title or the text)
     item = items[0]["id"]
     chunks = rows(
         deps,
@@ -205,39 +207,38 @@ def test_closed_won_builds_one_signed_kit_in_gcs(testdb: PgDB, gcs: Gcs) -> None
         " WHERE source = 'approval' AND source_id = %s ORDER BY chunk_index",
         (item,),
     )
-    assert len(chunks) >= 1 + len(payload["playbooks"]) and {c["domain"] for c in chunks} == {
-        "KC-10"
-    }
+    assert len(chunks) >= len(payload["playbooks"]) and {c["domain"] for c in chunks} == {"KC-10"}
     kept = "\n".join(c["content"] for c in chunks)
-    assert all(f"## {p}" in kept for p in ["Deal summary", *payload["playbooks"]])
-    summary = chunks[0]
-    assert summary["tags"]["part"] == "deal_summary" and "Stage: closed won." in summary["content"]
-    assert {c["tags"]["part"] for c in chunks[1:]} == {"playbook"}
+    assert all(f"## {p}" in kept for p in payload["playbooks"])
+    assert "## Deal summary" not in kept and "Stage: closed won." not in kept
+    assert {c["tags"]["part"] for c in chunks} == {"playbook"}
     (facts,) = rows(
         deps,
-        "SELECT c.enrichment->>'vertical' AS industry, c.enrichment->>'sub_vertical' AS segment"
+        "SELECT c.enrichment->>'vertical' AS industry, c.enrichment->>'sub_vertical' AS segment,"
+        " c.company, c.name AS contact, d.name AS deal"
         " FROM deals d JOIN contacts c ON c.id = d.contact_id WHERE d.id = %s",
         (deal,),
     )
-    assert facts["industry"] and facts["segment"]
+    assert facts["industry"] and facts["segment"] and facts["company"]
+    assert facts["company"] in document  # the kit itself names the customer...
+    for name in (facts["company"], facts["contact"], facts["deal"]):  # ... KC-10 does not
+        assert name.lower() not in kept.lower()
+        assert all(name.lower() not in c["title"].lower() for c in chunks)
     for chunk in chunks:
-        assert chunk["title"] == payload["title"]
+        assert (
+            chunk["title"] == f"Deployment kit playbook ({facts['industry']} / {facts['segment']})"
+        )
         assert {
             k: chunk["tags"][k] for k in ("approval_item", "deal_id", "industry", "segment")
         } == {
             "approval_item": item,
             "deal_id": deal,
-            **facts,
+            "industry": facts["industry"],
+            "segment": facts["segment"],
         }
-    # AGT-009's next retrieval (its own query for a deal) can ground a kit in it; another
+    # AGT-009's KC-10 retrieval reaches the kept playbooks (searched by what one says); another
     # org's cannot, and approving again re-embeds nothing
-    (closed,) = rows(
-        deps,
-        "SELECT d.name, d.next_action, c.company FROM deals d"
-        " LEFT JOIN contacts c ON c.id = d.contact_id WHERE d.id = %s",
-        (deal,),
-    )
-    query = onboarding.playbook_query(closed)
+    query = chunks[-1]["content"]
     found = deps.knowledge.retrieve(ORG, query, ("KC-10",), onboarding.PLAYBOOKS)["KC-10"]
     assert item in {hit.tags.get("approval_item") for hit in found}
     assert deps.knowledge.retrieve("org_someone_else", query, ("KC-10",), 5)["KC-10"] == []

@@ -11,9 +11,13 @@ Approved agent output grows its domain the same way (seed §7.7): an approved ou
 message becomes a KC-08 exemplar tagged with its angle, tier, sequence step and persona
 (``remember_message``; its outcome is recorded later by ``colony.flows.delivery``), and an
 approved deployment kit becomes KC-10 onboarding knowledge (``remember_kit``): chunked along
-its own sections, the closed-won deal's summary it opens with tagged ``part=deal_summary``
-and the rest ``part=playbook``, each tagged with the deal and, as far as the deal's contact
-says, its industry and segment, so AGT-009's next retrieval can ground a kit in it.
+its own sections, each tagged ``part=playbook`` with the deal and, as far as the deal's
+contact says, its industry and segment, so AGT-009's next retrieval can ground a kit in it.
+What is one customer's own stays out: the next kit goes to another customer, so the deal
+summary the kit opens with (the customer's name, the deal's value and stage) is not kept, the
+chunks are titled by industry and segment rather than by the kit's title (which names the
+customer), and the deal's, company's and contact's names in the playbook text read "the
+customer". The whole kit stays on ``deployment_kits.document``.
 """
 
 from __future__ import annotations
@@ -114,15 +118,28 @@ def remember_kit(
         "segment": (deal or {}).get("segment"),
     }
     kept = {k: str(v)[: outcomes.MAX_TAG] for k, v in tags.items() if v not in (None, "")}
-    title = str(kit.get("title") or "Deployment kit")
+    about = " / ".join(str(kept[k]) for k in ("industry", "segment") if k in kept)
+    title = f"Deployment kit playbook ({about})" if about else "Deployment kit playbook"
+    names = _customer_names(deal or {})
     chunks = [
         ChunkIn(
             KIT_DOMAIN,
-            text,
+            names.sub("the customer", text),
             title=title,
-            tags={**kept, "part": "deal_summary" if DEAL_SUMMARY in text else "playbook"},
+            tags={**kept, "part": "playbook"},
         )
         for text in chunk_blocks(_BLOCKS.split(document))
+        if DEAL_SUMMARY not in text
     ]
     deps.knowledge.sync_in(cur, org_id, "approval", item_id, chunks)
     return len(chunks)
+
+
+def _customer_names(deal: Mapping[str, Any]) -> re.Pattern[str]:
+    """The deal's, its company's and its contact's names, as one case-insensitive pattern
+    (longest first, so a company name inside the deal's name goes with the deal's)."""
+    names = {str(deal.get(k) or "").strip() for k in ("name", "company", "contact_name")}
+    words = sorted((n for n in names if len(n) >= 3), key=len, reverse=True)
+    if not words:
+        return re.compile(r"(?!)")  # matches nothing
+    return re.compile("|".join(re.escape(w) for w in words), re.IGNORECASE)

@@ -2,7 +2,7 @@
 
     deal.closed_won ─► the deal + KC-10 onboarding playbooks ─► AGT-009 ─► kit document
         ─► GCS (assets bucket) ─► V4 signed URL ─► ENT-011 deployment_kit item + kit row
-    approved ─► released, and the kit (its deal summary first) ─► KC-10 for the next deal
+    approved ─► released, and the kit's playbooks (not its deal summary) ─► KC-10 for the next deal
 
 One kit per deal. Order matters for failure: the model's output is a durable step (a retry
 never pays for it twice), then the document goes to GCS (same name, same bytes: a retried
