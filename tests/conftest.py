@@ -151,6 +151,24 @@ def _runtime_dir() -> None:
     os.environ.setdefault("XDG_RUNTIME_DIR", str(path))
 
 
+@pytest.fixture(autouse=True)
+def _fresh_function_registry(monkeypatch: pytest.MonkeyPatch) -> None:
+    """functions-framework keeps one process-wide map from a function's *name* to the type its
+    decorator registered, and ``create_app`` prefers it to the signature type it is given (it
+    also writes ``FUNCTION_SIGNATURE_TYPE`` into the environment). Every function's entry point
+    is called ``handle``, so once a test imported a Pub/Sub function's ``main`` (a
+    ``cloud_event`` ``handle``), an HTTP app built later in the same worker over another
+    ``handle`` was served as a CloudEvent function and answered a plain JSON POST with 400.
+    Each test starts with an empty map and that variable unset."""
+    from functions_framework import _function_registry
+
+    monkeypatch.setattr(_function_registry, "REGISTRY_MAP", {})
+    monkeypatch.setattr(_function_registry, "INPUT_TYPE_MAP", {})
+    monkeypatch.setattr(_function_registry, "ASGI_FUNCTIONS", set())
+    monkeypatch.setenv("FUNCTION_SIGNATURE_TYPE", "")  # recorded, so the end restores it
+    monkeypatch.delenv("FUNCTION_SIGNATURE_TYPE")
+
+
 @pytest.fixture
 def no_ambient_config(monkeypatch: pytest.MonkeyPatch) -> None:
     """Proxies or SDK switches in the environment must not redirect requests to local
