@@ -78,12 +78,18 @@ def begin_sql(
     so a transaction that starts by waiting for its lock costs no extra round trip."""
     sql = "BEGIN"
     if settings:
-        calls = ", ".join(f"set_config({literal(k)}, {literal(v)}, true)" for k, v in settings)
-        sql += f"; SELECT {calls}"
+        sql += f"; {_set_configs(settings)}"
     if advisory_lock is not None:
         kind, key = advisory_lock
         sql += f"; SELECT pg_advisory_xact_lock({int(kind)}, hashtext({literal(key)}))"
     return sql
+
+
+def _set_configs(settings: Sequence[tuple[str, str]]) -> str:
+    """One ``SELECT`` of ``set_config(name, value, true)`` per setting, values as literals."""
+    return "SELECT " + ", ".join(
+        f"set_config({literal(k)}, {literal(v)}, true)" for k, v in settings
+    )
 
 
 def prepared(cur: Any, operation: str, args: Sequence[Any]) -> None:
@@ -248,8 +254,7 @@ def read_once(conn: Any, settings: Sequence[tuple[str, str]], operation: str, ar
     if conn._in_transaction:
         raise pg8000.dbapi.InterfaceError("read_once runs outside a transaction")
     statement, values = _converted(operation, tuple(args))
-    calls = ", ".join(f"set_config({literal(k)}, {literal(v)}, true)" for k, v in settings)
-    conn.send_PARSE(b"\x00", f"SELECT {calls}", ())
+    conn.send_PARSE(b"\x00", _set_configs(settings), ())
     conn._send_message(b"B", b"\x00\x00" + _H.pack(0) + _H.pack(0) + _H.pack(0))
     conn.send_EXECUTE()
     name = _send_cached(conn, statement, values)
