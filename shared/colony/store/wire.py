@@ -27,6 +27,12 @@ rollback keeps it), and the pool recycles connections (``max_lifetime``); Postgr
 re-plans it after a schema change by itself, and only refuses it if a column it returns
 changed type, which a migration of these tables would have to do on purpose.
 
+``read_once`` goes one step further for a statement read alone (``Database.read``): the
+``set_config`` calls of the scope and the statement are executed before a single Sync, which
+the server runs as one implicit transaction, so the whole read is one round trip. And a
+parameter with a ``pg_binary`` attribute (``colony.vectors.VectorParam``) is bound in binary
+format, which its type's receive function reads, where every other parameter goes as text.
+
 This leans on pg8000's connection internals (``send_PARSE``, ``send_BIND``, ``send_EXECUTE``,
 ``handle_messages``, ``_send_message``), which is why pg8000 is pinned (constraints.txt) and
 ``tests/test_db.py`` counts the round trips through a proxy: an upgrade that changes them
@@ -44,7 +50,7 @@ from typing import Any
 from weakref import WeakKeyDictionary
 
 import pg8000.dbapi
-from pg8000.converters import make_params
+from pg8000.converters import make_param, make_params
 from pg8000.core import Context
 
 from colony.errors import ValidationFailed
@@ -219,24 +225,16 @@ def _send_portal(conn: Any, statement_name: bytes, values: Sequence[Any]) -> Non
     ``pg_binary`` attribute (``colony.vectors.VectorParam``) goes in binary format, which the
     type's receive function reads: a 1536-d query vector is 6 kB of floats instead of ~17 kB
     of decimal text to format here and parse there."""
-    formats = [1 if hasattr(v, "pg_binary") else 0 for v in values]
-    message = bytearray(b"\x00" + statement_name)
-    if any(formats):
-        message += _H.pack(len(formats)) + b"".join(_H.pack(f) for f in formats)
-    else:
-        message += _H.pack(0)  # every parameter as text
+    message = bytearray(b"\x00" + statement_name + _H.pack(len(values)))
+    message += b"".join(_H.pack(1 if hasattr(v, "pg_binary") else 0) for v in values)
     message += _H.pack(len(values))
-    as_text = [None if binary else value for value, binary in zip(values, formats, strict=True)]
-    texts = make_params(conn.py_types, as_text)
-    for value, text, binary in zip(values, texts, formats, strict=True):
-        if binary:
+    for value in values:
+        if hasattr(value, "pg_binary"):
             data = value.pg_binary
         else:
+            text = make_param(conn.py_types, value)
             data = None if text is None else text.encode(conn._client_encoding)
-        if data is None:
-            message += _I.pack(-1)
-        else:
-            message += _I.pack(len(data)) + data
+        message += _I.pack(-1) if data is None else _I.pack(len(data)) + data
     message += _H.pack(0)  # every result column as text
     conn._send_message(b"B", bytes(message))
     conn._send_message(*_DESCRIBE_PORTAL)
