@@ -325,8 +325,8 @@ class KnowledgeStore:
         k_per_domain: int = 2,
     ) -> tuple[list[outcomes.Picked], dict[str, list[Retrieved]]]:
         """AGT-005's ``k`` KC-08 exemplars for ``angle`` (``knowledge.outcomes``) and
-        ``retrieve``'s hits for the other ``domains``, in one statement (``exemplars_sql``):
-        one round trip, where a separate selection cost one more per draft. A domain the
+        ``retrieve``'s hits for the other ``domains``, in one statement (``exemplars_sql``)
+        read in one round trip, where a separate selection cost one more per draft. A domain the
         graph walk left short is answered exactly after, as ``retrieve`` does."""
         model = self._embedder.model
         picking = outcomes.picks_params(model, angle=angle, tier=tier, k=k)
@@ -343,20 +343,17 @@ class KnowledgeStore:
         picks: list[outcomes.Picked] = []
         out: dict[str, list[Retrieved]] = {d: [] for d in domains}
         shared = False
-        with self._db.transaction(org_id, settings=SEARCH_SETTINGS) as cur:
-            for r in fetch_all(cur, exemplars_sql(org_id, domains), params, cache=True):
-                if r["part"] == "pick":
-                    picks.append(outcomes.picked(r))
-                    continue
-                shared = shared or bool(r["shared"])
-                fields = {f: r[f] for f in _RETRIEVED_FIELDS}
-                out[r["domain"]].append(
-                    Retrieved(**{**fields, "similarity": float(r["similarity"])})
-                )
-            short = [d for d in domains if len(out[d]) < k_per_domain]
-            if short and not shared:  # as in ``_retrieve``: a walk that stopped short
-                search = self._search(_in(cur), org_id, vector, short, k_per_domain, exact=True)
-                out.update(search[0])
+        read = self._reader(org_id)
+        for r in read(exemplars_sql(org_id, domains), params):
+            if r["part"] == "pick":
+                picks.append(outcomes.picked(r))
+                continue
+            shared = shared or bool(r["shared"])
+            fields = {f: r[f] for f in _RETRIEVED_FIELDS}
+            out[r["domain"]].append(Retrieved(**{**fields, "similarity": float(r["similarity"])}))
+        short = [d for d in domains if len(out[d]) < k_per_domain]
+        if short and not shared:  # as in ``_retrieve``: a walk that stopped short
+            out.update(self._search(read, org_id, vector, short, k_per_domain, exact=True)[0])
         return picks, out
 
     def _retrieve(
@@ -380,15 +377,14 @@ class KnowledgeStore:
             )
         else:
             vector = checked(query, self._embedder.dim, "the query vector")
+        return self._search_within(self._reader(org_id), org_id, vector, domains, k)
 
-        # Each statement is read in a transaction of its own, in one round trip
-        # (``Database.read``), where a transaction around it took three. The exact re-read of
-        # a domain the walk left short sees a newer snapshot than the walk: each domain's
-        # rows still come from one statement.
-        def read(sql: str, params: list[Any]) -> list[dict[str, Any]]:
-            return self._db.read(org_id, sql, params, settings=SEARCH_SETTINGS)
-
-        return self._search_within(read, org_id, vector, domains, k)
+    def _reader(self, org_id: str) -> _Read:
+        """Statements of ``org_id`` read with ``SEARCH_SETTINGS``, each in a transaction of its
+        own and one round trip (``Database.read``), where a transaction around it took three.
+        The exact re-read of a domain a walk left short sees a newer snapshot than the walk:
+        each domain's rows still come from one statement."""
+        return lambda sql, params: self._db.read(org_id, sql, params, settings=SEARCH_SETTINGS)
 
     def embed_query(self, text: str) -> list[float]:
         """``text`` as this store's model embeds it (one vector for several searches)."""
