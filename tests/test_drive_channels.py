@@ -1,6 +1,8 @@
 """Drive channels that live (issue 17 item 5): an org admin watches the recordings folder,
 the scheduler renews channels before they expire, an erased org's channels are stopped, and
 the recording webhook accepts only notifications of a live channel we created for that org.
+A folder is watched only once the org has proven it its own (issue 31), tried from outside
+as a second tenant would.
 
 Real parts: embedded PostgreSQL, the GCS emulator, the admin, data-lifecycle and
 drive-webhook functions loaded from their real ``main.py`` by functions-framework, and the
@@ -18,15 +20,17 @@ from typing import Any
 import jwt
 import pytest
 
+from colony.adapters.drive import drive_from_settings
 from colony.adapters.secrets import FileSecrets
 from colony.flows import erasure
 from colony.runtime.auth import ensure_local_keys
 from colony.runtime.deps import Deps, set_deps_for_tests
 from colony.settings import Settings
+from colony.store import drive_channels as drive_channels_repo
 from colony.store import fetch_all, notion_workspaces
 from colony.testing.drive_server import DriveServer, push_headers
 from colony.testing.inline import InlineTransport, local_deps
-from colony.webhooks import org_from_token, watch_token
+from colony.webhooks import folder_marker, org_from_token, watch_token
 from tests.apps import registered_app
 from tests.conftest import APP_ROLE, Gcs, PgDB
 
@@ -58,6 +62,29 @@ class Env:
         if role:
             claims["org_role"] = role
         return jwt.encode(claims, keys.private_path.read_bytes(), algorithm="RS256")
+
+    def prove(self, org: str, folder: str) -> str:
+        """What the org's admin does in Drive: the org's marker file, in the folder."""
+        name = folder_marker(SECRET, org, folder)
+        self.drive.add_file(folder, f"marker-{org}-{folder}", name, b"", "text/plain")
+        return name
+
+    def proven_watch(self, org: str, folder: str) -> str:
+        self.prove(org, folder)
+        answer = self.watch(org, folder)
+        assert answer.status_code == 201, answer.get_json()
+        return str(answer.get_json()["channel_id"])
+
+    def audit(self, org: str) -> list[dict[str, Any]]:
+        with self.deps.db.transaction(org) as cur:
+            return fetch_all(
+                cur,
+                "SELECT event, actor, channel, action, reason, detail FROM audit_log ORDER BY id",
+            )
+
+    def recordings(self, org: str) -> list[dict[str, Any]]:
+        with self.deps.db.transaction(org) as cur:
+            return fetch_all(cur, "SELECT source_file_id FROM recordings ORDER BY source_file_id")
 
     def watch(self, org: str, folder: str, token: str | None = None) -> Any:
         bearer = token or self.token(org)
@@ -113,6 +140,7 @@ def env(testdb: PgDB, gcs: Gcs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
 
 
 def test_an_admin_watches_the_folder_and_only_live_channels_are_accepted(env: Env) -> None:
+    env.prove(ALPHA, FOLDER_A)
     answer = env.watch(ALPHA, FOLDER_A)
     assert answer.status_code == 201, answer.get_json()
     channel = answer.get_json()["channel_id"]
@@ -133,7 +161,7 @@ def test_an_admin_watches_the_folder_and_only_live_channels_are_accepted(env: En
 
 
 def test_renewal_replaces_expiring_channels_before_stopping_them(env: Env) -> None:
-    old = env.watch(ALPHA, FOLDER_A).get_json()["channel_id"]
+    old = env.proven_watch(ALPHA, FOLDER_A)
     body = {"task": {"kind": "drive.renew", "org_id": ALPHA}}
     # not yet due (it expires in a day, renewal looks 12 hours ahead): nothing changes
     nothing = env.lifecycle.post("/", json=body)
@@ -153,7 +181,7 @@ def test_renewal_replaces_expiring_channels_before_stopping_them(env: Env) -> No
 
 
 def test_other_orgs_cannot_watch_read_or_borrow_channels(env: Env) -> None:
-    beta_channel = env.watch(BETA, FOLDER_B).get_json()["channel_id"]
+    beta_channel = env.proven_watch(BETA, FOLDER_B)
     assert env.watch(ALPHA, FOLDER_A, env.token(BETA)).status_code == 403
     assert env.watch(ALPHA, FOLDER_A, env.token(ALPHA, role="org:member")).status_code == 403
     assert [c.folder for c in env.drive.live_channels()] == [FOLDER_B]  # nothing created
@@ -179,8 +207,8 @@ def test_other_orgs_cannot_watch_read_or_borrow_channels(env: Env) -> None:
 
 
 def test_an_erased_org_has_its_channels_stopped_and_its_notion_tokens_deleted(env: Env) -> None:
-    alpha = env.watch(ALPHA, FOLDER_A).get_json()["channel_id"]
-    beta = env.watch(BETA, FOLDER_B).get_json()["channel_id"]
+    alpha = env.proven_watch(ALPHA, FOLDER_A)
+    beta = env.proven_watch(BETA, FOLDER_B)
     secrets = FileSecrets(env.data_dir / "secrets")  # the local SecretStore the function uses
     secrets.put("colony-notion-alpha", "secret_alpha")
     with env.deps.db.transaction(ALPHA) as cur:
@@ -196,3 +224,100 @@ def test_an_erased_org_has_its_channels_stopped_and_its_notion_tokens_deleted(en
     assert env.rows(ALPHA) == []
     assert env.notify(alpha).status_code == 401
     assert [r["id"] for r in env.rows(BETA)] == [beta]
+
+
+def test_a_folder_is_watched_only_once_the_org_has_proven_it_its_own(env: Env) -> None:
+    bearer = {"Authorization": f"Bearer {env.token(ALPHA)}"}
+    asked = env.admin.get(f"/orgs/{ALPHA}/drive/folders/{FOLDER_A}", headers=bearer)
+    assert asked.status_code == 200, asked.get_json()
+    proof = asked.get_json()
+    assert proof["status"] == "unproven"
+    assert proof["marker_name"] == folder_marker(SECRET, ALPHA, FOLDER_A)
+    refused = env.watch(ALPHA, FOLDER_A)
+    assert refused.status_code == 403, refused.get_json()
+    error = refused.get_json()["error"]
+    assert error["code"] == "ownership_unproven" and proof["marker_name"] in error["message"]
+    assert env.drive.live_channels() == [] and env.rows(ALPHA) == []
+    [entry] = env.audit(ALPHA)
+    assert entry["event"] == "refusal" and entry["actor"] == "u1" and entry["channel"] == "admin"
+    assert entry["reason"] == "ownership_unproven" and entry["detail"]["folder_id"] == FOLDER_A
+    # the admin places the marker in the folder; the watch goes through
+    env.prove(ALPHA, FOLDER_A)
+    assert env.watch(ALPHA, FOLDER_A).status_code == 201
+    again = env.admin.get(f"/orgs/{ALPHA}/drive/folders/{FOLDER_A}", headers=bearer)
+    assert again.get_json()["status"] == "proven"
+    # another org's admin cannot ask about this org's folders
+    peek = env.admin.get(
+        f"/orgs/{ALPHA}/drive/folders/{FOLDER_A}",
+        headers={"Authorization": f"Bearer {env.token(BETA)}"},
+    )
+    assert peek.status_code == 403
+
+
+def test_a_second_org_naming_the_first_orgs_folder_is_refused_and_gets_nothing(
+    env: Env,
+) -> None:
+    """The attack of issue 31: org B's admin watches org A's recordings folder."""
+    env.drive.add_file(FOLDER_A, "call-a-1", "Call with Mercy Ridge", b"A's transcript")
+    alpha = env.proven_watch(ALPHA, FOLDER_A)  # A's own marker is in the folder
+    attack = env.watch(BETA, FOLDER_A)
+    assert attack.status_code == 403, attack.get_json()
+    assert attack.get_json()["error"]["code"] == "ownership_unproven"
+    # even with B's marker in the folder (someone at B can write to it), A proved it first
+    env.prove(BETA, FOLDER_A)
+    again = env.watch(BETA, FOLDER_A)
+    assert again.status_code == 403, again.get_json()
+    error = again.get_json()["error"]
+    assert error["code"] == "owned_by_another_org" and ALPHA not in error["message"]
+    assert [c.id for c in env.drive.live_channels()] == [alpha]  # nothing made for B
+    assert env.rows(BETA) == []
+    assert [(e["reason"], e["action"]) for e in env.audit(BETA)] == [
+        ("ownership_unproven", "drive.watch"),
+        ("owned_by_another_org", "drive.watch"),
+    ]
+    assert env.audit(ALPHA) == []  # A's log says nothing of B's attempts
+    # A's notification stores A's transcript in A; B has none of it
+    assert env.notify(alpha).status_code == 200
+    assert env.recordings(ALPHA) == [{"source_file_id": "call-a-1"}]
+    assert env.recordings(BETA) == []
+    # B's genuine token for A's folder names no channel of B's: refused, nothing stored
+    assert env.notify(alpha, BETA, FOLDER_A).status_code == 401
+    assert env.recordings(BETA) == []
+
+
+def test_a_channel_made_before_folders_were_proven_is_refused_then_stopped(env: Env) -> None:
+    """Channels that the unchecked watch created (before migration 0039) on a folder that is
+    not the org's: the webhook refuses them at once, and the renewal stops them at Drive."""
+    env.drive.add_file(FOLDER_A, "call-a-1", "Call with Mercy Ridge", b"A's transcript")
+    env.prove(ALPHA, FOLDER_A)  # A's marker: A's own legacy channel is kept and bound
+    legacy: dict[str, str] = {}
+    drive = drive_from_settings(env.deps.settings)
+    for org in (ALPHA, BETA):  # what the old, unchecked watch did for each
+        token = watch_token(SECRET, org, FOLDER_A)
+        made = drive.watch_folder(FOLDER_A, f"colony-legacy-{org}", HOOK, token, 0)
+        with env.deps.db.transaction(org) as cur:
+            expires = now() + timedelta(hours=20)
+            drive_channels_repo.add(cur, made.id, org, FOLDER_A, made.resource_id, expires)
+        legacy[org] = made.id
+    drive.close()
+    refused = env.notify(legacy[BETA], BETA, FOLDER_A)
+    assert refused.status_code == 403, refused.get_json()
+    assert env.recordings(BETA) == []
+    body = {"task": {"kind": "drive.renew", "org_id": BETA}}
+    renewed = env.lifecycle.post("/", json=body)
+    assert renewed.status_code == 200, renewed.get_json()
+    assert renewed.get_json()["stopped_unproven"] == [legacy[BETA]]
+    assert env.drive.channels[legacy[BETA]].stopped
+    assert [r["status"] for r in env.rows(BETA)] == ["stopped"]
+    [entry] = env.audit(BETA)
+    assert (entry["actor"], entry["channel"], entry["reason"]) == (
+        "system",
+        "system",
+        "ownership_unproven",
+    )
+    # A's legacy channel: its marker is in the folder, so the renewal binds it and keeps it
+    kept = env.lifecycle.post("/", json={"task": {"kind": "drive.renew", "org_id": ALPHA}})
+    assert kept.status_code == 200 and kept.get_json()["stopped_unproven"] == []
+    assert not env.drive.channels[legacy[ALPHA]].stopped
+    assert env.notify(legacy[ALPHA]).status_code == 200
+    assert env.recordings(ALPHA) == [{"source_file_id": "call-a-1"}]

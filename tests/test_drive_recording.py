@@ -24,14 +24,14 @@ from colony.adapters.rest import RestClient
 from colony.context.tokens import counter_for
 from colony.errors import ProviderError, TemplateError, Unauthorized, ValidationFailed
 from colony.flows import drive as drive_flow
-from colony.flows import recording, transcripts
+from colony.flows import drive_folders, recording, transcripts
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
 from colony.llm.runner import StructuredRunner
 from colony.local.demo import DEMO_DIR, load_demo
 from colony.runtime.faults import Faults
 from colony.settings import Settings
-from colony.store import drive_channels, fetch_all, fetch_one
+from colony.store import claims, drive_channels, fetch_all, fetch_one
 from colony.testing.drive_server import DriveServer, push_headers
 from colony.testing.fakes import RecordingSleep
 from colony.testing.inline import InlineTransport, local_deps, run_until_idle
@@ -114,9 +114,11 @@ def world(testdb: PgDB, gcs):
 
 
 def add_channel(db, channel_id: str, folder: str = FOLDER) -> None:
-    """The channel a watch created (``flows.drive_channels.watch``), as it stores it."""
+    """The channel a watch created (``flows.drive_channels.watch``), as it stores it, with
+    the folder bound to the org as the watch's proof left it (``flows.drive_folders``)."""
     expires = datetime.now(UTC) + timedelta(days=400)  # past every clock the tests use
     with db.transaction(ORG) as cur:
+        claims.claim(cur, ORG, drive_folders.KIND, folder, drive_folders.METHOD, "u1")
         drive_channels.add(cur, channel_id, ORG, folder, f"res-{folder}", expires)
 
 

@@ -91,6 +91,11 @@ def env(testdb: PgDB, monkeypatch: pytest.MonkeyPatch, no_ambient_config: None) 
             " VALUES ('ch-1', %s, 'folder1', 'res-1', %s)",
             (DRIVE, FIXED_NOW + timedelta(days=2)),
         )
+        cur.execute(  # proven when it was watched (flows.drive_folders)
+            "INSERT INTO resource_claims (org_id, kind, resource_id, method, claimed_by)"
+            " VALUES (%s, 'drive_folder', 'folder1', 'marker', 'u1')",
+            (DRIVE,),
+        )
     with db.transaction(ERASING) as cur:
         cur.execute(
             "INSERT INTO erasure_jobs (target_org, requested_by) VALUES (%s, 'test')", (ERASING,)

@@ -7,6 +7,9 @@
     │   │   ├── DimensionMismatch  an embedding of the wrong length
     │   │   └── Unprocessable    well-formed JSON whose content cannot be used (HTTP 422)
     │   ├── OrgScopeError        no org, or an org that is not the caller's (CONST-003)
+    │   ├── Forbidden            authenticated, but this person may not do this (HTTP 403)
+    │   │   ├── OwnershipUnproven  something outside our database the org has not proved its own
+    │   │   └── OwnedElsewhere   something outside our database another org already holds
     │   ├── NotFound             a referenced row does not exist in the caller's org
     │   ├── Unauthorized         no credentials, or credentials that do not verify
     │   ├── RateLimited          too many requests of a kind in a window; later may work
@@ -94,6 +97,20 @@ class Forbidden(CallerError):
     else, a decision a model tried to make."""
 
     code = "forbidden"
+
+
+class OwnershipUnproven(Forbidden):
+    """An org named something outside our database (a Drive folder…) that it has not proved
+    is its own; the message says how to prove it (``docs/security.md``)."""
+
+    code = "ownership_unproven"
+
+
+class OwnedElsewhere(Forbidden):
+    """An org named something outside our database that another org already proved its own;
+    the message never names that org."""
+
+    code = "owned_by_another_org"
 
 
 class NotFound(CallerError):

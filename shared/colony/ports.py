@@ -432,6 +432,12 @@ class DriveChannels(Protocol):
         ...
 
 
+@runtime_checkable
+class DriveWatcher(DriveClient, DriveChannels, Protocol):
+    """Both: a watch first lists the folder for the org's ownership marker
+    (``flows.drive_folders``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class NotionPage:
     id: str

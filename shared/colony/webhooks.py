@@ -9,6 +9,12 @@ org, and binds the org to its own folder: the folder comes from ``X-Goog-Resourc
 unauthenticated header, so a token issued for org A's folder must never let a notification
 naming org B's folder read B's transcripts into A.
 
+Whose folder it is: Colony reads every org's folders through one Drive identity, so that
+identity reaching a folder proves nothing about which org owns it. An org proves a folder is
+its own by placing a file named ``folder_marker`` (``colony-verify-`` and an HMAC of the org
+and the folder under the same secret) in it: only someone who can write to the folder can,
+and another org's marker for the same folder has another name (``docs/security.md``).
+
 Notion webhook bodies are signed: ``X-Notion-Signature: sha256=<hex HMAC-SHA256(verification
 token, raw body)>``; ``verify_signature`` checks it in constant time.
 """
@@ -34,13 +40,24 @@ class HeaderReader(Protocol):
 GOOGLE_DOC = "application/vnd.google-apps.document"
 TEXT_TYPES = ("text/plain", "text/markdown", "text/vtt")
 MAX_TRANSCRIPT_BYTES = 4_000_000  # ~1M tokens: far past what AGT-006 accepts, so it can say so
+MARKER_PREFIX = "colony-verify-"
 _FOLDER_IN_URI = re.compile(r"/drive/v3/files/([A-Za-z0-9_-]{1,200})(?:[/?]|$)")
 
 
 def is_transcript(file: DriveFile) -> bool:
-    """Meet Notes are Google Docs; plain-text uploads are accepted too. Folders, videos and
-    everything else in the folder are not transcripts."""
+    """Meet Notes are Google Docs; plain-text uploads are accepted too. Folders, videos,
+    ownership markers and everything else in the folder are not transcripts."""
+    if file.name.startswith(MARKER_PREFIX):
+        return False
     return file.mime_type == GOOGLE_DOC or file.mime_type in TEXT_TYPES
+
+
+def folder_marker(secret: str, org_id: str, folder_id: str) -> str:
+    """The name of the file that proves ``folder_id`` is ``org_id``'s once it is in it."""
+    if not org_id or not folder_id or "\n" in org_id or "\n" in folder_id:
+        raise ConfigError("a Drive folder marker needs an org id and a folder id")
+    message = f"folder-marker\n{org_id}\n{folder_id}".encode()
+    return MARKER_PREFIX + hmac.new(secret.encode(), message, hashlib.sha256).hexdigest()[:32]
 
 
 def folder_of(resource_uri: str | None) -> str | None:

@@ -15,8 +15,12 @@ Routes (JSON; ``Authorization: Bearer <Clerk session JWT>``):
 - ``POST /orgs/{org}/notion`` → 202: connect a Notion workspace (``NotionConnect``: its id, its
   token, its KC mapping) and start its backfill; 409 if another org holds the workspace;
 - ``GET /orgs/{org}/notion``: the org's workspaces and their backfill / reconciliation runs;
+- ``GET /orgs/{org}/drive/folders/{folder}``: the marker file that proves a Drive folder is
+  the org's, and whether it is yet (``flows.drive_folders``);
 - ``POST /orgs/{org}/drive/watch`` → 201 (``{"folder_id"}``): watch the org's recordings
-  folder (a Drive channel, renewed by the scheduler); ``GET /orgs/{org}/drive/channels``.
+  folder (a Drive channel, renewed by the scheduler); 403 ``ownership_unproven`` until the
+  marker is in the folder, 403 ``owned_by_another_org`` if another org proved it first (both
+  audited); ``GET /orgs/{org}/drive/channels``.
 - ``/orgs/{org}/imports…``: prospect and deal imports (``colony.admin.imports``).
 
 A replace body with an unknown field, or a rule that cannot work, is a 422 naming it.
@@ -45,7 +49,14 @@ from colony.contracts.admin import (
 )
 from colony.contracts.lifecycle import RetentionUpdate
 from colony.errors import NotFound, OrgScopeError, Unauthorized, Unprocessable, ValidationFailed
-from colony.flows import drive_channels, erasure, notion_workspaces, org_admin, retention
+from colony.flows import (
+    drive_channels,
+    drive_folders,
+    erasure,
+    notion_workspaces,
+    org_admin,
+    retention,
+)
 from colony.runtime.auth import Principal, verify_bearer
 from colony.runtime.deps import Deps
 from colony.runtime.edge import JsonRequest
@@ -62,6 +73,7 @@ RETENTION = re.compile(rf"^/orgs/(?P<org>{_ID})/retention$")
 ORG_DATA = re.compile(rf"^/orgs/(?P<org>{_ID})/(?P<what>icp|sequences|settings)$")
 NOTION = re.compile(rf"^/orgs/(?P<org>{_ID})/notion$")
 DRIVE = re.compile(rf"^/orgs/(?P<org>{_ID})/drive/(?P<what>watch|channels)$")
+DRIVE_FOLDER = re.compile(rf"^/orgs/(?P<org>{_ID})/drive/folders/(?P<folder>[^/]{{1,200}})$")
 
 
 def is_org_admin(claims: Mapping[str, Any]) -> bool:
@@ -171,9 +183,14 @@ def handle(deps: Deps, request: JsonRequest) -> tuple[dict[str, Any], int] | dic
             _admin_of(deps, request, org)
             return drive_channels.channels(deps, org)
         _method(request, "POST")
-        _admin_of(deps, request, org)
+        principal = _admin_of(deps, request, org)
         watch = _replacement(request, DriveWatch)
-        return drive_channels.watch(deps, _drive(deps), org, watch.folder_id), 201
+        folder = watch.folder_id
+        return drive_channels.watch(deps, _drive(deps), org, folder, principal.user_id), 201
+    if match := DRIVE_FOLDER.match(path):
+        _method(request, "GET")
+        _admin_of(deps, request, match["org"])
+        return drive_folders.proof(deps, match["org"], match["folder"])
     if match := imports.IMPORTS.match(path):
         org = match["org"]
         principal = _admin_of(deps, request, org)

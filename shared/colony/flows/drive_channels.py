@@ -1,12 +1,15 @@
 """Drive watch channels that live (issue 17 item 5): create, renew before expiry, stop.
 
-    admin ``POST /orgs/{org}/drive/watch`` ─► ``watch``: ``files.watch`` on the org's
-        recordings folder, its token bound to (org, folder) (``webhooks.watch_token``), the
-        channel id and expiry stored ─► the Drive webhook accepts only notifications of a
-        stored, active, unexpired channel of that org and folder (``check``)
+    admin ``POST /orgs/{org}/drive/watch`` ─► ``watch``: the folder proven the org's
+        (``flows.drive_folders``; 403 and audited if not) ─► ``files.watch`` on it, its
+        token bound to (org, folder) (``webhooks.watch_token``), the channel id and expiry
+        stored ─► the Drive webhook accepts only notifications of a stored, active,
+        unexpired channel of that org and of a folder bound to it (``check``)
     the drive-renew schedule's task ``{"task": {"kind": "drive.renew", "org_id"}}``
-        ─► ``renew``: every channel expiring within ``RENEW_WITHIN`` gets a successor for
-        its folder first, then is stopped, so the folder is never unwatched
+        ─► ``renew``: every active channel's folder re-checked (a channel from before
+        folders were proven is stopped unless its marker is there), then every channel
+        expiring within ``RENEW_WITHIN`` gets a successor for its folder first, then is
+        stopped, so the folder is never unwatched
     org erased (Clerk ``organization.deleted`` → erasure, phase ``channels``) ─► ``stop_org``:
         ``channels.stop`` for each active channel, then marked stopped
 
@@ -20,9 +23,10 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from colony.errors import ConfigError, Unauthorized, ValidationFailed
+from colony.errors import ConfigError, OwnershipUnproven, Unauthorized
+from colony.flows import drive_folders
 from colony.flows.deps import FlowDeps
-from colony.ports import DriveChannels
+from colony.ports import DriveChannels, DriveWatcher
 from colony.store import drive_channels as repo
 from colony.webhooks import watch_token
 
@@ -31,14 +35,12 @@ RENEW_WITHIN = timedelta(hours=12)
 WEBHOOK = "drive-webhook"
 
 
-def watch(deps: FlowDeps, drive: DriveChannels, org_id: str, folder_id: str) -> dict[str, Any]:
-    """Watch ``folder_id`` for the org: a new channel, stored with its expiry."""
-    if (
-        not folder_id
-        or len(folder_id) > 200
-        or not folder_id.replace("-", "").replace("_", "").isalnum()
-    ):
-        raise ValidationFailed("folder_id is not a Drive folder id")
+def watch(
+    deps: FlowDeps, drive: DriveWatcher, org_id: str, folder_id: str, actor: str
+) -> dict[str, Any]:
+    """Watch ``folder_id`` for the org (once it is proven theirs): a new channel, stored with
+    its expiry. ``actor``: the person who asked (or ``system`` for a renewal)."""
+    drive_folders.ensure_owned(deps, drive, org_id, drive_folders.valid_folder(folder_id), actor)
     secret = deps.settings.drive_channel_token
     if not secret:
         raise ConfigError("COLONY_DRIVE_CHANNEL_TOKEN is required to create Drive channels")
@@ -56,17 +58,25 @@ def watch(deps: FlowDeps, drive: DriveChannels, org_id: str, folder_id: str) -> 
     return {"channel_id": created.id, "folder_id": folder_id, "expires_at": expires.isoformat()}
 
 
-def renew(deps: FlowDeps, drive: DriveChannels, org_id: str) -> dict[str, Any]:
-    """Replace every channel of the org that expires within ``RENEW_WITHIN``."""
+def renew(deps: FlowDeps, drive: DriveWatcher, org_id: str) -> dict[str, Any]:
+    """Stop every channel of a folder the org has not proven, then replace every channel
+    that expires within ``RENEW_WITHIN``."""
+    with deps.db.transaction(org_id) as cur:
+        live = repo.active(cur)
+    stopped = []
+    for channel in live:
+        if not drive_folders.recheck(deps, drive, org_id, str(channel["folder_id"])):
+            _stop(deps, drive, org_id, channel)
+            stopped.append(channel["id"])
     horizon = deps.clock() + RENEW_WITHIN
     with deps.db.transaction(org_id) as cur:
         due = repo.expiring(cur, horizon)
     renewed = []
     for old in due:
-        new = watch(deps, drive, org_id, str(old["folder_id"]))  # the successor first
+        new = watch(deps, drive, org_id, str(old["folder_id"]), "system")  # successor first
         _stop(deps, drive, org_id, old)
         renewed.append({"old": old["id"], "new": new["channel_id"]})
-    return {"org_id": org_id, "renewed": renewed}
+    return {"org_id": org_id, "renewed": renewed, "stopped_unproven": stopped}
 
 
 def stop_org(deps: FlowDeps, drive: DriveChannels, org_id: str) -> int:
@@ -91,12 +101,15 @@ def check(deps: FlowDeps, org_id: str, channel_id: str | None, folder_id: str) -
         raise Unauthorized("the Drive notification names no channel we created")
     with deps.db.transaction(org_id) as cur:
         row = repo.get(cur, channel_id)
+        proven = drive_folders.owned(cur, folder_id)
     if row is None or row["folder_id"] != folder_id:
         raise Unauthorized("the Drive notification names no channel we created")
     if row["status"] != "active":
         raise Unauthorized("the Drive channel was stopped")
     if row["expires_at"] <= deps.clock():
         raise Unauthorized("the Drive channel has expired")
+    if not proven:  # a channel from before folders were proven (migration 0039)
+        raise OwnershipUnproven("the Drive folder is not proven to be this organisation's")
 
 
 def channels(deps: FlowDeps, org_id: str) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from colony.local.demo import DEMO_DIR
 from colony.local.progress import wait_until
 from colony.settings import Settings
 from colony.store import Database, fetch_all, fetch_one
-from colony.webhooks import compact_id, watch_token
+from colony.webhooks import compact_id, folder_marker, watch_token
 
 if TYPE_CHECKING:
     from colony.local.campaign_demo import DemoContext
@@ -50,6 +50,9 @@ def knowledge_stand_ins(settings: Settings, org_id: str) -> Iterator[dict[str, s
     with DriveServer() as drive, NotionServer() as notion:
         transcript = (DEMO_DIR / "transcripts" / "discovery_mercy_ridge.txt").read_bytes()
         drive.add_file(FOLDER, "demo-meet-notes-1", TITLE, transcript)
+        # the org's proof that the folder is its own (``flows.drive_folders``)
+        marker = folder_marker(DRIVE_SECRET, org_id, FOLDER)
+        drive.add_file(FOLDER, "demo-marker", marker, b"", "text/plain")
         for page in pages["pages"]:
             blocks = [block(kind, text) for kind, text in page["blocks"]]
             notion.put_page(page["id"], page["title"], blocks, parent_database=page["database"])
@@ -78,13 +81,16 @@ def connect_demo_workspace(settings: Settings, db: Database, org_id: str) -> Non
 
 
 def _demo_channel(db: Database, org_id: str) -> None:
-    """The watch channel the demo's notification names, as ``flows.drive_channels.watch``
-    stores it (the stand-in's Drive does not call back; the demo posts the push itself)."""
+    """The watch channel the demo's notification names, and the folder bound to the org, as
+    ``flows.drive_channels.watch`` stores them once it has found the org's marker (the
+    stand-in's Drive does not call back; the demo posts the push itself)."""
     from datetime import UTC, datetime, timedelta
 
-    from colony.store import drive_channels
+    from colony.flows.drive_folders import KIND, METHOD
+    from colony.store import claims, drive_channels
 
     with db.transaction(org_id) as cur:
+        claims.claim(cur, org_id, KIND, FOLDER, METHOD, "local-demo")
         if drive_channels.get(cur, "demo-channel") is None:
             expires = datetime.now(UTC) + timedelta(days=1)
             drive_channels.add(cur, "demo-channel", org_id, FOLDER, f"res-{FOLDER}", expires)

@@ -70,6 +70,7 @@ ORG_SCOPED_TABLES: tuple[str, ...] = (
     "import_errors",
     "contact_signals",
     "kc_chunk_credits",
+    "resource_claims",
 )
 
 # The first schema is long enough to read best as SQL: it lives beside this module, byte for
@@ -658,5 +659,11 @@ def migrations(dim: int) -> list[Migration]:
         # Issue 19 item 5: briefs and chat answers keep the id of the call that made them.
         Migration(
             "0037_output_calls", (_SQL / "0037_output_calls.sql").read_text(encoding="utf-8")
+        ),
+        # Issue 31: a Drive folder (and whatever else an org names outside our database) is
+        # bound to the one org that proved it is theirs.
+        Migration(
+            "0039_resource_claims",
+            (_SQL / "0039_resource_claims.sql").read_text(encoding="utf-8"),
         ),
     ]
