@@ -52,6 +52,7 @@ ENTITY_TABLES = {
     "import_jobs",  # issue 17: an uploaded prospect or deal file, its checkpoint and counts
     "import_errors",  # issue 17: each rejected record of an import, its number and reason
     "kc_chunk_credits",  # issue 19: outcomes credited to the chunks that grounded a call
+    "held_inbound_mail",  # issue 31: inbound mail events held until a reader can read them
 }
 
 

@@ -659,4 +659,10 @@ def migrations(dim: int) -> list[Migration]:
         Migration(
             "0037_output_calls", (_SQL / "0037_output_calls.sql").read_text(encoding="utf-8")
         ),
+        # Issue 31 item 4: a signed inbound-mail event the deployment cannot read yet is held,
+        # not refused, and drained once a reader is configured (colony.flows.held_mail).
+        Migration(
+            "0039_held_inbound_mail",
+            (_SQL / "0039_held_inbound_mail.sql").read_text(encoding="utf-8"),
+        ),
     ]
