@@ -4,12 +4,17 @@ against ``colony.testing.resend_server``.
 
 Stood in: Resend itself (its REST API, and the events it posts, signed the way it signs them:
 Svix). Real: the SDK and its HTTP, the Svix verification, the function, the flows, the
-database. Each event here is the shape Resend documents for it."""
+database. Each event here is the shape Resend documents for it.
+
+A deployment without Resend's key (issue 31 item 4) runs the same functions without it: its
+inbound events are held, and the data-lifecycle function, started later with the key, drains
+them through the replies-poll task as Cloud Tasks would post it."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,7 +26,7 @@ import pytest
 from colony.adapters.embedding import OfflineHashEmbedder
 from colony.adapters.resend_mail import ResendMail
 from colony.errors import NotFound
-from colony.flows import replies, sending
+from colony.flows import held_mail, replies, sending
 from colony.knowledge import KnowledgeStore
 from colony.ports import InboundMail
 from colony.runtime.deps import Deps
@@ -34,6 +39,7 @@ from colony.testing.resend_server import (
     Sent,
     delivery_event,
     received_event,
+    resend_error,
     signed,
     webhook_secret,
 )
@@ -64,6 +70,8 @@ class Stack:
     api: ResendServer
     url: str
     http: httpx.Client
+    env: dict[str, str]  # the functions' environment
+    log_dir: Path
 
     def post(self, body: bytes, **sign: Any) -> httpx.Response:
         return self.http.post(self.url, content=body, headers=signed(SECRET, body, **sign))
@@ -78,9 +86,25 @@ class Stack:
             row = fetch_one(cur, "SELECT status FROM outbox WHERE id = %s", (outbox_id,))
         return str(row["status"])
 
+    @contextmanager
+    def functions(self, *names: str, **env: str) -> Iterator[dict[str, str]]:
+        """More functions over the same database and Resend, with more environment (say, the
+        reader's key, set later); their URLs by name."""
+        # lazy: the local function runner is a dev tool
+        from colony.local.functions import FunctionServers
 
-@pytest.fixture
-def stack(testdb: PgDB, tmp_path: Path) -> Iterator[Stack]:
+        with FunctionServers({**self.env, **env}, names, log_dir=self.log_dir) as servers:
+            yield servers.urls
+
+    def poll(self, url: str) -> httpx.Response:
+        """What the replies-poll schedule's task posts to data-lifecycle."""
+        return self.http.post(url, json={"task": {"kind": "replies.poll"}})
+
+
+@contextmanager
+def serving(testdb: PgDB, tmp_path: Path, *, reader: bool) -> Iterator[Stack]:
+    """Two orgs, Resend's stand-in and the delivery-events function; ``reader``: whether it
+    has Resend's key, so it can read the inbound mail an event names."""
     # lazy: the local function runner is a dev tool
     from colony.local.functions import FunctionServers
 
@@ -101,16 +125,31 @@ def stack(testdb: PgDB, tmp_path: Path) -> Iterator[Stack]:
             "COLONY_TRANSPORT": "local",
             "COLONY_DATA_DIR": str(tmp_path),
             "COLONY_DELIVERY_WEBHOOK_SECRET": SECRET,
-            "COLONY_RESEND_API_KEY": API_KEY,
             "COLONY_RESEND_API_URL": api.base_url,
+            **({"COLONY_RESEND_API_KEY": API_KEY} if reader else {}),
         }
         with (
             FunctionServers(env, ["delivery-events"], log_dir=tmp_path) as servers,
             httpx.Client(timeout=30) as http,
         ):
-            yield Stack(deps, api, servers.urls["delivery-events"], http)
-            log = (tmp_path / "delivery-events.log").read_text()
-    assert "Ignore all previous instructions" not in log and "Tuesday" not in log
+            yield Stack(deps, api, servers.urls["delivery-events"], http, env, tmp_path)
+    for log in tmp_path.glob("*.log"):  # every function's: the reply is data, never logged
+        text = log.read_text()
+        assert "Ignore all previous instructions" not in text and "Tuesday" not in text, log
+
+
+@pytest.fixture
+def stack(testdb: PgDB, tmp_path: Path) -> Iterator[Stack]:
+    with serving(testdb, tmp_path, reader=True) as served:
+        yield served
+
+
+@pytest.fixture
+def unread(testdb: PgDB, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
+    """A deployment that never configured inbound mail: no Resend key anywhere."""
+    monkeypatch.delenv("COLONY_RESEND_API_KEY", raising=False)  # the servers inherit ours
+    with serving(testdb, tmp_path, reader=False) as served:
+        yield served
 
 
 def rejections(testdb: PgDB) -> list[str]:
@@ -269,3 +308,214 @@ def test_a_mailbox_bound_to_one_org_never_files_a_reply_to_another_orgs_message(
     assert stored["sentiment"] == "negative" and stored["org_id"] == ORG
     with stack.deps.db.transaction(OTHER) as cur:  # and the other org sees none of it
         assert fetch_all(cur, "SELECT id FROM replies") == []
+
+
+# Issue 31 item 4: inbound mail on a deployment that cannot read it yet.
+
+
+def held(testdb: PgDB) -> list[dict[str, Any]]:
+    return testdb.owner_rows(
+        "SELECT event_id, email_id, status, attempts, detail FROM held_inbound_mail"
+        " ORDER BY held_at, event_id"
+    )
+
+
+def drain_rejections(testdb: PgDB) -> list[str]:
+    rows = testdb.owner_rows(
+        "SELECT reason FROM rejected_deliveries WHERE function = 'held-inbound-mail' ORDER BY id"
+    )
+    return [r["reason"] for r in rows]
+
+
+def held_since(age: timedelta, event_id: str) -> Callable[[Any], None]:
+    """Back-date a held event (as if it had waited ``age`` for a reader)."""
+
+    def work(conn: Any) -> None:
+        conn.cursor().execute(
+            "UPDATE held_inbound_mail SET held_at = now() - %s::interval WHERE event_id = %s",
+            (age, event_id),
+        )
+        conn.commit()
+
+    return work
+
+
+def mid_sequence(deps: Deps, outbox_id: str) -> str:
+    """Put the message's contact mid-way through a two-step sequence; the contact's id."""
+    with deps.db.transaction(ORG) as cur:
+        contact = fetch_one(cur, "SELECT contact_id FROM outbox WHERE id = %s", (outbox_id,))
+        cur.execute(
+            "INSERT INTO campaigns (id, org_id, name, angle, tier) VALUES"
+            " ('camp_1', %s, 'Pilot', 'Signal', 'T1')",
+            (ORG,),
+        )
+        cur.execute(
+            "INSERT INTO sequence_enrollments (org_id, campaign_id, contact_id, run_id, angle,"
+            " tier, steps) VALUES (%s, 'camp_1', %s, 'run_1', 'Signal', 'T1', 2)",
+            (ORG, contact["contact_id"]),
+        )
+    return str(contact["contact_id"])
+
+
+def enrollment(deps: Deps, contact_id: str) -> tuple[str, str | None]:
+    with deps.db.transaction(ORG) as cur:
+        row = fetch_one(
+            cur,
+            "SELECT status, stop_reason FROM sequence_enrollments WHERE contact_id = %s",
+            (contact_id,),
+        )
+    return row["status"], row["stop_reason"]
+
+
+def reads(stack: Stack) -> int:
+    """How many inbound messages have been read from Resend."""
+    return len(stack.api.requests_to("resend.emails.receiving.get"))
+
+
+def reply_count(deps: Deps) -> int:
+    with deps.db.transaction(ORG) as cur:
+        return len(fetch_all(cur, "SELECT id FROM replies"))
+
+
+NOTHING = {"stored": 0, "duplicate": 0, "rejected": 0, "missing": 0, "failed": 0, "waiting": 0}
+
+
+def test_a_reply_no_reader_can_read_is_held_then_drained_once_a_reader_is_configured(
+    unread: Stack, testdb: PgDB
+) -> None:
+    outbox_id, sent = unread.send("dana@granitepeak.example")
+    contact_id = mid_sequence(unread.deps, outbox_id)
+    email_id = unread.api.inbound(
+        sender="Dana <dana@granitepeak.example>",
+        to="outreach@zoomprop.example",
+        subject="Re: Lease costs",
+        text=REPLY,
+        in_reply_to=sent.message["Message-ID"],
+        message_id="<reply-held@granitepeak.example>",
+    )
+    event = received_event(email_id)
+    first = unread.post(event, msg_id="msg_held")
+    assert first.status_code == 202, first.text
+    assert first.json() == {"status": "held", "duplicate": False, "reason": held_mail.NO_READER}
+    # Svix did not see the 202 and sends the event again: still one held event
+    again = unread.post(event, msg_id="msg_held")
+    assert again.status_code == 202 and again.json()["duplicate"] is True
+    assert held(testdb) == [
+        {"event_id": "msg_held", "email_id": email_id, "status": "held", "attempts": 0,
+         "detail": None}
+    ]  # fmt: skip
+    assert reads(unread) == 0  # no key: nothing read
+    assert reply_count(unread.deps) == 0 and unread.status(outbox_id) == "sent"
+    assert enrollment(unread.deps, contact_id) == ("active", None)
+    assert rejections(testdb) == [] and drain_rejections(testdb) == []
+
+    # the schedule's poll on a deployment still without a reader reads nothing, says so
+    with unread.functions("data-lifecycle") as urls:
+        waiting = unread.poll(urls["data-lifecycle"])
+    assert waiting.status_code == 200, waiting.text
+    assert waiting.json()["held"] == {
+        "status": "waiting",
+        "waiting": 1,
+        "reason": held_mail.NO_READER,
+    }
+    assert reads(unread) == 0
+
+    # Resend's key is configured: the next poll reads the held reply and ingests it, once
+    with unread.functions(
+        "data-lifecycle", "delivery-events", COLONY_RESEND_API_KEY=API_KEY
+    ) as urls:
+        drained = unread.poll(urls["data-lifecycle"])
+        assert drained.status_code == 200, drained.text
+        assert drained.json()["held"] == {"status": "drained", **NOTHING, "stored": 1}
+        assert unread.poll(urls["data-lifecycle"]).json()["held"] == {
+            "status": "drained",
+            **NOTHING,
+        }
+        # Svix redelivers the event after the drain, to a webhook that now reads: a no-op
+        late = unread.http.post(
+            urls["delivery-events"], content=event, headers=signed(SECRET, event, msg_id="msg_held")
+        )
+        assert late.status_code == 200, late.text
+        assert late.json()["status"] == "duplicate" and late.json()["delivery"] == {
+            "duplicate": True
+        }
+    # and to one that still has no key: answered from the held row, nothing held again
+    stale = unread.post(event, msg_id="msg_held")
+    assert stale.status_code == 200 and stale.json()["status"] == "ingested"
+
+    assert [(r["status"], r["detail"]) for r in held(testdb)] == [("ingested", "stored")]
+    with unread.deps.db.transaction(ORG) as cur:
+        (row,) = fetch_all(cur, "SELECT outbox_id, message_id, body, sentiment FROM replies")
+    assert (row["outbox_id"], row["message_id"]) == (outbox_id, "<reply-held@granitepeak.example>")
+    assert row["body"] == "Yes, sounds interesting. Can we talk Tuesday at 10?"
+    assert row["sentiment"] == "positive"
+    assert unread.status(outbox_id) == "replied"
+    assert enrollment(unread.deps, contact_id) == ("stopped", "replied")
+    assert reads(unread) == 2  # the drain's, and the live webhook's of the redelivery
+    assert rejections(testdb) == [] and drain_rejections(testdb) == []
+
+
+def test_held_mail_the_provider_lost_or_cannot_serve_is_reported_and_never_retried_forever(
+    unread: Stack, testdb: PgDB
+) -> None:
+    outbox_id, sent = unread.send("dana@granitepeak.example")
+    gone = "00000000-0000-0000-0000-000000000000"  # past Resend's retention when finally read
+    stranger = unread.api.inbound(
+        sender="x@example.com", to="o@zoomprop.example", subject="Re", text="Yes",
+        in_reply_to="<not-ours@zoomprop.example>",
+    )  # fmt: skip
+    flaky = unread.api.inbound(
+        sender="dana@granitepeak.example", to="o@zoomprop.example", subject="Re: Lease costs",
+        text="Yes, call me.", in_reply_to=sent.message["Message-ID"],
+    )  # fmt: skip
+    for msg_id, email_id in (("msg_a", gone), ("msg_b", stranger), ("msg_c", flaky)):
+        assert unread.post(received_event(email_id), msg_id=msg_id).status_code == 202
+
+    with unread.functions("data-lifecycle", COLONY_RESEND_API_KEY=API_KEY) as urls:
+        unread.api.script(resend_error(503, "internal_server_error", "Try again later."))
+        failed = unread.poll(urls["data-lifecycle"])  # Resend is down for the first read
+        assert failed.status_code == 503, failed.text  # so Cloud Tasks retries, with backoff
+        assert reads(unread) == 1
+        assert [(r["event_id"], r["status"], r["attempts"]) for r in held(testdb)] == [
+            ("msg_a", "held", 1),
+            ("msg_b", "held", 0),
+            ("msg_c", "held", 0),
+        ]
+        drained = unread.poll(urls["data-lifecycle"])
+        assert drained.status_code == 200, drained.text
+        assert drained.json()["held"] == {
+            "status": "drained",
+            **NOTHING,
+            "stored": 1,
+            "rejected": 1,
+            "missing": 1,
+        }
+        assert reads(unread) == 4
+        # the gone and the stranger's are done with, reported once: never read again
+        assert unread.poll(urls["data-lifecycle"]).json()["held"] == {
+            "status": "drained",
+            **NOTHING,
+        }
+        assert reads(unread) == 4
+
+        # a message whose read still fails long after it was held is given up, on the record
+        lost = unread.api.inbound(
+            sender="lee@granitepeak.example", to="o@zoomprop.example", subject="Re",
+            text="Later.", in_reply_to=sent.message["Message-ID"],
+        )  # fmt: skip
+        assert unread.post(received_event(lost), msg_id="msg_d").status_code == 202
+        testdb.as_owner(held_since(timedelta(days=15), "msg_d"))
+        unread.api.script(resend_error(503, "internal_server_error", "Try again later."))
+        given_up = unread.poll(urls["data-lifecycle"])
+        assert given_up.status_code == 200, given_up.text
+        assert given_up.json()["held"] == {"status": "drained", **NOTHING, "failed": 1}
+        assert unread.poll(urls["data-lifecycle"]).json()["held"]["failed"] == 0
+        assert reads(unread) == 5
+
+    statuses = {r["event_id"]: (r["status"], r["detail"]) for r in held(testdb)}
+    assert statuses["msg_a"] == ("missing", f"not_found: Resend has no inbound message {gone!r}")
+    assert statuses["msg_b"][0] == "rejected" and "no message" in statuses["msg_b"][1]
+    assert statuses["msg_c"] == ("ingested", "stored")
+    assert statuses["msg_d"][0] == "failed" and "503" in statuses["msg_d"][1]
+    assert [r.split(":")[0] for r in drain_rejections(testdb)] == ["missing", "rejected", "failed"]
+    assert reply_count(unread.deps) == 1 and unread.status(outbox_id) == "replied"

@@ -69,7 +69,8 @@ COMPOSITIONS = {  # colony.runtime.compose module → the parts it builds
     "model_assets": {"llm", "knowledge", "blobs"},
     "knowledge": {"knowledge"},
     "assets": {"blobs"},
-    "lifecycle": {"blobs", "traces"},  # erasure deletes an org's Langfuse traces
+    # erasure deletes an org's Langfuse traces; the reply poll reads held inbound mail
+    "lifecycle": {"blobs", "traces", "inbound"},
     "mail": {"sender"},  # the SMTP relay or Resend
     "inbound": {"inbound"},  # Resend's received mail (replies its webhook names)
 }

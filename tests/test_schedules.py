@@ -24,7 +24,7 @@ import pytest
 
 from colony.adapters.embedding import OfflineHashEmbedder
 from colony.contracts.lifecycle import ScheduleName
-from colony.flows import schedules, sending
+from colony.flows import held_mail, schedules, sending
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
 from colony.registry.functions import QUEUES
@@ -266,6 +266,8 @@ def test_the_reply_mailbox_schedule_stores_each_reply_against_its_message(
                 "stored": 1,
                 "duplicate": 0,
                 "rejected": 0,
+                # no Resend key: nothing held to read, and nothing can read it
+                "held": {"status": "waiting", "waiting": 0, "reason": held_mail.NO_READER},
             }
             assert server.seen == [1]
         finally:

@@ -53,6 +53,7 @@ ENTITY_TABLES = {
     "import_errors",  # issue 17: each rejected record of an import, its number and reason
     "kc_chunk_credits",  # issue 19: outcomes credited to the chunks that grounded a call
     "resource_claims",  # issue 31: what an org proved is its own outside our database
+    "held_inbound_mail",  # issue 31: inbound mail events held until a reader can read them
 }
 
 

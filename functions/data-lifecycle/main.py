@@ -9,7 +9,8 @@ Body: ``{"task": {"kind": ..., ...}}`` (``colony.contracts.lifecycle.LifecycleBo
   orgs it serves, one task each (``colony.flows.schedules``);
 - ``retention`` / ``drive.renew`` (``org_id``): one org's share of those schedules (the
   retention run also checks whether the org outgrew the shared Knowledge Core partition);
-- ``replies.poll``: read the deployment's reply mailbox once.
+- ``replies.poll``: read the deployment's reply mailbox once, and the inbound mail events held
+  while no reader of received mail was configured (``colony.flows.held_mail``).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ def handle(request: JsonRequest) -> dict[str, Any]:
     from colony.flows import (
         drive_channels,
         erasure,
+        held_mail,
         imports,
         kc_tiering,
         replies,
@@ -65,10 +67,12 @@ def handle(request: JsonRequest) -> dict[str, Any]:
         scheduled = request.headers.get("X-CloudScheduler-ScheduleTime")
         return schedules.run(d, task, scheduled=scheduled)
     if isinstance(task, RepliesPoll):
+        held = held_mail.drain(d, d.rejections)
         mailbox = mailbox_from_settings(d.settings)
         if mailbox is None:
-            return {"status": "skipped", "reason": "no reply mailbox (COLONY_REPLY_MAILBOX_HOST)"}
-        return {"status": "polled", **replies.poll(d, d.rejections, mailbox)}
+            reason = "no reply mailbox (COLONY_REPLY_MAILBOX_HOST)"
+            return {"status": "skipped", "reason": reason, "held": held}
+        return {"status": "polled", **replies.poll(d, d.rejections, mailbox), "held": held}
     if isinstance(task, ImportTask):
         return imports.run_job(d, task.org_id, task.job_id)
     if isinstance(task, KcTierTask):

@@ -1,7 +1,8 @@
 """Mail events: the mail provider's webhook at ``/`` (Resend, Svix-signed: delivered /
 bounced / complained feed the circuit breaker, CONST-005, and the suppression list; an
-inbound ``email.received`` is a reply, ``colony.flows.mail_events``), and the unsubscribe
-links every message carries at ``/unsubscribe`` (issue 18).
+inbound ``email.received`` is a reply, ``colony.flows.mail_events``, answered 202 and held
+when no reader of received mail is configured, ``colony.flows.held_mail``), and the
+unsubscribe links every message carries at ``/unsubscribe`` (issue 18).
 
 ``GET /unsubscribe?t=…`` (the footer link) shows a page with one button and changes nothing,
 so a mail scanner that follows links unsubscribes no one; ``POST`` (that button, or a mail
@@ -35,7 +36,9 @@ def handle(request: JsonRequest) -> Any:
     # lazy: the flow and the verifier load on the first request, not at cold start
     from colony.flows.mail_events import receive
 
-    return receive(d, d.rejections, request.raw.get_data(cache=True), request.headers)
+    result = receive(d, d.rejections, request.raw.get_data(cache=True), request.headers)
+    # accepted, not yet done: a reply held until inbound mail is configured
+    return (result, 202) if result.get("status") == "held" else result
 
 
 _PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8">

@@ -6,6 +6,8 @@
               ─► the message named by our tags ─► ``colony.flows.delivery.record``
         ─► email.received ─► the body and headers, read back through the API
               ─► ``colony.flows.replies.ingest``
+           (no reader configured: held, answered 202, drained once there is one:
+            ``colony.flows.held_mail``)
         ─► anything else (sent, opened, clicked, delivery_delayed, a soft bounce): ignored
 
 Event names, theirs → ours: ``email.delivered`` → delivered; ``email.bounced`` with
@@ -17,7 +19,9 @@ on its own suppression list) → bounced. Our message is named by the ``org_id``
 
 A delivery that does not verify, or cannot be read, is recorded in ``rejected_deliveries``
 and refused (401 / 422); one naming no message of ours (or another org's) is recorded and
-answered 404. The svix-id is the idempotency key of a delivery event.
+answered 404. The svix-id is the idempotency key of a delivery event. A genuine
+``email.received`` on a deployment with no reader of received mail is never a 5xx: anyone
+can write to the reply address, and the reply must survive until a reader is configured.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import json
 from typing import Any, Protocol
 
 from colony.errors import ConfigError, NotFound, Unauthorized, Unprocessable, ValidationFailed
-from colony.flows import delivery, replies
+from colony.flows import delivery, held_mail, replies
 from colony.flows.deps import FlowDeps
 from colony.ports import RejectionRecorder
 from colony.store import replies as replies_store
@@ -68,7 +72,10 @@ def receive(
     try:
         if kind == RECEIVED:
             email_id = _text(data, "email_id")
-            return replies.ingest(deps, deps.inbound.received(email_id), event_id=event_id)
+            reader = deps.inbound
+            if reader is None:
+                return held_mail.hold(deps, event_id, email_id)
+            return replies.ingest(deps, reader.received(email_id), event_id=event_id)
         if kind not in DELIVERY:
             return {"status": "ignored", "event": kind}
         if kind == "email.bounced" and _bounce_type(data) != "permanent":

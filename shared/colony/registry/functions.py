@@ -443,12 +443,14 @@ FUNCTIONS: dict[str, Function] = {
                 " target: every schedule"
             ),
             # the Langfuse keys delete an erased org's traces; no model is called; the Drive
-            # channel token signs a renewed channel's token; the reply mailbox is polled
+            # channel token signs a renewed channel's token; the reply mailbox is polled, and
+            # the replies held while Resend's could not be read are read (colony.flows.held_mail)
             secrets=(
                 *MODEL_FREE_SECRETS,
                 *TRACING_SECRETS,
                 "COLONY_DRIVE_CHANNEL_TOKEN",
                 "COLONY_REPLY_MAILBOX_PASSWORD",
+                "COLONY_RESEND_API_KEY",
             ),
             # every schedule fans out from here to its target's queue (colony.registry.schedules);
             # the daily retention run queues the org's Knowledge Core move if it outgrew the

@@ -52,7 +52,9 @@ class Parts:
     knowledge: Callable[[Settings, Database], KnowledgeStore] | None = None
     blobs: Callable[[Settings], BlobStore] | None = None
     sender: Callable[[Settings], Sender] | None = None
-    inbound: Callable[[Settings], ReceivedMail] | None = None
+    # None from the builder: the deployment has no reader of received mail (its inbound
+    # events are then held: colony.flows.held_mail)
+    inbound: Callable[[Settings], ReceivedMail | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -114,8 +116,10 @@ class Deps:
         return self._builder("sender")(self.settings)
 
     @cached_property
-    def inbound(self) -> ReceivedMail:
-        """The provider's store of received mail (replies its inbound webhook names)."""
+    def inbound(self) -> ReceivedMail | None:
+        """The provider's store of received mail (replies its inbound webhook names); None
+        when the deployment configured none, which is an answer, not an error: the events
+        that name such mail are held until it is configured."""
         if self.inbound_mail is not None:
             return self.inbound_mail
         return self._builder("inbound")(self.settings)

@@ -666,4 +666,10 @@ def migrations(dim: int) -> list[Migration]:
             "0039_resource_claims",
             (_SQL / "0039_resource_claims.sql").read_text(encoding="utf-8"),
         ),
+        # Issue 31 item 4: a signed inbound-mail event the deployment cannot read yet is held,
+        # not refused, and drained once a reader is configured (colony.flows.held_mail).
+        Migration(
+            "0040_held_inbound_mail",
+            (_SQL / "0040_held_inbound_mail.sql").read_text(encoding="utf-8"),
+        ),
     ]

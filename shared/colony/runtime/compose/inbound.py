@@ -1,6 +1,7 @@
 """The mail-events function's part: the provider's reader of received mail (Resend's, for the
 replies its inbound webhook names: ``colony.adapters.resend_mail``), built on first use. It
-sends nothing, so it is composed with no sender."""
+sends nothing, so it is composed with no sender. The data-lifecycle function builds it too,
+to read the replies that were held while there was none (``colony.flows.held_mail``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,12 @@ from colony.runtime.deps import Parts
 from colony.settings import Settings
 
 
-def inbound(settings: Settings) -> ReceivedMail:
+def inbound(settings: Settings) -> ReceivedMail | None:
+    """Resend's reader, or None without ``COLONY_RESEND_API_KEY``: a deployment that never
+    set up inbound mail still gets signed ``email.received`` events (anyone can write to the
+    reply address), and those are held, not failed."""
+    if not settings.resend_api_key:
+        return None
     # lazy: the provider's SDK loads with the first inbound reply, not at cold start
     from colony.adapters.resend_mail import resend_from_settings
 

@@ -1,5 +1,7 @@
-"""The data-lifecycle function's parts: the assets bucket, and the Langfuse project whose
-traces an erasure deletes (built once per instance; None when tracing is off)."""
+"""The data-lifecycle function's parts: the assets bucket, the reader of received mail (the
+reply poll drains the inbound events held while there was none: ``colony.flows.held_mail``),
+and the Langfuse project whose traces an erasure deletes (built once per instance; None when
+tracing is off)."""
 
 from __future__ import annotations
 
@@ -16,8 +18,9 @@ if TYPE_CHECKING:
 def parts() -> Parts:
     # lazy: builders (adapters, SDKs) load on the first request, not at cold start
     from colony.adapters.storage import blob_store_from_settings
+    from colony.runtime.compose.inbound import inbound
 
-    return Parts(blobs=blob_store_from_settings)
+    return Parts(blobs=blob_store_from_settings, inbound=inbound)
 
 
 _lock = threading.Lock()
