@@ -1,11 +1,13 @@
 """The edge of every deployed function: JSON over HTTP (``http``), Pub/Sub push decoding
-(``pubsub``) and error → status mapping (``responses``). A function's ``main.py`` imports
-what it needs from here.
+(``pubsub``), error → status mapping (``responses``) and requests whose HTTP framing is broken,
+including those the server refuses before the app sees them (``framing``). A function's
+``main.py`` imports what it needs from here.
 
 HTTP functions wrap a handler with ``http_json``; Pub/Sub functions wrap a flow with
 ``pubsub_handler``. Both map errors the same way (``error_response``), and every error body is
 ``{"error": {"code": "<snake_case>", "message": "<sentence>"}}`` — never HTML, never a
-traceback, never an exception's text unless it is one of our caller-facing messages.
+traceback, never an exception's text unless it is one of our caller-facing messages. A body
+whose chunked framing is broken, or that ends early, is a 400 ``malformed_body``.
 
 Every function the registry does not mark ``public`` accepts only the invoker's Google OIDC
 token (``invoker``: audience its own URL, issuer Google, email the invoker account; not

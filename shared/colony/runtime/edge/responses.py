@@ -1,7 +1,7 @@
 """Errors → HTTP: every failure answered as ``{"error": {"code", "message"}}`` with its status
 (``error_response``), the request body cap, the JSON handlers installed on the framework's
-app (``install_json_errors``) and the log lines of refusals and failures (ids, types and
-codes, never payloads)."""
+app and its server (``install_json_errors``; broken HTTP framing in ``framing``) and the log
+lines of refusals and failures (ids, types and codes, never payloads)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ import flask
 from cloudevents.exceptions import InvalidRequiredFields, MissingRequiredFields
 from cloudevents.http import from_http
 from functions_framework import event_conversion
-from werkzeug.exceptions import HTTPException, RequestEntityTooLarge
+from werkzeug.exceptions import ClientDisconnected, HTTPException, RequestEntityTooLarge
 from werkzeug.wrappers import Response as WerkzeugResponse
 
 from colony.errors import (
@@ -42,6 +42,12 @@ from colony.errors import (
 from colony.observability import logs
 from colony.observability.sentry import report
 from colony.observability.telemetry import flush_telemetry
+from colony.runtime.edge.framing import (
+    BODY_FRAMING_ERRORS,
+    MalformedBody,
+    install_framing_replies,
+    status_body,
+)
 
 if TYPE_CHECKING:
     import pydantic
@@ -83,13 +89,6 @@ _STATUS: tuple[tuple[type[ColonyError], int], ...] = (
     (InternalError, 500),
     (UpstreamError, 503),
 )
-_HTTP_MESSAGES = {
-    400: "the request could not be understood",
-    404: "there is nothing at this path",
-    405: "this method is not allowed here",
-    413: "the request body is too large",
-    415: "the request body must be JSON",
-}
 
 
 def error_response(error: BaseException) -> tuple[dict[str, Any], int]:
@@ -103,8 +102,7 @@ def error_response(error: BaseException) -> tuple[dict[str, Any], int]:
         status = next((s for cls, s in _STATUS if isinstance(error, cls)), 500)
         return public_body(error), status
     if isinstance(error, HTTPException) and error.code and 400 <= error.code < 500:
-        code = (error.name or "bad request").lower().replace(" ", "_").replace("'", "")
-        return error_body(code, _HTTP_MESSAGES.get(error.code, error.name)), error.code
+        return status_body(error.code), error.code
     return error_body("internal", INTERNAL_MESSAGE), 500
 
 
@@ -162,9 +160,18 @@ def is_expected(error: BaseException) -> bool:
 
 def _log_crash(exc_info: Any) -> None:
     """Replaces Flask's ``log_exception``, which would print the exception's message. A crash
-    outside our decorators was seen by no ``error_scope`` and no flush: both happen here."""
+    outside our decorators was seen by no ``error_scope`` and no flush: both happen here.
+
+    A caller's fault raised outside our decorators (a malformed body found by the
+    framework's hook that reads it after our reply) is a refusal, answered 4xx by
+    ``_crash_reply``: one line, no traceback, no report."""
     error = exc_info[1] if isinstance(exc_info, tuple) else None
-    if error is not None and not getattr(error, "_colony_logged", False):
+    if error is None or getattr(error, "_colony_logged", False):
+        return
+    body, status = error_response(error)
+    if status < 500:
+        log_refusal(flask.request.method, flask.request.path, status, body["error"]["code"])
+    else:
         log_failure(f"{flask.request.method} {flask.request.path} crashed", error)
         report(error)
         flush_telemetry()
@@ -175,15 +182,28 @@ def _log_crash(exc_info: Any) -> None:
 MAX_BODY_BYTES = 1024 * 1024
 
 
-class CappedRequest(flask.Request):
-    """A request whose body, once refused as too large, reads as empty from then on.
+ENDED_EARLY = "the request body ended before it was complete"
 
-    functions-framework's ``after_request`` hook reads the body again after our 413 reply;
-    werkzeug would raise the 413 a second time, inside Flask's error handling, which logs it
-    as two nested tracebacks for one oversized request.
+
+class CappedRequest(flask.Request):
+    """A request whose body, once refused as too large or as malformed, reads as empty from
+    then on.
+
+    Malformed is ``framing``'s concern: a chunked body whose framing is broken raises
+    gunicorn's parse errors from the read, one cut short werkzeug's ``ClientDisconnected``,
+    and a body shorter than its ``Content-Length`` (the client stopped sending) is handed
+    over by gunicorn as if it were whole; all become ``MalformedBody``, a 400, instead of a
+    crash, a bare ``bad_request`` or a handler reading half a body.
+
+    Reading as empty afterwards is for functions-framework's ``after_request`` hook, which
+    reads the body again after our reply: werkzeug would raise the 413 a second time, inside
+    Flask's error handling, which logs it as two nested tracebacks for one oversized request.
+    Every refusal answers before any handler runs, so nothing takes the empty body for the
+    request's.
     """
 
     _refused = False
+    _read = False
 
     @overload
     def get_data(
@@ -199,21 +219,31 @@ class CappedRequest(flask.Request):
         if self._refused:
             return "" if as_text else b""
         try:
-            if as_text:
-                return super().get_data(cache, True, parse_form_data)
-            return super().get_data(cache, False, parse_form_data)
+            data = super().get_data(cache, False, parse_form_data)
         except RequestEntityTooLarge:
             self._refused = True
             raise
+        except BODY_FRAMING_ERRORS as error:
+            self._refused = True
+            raise MalformedBody("the request body's chunked framing is malformed") from error
+        except ClientDisconnected as error:  # a chunked body that stops before its last chunk
+            self._refused = True
+            raise MalformedBody(ENDED_EARLY) from error
+        first, self._read = not self._read, True
+        if first and not parse_form_data and len(data) < (self.content_length or 0):
+            self._refused = True
+            raise MalformedBody(ENDED_EARLY)
+        return data.decode(errors="replace") if as_text else data
 
 
 _INSTALLED = "colony.edge"  # app.extensions key: what install_json_errors already did
 
 
 def install_json_errors(app: flask.Flask, *, cloud_events: bool = False) -> None:
-    """Make the app's own errors (unrouted paths, wrong methods, crashes) JSON too, and cap
-    request bodies at ``MAX_BODY_BYTES``; with ``cloud_events``, refuse a body that
-    functions-framework could not turn into a CloudEvent before it tries (``_check_event``).
+    """Make the app's own errors (unrouted paths, wrong methods, crashes) JSON too, and the
+    server's refusals of broken framing (``framing``), and cap request bodies at
+    ``MAX_BODY_BYTES``; with ``cloud_events``, refuse a body that functions-framework could
+    not turn into a CloudEvent before it tries (``_check_event``).
 
     ``http_json`` and ``pubsub_handler`` call this when they are applied inside
     functions-framework's ``create_app`` (it loads the source inside an app context), which
@@ -226,9 +256,11 @@ def install_json_errors(app: flask.Flask, *, cloud_events: bool = False) -> None
         app.register_error_handler(HTTPException, _http_exception_reply)
         app.register_error_handler(500, _crash_reply)
         app.log_exception = _log_crash  # type: ignore[method-assign]
+        install_framing_replies()
         done.add("errors")
     if cloud_events and "cloud_events" not in done:
         app.before_request(_check_event)
+        app.after_request(_read_body)
         done.add("cloud_events")
 
 
@@ -257,7 +289,10 @@ def _check_event() -> WerkzeugResponse | None:
     request = flask.request
     if request.routing_exception is not None or request.method != "POST":
         return None  # the framework's routing answers: JSON 404 / 405
-    data = request.get_data(cache=True)  # too large: 413, through the JSON error handler
+    try:
+        data = request.get_data(cache=True)  # too large: 413, through the JSON error handler
+    except MalformedBody as error:
+        return _refuse(error)
     try:
         if data:
             json.loads(data.decode("utf-8"), parse_constant=reject_constant)
@@ -275,6 +310,15 @@ def _check_event() -> WerkzeugResponse | None:
     return None
 
 
+def _read_body(response: WerkzeugResponse) -> WerkzeugResponse:
+    """``after_request`` of CloudEvent apps: read a body nothing read (a wrong method's),
+    as functions-framework does for HTTP apps. Left unread, gunicorn drains it after our
+    reply, and a malformed one would get a second, unrequested reply on the connection
+    (``framing``); read here, it is answered once, 400 ``malformed_body``."""
+    flask.request.get_data(cache=True)
+    return response
+
+
 def _refuse(error: CallerError) -> flask.Response:
     reply = error_reply(error)
     log_refusal(flask.request.method, flask.request.path, reply.status_code, error.code)
@@ -283,10 +327,12 @@ def _refuse(error: CallerError) -> flask.Response:
 
 def _crash_reply(error: HTTPException) -> flask.Response:
     original = getattr(error, "original_exception", None) or error
-    if isinstance(original, HTTPException) and original.code and original.code < 500:
-        # e.g. a too-large body raised again while the server drains it after the reply
+    body, status = error_response(original)
+    if status < 500:
+        # the caller's fault, found outside our decorators: a too-large body raised again
+        # while the server drains it after the reply, a malformed body found by the
+        # framework's hook that reads it after our reply
         return error_reply(original)
-    body, _ = error_response(original)
     # 500 (not 503) is what Pub/Sub and the framework's logging expect of a crash.
     return json_response(body, 500, {"X-Google-Status": "crash"})
 
