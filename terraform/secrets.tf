@@ -1,4 +1,4 @@
-# Secret Manager: one secret per credential the settings read (colony.settings.SECRETS), each
+# Secret Manager: one secret per credential the settings read (colony.registry.secrets), each
 # readable only by the functions that list it (`secrets` next to each Function). Values are
 # added out of band (`gcloud secrets versions add`, docs/deploy.md), except the two database
 # passwords, which terraform generates and nobody needs to know.

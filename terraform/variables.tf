@@ -125,7 +125,7 @@ variable "retention_max_days" {
 # ---------------------------------------------------------------------------------------------
 # The code's registries, generated into registry.auto.tfvars.json by `make package`
 # (python -m colony.deploy tfvars). Never edit them here: edit colony/registry/functions.py
-# and colony/settings.py SECRETS, then regenerate.
+# and colony/registry/secrets.py SECRETS, then regenerate.
 # ---------------------------------------------------------------------------------------------
 
 variable "functions" {
@@ -190,7 +190,7 @@ variable "schedules" {
 }
 
 variable "secrets" {
-  description = "colony.settings.SECRETS: settings name → Secret Manager secret id."
+  description = "colony.registry.secrets.SECRETS: settings name → Secret Manager secret id."
   type        = map(string)
 }
 

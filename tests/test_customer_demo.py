@@ -16,9 +16,10 @@ import pytest
 from colony.adapters.embedding import OfflineHashEmbedder
 from colony.knowledge import KnowledgeStore
 from colony.local.brief_demo import local_storage
-from colony.local.campaign_demo import DemoContext, demo_functions
+from colony.local.campaign_demo import demo_functions
 from colony.local.customer_demo import HARBOR, NewCustomer, run_new_customer_demo
 from colony.local.demo import load_demo
+from colony.local.demo_context import DemoContext
 from colony.local.knowledge_demo import knowledge_stand_ins
 from colony.local.secrets import local_secrets
 from colony.settings import Settings

@@ -300,14 +300,10 @@ def test_every_bundle_runs_the_demo_scenario_from_its_own_virtualenv(
     from colony.adapters.embedding import OfflineHashEmbedder
     from colony.knowledge import KnowledgeStore
     from colony.local.brief_demo import local_storage, run_brief_demo
-    from colony.local.campaign_demo import (
-        DemoContext,
-        demo_functions,
-        local_mail,
-        run_demo_campaign,
-    )
+    from colony.local.campaign_demo import demo_functions, local_mail, run_demo_campaign
     from colony.local.chat_demo import run_chat_demo
     from colony.local.demo import load_demo
+    from colony.local.demo_context import DemoContext
     from colony.local.functions import BundleSource
     from colony.local.knowledge_demo import knowledge_stand_ins, run_knowledge_demo
     from colony.settings import Settings

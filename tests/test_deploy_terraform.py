@@ -28,7 +28,8 @@ from colony.registry.functions import (
     pool_size,
 )
 from colony.registry.schedules import SCHEDULES
-from colony.settings import RETENTION_MAX_DAYS, SECRETS, Settings
+from colony.registry.secrets import SECRETS
+from colony.settings import RETENTION_MAX_DAYS, Settings
 
 REPO = Path(__file__).resolve().parents[1]
 TF = REPO / "terraform"

@@ -17,7 +17,7 @@ import pytest
 
 from colony.errors import Forbidden, ValidationFailed
 from colony.flows import approval, deals
-from colony.flows.approval_kinds import edit
+from colony.flows.approval_kinds import HELD_TOOLS, edit
 from colony.flows.chat import create_session, tools
 from colony.local.functions import FunctionServers
 from colony.runtime.auth import mint_local_token, sign_approval_token
@@ -145,6 +145,16 @@ def test_an_edit_changes_only_what_its_kind_declares_editable(testdb: PgDB) -> N
     assert diff["arguments"]["to"]["tier"] == "T2"
     with pytest.raises(ValidationFailed, match="cannot be edited; reject it"):
         edit("deployment_kit", {"title": "Kit"}, {"title": "Mine"})
+
+
+def test_a_held_tool_is_edited_against_the_arguments_it_runs_with() -> None:
+    """The approvals keep the held tools' edit rules (``HELD_TOOLS``) so they import nothing
+    from the chat: each held tool is a chat tool, gated, and validated by the same model."""
+    assert tools.TOOLS["launch_campaign"].gated
+    assert not tools.TOOLS["pipeline_snapshot"].gated
+    for name, held in HELD_TOOLS.items():
+        assert tools.TOOLS[name].gated and tools.TOOLS[name].args is held.args
+        assert set(held.editable) <= set(held.args.model_fields), name
 
 
 def test_applying_a_decision_cannot_decide_another_item(

@@ -515,7 +515,7 @@ def test_notion_webhook_to_cloud_tasks_to_reembed_over_real_functions(
     from google.cloud.tasks_v2.services.cloud_tasks.transports import CloudTasksGrpcTransport
 
     from colony.adapters.secrets import FileSecrets
-    from colony.adapters.transport import queue_path
+    from colony.adapters.transport_checks import queue_path
     from colony.local.functions import FunctionServers
     from colony.testing import emulators
     from colony.testing.tasks_gateway import TasksGateway

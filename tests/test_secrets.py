@@ -17,8 +17,9 @@ from colony.llm.agent_call import call_agent, llm_from_settings
 from colony.observability.sentry import init_sentry, shutdown_sentry
 from colony.observability.telemetry import flush_telemetry
 from colony.registry.functions import FUNCTIONS
+from colony.registry.secrets import SECRETS
 from colony.runtime import secret_manager
-from colony.settings import SECRETS, Settings
+from colony.settings import Settings
 from colony.testing.sentry_server import SentryServer
 from colony.testing.wire import (
     RecordedRequest,

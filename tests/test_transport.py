@@ -36,12 +36,8 @@ from werkzeug.serving import WSGIRequestHandler, make_server
 
 from colony.adapters.dead_letters import DbDeadLetters, DeadLetter
 from colony.adapters.google_api import GoogleApi
-from colony.adapters.transport import (
-    queue_path,
-    task_id_for,
-    topic_path,
-    transport_from_settings,
-)
+from colony.adapters.transport import transport_from_settings
+from colony.adapters.transport_checks import queue_path, task_id_for, topic_path
 from colony.adapters.transport_gcp import GcpTransport
 from colony.adapters.transport_local import LocalTransport
 from colony.contracts.events import CampaignResume, CampaignStart, ContentRequest

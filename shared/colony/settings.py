@@ -41,32 +41,6 @@ RETENTION_MAX_DAYS: dict[str, int] = {
     "outbox_bodies": 365,
 }
 
-# Every credential the settings read: environment name → Secret Manager secret id. The one
-# list that secret resolution (colony.runtime.secret_manager), the generated terraform and the
-# deploy tests share. A deployed function lists the names it needs in COLONY_SECRETS (set by
-# terraform from the function registry) and reads them from Secret Manager once per instance;
-# locally they come from the environment.
-SECRETS: dict[str, str] = {
-    "COLONY_DB_PASSWORD": "colony-db-password",
-    "COLONY_DB_OWNER_PASSWORD": "colony-db-owner-password",
-    "OPENAI_API_KEY": "colony-openai-api-key",
-    "GEMINI_API_KEY": "colony-gemini-api-key",
-    "LANGFUSE_PUBLIC_KEY": "colony-langfuse-public-key",
-    "LANGFUSE_SECRET_KEY": "colony-langfuse-secret-key",
-    "SENTRY_DSN": "colony-sentry-dsn",
-    "COLONY_JWT_ISSUER": "colony-jwt-issuer",
-    "COLONY_JWT_JWKS_URL": "colony-jwt-jwks-url",
-    "COLONY_APPROVAL_TOKEN_KEY": "colony-approval-token-key",
-    "COLONY_DELIVERY_WEBHOOK_SECRET": "colony-delivery-webhook-secret",
-    "COLONY_SMTP_PASSWORD": "colony-smtp-password",
-    "COLONY_REPLY_MAILBOX_PASSWORD": "colony-reply-mailbox-password",
-    "COLONY_RESEND_API_KEY": "colony-resend-api-key",
-    "COLONY_UNSUBSCRIBE_TOKEN_KEY": "colony-unsubscribe-token-key",
-    "COLONY_DRIVE_CHANNEL_TOKEN": "colony-drive-channel-token",
-    "COLONY_NOTION_SIGNING_SECRET": "colony-notion-signing-secret",
-    "COLONY_CLERK_WEBHOOK_SECRET": "colony-clerk-webhook-secret",
-}
-
 
 @dataclass(frozen=True, slots=True)
 class Settings:
@@ -164,7 +138,7 @@ class Settings:
         """Build the settings from ``environ`` (default: the process environment)."""
         env = os.environ if environ is None else environ
         if env.get("COLONY_SECRETS", "").strip():  # deployed: credentials from Secret Manager
-            # lazy: breaks the cycle settings ↔ runtime.secret_manager
+            # lazy: only a deployed function (COLONY_SECRETS set) loads the Secret Manager client
             from colony.runtime.secret_manager import with_secrets
 
             env = with_secrets(env)

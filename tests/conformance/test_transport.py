@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from colony.adapters.transport import queue_path, task_id_for, topic_path
+from colony.adapters.transport_checks import queue_path, task_id_for, topic_path
 from colony.adapters.transport_gcp import GcpTransport
 from colony.adapters.transport_local import LocalTransport
 from colony.errors import ValidationFailed

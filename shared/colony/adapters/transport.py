@@ -7,141 +7,19 @@
   same Pub/Sub push envelopes and Cloud Tasks requests to the functions' local URLs, with
   retries and dead-lettering.
 
-``transport_from_settings`` is the one place that picks one. The helpers below are shared by
-both so the two name things identically (task names, topic paths, target URLs).
+``transport_from_settings`` is the one place that picks one. What both check and how they
+name things (task names, topic paths, target URLs) is in ``transport_checks``, below both.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
-from collections.abc import Mapping
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from colony.errors import ConfigError, ValidationFailed
-from colony.registry.functions import FUNCTIONS, QUEUES, TOPICS, Function
 from colony.settings import Settings
 
 if TYPE_CHECKING:
     from colony.ports import Transport
     from colony.store.db import Database
-
-_TASK_ID_OK = re.compile(r"^[A-Za-z0-9_-]{1,500}$")
-_TASK_ID_BAD = re.compile(r"[^A-Za-z0-9_-]")
-MAX_TASK_ID = 500  # Cloud Tasks' limit on the task id
-
-
-def task_id_for(task_id: str) -> str:
-    """A Cloud Tasks task id for ``task_id``: only ``[A-Za-z0-9_-]``, at most 500 characters.
-
-    A valid id is kept as it is. Otherwise the disallowed characters become ``-`` and a short
-    hash of the original is appended, so ids that differ only in those characters (``a:b`` and
-    ``a/b``) still name different tasks, and the same input always names the same task.
-    """
-    if not isinstance(task_id, str) or not task_id:
-        raise ValidationFailed("task_id must be a non-empty string")
-    if _TASK_ID_OK.match(task_id):
-        return task_id
-    digest = hashlib.sha256(task_id.encode()).hexdigest()[:16]
-    cleaned = _TASK_ID_BAD.sub("-", task_id)[: MAX_TASK_ID - len(digest) - 1]
-    return f"{cleaned}-{digest}"
-
-
-def rfc3339(moment: datetime) -> str:
-    """A ``google.protobuf.Timestamp`` in its JSON form (UTC, ``Z``), as Pub/Sub and Cloud
-    Tasks write times."""
-    return moment.astimezone(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
-
-
-def topic_path(project: str, topic: str) -> str:
-    return f"projects/{project}/topics/{topic}"
-
-
-def queue_path(project: str, region: str, queue: str) -> str:
-    return f"projects/{project}/locations/{region}/queues/{queue}"
-
-
-def check_topic(topic: str) -> None:
-    if topic not in TOPICS:
-        raise ValidationFailed(f"unknown topic {topic!r}; known: {', '.join(sorted(TOPICS))}")
-
-
-def check_attributes(attributes: Mapping[str, str]) -> dict[str, str]:
-    """Pub/Sub attributes: non-empty string keys (not ``goog``-prefixed), string values."""
-    out: dict[str, str] = {}
-    for key, value in attributes.items():
-        if not isinstance(key, str) or not key or key.startswith("goog"):
-            raise ValidationFailed(f"invalid Pub/Sub attribute name {key!r}")
-        if not isinstance(value, str):
-            raise ValidationFailed(f"Pub/Sub attribute {key!r} must be a string")
-        out[key] = value
-    return out
-
-
-def check_data(data: bytes) -> bytes:
-    if not isinstance(data, bytes | bytearray):
-        raise ValidationFailed("message data must be bytes")
-    return bytes(data)
-
-
-def subscriber_of(topic: str) -> Function | None:
-    """The function subscribed to ``topic`` in the registry (None: no subscriber)."""
-    return next((f for f in FUNCTIONS.values() if f.topic == topic), None)
-
-
-def function_url(function_urls: Mapping[str, str], name: str) -> str:
-    url = function_urls.get(name)
-    if not url:
-        raise ConfigError(
-            f"no URL for function {name!r}; set it in COLONY_FUNCTION_URLS "
-            '(a JSON object such as {"' + name + '": "http://127.0.0.1:8081"})'
-        )
-    return url
-
-
-def task_request(
-    function_urls: Mapping[str, str],
-    project: str,
-    region: str,
-    queue: str,
-    target: str,
-    body: bytes,
-    task_id: str,
-    delay_seconds: float,
-) -> tuple[str, bytes, str]:
-    """Check a task both transports are asked to schedule; return (target URL, body, the
-    full task name) so that both name it identically."""
-    payload = check_task(queue, target, body, delay_seconds)
-    url = function_url(function_urls, target)
-    return url, payload, task_name(project, region, queue, task_id)
-
-
-def check_task(queue: str, target: str, body: bytes, delay_seconds: float) -> bytes:
-    """Check a task's queue, target function, body and delay (what every transport refuses,
-    the in-memory fake included); return the body as bytes."""
-    task_target(queue, target)
-    payload = check_data(body)
-    if delay_seconds < 0:
-        raise ValidationFailed("delay_seconds must be >= 0")
-    return payload
-
-
-def task_name(project: str, region: str, queue: str, task_id: str) -> str:
-    """The full Cloud Tasks name ``schedule`` returns for ``task_id`` in ``queue``."""
-    return f"{queue_path(project, region, queue)}/tasks/{task_id_for(task_id)}"
-
-
-def task_target(queue: str, target: str) -> Function:
-    """Check a Cloud Tasks queue and its HTTP-triggered target function."""
-    if queue not in QUEUES:
-        raise ValidationFailed(f"unknown queue {queue!r}; known: {', '.join(sorted(QUEUES))}")
-    function = FUNCTIONS.get(target)
-    if function is None:
-        raise ValidationFailed(f"unknown function {target!r}")
-    if function.trigger != "http":
-        raise ValidationFailed(f"function {target!r} is not HTTP-triggered; tasks cannot reach it")
-    return function
 
 
 def transport_from_settings(settings: Settings, *, db: Database | None = None) -> Transport:
@@ -151,7 +29,7 @@ def transport_from_settings(settings: Settings, *, db: Database | None = None) -
     is given (``DbDeadLetters``), otherwise logged and kept in memory by the transport.
     """
     if settings.transport == "gcp":
-        # lazy: breaks the cycle adapters.transport ↔ adapters.transport_gcp
+        # lazy: a function loads only the transport it is configured with
         from colony.adapters.transport_gcp import GcpTransport
 
         return GcpTransport(
@@ -164,7 +42,7 @@ def transport_from_settings(settings: Settings, *, db: Database | None = None) -
             ),
             tasks_endpoint=settings.tasks_endpoint,
         )
-    # lazy: breaks the cycle adapters.transport ↔ adapters.transport_local
+    # lazy: a function loads only the transport it is configured with
     from colony.adapters.dead_letters import DbDeadLetters
     from colony.adapters.transport_local import LocalTransport
 

@@ -25,7 +25,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from colony.adapters.google_api import GoogleApi, GoogleApiError
-from colony.adapters.transport import (
+from colony.adapters.transport_checks import (
     check_attributes,
     check_data,
     check_topic,

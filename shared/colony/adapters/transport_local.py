@@ -43,7 +43,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from colony.adapters.dead_letters import DeadLetter, DeadLetterSink
-from colony.adapters.transport import (
+from colony.adapters.transport_checks import (
     check_attributes,
     check_data,
     check_topic,

@@ -73,8 +73,9 @@ def _is_type_checking(test: ast.expr) -> bool:
     )
 
 
-def _imports(tree: ast.AST, package: str) -> Iterable[str]:
-    """Dotted names imported anywhere in ``tree`` (``from a import b`` yields ``a.b``)."""
+def imported_names(tree: ast.AST, package: str, *, strings: bool = True) -> Iterable[str]:
+    """Dotted names imported anywhere in ``tree`` (``from a import b`` yields ``a.b``), and
+    with ``strings`` the ``colony.`` modules string constants name."""
     stack: list[ast.AST] = [tree]
     while stack:
         node = stack.pop()
@@ -91,7 +92,7 @@ def _imports(tree: ast.AST, package: str) -> Iterable[str]:
                 base = f"{parent}.{base}" if base else parent
             for alias in node.names:  # a.b.c resolves to a.b when c is not a module
                 yield base if alias.name == "*" else f"{base}.{alias.name}"
-        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+        elif strings and isinstance(node, ast.Constant) and isinstance(node.value, str):
             found = _MODULE_STRING.match(node.value)
             if found:
                 yield found.group(1)
@@ -114,7 +115,10 @@ class SharedPackage:
         if key not in self._scanned:
             package = name if path.name == "__init__.py" else name.rpartition(".")[0]
             tree = ast.parse(path.read_text(), str(path))
-            self._scanned[key] = (tuple(_imports(tree, package)), runtime_data(tree, str(path)))
+            self._scanned[key] = (
+                tuple(imported_names(tree, package)),
+                runtime_data(tree, str(path)),
+            )
         return self._scanned[key]
 
     def path(self, module: str) -> Path | None:

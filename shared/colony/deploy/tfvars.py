@@ -2,7 +2,7 @@
 
 Terraform never lists a function, topic, queue, schedule or secret by hand: it iterates
 (``for_each``) over this file, which is generated from ``colony.registry.functions``,
-``colony.registry.schedules`` and ``colony.settings.SECRETS``. ``make package`` rewrites
+``colony.registry.schedules`` and ``colony.registry.secrets``. ``make package`` rewrites
 it; a test fails when the committed file is stale, so code and infrastructure cannot drift
 apart.
 """
@@ -24,7 +24,7 @@ from colony.registry.functions import (
     Grant,
 )
 from colony.registry.schedules import SCHEDULES
-from colony.settings import SECRETS
+from colony.registry.secrets import SECRETS
 
 TFVARS = Path("terraform") / "registry.auto.tfvars.json"
 
@@ -35,7 +35,9 @@ EVENT_GRANTS: tuple[Grant, ...] = ()  # Pub/Sub pushes to it; it needs nothing t
 
 def _check(function: Function) -> None:
     problems = [
-        f"secret {s!r} is not in settings.SECRETS" for s in function.secrets if s not in SECRETS
+        f"secret {s!r} is not in registry.secrets.SECRETS"
+        for s in function.secrets
+        if s not in SECRETS
     ]
     problems += [f"topic {t!r} is not registered" for t in function.publishes if t not in TOPICS]
     problems += [f"queue {q!r} is not registered" for q in function.enqueues if q not in QUEUES]

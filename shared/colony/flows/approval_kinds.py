@@ -7,7 +7,9 @@ another tool because an edit could merge any field). The edited payload is then 
 against the kind's schema, the same one its applier parses, so a person cannot approve into
 existence a payload no agent could have proposed. A message's edit is checked against the
 whole of CONST-006 (``Policy``: the org's competitor list and, for an outbound message, the
-contact's signals), the same rules its drafting call had to pass.
+contact's signals), the same rules its drafting call had to pass. A held chat tool's edit
+(``tool_action``) is checked against ``HELD_TOOLS``: the chat's tools read which of them are
+held from there, so the rules sit here, below the chat, and need nothing from it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from colony.contracts import (
     KcUpdateCandidate,
     OutboundMessage,
 )
+from colony.contracts.chat import LaunchCampaignArgs
 from colony.errors import ValidationFailed, describe_validation
 from colony.policy.outbound import check_outbound, check_shape
 
@@ -41,6 +44,38 @@ class Policy:
 
 # (before, after, policy) → None, or ValidationFailed
 Check = Callable[[Payload, Payload, Policy], None]
+
+
+class InvalidToolArguments(ValidationFailed):
+    """A tool's arguments that do not validate: in the model's call of a tool
+    (``colony.flows.chat.tools.parse_args``) or in a person's edit of a held one."""
+
+    code = "invalid_tool_arguments"
+
+
+@dataclass(frozen=True, slots=True)
+class HeldTool:
+    """A chat tool held for a person's approval: its arguments' model and the arguments a
+    person may change on the held action's card; never what it acts on."""
+
+    args: type[BaseModel]
+    editable: tuple[str, ...] = ()
+
+
+# The chat's gated tools, by name (``colony.flows.chat.tools.Tool.gated`` reads it).
+HELD_TOOLS: dict[str, HeldTool] = {
+    "launch_campaign": HeldTool(LaunchCampaignArgs, ("name", "angle", "tier")),
+}
+
+
+def tool_arguments(tool_name: str, args: type[BaseModel], arguments: Payload) -> BaseModel:
+    """``arguments`` validated against ``args``; errors name fields, never echo values."""
+    try:
+        return args.model_validate(dict(arguments))
+    except ValidationError as error:
+        raise InvalidToolArguments(
+            f"invalid arguments for {tool_name}: {describe_validation(error)}"
+        ) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,9 +136,23 @@ def _content(before: Payload, after: Payload, policy: Policy) -> None:
 
 
 def _tool_action(before: Payload, after: Payload, policy: Policy) -> None:
-    from colony.flows.chat.tools import check_edit  # lazy: the chat tools, only for this kind
-
-    check_edit(before, after)
+    """Valid when only the held tool's editable arguments changed and they still validate."""
+    arguments = after.get("arguments")
+    if not isinstance(arguments, Mapping):
+        raise InvalidToolArguments("the edited arguments must be an object")
+    name = str(before.get("tool"))
+    tool = HELD_TOOLS.get(name)
+    if tool is None:
+        raise ValidationFailed("only a held tool action's arguments can be edited")
+    old = before.get("arguments") or {}
+    changed = {k for k in {*old, *arguments} if old.get(k) != arguments.get(k)}
+    refused = sorted(changed - set(tool.editable))
+    if refused:
+        raise ValidationFailed(
+            f"{', '.join(refused)} of {name} cannot be edited; "
+            f"editable: {', '.join(tool.editable) or 'none'}"
+        )
+    tool_arguments(name, tool.args, arguments)
 
 
 KINDS: dict[str, ItemKind] = {
@@ -114,7 +163,7 @@ KINDS: dict[str, ItemKind] = {
     "content_piece": ItemKind("content_published", frozenset({"title", "body"}), _content),
     # The kit's document is in GCS, written by AGT-009: reject it and ask for another.
     "deployment_kit": ItemKind("kit_released", frozenset()),
-    # Only the arguments the tool declares editable (colony.flows.chat.tools.check_edit).
+    # Only the arguments the held tool declares editable (HELD_TOOLS).
     "tool_action": ItemKind("tool_run", frozenset({"arguments"}), _tool_action),
     # CONST-004: an agent said what it lacked for a contact; nothing was drafted, so there is
     # nothing to approve: a person reads which fields are missing and dismisses it.

@@ -8,22 +8,20 @@ import os
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
-from colony.errors import ConfigError
 from colony.flows import campaign
-from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
+from colony.local.demo_context import DemoContext, wait_for_run
 from colony.local.functions import BundleSource, FunctionServers
-from colony.local.progress import Progress
+from colony.local.outbound_demo import run_outbound_demo  # the scene that follows
 from colony.local.secrets import local_secrets
 from colony.local.stack import update_stack
 from colony.registry.functions import FUNCTIONS
 from colony.settings import Settings
-from colony.store import Database, fetch_all, fetch_one
+from colony.store import fetch_all, fetch_one
 from colony.testing.smtp_server import SmtpServer
 
 
@@ -37,39 +35,6 @@ def function_env(settings: Settings, app_dsn: str) -> dict[str, str]:
         "XDG_RUNTIME_DIR": os.environ.get("XDG_RUNTIME_DIR", f"/tmp/colony-runtime-{os.getuid()}"),
         **local_secrets(settings.data_dir),
     }
-
-
-def wait_for_run(db: Database, org_id: str, run_id: str, total: int, timeout: float) -> Any:
-    progress = Progress("campaign contacts", max(total, 1))
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with db.transaction(org_id) as cur:
-            run = fetch_one(
-                cur,
-                "SELECT status, contacts_done, contacts_total FROM campaign_runs WHERE id = %s",
-                (run_id,),
-            )
-        while run and progress.done < run["contacts_done"]:
-            progress.advance(run["status"])
-        if run and run["status"] in ("completed", "failed"):
-            return run
-        time.sleep(0.2)  # polling the run's progress for display, bounded by the deadline
-    raise ConfigError(f"the demo campaign did not finish within {timeout:.0f}s")
-
-
-@dataclass(frozen=True)
-class DemoContext:
-    """What each ``make run`` scenario step works with: the demo org's stores, the functions
-    served locally with a JWT for them, and where to print."""
-
-    settings: Settings
-    db: Database
-    knowledge: KnowledgeStore
-    org_id: str
-    servers: FunctionServers
-    token: str
-    say: Callable[[str], None]
-    mail: SmtpServer | None = None  # the local mail server the send function sends through
 
 
 @contextmanager
@@ -184,8 +149,6 @@ def run_demo_campaign(demo: DemoContext) -> None:
             f"  outbox now holds {len(outbox)} message(s): "
             + "; ".join(f"{o['status']}: {o['subject']}" for o in outbox[-3:])
         )
-        from colony.local.outbound_demo import run_outbound_demo  # the scene that follows
-
         run_outbound_demo(demo, campaign_id, queue)
 
 

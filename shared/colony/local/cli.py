@@ -218,12 +218,8 @@ def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
             hits = knowledge.retrieve(summary.org_id, text, [domain], 2)
             _print_hits(hits, (time.perf_counter() - started) * 1000)
     _print_bundles(db, knowledge, summary.org_id)
-    from colony.local.campaign_demo import (
-        DemoContext,
-        demo_functions,
-        local_mail,
-        run_demo_campaign,
-    )
+    from colony.local.campaign_demo import demo_functions, local_mail, run_demo_campaign
+    from colony.local.demo_context import DemoContext
 
     app_dsn = settings.db_dsn or ""
     if settings.db_mode == "embedded":

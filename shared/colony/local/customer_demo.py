@@ -32,7 +32,7 @@ from colony.store import fetch_all, fetch_one
 from colony.svix import sign_svix
 
 if TYPE_CHECKING:
-    from colony.local.campaign_demo import DemoContext
+    from colony.local.demo_context import DemoContext
     from colony.testing.notion_server import NotionPages
 
 HARBOR: dict[str, Any] = read_json("harbor.json")
@@ -206,7 +206,7 @@ def _campaign(demo: DemoContext, org_id: str, timeout: float) -> tuple[dict[str,
     from colony.adapters.transport_local import LocalTransport
     from colony.flows import campaign
     from colony.llm.agent_call import llm_from_settings
-    from colony.local.campaign_demo import wait_for_run
+    from colony.local.demo_context import wait_for_run
     from colony.testing.inline import local_deps
 
     db = demo.db

@@ -25,7 +25,7 @@ from colony.store import Database, fetch_all, fetch_one
 from colony.webhooks import compact_id, folder_marker, watch_token
 
 if TYPE_CHECKING:
-    from colony.local.campaign_demo import DemoContext
+    from colony.local.demo_context import DemoContext
 
 FOLDER = "meetnotesdemo01"
 TITLE = "Mercy Ridge Health <> ZoomProp | Discovery Call"

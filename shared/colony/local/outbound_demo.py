@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 
 from colony.flows import campaign, replies
-from colony.local.campaign_demo import DemoContext, wait_for_run
+from colony.local.demo_context import DemoContext, wait_for_run
 from colony.ports import InboundMail
 from colony.store import fetch_one, sequences
 from colony.testing.smtp_server import SmtpServer

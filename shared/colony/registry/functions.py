@@ -39,7 +39,7 @@ class Grant:
 
 
 # What a function's composition root (colony.runtime.deps) reads. Names are settings
-# environment names; colony.settings.SECRETS maps them to Secret Manager ids. Every function
+# environment names; colony.registry.secrets.SECRETS maps them to Secret Manager ids. Every function
 # reads the application role's password and the error reporting DSN; the model provider keys
 # only matter to functions that build the model client or the embedder (both are built on
 # first use, and the key is checked there), and the Langfuse keys only to those that call a

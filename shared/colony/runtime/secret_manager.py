@@ -2,7 +2,7 @@
 
 A deployed function's environment carries no secret values, only references: terraform sets
 ``COLONY_SECRETS`` to the settings names that function needs (``OPENAI_API_KEY,SENTRY_DSN``),
-and ``colony.settings.SECRETS`` maps each name to its Secret Manager id. ``with_secrets``
+and ``colony.registry.secrets.SECRETS`` maps each name to its Secret Manager id. ``with_secrets``
 returns the environment with those names filled in from
 ``projects/<project>/secrets/<id>/versions/latest``; ``Settings.from_env`` calls it before
 reading anything, so the rest of the code never knows where a value came from. Locally
@@ -28,7 +28,7 @@ from collections.abc import Mapping
 
 from colony.adapters.google_api import GoogleApi, GoogleApiError
 from colony.errors import ConfigError
-from colony.settings import SECRETS
+from colony.registry.secrets import SECRETS
 
 SECRETS_ENV = "COLONY_SECRETS"
 ENDPOINT_ENV = "COLONY_SECRET_MANAGER_ENDPOINT"
@@ -45,8 +45,8 @@ def requested(environ: Mapping[str, str]) -> tuple[str, ...]:
     unknown = sorted(set(names) - set(SECRETS))
     if unknown:
         raise ConfigError(
-            f"{SECRETS_ENV} names {', '.join(unknown)}, which colony.settings.SECRETS does not"
-            " declare as secrets"
+            f"{SECRETS_ENV} names {', '.join(unknown)}, which colony.registry.secrets.SECRETS"
+            " does not declare as secrets"
         )
     return names
 

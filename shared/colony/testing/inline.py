@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from colony.adapters.transport import (
+from colony.adapters.transport_checks import (
     check_attributes,
     check_data,
     check_task,

@@ -23,11 +23,13 @@ What each answer reads is documented beside it:
 - ``chat``: ``orchestrator_reply`` (AGT-001's turn), ``conversation_summary``;
 - ``records``: ``missing_data``, ``kc_update_candidate``;
 - ``prompt``: the parser every answer reads through;
-- ``common``: the value-access and text helpers they share.
+- ``common``: the value-access and text helpers they share;
+- ``usage``: the model's name and token estimate every answer reports.
 
 ``model`` holds the dispatch table; answer modules are imported on first use.
 """
 
-from colony.adapters.offline.model import MODEL_NAME, OfflineChatModel, estimate_tokens
+from colony.adapters.offline.model import OfflineChatModel
+from colony.adapters.offline.usage import MODEL_NAME, estimate_tokens
 
 __all__ = ["MODEL_NAME", "OfflineChatModel", "estimate_tokens"]

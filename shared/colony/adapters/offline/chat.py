@@ -45,8 +45,8 @@ from colony.adapters.offline.common import (
     require_text,
     string_list,
 )
-from colony.adapters.offline.model import MODEL_NAME, estimate_tokens
 from colony.adapters.offline.prompt import Prompt, blocks_in, parse
+from colony.adapters.offline.usage import MODEL_NAME, estimate_tokens
 from colony.contracts.chat import OrchestratorReply
 from colony.contracts.common import ANGLES
 from colony.errors import ValidationFailed

@@ -14,7 +14,6 @@ itself.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -22,12 +21,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from colony.adapters.offline.prompt import PromptLacks, parse
+from colony.adapters.offline.usage import MODEL_NAME, estimate_tokens
 from colony.adapters.text_stream import replay
 from colony.contracts.outputs import OUTPUT_CONTRACTS, MissingData
 from colony.errors import ProviderError
 from colony.ports import ModelRequest, ModelResponse, TextSink, Usage
-
-MODEL_NAME = "offline-deterministic-v1"
 
 Answer = Callable[[Any], dict[str, Any]]
 
@@ -86,11 +84,6 @@ def _answer(output_name: str) -> Answer | None:
 def _named(module: ModuleType, name: str) -> Answer:
     found: Answer = getattr(module, name)
     return found
-
-
-def estimate_tokens(text: str) -> int:
-    """An estimate, not a tokenizer count: one token per four characters, rounded up."""
-    return math.ceil(len(text) / 4)
 
 
 class OfflineChatModel:

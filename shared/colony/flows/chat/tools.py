@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from colony.contracts import ToolDefinition
 from colony.contracts.chat import (
@@ -43,7 +43,8 @@ from colony.contracts.chat import (
     ProposeDecisionArgs,
     SearchKnowledgeArgs,
 )
-from colony.errors import CallerError, ValidationFailed, describe_validation
+from colony.errors import CallerError, ValidationFailed
+from colony.flows.approval_kinds import HELD_TOOLS, tool_arguments
 from colony.flows.approval_queue import pending_cards
 from colony.flows.deps import FlowDeps
 from colony.knowledge.exemplars import to_exemplars
@@ -72,9 +73,12 @@ class Tool:
     description: str
     args: type[BaseModel]
     run: Runner
-    gated: bool = False
-    # Arguments a person may change on the held action's card; never what it acts on.
-    editable: tuple[str, ...] = ()
+
+    @property
+    def gated(self) -> bool:
+        """Held for a person's approval; which tools are, and what a person may edit on the
+        held action's card, is the approvals' rule (``colony.flows.approval_kinds``)."""
+        return self.name in HELD_TOOLS
 
     def definition(self) -> dict[str, Any]:
         return {
@@ -82,10 +86,6 @@ class Tool:
             "description": self.description,
             "parameters": self.args.model_json_schema(),
         }
-
-
-class InvalidToolArguments(ValidationFailed):
-    code = "invalid_tool_arguments"
 
 
 class UnknownTool(ValidationFailed):
@@ -97,32 +97,7 @@ def parse_args(tool_name: str, arguments: Mapping[str, Any]) -> tuple[Tool, Base
     tool = TOOLS.get(tool_name)
     if tool is None:
         raise UnknownTool(f"there is no tool named {tool_name!r}")
-    try:
-        return tool, tool.args.model_validate(dict(arguments))
-    except ValidationError as error:
-        raise InvalidToolArguments(
-            f"invalid arguments for {tool_name}: {describe_validation(error)}"
-        ) from None
-
-
-def check_edit(before: Mapping[str, Any], after: Mapping[str, Any]) -> None:
-    """An edited ``tool_action`` payload is valid when only the tool's editable arguments
-    changed and the arguments still validate (``colony.flows.approval_kinds``)."""
-    arguments = after.get("arguments")
-    if not isinstance(arguments, Mapping):
-        raise InvalidToolArguments("the edited arguments must be an object")
-    tool = TOOLS.get(str(before.get("tool")))
-    if tool is None or not tool.gated:
-        raise ValidationFailed("only a held tool action's arguments can be edited")
-    old = before.get("arguments") or {}
-    changed = {k for k in {*old, *arguments} if old.get(k) != arguments.get(k)}
-    refused = sorted(changed - set(tool.editable))
-    if refused:
-        raise ValidationFailed(
-            f"{', '.join(refused)} of {tool.name} cannot be edited; "
-            f"editable: {', '.join(tool.editable) or 'none'}"
-        )
-    parse_args(tool.name, arguments)
+    return tool, tool_arguments(tool_name, tool.args, arguments)
 
 
 def _stable_id(prefix: str, *parts: str) -> str:
@@ -308,9 +283,7 @@ TOOLS: dict[str, Tool] = {
             "Launch an outbound campaign (angle × tier) over named prospects or all of them. "
             "Needs a person's approval before it runs.",
             LaunchCampaignArgs,
-            launch_campaign,
-            gated=True,
-            editable=("name", "angle", "tier"),
+            launch_campaign,  # gated: HELD_TOOLS holds it for a person's approval
         ),
         Tool(
             "pipeline_snapshot",
