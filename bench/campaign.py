@@ -27,7 +27,7 @@ from typing import Any
 
 from colony.adapters.embedding import OfflineHashEmbedder
 from colony.adapters.transport_local import LocalTransport
-from colony.flows import campaign
+from colony.flows.campaigns import campaign
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
 from colony.local import embedded

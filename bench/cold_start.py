@@ -44,18 +44,18 @@ if len(sys.argv) > 2:
 print(loaded - started, time.perf_counter() - started)
 """
 FLOWS = {
-    "campaign": ["colony.flows.campaign"],
+    "campaign": ["colony.flows.campaigns.campaign"],
     "enrichment": ["colony.flows.handlers"],
     "qualification": ["colony.flows.handlers"],
     "message-generator": ["colony.flows.handlers"],
-    "campaign-resume": ["colony.flows.campaign", "colony.runtime.auth"],
-    "approval": ["colony.flows.approval", "colony.runtime.approvals"],
-    "delivery-events": ["colony.flows.delivery", "colony.runtime.approvals"],
+    "campaign-resume": ["colony.flows.campaigns.campaign", "colony.runtime.auth"],
+    "approval": ["colony.flows.approvals.approval", "colony.runtime.approvals"],
+    "delivery-events": ["colony.flows.outbound.delivery", "colony.runtime.approvals"],
     "recording-intelligence": ["colony.flows.handlers"],
     "follow-up": ["colony.flows.handlers"],
     "content": ["colony.flows.handlers"],
     "onboarding": ["colony.flows.handlers"],
-    "daily-brief": ["colony.flows.brief", "colony.runtime.auth"],
+    "daily-brief": ["colony.flows.insights.brief", "colony.runtime.auth"],
 }
 
 

@@ -156,7 +156,8 @@ class Query:
 
 
 def with_step(store: KnowledgeStore, llm: Any, org: OrgContext, contact: dict, q: Query) -> list:
-    """AGT-005's grounding as ``colony.flows.specialist.grounding`` builds it, assembled."""
+    """AGT-005's grounding as ``colony.flows.campaigns.specialist.grounding`` builds it,
+    assembled."""
     picked, hits = store.exemplars(
         ORG, q.vector, angle=q.angle, tier=q.tier, domains=OTHER_DOMAINS, k_per_domain=2
     )

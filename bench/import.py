@@ -2,8 +2,8 @@
 
 A CRM-style CSV (HubSpot's headers) of ``--rows`` records, 2% of them with an invalid email
 and 5% repeating an earlier person (same email, another title), is declared through
-``flows.imports.create``, PUT over HTTP to the signed upload URL on ``gcp-storage-emulator``
-and queued (``flows.imports.start``). The task body the queue would deliver is then POSTed
+``flows.tenants.imports.create``, PUT over HTTP to the signed upload URL on ``gcp-storage-emulator``
+and queued (``flows.tenants.imports.start``). The task body the queue would deliver is then POSTed
 to a real data-lifecycle function (a functions-framework process, as Cloud Tasks calls it),
 which reads the file from the emulator and writes it to the embedded PostgreSQL. Each
 worker is warmed first by a 100-row file on a third org (its cold start is not the
@@ -37,7 +37,7 @@ import httpx
 
 from colony.adapters.storage import blob_store_from_settings
 from colony.contracts.imports import ImportCreate
-from colony.flows import imports
+from colony.flows.tenants import imports
 from colony.local import embedded
 from colony.local.functions import FunctionServers
 from colony.settings import Settings

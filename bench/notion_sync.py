@@ -30,7 +30,7 @@ from typing import Any
 
 from colony.adapters.notion import notion_for_token
 from colony.contracts.events import NotionReembed
-from colony.flows import notion_reembed
+from colony.flows.knowledge import notion_reembed
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
 from colony.local import embedded

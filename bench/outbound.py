@@ -11,7 +11,7 @@ The campaign runs through AGT-002..AGT-005 (inline transport, offline model); a 
 approves every step-1 draft. Then, per step, every send task on the send queue is delivered
 ``--deliveries`` times (3 at once, from worker threads, as duplicate Cloud Tasks deliveries
 would race; a delivery that finds another one sending is redelivered later, as Cloud Tasks
-retries a 409) to ``flows.sending.send``, which sends through the real SMTP adapter to a
+retries a 409) to ``flows.outbound.sending.send``, which sends through the real SMTP adapter to a
 real SMTP server (aiosmtpd). After step 1, 10% of the contacts reply (a ``replied``
 delivery event) and 2% unsubscribe through the signed ``List-Unsubscribe`` link of the mail
 they received; then each sequence task (``campaign-resume``) is delivered, also
@@ -50,7 +50,9 @@ from colony.adapters.embedding import OfflineHashEmbedder
 from colony.adapters.smtp import SmtpSender
 from colony.contracts.events import SendMessage, SequenceStep
 from colony.errors import ColonyError
-from colony.flows import approval, campaign, delivery, sending, sequences
+from colony.flows.approvals import approval
+from colony.flows.campaigns import campaign
+from colony.flows.outbound import delivery, sending, sequences
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
 from colony.local import embedded

@@ -28,7 +28,7 @@ from typing import Any
 from colony.adapters.embedding import OfflineHashEmbedder
 from colony.adapters.offline import OfflineChatModel
 from colony.context.tokens import counter_for
-from colony.flows import recording
+from colony.flows.recordings import recording
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
 from colony.llm.runner import StructuredRunner

@@ -2,7 +2,7 @@
 # many orgs there are. Each posts {"task": {"kind": "schedule", "name": ...}} to the
 # data-lifecycle function with an OIDC token of the invoker (verified by the function), which
 # puts one task per org the schedule serves on the schedule's queue, a page at a time
-# (colony.flows.schedules). An org created through the Clerk webhook is served from its first
+# (colony.flows.tenants.schedules). An org created through the Clerk webhook is served from its first
 # run; no org id is listed here.
 
 resource "google_cloud_scheduler_job" "schedule" {

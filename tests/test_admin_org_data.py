@@ -276,10 +276,10 @@ def test_an_unknown_org_is_a_404(api: Api) -> None:
 
 @pytest.mark.covers("CONST-006", "KC-06")
 def test_const_006_keeps_out_the_orgs_own_competitors_too(api: Api) -> None:
-    """The message generator and the content agent ask ``flows.org_admin.competitors``: the
+    """The message generator and the content agent ask ``flows.tenants.org_admin.competitors``: the
     org's settings, then KC-06's tagged names; the fallback only when neither has any."""
     from colony.adapters.embedding import OfflineHashEmbedder
-    from colony.flows.org_admin import competitors
+    from colony.flows.tenants.org_admin import competitors
     from colony.knowledge import ChunkIn, KnowledgeStore
 
     db = api.db.app()

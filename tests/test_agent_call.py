@@ -9,7 +9,7 @@ import pytest
 from colony.adapters.embedding import OfflineHashEmbedder
 from colony.context.assembler import AssemblyRequest
 from colony.contracts import OrgContext, OutboundMessage, QualificationScore
-from colony.flows import explain
+from colony.flows.insights import explain
 from colony.knowledge import ChunkIn, KnowledgeStore
 from colony.knowledge.exemplars import to_exemplars
 from colony.llm.agent_call import call_agent, llm_from_settings

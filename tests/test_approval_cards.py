@@ -1,4 +1,4 @@
-"""What an approval card shows per kind (``colony.flows.approval_cards``, pure) and the
+"""What an approval card shows per kind (``colony.flows.approvals.approval_cards``, pure) and the
 hub's record of announced approval items (``colony.chat.hub``, no connection needed)."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from decimal import Decimal
 
 from colony.chat.hub import RECENT_ITEMS, Hub
 from colony.errors import AlreadyDecided, public_body
-from colony.flows.approval_cards import detail
+from colony.flows.approvals.approval_cards import detail
 
 SIGNAL = "Opened a second ambulatory campus in Dayton"
 DRAFT = {

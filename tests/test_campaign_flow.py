@@ -16,8 +16,10 @@ import pytest
 
 from colony.adapters.embedding import OfflineHashEmbedder
 from colony.contracts.events import EVENT_ADAPTER, CampaignResume
-from colony.flows import approval, campaign, delivery
+from colony.flows.approvals import approval
+from colony.flows.campaigns import campaign
 from colony.flows.handlers import PUBSUB_HANDLERS
+from colony.flows.outbound import delivery
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
 from colony.llm.runner import StructuredRunner
@@ -379,7 +381,7 @@ def test_a_contact_whose_answer_stays_invalid_ends_the_chain_and_the_run_complet
         raise OutputInvalid("qualification_score stayed invalid after one repair")
 
     for specialist in ("enrichment", "qualification", "message_generator"):
-        monkeypatch.setattr(f"colony.flows.{specialist}.call_agent", invalid)
+        monkeypatch.setattr(f"colony.flows.campaigns.{specialist}.call_agent", invalid)
     run_id, state = run_campaign(deps)
     assert state["run"]["status"] == "completed" and state["run"]["contacts_done"] == 36
     with deps.db.transaction(ORG) as cur:

@@ -13,7 +13,7 @@ import pytest
 
 from colony.adapters.embedding import OfflineHashEmbedder
 from colony.context.tokens import counter_for
-from colony.flows import approval
+from colony.flows.approvals import approval
 from colony.flows.chat import create_session, history, run_turn
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings

@@ -20,9 +20,12 @@ from colony.adapters.transport_local import LocalTransport
 from colony.contracts.chat import ListApprovalsArgs
 from colony.contracts.events import DealClosedWon
 from colony.errors import NotFound, ProviderUnavailable, ValidationFailed
-from colony.flows import approval, brief, content, deals, onboarding
+from colony.flows import content
+from colony.flows.approvals import approval
 from colony.flows.chat import tools
 from colony.flows.handlers import PUBSUB_HANDLERS
+from colony.flows.insights import brief
+from colony.flows.pipeline import deals, onboarding
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
 from colony.local.demo import load_demo

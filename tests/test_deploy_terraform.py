@@ -430,7 +430,9 @@ def test_every_function_that_decides_approvals_may_publish_what_the_appliers_pub
     """Appliers run in the deciding function (approval, and chat's decide tool and route): a
     deal moved to closed_won publishes to colony-onboarding from whichever function approved
     it, so each one needs the approval function's publisher grants or the decision fails."""
-    deciders = {name for name in FUNCTIONS if "colony.flows.approval" in function_modules(name)}
+    deciders = {
+        name for name in FUNCTIONS if "colony.flows.approvals.approval" in function_modules(name)
+    }
     assert {"approval", "chat"} <= deciders
     needed = set(FUNCTIONS["approval"].publishes)
     assert "colony-onboarding" in needed
@@ -440,7 +442,7 @@ def test_every_function_that_decides_approvals_may_publish_what_the_appliers_pub
 
 def test_every_function_that_shows_approval_cards_may_sign_kit_links() -> None:
     """A deployment kit's card signs its link when the card is made
-    (``colony.flows.approval_queue.pending_cards``), in the function that shows it: chat's
+    (``colony.flows.approvals.approval_queue.pending_cards``), in the function that shows it: chat's
     GET /approvals and its list_approvals tool. The URL is signed through IAM signBlob as the
     function's own account and only opens if that account may read the object; both grants
     come with ``assets`` (terraform/iam.tf). Without them every kit link in the queue fails."""

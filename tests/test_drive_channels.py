@@ -22,7 +22,7 @@ import pytest
 
 from colony.adapters.drive import drive_from_settings
 from colony.adapters.secrets import FileSecrets
-from colony.flows import erasure
+from colony.flows.tenants import erasure
 from colony.runtime.auth import ensure_local_keys
 from colony.runtime.deps import Deps, set_deps_for_tests
 from colony.settings import Settings
@@ -213,7 +213,7 @@ def test_an_erased_org_has_its_channels_stopped_and_its_notion_tokens_deleted(en
     secrets.put("colony-notion-alpha", "secret_alpha")
     with env.deps.db.transaction(ALPHA) as cur:
         notion_workspaces.connect(cur, ALPHA, "ws-a", "colony-notion-alpha", {"a" * 32: "KC-01"})
-    # Clerk's organization.deleted opens this job (flows.clerk_orgs); the queue delivers it
+    # Clerk's organization.deleted opens this job (flows.tenants.clerk_orgs); the queue delivers it
     job_id = erasure.request_org(env.deps, ALPHA, "clerk")
     done = env.lifecycle.post("/", json={"task": {"kind": "erasure", "job_id": job_id}})
     assert done.status_code == 200, done.get_json()

@@ -23,8 +23,8 @@ from colony.adapters.offline.prompt import parse
 from colony.adapters.rest import RestClient
 from colony.context.tokens import counter_for
 from colony.errors import ProviderError, TemplateError, Unauthorized, ValidationFailed
-from colony.flows import drive as drive_flow
-from colony.flows import drive_folders, recording, transcripts
+from colony.flows.recordings import drive as drive_flow
+from colony.flows.recordings import drive_folders, recording, transcripts
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
 from colony.llm.runner import StructuredRunner
@@ -114,8 +114,9 @@ def world(testdb: PgDB, gcs):
 
 
 def add_channel(db, channel_id: str, folder: str = FOLDER) -> None:
-    """The channel a watch created (``flows.drive_channels.watch``), as it stores it, with
-    the folder bound to the org as the watch's proof left it (``flows.drive_folders``)."""
+    """The channel a watch created (``flows.recordings.drive_channels.watch``), as it stores it,
+    with the folder bound to the org as the watch's proof left it
+    (``flows.recordings.drive_folders``)."""
     expires = datetime.now(UTC) + timedelta(days=400)  # past every clock the tests use
     with db.transaction(ORG) as cur:
         claims.claim(cur, ORG, drive_folders.KIND, folder, drive_folders.METHOD, "u1")

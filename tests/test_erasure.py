@@ -19,7 +19,7 @@ import pytest
 
 from colony.adapters.langfuse_traces import LangfuseTraces
 from colony.errors import DatabaseError, NotFound
-from colony.flows import erasure
+from colony.flows.tenants import erasure
 from colony.knowledge.indexes import existing_org_indexes, index_name, partition_name
 from colony.knowledge.tiering import promote
 from colony.ports import BlobStore, org_tag

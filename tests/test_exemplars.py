@@ -11,7 +11,9 @@ import pytest
 
 from colony.adapters.embedding import OfflineHashEmbedder
 from colony.errors import ValidationFailed
-from colony.flows import approval, campaign, delivery, replies, sending
+from colony.flows.approvals import approval
+from colony.flows.campaigns import campaign
+from colony.flows.outbound import delivery, replies, sending
 from colony.knowledge import KnowledgeStore, outcomes, tiering
 from colony.knowledge.store import ChunkIn
 from colony.llm.agent_call import llm_from_settings

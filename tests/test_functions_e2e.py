@@ -19,7 +19,7 @@ import pytest
 
 from colony.adapters.embedding import OfflineHashEmbedder
 from colony.adapters.transport_local import LocalTransport
-from colony.flows import campaign
+from colony.flows.campaigns import campaign
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
 from colony.local.demo import load_demo

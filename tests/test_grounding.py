@@ -17,8 +17,12 @@ import pytest
 from colony.contracts.admin import OrgSettingsReplace
 from colony.contracts.outputs import OutboundMessage
 from colony.errors import DataMissing, ValidationFailed
-from colony.flows import approval, enrichment, org_admin, recording, transcripts
+from colony.flows.approvals import approval
+from colony.flows.campaigns import enrichment
+from colony.flows.recordings import recording
+from colony.flows.tenants import org_admin
 from colony.llm.runner import StructuredRunner
+from colony.policy.grounding import verbatim
 from colony.store import fetch_one
 from colony.testing.hostile import RecordingTracer
 from tests.conftest import PgDB
@@ -60,7 +64,7 @@ def test_verbatim_keeps_respaced_quotes_and_counts_the_rest() -> None:
         {"type": "timeline_signals", "quote": "we sign in march.", "confidence": 0.6},
         {"type": "budget_signals", "quote": "   ", "confidence": 0.6},
     ]
-    kept, dropped = transcripts.verbatim(signals, source)
+    kept, dropped = verbatim(signals, source)
     assert [s["quote"] for s in kept] == ["Our budget is about $400k."]
     assert dropped == 2  # case matters in a quote; a blank quote quotes nothing
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from colony.contracts.events import EVENT_ADAPTER
-from colony.flows import campaign
+from colony.flows.campaigns import campaign
 from colony.flows.handlers import PUBSUB_HANDLERS
 from colony.local.demo import read_json
 from colony.runtime.deps import Deps, set_deps_for_tests

@@ -18,8 +18,8 @@ import pytest
 from colony.adapters.embedding import OfflineHashEmbedder
 from colony.adapters.openai_chat import OpenAIChatModel
 from colony.contracts.events import RecordingReceived
-from colony.flows import campaign
-from colony.flows.approval_queue import pending_cards
+from colony.flows.approvals.approval_queue import pending_cards
+from colony.flows.campaigns import campaign
 from colony.flows.chat.session import create_session
 from colony.flows.chat.turn import run_turn
 from colony.knowledge import KnowledgeStore

@@ -6,6 +6,7 @@ a raw connection as the application role."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -16,9 +17,10 @@ import pg8000.dbapi
 import pytest
 
 from colony.errors import Forbidden, ValidationFailed
-from colony.flows import approval, deals
-from colony.flows.approval_kinds import HELD_TOOLS, edit
+from colony.flows.approvals import approval
+from colony.flows.approvals.approval_kinds import HELD_TOOLS, edit
 from colony.flows.chat import create_session, tools
+from colony.flows.pipeline import deals
 from colony.local.functions import FunctionServers
 from colony.runtime.auth import mint_local_token, sign_approval_token
 from colony.runtime.deps import Deps
@@ -169,7 +171,7 @@ def test_applying_a_decision_cannot_decide_another_item(
     def hostile(deps_: Any, cur: Any, org_id: str, item_id: str, payload: Any) -> None:
         approval.decide(deps_, org_id, second, "approve", actor=PERSON)
 
-    monkeypatch.setattr(approval, "applier", lambda kind: hostile)
+    deps = dataclasses.replace(deps, applier_table=lambda kind: hostile)
     with pytest.raises(Forbidden, match="cannot decide another item"):
         approval.decide(deps, ORG, first, "approve", actor=PERSON)
     assert status(deps, first) == status(deps, second) == "pending"

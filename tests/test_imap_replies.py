@@ -16,7 +16,7 @@ import pytest
 from colony.adapters.embedding import OfflineHashEmbedder
 from colony.adapters.imap_mailbox import ImapMailbox
 from colony.errors import ConfigError, UpstreamError
-from colony.flows import replies, sending
+from colony.flows.outbound import replies, sending
 from colony.knowledge import KnowledgeStore
 from colony.ports import Mail, Mailbox
 from colony.settings import Settings

@@ -12,15 +12,15 @@ The graph is read from the source by the bundle builder's own reader
   (``dead_letters`` logs as ``"colony.adapters.transport_local"``), and the lazy homes of
   ``colony.contracts``' names, which point down into its own modules.
 
-Every module under ``shared/colony`` is a node, the local-only and build-time packages
-included. An import of ``a.b.c`` is an edge to the deepest of ``a.b.c``, ``a.b``, ``a`` that
-is a module (``from colony.store import Database`` is an edge to ``colony.store``'s
-``__init__``; ``from colony.flows import approval`` one to ``colony.flows.approval``), and to
+Every module under ``shared/colony`` is a node, the local-only and build-time packages included.
+An import of ``a.b.c`` is an edge to the deepest of ``a.b.c``, ``a.b``, ``a`` that is a module
+(``from colony.store import Database`` is an edge to ``colony.store``'s ``__init__``; ``from
+colony.flows.approvals import approval`` one to ``colony.flows.approvals.approval``), and to
 every package ``__init__`` on the way that Python must run first, except the importer's own
-packages: those are already running or done when it runs (a submodule is loaded from inside
-its package), so counting them would make every package that re-exports a submodule look
-like a circle. A module that imports its own package's ``__init__`` by name still counts, as
-that ``__init__`` may be half-initialised when it does.
+packages: those are already running or done when it runs (a submodule is loaded from inside its
+package), so counting them would make every package that re-exports a submodule look like a
+circle. A module that imports its own package's ``__init__`` by name still counts, as that
+``__init__`` may be half-initialised when it does.
 """
 
 from __future__ import annotations

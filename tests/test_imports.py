@@ -16,7 +16,7 @@ import pytest
 
 from colony.contracts.imports import ImportCreate
 from colony.errors import Conflict, NotFound, PayloadTooLarge
-from colony.flows import imports
+from colony.flows.tenants import imports
 from colony.ports import BlobStore
 from colony.registry.functions import IMPORT_QUEUE
 from colony.runtime.deps import Deps

@@ -10,7 +10,7 @@ import pytest
 
 from colony.adapters.embedding import OfflineHashEmbedder
 from colony.errors import ValidationFailed
-from colony.flows.approval import Actor, decide
+from colony.flows.approvals.approval import Actor, decide
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
 from colony.runtime.deps import Deps

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from colony.errors import DatabaseError
-from colony.flows import kc_tiering
+from colony.flows.knowledge import kc_tiering
 from colony.knowledge import KnowledgeStore, tiering
 from colony.knowledge.bulk import bulk_load
 from colony.knowledge.indexes import index_name, partition_name

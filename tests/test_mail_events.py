@@ -26,7 +26,7 @@ import pytest
 from colony.adapters.embedding import OfflineHashEmbedder
 from colony.adapters.resend_mail import ResendMail
 from colony.errors import NotFound
-from colony.flows import held_mail, replies, sending
+from colony.flows.outbound import held_mail, replies, sending
 from colony.knowledge import KnowledgeStore
 from colony.ports import InboundMail
 from colony.runtime.deps import Deps

@@ -16,7 +16,7 @@ from dataclasses import replace
 import pytest
 
 from colony.adapters.embedding import OfflineHashEmbedder
-from colony.flows import campaign
+from colony.flows.campaigns import campaign
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
 from colony.llm.runner import StructuredRunner

@@ -24,7 +24,7 @@ import pytest
 from colony.contracts.admin import NotionConnect
 from colony.contracts.events import NotionSyncStep
 from colony.errors import OrgScopeError
-from colony.flows import notion_backfill, notion_webhook, notion_workspaces
+from colony.flows.knowledge import notion_backfill, notion_webhook, notion_workspaces
 from colony.knowledge import KnowledgeStore
 from colony.registry.functions import NOTION_REEMBED_QUEUE
 from colony.runtime.auth import ensure_local_keys

@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from colony.errors import DatabaseError
-from colony.flows.notion_webhook import (
+from colony.flows.knowledge.notion_webhook import (
     HANDSHAKE_WINDOW_SECONDS,
     HANDSHAKES_KEPT,
     HANDSHAKES_PER_WINDOW,

@@ -20,7 +20,7 @@ from colony.adapters.notion import HttpNotion
 from colony.adapters.rest import RestClient
 from colony.contracts.events import NotionReembed
 from colony.errors import DatabaseError, OrgScopeError, Unauthorized
-from colony.flows import notion_reembed, notion_webhook
+from colony.flows.knowledge import notion_reembed, notion_webhook
 from colony.knowledge import KnowledgeStore
 from colony.knowledge.store import ChunkIn
 from colony.llm.agent_call import llm_from_settings

@@ -27,7 +27,7 @@ from colony.contracts import Exemplar, IcpDefinition, OrgContext
 from colony.contracts.common import ANGLES, TIERS
 from colony.contracts.outputs import OUTPUT_CONTRACTS, OutboundMessage
 from colony.errors import ContextBudgetExceeded, ProviderError, ValidationFailed
-from colony.flows.transcripts import for_pass2
+from colony.flows.recordings.transcripts import for_pass2
 from colony.policy import check_outbound, count_sentences
 from colony.policy.tiering import decide_tier
 from colony.ports import ChatModel, Message, ModelRequest
@@ -275,7 +275,9 @@ def assembly(output_name: str, context: dict[str, Any]) -> AssemblyRequest:
             OrgContext(),
             (),
             {"data_snapshot": context["snapshot"], "recent_replies": "(no replies yesterday)"},
-            [Message("assistant", summary, name="summary")],  # as flows/brief.py renders it
+            [
+                Message("assistant", summary, name="summary")
+            ],  # as flows/insights/brief.py renders it
             {"brief_date": "2026-11-20"},
         )
     if output_name == "conversation_summary":

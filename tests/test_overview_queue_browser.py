@@ -23,7 +23,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from colony.flows.approval import Actor, decide
+from colony.flows.approvals.approval import Actor, decide
 from colony.local.queue_seed import HOSTILE_SUBJECT, seed_queue
 from colony.settings import Settings
 from colony.store import Database, fetch_all, fetch_one, fetch_value, signals

@@ -16,9 +16,10 @@ from typing import Any
 import pytest
 
 from colony.errors import ValidationFailed
-from colony.flows import approval, approval_queue, campaign
-from colony.flows import message_generator as message_flow
-from colony.flows import qualification as qualification_flow
+from colony.flows.approvals import approval, approval_queue
+from colony.flows.campaigns import campaign
+from colony.flows.campaigns import message_generator as message_flow
+from colony.flows.campaigns import qualification as qualification_flow
 from colony.runtime.deps import Deps
 from colony.store import fetch_one
 from colony.testing.inline import run_until_idle

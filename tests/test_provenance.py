@@ -21,7 +21,7 @@ from colony.context.budgets import load_budgets
 from colony.context.tokens import counter_for
 from colony.contracts import Exemplar, OrgContext
 from colony.errors import NotFound, ValidationFailed
-from colony.flows import explain
+from colony.flows.insights import explain
 from colony.knowledge import KnowledgeStore
 from colony.local.brief_demo import local_storage, run_brief_demo
 from colony.local.campaign_demo import demo_functions, local_mail, run_demo_campaign
@@ -237,8 +237,8 @@ def test_every_output_of_make_run_is_explained_and_its_outcome_credits_its_chunk
     call_id = outbound["llm_call_id"]
     grounded = {c["id"] for c in first["chunks"]}
     with db.transaction(org) as cur:
-        # the demo's own outcomes credit their drafts' chunks too (flows.delivery): an outcome
-        # the system never records is counted on top of what came before
+        # the demo's own outcomes credit their drafts' chunks too (flows.outbound.delivery): an
+        # outcome the system never records is counted on top of what came before
         before = {
             r["chunk_id"]: r["n"]
             for r in provenance.credits(cur, sorted(grounded))

@@ -19,8 +19,8 @@ import pytest
 
 from colony.adapters.embedding import OfflineHashEmbedder
 from colony.contracts.events import EVENT_ADAPTER
-from colony.flows import campaign
-from colony.flows.campaign import done_key, step_key
+from colony.flows.campaigns import campaign
+from colony.flows.campaigns.campaign import done_key, step_key
 from colony.flows.handlers import PUBSUB_HANDLERS
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings

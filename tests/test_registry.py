@@ -67,6 +67,8 @@ COMPOSITIONS = {  # colony.runtime.compose module → the parts it builds
     None: set(),
     "model": {"llm", "knowledge"},
     "model_assets": {"llm", "knowledge", "blobs"},
+    "decisions": {"llm", "knowledge", "appliers"},  # decides approval items
+    "decisions_assets": {"llm", "knowledge", "blobs", "appliers"},  # the chat function
     "knowledge": {"knowledge"},
     "assets": {"blobs"},
     # erasure deletes an org's Langfuse traces; the reply poll reads held inbound mail

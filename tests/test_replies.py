@@ -12,10 +12,10 @@ from datetime import timedelta
 import pytest
 
 from colony.adapters.embedding import OfflineHashEmbedder
-from colony.flows import delivery, replies, sending
-from colony.flows.brief import daily_brief
 from colony.flows.chat.session import create_session
 from colony.flows.chat.turn import run_turn
+from colony.flows.insights.brief import daily_brief
+from colony.flows.outbound import delivery, replies, sending
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
 from colony.llm.runner import StructuredRunner

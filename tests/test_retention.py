@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 
 from colony.errors import ConfigError, ValidationFailed
-from colony.flows import retention
+from colony.flows.tenants import retention
 from colony.ports import BlobStore
 from colony.settings import RETENTION_MAX_DAYS, Settings
 from colony.testing.inline import FIXED_NOW, InlineTransport, local_deps

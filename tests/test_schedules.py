@@ -24,7 +24,8 @@ import pytest
 
 from colony.adapters.embedding import OfflineHashEmbedder
 from colony.contracts.lifecycle import ScheduleName
-from colony.flows import held_mail, schedules, sending
+from colony.flows.outbound import held_mail, sending
+from colony.flows.tenants import schedules
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
 from colony.registry.functions import QUEUES
@@ -91,7 +92,7 @@ def env(testdb: PgDB, monkeypatch: pytest.MonkeyPatch, no_ambient_config: None) 
             " VALUES ('ch-1', %s, 'folder1', 'res-1', %s)",
             (DRIVE, FIXED_NOW + timedelta(days=2)),
         )
-        cur.execute(  # proven when it was watched (flows.drive_folders)
+        cur.execute(  # proven when it was watched (flows.recordings.drive_folders)
             "INSERT INTO resource_claims (org_id, kind, resource_id, method, claimed_by)"
             " VALUES (%s, 'drive_folder', 'folder1', 'marker', 'u1')",
             (DRIVE,),

@@ -15,7 +15,8 @@ import pytest
 from colony.adapters.embedding import OfflineHashEmbedder
 from colony.adapters.smtp import SmtpSender
 from colony.errors import ConfigError, Unauthorized, UpstreamError
-from colony.flows import approval, delivery, sending
+from colony.flows.approvals import approval
+from colony.flows.outbound import delivery, sending
 from colony.knowledge import KnowledgeStore
 from colony.ports import Mail
 from colony.runtime.deps import Deps

@@ -22,7 +22,9 @@ from colony.adapters.embedding import OfflineHashEmbedder
 from colony.adapters.smtp import SmtpSender
 from colony.contracts.events import SendMessage, SequenceStep
 from colony.errors import HandoffRefused
-from colony.flows import approval, campaign, delivery, message_generator, sending, sequences
+from colony.flows.approvals import approval
+from colony.flows.campaigns import campaign, message_generator
+from colony.flows.outbound import delivery, sending, sequences
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
 from colony.llm.runner import StructuredRunner

@@ -22,7 +22,8 @@ from colony.context.tokens import counter_for
 from colony.contracts import IcpDefinition, OrgContext
 from colony.contracts.chat import ContactSignalsArgs
 from colony.errors import ValidationFailed
-from colony.flows import approval_queue, campaign
+from colony.flows.approvals import approval_queue
+from colony.flows.campaigns import campaign
 from colony.flows.chat import tools
 from colony.llm.runner import StructuredRunner
 from colony.local.demo import read_json

@@ -22,7 +22,7 @@ from opentelemetry.trace import StatusCode
 from colony.adapters.embedding import OfflineHashEmbedder
 from colony.context import templates
 from colony.errors import ConfigError, NotFound, ProviderError, UpstreamError
-from colony.flows import campaign
+from colony.flows.campaigns import campaign
 from colony.knowledge import KnowledgeStore
 from colony.local.demo import load_demo
 from colony.observability.logs import TRACE_FIELD

@@ -2,7 +2,7 @@
 
 Pure tests of ``colony.policy.tiering``, then one flow test against the real embedded
 PostgreSQL: the same contact, the same proposed score, and the tier and outcome follow the
-bands the org's admin set through its ICP settings (``flows.org_admin.replace_icp``, what
+bands the org's admin set through its ICP settings (``flows.tenants.org_admin.replace_icp``, what
 ``PUT /orgs/{org}/icp`` and the CLI call).
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 import pytest
 
 from colony.contracts.admin import IcpReplace
-from colony.flows import campaign
-from colony.flows import org_admin as org_admin_flow
+from colony.flows.campaigns import campaign
+from colony.flows.tenants import org_admin as org_admin_flow
 from colony.local.demo import read_json
 from colony.policy.tiering import DEFAULT_BANDS, decide_tier
 from colony.store import fetch_one

@@ -2,7 +2,7 @@
 role: the pipeline by stage (``store.pipeline.by_stage``), each campaign's funnel counted in one
 statement (``store.funnels``), the notification that moves a funnel live (migration 0038's
 triggers, heard on a real ``LISTEN`` connection) and the hub's count of them, and the brief's
-five sections (``flows.brief.sections_of``). Every read is scoped to the org.
+five sections (``flows.insights.brief.sections_of``). Every read is scoped to the org.
 
 The page itself, in Chromium, is ``tests/test_overview_views_browser.py``."""
 
@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from colony.chat.hub import Hub
-from colony.flows.brief import SECTIONS, render, sections_of
+from colony.flows.insights.brief import SECTIONS, render, sections_of
 from colony.store import approvals, campaigns, chat_events, funnels, pipeline
 from colony.store.db import Database, fetch_value
 from tests.conftest import PgDB

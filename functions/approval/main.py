@@ -12,7 +12,7 @@ from typing import Any
 
 import functions_framework
 
-from colony.runtime.compose.model import parts
+from colony.runtime.compose.decisions import parts
 from colony.runtime.deps import deps
 from colony.runtime.edge import JsonRequest, http_json
 
@@ -22,7 +22,7 @@ from colony.runtime.edge import JsonRequest, http_json
 def handle(request: JsonRequest) -> dict[str, Any]:
     # lazy: the flow and its auth (PyJWT, cryptography) load on the first request
     from colony.errors import Forbidden, Unauthorized
-    from colony.flows.approval import Actor, decide, refuse
+    from colony.flows.approvals.approval import Actor, decide, refuse
     from colony.runtime.approvals import ApprovalRequest, authorise
     from colony.runtime.auth import verify_bearer
 

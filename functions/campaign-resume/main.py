@@ -18,7 +18,8 @@ from colony.runtime.edge.invoker import invoker_only
 def handle(request: JsonRequest) -> dict[str, Any]:
     # lazy: the flows and their task models load on the first request
     from colony.contracts.events import CampaignResume, Redeliver, SequenceStep
-    from colony.flows import campaign, sequences
+    from colony.flows.campaigns import campaign
+    from colony.flows.outbound import sequences
     from colony.runtime.redelivery import redeliver
 
     d = deps()

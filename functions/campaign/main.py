@@ -17,6 +17,6 @@ if TYPE_CHECKING:
 @pubsub_handler("campaign")
 def handle(event: Event, event_id: str) -> dict[str, Any]:
     # lazy: the flow loads on the first request, not at cold start
-    from colony.flows.campaign import campaign_event
+    from colony.flows.campaigns.campaign import campaign_event
 
     return campaign_event(deps(), event, event_id)

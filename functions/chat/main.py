@@ -16,7 +16,7 @@ from typing import Any
 import functions_framework
 
 from colony.chat.api import handle as route
-from colony.runtime.compose.model_assets import parts
+from colony.runtime.compose.decisions_assets import parts
 from colony.runtime.deps import deps
 from colony.runtime.edge import JsonRequest, http_json
 

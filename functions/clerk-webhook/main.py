@@ -1,5 +1,5 @@
 """Clerk webhook: signed ``organization.*`` events → the org's row and defaults, or its
-erasure. Authenticated by Svix's signature headers. See ``colony.flows.clerk_orgs``."""
+erasure. Authenticated by Svix's signature headers. See ``colony.flows.tenants.clerk_orgs``."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from colony.runtime.edge import JsonRequest, http_json
 @http_json
 def handle(request: JsonRequest) -> dict[str, Any]:
     # lazy: the flow and the verifier load on the first request, not at cold start
-    from colony.flows.clerk_orgs import receive
+    from colony.flows.tenants.clerk_orgs import receive
 
     d = deps()
     return receive(d, d.rejections, request.raw.get_data(cache=True), request.headers)

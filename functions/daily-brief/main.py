@@ -1,5 +1,5 @@
 """AGT-010 daily brief: the Cloud Tasks target of the daily-brief queue (OIDC-verified in
-production), one task per org from the daily schedule's fan-out (colony.flows.schedules).
+production), one task per org from the daily schedule's fan-out (colony.flows.tenants.schedules).
 
 The body names the org and may name the day:
 ``{"org_id": "...", "brief_date": "YYYY-MM-DD"?}``. Running it twice the same day returns
@@ -23,7 +23,7 @@ from colony.runtime.edge.invoker import invoker_only
 def handle(request: JsonRequest) -> dict[str, Any]:
     # lazy: the flow load on the first request
     from colony.contracts.events import BriefRequest
-    from colony.flows.brief import daily_brief
+    from colony.flows.insights.brief import daily_brief
 
     d = deps(parts)
     body = request.parse(BriefRequest)

@@ -6,15 +6,16 @@ Body: ``{"task": {"kind": ..., ...}}`` (``colony.contracts.lifecycle.LifecycleBo
 - ``import`` (``org_id``, ``job_id``): run an import job, resumed from its checkpoint;
 - ``kc.tier`` (``org_id``): move the org's Knowledge Core to its own partition (idempotent);
 - ``schedule`` (``name``): what every Cloud Scheduler job posts: fan the schedule out to the
-  orgs it serves, one task each (``colony.flows.schedules``);
+  orgs it serves, one task each (``colony.flows.tenants.schedules``);
 - ``retention`` / ``drive.renew`` (``org_id``): one org's share of those schedules (the
   retention run also checks whether the org outgrew the shared Knowledge Core partition);
 - ``replies.poll``: read the deployment's reply mailbox once, and the inbound mail events held
-  while no reader of received mail was configured (``colony.flows.held_mail``).
+  while no reader of received mail was configured (``colony.flows.outbound.held_mail``).
 """
 
 from __future__ import annotations
 
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import functions_framework
@@ -44,16 +45,10 @@ def handle(request: JsonRequest) -> dict[str, Any]:
         RepliesPoll,
         ScheduleRun,
     )
-    from colony.flows import (
-        drive_channels,
-        erasure,
-        held_mail,
-        imports,
-        kc_tiering,
-        replies,
-        retention,
-        schedules,
-    )
+    from colony.flows.knowledge import kc_tiering
+    from colony.flows.outbound import held_mail, replies
+    from colony.flows.recordings import drive_channels
+    from colony.flows.tenants import erasure, imports, retention, schedules
     from colony.runtime.auth import verify_google_oidc
     from colony.runtime.notion_clients import secret_store
 
@@ -80,7 +75,8 @@ def handle(request: JsonRequest) -> dict[str, Any]:
     if _drive is None:
         _drive = drive_from_settings(d.settings)  # its token is fetched on the first call
     if isinstance(task, ErasureTask):
-        connections = erasure.OrgConnections(_drive, secret_store(d.settings))
+        stop_channels = partial(drive_channels.stop_org, d, _drive)
+        connections = erasure.OrgConnections(stop_channels, secret_store(d.settings))
         return erasure.run_job(d, task.job_id, traces(d.settings), connections)
     if isinstance(task, DriveRenewal):
         return drive_channels.renew(d, _drive, task.org_id)

@@ -1,7 +1,7 @@
 """Mail events: the mail provider's webhook at ``/`` (Resend, Svix-signed: delivered /
 bounced / complained feed the circuit breaker, CONST-005, and the suppression list; an
-inbound ``email.received`` is a reply, ``colony.flows.mail_events``, answered 202 and held
-when no reader of received mail is configured, ``colony.flows.held_mail``), and the
+inbound ``email.received`` is a reply, ``colony.flows.outbound.mail_events``, answered 202 and held
+when no reader of received mail is configured, ``colony.flows.outbound.held_mail``), and the
 unsubscribe links every message carries at ``/unsubscribe`` (issue 18).
 
 ``GET /unsubscribe?t=…`` (the footer link) shows a page with one button and changes nothing,
@@ -34,7 +34,7 @@ def handle(request: JsonRequest) -> Any:
     if request.method != "POST":
         raise MethodNotAllowed("delivery events are POSTed", allow=("POST",))
     # lazy: the flow and the verifier load on the first request, not at cold start
-    from colony.flows.mail_events import receive
+    from colony.flows.outbound.mail_events import receive
 
     result = receive(d, d.rejections, request.raw.get_data(cache=True), request.headers)
     # accepted, not yet done: a reply held until inbound mail is configured
@@ -50,7 +50,7 @@ _PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8">
 def _unsubscribe(d: Any, request: JsonRequest) -> flask.Response:
     # lazy: the flow loads with the first unsubscribe
     from colony.errors import ValidationFailed
-    from colony.flows.sending import check_unsubscribe, unsubscribe
+    from colony.flows.outbound.sending import check_unsubscribe, unsubscribe
 
     token = request.args.get("t") or ""
     if not token or len(token) > 2000:

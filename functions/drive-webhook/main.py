@@ -24,7 +24,7 @@ _drive: DriveClient | None = None
 def handle(request: JsonRequest) -> dict[str, Any]:
     # lazy: the Drive client (httpx) and the flow load on the first request
     from colony.adapters.drive import drive_from_settings
-    from colony.flows.drive import ingest
+    from colony.flows.recordings.drive import ingest
 
     global _drive
     d = deps(parts)

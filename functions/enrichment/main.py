@@ -18,6 +18,6 @@ if TYPE_CHECKING:
 @pubsub_handler("enrichment")
 def handle(event: Event, event_id: str) -> dict[str, Any]:
     # lazy: the flow loads on the first request, not at cold start
-    from colony.flows.enrichment import enrich
+    from colony.flows.campaigns.enrichment import enrich
 
     return enrich(deps(parts), event, event_id)

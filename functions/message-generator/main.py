@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 import functions_framework
 
-from colony.runtime.compose.model import parts
+from colony.runtime.compose.decisions import parts
 from colony.runtime.deps import deps
 from colony.runtime.edge import pubsub_handler
 
@@ -18,6 +18,6 @@ if TYPE_CHECKING:
 @pubsub_handler("message-generator")
 def handle(event: Event, event_id: str) -> dict[str, Any]:
     # lazy: the flow loads on the first request, not at cold start
-    from colony.flows.message_generator import write_message
+    from colony.flows.campaigns.message_generator import write_message
 
     return write_message(deps(parts), event, event_id)

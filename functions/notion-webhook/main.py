@@ -17,7 +17,7 @@ from colony.runtime.edge import JsonRequest, http_json
 @http_json
 def handle(request: JsonRequest) -> dict[str, Any]:
     # lazy: the flow loads on the first request, not at cold start
-    from colony.flows.notion_webhook import receive
+    from colony.flows.knowledge.notion_webhook import receive
 
     raw = request.raw.get_data(cache=True)
     return receive(deps(), raw, request.headers.get("X-Notion-Signature"))

@@ -18,6 +18,6 @@ if TYPE_CHECKING:
 @pubsub_handler("onboarding")
 def handle(event: Event, event_id: str) -> dict[str, Any]:
     # lazy: the flow loads on the first request, not at cold start
-    from colony.flows.onboarding import onboarding_event
+    from colony.flows.pipeline.onboarding import onboarding_event
 
     return onboarding_event(deps(parts), event, event_id)

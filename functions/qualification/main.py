@@ -18,6 +18,6 @@ if TYPE_CHECKING:
 @pubsub_handler("qualification")
 def handle(event: Event, event_id: str) -> dict[str, Any]:
     # lazy: the flow loads on the first request, not at cold start
-    from colony.flows.qualification import qualify
+    from colony.flows.campaigns.qualification import qualify
 
     return qualify(deps(parts), event, event_id)

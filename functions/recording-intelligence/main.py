@@ -18,6 +18,6 @@ if TYPE_CHECKING:
 @pubsub_handler("recording-intelligence")
 def handle(event: Event, event_id: str) -> dict[str, Any]:
     # lazy: the flow loads on the first request, not at cold start
-    from colony.flows.recording import analyse_event
+    from colony.flows.recordings.recording import analyse_event
 
     return analyse_event(deps(parts), event, event_id)

@@ -28,8 +28,8 @@ _clients: WorkspaceClients | None = None
 def handle(request: JsonRequest) -> dict[str, Any]:
     # lazy: the Notion clients (httpx), Secret Manager and the flows load on the first request
     from colony.contracts.events import NotionReconcile, NotionSyncStep, NotionTaskBody
-    from colony.flows.notion_backfill import reconcile, step
-    from colony.flows.notion_reembed import reembed
+    from colony.flows.knowledge.notion_backfill import reconcile, step
+    from colony.flows.knowledge.notion_reembed import reembed
     from colony.runtime.notion_clients import WorkspaceClients, secret_store
 
     global _clients

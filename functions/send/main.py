@@ -1,7 +1,7 @@
 """Cloud Tasks target: send one approved outbox message through the mail relay (issue 18).
 
-One task per message, named by its outbox row; the flow (``colony.flows.sending``) makes the
-send a durable step, so duplicate deliveries send once. OIDC in production.
+One task per message, named by its outbox row; the flow (``colony.flows.outbound.sending``) makes
+the send a durable step, so duplicate deliveries send once. OIDC in production.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from colony.runtime.edge.invoker import invoker_only
 def handle(request: JsonRequest) -> dict[str, Any]:
     # lazy: the flow, the task model and smtplib load on the first request
     from colony.contracts.events import SendMessage
-    from colony.flows.sending import send
+    from colony.flows.outbound.sending import send
 
     task = request.parse(SendMessage)
     return send(deps(parts), task.org_id, task.outbox_id)

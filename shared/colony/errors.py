@@ -247,7 +247,7 @@ class AlreadyDecided(Conflict):
 
 class HandoffRefused(Conflict):
     """A handoff for a contact outside its run's campaign, or before the step it follows is
-    done (``colony.flows.specialist``): forged or misrouted, never worth a retry."""
+    done (``colony.flows.campaigns.specialist``): forged or misrouted, never worth a retry."""
 
     code = "handoff_refused"
 

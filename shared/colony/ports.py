@@ -419,7 +419,7 @@ class WatchChannel:
 
 @runtime_checkable
 class DriveChannels(Protocol):
-    """The Drive calls that keep a folder watched (``flows.drive_channels``)."""
+    """The Drive calls that keep a folder watched (``flows.recordings.drive_channels``)."""
 
     def watch_folder(
         self, folder_id: str, channel_id: str, address: str, token: str, expiration_ms: int
@@ -435,7 +435,7 @@ class DriveChannels(Protocol):
 @runtime_checkable
 class DriveWatcher(DriveClient, DriveChannels, Protocol):
     """Both: a watch first lists the folder for the org's ownership marker
-    (``flows.drive_folders``)."""
+    (``flows.recordings.drive_folders``)."""
 
 
 @dataclass(frozen=True, slots=True)

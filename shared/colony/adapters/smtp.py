@@ -1,7 +1,7 @@
 """The ``Sender`` port over SMTP (standard library ``smtplib``): a Google Workspace SMTP relay,
 any provider's SMTP endpoint, or the local server ``make run`` starts.
 
-One connection per message: a send is one durable step (``colony.flows.sending``), and a
+One connection per message: a send is one durable step (``colony.flows.outbound.sending``), and a
 function instance sends seldom enough that a pool would mostly hold idle sockets. STARTTLS is
 required unless explicitly turned off (the local server only): credentials and bodies never
 cross the network in clear. The server's certificate is verified (system roots, or

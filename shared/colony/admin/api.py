@@ -16,7 +16,7 @@ Routes (JSON; ``Authorization: Bearer <Clerk session JWT>``):
   token, its KC mapping) and start its backfill; 409 if another org holds the workspace;
 - ``GET /orgs/{org}/notion``: the org's workspaces and their backfill / reconciliation runs;
 - ``GET /orgs/{org}/drive/folders/{folder}``: the marker file that proves a Drive folder is
-  the org's, and whether it is yet (``flows.drive_folders``);
+  the org's, and whether it is yet (``flows.recordings.drive_folders``);
 - ``POST /orgs/{org}/drive/watch`` → 201 (``{"folder_id"}``): watch the org's recordings
   folder (a Drive channel, renewed by the scheduler); 403 ``ownership_unproven`` until the
   marker is in the folder, 403 ``owned_by_another_org`` if another org proved it first (both
@@ -28,7 +28,7 @@ A replace body with an unknown field, or a rule that cannot work, is a 422 namin
 Who may: a verified bearer token (``runtime.auth.verify_bearer``) whose org is the target
 org (else 403) and which carries the org admin role (``is_org_admin``; else 403). A refusal
 is recorded (``RejectionRecorder``: ids and the reason, never the token) and changes
-nothing. The erasure itself runs on the erasure queue (``flows.erasure.schedule``).
+nothing. The erasure itself runs on the erasure queue (``flows.tenants.erasure.schedule``).
 """
 
 from __future__ import annotations
@@ -49,14 +49,9 @@ from colony.contracts.admin import (
 )
 from colony.contracts.lifecycle import RetentionUpdate
 from colony.errors import NotFound, OrgScopeError, Unauthorized, Unprocessable, ValidationFailed
-from colony.flows import (
-    drive_channels,
-    drive_folders,
-    erasure,
-    notion_workspaces,
-    org_admin,
-    retention,
-)
+from colony.flows.knowledge import notion_workspaces
+from colony.flows.recordings import drive_channels, drive_folders
+from colony.flows.tenants import erasure, org_admin, retention
 from colony.runtime.auth import Principal, verify_bearer
 from colony.runtime.deps import Deps
 from colony.runtime.edge import JsonRequest

@@ -4,7 +4,7 @@
   the job and its signed upload (``{"method": "PUT", "url", "headers"}``); a declared size
   over the limit is a 413 before anything is stored;
 - ``POST /orgs/{org}/imports/{job}/start`` → 202: the uploaded file is checked (its size
-  again: 413) and the job queued (``flows.imports.start``); 409 if nothing was uploaded;
+  again: 413) and the job queued (``flows.tenants.imports.start``); 409 if nothing was uploaded;
 - ``GET /orgs/{org}/imports`` → the recent jobs; ``GET /orgs/{org}/imports/{job}`` → one;
 - ``GET /orgs/{org}/imports/{job}/errors.csv`` → the error report (``text/csv``,
   formula-safe), one line per rejected record.
@@ -21,7 +21,7 @@ import flask
 
 from colony.contracts.imports import ImportCreate
 from colony.errors import NotFound, Unprocessable, ValidationFailed
-from colony.flows import imports
+from colony.flows.tenants import imports
 from colony.runtime.auth import Principal
 from colony.runtime.deps import Deps
 from colony.runtime.edge import JsonRequest

@@ -58,8 +58,8 @@ import flask
 from colony.chat.hub import hub_for
 from colony.contracts.chat import DecisionRequest, TurnRequest
 from colony.errors import NotFound, ValidationFailed, error_summary
-from colony.flows.approval import Actor, audit_trail, decide
-from colony.flows.approval_queue import pending_cards, queue_changes
+from colony.flows.approvals.approval import Actor, audit_trail, decide
+from colony.flows.approvals.approval_queue import pending_cards, queue_changes
 from colony.flows.chat import (
     check_message,
     create_session,
@@ -71,9 +71,9 @@ from colony.flows.chat import (
 )
 from colony.flows.chat import events as ev
 from colony.flows.deps import FlowDeps
-from colony.flows.explain import explain
-from colony.flows.import_progress import recent as recent_imports
-from colony.flows.workbench import funnels, pipeline
+from colony.flows.insights.explain import explain
+from colony.flows.insights.workbench import funnels, pipeline
+from colony.flows.tenants.import_progress import recent as recent_imports
 from colony.runtime.auth import verify_bearer
 from colony.runtime.edge import JsonRequest, MethodNotAllowed, error_response
 

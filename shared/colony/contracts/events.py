@@ -34,7 +34,8 @@ class CampaignResume(Strict):
 
 
 class SendMessage(Strict):
-    """Send one approved outbox message (``colony.flows.sending``); the send task's body."""
+    """Send one approved outbox message (``colony.flows.outbound.sending``); the send task's
+    body."""
 
     kind: Literal["outbox.send"] = "outbox.send"
     org_id: str = _ID
@@ -113,8 +114,8 @@ class NotionReembed(Strict):
 
 class NotionSyncStep(Strict):
     """The Cloud Tasks body of one step of a backfill or reconciliation run
-    (``flows.notion_backfill``): one page of one mapped database. ``step`` must be the run's
-    current step (its checkpoint in ``notion_syncs``); any other is a stale duplicate."""
+    (``flows.knowledge.notion_backfill``): one page of one mapped database. ``step`` must be the
+    run's current step (its checkpoint in ``notion_syncs``); any other is a stale duplicate."""
 
     kind: Literal["notion.sync"] = "notion.sync"
     org_id: str = _ID
@@ -125,7 +126,7 @@ class NotionSyncStep(Strict):
 
 class NotionReconcile(Strict):
     """One org's share of the daily ``notion-reconcile`` schedule (a Cloud Tasks body, from
-    ``colony.flows.schedules``): start the day's reconciliation run of each of the org's
+    ``colony.flows.tenants.schedules``): start the day's reconciliation run of each of the org's
     connected workspaces."""
 
     kind: Literal["notion.reconcile"] = "notion.reconcile"
@@ -144,7 +145,7 @@ class Redeliver(Strict):
 
 class BriefRequest(Strict):
     """The daily-brief function's body (one org's share of the ``daily-brief`` schedule, from
-    ``colony.flows.schedules``): which org, and which day (default: today, UTC)."""
+    ``colony.flows.tenants.schedules``): which org, and which day (default: today, UTC)."""
 
     org_id: str = _ID
     brief_date: date | None = None

@@ -5,7 +5,7 @@
   share for that org);
 - ``ImportTask``: the Cloud Tasks body that runs (or resumes) one import job;
 - ``ScheduleRun``: a Cloud Scheduler job's body (and its next page's task): fan a schedule
-  out to the orgs it serves (``colony.flows.schedules``);
+  out to the orgs it serves (``colony.flows.tenants.schedules``);
 - ``RepliesPoll``: read the deployment's reply mailbox once;
 - ``KcTierTask``: the Cloud Tasks body that moves one org's Knowledge Core to its own
   partition (``colony.knowledge.tiering``);

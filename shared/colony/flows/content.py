@@ -22,8 +22,10 @@ from colony.contracts import IcpDefinition, OrgContext
 from colony.contracts.events import ContentRequest
 from colony.contracts.outputs import ContentPiece
 from colony.errors import ValidationFailed
-from colony.flows import call_link, flags, org_admin
+from colony.flows import call_link
+from colony.flows.approvals import flags
 from colony.flows.deps import FlowDeps
+from colony.flows.tenants import org_admin
 from colony.knowledge.exemplars import to_exemplars
 from colony.llm.agent_call import call_agent
 from colony.policy.outbound import competitor_mentions

@@ -1,13 +1,14 @@
 """What flows need from the composition root (``colony.runtime.deps.Deps`` provides it).
 
 The knowledge and LLM types are imported for the type checker only: the model-free webhook
-flows (``flows.drive``, ``flows.notion_webhook``) import this module, and a function's bundle
-holds every package its imports reach (``colony.deploy.imports``).
+flows (``flows.recordings.drive``, ``flows.knowledge.notion_webhook``) import this module, and a
+function's bundle holds every package its imports reach (``colony.deploy.imports``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from colony.ports import BlobStore, Clock, ReceivedMail, Sender, Transport
 from colony.runtime.faults import Faults
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
 
 
 class FlowDeps(Protocol):
+    """What a flow is handed by its function's composition root."""
+
     @property
     def settings(self) -> Settings: ...
     @property
@@ -40,3 +43,15 @@ class FlowDeps(Protocol):
     def sender(self) -> Sender: ...
     @property
     def inbound(self) -> ReceivedMail | None: ...
+
+    def applier(self, kind: str) -> Applier | None:
+        """What approving an item of ``kind`` does (None: nothing beyond the decision).
+        Each capability owns the applier of the kinds it queues; the table that names them
+        is the composition's (``colony.runtime.appliers``), so deciding an item
+        (``flows.approvals``) knows no capability that made it."""
+        ...
+
+
+# What applying an approved item does: (deps, the decision's cursor, org, item id, payload).
+# It runs inside the decision's transaction (same cursor, same org) and must be idempotent.
+Applier = Callable[[FlowDeps, Any, str, str, Mapping[str, Any]], None]

@@ -6,16 +6,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from colony.flows import (
-    campaign,
-    content,
-    enrichment,
-    message_generator,
-    onboarding,
-    qualification,
-    recording,
-)
+from colony.flows import content
+from colony.flows.campaigns import campaign, enrichment, message_generator, qualification
 from colony.flows.deps import FlowDeps
+from colony.flows.pipeline import onboarding
+from colony.flows.recordings import recording
 
 Handler = Callable[[FlowDeps, Any, str], dict[str, Any]]
 

@@ -79,7 +79,8 @@ def run_brief_demo(
     graph summary. Every step goes through the running functions."""
     from colony.adapters.storage import blob_store_from_settings
     from colony.adapters.transport_local import LocalTransport
-    from colony.flows import content, deals
+    from colony.flows import content
+    from colony.flows.pipeline import deals
     from colony.registry.graph import build_graph
     from colony.testing.inline import local_deps
 

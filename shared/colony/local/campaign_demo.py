@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from colony.flows import campaign
+from colony.flows.campaigns import campaign
 from colony.llm.agent_call import llm_from_settings
 from colony.local.demo_context import DemoContext, wait_for_run
 from colony.local.functions import BundleSource, FunctionServers

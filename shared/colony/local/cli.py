@@ -81,7 +81,7 @@ def _lifecycle_deps(settings: Settings) -> Any:
 def _run_erasure(settings: Settings, open_job: Callable[[Any], str]) -> int:
     import json
 
-    from colony.flows import erasure
+    from colony.flows.tenants import erasure
     from colony.runtime.compose.lifecycle import traces
 
     deps = _lifecycle_deps(settings)
@@ -97,14 +97,14 @@ def _run_erasure(settings: Settings, open_job: Callable[[Any], str]) -> int:
 
 def cmd_org_erase(settings: Settings, args: argparse.Namespace) -> int:
     """Erase an org everywhere (rows, KC chunks and indexes, GCS objects, Langfuse traces)."""
-    from colony.flows import erasure
+    from colony.flows.tenants import erasure
 
     return _run_erasure(settings, lambda d: erasure.request_org(d, args.org_id, args.requested_by))
 
 
 def cmd_org_erase_contact(settings: Settings, args: argparse.Namespace) -> int:
     """Erase one prospect of an org (a data-subject request)."""
-    from colony.flows import erasure
+    from colony.flows.tenants import erasure
 
     return _run_erasure(
         settings,
@@ -116,7 +116,7 @@ def cmd_org_retention(settings: Settings, args: argparse.Namespace) -> int:
     """Enforce an org's retention now (what the daily Scheduler job does)."""
     import json
 
-    from colony.flows import retention
+    from colony.flows.tenants import retention
 
     deps = _lifecycle_deps(settings)
     try:

@@ -1,7 +1,7 @@
 """``colony org icp|sequences|settings``: the admin API's org data operations, for the
 operator. Each reads the org's current value, or with ``--set FILE`` (JSON, ``-`` for stdin)
-replaces it through the same contract and flow the admin API uses (``flows.org_admin``), so a
-file the API would refuse with a 422 is refused here naming the same field."""
+replaces it through the same contract and flow the admin API uses (``flows.tenants.org_admin``), so
+a file the API would refuse with a 422 is refused here naming the same field."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def cmd_org_data(settings: Settings, args: argparse.Namespace) -> int:
 
     from colony.contracts.admin import IcpReplace, OrgSettingsReplace, SequenceLibrary
     from colony.errors import Unprocessable, describe_validation
-    from colony.flows import org_admin
+    from colony.flows.tenants import org_admin
     from colony.local.db import connect_factory
     from colony.runtime.deps import build_deps
     from colony.store import Database

@@ -10,7 +10,7 @@ from colony.settings import Settings
 
 
 def cmd_explain(settings: Settings, args: argparse.Namespace) -> int:
-    from colony.flows import explain
+    from colony.flows.insights import explain
     from colony.local.db import connect_factory
     from colony.local.demo import read_json
     from colony.runtime.deps import build_deps

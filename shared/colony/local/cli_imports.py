@@ -1,6 +1,6 @@
 """``colony import file|status|errors``: prospect and deal imports for the operator.
 
-``file`` runs the same path the admin API opens (``flows.imports``): the file is declared
+``file`` runs the same path the admin API opens (``flows.tenants.imports``): the file is declared
 (its size checked), stored in the assets bucket under ``imports/<org>/<job>/``, checked
 again, and the job run here, to its end, printing its counts (re-run ``colony import
 status`` to watch a job the queue runs). ``errors`` prints a job's error report (CSV,
@@ -32,7 +32,7 @@ def _print(value: Any) -> None:
 
 def cmd_import_file(settings: Settings, args: argparse.Namespace) -> int:
     from colony.contracts.imports import ImportCreate
-    from colony.flows import imports
+    from colony.flows.tenants import imports
 
     path = Path(args.path)
     fmt = args.format or ("jsonl" if path.suffix.lower() in (".jsonl", ".ndjson") else "csv")
@@ -54,7 +54,7 @@ def cmd_import_file(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_import_status(settings: Settings, args: argparse.Namespace) -> int:
-    from colony.flows import imports
+    from colony.flows.tenants import imports
 
     deps = _deps(settings)
     try:
@@ -68,7 +68,7 @@ def cmd_import_status(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_import_errors(settings: Settings, args: argparse.Namespace) -> int:
-    from colony.flows import imports
+    from colony.flows.tenants import imports
 
     deps = _deps(settings)
     try:

@@ -204,7 +204,7 @@ def _notion(admin: AdminApi, base: str, say: Any, timeout: float) -> dict[str, A
 
 def _campaign(demo: DemoContext, org_id: str, timeout: float) -> tuple[dict[str, Any], int]:
     from colony.adapters.transport_local import LocalTransport
-    from colony.flows import campaign
+    from colony.flows.campaigns import campaign
     from colony.llm.agent_call import llm_from_settings
     from colony.local.demo_context import wait_for_run
     from colony.testing.inline import local_deps

@@ -50,7 +50,7 @@ def knowledge_stand_ins(settings: Settings, org_id: str) -> Iterator[dict[str, s
     with DriveServer() as drive, NotionServer() as notion:
         transcript = (DEMO_DIR / "transcripts" / "discovery_mercy_ridge.txt").read_bytes()
         drive.add_file(FOLDER, "demo-meet-notes-1", TITLE, transcript)
-        # the org's proof that the folder is its own (``flows.drive_folders``)
+        # the org's proof that the folder is its own (``flows.recordings.drive_folders``)
         marker = folder_marker(DRIVE_SECRET, org_id, FOLDER)
         drive.add_file(FOLDER, "demo-marker", marker, b"", "text/plain")
         for page in pages["pages"]:
@@ -70,7 +70,7 @@ def connect_demo_workspace(settings: Settings, db: Database, org_id: str) -> Non
     the admin API's connect does, without its backfill: the demo posts edit events instead.
     Its token goes to the local secret store the functions read (``FileSecrets``)."""
     from colony.adapters.secrets import FileSecrets
-    from colony.flows.notion_workspaces import secret_name
+    from colony.flows.knowledge.notion_workspaces import secret_name
     from colony.store import notion_workspaces
 
     name = secret_name(org_id, NOTION_WORKSPACE)
@@ -82,11 +82,11 @@ def connect_demo_workspace(settings: Settings, db: Database, org_id: str) -> Non
 
 def _demo_channel(db: Database, org_id: str) -> None:
     """The watch channel the demo's notification names, and the folder bound to the org, as
-    ``flows.drive_channels.watch`` stores them once it has found the org's marker (the
+    ``flows.recordings.drive_channels.watch`` stores them once it has found the org's marker (the
     stand-in's Drive does not call back; the demo posts the push itself)."""
     from datetime import UTC, datetime, timedelta
 
-    from colony.flows.drive_folders import KIND, METHOD
+    from colony.flows.recordings.drive_folders import KIND, METHOD
     from colony.store import claims, drive_channels
 
     with db.transaction(org_id) as cur:

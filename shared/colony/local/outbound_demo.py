@@ -9,7 +9,8 @@ from typing import Any
 
 import httpx
 
-from colony.flows import campaign, replies
+from colony.flows.campaigns import campaign
+from colony.flows.outbound import replies
 from colony.local.demo_context import DemoContext, wait_for_run
 from colony.ports import InboundMail
 from colony.store import fetch_one, sequences
@@ -42,7 +43,7 @@ def run_outbound_demo(demo: DemoContext, campaign_id: str, queue: list[dict[str,
             text=REPLY.format(quoted=first["payload"]["subject"]),
             in_reply_to=str(sent.message["Message-ID"]),
         )
-        # As the org's reply mailbox poll would hand it over (colony.flows.replies.poll).
+        # As the org's reply mailbox poll would hand it over (colony.flows.outbound.replies.poll).
         got = replies.ingest(deps, reply, event_id="demo-reply", org_id=org)
         say(
             f"{first['name']} replied ({got['sentiment']}); stored as data with the quoted"

@@ -11,7 +11,7 @@ from typing import Any
 
 from colony.context.assembler import AssemblyRequest
 from colony.contracts import IcpDefinition, OrgContext
-from colony.flows.message_generator import DEFAULT_COMPETITORS as COMPETITORS
+from colony.flows.campaigns.message_generator import DEFAULT_COMPETITORS as COMPETITORS
 from colony.knowledge import KnowledgeStore
 from colony.knowledge.exemplars import to_exemplars
 from colony.local.demo import DEMO_DIR

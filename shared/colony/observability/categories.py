@@ -17,7 +17,7 @@ message whose text is the category's fixed title (``TITLES``, the only message t
 ``error_scope`` the SDK's dedupe drops the second report, so it stays one event.
 
 Called from where each happens: ``colony.llm.agent_call`` (assembly; a provider's malformed
-tool call), the chat turn (a tool call its tools refuse) and ``colony.flows.delivery`` (the
+tool call), the chat turn (a tool call its tools refuse) and ``colony.flows.outbound.delivery`` (the
 breaker). Without an active Sentry client it does nothing and imports nothing.
 """
 

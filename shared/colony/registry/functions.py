@@ -177,7 +177,7 @@ QUEUES: dict[str, Queue] = {
             max_dispatches_per_second=1.0,
         ),
         # A scheduled run's share for one org (retention, Drive renewal), the reply mailbox
-        # poll, and the run's next page of orgs (colony.flows.schedules).
+        # poll, and the run's next page of orgs (colony.flows.tenants.schedules).
         Queue(
             LIFECYCLE_QUEUE,
             target="data-lifecycle",
@@ -322,7 +322,7 @@ FUNCTIONS: dict[str, Function] = {
             # it decides approval items too, so it publishes what their appliers do
             publishes=(CAMPAIGN_TOPIC, CONTENT_TOPIC, ONBOARDING_TOPIC),
             enqueues=(SEND_QUEUE,),
-            # its approval cards sign deployment-kit links (colony.flows.approval_queue)
+            # its approval cards sign deployment-kit links (colony.flows.approvals.approval_queue)
             assets="read",
             public=True,
             timeout_seconds=300,
@@ -444,7 +444,8 @@ FUNCTIONS: dict[str, Function] = {
             ),
             # the Langfuse keys delete an erased org's traces; no model is called; the Drive
             # channel token signs a renewed channel's token; the reply mailbox is polled, and
-            # the replies held while Resend's could not be read are read (colony.flows.held_mail)
+            # the replies held while Resend's could not be read are read
+            # (colony.flows.outbound.held_mail)
             secrets=(
                 *MODEL_FREE_SECRETS,
                 *TRACING_SECRETS,

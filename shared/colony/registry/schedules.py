@@ -2,7 +2,7 @@
 
 A job does not name an org. It posts ``{"task": {"kind": "schedule", "name": ...}}`` to the
 ``data-lifecycle`` function, which lists the orgs the schedule serves a page at a time and
-puts one task per org on the schedule's queue (``colony.flows.schedules``). An org created
+puts one task per org on the schedule's queue (``colony.flows.tenants.schedules``). An org created
 through the Clerk webhook is therefore served from its first day, with no terraform change,
 and an org being erased is served no more. A ``deployment`` schedule (the reply mailbox) gets
 one task for the whole deployment.

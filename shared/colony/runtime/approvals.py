@@ -55,7 +55,7 @@ def authorise(
 
     A person always signs in: a link is bound to the person it was sent to, so it works only
     in their session (``Forbidden`` for anyone else, even of the same org). A link's nonce
-    goes with the decision, which spends it (``flows.approval`` refuses it a second time).
+    goes with the decision, which spends it (``flows.approvals.approval`` refuses it a second time).
     """
     principal = verify_bearer(authorization, settings)
     if body.token is None:

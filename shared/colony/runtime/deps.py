@@ -25,6 +25,7 @@ from colony.registry.functions import pool_size
 from colony.runtime.faults import Faults
 
 if TYPE_CHECKING:
+    from colony.flows.deps import Applier
     from colony.knowledge import KnowledgeStore
     from colony.llm.agent_call import LlmDeps
     from colony.ports import (
@@ -53,8 +54,11 @@ class Parts:
     blobs: Callable[[Settings], BlobStore] | None = None
     sender: Callable[[Settings], Sender] | None = None
     # None from the builder: the deployment has no reader of received mail (its inbound
-    # events are then held: colony.flows.held_mail)
+    # events are then held: colony.flows.outbound.held_mail)
     inbound: Callable[[Settings], ReceivedMail | None] | None = None
+    # What approving an item of each kind does (colony.runtime.appliers), for the functions
+    # that decide items: naming it brings every capability's applier into the bundle.
+    appliers: Callable[[str], Applier | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -73,6 +77,7 @@ class Deps:
     blob_store: BlobStore | None = None
     mail_sender: Sender | None = None
     inbound_mail: ReceivedMail | None = None
+    applier_table: Callable[[str], Applier | None] | None = None
     parts: Parts | None = None  # None: not composed yet (``deps(parts)`` composes it)
 
     def _builder(self, part: str) -> Any:
@@ -115,6 +120,12 @@ class Deps:
             return self.mail_sender
         return self._builder("sender")(self.settings)
 
+    def applier(self, kind: str) -> Applier | None:
+        """What approving an item of ``kind`` does (``colony.runtime.appliers``); only a
+        function composed with the appliers may decide items."""
+        table = self.applier_table or self._builder("appliers")
+        return table(kind)
+
     @cached_property
     def inbound(self) -> ReceivedMail | None:
         """The provider's store of received mail (replies its inbound webhook names); None
@@ -137,6 +148,7 @@ def build_deps(
     blobs: BlobStore | None = None,
     sender: Sender | None = None,
     inbound: ReceivedMail | None = None,
+    appliers: Callable[[str], Applier | None] | None = None,
     parts: Parts | None = None,
     faults: Faults | None = None,
 ) -> Deps:
@@ -167,6 +179,7 @@ def build_deps(
         blob_store=blobs,
         mail_sender=sender,
         inbound_mail=inbound,
+        applier_table=appliers,
         parts=parts,
         faults=faults if faults is not None else Faults.from_env(),
     )

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from colony.adapters.notion import notion_for_token
 from colony.adapters.secrets import secrets_from_settings
-from colony.flows.notion_workspaces import Workspace
+from colony.flows.knowledge.notion_workspaces import Workspace
 from colony.ports import NotionClient, SecretStore
 from colony.settings import Settings
 
@@ -41,7 +41,7 @@ def secret_store(settings: Settings) -> SecretStore:
 
 
 class WorkspaceClients:
-    """``flows.notion_workspaces.NotionConnector``: a workspace → its client."""
+    """``flows.knowledge.notion_workspaces.NotionConnector``: a workspace → its client."""
 
     def __init__(
         self,

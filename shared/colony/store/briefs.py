@@ -5,7 +5,7 @@ Every function takes the cursor of a transaction opened under the brief's org
 org's rows without filtering on org themselves. ``daily_briefs`` is unique on (org, day):
 ``store`` keeps the first brief of a day and reports whether it was this one.
 
-What each number means is the brief's own rule (``colony.flows.brief``); the windows passed
+What each number means is the brief's own rule (``colony.flows.insights.brief``); the windows passed
 in are [start, end) in UTC.
 """
 

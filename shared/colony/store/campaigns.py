@@ -93,9 +93,9 @@ UPDATE outbox SET status = 'queued', updated_at = now()
 WHERE campaign_id = %s AND status = 'blocked'
 """
 # FOR SHARE: a breaker pause cannot commit between this read and the outbox insert.
-# Where one contact of a handoff stands in its run (colony.flows.specialist): whether it is a
-# contact of the run's campaign, and the status of the step the handoff follows, of the
-# agent's own step and of the contact's ``done:`` step (NULL: never claimed). One round trip.
+# Where one contact of a handoff stands in its run (colony.flows.campaigns.specialist): whether it
+# is a contact of the run's campaign, and the status of the step the handoff follows, of the agent's
+# own step and of the contact's ``done:`` step (NULL: never claimed). One round trip.
 HANDOFF_STANDING = """
 SELECT EXISTS (SELECT 1 FROM campaign_contacts WHERE campaign_id = %s AND contact_id = %s)
            AS member,
@@ -105,7 +105,8 @@ SELECT EXISTS (SELECT 1 FROM campaign_contacts WHERE campaign_id = %s AND contac
 """
 STATUS_FOR_SHARE = "SELECT status FROM campaigns WHERE id = %s FOR SHARE"
 PAUSE_STATE = "SELECT status, paused_at FROM campaigns WHERE id = %s"
-# The ``done:<contact id>`` durable steps (``colony.flows.campaign.contact_done``) of runs.
+# The ``done:<contact id>`` durable steps of runs
+# (``colony.flows.campaigns.campaign.contact_done``).
 DONE_STEPS = (
     "SELECT run_id, step_key FROM run_steps WHERE run_id = ANY(%s)"
     " AND status = 'done' AND step_key LIKE 'done:%%'"

@@ -1,5 +1,5 @@
 """Inbound mail events held until the deployment can read their mail (``held_inbound_mail``,
-migration 0039; why, in ``colony.flows.held_mail``).
+migration 0039; why, in ``colony.flows.outbound.held_mail``).
 
 A row is an event's ids and times, never the message: the provider keeps that until it is
 read. No org owns a row, so each function takes the cursor of a transaction opened with no

@@ -667,7 +667,7 @@ def migrations(dim: int) -> list[Migration]:
             (_SQL / "0039_resource_claims.sql").read_text(encoding="utf-8"),
         ),
         # Issue 31 item 4: a signed inbound-mail event the deployment cannot read yet is held,
-        # not refused, and drained once a reader is configured (colony.flows.held_mail).
+        # not refused, and drained once a reader is configured (colony.flows.outbound.held_mail).
         Migration(
             "0040_held_inbound_mail",
             (_SQL / "0040_held_inbound_mail.sql").read_text(encoding="utf-8"),

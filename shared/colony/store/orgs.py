@@ -1,6 +1,6 @@
 """Organisations and the defaults a new one starts with (``organizations``, ``icp_definitions``).
 
-Clerk is where an org is born (``flows.clerk_orgs``). Each function takes the cursor of a
+Clerk is where an org is born (``flows.tenants.clerk_orgs``). Each function takes the cursor of a
 transaction opened under that org (row-level security scopes the org's own row by ``id``).
 """
 

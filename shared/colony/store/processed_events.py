@@ -2,7 +2,7 @@
 
 The idempotency guard of every event handler (``colony.runtime.idempotency``). Each function
 takes the cursor of a transaction opened under the event's org; a handler that records the
-event in the same transaction as its effects (``flows.delivery``) passes that cursor.
+event in the same transaction as its effects (``flows.outbound.delivery``) passes that cursor.
 """
 
 from __future__ import annotations

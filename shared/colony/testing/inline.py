@@ -32,6 +32,7 @@ from colony.llm.agent_call import LlmDeps
 from colony.ports import BlobStore, Clock, ReceivedMail, Sender, Transport
 from colony.registry.functions import FUNCTIONS
 from colony.runtime import delivery
+from colony.runtime.appliers import applier
 from colony.runtime.deps import Deps, build_deps
 from colony.runtime.faults import Faults
 from colony.settings import Settings
@@ -163,6 +164,7 @@ def local_deps(
         blobs=blobs,
         sender=sender,
         inbound=inbound,
+        appliers=applier,  # the real table: the tests decide items of every kind
         clock=clock,
         faults=faults if faults is not None else Faults(),
     )

@@ -19,7 +19,7 @@
 
 Each imports only the ones below it in that list, checked by an import contract in
 ``pyproject.toml``; nothing here imports ``colony.chat``, the HTTP edge that calls what is
-exported here. ``colony.flows.approval.applier`` imports ``resume.apply_tool_action``.
+exported here. ``colony.runtime.appliers`` names ``resume.apply_tool_action``.
 """
 
 from colony.flows.chat.hydration import OrchestratorFailed

@@ -27,7 +27,7 @@ from colony.context.assembler import AssemblyRequest
 from colony.contracts import IcpDefinition, OrgContext
 from colony.contracts.chat import OrchestratorReply
 from colony.errors import OutputInvalid, ValidationFailed
-from colony.flows import approval_queue
+from colony.flows.approvals import approval_queue
 from colony.flows.chat import history, tools
 from colony.flows.chat.compaction import fold_ahead, pending
 from colony.flows.chat.turn_io import AGENT, AnswerDeltas, TurnIO

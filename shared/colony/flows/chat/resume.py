@@ -3,8 +3,8 @@
     approval of that item (any approval callback) ─► ``apply_tool_action`` ─► run the tool
         ─► ``tool_result`` ─► back to the model ─► ``delta``… ─► ``done``
 
-``colony.flows.approval.applier("tool_action")`` imports it from here. It is apart from the
-turn because it runs somewhere else: inside another flow's transaction, in whichever function
+``colony.runtime.appliers.applier("tool_action")`` names it. It is apart from
+the turn because it runs somewhere else: inside another flow's transaction, in whichever function
 decided the item, with no client listening. The continuation is written in the approval's own
 transaction: it appears, all at once, when that commits.
 """
@@ -26,7 +26,8 @@ from colony.store import chat as chat_store
 def apply_tool_action(
     deps: FlowDeps, cur: Any, org_id: str, item_id: str, payload: Mapping[str, Any]
 ) -> None:
-    """Run an approved gated tool and continue its turn (``flows.approval.applier("tool_action")``).
+    """Run an approved gated tool and continue its turn
+    (``colony.runtime.appliers``).
 
     Runs inside the approval decision's transaction: it takes the session's lock (waiting for
     a turn in progress), and writes the result, the model's continuation and their events

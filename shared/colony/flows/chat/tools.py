@@ -44,8 +44,8 @@ from colony.contracts.chat import (
     SearchKnowledgeArgs,
 )
 from colony.errors import CallerError, ValidationFailed
-from colony.flows.approval_kinds import HELD_TOOLS, tool_arguments
-from colony.flows.approval_queue import pending_cards
+from colony.flows.approvals.approval_kinds import HELD_TOOLS, tool_arguments
+from colony.flows.approvals.approval_queue import pending_cards
 from colony.flows.deps import FlowDeps
 from colony.knowledge.exemplars import to_exemplars
 from colony.registry.functions import CAMPAIGN_TOPIC, CONTENT_TOPIC
@@ -77,7 +77,7 @@ class Tool:
     @property
     def gated(self) -> bool:
         """Held for a person's approval; which tools are, and what a person may edit on the
-        held action's card, is the approvals' rule (``colony.flows.approval_kinds``)."""
+        held action's card, is the approvals' rule (``colony.flows.approvals.approval_kinds``)."""
         return self.name in HELD_TOOLS
 
     def definition(self) -> dict[str, Any]:

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from colony.errors import CallerError, UpstreamError, public_body
-from colony.flows import approval_queue
+from colony.flows.approvals import approval_queue
 from colony.flows.chat import history, tools
 from colony.flows.chat.compaction import compact_if_needed, fold_ahead
 from colony.flows.chat.hydration import model_step

@@ -1,7 +1,7 @@
 """The mail-events function's part: the provider's reader of received mail (Resend's, for the
 replies its inbound webhook names: ``colony.adapters.resend_mail``), built on first use. It
 sends nothing, so it is composed with no sender. The data-lifecycle function builds it too,
-to read the replies that were held while there was none (``colony.flows.held_mail``)."""
+to read the replies that were held while there was none (``colony.flows.outbound.held_mail``)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The data-lifecycle function's parts: the assets bucket, the reader of received mail (the
-reply poll drains the inbound events held while there was none: ``colony.flows.held_mail``),
-and the Langfuse project whose traces an erasure deletes (built once per instance; None when
-tracing is off)."""
+reply poll drains the inbound events held while there was none:
+``colony.flows.outbound.held_mail``), and the Langfuse project whose traces an erasure deletes
+(built once per instance; None when tracing is off)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,206 @@
+"""What each kind of approval item allows: which fields a person may edit, how an edited
+payload is validated, and what applying it does (its name on the audit log).
+
+An edit replaces only the fields its kind declares editable: never a tool's name, a deal's
+id, a recipient, a run or a session (issue 14: a ``launch_campaign`` card was once applied as
+another tool because an edit could merge any field). The edited payload is then validated
+against the kind's schema, the same one its applier parses, so a person cannot approve into
+existence a payload no agent could have proposed. A message's edit is checked against the
+whole of CONST-006 (``Policy``: the org's competitor list and, for an outbound message, the
+contact's signals), the same rules its drafting call had to pass. A held chat tool's edit
+(``tool_action``) is checked against ``HELD_TOOLS``: the chat's tools read which of them are
+held from there, so the rules sit here, below the chat, and need nothing from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from colony.contracts import (
+    ContentPiece,
+    FollowUpDraft,
+    KcUpdateCandidate,
+    OutboundMessage,
+)
+from colony.contracts.chat import LaunchCampaignArgs
+from colony.contracts.deals import parse_update
+from colony.errors import ValidationFailed, describe_validation
+from colony.policy.outbound import check_outbound, check_shape
+
+Payload = Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Policy:
+    """What an edit is checked against besides its schema: the org's competitors (CONST-006)
+    and the contact's signals (an outbound message must reference exactly one)."""
+
+    competitors: Sequence[str] = ()
+    contact_signals: Sequence[str] = field(default_factory=tuple)
+
+
+# (before, after, policy) → None, or ValidationFailed
+Check = Callable[[Payload, Payload, Policy], None]
+
+
+class InvalidToolArguments(ValidationFailed):
+    """A tool's arguments that do not validate: in the model's call of a tool
+    (``colony.flows.chat.tools.parse_args``) or in a person's edit of a held one."""
+
+    code = "invalid_tool_arguments"
+
+
+@dataclass(frozen=True, slots=True)
+class HeldTool:
+    """A chat tool held for a person's approval: its arguments' model and the arguments a
+    person may change on the held action's card; never what it acts on."""
+
+    args: type[BaseModel]
+    editable: tuple[str, ...] = ()
+
+
+# The chat's gated tools, by name (``colony.flows.chat.tools.Tool.gated`` reads it).
+HELD_TOOLS: dict[str, HeldTool] = {
+    "launch_campaign": HeldTool(LaunchCampaignArgs, ("name", "angle", "tier")),
+}
+
+
+def tool_arguments(tool_name: str, args: type[BaseModel], arguments: Payload) -> BaseModel:
+    """``arguments`` validated against ``args``; errors name fields, never echo values."""
+    try:
+        return args.model_validate(dict(arguments))
+    except ValidationError as error:
+        raise InvalidToolArguments(
+            f"invalid arguments for {tool_name}: {describe_validation(error)}"
+        ) from None
+
+
+@dataclass(frozen=True, slots=True)
+class ItemKind:
+    effect: str  # what applying an item of this kind did, as the audit log names it
+    editable: frozenset[str]  # top-level payload fields a person may replace
+    check: Check | None = None  # validates an edited payload
+    approvable: bool = True  # False: a notice a person can only dismiss (reject)
+
+
+def _model(model: type[BaseModel], fields: tuple[str, ...], payload: Payload) -> None:
+    try:
+        model.model_validate({k: payload.get(k) for k in fields})
+    except ValidationError as error:
+        problem = describe_validation(error)
+        raise ValidationFailed(f"the edited item is invalid: {problem}") from None
+
+
+def _breaks(problems: Sequence[str]) -> None:
+    if problems:
+        raise ValidationFailed("the edited message breaks CONST-006: " + "; ".join(problems))
+
+
+def _message(before: Payload, after: Payload, policy: Policy) -> None:
+    fields = ("subject", "body", "angle_used", "signal_referenced")
+    _model(OutboundMessage, fields, after)
+    message = OutboundMessage.model_validate({k: after.get(k) for k in fields})
+    tier = str(after.get("tier") or "T3")
+    _breaks(
+        check_outbound(
+            message,
+            tier=tier,
+            contact_signals=list(policy.contact_signals),
+            competitors=list(policy.competitors),
+        )
+    )
+
+
+def _follow_up(before: Payload, after: Payload, policy: Policy) -> None:
+    _model(FollowUpDraft, ("subject", "body"), after)
+    tier = str(after.get("tier") or "T3")
+    subject, body = str(after["subject"]), str(after["body"])
+    _breaks(check_shape(subject, body, tier=tier, competitors=list(policy.competitors)))
+
+
+def _kc(before: Payload, after: Payload, policy: Policy) -> None:
+    _model(KcUpdateCandidate, ("domain", "content", "confidence"), after)
+
+
+def _deal(before: Payload, after: Payload, policy: Policy) -> None:
+    parse_update(after)
+
+
+def _content(before: Payload, after: Payload, policy: Policy) -> None:
+    _model(ContentPiece, ("title", "format", "body"), after)
+
+
+def _tool_action(before: Payload, after: Payload, policy: Policy) -> None:
+    """Valid when only the held tool's editable arguments changed and they still validate."""
+    arguments = after.get("arguments")
+    if not isinstance(arguments, Mapping):
+        raise InvalidToolArguments("the edited arguments must be an object")
+    name = str(before.get("tool"))
+    tool = HELD_TOOLS.get(name)
+    if tool is None:
+        raise ValidationFailed("only a held tool action's arguments can be edited")
+    old = before.get("arguments") or {}
+    changed = {k for k in {*old, *arguments} if old.get(k) != arguments.get(k)}
+    refused = sorted(changed - set(tool.editable))
+    if refused:
+        raise ValidationFailed(
+            f"{', '.join(refused)} of {name} cannot be edited; "
+            f"editable: {', '.join(tool.editable) or 'none'}"
+        )
+    tool_arguments(name, tool.args, arguments)
+
+
+KINDS: dict[str, ItemKind] = {
+    "outbound_message": ItemKind("message_queued", frozenset({"subject", "body"}), _message),
+    "follow_up": ItemKind("message_queued", frozenset({"subject", "body"}), _follow_up),
+    "kc_update_candidate": ItemKind("kc_upserted", frozenset({"content"}), _kc),
+    "deal_update": ItemKind("deal_changed", frozenset({"changes"}), _deal),
+    "content_piece": ItemKind("content_published", frozenset({"title", "body"}), _content),
+    # The kit's document is in GCS, written by AGT-009: reject it and ask for another.
+    "deployment_kit": ItemKind("kit_released", frozenset()),
+    # Only the arguments the held tool declares editable (HELD_TOOLS).
+    "tool_action": ItemKind("tool_run", frozenset({"arguments"}), _tool_action),
+    # CONST-004: an agent said what it lacked for a contact; nothing was drafted, so there is
+    # nothing to approve: a person reads which fields are missing and dismisses it.
+    "missing_data": ItemKind("dismissed", frozenset(), approvable=False),
+}
+
+
+def item_kind(kind: str) -> ItemKind:
+    spec = KINDS.get(kind)
+    if spec is None:
+        raise ValidationFailed(f"approval items of kind {kind!r} cannot be decided here")
+    return spec
+
+
+def edit(
+    kind: str, payload: Payload, edited: Payload, policy: Policy | None = None
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The edited payload and its diff (``{field: {"from": old, "to": new}}``), or
+    ValidationFailed naming the fields that may not be edited or the first invalid one.
+    ``policy`` carries the org's competitors and the contact's signals for a message's
+    CONST-006 check (none given: an empty list of each)."""
+    spec = item_kind(kind)
+    if not spec.editable:
+        raise ValidationFailed(f"a {kind} cannot be edited; reject it instead")
+    refused = sorted(set(edited) - spec.editable)
+    if refused:
+        raise ValidationFailed(
+            f"{', '.join(refused)} of a {kind} cannot be edited; "
+            f"editable: {', '.join(sorted(spec.editable))}"
+        )
+    after = {**payload, **edited}
+    if spec.check is not None:
+        spec.check(payload, after, policy or Policy())
+    diff = {
+        field: {"from": payload.get(field), "to": value}
+        for field, value in edited.items()
+        if payload.get(field) != value
+    }
+    if not diff:
+        raise ValidationFailed("the edit changes nothing; approve the item instead")
+    return after, diff

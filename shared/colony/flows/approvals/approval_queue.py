@@ -1,0 +1,161 @@
+"""The pending approval items as people see them: one card per item, made here for every
+place that shows the queue to a person (the chat function's ``GET /approvals`` and the
+/overview page, AGT-001's ``list_approvals`` tool, the local demo).
+
+    card = {"id", "kind", "source_agent", "summary"}
+         + {"link": {"url", "expires_at", "expires_in_seconds"}}   deployment kits
+         + {"untrusted_instructions": [...]}                       when the detector found any
+         + {"created_at", "campaign": {"id", "name"}|None, "detail"}  with ``detail=True``
+
+``detail=True`` (the /overview page) adds what a person decides from: the draft, the
+prospect, the checks, the diff (``colony.flows.approvals.approval_cards``), and the pending counts
+per kind and campaign for the page's filters. AGT-001's tool keeps the short cards: the model reads
+summaries, not fifty drafts.
+
+A deployment kit's link is signed when its card is made, from the object name its
+``deployment_kits`` row keeps (or the item's ``gs://`` URI): the URL stored in the item when
+the kit was built expires after ``COLONY_SIGNED_URL_TTL_SECONDS`` (1 h by default), usually
+long before anyone reviews it. Signing happens after the rows are read, outside the
+transaction (in production it is an IAM ``signBlob`` call). A link that cannot be signed
+right now (an upstream failure) is shown as such on its card, never dropped silently, and
+the rest of the queue is still shown.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from colony.errors import UpstreamError, error_summary
+from colony.flows.approvals import approval_cards
+from colony.flows.approvals.approval_cards import MESSAGE_KINDS
+from colony.store import approvals
+
+if TYPE_CHECKING:
+    from colony.flows.deps import FlowDeps
+
+log = logging.getLogger("colony.approvals")
+
+SUMMARY_CHARS = 120
+
+
+def summary(item: Mapping[str, Any]) -> str:
+    """One line describing an item, for cards, tool results and the chat's hydration."""
+    payload = item.get("payload") or {}
+    if item.get("kind") == "tool_action":
+        args = json.dumps(payload.get("arguments") or {}, separators=(",", ":"))
+        return f"run {payload.get('tool')} {args}"
+    for key in ("subject", "title", "summary", "content"):
+        if isinstance(payload.get(key), str):
+            return " ".join(payload[key].split())[:SUMMARY_CHARS]
+    return str(item.get("kind"))
+
+
+def pending_cards(
+    deps: FlowDeps,
+    org_id: str,
+    *,
+    kind: str | None = None,
+    limit: int = 50,
+    campaign_id: str | None = None,
+    detail: bool = False,
+) -> dict[str, Any]:
+    """The newest ``limit`` pending items (of ``kind`` and ``campaign_id``, if given) as
+    cards, and how many items are pending in all (``detail``: see the module docstring)."""
+    if not detail:
+        with deps.db.transaction(org_id) as cur:
+            rows = approvals.pending(cur, kind=kind, limit=limit)
+            total = approvals.pending_count(cur)
+        return {"pending_total": total, "items": [card(deps, row) for row in rows]}
+    with deps.db.transaction(org_id) as cur:
+        rows = approvals.pending_detailed(cur, kind=kind, campaign_id=campaign_id, limit=limit)
+        total = approvals.pending_count(cur)
+        facets = approvals.pending_facets(cur)
+    names = _competitors(deps, org_id) if any(r["kind"] in MESSAGE_KINDS for r in rows) else []
+    items = []
+    for row in rows:
+        shown = card(deps, row)
+        shown["created_at"] = row["created_at"].isoformat()
+        cid = row.get("campaign_id")
+        shown["campaign"] = {"id": cid, "name": row.get("campaign_name")} if cid else None
+        shown["detail"] = approval_cards.detail(row, names)
+        items.append(shown)
+    return {"pending_total": total, **facets, "items": items}
+
+
+def queue_changes(deps: FlowDeps, org_id: str, item_ids: list[str]) -> dict[str, Any]:
+    """What became of ``item_ids`` (announced as added or decided) and the queue's counts now:
+    ``{"pending_total", "kinds", "campaigns", "added": [id], "decided": [{id, status,
+    decided_by, decided_at}]}``; ids not in this org are left out (RLS)."""
+    with deps.db.transaction(org_id) as cur:
+        rows = approvals.decided(cur, item_ids) if item_ids else []
+        total = approvals.pending_count(cur)
+        facets = approvals.pending_facets(cur)
+    added = [str(r["id"]) for r in rows if r["status"] == "pending"]
+    decided = [
+        {
+            "id": str(r["id"]),
+            "status": r["status"],
+            "decided_by": r["decided_by"],
+            "decided_at": r["decided_at"].isoformat() if r["decided_at"] else None,
+        }
+        for r in rows
+        if r["status"] != "pending"
+    ]
+    return {"pending_total": total, **facets, "added": added, "decided": decided}
+
+
+def _competitors(deps: FlowDeps, org_id: str) -> list[str]:
+    from colony.flows.tenants import org_admin  # lazy: only a listing with drafts checks them
+
+    return org_admin.competitors(deps, org_id, org_admin.DEFAULT_COMPETITORS)
+
+
+def card(deps: FlowDeps, row: Mapping[str, Any]) -> dict[str, Any]:
+    shown: dict[str, Any] = {
+        "id": row["id"],
+        "kind": row["kind"],
+        "source_agent": row["source_agent"],
+        "summary": summary(row),
+    }
+    if row["kind"] == "deployment_kit":
+        shown["link"] = _kit_link(deps, row)
+    flags = (row.get("payload") or {}).get("untrusted_instructions")
+    if flags:  # what the detector found behind the draft: the card shows it as a warning
+        shown["untrusted_instructions"] = [str(f) for f in flags]
+    return shown
+
+
+def signed_link(deps: FlowDeps, name: str) -> dict[str, Any]:
+    """A V4 signed GET URL for object ``name`` in the assets bucket, valid from now for
+    ``COLONY_SIGNED_URL_TTL_SECONDS``, with its expiry."""
+    ttl = deps.settings.signed_url_ttl_seconds
+    now = deps.clock()
+    return {
+        "url": deps.blobs.signed_url(name, ttl),
+        "expires_at": (now + timedelta(seconds=ttl)).isoformat(),
+        "expires_in_seconds": ttl,
+    }
+
+
+def _kit_link(deps: FlowDeps, row: Mapping[str, Any]) -> dict[str, Any]:
+    name = row.get("kit_object") or _object_name(deps, (row.get("payload") or {}).get("gcs_uri"))
+    if name is None:
+        return {"error": {"code": "not_found", "message": "this kit has no stored document"}}
+    try:
+        return signed_link(deps, name)
+    except UpstreamError as error:
+        log.warning("approval item %s: kit link not signed: %s", row["id"], error_summary(error))
+        message = "the kit link could not be signed just now; retry shortly"
+        return {"error": {"code": error.code, "message": message}}
+
+
+def _object_name(deps: FlowDeps, uri: Any) -> str | None:
+    """The object name in ``gs://<assets bucket>/<name>``; None for anything else."""
+    prefix = f"gs://{deps.blobs.bucket}/"
+    if isinstance(uri, str) and uri.startswith(prefix) and len(uri) > len(prefix):
+        return uri[len(prefix) :]
+    return None
