@@ -2,11 +2,13 @@
 functions-framework: an org admin's erasure request over HTTP, the Cloud Tasks delivery that
 runs it (and resumes it after a failed attempt), and every refusal (another org, no admin
 role, no or a bad token, an unknown org) answered with a JSON error, recorded, changing
-nothing."""
+nothing. Issue 31: every admin route, named with another org's Clerk id by that org's
+admin, is refused; another org's job ids are not found."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
@@ -16,6 +18,8 @@ from typing import Any
 import jwt
 import pytest
 
+from colony.admin import api as admin_api
+from colony.admin import imports as admin_imports
 from colony.ports import BlobStore, org_tag
 from colony.registry.functions import ERASURE_QUEUE
 from colony.runtime.auth import ensure_local_keys, mint_local_token
@@ -29,7 +33,8 @@ from colony.testing.inline import InlineTransport, local_deps
 from colony.testing.langfuse_server import LangfuseServer
 from tests.apps import registered_app
 from tests.conftest import APP_ROLE, Gcs, PgDB
-from tests.erasure_seed import Seeded, dump, seed_org
+from tests.erasure_seed import Seeded, dump, object_bytes, seed_org
+from tests.test_admin_org_data import ICP, SEQUENCES, SETTINGS
 
 DIM = 8
 ALPHA, BETA = "org_alpha", "org_beta"
@@ -45,6 +50,8 @@ class Admin:
     api: Any  # the admin function's test client
     lifecycle: Any  # the data-lifecycle function's test client
     install: Callable[[Faults], None]
+    drive: DriveServer
+    blobs: BlobStore
 
     def token(self, org: str, *, role: str | None = "org:admin", **extra: Any) -> str:
         """A Clerk v1 session token signed with the local key (``org_role`` as given)."""
@@ -130,7 +137,7 @@ def admin(
         install(Faults())
         api = registered_app("admin", monkeypatch)
         runner = registered_app("data-lifecycle", monkeypatch)
-        yield Admin(db, tmp_path, transport, langfuse, alpha, api, runner, install)
+        yield Admin(db, tmp_path, transport, langfuse, alpha, api, runner, install, drive, blobs)
         set_deps_for_tests(None)
 
 
@@ -276,3 +283,102 @@ def test_the_daily_retention_run_is_a_data_lifecycle_task(admin: Admin) -> None:
         "llm_calls",
         "outbox_bodies",
     }
+
+
+# Every admin route, with a body that would change something were it accepted. Any route the
+# admin API adds must be listed here (``test_the_route_table_covers_every_admin_route``).
+A_JOB = f"{ALPHA}_imp1"  # alpha's import job (tests.erasure_seed)
+ROUTES: list[tuple[str, str, Any]] = [
+    ("POST", f"/orgs/{ALPHA}/erasure", {}),
+    ("POST", f"/orgs/{ALPHA}/contacts/{ALPHA}_c1/erasure", {}),
+    ("GET", f"/orgs/{ALPHA}/retention", None),
+    ("PUT", f"/orgs/{ALPHA}/retention", {"days": {"transcripts": 1}}),
+    ("GET", f"/orgs/{ALPHA}/icp", None),
+    ("PUT", f"/orgs/{ALPHA}/icp", ICP),
+    ("GET", f"/orgs/{ALPHA}/sequences", None),
+    ("PUT", f"/orgs/{ALPHA}/sequences", SEQUENCES),
+    ("GET", f"/orgs/{ALPHA}/settings", None),
+    ("PUT", f"/orgs/{ALPHA}/settings", SETTINGS),
+    ("GET", f"/orgs/{ALPHA}/notion", None),
+    (
+        "POST",
+        f"/orgs/{ALPHA}/notion",
+        {"workspace_id": f"ws-{ALPHA}", "token": "secret_x", "domains": {"a" * 32: "KC-01"}},
+    ),
+    ("GET", f"/orgs/{ALPHA}/drive/channels", None),
+    ("POST", f"/orgs/{ALPHA}/drive/watch", {"folder_id": f"folder-{ALPHA}"}),
+    ("GET", f"/orgs/{ALPHA}/drive/folders/folder-{ALPHA}", None),
+    ("GET", f"/orgs/{ALPHA}/imports", None),
+    (
+        "POST",
+        f"/orgs/{ALPHA}/imports",
+        {"kind": "prospects", "format": "csv", "filename": "x.csv", "size_bytes": 10},
+    ),
+    ("GET", f"/orgs/{ALPHA}/imports/{A_JOB}", None),
+    ("POST", f"/orgs/{ALPHA}/imports/{A_JOB}/start", {}),
+    ("GET", f"/orgs/{ALPHA}/imports/{A_JOB}/errors.csv", None),
+]
+
+
+def test_the_route_table_covers_every_admin_route() -> None:
+    """Each route pattern of ``colony.admin.api`` (and its imports routes) is tried below,
+    with another org's id where it takes one (the erasure job route: by job id, further down)."""
+    patterns = [v for v in vars(admin_api).values() if isinstance(v, re.Pattern)]
+    patterns.append(admin_imports.IMPORTS)
+    tried = [path for _, path, _ in ROUTES] + [f"/erasures/{ALPHA}_job"]
+    assert [p.pattern for p in patterns if not any(p.match(t) for t in tried)] == []
+    assert [t for t in tried if not any(p.match(t) for p in patterns)] == []
+
+
+def _outside(admin: Admin) -> tuple[Any, ...]:
+    """What a request could change outside our rows: queued tasks, Drive calls, stored
+    objects and tokens."""
+    secrets = sorted(p.name for p in (admin.data_dir / "secrets").glob("*"))
+    return (
+        dict(admin.transport.tasks),
+        len(admin.drive.requests),
+        object_bytes(admin.blobs, ALPHA),
+        secrets,
+    )
+
+
+@pytest.mark.parametrize(("method", "path", "body"), ROUTES, ids=[f"{m} {p}" for m, p, _ in ROUTES])
+def test_another_orgs_admin_naming_this_org_is_refused_on_every_route(
+    admin: Admin, method: str, path: str, body: Any
+) -> None:
+    before, outside, recorded = admin.state(), _outside(admin), len(admin.rejections())
+    headers = {"Authorization": f"Bearer {admin.token(BETA)}"}
+    answer = admin.api.open(path, method=method, json=body, headers=headers)
+    assert answer.status_code == 403, answer.get_json()
+    error = answer.get_json()["error"]
+    assert error["code"] == "org_scope" and ALPHA not in error["message"]
+    [*_, refusal] = admin.rejections()
+    assert len(admin.rejections()) == recorded + 1
+    assert (refusal["claimed_org_id"], refusal["reason"]) == (
+        ALPHA,
+        "forbidden: the token is for another org",
+    )
+    assert admin.state() == before and _outside(admin) == outside
+
+
+def test_another_orgs_job_ids_under_ones_own_org_are_not_found(admin: Admin) -> None:
+    """Job ids are alpha's to read: beta's admin, on beta's own paths, finds none of them
+    (as if they did not exist; ``test_admin_imports`` does the same over real processes)."""
+    job = admin.post(f"/orgs/{ALPHA}/erasure", admin.token(ALPHA)).get_json()["job_id"]
+    before, outside = admin.state(), _outside(admin)
+    headers = {"Authorization": f"Bearer {admin.token(BETA)}"}
+    for method, path in (
+        ("GET", f"/erasures/{job}"),
+        ("GET", f"/orgs/{BETA}/imports/{A_JOB}"),
+        ("POST", f"/orgs/{BETA}/imports/{A_JOB}/start"),
+        ("GET", f"/orgs/{BETA}/imports/{A_JOB}/errors.csv"),
+        ("POST", f"/orgs/{BETA}/contacts/{ALPHA}_c1/erasure"),
+    ):
+        answer = admin.api.open(path, method=method, json={}, headers=headers)
+        assert answer.status_code == 404, (path, answer.get_json())
+        assert answer.get_json()["error"]["code"] == "not_found"
+    assert admin.state() == before and _outside(admin) == outside
+    mine = admin.api.get(
+        f"/erasures/{job}", headers={"Authorization": f"Bearer {admin.token(ALPHA)}"}
+    )
+    assert mine.status_code == 200 and mine.get_json()["org_id"] == ALPHA

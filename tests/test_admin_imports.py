@@ -2,7 +2,8 @@
 functions-framework processes, the GCS emulator taking the signed upload, the local Cloud
 Tasks stand-in delivering the job. An org admin uploads a CRM export with bad rows and
 downloads the error report (formula-safe); an oversized or malformed declaration is a 413 or
-422; every attempt on another org's import is refused and changes nothing."""
+422; every attempt on another org's import is refused and changes nothing, and the object a
+file is stored as is named by us, never by the file's name (issue 31)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -132,7 +134,16 @@ def test_an_oversized_or_malformed_declaration_is_refused_before_any_upload(api:
 
 
 def test_another_orgs_import_is_refused_from_outside(api: Api) -> None:
-    job = _declare(api, ALPHA, len(EXPORT)).json()
+    # the object is named by us (org from the token's path, a fresh job id), never by the
+    # file's name: a name reaching into another org's prefix names nothing
+    hostile = f"../../{BETA}/imports/upload.csv"
+    job = _declare(api, ALPHA, len(EXPORT), filename=hostile).json()
+    expected = f"imports/{ALPHA}/{job['id']}/upload.csv"
+    assert urlsplit(job["upload"]["url"]).path.endswith(f"/{expected}")
+    assert BETA not in job["upload"]["url"]
+    assert api.db.owner_rows("SELECT object_name, filename FROM import_jobs") == [
+        {"object_name": expected, "filename": hostile}
+    ]
     api.http.put(job["upload"]["url"], content=EXPORT, headers=job["upload"]["headers"])
     before = api.state()
     base = f"/orgs/{ALPHA}/imports"

@@ -236,8 +236,14 @@ DELIVERY_SECRET = (
 
 @pytest.fixture
 def secret_store() -> Iterator[WireServer]:
+    from colony.local.knowledge_demo import NOTION_TOKEN
+
     def access(request) -> Reply:
-        data = base64.b64encode(DELIVERY_SECRET.encode()).decode()
+        # a connected Notion workspace's token (its secret is named after the workspace), or
+        # the delivery webhook's signing secret: the Notion stand-in refuses any other token
+        notion = request.params["secret"].startswith("colony-notion-")
+        value = NOTION_TOKEN if notion else DELIVERY_SECRET
+        data = base64.b64encode(value.encode()).decode()
         return Reply(200, {"name": "x/versions/1", "payload": {"data": data}})
 
     route = Route.of(

@@ -321,3 +321,13 @@ def test_a_channel_made_before_folders_were_proven_is_refused_then_stopped(env: 
     assert not env.drive.channels[legacy[ALPHA]].stopped
     assert env.notify(legacy[ALPHA]).status_code == 200
     assert env.recordings(ALPHA) == [{"source_file_id": "call-a-1"}]
+
+
+def test_an_org_we_do_not_know_yet_is_a_404_not_a_failed_audit(env: Env) -> None:
+    """A valid admin token of an org whose Clerk webhook has not reached us: nothing to bind a
+    folder to, nor an audit log to record a refusal on."""
+    stranger = "org_not_yet_created"
+    env.prove(stranger, FOLDER_A)
+    answer = env.watch(stranger, FOLDER_A)
+    assert answer.status_code == 404, answer.get_json()
+    assert env.drive.live_channels() == []

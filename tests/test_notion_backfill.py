@@ -1,7 +1,8 @@
 """Notion per workspace (issue 17 item 4): an org admin connects a workspace over the admin
 API, its token goes to Secret Manager, its mapped databases are backfilled by durable,
 checkpointed steps on the re-embed queue (a 429 reschedules the step after its Retry-After),
-and the daily reconciliation re-syncs only what changed since.
+and the daily reconciliation re-syncs only what changed since. The workspace and every mapped
+id must be the token's (issue 31), tried from outside as a second tenant would.
 
 Real parts: embedded PostgreSQL, the admin and reembed functions loaded from their real
 ``main.py`` by functions-framework, the local Notion stand-in (pagination, 429s) and a Secret
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -21,6 +23,7 @@ from typing import Any
 import jwt
 import pytest
 
+from colony.adapters.notion import notion_for_token
 from colony.contracts.admin import NotionConnect
 from colony.contracts.events import NotionSyncStep
 from colony.errors import OrgScopeError
@@ -45,6 +48,7 @@ pytestmark = pytest.mark.covers("ENT-007", "fn:reembed")
 ALPHA, BETA = "org_alpha", "org_beta"
 WS_ALPHA, WS_BETA = "ws-alpha", "ws-beta"
 TOKEN_ALPHA = "secret_alpha_notion_token"
+TOKEN_BETA = "secret_beta_notion_token"
 SIGNING = "notion-signing-secret"
 DB_PRODUCT = "a" * 32  # 30 pages → KC-01 (two steps of PAGE_SIZE 25)
 PAGE_VOICE = "b" * 32  # a single mapped page → KC-07
@@ -107,6 +111,11 @@ class Env:
         with self.deps.db.transaction(org) as cur:
             return fetch_all(cur, sql)
 
+    def audit(self, org: str) -> list[dict[str, Any]]:
+        return self.rows(
+            org, "SELECT event, actor, channel, action, reason, detail FROM audit_log ORDER BY id"
+        )
+
 
 @pytest.fixture
 def env(testdb: PgDB, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Env]:
@@ -116,9 +125,15 @@ def env(testdb: PgDB, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterat
             cur.execute("INSERT INTO organizations (id, name) VALUES (%s, %s)", (org, org))
     embedder = CountingEmbedder()
     with NotionServer() as notion, SecretManagerServer("colony-test") as secrets:
+        notion.add_token(TOKEN_ALPHA, WS_ALPHA)  # each workspace's integration token
+        notion.add_token(TOKEN_BETA, WS_BETA)
         for n, page in enumerate(PAGES):
-            notion.put_page(page, f"Product {n}", blocks(n), parent_database=DB_PRODUCT)
-        notion.put_page(PAGE_VOICE, "Brand voice", [block("paragraph", "Plain words. " * 20)])
+            notion.put_page(
+                page, f"Product {n}", blocks(n), parent_database=DB_PRODUCT, workspace=WS_ALPHA
+            )
+        voice = [block("paragraph", "Plain words. " * 20)]
+        notion.put_page(PAGE_VOICE, "Brand voice", voice, workspace=WS_ALPHA)
+        notion.put_database(DB_BETA, workspace=WS_BETA)
         settings = Settings.from_env(
             {
                 "COLONY_DB_MODE": "dsn",
@@ -232,7 +247,8 @@ def test_reconciliation_re_syncs_only_pages_edited_since_and_runs_once_a_day(env
 def test_a_rate_limited_step_is_rescheduled_after_retry_after_and_resumes(env: Env) -> None:
     secrets = secret_store(env.deps.settings)
     connect = NotionConnect.model_validate(body())
-    notion_workspaces.connect(env.deps, secrets, ALPHA, connect)
+    with closing(notion_for_token(env.deps.settings, TOKEN_ALPHA)) as notion:
+        notion_workspaces.connect(env.deps, secrets, notion, ALPHA, connect, "user_1")
     [first] = env.transport.tasks.values()
     task = NotionSyncStep.model_validate_json(first.body)
     clients = WorkspaceClients(env.deps.settings, secrets)
@@ -267,9 +283,10 @@ def test_every_new_endpoint_refuses_other_orgs_and_non_admins(env: Env) -> None:
         f"/orgs/{ALPHA}/notion", headers={"Authorization": f"Bearer {env.token(BETA)}"}
     )
     assert peek.status_code == 403
-    # beta claiming alpha's workspace on its own path: a conflict, nothing of beta's stored
-    taken = env.connect(BETA, body(token="secret_beta"))
-    assert taken.status_code == 409 and taken.get_json()["error"]["code"] == "conflict"
+    # beta naming alpha's workspace on its own path, with beta's token: refused, nothing of
+    # beta's stored (the attack itself: test_a_second_org_cannot_squat_on_another_orgs_workspace)
+    taken = env.connect(BETA, body(token=TOKEN_BETA))
+    assert taken.status_code == 403 and taken.get_json()["error"]["code"] == "ownership_unproven"
     assert env.secrets.latest(notion_workspaces.secret_name(BETA, WS_ALPHA)) is None
     assert env.rows(BETA, "SELECT * FROM notion_workspaces") == []
     assert env.rows(ALPHA, "SELECT workspace_id, secret_name FROM notion_workspaces") == (
@@ -302,7 +319,7 @@ def test_a_bad_connection_is_a_422_naming_the_field_without_echoing_the_token(en
 
 def test_the_webhook_routes_each_workspace_to_its_own_org(env: Env) -> None:
     assert env.connect(ALPHA, body()).status_code == 202
-    beta = body(WS_BETA, "secret_beta", **{DB_BETA: "KC-03"})
+    beta = body(WS_BETA, TOKEN_BETA, **{DB_BETA: "KC-03"})
     assert env.connect(BETA, beta).status_code == 202
     before = set(env.transport.tasks)
     for workspace, db, org in ((WS_ALPHA, DB_PRODUCT, ALPHA), (WS_BETA, DB_BETA, BETA)):
@@ -335,3 +352,103 @@ def test_the_next_days_reconciliation_is_a_new_run(env: Env) -> None:
     )
     assert today["started"] != tomorrow["started"]
     assert notion_backfill.reconcile(env.deps, BETA) == {"org_id": BETA, "started": []}
+
+
+def route(env: Env, workspace: str) -> Any:
+    """Notion's event for an edit in ``workspace``'s product database, as the webhook gets it."""
+    event = webhook_event(PAGES[0], parent_database=DB_PRODUCT, workspace_id=workspace)
+    return notion_webhook.receive(env.deps, event, sign(SIGNING, event))
+
+
+def nothing_stored(env: Env, org: str) -> None:
+    assert env.rows(org, "SELECT * FROM notion_workspaces") == []
+    assert env.rows(org, "SELECT * FROM notion_syncs") == []
+    assert env.secrets.latest(notion_workspaces.secret_name(org, WS_ALPHA)) is None
+    assert env.transport.tasks == {} and sources(env, org) == {}
+
+
+def test_a_second_org_cannot_squat_on_another_orgs_workspace(env: Env) -> None:
+    """Issue 31's attack: beta's admin names alpha's workspace before alpha connects it, so
+    that alpha's events would be routed to beta; and maps alpha's database into its own."""
+    for token in (TOKEN_BETA, "secret_made_up"):  # beta's own workspace's token; none at all
+        squat = env.connect(BETA, body(token=token))
+        assert squat.status_code == 403, squat.get_json()
+        error = squat.get_json()["error"]
+        assert error["code"] == "ownership_unproven" and WS_ALPHA in error["message"]
+        assert token not in squat.get_data(as_text=True)
+    nothing_stored(env, BETA)
+    # only Notion's bot user was asked: no mapped id was read with a token unproven
+    assert {r.route for r in env.notion.requests} == {"notion.users.me"}
+    assert [
+        (e["event"], e["actor"], e["channel"], e["action"], e["reason"]) for e in env.audit(BETA)
+    ] == [("refusal", "user_1", "admin", "notion.connect", "ownership_unproven")] * 2
+    assert {e["detail"]["workspace_id"] for e in env.audit(BETA)} == {WS_ALPHA}
+    logged = json.dumps(env.audit(BETA))
+    assert TOKEN_BETA not in logged and "secret_made_up" not in logged  # never the token
+    with pytest.raises(OrgScopeError):  # alpha's events go to no org while it is unconnected
+        route(env, WS_ALPHA)
+
+    # beta maps alpha's database (and page) into beta's own, proven, workspace: refused, named
+    mapping = {DB_BETA: "KC-03", DB_PRODUCT: "KC-01", PAGE_VOICE: "KC-07"}
+    smuggled = env.connect(BETA, body(WS_BETA, TOKEN_BETA, **mapping))
+    assert smuggled.status_code == 403, smuggled.get_json()
+    message = smuggled.get_json()["error"]["message"]
+    assert DB_PRODUCT in message and PAGE_VOICE in message and DB_BETA not in message
+    nothing_stored(env, BETA)
+    assert env.notion.requests_to("notion.databases.query") == []  # none of alpha's listed
+    assert env.notion.requests_to("notion.blocks.children") == []  # nor read
+    last = env.audit(BETA)[-1]
+    assert (last["reason"], last["detail"]["workspace_id"]) == ("ownership_unproven", WS_BETA)
+    assert sorted(last["detail"]["unreadable"]) == sorted([DB_PRODUCT, PAGE_VOICE])
+
+    # alpha connects its workspace (named in another case: it is kept as Notion names it),
+    # and gets its own events; beta has nothing of alpha's, and alpha's log nothing of beta's
+    answer = env.connect(ALPHA, body(WS_ALPHA.upper()))
+    assert answer.status_code == 202, answer.get_json()
+    assert answer.get_json()["workspace_id"] == WS_ALPHA
+    env.drain()
+    assert route(env, WS_ALPHA)["status"] == "queued"
+    [task] = [t for t in env.transport.tasks.values() if b'"notion.reembed"' in t.body]
+    assert json.loads(task.body)["org_id"] == ALPHA
+    assert len(sources(env, ALPHA)) == len(PAGES) + 1
+    assert sources(env, BETA) == {} and env.audit(ALPHA) == []
+
+
+def test_a_workspace_another_org_proved_first_is_refused_without_naming_it(env: Env) -> None:
+    """Both orgs hold a genuine token of one workspace (two integrations installed in it):
+    the first to connect it keeps it; the second is refused, and told nothing of the first."""
+    env.notion.add_token("secret_alpha_second_integration", WS_ALPHA)
+    assert env.connect(ALPHA, body()).status_code == 202
+    alpha_rows = env.rows(ALPHA, "SELECT workspace_id, secret_name, domains FROM notion_workspaces")
+    tasks = dict(env.transport.tasks)
+    taken = env.connect(BETA, body(token="secret_alpha_second_integration"))
+    assert taken.status_code == 403, taken.get_json()
+    error = taken.get_json()["error"]
+    assert error["code"] == "owned_by_another_org" and ALPHA not in taken.get_data(as_text=True)
+    assert env.rows(BETA, "SELECT * FROM notion_workspaces") == []
+    assert env.rows(BETA, "SELECT * FROM notion_syncs") == []
+    assert env.secrets.latest(notion_workspaces.secret_name(BETA, WS_ALPHA)) is None
+    assert env.secrets.latest(notion_workspaces.secret_name(ALPHA, WS_ALPHA)) == TOKEN_ALPHA
+    assert env.rows(ALPHA, "SELECT workspace_id, secret_name, domains FROM notion_workspaces") == (
+        alpha_rows
+    )
+    assert env.transport.tasks == tasks  # no backfill for beta
+    [entry] = env.audit(BETA)
+    assert (entry["reason"], entry["action"], entry["detail"]["workspace_id"]) == (
+        "owned_by_another_org",
+        "notion.connect",
+        WS_ALPHA,
+    )
+    assert ALPHA not in json.dumps(entry["detail"]) and env.audit(ALPHA) == []
+    # alpha reconnecting its own workspace (a new token of it) is still alpha's to do
+    again = env.connect(ALPHA, body(token="secret_alpha_second_integration"))
+    assert again.status_code == 202, again.get_json()
+    assert env.secrets.latest(notion_workspaces.secret_name(ALPHA, WS_ALPHA)) == (
+        "secret_alpha_second_integration"
+    )
+
+
+def test_an_unknown_org_is_a_404_before_notion_is_asked(env: Env) -> None:
+    answer = env.connect("org_nobody", body())
+    assert answer.status_code == 404, answer.get_json()
+    assert env.notion.requests == [] and env.secrets.values == {}

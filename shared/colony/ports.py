@@ -476,6 +476,28 @@ class NotionClient(Protocol):
     ) -> DatabasePage: ...
 
 
+NotionKind = Literal["database", "page"]
+
+
+@runtime_checkable
+class NotionAccess(Protocol):
+    """What one integration token reaches (issue 31), asked before a workspace is connected
+    (``flows.knowledge.notion_workspaces.connect``). A Notion token belongs to one workspace and
+    reads only what that workspace shared with its integration, so these two answers prove that the
+    token is the named workspace's and that each mapped id is in it."""
+
+    def bot_workspace(self) -> str | None:
+        """The id of the workspace the token's bot user belongs to (``GET /v1/users/me``,
+        ``bot.workspace_id``), as Notion's events name it; None if Notion refuses the token
+        or its bot names no workspace."""
+        ...
+
+    def object_kind(self, object_id: str) -> NotionKind | None:
+        """Whether the token can read ``object_id`` as a database or as a page; None when
+        it cannot (unknown, not shared with the integration, or another workspace's)."""
+        ...
+
+
 @runtime_checkable
 class SecretStore(Protocol):
     """Per-org credentials we are handed at run time (an org's Notion token): Secret Manager

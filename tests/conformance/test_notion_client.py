@@ -14,6 +14,11 @@ id without dashes (whichever form was asked for), title, last edit, parent datab
 whether it is gone (archived or in the trash); ``page_text`` gives the text of supported
 blocks in reading order, nested ones and every page of a long page included, counts
 unsupported blocks by type and does not read below them; an unknown page is ``NotFound``.
+
+And ``colony.ports.NotionAccess``, as connecting a workspace asks it (issue 31): the client
+reads as one token of one workspace (the stand-in's default one, here), ``bot_workspace``
+names that workspace, ``object_kind`` tells a database from a page, and nothing of another
+workspace is readable through it, as if it did not exist.
 """
 
 from __future__ import annotations
@@ -26,8 +31,14 @@ import pytest
 from colony.adapters.notion import HttpNotion
 from colony.adapters.rest import RestClient
 from colony.errors import NotFound
-from colony.ports import NotionClient, NotionPage
-from colony.testing.notion_server import MemoryNotion, NotionServer, block, dashed
+from colony.ports import NotionAccess, NotionClient, NotionPage
+from colony.testing.notion_server import (
+    DEFAULT_WORKSPACE,
+    MemoryNotion,
+    NotionServer,
+    block,
+    dashed,
+)
 
 PAGE = "1" * 32
 DATABASE = "a" * 32
@@ -58,7 +69,7 @@ def seeded(request: pytest.FixtureRequest) -> Iterator[tuple[NotionClient, Any]]
 
 
 def test_it_is_a_notion_client(seeded: tuple[NotionClient, Any]) -> None:
-    assert isinstance(seeded[0], NotionClient)
+    assert isinstance(seeded[0], NotionClient) and isinstance(seeded[0], NotionAccess)
 
 
 @pytest.mark.parametrize("asked_as", [PAGE, dashed(PAGE)], ids=["compact", "dashed"])
@@ -136,3 +147,43 @@ def test_an_unknown_page_is_not_found(seeded: tuple[NotionClient, Any]) -> None:
         client.page("9" * 32)
     with pytest.raises(NotFound):
         client.page_text("9" * 32)
+
+
+def test_the_bot_user_names_the_tokens_workspace(seeded: tuple[Any, Any]) -> None:
+    assert seeded[0].bot_workspace() == DEFAULT_WORKSPACE
+
+
+@pytest.mark.parametrize("dashes", [False, True], ids=["compact", "dashed"])
+def test_object_kind_tells_a_database_from_a_page(seeded: tuple[Any, Any], dashes: bool) -> None:
+    client, seed = seeded
+    seed.put_page(PAGE, "Product overview", [], parent_database=DATABASE)
+    loose = "2" * 32
+    seed.put_page(loose, "Loose notes", [])
+    asked = dashed if dashes else str
+    assert client.object_kind(asked(DATABASE)) == "database"
+    assert client.object_kind(asked(PAGE)) == "page"
+    assert client.object_kind(asked(loose)) == "page"
+    assert client.object_kind(asked("9" * 32)) is None
+
+
+def test_another_workspaces_objects_are_as_if_they_did_not_exist(
+    seeded: tuple[Any, Any],
+) -> None:
+    client, seed = seeded
+    theirs, their_page = "e" * 32, "3" * 32
+    seed.put_page(
+        their_page,
+        "Their pricing",
+        [block("paragraph", "secret")],
+        parent_database=theirs,
+        workspace="ws-other",
+    )
+    assert client.object_kind(theirs) is None and client.object_kind(their_page) is None
+    with pytest.raises(NotFound):
+        client.page(their_page)
+    with pytest.raises(NotFound):
+        client.page_text(their_page)
+    with pytest.raises(NotFound):
+        client.query_database(theirs, None, 10)
+    seed.put_page(PAGE, "Ours", [], parent_database=DATABASE)  # this token's own: readable
+    assert [p.id for p in client.query_database(DATABASE, None, 10).pages] == [PAGE]

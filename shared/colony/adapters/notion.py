@@ -1,13 +1,17 @@
 """The Notion API (version 2022-06-28): pages, their block trees, and webhook signatures.
 
 ``colony.ports.NotionClient`` is the port the re-embed worker sees; ``HttpNotion`` speaks the
-public REST shapes (``GET /v1/pages/{id}``, ``GET /v1/blocks/{id}/children`` with ``start_cursor`` /
-``page_size`` pagination, children fetched for blocks with ``has_children``;
-``POST /v1/databases/{id}/query`` one page at a time, for the backfill), honours 429
-``Retry-After`` through ``RestClient``, and runs against ``https://api.notion.com`` or a local
-stand-in (``colony.testing.notion_server``). ``notion_for_token`` builds the client of one
-connected workspace; with ``attempts=1`` a 429 is raised at once (``ProviderUnavailable``
-carrying ``Retry-After``) so a durable task can be rescheduled instead of sleeping.
+public REST shapes (``GET /v1/pages/{id}``, ``GET /v1/blocks/{id}/children`` with
+``start_cursor`` / ``page_size`` pagination, children fetched for blocks with
+``has_children``; ``POST /v1/databases/{id}/query`` one page at a time, for the backfill),
+honours 429 ``Retry-After`` through ``RestClient``, and runs against
+``https://api.notion.com`` or a local stand-in (``colony.testing.notion_server``).
+``notion_for_token`` builds the client of one connected workspace; with ``attempts=1`` a 429
+is raised at once (``ProviderUnavailable`` carrying ``Retry-After``) so a durable task can be
+rescheduled instead of sleeping. It is also ``colony.ports.NotionAccess``, what connecting a
+workspace asks of the token given (issue 31): whose it is (``GET /v1/users/me``, the bot
+user's ``workspace_id``) and whether it reads each mapped id (``GET /v1/databases/{id}``, then
+``GET /v1/pages/{id}``).
 
 Webhook signatures are checked by ``colony.webhooks``.
 """
@@ -19,7 +23,7 @@ from typing import Any
 
 from colony.adapters.rest import RestClient
 from colony.errors import ConfigError, ValidationFailed
-from colony.ports import DatabasePage, NotionPage, PageText
+from colony.ports import DatabasePage, NotionKind, NotionPage, PageText
 from colony.settings import Settings
 from colony.webhooks import compact_id
 
@@ -46,11 +50,33 @@ _PREFIX = {
 _CONTAINERS = frozenset({"column_list", "column", "synced_block", "table", "table_row"})
 
 
+# Notion answers an id it will not show this token with 404 ``object_not_found``, an id of
+# the other kind with 400 ``validation_error``, and a capability the integration lacks with
+# 403 ``restricted_resource``: to the question "can this token read it?" each is a no.
+_NOT_READABLE = (400, 403, 404)
+
+
 class HttpNotion:
-    """``NotionClient`` over the REST API."""
+    """``NotionClient`` and ``NotionAccess`` over the REST API."""
 
     def __init__(self, rest: RestClient) -> None:
         self._rest = rest
+
+    def bot_workspace(self) -> str | None:
+        answer = self._rest.send("GET", "/v1/users/me", accept=(401, 403))
+        if answer.status_code != 200:  # 401 "API token is invalid.", 403: not ours to ask
+            return None
+        bot = answer.json().get("bot")
+        workspace = bot.get("workspace_id") if isinstance(bot, Mapping) else None
+        return workspace if isinstance(workspace, str) and workspace else None
+
+    def object_kind(self, object_id: str) -> NotionKind | None:
+        kinds: tuple[NotionKind, ...] = ("database", "page")
+        for kind in kinds:
+            answer = self._rest.send("GET", f"/v1/{kind}s/{object_id}", accept=_NOT_READABLE)
+            if answer.status_code == 200 and answer.json().get("object") == kind:
+                return kind
+        return None
 
     def page(self, page_id: str) -> NotionPage:
         return page_from_object(self._rest.send("GET", f"/v1/pages/{page_id}").json())

@@ -5,13 +5,15 @@ Vendors rate-limit with 429 (and fail with 5xx) and say when to come back in ``R
 ``RestClient.send`` honours that a few times, each wait capped, then raises
 ``ProviderUnavailable`` carrying the last ``Retry-After`` so the platform (Pub/Sub, Cloud
 Tasks) retries the whole job later. Anything else that is not 2xx is a ``ProviderError``
-(or ``NotFound`` for 404). Error messages name the vendor, method and status, never a body.
+(or ``NotFound`` for 404), unless the caller named its status in ``accept`` and reads the
+answer itself (a 401 that means "this token is not valid", not "we are broken"). Error
+messages name the vendor, method and status, never a body.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 import httpx
@@ -55,8 +57,10 @@ class RestClient:
         params: Mapping[str, Any] | None = None,
         json: Any = None,
         max_bytes: int | None = None,
+        accept: Collection[int] = (),
     ) -> httpx.Response:
-        """One logical call; ``max_bytes`` bounds a download (``ResponseTooLarge`` past it)."""
+        """One logical call; ``max_bytes`` bounds a download (``ResponseTooLarge`` past it);
+        a status in ``accept`` (never a retried one) is returned instead of raised."""
         last: float | None = None
         for attempt in range(1, self._attempts + 1):
             request = self._client.build_request(
@@ -88,6 +92,8 @@ class RestClient:
                 body = _read(response, max_bytes, self.vendor)
             finally:
                 response.close()
+            if response.status_code in accept:
+                return httpx.Response(response.status_code, headers=response.headers, content=body)
             if response.status_code == 404:
                 raise NotFound(f"{self.vendor} has no such object ({method} 404)")
             if not 200 <= response.status_code < 300:

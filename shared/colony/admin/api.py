@@ -13,7 +13,9 @@ Routes (JSON; ``Authorization: Bearer <Clerk session JWT>``):
 - ``GET``/``PUT /orgs/{org}/sequences``: the sequence library (``SequenceLibrary``);
 - ``GET``/``PUT /orgs/{org}/settings``: competitors and sending limits (``OrgSettingsReplace``);
 - ``POST /orgs/{org}/notion`` → 202: connect a Notion workspace (``NotionConnect``: its id, its
-  token, its KC mapping) and start its backfill; 409 if another org holds the workspace;
+  token, its KC mapping) and start its backfill; 403 ``ownership_unproven`` if the token is
+  not that workspace's or cannot read a mapped id, 403 ``owned_by_another_org`` if another
+  org connected it first (both audited; ``flows.knowledge.notion_workspaces``);
 - ``GET /orgs/{org}/notion``: the org's workspaces and their backfill / reconciliation runs;
 - ``GET /orgs/{org}/drive/folders/{folder}``: the marker file that proves a Drive folder is
   the org's, and whether it is yet (``flows.recordings.drive_folders``);
@@ -163,14 +165,10 @@ def handle(deps: Deps, request: JsonRequest) -> tuple[dict[str, Any], int] | dic
     if match := NOTION.match(path):
         _method(request, "GET", "POST")
         org = match["org"]
-        _admin_of(deps, request, org)
+        principal = _admin_of(deps, request, org)
         if request.method == "GET":
             return notion_workspaces.status(deps, org)
-        # lazy: Secret Manager's client loads with the first connect
-        from colony.runtime.notion_clients import secret_store
-
-        body = _replacement(request, NotionConnect)
-        return notion_workspaces.connect(deps, secret_store(deps.settings), org, body), 202
+        return _notion_connect(deps, request, org, principal), 202
     if match := DRIVE.match(path):
         org = match["org"]
         if match["what"] == "channels":
@@ -191,6 +189,23 @@ def handle(deps: Deps, request: JsonRequest) -> tuple[dict[str, Any], int] | dic
         principal = _admin_of(deps, request, org)
         return imports.handle(deps, request, principal, org, match["job"], match["what"] or "")
     raise NotFound("there is nothing at this path")
+
+
+def _notion_connect(
+    deps: Deps, request: JsonRequest, org: str, principal: Principal
+) -> dict[str, Any]:
+    """Connect a workspace, proving it with a client that reads with the token given."""
+    # lazy: Secret Manager's client and httpx load with the first connect
+    from colony.adapters.notion import notion_for_token
+    from colony.runtime.notion_clients import secret_store
+
+    body = _replacement(request, NotionConnect)
+    notion = notion_for_token(deps.settings, body.token.get_secret_value())
+    try:
+        secrets = secret_store(deps.settings)
+        return notion_workspaces.connect(deps, secrets, notion, org, body, principal.user_id)
+    finally:
+        notion.close()
 
 
 _drives: dict[int, Any] = {}

@@ -143,7 +143,9 @@ NotionKc = Literal["KC-01", "KC-02", "KC-03", "KC-04", "KC-05", "KC-06", "KC-07"
 class NotionConnect(Strict):
     """Connect a Notion workspace: its id (as Notion's events name it), the integration's
     access token for it (stored in Secret Manager, never echoed or logged), and which of its
-    databases (or single pages) feed which Knowledge Core domain (KC-01..07)."""
+    databases (or single pages) feed which Knowledge Core domain (KC-01..07). The token
+    proves the rest: it must be that workspace's and read every mapped id
+    (``flows.knowledge.notion_workspaces``)."""
 
     workspace_id: Annotated[
         str, StringConstraints(strip_whitespace=True, pattern=r"^[A-Za-z0-9_-]{1,100}$")

@@ -33,7 +33,7 @@ from colony.svix import sign_svix
 
 if TYPE_CHECKING:
     from colony.local.demo_context import DemoContext
-    from colony.testing.notion_server import NotionPages
+    from colony.testing.notion_server import NotionServer
 
 HARBOR: dict[str, Any] = read_json("harbor.json")
 OUTCOMES = """
@@ -44,7 +44,7 @@ DRAFTS = """
 SELECT a.payload->>'subject' AS subject, c.name FROM approval_items a
 JOIN contacts c ON c.id = a.subject_id WHERE a.run_id = %s ORDER BY c.external_id
 """
-NOTION_TOKEN = "secret_harbor_local_notion"  # the stand-in takes any token; stored per org
+NOTION_TOKEN = "secret_harbor_local_notion"  # the stand-in's token of the customer's workspace
 
 
 def prospects_csv() -> bytes:
@@ -52,13 +52,29 @@ def prospects_csv() -> bytes:
     return ("\r\n".join(HARBOR["prospects_csv"]) + "\r\n").encode()
 
 
-def seed_customer_pages(notion: NotionPages) -> None:
-    """The new org's own Notion pages, in databases of a workspace distinct from the demo's."""
+def seed_customer_pages(notion: NotionServer) -> None:
+    """The new org's own Notion pages, in databases of a workspace distinct from the demo's,
+    and the integration token of that workspace (the one its admin connects it with)."""
+    seed_workspace(notion, HARBOR["notion"]["workspace_id"], NOTION_TOKEN, HARBOR["notion"])
+
+
+def seed_workspace(
+    notion: NotionServer, workspace: str, token: str, content: dict[str, Any]
+) -> None:
+    """A demo workspace on the Notion stand-in: its integration token, and its pages (the
+    demo files' ``pages``: id, title, database, blocks as ``[kind, text]`` pairs)."""
     from colony.testing.notion_server import block
 
-    for page in HARBOR["notion"]["pages"]:
+    notion.add_token(token, workspace)
+    for page in content["pages"]:
         blocks = [block(kind, text) for kind, text in page["blocks"]]
-        notion.put_page(page["id"], page["title"], blocks, parent_database=page["database"])
+        notion.put_page(
+            page["id"],
+            page["title"],
+            blocks,
+            parent_database=page["database"],
+            workspace=workspace,
+        )
 
 
 @dataclass(frozen=True)

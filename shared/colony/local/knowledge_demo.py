@@ -32,6 +32,7 @@ TITLE = "Mercy Ridge Health <> ZoomProp | Discovery Call"
 DRIVE_SECRET = "local-drive-channel-secret"  # local stand-ins only; production: Secret Manager
 NOTION_SECRET = "local-notion-signing-secret"
 NOTION_WORKSPACE = "ws-demo"
+NOTION_TOKEN = "local-notion"  # the stand-in's integration token of NOTION_WORKSPACE
 
 
 def notion_pages() -> dict[str, Any]:
@@ -42,9 +43,9 @@ def notion_pages() -> dict[str, Any]:
 def knowledge_stand_ins(settings: Settings, org_id: str) -> Iterator[dict[str, str]]:
     """Start the Drive and Notion stand-ins with the demo content; yield the environment the
     functions need to use them."""
-    from colony.local.customer_demo import seed_customer_pages
+    from colony.local.customer_demo import seed_customer_pages, seed_workspace
     from colony.testing.drive_server import DriveServer
-    from colony.testing.notion_server import NotionServer, block
+    from colony.testing.notion_server import NotionServer
 
     pages = notion_pages()
     with DriveServer() as drive, NotionServer() as notion:
@@ -53,9 +54,7 @@ def knowledge_stand_ins(settings: Settings, org_id: str) -> Iterator[dict[str, s
         # the org's proof that the folder is its own (``flows.recordings.drive_folders``)
         marker = folder_marker(DRIVE_SECRET, org_id, FOLDER)
         drive.add_file(FOLDER, "demo-marker", marker, b"", "text/plain")
-        for page in pages["pages"]:
-            blocks = [block(kind, text) for kind, text in page["blocks"]]
-            notion.put_page(page["id"], page["title"], blocks, parent_database=page["database"])
+        seed_workspace(notion, NOTION_WORKSPACE, NOTION_TOKEN, pages)
         seed_customer_pages(notion)  # the second org's workspace (``make run``'s new customer)
         yield {
             "COLONY_DRIVE_CHANNEL_TOKEN": DRIVE_SECRET,
@@ -74,7 +73,7 @@ def connect_demo_workspace(settings: Settings, db: Database, org_id: str) -> Non
     from colony.store import notion_workspaces
 
     name = secret_name(org_id, NOTION_WORKSPACE)
-    FileSecrets(settings.data_dir.resolve() / "secrets").put(name, "local-notion")
+    FileSecrets(settings.data_dir.resolve() / "secrets").put(name, NOTION_TOKEN)
     domains = {compact_id(k): v for k, v in notion_pages()["databases"].items()}
     with db.transaction(org_id) as cur:
         notion_workspaces.connect(cur, org_id, NOTION_WORKSPACE, name, domains)

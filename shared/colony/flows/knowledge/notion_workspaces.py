@@ -1,10 +1,23 @@
 """Notion workspaces per org (issue 17 item 4): connecting one, and finding the one a task or
 an event names.
 
-    admin ``POST /orgs/{org}/notion`` ─► ``connect``: claim the workspace for the org (one org
-        per workspace, several workspaces per deployment) ─► its token into Secret Manager
-        (the row keeps only the secret's name) ─► a backfill run over its mapped databases
-        (``flows.knowledge.notion_backfill``), its first step on the re-embed queue
+    admin ``POST /orgs/{org}/notion`` ─► ``connect``: prove the workspace is the org's (below)
+        ─► claim it for the org (one org per workspace, several workspaces per deployment)
+        ─► its token into Secret Manager (the row keeps only the secret's name) ─► a backfill
+        run over its mapped databases (``notion_backfill``), its first step on the
+        re-embed queue
+
+The proof (issue 31). The webhook routes every event of a workspace to the org that
+connected it, so a claim on a workspace id alone would let an org that learnt another's
+workspace id take it before that org connects, and be sent its events. A Notion integration
+token belongs to one workspace and reads only what that workspace shared with its
+integration; only someone the workspace trusted can hand it over. So, before anything is
+stored, the token is asked who it is (its bot user's ``workspace_id``, ``GET /v1/users/me``):
+a token of another workspace, or one Notion refuses, is ``OwnershipUnproven`` (403); then
+each mapped database or page is read with it: an id it cannot read is not (shown to) this
+workspace, and is refused the same way, named. A workspace proven, but already connected to
+another org, is ``OwnedElsewhere`` (403), the other org never named. Every refusal is written
+to the refusing org's audit log, in a transaction of its own; nothing else is stored.
 
 Model-free (the Notion webhook imports ``workspace``'s helpers through
 ``flows.knowledge.notion_webhook``).
@@ -20,13 +33,16 @@ from typing import Any
 
 from colony.contracts.admin import NotionConnect
 from colony.contracts.events import NotionSyncStep
-from colony.errors import Conflict, OrgScopeError
+from colony.errors import NotFound, OrgScopeError, OwnedElsewhere, OwnershipUnproven
 from colony.flows.deps import FlowDeps
-from colony.ports import NotionClient, SecretStore
+from colony.ports import NotionAccess, NotionClient, SecretStore
 from colony.registry.functions import NOTION_REEMBED_QUEUE
 from colony.runtime.transport import enqueue
+from colony.store import audit, orgdata
 from colony.store import notion_workspaces as repo
 from colony.webhooks import compact_id
+
+ACTION = "notion.connect"
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,27 +77,84 @@ def workspace(deps: FlowDeps, org_id: str, workspace_id: str) -> Workspace:
 
 
 def connect(
-    deps: FlowDeps, secrets: SecretStore, org_id: str, body: NotionConnect
+    deps: FlowDeps,
+    secrets: SecretStore,
+    notion: NotionAccess,
+    org_id: str,
+    body: NotionConnect,
+    actor: str,
 ) -> dict[str, Any]:
-    """Connect ``body.workspace_id`` to the org and start its backfill."""
+    """Connect ``body.workspace_id`` to the org and start its backfill, once ``notion`` (a
+    client reading with ``body.token``) proves the workspace and every mapped id are the
+    token's; ``actor``: the admin asking (for the audit log)."""
+    with deps.db.transaction(org_id) as cur:
+        if not orgdata.org_exists(cur, org_id):  # (its refusals could not be audited either)
+            raise NotFound(f"org {org_id!r} does not exist")
     domains = {compact_id(k): v for k, v in body.domains.items()}
-    name = secret_name(org_id, body.workspace_id)
+    workspace_id = _proven_workspace(deps, notion, org_id, body.workspace_id, actor)
+    unreadable = [object_id for object_id in domains if notion.object_kind(object_id) is None]
+    if unreadable:
+        _refuse(deps, org_id, workspace_id, actor, OwnershipUnproven.code, unreadable)
+        named = ", ".join(repr(i) for i in unreadable)
+        raise OwnershipUnproven(
+            f"the token of Notion workspace {workspace_id!r} cannot read {named}: share each"
+            " database or page with the workspace's integration, or leave it out of domains"
+        )
+    name = secret_name(org_id, workspace_id)
     sync_id = f"bf-{uuid.uuid4().hex}"
     with deps.db.transaction(org_id) as cur:
-        if not repo.connect(cur, org_id, body.workspace_id, name, domains):
-            raise Conflict(
-                f"Notion workspace {body.workspace_id!r} is connected to another organisation"
-            )
-        repo.start_sync(cur, sync_id, org_id, body.workspace_id, "backfill", sorted(domains))
-        # Inside the transaction: if the token cannot be stored, the claim is not kept.
-        secrets.put(name, body.token.get_secret_value())
-    task = start_step(deps, org_id, body.workspace_id, sync_id)
+        claimed = repo.connect(cur, org_id, workspace_id, name, domains)
+        if claimed:
+            repo.start_sync(cur, sync_id, org_id, workspace_id, "backfill", sorted(domains))
+            # Inside the transaction: if the token cannot be stored, the claim is not kept.
+            secrets.put(name, body.token.get_secret_value())
+    if not claimed:
+        _refuse(deps, org_id, workspace_id, actor, OwnedElsewhere.code)
+        raise OwnedElsewhere(
+            f"Notion workspace {workspace_id!r} is already connected to another organisation"
+        )
+    task = start_step(deps, org_id, workspace_id, sync_id)
     return {
-        "workspace_id": body.workspace_id,
+        "workspace_id": workspace_id,
         "status": "connected",
         "domains": domains,
         "backfill": {"sync_id": sync_id, "task": task},
     }
+
+
+def _proven_workspace(
+    deps: FlowDeps, notion: NotionAccess, org_id: str, named: str, actor: str
+) -> str:
+    """The workspace id as Notion names it, if the token is that workspace's; else the
+    refusal, audited, raised. Ids compare as Notion's do (dashes and case aside); the one
+    kept is Notion's, the form its events carry."""
+    proven = notion.bot_workspace()
+    if proven is None or compact_id(proven) != compact_id(named):
+        _refuse(deps, org_id, named, actor, OwnershipUnproven.code)
+        raise OwnershipUnproven(
+            f"the token given is not proven to be the integration token of Notion workspace"
+            f" {named!r}: give the access token of the integration installed in that workspace"
+        )
+    return proven
+
+
+def _refuse(
+    deps: FlowDeps,
+    org_id: str,
+    workspace_id: str,
+    actor: str,
+    reason: str,
+    unreadable: list[str] | None = None,
+) -> None:
+    """The refusal on the org's audit log, in a transaction of its own (never the token)."""
+    detail: dict[str, Any] = {"resource": "notion_workspace", "workspace_id": workspace_id}
+    if unreadable:
+        detail["unreadable"] = unreadable
+    entry = audit.Entry(
+        event="refusal", actor=actor, channel="admin", action=ACTION, reason=reason, detail=detail
+    )
+    with deps.db.transaction(org_id) as cur:
+        audit.append(cur, org_id, entry)
 
 
 def start_step(deps: FlowDeps, org_id: str, workspace_id: str, sync_id: str) -> str:

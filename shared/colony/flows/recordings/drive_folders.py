@@ -36,7 +36,7 @@ from colony.errors import (
 )
 from colony.flows.deps import FlowDeps
 from colony.ports import DriveClient
-from colony.store import audit, claims
+from colony.store import audit, claims, orgdata
 from colony.webhooks import folder_marker
 
 KIND = "drive_folder"
@@ -96,6 +96,8 @@ def ensure_owned(
     with deps.db.transaction(org_id) as cur:
         if owned(cur, valid_folder(folder_id)):
             return
+        if not orgdata.org_exists(cur, org_id):  # (nor could its refusal be audited)
+            raise NotFound(f"org {org_id!r} does not exist")
     name = marker(deps, org_id, folder_id)
     if not _marker_present(drive, folder_id, name):
         _refuse(deps, org_id, folder_id, actor, channel, "ownership_unproven")
