@@ -208,15 +208,18 @@ def _notion_connect(
         notion.close()
 
 
-_drives: dict[int, Any] = {}
+# The settings each client was built from are kept with it: an id alone can be reused by a
+# later Settings once the first is gone, which would hand that one a client of the other's.
+_drives: dict[int, tuple[Any, Any]] = {}
 
 
 def _drive(deps: Deps) -> Any:
-    """This instance's Drive client (built on the first watch)."""
+    """This instance's Drive client (built on the first Drive call)."""
     # lazy: httpx and google-auth, for the first Drive call
     from colony.adapters.drive import drive_from_settings
 
-    key = id(deps.settings)
-    if key not in _drives:
-        _drives[key] = drive_from_settings(deps.settings)
-    return _drives[key]
+    cached = _drives.get(id(deps.settings))
+    if cached is None or cached[0] is not deps.settings:
+        cached = (deps.settings, drive_from_settings(deps.settings))
+        _drives[id(deps.settings)] = cached
+    return cached[1]
