@@ -77,7 +77,7 @@ locals {
 }
 
 # Project roles each function declares: roles/logging.logWriter (its logs) for every function,
-# plus any declared next to the Function in colony/registry/functions.py. No Cloud SQL role:
+# plus any declared in the function's entry (colony/registry/*_functions.py). No Cloud SQL role:
 # functions reach the instance's private IP with a password, not through the connector.
 resource "google_project_iam_member" "function" {
   for_each = local.project_grants

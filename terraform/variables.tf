@@ -124,8 +124,9 @@ variable "retention_max_days" {
 
 # ---------------------------------------------------------------------------------------------
 # The code's registries, generated into registry.auto.tfvars.json by `make package`
-# (python -m colony.deploy tfvars). Never edit them here: edit colony/registry/functions.py
-# and colony/registry/secrets.py SECRETS, then regenerate.
+# (python -m colony.deploy tfvars). Never edit them here: edit colony/registry/ (a function's
+# entry in pubsub_functions.py or http_functions.py, topics and queues in wiring.py, SECRETS
+# in secrets.py), then regenerate.
 # ---------------------------------------------------------------------------------------------
 
 variable "functions" {

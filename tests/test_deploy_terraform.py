@@ -561,7 +561,7 @@ def test_connection_budget_fits_cloud_sql_max_connections() -> None:
     total = sum(spec["max_instances"] * per_instance[name] for name, spec in functions.items())
     assert total <= max_connections - RESERVED_CONNECTIONS, (
         f"{total} connections at full scale > {max_connections} - {RESERVED_CONNECTIONS}: "
-        "lower a max_instances (colony/registry/functions.py) or raise db_max_connections"
+        "lower a max_instances (colony/registry/*_functions.py) or raise db_max_connections"
     )
 
 

@@ -159,10 +159,9 @@ def test_campaign_over_http_to_approval_outbox_and_delivery(stack, smtp: SmtpSer
         # Resend's delivery event, signed as Resend (Svix) signs it, naming the message by
         # the tags the send attached
         tags = {"org_id": ORG, "outbox_id": outbox["id"]}
-        event = json.dumps(
-            {"type": "email.delivered", "created_at": "2026-12-01T10:00:00Z",
-             "data": {"email_id": "re-1", "tags": tags, "to": [got.rcpt_tos[0]]}}
-        ).encode()  # fmt: skip
+        data = {"email_id": "re-1", "tags": tags, "to": [got.rcpt_tos[0]]}
+        delivered = {"type": "email.delivered", "created_at": "2026-12-01T10:00:00Z", "data": data}
+        event = json.dumps(delivered).encode()
         headers = signed(SECRET, event, msg_id="msg_esp_1")
         assert http.post(servers.urls["delivery-events"], content=event, headers=headers).is_success
         bad = signed(webhook_secret(b"wrong"), event, msg_id="msg_esp_1")

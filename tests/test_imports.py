@@ -86,16 +86,25 @@ def _csv(rows: list[list[str]], *, delimiter: str = ",") -> str:
     return out.getvalue()
 
 
-HUBSPOT = [
-    ["Record ID", "First Name", "Last Name", "Email Address", "Company Name", "Website",
-     "Job Title", "LinkedIn URL"],
-    ["101", "Ana", "Lima", "ana@stmary.org", "St Mary", "https://www.stmary.org/about",
-     "CIO", "https://linkedin.com/in/ana"],
-    ["102", "Ben", "Okafor", "not-an-email", "Mercy", "mercy.org", "CFO", ""],
-    ["103", "Cleo", "Ng", "", "Mercy", "mercy.org", "", ""],
-    ["104", "=HYPERLINK(\"http://x\")", "Evil", "evil@mercy.org", "Mercy", "mercy.org", "", ""],
-    ["105", "Dev", "Rao", "DEV@Mercy.org", "Mercy\nHealth", "mercy.org", "COO", ""],
-]  # fmt: skip
+# A HubSpot contacts export, row by row: who each person is (its first four columns) and
+# where they work (the last four).
+HUBSPOT_PEOPLE = [
+    ["Record ID", "First Name", "Last Name", "Email Address"],
+    ["101", "Ana", "Lima", "ana@stmary.org"],
+    ["102", "Ben", "Okafor", "not-an-email"],
+    ["103", "Cleo", "Ng", ""],
+    ["104", '=HYPERLINK("http://x")', "Evil", "evil@mercy.org"],
+    ["105", "Dev", "Rao", "DEV@Mercy.org"],
+]
+HUBSPOT_WORK = [
+    ["Company Name", "Website", "Job Title", "LinkedIn URL"],
+    ["St Mary", "https://www.stmary.org/about", "CIO", "https://linkedin.com/in/ana"],
+    ["Mercy", "mercy.org", "CFO", ""],
+    ["Mercy", "mercy.org", "", ""],
+    ["Mercy", "mercy.org", "", ""],
+    ["Mercy\nHealth", "mercy.org", "COO", ""],
+]
+HUBSPOT = [who + work for who, work in zip(HUBSPOT_PEOPLE, HUBSPOT_WORK, strict=True)]
 
 
 @pytest.mark.covers("ENT-002")

@@ -93,15 +93,18 @@ def test_column_aliases_of_common_exports() -> None:
         rows.column_map(["Email", "Email Address"], "prospects")
 
 
+NAMED = {"Name": "A", "Company": "C"}  # a prospect's name and company, nothing more
+
+
 def _prospect(**cells: str) -> rows.Prospect | rows.Rejection:
     columns = rows.column_map(list(cells), "prospects")
     return rows.prospect(cells, columns)
 
 
 def test_a_prospect_is_normalised_and_kept_as_text() -> None:
-    got = _prospect(
-        **{"Full Name": " =cmd|' /C calc'!A0 ", "Email": "Ana@StMary.ORG", "Website": "HTTPS://www.StMary.org/x"}
-    )  # fmt: skip
+    formula = " =cmd|' /C calc'!A0 "  # padded, as a spreadsheet cell may hold it
+    cells = {"Full Name": formula, "Email": "Ana@StMary.ORG", "Website": "HTTPS://www.StMary.org/x"}
+    got = _prospect(**cells)
     assert isinstance(got, rows.Prospect)
     assert got.name == "=cmd|' /C calc'!A0"  # a formula is only text here
     assert (got.email, got.company_domain, got.company) == (
@@ -116,14 +119,13 @@ def test_a_prospect_is_normalised_and_kept_as_text() -> None:
     [
         ({"Email": "a@b.org", "Company": "C"}, "name", "name"),
         ({"Name": "A", "Email": "a@b.org"}, "company", "company"),
-        ({"Name": "A", "Company": "C"}, "email", "an email, an external id"),
-        ({"Name": "A", "Company": "C", "Email": "a@@b.org"}, "email", "not a valid email"),
-        ({"Name": "A", "Company": "C", "Website": "not a site"}, "company_domain", "domain"),
-        ({"Name": "A", "Company": "C", "Id": "1", "LinkedIn": "http://x.com"}, "linkedin_url",
-         "LinkedIn"),
-        ({"Name": "A" * 501, "Company": "C", "Id": "1"}, "name", "longer than 500"),
+        (NAMED, "email", "an email, an external id"),
+        ({**NAMED, "Email": "a@@b.org"}, "email", "not a valid email"),
+        ({**NAMED, "Website": "not a site"}, "company_domain", "domain"),
+        ({**NAMED, "Id": "1", "LinkedIn": "http://x.com"}, "linkedin_url", "LinkedIn"),
+        ({**NAMED, "Name": "A" * 501, "Id": "1"}, "name", "longer than 500"),
     ],
-)  # fmt: skip
+)
 def test_a_bad_prospect_names_its_field(cells: dict[str, str], field: str, reason: str) -> None:
     got = _prospect(**cells)
     assert isinstance(got, rows.Rejection) and got.field == field and reason in got.reason

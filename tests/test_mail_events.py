@@ -57,6 +57,7 @@ SETTINGS = {
     "COLONY_UNSUBSCRIBE_TOKEN_KEY": "u" * 40,
     "COLONY_MAIL_PROVIDER": "resend",
 }
+NOT_OURS = "<not-ours@zoomprop.example>"  # a Message-ID we never sent
 REPLY = (
     "Yes, sounds interesting. Can we talk Tuesday at 10?\n\n"
     "On Mon, 1 Dec 2026 at 10:00, ZoomProp <outreach@zoomprop.example> wrote:\n"
@@ -80,6 +81,16 @@ class Stack:
         outbox_id = approved_message(self.deps, email)
         assert sending.send(self.deps, ORG, outbox_id)["status"] == "sent"
         return outbox_id, self.api.received[-1]
+
+    def reply(self, sender: str, text: str, in_reply_to: str, subject: str = "Re") -> str:
+        """Seed at Resend a reply from ``sender`` to the message ``in_reply_to``; its id."""
+        return self.api.inbound(
+            sender=sender,
+            to="o@zoomprop.example",
+            subject=subject,
+            text=text,
+            in_reply_to=in_reply_to,
+        )
 
     def status(self, outbox_id: str) -> str:
         with self.deps.db.transaction(ORG) as cur:
@@ -276,11 +287,7 @@ def test_a_reply_through_the_inbound_webhook_is_stripped_stored_and_marks_the_me
     )
 
     # a reply to a message we never sent, one naming none, one Resend does not have: 404
-    stranger = stack.api.inbound(
-        sender="x@example.com", to="o@zoomprop.example", subject="Re", text="Yes", in_reply_to=(
-            "<not-ours@zoomprop.example>"
-        ),
-    )  # fmt: skip
+    stranger = stack.reply("x@example.com", "Yes", NOT_OURS)
     assert stack.post(received_event(stranger)).status_code == 404
     bare = stack.api.inbound(sender="x@example.com", to="o@z.example", subject="Hi", text="Hi")
     assert stack.post(received_event(bare)).status_code == 404
@@ -401,9 +408,14 @@ def test_a_reply_no_reader_can_read_is_held_then_drained_once_a_reader_is_config
     again = unread.post(event, msg_id="msg_held")
     assert again.status_code == 202 and again.json()["duplicate"] is True
     assert held(testdb) == [
-        {"event_id": "msg_held", "email_id": email_id, "status": "held", "attempts": 0,
-         "detail": None}
-    ]  # fmt: skip
+        {
+            "event_id": "msg_held",
+            "email_id": email_id,
+            "status": "held",
+            "attempts": 0,
+            "detail": None,
+        }
+    ]
     assert reads(unread) == 0  # no key: nothing read
     assert reply_count(unread.deps) == 0 and unread.status(outbox_id) == "sent"
     assert enrollment(unread.deps, contact_id) == ("active", None)
@@ -460,14 +472,9 @@ def test_held_mail_the_provider_lost_or_cannot_serve_is_reported_and_never_retri
 ) -> None:
     outbox_id, sent = unread.send("dana@granitepeak.example")
     gone = "00000000-0000-0000-0000-000000000000"  # past Resend's retention when finally read
-    stranger = unread.api.inbound(
-        sender="x@example.com", to="o@zoomprop.example", subject="Re", text="Yes",
-        in_reply_to="<not-ours@zoomprop.example>",
-    )  # fmt: skip
-    flaky = unread.api.inbound(
-        sender="dana@granitepeak.example", to="o@zoomprop.example", subject="Re: Lease costs",
-        text="Yes, call me.", in_reply_to=sent.message["Message-ID"],
-    )  # fmt: skip
+    ours = sent.message["Message-ID"]
+    stranger = unread.reply("x@example.com", "Yes", NOT_OURS)
+    flaky = unread.reply("dana@granitepeak.example", "Yes, call me.", ours, "Re: Lease costs")
     for msg_id, email_id in (("msg_a", gone), ("msg_b", stranger), ("msg_c", flaky)):
         assert unread.post(received_event(email_id), msg_id=msg_id).status_code == 202
 
@@ -499,10 +506,7 @@ def test_held_mail_the_provider_lost_or_cannot_serve_is_reported_and_never_retri
         assert reads(unread) == 4
 
         # a message whose read still fails long after it was held is given up, on the record
-        lost = unread.api.inbound(
-            sender="lee@granitepeak.example", to="o@zoomprop.example", subject="Re",
-            text="Later.", in_reply_to=sent.message["Message-ID"],
-        )  # fmt: skip
+        lost = unread.reply("lee@granitepeak.example", "Later.", ours)
         assert unread.post(received_event(lost), msg_id="msg_d").status_code == 202
         testdb.as_owner(held_since(timedelta(days=15), "msg_d"))
         unread.api.script(resend_error(503, "internal_server_error", "Try again later."))

@@ -17,9 +17,9 @@ from colony.registry.functions import (
 )
 
 REPO = Path(__file__).resolve().parents[1]
-REGISTRY = REPO / "shared" / "colony" / "registry" / "functions.py"
+REGISTRY = REPO / "shared" / "colony" / "registry" / "wiring.py"
 # Deployed code and the local stack alike: none needs a name of its own (colony/local and
-# colony/testing included), so the registry is the only exception.
+# colony/testing included), so the registry's wiring is the only exception.
 SCANNED = (REPO / "shared" / "colony", REPO / "functions")
 
 
@@ -40,7 +40,7 @@ def test_no_topic_or_queue_name_is_written_outside_the_registry() -> None:
     # the scan sees names where they are written: every one of them, in the registry
     assert len(name_literals(REGISTRY)) == len(TOPICS) + len(QUEUES)
     found = [hit for path in sources if path != REGISTRY for hit in name_literals(path)]
-    assert found == [], "use the constants in colony.registry.functions instead"
+    assert found == [], "use the constants in colony.registry.wiring instead"
 
 
 def test_every_name_constant_is_registered_under_its_kind() -> None:

@@ -93,10 +93,9 @@ def test_the_brief_counts_replies_and_the_chat_sees_them_as_data(testdb: PgDB) -
     assert stored["sentiment"] == "positive" and stored["delivery"]["status"] == "replied"
     # the same reply read again (a mailbox polled twice) is stored and recorded once
     assert replies.ingest(deps, reply, event_id="evt-2")["delivery"] == {"duplicate": True}
+    handled = "SELECT detail FROM processed_events WHERE handler = %s"
     with db.transaction(ORG) as cur:
-        events = fetch_all(cur, "SELECT detail FROM processed_events WHERE handler = %s", (
-            delivery.HANDLER,
-        ))  # fmt: skip
+        events = fetch_all(cur, handled, (delivery.HANDLER,))
     assert [e["detail"] for e in events] == ["replied"]
 
     brief = daily_brief(deps, ORG)

@@ -143,7 +143,7 @@ def test_every_credential_setting_is_declared_a_secret() -> None:
     and every SECRETS name is one that settings.py actually reads."""
     source = (REPO / "shared/colony/settings.py").read_text()
     read = set(re.findall(r'get\("([A-Z0-9_]+)"\)', source))
-    read |= set(re.findall(r'require\(\s*"([A-Z0-9_]+)"', source))
+    read |= set(re.findall(r'(?:require|bounded_int)\(\s*"([A-Z0-9_]+)"', source))
     read |= {"LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"}  # read through a loop over names
     credential = re.compile(r"KEY|SECRET|TOKEN|PASSWORD|DSN$|JWKS|ISSUER")
     credentials = {n for n in read if credential.search(n)}

@@ -27,10 +27,17 @@ DEMO_BANDS = read_json("icp.json")["tiers"]
 
 @pytest.mark.parametrize(
     ("score", "tier", "outcome"),
-    [(100, "T1", "qualify"), (80, "T1", "qualify"), (79, "T2", "qualify"),
-     (65, "T2", "qualify"), (64, "T3", "hold"), (35, "T4", "hold"), (34, "T5", "disqualify"),
-     (0, "T5", "disqualify")],
-)  # fmt: skip
+    [
+        (100, "T1", "qualify"),
+        (80, "T1", "qualify"),
+        (79, "T2", "qualify"),
+        (65, "T2", "qualify"),
+        (64, "T3", "hold"),
+        (35, "T4", "hold"),
+        (34, "T5", "disqualify"),
+        (0, "T5", "disqualify"),
+    ],
+)
 def test_demo_bands_decide_tier_and_outcome(score: int, tier: str, outcome: str) -> None:
     decided = decide_tier(score, DEMO_BANDS)
     assert (decided.tier, decided.recommendation) == (tier, outcome)

@@ -5,20 +5,20 @@ themselves (``OPENAI_API_KEY``, ``GEMINI_API_KEY``, ...). A missing required val
 start-up naming the variable and how to set it; nothing insecure is defaulted. The one
 exception is a model provider's API key: it is required where that provider is built
 (``Settings.api_key``), on first use, so functions that never call a model or embed text
-start without one (and are deployed without access to it).
+start without one (and are deployed without access to it). How one variable's text becomes
+its value (and the error that names it) is ``colony.env_values``'.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, cast
-from urllib.parse import urlsplit
 
+from colony import env_values
 from colony.errors import ConfigError
 
 DbMode = Literal["embedded", "dsn", "cloudsql"]
@@ -153,6 +153,9 @@ class Settings:
                 raise ConfigError(f"{name}={value!r} is not one of {', '.join(allowed)}")
             return value
 
+        def bounded_int(name: str, default: int, low: int, high: int) -> int:
+            return env_values.bounded_int(name, get(name), default, low, high)
+
         def require(name: str, why: str) -> str:
             value = get(name)
             if value is None:
@@ -179,9 +182,7 @@ class Settings:
             EmbeddingProvider,
             choice("COLONY_LLM_PROVIDER", ("offline", "openai", "gemini"), "offline"),
         )
-        dim_text = get("COLONY_EMBEDDING_DIM") or "1536"
-        if not dim_text.isdigit() or not 1 <= int(dim_text) <= 16000:
-            raise ConfigError(f"COLONY_EMBEDDING_DIM={dim_text!r} must be an integer in 1..16000")
+        dim = bounded_int("COLONY_EMBEDDING_DIM", 1536, 1, 16000)
         role = get("COLONY_DB_APP_ROLE") or "colony_app"
         if not _ROLE.match(role):
             raise ConfigError(f"COLONY_DB_APP_ROLE={role!r} must be a lower-case SQL identifier")
@@ -218,7 +219,7 @@ class Settings:
             db_ssl_root_cert=get("COLONY_DB_SSL_ROOT_CERT"),
             embedding_provider=provider,
             embedding_model=get("COLONY_EMBEDDING_MODEL") or DEFAULT_EMBEDDING_MODELS[provider],
-            embedding_dim=int(dim_text),
+            embedding_dim=dim,
             llm_provider=llm,
             llm_model=get("COLONY_LLM_MODEL"),
             budgets_file=Path(p) if (p := get("COLONY_BUDGETS_FILE")) else None,
@@ -233,8 +234,8 @@ class Settings:
             transport=cast(
                 Literal["local", "gcp"], choice("COLONY_TRANSPORT", ("local", "gcp"), "local")
             ),
-            function_urls=_urls(get("COLONY_FUNCTION_URLS")),
-            local_delivery_copies=_copies(get("COLONY_LOCAL_DELIVERY_COPIES")),
+            function_urls=env_values.function_urls(get("COLONY_FUNCTION_URLS")),
+            local_delivery_copies=bounded_int("COLONY_LOCAL_DELIVERY_COPIES", 1, 1, 10),
             gcp_project=get("COLONY_GCP_PROJECT") or get("GOOGLE_CLOUD_PROJECT") or "colony-local",
             gcp_region=get("COLONY_GCP_REGION") or "us-central1",
             pubsub_emulator_host=get("PUBSUB_EMULATOR_HOST"),
@@ -244,14 +245,16 @@ class Settings:
             jwt_public_key=get("COLONY_JWT_PUBLIC_KEY"),
             jwt_jwks_url=get("COLONY_JWT_JWKS_URL"),
             jwt_issuer=get("COLONY_JWT_ISSUER"),
-            jwt_authorized_parties=_origins(
+            jwt_authorized_parties=env_values.origins(
                 "COLONY_JWT_AUTHORIZED_PARTIES", get("COLONY_JWT_AUTHORIZED_PARTIES")
             ),
-            jwt_leeway_seconds=_bounded_int(
-                "COLONY_JWT_LEEWAY_SECONDS", get("COLONY_JWT_LEEWAY_SECONDS"), 30, 0, 300
+            jwt_leeway_seconds=bounded_int("COLONY_JWT_LEEWAY_SECONDS", 30, 0, 300),
+            clerk_frontend_api=env_values.frontend_api(
+                get("COLONY_CLERK_FRONTEND_API"), deploy_env
             ),
-            clerk_frontend_api=_frontend_api(get("COLONY_CLERK_FRONTEND_API"), deploy_env),
-            google_jwks_url=_google_jwks_url(get("COLONY_GOOGLE_JWKS_URL"), deploy_env),
+            google_jwks_url=env_values.google_jwks_url(
+                get("COLONY_GOOGLE_JWKS_URL"), deploy_env, GOOGLE_JWKS_URL
+            ),
             approval_token_key=get("COLONY_APPROVAL_TOKEN_KEY"),
             delivery_webhook_secret=get("COLONY_DELIVERY_WEBHOOK_SECRET"),
             mail_provider=choice("COLONY_MAIL_PROVIDER", ("smtp", "resend"), "smtp"),
@@ -259,15 +262,13 @@ class Settings:
             resend_api_url=get("COLONY_RESEND_API_URL"),
             mail_from=get("COLONY_MAIL_FROM") or "Colony <outreach@colony.localhost>",
             smtp_host=get("COLONY_SMTP_HOST"),
-            smtp_port=_bounded_int("COLONY_SMTP_PORT", get("COLONY_SMTP_PORT"), 587, 1, 65535),
+            smtp_port=bounded_int("COLONY_SMTP_PORT", 587, 1, 65535),
             smtp_username=get("COLONY_SMTP_USERNAME"),
             smtp_password=get("COLONY_SMTP_PASSWORD"),
             smtp_starttls=choice("COLONY_SMTP_STARTTLS", ("true", "false"), "true") == "true",
             smtp_ca_file=get("COLONY_SMTP_CA_FILE"),
             reply_mailbox_host=get("COLONY_REPLY_MAILBOX_HOST"),
-            reply_mailbox_port=_bounded_int(
-                "COLONY_REPLY_MAILBOX_PORT", get("COLONY_REPLY_MAILBOX_PORT"), 993, 1, 65535
-            ),
+            reply_mailbox_port=bounded_int("COLONY_REPLY_MAILBOX_PORT", 993, 1, 65535),
             reply_mailbox_username=get("COLONY_REPLY_MAILBOX_USERNAME"),
             reply_mailbox_password=get("COLONY_REPLY_MAILBOX_PASSWORD"),
             reply_mailbox_tls=choice("COLONY_REPLY_MAILBOX_TLS", ("true", "false"), "true")
@@ -280,20 +281,15 @@ class Settings:
             notion_signing_secret=get("COLONY_NOTION_SIGNING_SECRET"),
             notion_base_url=get("COLONY_NOTION_BASE_URL"),
             clerk_webhook_secret=get("COLONY_CLERK_WEBHOOK_SECRET"),
-            recording_parallelism=_bounded_int(
-                "COLONY_RECORDING_PARALLELISM", get("COLONY_RECORDING_PARALLELISM"), 8, 1, 32
-            ),
+            recording_parallelism=bounded_int("COLONY_RECORDING_PARALLELISM", 8, 1, 32),
             function_name=get("K_SERVICE"),
             assets_bucket=get("COLONY_ASSETS_BUCKET") or "colony-assets",
-            signed_url_ttl_seconds=_bounded_int(  # V4 signed URLs live at most seven days
-                "COLONY_SIGNED_URL_TTL_SECONDS",
-                get("COLONY_SIGNED_URL_TTL_SECONDS"),
-                3600,
-                1,
-                604800,
-            ),
+            # V4 signed URLs live at most seven days
+            signed_url_ttl_seconds=bounded_int("COLONY_SIGNED_URL_TTL_SECONDS", 3600, 1, 604800),
             signing_key_file=Path(k) if (k := get("COLONY_SIGNING_KEY_FILE")) else None,
-            retention_max_days=_retention(get("COLONY_RETENTION_MAX_DAYS")),
+            retention_max_days=env_values.retention_limits(
+                get("COLONY_RETENTION_MAX_DAYS"), RETENTION_MAX_DAYS
+            ),
         )
         return settings
 
@@ -327,95 +323,3 @@ class Settings:
                 value = "***" if value else None
             parts.append(f"{name}={value!r}")
         return f"Settings({', '.join(parts)})"
-
-
-def _urls(text: str | None) -> dict[str, str]:
-    """``COLONY_FUNCTION_URLS``: a JSON object mapping function names to base URLs."""
-    if not text:
-        return {}
-    try:
-        value = json.loads(text)
-    except ValueError as error:
-        raise ConfigError(f"COLONY_FUNCTION_URLS is not JSON: {error}") from error
-    if not isinstance(value, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) and v.startswith(("http://", "https://"))
-        for k, v in value.items()
-    ):
-        raise ConfigError('COLONY_FUNCTION_URLS must map names to URLs: {"campaign": "http://…"}')
-    return value
-
-
-def _origins(name: str, text: str | None) -> tuple[str, ...]:
-    """A comma-separated list of web origins (``https://app.example.com``), as a tuple."""
-    origins = []
-    for item in (text or "").split(","):
-        origin = item.strip().removesuffix("/")
-        if not origin:
-            continue
-        parts = urlsplit(origin)
-        if parts.scheme not in ("http", "https") or not parts.netloc or parts.path:
-            raise ConfigError(
-                f"{name} must list origins like https://app.example.com (no path), got {item!r}"
-            )
-        if parts.query or parts.fragment or parts.username or parts.password:
-            raise ConfigError(f"{name}: {item!r} is not an origin")
-        origins.append(origin)
-    return tuple(origins)
-
-
-def _frontend_api(text: str | None, deploy_env: str) -> str | None:
-    """``COLONY_CLERK_FRONTEND_API``: one origin, ``https://`` in production."""
-    if text is None:
-        return None
-    origins = _origins("COLONY_CLERK_FRONTEND_API", text)
-    if len(origins) != 1:
-        raise ConfigError(
-            "COLONY_CLERK_FRONTEND_API must be one origin, like https://clerk.example.com"
-        )
-    if deploy_env == "production" and not origins[0].startswith("https://"):
-        raise ConfigError("COLONY_CLERK_FRONTEND_API must be an https:// origin in production")
-    return origins[0]
-
-
-def _google_jwks_url(text: str | None, deploy_env: str) -> str:
-    if text is None:
-        return GOOGLE_JWKS_URL
-    if deploy_env == "production" and not text.startswith("https://"):
-        raise ConfigError("COLONY_GOOGLE_JWKS_URL must be an https:// URL in production")
-    if not text.startswith(("http://", "https://")):
-        raise ConfigError(f"COLONY_GOOGLE_JWKS_URL={text!r} must be an http(s) URL")
-    return text
-
-
-def _copies(text: str | None) -> int:
-    if text is None:
-        return 1
-    if not text.isdigit() or not 1 <= int(text) <= 10:
-        raise ConfigError(f"COLONY_LOCAL_DELIVERY_COPIES={text!r} must be an integer in 1..10")
-    return int(text)
-
-
-def _bounded_int(name: str, text: str | None, default: int, low: int, high: int) -> int:
-    if text is None:
-        return default
-    if not text.isdigit() or not low <= int(text) <= high:
-        raise ConfigError(f"{name}={text!r} must be an integer in {low}..{high}")
-    return int(text)
-
-
-def _retention(text: str | None) -> dict[str, int]:
-    """``COLONY_RETENTION_MAX_DAYS``: ``class=days`` pairs, comma-separated, over the
-    defaults (``RETENTION_MAX_DAYS``); each class a known one, each period 1..3650 days."""
-    limits = dict(RETENTION_MAX_DAYS)
-    for pair in (p.strip() for p in (text or "").split(",")):
-        if not pair:
-            continue
-        name, _, days = pair.partition("=")
-        name = name.strip()
-        if name not in limits or not days.strip().isdigit() or not 1 <= int(days) <= 3650:
-            raise ConfigError(
-                f"COLONY_RETENTION_MAX_DAYS: {pair!r} must be <class>=<days> with a class in"
-                f" {sorted(limits)} and 1..3650 days"
-            )
-        limits[name] = int(days)
-    return limits

@@ -6,7 +6,8 @@ from collections.abc import Mapping, Sequence
 
 from colony.contracts import Exemplar
 from colony.knowledge.outcomes import Picked
-from colony.knowledge.store import Retrieved, content_hash
+from colony.knowledge.store import Retrieved
+from colony.knowledge.sync import content_hash
 from colony.registry import check_domains
 
 

@@ -1,30 +1,53 @@
-"""The Knowledge Core store (ENT-007) over PostgreSQL + pgvector.
+"""The Knowledge Core store (ENT-007) over PostgreSQL + pgvector: retrieval, and the way in
+to writing it.
 
 Every method takes the org and runs inside ``Database.transaction(org_id)``, so row-level
 security scopes it. Queries name the org as well, but not for isolation: a constant org id
 lets the planner prune ``kc_chunks`` to the org's one partition, so a statement opens only
-that partition's indexes (``colony.knowledge.tiering``).
+that partition's indexes (``colony.knowledge.tiering``). Writing a source document's chunks
+is ``colony.knowledge.sync``'s (its names are re-exported here); the retrieval statements
+are ``colony.knowledge.retrieval``'s.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from colony.errors import DimensionMismatch, ValidationFailed
-from colony.knowledge import outcomes, tiering
+from colony.knowledge import outcomes
 from colony.knowledge.retrieval import exemplars_sql, retrieve_sql
+from colony.knowledge.sync import (
+    MAX_CHUNK_CHARS,
+    SOURCES,
+    ChunkIn,
+    Source,
+    SyncResult,
+    check_source,
+    content_hash,
+    delete_chunks,
+    sync_chunks,
+)
 from colony.ports import Embedder
 from colony.registry import check_domains
 from colony.store.db import Database, fetch_all
-from colony.vectors import VectorParam, checked, sql_text
+from colony.vectors import VectorParam, checked
 
-Source = Literal["notion", "approval", "seed"]
-SOURCES: tuple[str, ...] = ("notion", "approval", "seed")
-MAX_CHUNK_CHARS = 20_000
+__all__ = [
+    "MAX_CHUNK_CHARS",
+    "MAX_K",
+    "SEARCH_SETTINGS",
+    "SOURCES",
+    "ChunkIn",
+    "KnowledgeStore",
+    "Retrieved",
+    "Source",
+    "SyncResult",
+    "content_hash",
+    "retrieve_sql",
+]
+
 MAX_K = 50
 
 # Scan settings, set with the org scope (no extra round trip). relaxed_order lets pgvector
@@ -50,61 +73,9 @@ SEARCH_SETTINGS = {
     "plan_cache_mode": "force_generic_plan",
 }
 
-_EXISTING = """
-SELECT chunk_index, content_hash, embedding_model FROM kc_chunks
-WHERE org_id = %s AND source = %s AND source_id = %s
-"""
-_UPSERT = """
-INSERT INTO kc_chunks (org_id, domain, source, source_id, chunk_index, title, content,
-                       content_hash, tags, embedding_model, embedding)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s::jsonb, %s, %s::vector)
-ON CONFLICT (org_id, source, source_id, chunk_index) DO UPDATE SET
-    domain = EXCLUDED.domain, title = EXCLUDED.title, content = EXCLUDED.content,
-    content_hash = EXCLUDED.content_hash, tags = EXCLUDED.tags,
-    embedding_model = EXCLUDED.embedding_model, embedding = EXCLUDED.embedding,
-    updated_at = now()
-"""
-_VECTORS = """
-SELECT DISTINCT ON (content_hash) content_hash, embedding::text AS embedding FROM kc_chunks
-WHERE org_id = %s AND source = %s AND source_id = %s AND content_hash = ANY(%s)
-  AND embedding_model = %s
-"""
-_RETAG = """
-UPDATE kc_chunks SET domain = %s, title = %s, tags = %s::jsonb, updated_at = now()
-WHERE org_id = %s AND source = %s AND source_id = %s AND chunk_index = %s
-  AND (domain, title, tags) IS DISTINCT FROM (%s, %s, %s::jsonb)
-"""
 _TAG_VALUES = """
 SELECT DISTINCT tags->>%s AS value FROM kc_chunks WHERE org_id = %s AND domain = %s AND tags ? %s
 """
-# Syncs of one source document take turns (held until their transaction ends): two re-embed
-# tasks for one page (one per edit time) may run at once, and each decides what changed from
-# what it read, so without this the page could end as a mix of both versions. The org's tier
-# lock, held shared first, keeps the org's move to its own partition from starting half-way
-# through a write (``colony.knowledge.tiering``).
-_LOCK_SOURCE = (
-    "SELECT pg_advisory_xact_lock_shared(hashtextextended(%s, 0)),"
-    " pg_advisory_xact_lock(hashtextextended(%s, 0))"
-)
-_DELETE_FROM = (
-    "DELETE FROM kc_chunks WHERE org_id = %s AND source = %s AND source_id = %s"
-    " AND chunk_index >= %s"
-)
-_DELETE_SOURCE = "DELETE FROM kc_chunks WHERE org_id = %s AND source = %s AND source_id = %s"
-
-
-def content_hash(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-@dataclass(frozen=True, slots=True)
-class ChunkIn:
-    """One chunk of a source document, as it should be stored."""
-
-    domain: str
-    content: str
-    title: str | None = None
-    tags: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,14 +101,6 @@ _RETRIEVED_FIELDS = (
     "content",
     "tags",
 )
-
-
-@dataclass(frozen=True, slots=True)
-class SyncResult:
-    embedded: int
-    unchanged: int
-    deleted: int
-    outgrown: bool = False  # the org passed the tiering threshold: schedule its move
 
 
 class KnowledgeStore:
@@ -169,90 +132,8 @@ class KnowledgeStore:
         For callers whose write must commit or roll back with their own (an approved KC
         candidate is upserted in its approval decision's transaction, seed §6.4).
         """
-        _check_source(source, source_id)
-        for i, chunk in enumerate(chunks):
-            check_domains([chunk.domain])
-            if not chunk.content.strip():
-                raise ValidationFailed(f"chunk #{i} of {source}:{source_id!r} is empty")
-            if len(chunk.content) > MAX_CHUNK_CHARS:
-                raise ValidationFailed(
-                    f"chunk #{i} of {source}:{source_id!r} has {len(chunk.content)} characters;"
-                    f" the limit is {MAX_CHUNK_CHARS}"
-                )
-        hashes = [content_hash(c.content) for c in chunks]
-        _lock(cur, org_id, source, source_id)
-        existing = {
-            r["chunk_index"]: (r["content_hash"], r["embedding_model"])
-            for r in fetch_all(cur, _EXISTING, (org_id, source, source_id))
-        }
-        stale = [i for i, h in enumerate(hashes) if existing.get(i) != (h, self._embedder.model)]
-        # A chunk that only moved (a paragraph inserted above it) keeps its stored vector.
-        moved = {h for i, h in enumerate(hashes) if i in stale} & {
-            h for h, model in existing.values() if model == self._embedder.model
-        }
-        known = {
-            r["content_hash"]: r["embedding"]
-            for r in (
-                fetch_all(
-                    cur,
-                    _VECTORS,
-                    (org_id, source, source_id, sorted(moved), self._embedder.model),
-                )
-                if moved
-                else []
-            )
-        }
-        fresh = [i for i in stale if hashes[i] not in known]
-        embedded = self._embed([chunks[i].content for i in fresh]) if fresh else None
-        vectors = {i: known[hashes[i]] for i in stale if hashes[i] in known}
-        vectors.update(
-            {i: sql_text(embedded[row]) for row, i in enumerate(fresh)} if embedded else {}
-        )
-        for i in stale:
-            chunk = chunks[i]
-            cur.execute(
-                _UPSERT,
-                (
-                    org_id,
-                    chunk.domain,
-                    source,
-                    source_id,
-                    i,
-                    chunk.title,
-                    chunk.content,
-                    hashes[i],
-                    json.dumps(dict(chunk.tags), sort_keys=True),
-                    self._embedder.model,
-                    vectors[i],
-                ),
-            )
-        for i in set(range(len(chunks))) - set(stale):
-            chunk = chunks[i]
-            tags = json.dumps(dict(chunk.tags), sort_keys=True)
-            cur.execute(
-                _RETAG,
-                (
-                    chunk.domain,
-                    chunk.title,
-                    tags,
-                    org_id,
-                    source,
-                    source_id,
-                    i,
-                    chunk.domain,
-                    chunk.title,
-                    tags,
-                ),
-            )
-        cur.execute(_DELETE_FROM, (org_id, source, source_id, len(chunks)))
-        deleted = max(cur.rowcount, 0)
-        # Only a write that added chunks can carry the org past the threshold.
-        grew = len(chunks) > len(existing)
-        return SyncResult(
-            embedded=len(fresh),
-            unchanged=len(chunks) - len(fresh),
-            deleted=deleted,
-            outgrown=grew and tiering.outgrown(cur, org_id),
+        return sync_chunks(
+            cur, org_id, source, source_id, chunks, model=self._embedder.model, embed=self._embed
         )
 
     def tag_values(self, org_id: str, domain: str, tag: str) -> list[str]:
@@ -265,11 +146,9 @@ class KnowledgeStore:
         return sorted(values)
 
     def delete_source(self, org_id: str, source: Source, source_id: str) -> int:
-        _check_source(source, source_id)
+        check_source(source, source_id)  # before a transaction is opened: a bad value costs nothing
         with self._db.transaction(org_id) as cur:
-            _lock(cur, org_id, source, source_id)
-            cur.execute(_DELETE_SOURCE, (org_id, source, source_id))
-            return max(cur.rowcount, 0)
+            return delete_chunks(cur, org_id, source, source_id)
 
     def retrieve(
         self,
@@ -434,15 +313,3 @@ _Read = Callable[[str, list[Any]], list[dict[str, Any]]]  # a statement's rows, 
 def _in(cur: Any) -> _Read:
     """Statements read through ``cur``, inside its transaction (kept, as ``_search`` wants)."""
     return lambda sql, params: fetch_all(cur, sql, params, cache=True)
-
-
-def _lock(cur: Any, org_id: str, source: str, source_id: str) -> None:
-    source_key = f"kc_chunks\n{org_id}\n{source}\n{source_id}"
-    cur.execute(_LOCK_SOURCE, (tiering.tier_lock_key(org_id), source_key))
-
-
-def _check_source(source: str, source_id: str) -> None:
-    if source not in SOURCES:
-        raise ValidationFailed(f"unknown source {source!r}; expected one of {', '.join(SOURCES)}")
-    if not isinstance(source_id, str) or not source_id.strip():
-        raise ValidationFailed("source_id must be a non-empty string")

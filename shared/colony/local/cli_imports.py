@@ -36,10 +36,9 @@ def cmd_import_file(settings: Settings, args: argparse.Namespace) -> int:
 
     path = Path(args.path)
     fmt = args.format or ("jsonl" if path.suffix.lower() in (".jsonl", ".ndjson") else "csv")
-    declared = ImportCreate.model_validate(
-        {"kind": args.kind, "format": fmt, "filename": path.name[:200],
-         "size_bytes": path.stat().st_size}
-    )  # fmt: skip
+    size = path.stat().st_size
+    fields = {"kind": args.kind, "format": fmt, "filename": path.name[:200], "size_bytes": size}
+    declared = ImportCreate.model_validate(fields)
     deps = _deps(settings)
     try:
         job = imports.create(deps, args.org_id, declared, args.requested_by)

@@ -17,7 +17,7 @@ import pg8000.dbapi
 
 from colony.errors import ConfigError
 from colony.settings import Settings
-from colony.store.db import Connect, Role
+from colony.store.connection import Connect, Role
 
 _connector: Any = None
 _connector_lock = threading.Lock()

@@ -12,14 +12,14 @@ import pg8000.dbapi
 from colony.local.cloudsql import cloudsql_factory
 from colony.local.embedded import embedded_dsn
 from colony.settings import Settings
-from colony.store import db
+from colony.store import connection
 
 
-def connect_factory(settings: Settings, role: db.Role = "app") -> db.Connect:
+def connect_factory(settings: Settings, role: connection.Role = "app") -> connection.Connect:
     """A callable opening a connection for ``role`` in the configured mode."""
     if settings.db_mode == "cloudsql":
         return cloudsql_factory(settings, role)
     if settings.db_mode == "embedded":
-        kwargs = db.parse_dsn(embedded_dsn(settings, role))
+        kwargs = connection.parse_dsn(embedded_dsn(settings, role))
         return lambda: pg8000.dbapi.connect(**kwargs)
-    return db.connect_factory(settings, role)
+    return connection.connect_factory(settings, role)

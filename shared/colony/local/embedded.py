@@ -57,7 +57,7 @@ SHARED_BUFFERS_MB = 2048
 def _admin(pgdata: Path) -> Any:
     import pg8000.dbapi
 
-    from colony.store.db import parse_dsn
+    from colony.store.connection import parse_dsn
 
     conn = pg8000.dbapi.connect(**parse_dsn(socket_dsn(pgdata, "postgres", "postgres")))
     conn.autocommit = True

@@ -1,4 +1,5 @@
-"""The credentials ``colony.settings`` reads, and where Secret Manager keeps each one.
+"""The credentials ``colony.settings`` reads, where Secret Manager keeps each one, and the
+sets of them a deployed function is granted.
 
 Here rather than in ``colony.settings``: ``Settings.from_env`` resolves secrets through
 ``colony.runtime.secret_manager``, which needs this list, so the list sits below both.
@@ -29,3 +30,18 @@ SECRETS: dict[str, str] = {
     "COLONY_NOTION_SIGNING_SECRET": "colony-notion-signing-secret",
     "COLONY_CLERK_WEBHOOK_SECRET": "colony-clerk-webhook-secret",
 }
+
+# The sets of them a function is granted (``Function.secrets``, colony.registry.functions):
+# what its composition root (colony.runtime.deps) reads. Every function reads the
+# application role's password and the error reporting DSN; the model provider keys only
+# matter to functions that build the model client or the embedder (both are built on first
+# use, and the key is checked there), and the Langfuse keys only to those that call a chat
+# model (they trace model calls; the secret key reads every org's traced prompts).
+PROVIDER_SECRETS: tuple[str, ...] = ("OPENAI_API_KEY", "GEMINI_API_KEY")
+TRACING_SECRETS: tuple[str, ...] = ("LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY")
+# For functions that never call a chat model nor embed text: no provider key, no Langfuse.
+MODEL_FREE_SECRETS: tuple[str, ...] = ("COLONY_DB_PASSWORD", "SENTRY_DSN")
+# For functions that embed text (the Knowledge Core) but call no chat model: nothing to trace.
+EMBEDDING_SECRETS: tuple[str, ...] = (*MODEL_FREE_SECRETS, *PROVIDER_SECRETS)
+RUNTIME_SECRETS: tuple[str, ...] = (*EMBEDDING_SECRETS, *TRACING_SECRETS)  # model functions
+JWT_SECRETS: tuple[str, ...] = ("COLONY_JWT_ISSUER", "COLONY_JWT_JWKS_URL")  # user-facing HTTP

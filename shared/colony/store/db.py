@@ -1,20 +1,10 @@
-"""One pg8000 code path for every database mode, and org-scoped transactions (CONST-003).
-
-``connect_factory(settings, role)`` returns a zero-argument callable that opens a pg8000 DB-API
-connection, for the application role or the owner role:
-
-- ``dsn``: any ``postgresql://`` URL (``?host=/dir`` for a unix socket, ``sslmode`` as in
-  libpq): what deployed functions use, over Cloud SQL's private IP with ``verify-ca``;
-- ``cloudsql``: the Cloud SQL Python Connector (``colony.local.cloudsql``), for tools such as
-  the migration step and for people; never inside a function;
-- ``embedded``: the local stack's PostgreSQL (``colony.local``), started on first use.
-
-Only ``dsn`` is served here; ``colony.local.db.connect_factory`` serves all three, so deployed
-code never imports local-only code.
+"""Org-scoped transactions (CONST-003) over a per-instance pool of connections.
 
 ``Database`` is the per-instance pool: at most ``pool_size`` connections open at once (callers
 past that wait, boundedly), each checked before it is handed out again so that one the server
-or the network ended while it sat idle never fails a request (see ``Database``).
+or the network ended while it sat idle never fails a request (see ``Database``). How each
+connection is opened is ``colony.store.connection``'s; how a statement's rows are read,
+``colony.store.rows``' (both re-exported here, where every repository has long imported them).
 
 ``Database.transaction(org_id)`` sets ``app.org_id`` with ``set_config(..., true)`` (the
 ``SET LOCAL`` equivalent that takes any string), so row-level security scopes every
@@ -28,119 +18,34 @@ round trip (the Knowledge Core's retrieval).
 from __future__ import annotations
 
 import select
-import ssl
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from typing import Any, Literal
-from urllib.parse import parse_qs, unquote, urlparse
+from typing import Any
 
 import pg8000.dbapi
 
 from colony.errors import ConfigError, DatabaseError, OrgScopeError, ValidationFailed
-from colony.settings import Settings
-from colony.store.wire import Cursor, begin_sql, cached, prepared, read_once
+from colony.store.connection import SSL_MODES, Connect, Role, connect_factory, parse_dsn
+from colony.store.rows import Row, fetch_all, fetch_one, fetch_value
+from colony.store.wire import Cursor, begin_sql, read_once
 
-Row = dict[str, Any]
-Connect = Callable[[], pg8000.dbapi.Connection]
-Role = Literal["app", "owner"]
+__all__ = [
+    "SSL_MODES",
+    "Connect",
+    "Database",
+    "Role",
+    "Row",
+    "connect_factory",
+    "fetch_all",
+    "fetch_one",
+    "fetch_value",
+    "parse_dsn",
+]
 
 PING_TIMEOUT = 5.0  # seconds a liveness ping of an idle connection may take
-
-
-SSL_MODES = ("disable", "prefer", "require", "verify-ca", "verify-full")
-
-
-def parse_dsn(dsn: str, *, root_cert: str | None = None) -> dict[str, Any]:
-    """Turn a ``postgresql://`` URL into pg8000 keyword arguments.
-
-    ``sslmode`` has libpq's meanings: ``disable``; ``prefer`` (the default over TCP: TLS if
-    the server offers it, unverified); ``require`` (TLS, unverified); ``verify-ca`` (TLS, the
-    server's chain checked against the CA, not its name: Cloud SQL's per-instance CA names
-    the instance, not its private IP); ``verify-full`` (chain and host name). The CA is the
-    file ``sslrootcert`` names, else ``root_cert`` (PEM text, ``COLONY_DB_SSL_ROOT_CERT``).
-    A unix socket never uses TLS.
-    """
-    url = urlparse(dsn)
-    if url.scheme not in ("postgresql", "postgres"):
-        raise ConfigError(f"database URL must start with postgresql://, got {url.scheme!r}")
-    query = {k: v[-1] for k, v in parse_qs(url.query).items()}
-    kwargs: dict[str, Any] = {
-        "user": unquote(url.username or query.get("user", "postgres")),
-        "database": unquote(url.path.lstrip("/")) or query.get("dbname", "postgres"),
-    }
-    password = url.password or query.get("password")
-    if password:
-        kwargs["password"] = unquote(password)
-    port = url.port or int(query.get("port", 5432))
-    socket_dir = query.get("host")
-    mode = query.get("sslmode", "prefer")
-    if mode not in SSL_MODES:
-        raise ConfigError(f"sslmode={mode!r} in the database URL is not one of {SSL_MODES}")
-    if socket_dir and socket_dir.startswith("/"):
-        kwargs["unix_sock"] = f"{socket_dir}/.s.PGSQL.{port}"
-        kwargs["ssl_context"] = False
-    else:
-        kwargs["host"] = url.hostname or socket_dir or "localhost"
-        kwargs["port"] = port
-        kwargs["ssl_context"] = _ssl_context(mode, query.get("sslrootcert"), root_cert)
-    return kwargs
-
-
-def _ssl_context(mode: str, root_file: str | None, root_pem: str | None) -> Any:
-    """pg8000's ``ssl_context``: False (never), None (try, unverified) or a context (must)."""
-    if mode == "disable":
-        return False
-    if mode == "prefer":
-        return None
-    context = ssl.create_default_context()
-    if mode == "require":
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-        return context
-    if not root_file and not root_pem:
-        raise ConfigError(
-            f"sslmode={mode} needs the server's CA: sslrootcert=<file> in the database URL"
-            " or its PEM text in COLONY_DB_SSL_ROOT_CERT"
-        )
-    try:
-        if root_file:
-            context.load_verify_locations(cafile=root_file)
-        else:
-            context.load_verify_locations(cadata=root_pem)
-    except (OSError, ssl.SSLError) as error:
-        where = f"sslrootcert={root_file}" if root_file else "COLONY_DB_SSL_ROOT_CERT"
-        raise ConfigError(f"cannot read the database server's CA from {where}: {error}") from error
-    context.check_hostname = mode == "verify-full"
-    return context
-
-
-def connect_factory(settings: Settings, role: Role = "app") -> Connect:
-    """Return a callable opening a connection for ``role`` in ``dsn`` mode.
-
-    ``dsn`` is what deployed functions use (Cloud SQL's private IP over verified TLS, the
-    password from Secret Manager). ``cloudsql`` (the Cloud SQL connector) and ``embedded``
-    are for tools, laptops and tests: ``colony.local.db.connect_factory`` serves all three,
-    and lives in ``colony.local``, which no bundle carries.
-    """
-    if settings.db_mode != "dsn":
-        raise ConfigError(
-            f"COLONY_DB_MODE={settings.db_mode} is for tools and the local stack"
-            " (colony.local.db.connect_factory); a deployed function connects with"
-            " COLONY_DB_MODE=dsn"
-        )
-    dsn = settings.db_dsn if role == "app" else settings.db_owner_dsn
-    if not dsn:
-        raise ConfigError(
-            "COLONY_DB_OWNER_DSN is required to migrate in dsn mode (the owner role's URL)"
-        )
-    kwargs = parse_dsn(dsn, root_cert=settings.db_ssl_root_cert)
-    password = settings.db_password if role == "app" else settings.db_owner_password
-    if password and "password" not in kwargs:
-        kwargs["password"] = password
-    return lambda: pg8000.dbapi.connect(**kwargs)
 
 
 def _sqlstate(error: Exception) -> str:
@@ -408,43 +313,3 @@ def _translate(error: Exception) -> Exception:
     if state.startswith("23") or state.startswith("22"):
         return ValidationFailed(f"rejected by the database: {message}")
     return DatabaseError(f"PostgreSQL error {state or '?'}: {message}")
-
-
-def fetch_all(
-    cur: pg8000.dbapi.Cursor,
-    sql: str,
-    params: Sequence[Any] = (),
-    *,
-    prepare: bool = False,
-    cache: bool = False,
-) -> list[Row]:
-    """Execute ``sql`` and return its rows as dicts keyed by column name.
-
-    ``prepare``: as a statement prepared once per connection (``colony.store.wire.prepared``),
-    for the few run on every durable step. ``cache``: kept among the connection's most recent
-    statements (``colony.store.wire.cached``), for a hot statement whose text varies.
-    """
-    if prepare:
-        prepared(cur, sql, params)
-    elif cache:
-        cached(cur, sql, params)
-    else:
-        cur.execute(sql, tuple(params))
-    if cur.description is None:
-        return []
-    names = [column[0] for column in cur.description]
-    return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
-
-
-def fetch_one(
-    cur: pg8000.dbapi.Cursor, sql: str, params: Sequence[Any] = (), *, prepare: bool = False
-) -> Row | None:
-    rows = fetch_all(cur, sql, params, prepare=prepare)
-    return rows[0] if rows else None
-
-
-def fetch_value(cur: pg8000.dbapi.Cursor, sql: str, params: Sequence[Any] = ()) -> Any:
-    """Execute ``sql`` and return the first column of its first row (None if no row)."""
-    cur.execute(sql, tuple(params))
-    row = cur.fetchone()
-    return row[0] if row else None

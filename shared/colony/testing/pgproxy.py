@@ -14,7 +14,7 @@ import struct
 import threading
 from urllib.parse import urlparse
 
-from colony.store.db import parse_dsn
+from colony.store.connection import parse_dsn
 
 _NEGOTIATION = (80877103, 80877104)  # SSLRequest, GSSENCRequest
 

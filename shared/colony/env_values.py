@@ -1,0 +1,101 @@
+"""How one environment variable's text becomes a setting's value, for ``Settings.from_env``.
+
+Each parser takes the variable's text (``None`` when it is unset or blank) and returns the
+value, or raises ``ConfigError`` naming the variable and what it must be, so a bad value
+fails at start-up, said where it is set.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from urllib.parse import urlsplit
+
+from colony.errors import ConfigError
+
+
+def bounded_int(name: str, text: str | None, default: int, low: int, high: int) -> int:
+    """An integer in ``low..high``; ``default`` when unset."""
+    if text is None:
+        return default
+    if not text.isdigit() or not low <= int(text) <= high:
+        raise ConfigError(f"{name}={text!r} must be an integer in {low}..{high}")
+    return int(text)
+
+
+def function_urls(text: str | None) -> dict[str, str]:
+    """``COLONY_FUNCTION_URLS``: a JSON object mapping function names to base URLs."""
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise ConfigError(f"COLONY_FUNCTION_URLS is not JSON: {error}") from error
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and v.startswith(("http://", "https://"))
+        for k, v in value.items()
+    ):
+        raise ConfigError('COLONY_FUNCTION_URLS must map names to URLs: {"campaign": "http://…"}')
+    return value
+
+
+def origins(name: str, text: str | None) -> tuple[str, ...]:
+    """A comma-separated list of web origins (``https://app.example.com``), as a tuple."""
+    found = []
+    for item in (text or "").split(","):
+        origin = item.strip().removesuffix("/")
+        if not origin:
+            continue
+        parts = urlsplit(origin)
+        if parts.scheme not in ("http", "https") or not parts.netloc or parts.path:
+            raise ConfigError(
+                f"{name} must list origins like https://app.example.com (no path), got {item!r}"
+            )
+        if parts.query or parts.fragment or parts.username or parts.password:
+            raise ConfigError(f"{name}: {item!r} is not an origin")
+        found.append(origin)
+    return tuple(found)
+
+
+def frontend_api(text: str | None, deploy_env: str) -> str | None:
+    """``COLONY_CLERK_FRONTEND_API``: one origin, ``https://`` in production."""
+    if text is None:
+        return None
+    found = origins("COLONY_CLERK_FRONTEND_API", text)
+    if len(found) != 1:
+        raise ConfigError(
+            "COLONY_CLERK_FRONTEND_API must be one origin, like https://clerk.example.com"
+        )
+    if deploy_env == "production" and not found[0].startswith("https://"):
+        raise ConfigError("COLONY_CLERK_FRONTEND_API must be an https:// origin in production")
+    return found[0]
+
+
+def google_jwks_url(text: str | None, deploy_env: str, default: str) -> str:
+    """``COLONY_GOOGLE_JWKS_URL``: an http(s) URL, ``https://`` in production; ``default``
+    (Google's own) when unset."""
+    if text is None:
+        return default
+    if deploy_env == "production" and not text.startswith("https://"):
+        raise ConfigError("COLONY_GOOGLE_JWKS_URL must be an https:// URL in production")
+    if not text.startswith(("http://", "https://")):
+        raise ConfigError(f"COLONY_GOOGLE_JWKS_URL={text!r} must be an http(s) URL")
+    return text
+
+
+def retention_limits(text: str | None, defaults: Mapping[str, int]) -> dict[str, int]:
+    """``COLONY_RETENTION_MAX_DAYS``: ``class=days`` pairs, comma-separated, over the
+    ``defaults``; each class a known one, each period 1..3650 days."""
+    limits = dict(defaults)
+    for pair in (p.strip() for p in (text or "").split(",")):
+        if not pair:
+            continue
+        name, _, days = pair.partition("=")
+        name = name.strip()
+        if name not in limits or not days.strip().isdigit() or not 1 <= int(days) <= 3650:
+            raise ConfigError(
+                f"COLONY_RETENTION_MAX_DAYS: {pair!r} must be <class>=<days> with a class in"
+                f" {sorted(limits)} and 1..3650 days"
+            )
+        limits[name] = int(days)
+    return limits

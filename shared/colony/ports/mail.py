@@ -1,0 +1,85 @@
+"""Mail: a message we send (``Mail``, handed to a ``Sender``), and the replies we receive
+(``InboundMail``, read from a provider's ``ReceivedMail`` or a polled ``Mailbox``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+from colony.errors import ValidationFailed
+
+
+@dataclass(frozen=True, slots=True)
+class Mail:
+    """One message to one recipient. ``message_id`` (``<local@domain>``) is ours and
+    deterministic per outbox row, so a retry after a crash sends the same message again, as
+    the receiving side can tell. ``headers`` are extra header fields (``List-Unsubscribe``…)."""
+
+    message_id: str
+    sender: str
+    to: str
+    subject: str
+    text: str
+    headers: Mapping[str, str] = field(default_factory=dict)
+    # What a provider API echoes back in its events (``org_id``, ``outbox_id``), never a
+    # header the recipient sees; SMTP has no such thing and ignores them.
+    tags: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not (self.message_id.startswith("<") and self.message_id.endswith(">")):
+            raise ValidationFailed("a Message-ID is written <local@domain>")
+        for value in (self.sender, self.to, self.subject, *self.headers.values()):
+            if "\r" in value or "\n" in value:
+                raise ValidationFailed("header values cannot contain line breaks")
+
+
+class MailRejected(ValidationFailed):
+    """The mail server refused this message for good (an unknown mailbox, a policy block):
+    sending it again cannot succeed. A transient refusal is ``UpstreamError`` instead."""
+
+    code = "mail_rejected"
+
+
+@dataclass(frozen=True, slots=True)
+class InboundMail:
+    """A message someone sent us (a reply, we hope): untrusted from header to body. ``text``
+    is the plain-text body as received, quoted history included; ``in_reply_to`` and
+    ``references`` are the Message-IDs it answers (``<local@domain>``, as written)."""
+
+    message_id: str
+    sender: str
+    subject: str
+    text: str
+    in_reply_to: str | None = None
+    references: tuple[str, ...] = ()
+    received_at: datetime | None = None
+
+
+@runtime_checkable
+class ReceivedMail(Protocol):
+    """Reads one inbound message a provider holds for us (its inbound webhook names it, and
+    carries no body); ``NotFound`` when the provider has no such message."""
+
+    def received(self, email_id: str) -> InboundMail: ...
+
+
+@runtime_checkable
+class Mailbox(Protocol):
+    """A mailbox replies land in (for SMTP relay users: no provider webhook), polled: the
+    unread messages as (key, message), and ``mark_read`` once one is dealt with, so a crash
+    before it reads the message again (ingesting it is idempotent)."""
+
+    def unread(self) -> list[tuple[str, InboundMail]]: ...
+
+    def mark_read(self, key: str) -> None: ...
+
+
+@runtime_checkable
+class Sender(Protocol):
+    """Hands one message to a mail server. Returns when the server has accepted it (the only
+    moment we know it will be delivered or bounced by someone else); raises ``MailRejected``
+    for a permanent refusal and ``UpstreamError`` for a transient one (retry later)."""
+
+    def send(self, mail: Mail) -> None: ...

@@ -1,0 +1,222 @@
+"""The functions called over HTTP: Cloud Tasks and Cloud Scheduler targets (invoked only by
+the invoker account), provider webhooks and the user-facing APIs (``public``: they
+authenticate each caller themselves). All functions together are
+``colony.registry.functions.FUNCTIONS``."""
+
+from __future__ import annotations
+
+from colony.registry.function_spec import Function
+from colony.registry.secrets import (
+    EMBEDDING_SECRETS,
+    JWT_SECRETS,
+    MODEL_FREE_SECRETS,
+    RUNTIME_SECRETS,
+    TRACING_SECRETS,
+)
+from colony.registry.wiring import (
+    CAMPAIGN_RESUME_QUEUE,
+    CAMPAIGN_TOPIC,
+    CONTENT_TOPIC,
+    DAILY_BRIEF_QUEUE,
+    ENRICHMENT_TOPIC,
+    ERASURE_QUEUE,
+    IMPORT_QUEUE,
+    KC_TIER_QUEUE,
+    LIFECYCLE_QUEUE,
+    MESSAGE_GENERATOR_TOPIC,
+    NOTION_REEMBED_QUEUE,
+    ONBOARDING_TOPIC,
+    RECORDING_TOPIC,
+    SEND_QUEUE,
+    SEQUENCE_QUEUE,
+)
+
+HTTP_FUNCTIONS: tuple[Function, ...] = (
+    Function(
+        name="campaign-resume",
+        trigger="http",
+        topic=None,
+        agent="AGT-002",
+        purpose=(
+            "Cloud Tasks target: resume a run, hand a sequence's next step to AGT-005, or put"
+            " a rate-limited event back on its topic"
+        ),
+        secrets=MODEL_FREE_SECRETS,
+        publishes=(ENRICHMENT_TOPIC, MESSAGE_GENERATOR_TOPIC),
+        max_instances=1,
+    ),
+    Function(
+        name="approval",
+        trigger="http",
+        topic=None,
+        agent=None,
+        purpose="approve / reject / edit approval items",
+        secrets=(*RUNTIME_SECRETS, *JWT_SECRETS, "COLONY_APPROVAL_TOKEN_KEY"),
+        # an approved chat tool resumes its turn here (launch, content request)
+        publishes=(ONBOARDING_TOPIC, CAMPAIGN_TOPIC, CONTENT_TOPIC),
+        enqueues=(SEND_QUEUE,),  # an approved message is handed to the send step
+        public=True,
+        max_instances=3,
+    ),
+    Function(
+        name="delivery-events",
+        trigger="http",
+        topic=None,
+        agent=None,
+        purpose="mail events (Resend, Svix-signed): delivery, bounces, replies; unsubscribes",
+        secrets=(
+            *MODEL_FREE_SECRETS,
+            "COLONY_DELIVERY_WEBHOOK_SECRET",
+            "COLONY_UNSUBSCRIBE_TOKEN_KEY",
+            "COLONY_RESEND_API_KEY",  # reads back the replies Resend's inbound webhook names
+        ),
+        enqueues=(CAMPAIGN_RESUME_QUEUE,),
+        public=True,
+        max_instances=2,
+    ),
+    Function(
+        name="send",
+        trigger="http",
+        topic=None,
+        agent=None,
+        purpose="Cloud Tasks target: send one approved message (SMTP relay or Resend)",
+        secrets=(
+            *MODEL_FREE_SECRETS,
+            "COLONY_SMTP_PASSWORD",
+            "COLONY_RESEND_API_KEY",
+            "COLONY_UNSUBSCRIBE_TOKEN_KEY",
+        ),
+        enqueues=(SEQUENCE_QUEUE,),  # a sent step schedules the sequence's next one
+        concurrency=4,
+        max_instances=1,
+    ),
+    Function(
+        name="chat",
+        trigger="http",
+        topic=None,
+        agent="AGT-001",
+        purpose="GTM orchestrator chat (SSE) and /overview",
+        secrets=(*RUNTIME_SECRETS, *JWT_SECRETS),
+        # it decides approval items too, so it publishes what their appliers do
+        publishes=(CAMPAIGN_TOPIC, CONTENT_TOPIC, ONBOARDING_TOPIC),
+        enqueues=(SEND_QUEUE,),
+        # its approval cards sign deployment-kit links (colony.flows.approvals.approval_queue)
+        assets="read",
+        public=True,
+        timeout_seconds=300,
+        max_instances=5,
+    ),
+    Function(
+        name="drive-webhook",
+        trigger="http",
+        topic=None,
+        agent=None,
+        purpose="Drive push: transcript to GCS + ENT-006",
+        secrets=(*MODEL_FREE_SECRETS, "COLONY_DRIVE_CHANNEL_TOKEN"),
+        assets="write",
+        publishes=(RECORDING_TOPIC,),
+        public=True,
+        max_instances=1,
+    ),
+    Function(
+        name="notion-webhook",
+        trigger="http",
+        topic=None,
+        agent=None,
+        purpose="Notion events → re-embed tasks",
+        secrets=(*MODEL_FREE_SECRETS, "COLONY_NOTION_SIGNING_SECRET"),
+        enqueues=(NOTION_REEMBED_QUEUE,),
+        public=True,
+        max_instances=1,
+    ),
+    Function(
+        name="reembed",
+        trigger="http",
+        topic=None,
+        agent=None,
+        purpose=(
+            "Cloud Tasks target: re-embed one Notion page, backfill / reconciliation steps,"
+            " an org's daily Notion reconciliation (the daily schedule's share)"
+        ),
+        # each workspace's token is read from its own Secret Manager secret
+        # (colony-notion-*, granted in terraform/secrets.tf), not from a setting
+        secrets=EMBEDDING_SECRETS,
+        # a step queues the next (or itself, after a 429); a page that carries its org
+        # past the Knowledge Core threshold queues the org's move (issue 16)
+        enqueues=(NOTION_REEMBED_QUEUE, KC_TIER_QUEUE),
+        timeout_seconds=300,
+        max_instances=1,
+    ),
+    Function(
+        name="daily-brief",
+        trigger="http",
+        topic=None,
+        agent="AGT-010",
+        purpose="Cloud Tasks target: one org's daily brief (the daily schedule's share)",
+        timeout_seconds=300,
+        max_instances=1,
+    ),
+    Function(
+        name="admin",
+        trigger="http",
+        topic=None,
+        agent=None,
+        purpose=(
+            "org admin API: erasure requests and reports, retention periods, org data,"
+            " imports, Notion workspace connections, Drive folder watches"
+        ),
+        # the Drive channel token signs the token of a folder watch it creates
+        secrets=(*MODEL_FREE_SECRETS, *JWT_SECRETS, "COLONY_DRIVE_CHANNEL_TOKEN"),
+        # a connected workspace's backfill starts on the re-embed queue; its token is
+        # written to its own secret (colony-notion-*, terraform/secrets.tf)
+        enqueues=(ERASURE_QUEUE, NOTION_REEMBED_QUEUE, IMPORT_QUEUE),
+        # signs upload URLs under imports/<org>/ (a signed PUT acts as its signer, so it
+        # needs object create) and reads an upload's size before queueing it
+        assets="write",
+        public=True,  # it verifies the bearer token and the org admin role itself
+        concurrency=2,  # a few admins at a time: it only opens jobs and reads reports
+        max_instances=1,
+    ),
+    Function(
+        name="clerk-webhook",
+        trigger="http",
+        topic=None,
+        agent=None,
+        purpose="Clerk organization events → org rows and defaults, or org erasure",
+        secrets=(*MODEL_FREE_SECRETS, "COLONY_CLERK_WEBHOOK_SECRET"),
+        enqueues=(ERASURE_QUEUE,),  # organization.deleted opens the org's erasure job
+        public=True,  # it verifies Svix's signature of every delivery itself
+        concurrency=1,  # org events are rare: one at a time is plenty
+        max_instances=1,
+    ),
+    Function(
+        name="data-lifecycle",
+        trigger="http",
+        topic=None,
+        agent=None,
+        purpose=(
+            "Cloud Tasks target: erasure and import jobs, Knowledge Core tiering, an"
+            " org's retention and Drive renewal, the reply mailbox poll; Cloud Scheduler"
+            " target: every schedule"
+        ),
+        # the Langfuse keys delete an erased org's traces; no model is called; the Drive
+        # channel token signs a renewed channel's token; the reply mailbox is polled, and
+        # the replies held while Resend's could not be read are read
+        # (colony.flows.outbound.held_mail)
+        secrets=(
+            *MODEL_FREE_SECRETS,
+            *TRACING_SECRETS,
+            "COLONY_DRIVE_CHANNEL_TOKEN",
+            "COLONY_REPLY_MAILBOX_PASSWORD",
+            "COLONY_RESEND_API_KEY",
+        ),
+        # every schedule fans out from here to its target's queue (colony.registry.schedules);
+        # the daily retention run queues the org's Knowledge Core move if it outgrew the
+        # shared partition by any path (approvals, imports), not only by Notion pages
+        enqueues=(LIFECYCLE_QUEUE, DAILY_BRIEF_QUEUE, NOTION_REEMBED_QUEUE, KC_TIER_QUEUE),
+        assets="write",  # deletes transcripts, kits and imports
+        timeout_seconds=540,
+        concurrency=1,
+        max_instances=1,
+    ),
+)
