@@ -106,10 +106,6 @@ def test_flows_reach_a_model_only_through_call_agent(tmp_path: Path) -> None:
 # Modules a person can hold in mind (issue 32 item 3): none over this many lines; a module
 # that grows past it is split by concept (one noun per module), not trimmed.
 MAX_MODULE_LINES = 400
-# Left to the work on shared/colony/flows/ (its capability packages), which splits and formats
-# these; each entry must still be needed, so the list empties as they land.
-PENDING_SPLIT = {"shared/colony/flows/recordings/recording.py"}
-PENDING_FORMAT = {"shared/colony/flows/tenants/imports.py"}
 # A comment asking the formatter to leave code alone, written so this file does not hold one.
 FORMAT_ESCAPE = re.compile(r"#\s*fmt:\s*(skip|off)\b|#\s*yapf:\s*disable")
 
@@ -136,19 +132,14 @@ def _python(*tops: str) -> list[Path]:
 
 def test_no_module_is_over_400_lines() -> None:
     long = module_lengths(_python("shared/colony", "functions"))
-    over = [f"{path} ({n} lines)" for path, n in long.items() if path not in PENDING_SPLIT]
+    over = [f"{path} ({n} lines)" for path, n in long.items()]
     assert over == [], "split by concept: " + ", ".join(over)
-    stale = sorted(PENDING_SPLIT - long.keys())
-    assert stale == [], f"take these off PENDING_SPLIT, they are split: {stale}"
 
 
 def test_the_formatter_is_never_switched_off() -> None:
     """Code is written so the formatter's layout reads well, rather than frozen by hand."""
     found = format_escapes(_python("shared", "functions", "tests"))
-    frozen = [hit for hit in found if hit.partition(":")[0] not in PENDING_FORMAT]
-    assert frozen == [], "write these so the formatter's layout reads well: " + ", ".join(frozen)
-    stale = sorted(PENDING_FORMAT - {hit.partition(":")[0] for hit in found})
-    assert stale == [], f"take these off PENDING_FORMAT, they are formatted: {stale}"
+    assert found == [], "write these so the formatter's layout reads well: " + ", ".join(found)
 
 
 def test_the_size_and_format_checks_find_what_they_look_for(tmp_path: Path) -> None:

@@ -18,6 +18,6 @@ if TYPE_CHECKING:
 @pubsub_handler("follow-up")
 def handle(event: Event, event_id: str) -> dict[str, Any]:
     # lazy: the flow loads on the first request, not at cold start
-    from colony.flows.recordings.recording import follow_up_event
+    from colony.flows.recordings.follow_up import follow_up_event
 
     return follow_up_event(deps(parts), event, event_id)

@@ -10,7 +10,7 @@ from colony.flows import content
 from colony.flows.campaigns import campaign, enrichment, message_generator, qualification
 from colony.flows.deps import FlowDeps
 from colony.flows.pipeline import onboarding
-from colony.flows.recordings import recording
+from colony.flows.recordings import follow_up, recording
 
 Handler = Callable[[FlowDeps, Any, str], dict[str, Any]]
 
@@ -21,7 +21,7 @@ PUBSUB_HANDLERS: dict[str, Handler] = {
     "qualification": qualification.qualify,  # AGT-004
     "message-generator": message_generator.write_message,  # AGT-005
     "recording-intelligence": recording.analyse_event,  # AGT-006 (issue 6)
-    "follow-up": recording.follow_up_event,  # AGT-007 (issue 6)
+    "follow-up": follow_up.follow_up_event,  # AGT-007 (issue 6)
     "content": content.content_event,  # AGT-008 (issue 7)
     "onboarding": onboarding.onboarding_event,  # AGT-009 (issue 7)
 }

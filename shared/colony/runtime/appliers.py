@@ -29,7 +29,7 @@ def applier(kind: str) -> Applier | None:
 
         return apply_kc_candidate
     if kind == "follow_up":
-        from colony.flows.recordings.recording import apply_follow_up  # lazy: (see above)
+        from colony.flows.recordings.follow_up import apply_follow_up  # lazy: (see above)
 
         return apply_follow_up
     if kind == "deal_update":

@@ -139,7 +139,19 @@ WHERE d.id = r.id
 """
 
 
-def create_job(cur: Any, values: Sequence[Any]) -> Row:
+def create_job(
+    cur: Any,
+    *,
+    job_id: str,
+    org_id: str,
+    kind: str,
+    format: str,
+    filename: str,
+    object_name: str,
+    declared_bytes: int,
+    requested_by: str,
+) -> Row:
+    values = (job_id, org_id, kind, format, filename, object_name, declared_bytes, requested_by)
     row = fetch_one(cur, CREATE_JOB, values)
     assert row is not None  # INSERT … RETURNING returns its row
     return row

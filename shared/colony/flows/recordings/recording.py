@@ -7,6 +7,7 @@
         (durable; its effects in one transaction: signals + summary on the recording,
         deal_update and kc_update_candidate approval items) ─► colony-follow-up
     AGT-007 follow_up: the draft (KC-05/KC-04 grounding) ─► a follow_up approval item
+        (``recordings.follow_up``)
 
 A transcript that is empty, binary or too long ends as a ``failed`` recording with the reason
 in ``error``: recorded and visible, acknowledged, never retried. Any other failure is retried;
@@ -31,29 +32,20 @@ from colony.errors import ContextBudgetExceeded, NotFound, ValidationFailed
 from colony.flows import call_link
 from colony.flows.approvals import flags
 from colony.flows.deps import FlowDeps
-from colony.flows.outbound.sending import schedule_send
 from colony.flows.recordings import transcripts
-from colony.flows.tenants import org_admin
 from colony.knowledge.exemplars import to_exemplars
 from colony.llm.agent_call import call_agent
 from colony.policy.grounding import verbatim
-from colony.policy.outbound import (
-    check_shape,
-    competitor_mentions,
-    redact_competitors,
-    split_sentences,
-)
 from colony.registry.functions import AGENT_TOPICS
 from colony.runtime import delivery, idempotency
 from colony.runtime.steps import step
 from colony.runtime.transport import publish
-from colony.store import approvals, deals, orgdata, outbox, recordings
+from colony.store import approvals, deals, orgdata, recordings
 
 PASS1_CHUNK_TOKENS = 1500  # focused, short context (seed §5.3), well inside the 3000 budget
 OVERLAP_TOKENS = 120
 EXEMPLARS_PER_DOMAIN = 1
 COMPETITORS = ("CareSpace Analytics", "FacilityIQ", "LeaseLogic Health")  # no org list: these
-FOLLOW_UP_TIER = "T3"  # a follow-up's CONST-006 sentence limit (a deal carries no tier)
 
 # ─── AGT-006: two-pass recording intelligence ──────────────────────────────────────────
 
@@ -81,7 +73,7 @@ def analyse(deps: FlowDeps, org: str, recording_id: str, event_id: str) -> dict[
     if idempotency.seen(deps.db, org, handler, event_id):
         return {"duplicate": True}
     with deps.db.transaction(org) as cur:
-        recording = _recording(cur, recording_id)
+        recording = recording_row(cur, recording_id)
         recordings.start(cur, recording_id)
     if recording["status"] == "failed":
         idempotency.mark(deps.db, org, handler, event_id, detail="failed earlier")
@@ -118,7 +110,7 @@ def _two_passes(deps: FlowDeps, org: str, recording: Mapping[str, Any]) -> dict[
     chunks = transcripts.split(text, tokens, max_tokens=chunk_tokens(deps), overlap=OVERLAP_TOKENS)
     run_id = f"rec:{recording_id}"
     with deps.db.transaction(org) as cur:
-        org_context = _org_context(cur)
+        org_context = org_context_of(cur)
         deal = deals.with_contact(cur, recording["deal_id"]) if recording["deal_id"] else None
 
     def pass1(chunk: transcripts.Chunk) -> dict[str, Any]:
@@ -223,7 +215,7 @@ def _pass2(
     """Pass 2 over the aggregated signals, strongest first, dropping the weakest until the
     task fits its budget (the transcript itself never reaches pass 2)."""
     ranked = transcripts.for_pass2(signals)
-    deal_view = _deal_view(deal)
+    deal_view = deal_facts(deal)
     deal_context = (
         " | ".join(str(deal_view.get(k) or "unknown") for k in ("stage", "value", "next_action"))
         if deal_view
@@ -275,139 +267,10 @@ def deal_changes(deal: Mapping[str, Any] | None, crm: Mapping[str, Any]) -> dict
     return {k: v for k, v in wanted.items() if v is not None and v != current[k]}
 
 
-# ─── AGT-007: post-call follow-up ──────────────────────────────────────────────────────
+# ─── what AGT-006 and AGT-007 (recordings.follow_up) share ──────────────────────────────
 
 
-def follow_up_event(deps: FlowDeps, event: Any, event_id: str) -> dict[str, Any]:
-    if not isinstance(event, RecordingProcessed):
-        raise ValidationFailed(f"AGT-007 does not take {type(event).__name__} events")
-    org, recording_id = event.org_id, event.recording_id
-    handler = "follow-up"
-    if idempotency.seen(deps.db, org, handler, event_id):
-        return {"duplicate": True}
-    with deps.db.transaction(org) as cur:
-        recording = _recording(cur, recording_id)
-        deal = deals.with_contact(cur, recording["deal_id"]) if recording["deal_id"] else None
-        org_context = _org_context(cur)
-    if recording["status"] != "processed" or not recording["summary"]:
-        raise ValidationFailed(f"recording {recording_id!r} has not been analysed")
-    if deal is None or not deal["contact_name"]:
-        # CONST-004: no contact to write to; the follow-up is not guessed.
-        idempotency.mark(deps.db, org, handler, event_id, detail="missing_data: contact")
-        return {"missing_data": ["contact"]}
-    run_id = f"rec:{recording_id}"
-    planted = list(recording.get("untrusted_instructions") or ())  # found in its transcript
-
-    def compute() -> dict[str, Any]:
-        return _draft(deps, org, run_id, org_context, recording, deal)
-
-    def apply(cur: Any, stored: Mapping[str, Any]) -> None:
-        output, call_id = call_link.take(stored)
-        payload = {
-            **output,
-            "recording_id": recording_id,
-            "deal_id": deal["id"],
-            "contact_id": deal["contact_id"],
-            "to": deal["contact_email"],
-        }
-        payload = flags.flagged(payload, planted)
-        approvals.add(
-            cur,
-            org,
-            "follow_up",
-            "AGT-007",
-            payload,
-            subject_id=deal["contact_id"],
-            run_id=run_id,
-            call_id=call_id,
-        )
-
-    draft = step(deps.db, org, run_id, "follow_up", compute, apply)
-    idempotency.mark(deps.db, org, handler, event_id)
-    return {"subject": draft["subject"]}
-
-
-def _draft(
-    deps: FlowDeps,
-    org: str,
-    run_id: str,
-    org_context: Any,
-    recording: Mapping[str, Any],
-    deal: Mapping[str, Any],
-) -> dict[str, Any]:
-    # CONST-006: the recap quotes the customer, who may name a competitor; the email must not.
-    competitors = org_admin.competitors(deps, org, COMPETITORS)
-    summary = redact_competitors(str(recording["summary"]), competitors, "another vendor")
-    summary = _fit(deps, summary)
-    hits = deps.knowledge.retrieve(org, summary, ("KC-05", "KC-04"), EXEMPLARS_PER_DOMAIN)
-    exemplars = to_exemplars(hits)
-    contact = {
-        "name": deal["contact_name"],
-        "title": deal["contact_title"],
-        "company": deal["contact_company"],
-    }
-    deal_view = _deal_view(deal)
-    request = AssemblyRequest(
-        "AGT-007",
-        org,
-        run_id,
-        org_context,
-        exemplars,
-        {"deal": deal_view, "contact": contact},
-        task={"recording_summary": summary},
-        kc_queried=tuple(hits),
-    )
-
-    def const_006(m: Any) -> list[str]:  # in full: sentences, subject, the org's competitors
-        return check_shape(m.subject, m.body, tier=FOLLOW_UP_TIER, competitors=competitors)
-
-    result = call_agent(deps.llm, request, check=const_006)
-    assert result.output is not None
-    output = result.output.model_dump(mode="json")
-    found = flags.of_draft(result, output, allowed=[deal.get("contact_email") or ""])
-    return call_link.carry(flags.flagged(output, found), result)
-
-
-def _fit(deps: FlowDeps, summary: str) -> str:
-    """The call summary within AGT-007's task budget, cut at a sentence where it must be."""
-    room = deps.llm.budgets.for_profile("AGT-007").task - 80  # the template's own words
-    tokens = counter_for(deps.llm.model)
-    if tokens.count(summary) <= room:
-        return summary
-    kept: list[str] = []
-    for sentence in split_sentences(summary):
-        if tokens.count(" ".join([*kept, sentence])) > room:
-            break
-        kept.append(sentence)
-    return " ".join(kept) or tokens.truncate(summary, room)
-
-
-def apply_follow_up(
-    deps: FlowDeps, cur: Any, org_id: str, item_id: str, payload: Mapping[str, Any]
-) -> None:
-    """Approval applier for ``follow_up``: the approved draft goes to the outbox, once."""
-    subject, body = payload.get("subject"), payload.get("body")
-    if not isinstance(subject, str) or not subject.strip() or not isinstance(body, str):
-        raise ValidationFailed("a follow-up needs a subject and a body")
-    if competitor_mentions(f"{subject}\n{body}", org_admin.competitors(deps, org_id, COMPETITORS)):
-        raise ValidationFailed("the follow-up names a competitor (CONST-006)")
-    to = payload.get("to")
-    outbox_id = outbox.queue(
-        cur,
-        org_id,
-        item_id,
-        contact_id=payload.get("contact_id"),
-        subject=subject,
-        body=body,
-        to=to if isinstance(to, str) else None,
-    )
-    schedule_send(deps, org_id, outbox_id)
-
-
-# ─── helpers ───────────────────────────────────────────────────────────────────────────
-
-
-def _recording(cur: Any, recording_id: str) -> dict[str, Any]:
+def recording_row(cur: Any, recording_id: str) -> dict[str, Any]:
     """The recording row (RLS keeps it to the transaction's org), or ``NotFound``."""
     recording = recordings.get(cur, recording_id)
     if recording is None:
@@ -415,12 +278,12 @@ def _recording(cur: Any, recording_id: str) -> dict[str, Any]:
     return recording
 
 
-def _org_context(cur: Any) -> Any:
+def org_context_of(cur: Any) -> Any:
     icp = orgdata.active_icp(cur)
     return OrgContext(org_name=orgdata.org_name(cur), icp=IcpDefinition(**icp) if icp else None)
 
 
-def _deal_view(deal: Mapping[str, Any] | None) -> dict[str, Any]:
+def deal_facts(deal: Mapping[str, Any] | None) -> dict[str, Any]:
     if deal is None:
         return {}
     value = deal.get("value")

@@ -80,9 +80,15 @@ def create(
             raise NotFound(f"org {org_id!r} does not exist")
         row = imports.create_job(
             cur,
-            (job_id, org_id, declared.kind, declared.format, declared.filename, name,
-             declared.size_bytes, requested_by),
-        )  # fmt: skip
+            job_id=job_id,
+            org_id=org_id,
+            kind=declared.kind,
+            format=declared.format,
+            filename=declared.filename,
+            object_name=name,
+            declared_bytes=declared.size_bytes,
+            requested_by=requested_by,
+        )
     url, headers = deps.blobs.signed_upload(name, UPLOAD_TTL_SECONDS, MAX_IMPORT_BYTES)
     return {**view(row), "upload": {"method": "PUT", "url": url, "headers": headers}}
 
