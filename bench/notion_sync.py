@@ -36,7 +36,8 @@ from colony.llm.agent_call import llm_from_settings
 from colony.local import embedded
 from colony.runtime.deps import Deps
 from colony.settings import Settings
-from colony.store import Database, connect_factory, notion_workspaces
+from colony.store import Database, connect_factory
+from colony.store.knowledge import notion_workspaces
 from colony.testing.fakes import CountingEmbedder
 from colony.testing.inline import InlineTransport, local_deps
 from colony.testing.notion_server import NotionServer, block

@@ -23,8 +23,8 @@ from typing import Any
 
 from colony.ports import BlobStore
 from colony.store.db import fetch_all
-from colony.store.erasure import searchable_columns
 from colony.store.migrations import ORG_SCOPED_TABLES
+from colony.store.tenants.erasure import searchable_columns
 
 SEEDED = {*ORG_SCOPED_TABLES, "organizations"}
 

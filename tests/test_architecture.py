@@ -64,7 +64,7 @@ def test_no_sql_outside_store_and_knowledge() -> None:
 def test_the_check_finds_sql_where_it_is(tmp_path: Path) -> None:
     """The scan is not vacuous: it finds the repositories' statements, and a statement
     written in a flow-shaped module."""
-    assert sql_strings(PACKAGE / "store" / "approvals.py")
+    assert sql_strings(PACKAGE / "store" / "approvals" / "approvals.py")
     probe = tmp_path / "flow.py"
     probe.write_text(
         '"""A flow whose docstring quotes SELECT id FROM approval_items."""\n'

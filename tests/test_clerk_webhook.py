@@ -25,7 +25,7 @@ from colony.runtime.auth import mint_local_token
 from colony.runtime.deps import set_deps_for_tests
 from colony.settings import Settings
 from colony.store import fetch_all
-from colony.store.orgs import DEFAULT_ICP_DESCRIPTION
+from colony.store.tenants.orgs import DEFAULT_ICP_DESCRIPTION
 from colony.testing.inline import InlineTransport, local_deps
 from colony.testing.langfuse_server import LangfuseServer
 from tests.apps import registered_app

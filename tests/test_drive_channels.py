@@ -26,8 +26,9 @@ from colony.flows.tenants import erasure
 from colony.runtime.auth import ensure_local_keys
 from colony.runtime.deps import Deps, set_deps_for_tests
 from colony.settings import Settings
-from colony.store import drive_channels as drive_channels_repo
-from colony.store import fetch_all, notion_workspaces
+from colony.store import fetch_all
+from colony.store.knowledge import notion_workspaces
+from colony.store.recordings import drive_channels as drive_channels_repo
 from colony.testing.drive_server import DriveServer, push_headers
 from colony.testing.inline import InlineTransport, local_deps
 from colony.webhooks import folder_marker, org_from_token, watch_token

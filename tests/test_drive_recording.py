@@ -31,7 +31,8 @@ from colony.llm.runner import StructuredRunner
 from colony.local.demo import DEMO_DIR, load_demo
 from colony.runtime.faults import Faults
 from colony.settings import Settings
-from colony.store import claims, drive_channels, fetch_all, fetch_one
+from colony.store import claims, fetch_all, fetch_one
+from colony.store.recordings import drive_channels
 from colony.testing.drive_server import DriveServer, push_headers
 from colony.testing.fakes import RecordingSleep
 from colony.testing.inline import InlineTransport, local_deps, run_until_idle

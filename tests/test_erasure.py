@@ -1,7 +1,7 @@
 """Erasure of an org and of one prospect, on the real PostgreSQL (application role, RLS), the
 real GCS emulator and Langfuse's trace API (a local stand-in speaking it).
 
-"Zero references" is checked by a scan generated from the schema (``store.erasure.
+"Zero references" is checked by a scan generated from the schema (``store.tenants.erasure.
 references``: every text, varchar, json, jsonb and text[] column of every table, run as the
 owner so nothing is hidden by RLS) and by the bucket listing; the other org's rows (every row
 of every table that mentions it, as JSON) and objects are compared byte for byte before and
@@ -25,8 +25,8 @@ from colony.knowledge.tiering import promote
 from colony.ports import BlobStore, org_tag
 from colony.runtime.compose import lifecycle
 from colony.runtime.faults import Faults, InjectedFault
-from colony.store import erasure as erasure_store
 from colony.store.migrations import ORG_SCOPED_TABLES
+from colony.store.tenants import erasure as erasure_store
 from colony.testing.inline import InlineTransport, local_deps
 from colony.testing.langfuse_server import LangfuseServer
 from tests.conftest import APP_ROLE, Gcs, PgDB

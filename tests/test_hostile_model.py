@@ -33,7 +33,9 @@ from colony.registry.functions import AGENT_TOPICS
 from colony.runtime.deps import Deps
 from colony.runtime.transport import publish
 from colony.settings import Settings
-from colony.store import approvals, fetch_all, fetch_one, recordings
+from colony.store import fetch_all, fetch_one
+from colony.store.approvals import approvals
+from colony.store.recordings import recordings
 from colony.testing.fakes import MemoryBlobStore
 from colony.testing.hostile import HostileChatModel, RecordingTracer, read_orders
 from colony.testing.inline import InlineTransport, local_deps, run_until_idle

@@ -25,8 +25,9 @@ from colony.knowledge import KnowledgeStore
 from colony.knowledge.store import ChunkIn
 from colony.llm.agent_call import llm_from_settings
 from colony.settings import Settings
-from colony.store import fetch_all, notion_workspaces
+from colony.store import fetch_all
 from colony.store.db import fetch_value
+from colony.store.knowledge import notion_workspaces
 from colony.testing.fakes import CountingEmbedder, RecordingSleep
 from colony.testing.inline import InlineTransport, local_deps
 from colony.testing.notion_server import NotionServer, block, signed_headers, webhook_event

@@ -10,8 +10,9 @@ from collections.abc import Callable
 
 import pytest
 
-from colony.store import migrate, notion_workspaces
+from colony.store import migrate
 from colony.store.db import fetch_all, fetch_value
+from colony.store.knowledge import notion_workspaces
 from colony.store.migrations import migrations
 from colony.testing.fakes import MemoryBlobStore
 from tests.conftest import PgDB, wait_for

@@ -26,7 +26,8 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 from colony.flows.approvals.approval import Actor, decide
 from colony.local.queue_seed import HOSTILE_SUBJECT, seed_queue
 from colony.settings import Settings
-from colony.store import Database, fetch_all, fetch_one, fetch_value, signals
+from colony.store import Database, fetch_all, fetch_one, fetch_value
+from colony.store.campaigns import signals
 from colony.testing.inline import InlineTransport, local_deps
 from tests.axe import serious_violations
 from tests.conftest import PgDB, wait_for
@@ -61,7 +62,7 @@ def audit(db: Database, item_id: str) -> list[tuple[str, str, str, str]]:
 
 def plant_signal_objects(db: Database, item_id: str) -> None:
     """Store a signal with a quote and its provenance (markup in the quote) for the draft's
-    contact, as AGT-003's step does (``store.signals``), and give the draft the agent's
+    contact, as AGT-003's step does (``store.campaigns.signals``), and give the draft the agent's
     ``missing_data``."""
     with db.transaction(ORG) as cur:
         row = fetch_one(

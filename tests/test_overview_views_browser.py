@@ -22,7 +22,8 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
 from colony.flows.insights.brief import SECTIONS, render
-from colony.store import campaigns, fetch_all
+from colony.store import fetch_all
+from colony.store.campaigns import campaigns
 from tests.axe import serious_violations
 from tests.conftest import PgDB
 from tests.overview_stack import ORG, demo_db, overview_stack, screenshot

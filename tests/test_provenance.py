@@ -32,7 +32,8 @@ from colony.local.demo_context import DemoContext
 from colony.local.knowledge_demo import knowledge_stand_ins, run_knowledge_demo
 from colony.ports import Message
 from colony.settings import Settings
-from colony.store import fetch_all, provenance
+from colony.store import fetch_all
+from colony.store.knowledge import provenance
 from colony.testing.inline import local_deps
 from tests.conftest import APP_ROLE, PgDB
 

@@ -9,8 +9,8 @@ from colony.knowledge.indexes import partition_name
 from colony.knowledge.tiering import promote
 from colony.store import ensure_app_role_grants, migrate
 from colony.store.db import fetch_all, fetch_value
-from colony.store.erasure import delete_order, foreign_keys, org_delete_order, scoped_tables
 from colony.store.migrations import ORG_SCOPED_TABLES, migrations
+from colony.store.tenants.erasure import delete_order, foreign_keys, org_delete_order, scoped_tables
 from tests.conftest import APP_ROLE, PgDB
 
 ENTITY_TABLES = {

@@ -21,7 +21,9 @@ from colony.knowledge import KnowledgeStore
 from colony.ports import Mail
 from colony.runtime.deps import Deps
 from colony.settings import Settings
-from colony.store import campaigns, fetch_all, fetch_one, suppressions
+from colony.store import fetch_all, fetch_one
+from colony.store.campaigns import campaigns
+from colony.store.outbound import suppressions
 from colony.testing.inline import InlineTransport, fixed_clock, local_deps
 from colony.testing.smtp_server import SmtpServer
 from tests.conftest import PgDB

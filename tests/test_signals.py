@@ -28,7 +28,8 @@ from colony.flows.chat import tools
 from colony.llm.runner import StructuredRunner
 from colony.local.demo import read_json
 from colony.observability.tracing import TracedChatModel
-from colony.store import fetch_all, fetch_one, signals
+from colony.store import fetch_all, fetch_one
+from colony.store.campaigns import signals
 from colony.testing.hostile import RecordingTracer
 from colony.testing.inline import run_until_idle
 from tests.conftest import PgDB

@@ -1,7 +1,8 @@
 """The chat's repositories against the real PostgreSQL, as the application role: sessions and
 turns (``store.chat``), the event log (``store.chat_events``), the pipeline snapshot
-(``store.pipeline``), a launch from the chat (``store.campaigns``) and an item's kind
-(``store.approvals``). Every read is scoped to the org: another org's rows are not there."""
+(``store.insights.pipeline``), a launch from the chat (``store.campaigns.campaigns``) and an item's
+kind (``store.approvals.approvals``). Every read is scoped to the org: another org's rows are not
+there."""
 
 from __future__ import annotations
 
@@ -9,9 +10,12 @@ import datetime
 
 import pytest
 
-from colony.store import approvals, campaigns, chat_events, pipeline
 from colony.store import chat as chat_store
+from colony.store import chat_events
+from colony.store.approvals import approvals
+from colony.store.campaigns import campaigns
 from colony.store.db import Database, fetch_all, fetch_value
+from colony.store.insights import pipeline
 from tests.conftest import PgDB
 
 pytestmark = pytest.mark.covers("ENT-008")

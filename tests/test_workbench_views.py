@@ -1,8 +1,9 @@
 """What /overview's views are drawn from, against the real PostgreSQL as the application
-role: the pipeline by stage (``store.pipeline.by_stage``), each campaign's funnel counted in one
-statement (``store.funnels``), the notification that moves a funnel live (migration 0038's
-triggers, heard on a real ``LISTEN`` connection) and the hub's count of them, and the brief's
-five sections (``flows.insights.brief.sections_of``). Every read is scoped to the org.
+role: the pipeline by stage (``store.insights.pipeline.by_stage``), each campaign's funnel
+counted in one statement (``store.insights.funnels``), the notification that moves a funnel live
+(migration 0038's triggers, heard on a real ``LISTEN`` connection) and the hub's count of them,
+and the brief's five sections (``flows.insights.brief.sections_of``). Every read is scoped to
+the org.
 
 The page itself, in Chromium, is ``tests/test_overview_views_browser.py``."""
 
@@ -14,8 +15,11 @@ import pytest
 
 from colony.chat.hub import Hub
 from colony.flows.insights.brief import SECTIONS, render, sections_of
-from colony.store import approvals, campaigns, chat_events, funnels, pipeline
+from colony.store import chat_events
+from colony.store.approvals import approvals
+from colony.store.campaigns import campaigns
 from colony.store.db import Database, fetch_value
+from colony.store.insights import funnels, pipeline
 from tests.conftest import PgDB
 
 pytestmark = pytest.mark.covers("ENT-002", "ENT-003", "ENT-005", "ENT-009", "ENT-011", "ENT-012")

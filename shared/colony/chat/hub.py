@@ -34,7 +34,9 @@ from collections.abc import Callable
 from typing import Any
 
 from colony.errors import DatabaseError
-from colony.store import approvals, chat_events, funnels
+from colony.store import chat_events
+from colony.store.approvals import approvals
+from colony.store.insights import funnels
 
 log = logging.getLogger("colony.chat")
 

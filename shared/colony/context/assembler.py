@@ -69,8 +69,9 @@ class AssemblyRequest:
     # first: sent after the task, since the model made them answering it; they share the
     # history budget and are kept before any earlier turn
     tool_rounds: Sequence[Message] = ()
-    # the contact's signals (``colony.store.signals``: quote, source, confidence, observed_on),
-    # any order: rendered strongest first as the ``signals`` entity, the weakest cut first
+    # the contact's signals (``colony.store.campaigns.signals``: quote, source, confidence,
+    # observed_on), any order: rendered strongest first as the ``signals`` entity, the weakest
+    # cut first
     signals: Sequence[Mapping[str, Any]] = ()
     # the daily brief the context carries (its row id): recorded in the call's provenance
     brief_id: str | None = None

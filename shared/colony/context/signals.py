@@ -1,6 +1,6 @@
 """A contact's signals as the assembler puts them in a prompt (issue 19 item 1; seed §7.3).
 
-AGT-003's signals are stored per contact with their provenance (``colony.store.signals``)
+AGT-003's signals are stored per contact with their provenance (``colony.store.campaigns.signals``)
 and reach AGT-004 and AGT-005 as the ``signals`` entity of their context. ``ranked`` orders
 them strongest first: the highest confidence, then the most recent ``observed_on`` (an
 undated signal after a dated one), then as given, so an entity section over its budget cuts

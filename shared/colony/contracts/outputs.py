@@ -85,9 +85,9 @@ class ProspectSignal(Strict):
         "tech_adoption",
     ]
     detail: str = Field(min_length=1, max_length=400)
-    # Provenance (issue 19 item 1): the words of the contact's data the signal rests on,
-    # where they were read (``signals[2]``, ``enrichment.recent_news``) and how sure the
-    # model is. Stored per contact (``colony.store.signals``); a quote defaults to the detail.
+    # Provenance (issue 19 item 1): the words of the contact's data the signal rests on, where they
+    # were read (``signals[2]``, ``enrichment.recent_news``) and how sure the model is. Stored per
+    # contact (``colony.store.campaigns.signals``); a quote defaults to the detail.
     quote: str | None = Field(default=None, min_length=1, max_length=400)
     source: str = Field(default="contact", min_length=1, max_length=120)
     confidence: float = Field(default=0.5, ge=0, le=1)

@@ -33,8 +33,9 @@ from colony.registry.functions import CONTENT_TOPIC
 from colony.runtime import idempotency
 from colony.runtime.steps import step
 from colony.runtime.transport import publish
-from colony.store import approvals, orgdata
 from colony.store import content as published_content
+from colony.store import orgdata
+from colony.store.approvals import approvals
 
 AGENT = "AGT-008"
 HANDLER = "content"

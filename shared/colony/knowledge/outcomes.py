@@ -177,7 +177,7 @@ def record(cur: Any, org_id: str, approval_item_id: str, outcome: str) -> bool:
     """Set the outcome of the approved message ``approval_item_id``; False when it holds no
     KC-08 chunk (approved before messages became exemplars, or erased) or had that outcome.
 
-    The caller decides that the outcome moves forward (``colony.store.outbox.set_status``).
+    The caller decides that the outcome moves forward (``colony.store.outbound.outbox.set_status``).
     The org's tier lock is held shared, as by every writer, so the org's move to its own
     partition cannot lose the update."""
     if outcome not in OUTCOMES:

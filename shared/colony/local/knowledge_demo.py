@@ -70,7 +70,7 @@ def connect_demo_workspace(settings: Settings, db: Database, org_id: str) -> Non
     Its token goes to the local secret store the functions read (``FileSecrets``)."""
     from colony.adapters.secrets import FileSecrets
     from colony.flows.knowledge.notion_workspaces import secret_name
-    from colony.store import notion_workspaces
+    from colony.store.knowledge import notion_workspaces
 
     name = secret_name(org_id, NOTION_WORKSPACE)
     FileSecrets(settings.data_dir.resolve() / "secrets").put(name, NOTION_TOKEN)
@@ -86,7 +86,8 @@ def _demo_channel(db: Database, org_id: str) -> None:
     from datetime import UTC, datetime, timedelta
 
     from colony.flows.recordings.drive_folders import KIND, METHOD
-    from colony.store import claims, drive_channels
+    from colony.store import claims
+    from colony.store.recordings import drive_channels
 
     with db.transaction(org_id) as cur:
         claims.claim(cur, org_id, KIND, FOLDER, METHOD, "local-demo")

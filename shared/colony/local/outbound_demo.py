@@ -13,7 +13,8 @@ from colony.flows.campaigns import campaign
 from colony.flows.outbound import replies
 from colony.local.demo_context import DemoContext, wait_for_run
 from colony.ports import InboundMail
-from colony.store import fetch_one, sequences
+from colony.store import fetch_one
+from colony.store.outbound import sequences
 from colony.testing.smtp_server import SmtpServer
 
 REPLY = (

@@ -1,7 +1,7 @@
 """A full approval queue for the demo org: ``n`` pending items of every kind a person reviews,
 shaped as the agents queue them (the /overview browser test and ``bench/overview.py``).
 
-Items go in through ``store.approvals.add``, the call every agent's flow makes, with the
+Items go in through ``store.approvals.approvals.add``, the call every agent's flow makes, with the
 payload fields those flows write: AGT-005's drafts (subject, body, angle, the signal used,
 tier, step, the exemplars kept in its prompt) for the demo's contacts in one campaign,
 AGT-006's deal updates and KC candidates, AGT-008's content and AGT-009's kits. ``hostile``
@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from colony.store import approvals, campaigns
+from colony.store.approvals import approvals
+from colony.store.campaigns import campaigns
 from colony.store.db import Database, fetch_all
 
 CONTACTS = "SELECT id, name, company, email, signals FROM contacts ORDER BY external_id"

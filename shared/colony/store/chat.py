@@ -16,8 +16,10 @@ from collections.abc import Mapping, Sequence
 from datetime import date, datetime
 from typing import Any
 
-from colony.store import approvals, orgdata, replies
+from colony.store import orgdata
+from colony.store.approvals import approvals
 from colony.store.db import Row, fetch_all, fetch_one, fetch_value
+from colony.store.outbound import replies
 
 # Two-key advisory lock: (class, session). The class keeps chat locks apart from others.
 LOCK_CLASS = 5001

@@ -4,7 +4,7 @@
 Takes the cursor of the approving transaction (``Database.transaction(org_id)``, RLS-scoped),
 so a piece is published in the same commit as its decision. Publishing is idempotent
 (``ON CONFLICT (org_id, approval_item_id) DO NOTHING``): applying an approval twice publishes once.
-The daily brief counts these rows (``colony.store.briefs``).
+The daily brief counts these rows (``colony.store.insights.briefs``).
 """
 
 from __future__ import annotations

@@ -318,7 +318,7 @@ def migrations(dim: int) -> list[Migration]:
             _sql("0035_missing_data_items"),
         ),
         # Issue 20 item 2: what a campaign funnel counts notifies colony_campaigns (the org's
-        # id only), so /overview's funnels move live (colony.store.funnels).
+        # id only), so /overview's funnels move live (colony.store.insights.funnels).
         Migration(
             "0038_campaign_notify",
             _sql("0038_campaign_notify"),

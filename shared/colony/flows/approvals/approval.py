@@ -9,7 +9,7 @@ of its kind does, owned by the capability that made the item and found through
 ``FlowDeps.applier``: ``colony.runtime.appliers``) runs with a guard set, so
 nothing it calls (a resumed chat turn, say) can decide another item.
 
-Every decision is appended to the audit log (``store.audit``) with the actor, channel,
+Every decision is appended to the audit log (``store.approvals.audit``) with the actor, channel,
 reason and, for edits, the diff; every side effect applying it caused follows it, in the same
 transaction. Every refused attempt by a known person is recorded too, in its own transaction.
 
@@ -39,7 +39,8 @@ from colony.flows.approvals.approval_kinds import Policy, edit, item_kind
 from colony.flows.deps import FlowDeps
 from colony.flows.outbound import sequences
 from colony.flows.tenants import org_admin
-from colony.store import approvals, audit, campaigns, signals
+from colony.store.approvals import approvals, audit
+from colony.store.campaigns import campaigns, signals
 
 Action = Literal["approve", "reject", "edit"]
 # "sequence": a later step of a sequence, approved by the person whose approval of step 1
@@ -199,7 +200,7 @@ def _decide(
 
 def _contact_signals(cur: Any, kind: str, contact_id: Any) -> list[str]:
     """The signals an edited outbound message must reference one of (its contact's, now: the
-    ones its drafting call was given, ``store.signals.known_for``)."""
+    ones its drafting call was given, ``store.campaigns.signals.known_for``)."""
     if kind != "outbound_message" or not contact_id:
         return []
     contact = campaigns.contact(cur, str(contact_id))

@@ -1,7 +1,8 @@
 """What a person needs on an approval card to decide from it, per kind (issue 20 item 1).
 
-``detail(row, competitors)`` is pure: it takes a row of ``store.approvals.pending_detailed``
-(the item, its contact, campaign and current deal) and returns the card's ``detail``:
+``detail(row, competitors)`` is pure: it takes a row of
+``store.approvals.approvals.pending_detailed`` (the item, its contact, campaign and current deal)
+and returns the card's ``detail``:
 
     outbound_message, follow_up   subject, body, to, prospect {name, title, company}, tier,
                                   angle, step, signal used, the contact's signals (each
@@ -32,7 +33,7 @@ from typing import Any
 
 from colony.flows.approvals.approval_kinds import KINDS
 from colony.policy.outbound import check_outbound, check_shape
-from colony.store.signals import own as own_signals
+from colony.store.campaigns.signals import own as own_signals
 
 MESSAGE_KINDS = ("outbound_message", "follow_up")
 # What the card shows of each of the contact's signals: where it came from and how sure.

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from colony.errors import UpstreamError, error_summary
 from colony.flows.approvals import approval_cards
 from colony.flows.approvals.approval_cards import MESSAGE_KINDS
-from colony.store import approvals
+from colony.store.approvals import approvals
 
 if TYPE_CHECKING:
     from colony.flows.deps import FlowDeps

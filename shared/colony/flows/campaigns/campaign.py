@@ -34,8 +34,10 @@ from colony.registry.functions import AGENT_TOPICS, CAMPAIGN_TOPIC
 from colony.runtime import idempotency
 from colony.runtime.steps import step
 from colony.runtime.transport import publish
-from colony.store import campaigns, orgdata, outbox, suppressions
+from colony.store import orgdata
+from colony.store.campaigns import campaigns
 from colony.store.db import Row
+from colony.store.outbound import outbox, suppressions
 
 # Bucket hints per downstream agent (seed §7.2): what each specialist should retrieve.
 HINTS: dict[str, list[str]] = {

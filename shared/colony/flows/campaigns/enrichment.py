@@ -1,5 +1,5 @@
 """AGT-003 Prospect Enrichment: summarise a contact, keep its signals with their provenance
-(``colony.store.signals``) and hand it on to qualification.
+(``colony.store.campaigns.signals``) and hand it on to qualification.
 
 A signal's quote must be verbatim: one the contact's data does not contain is dropped with
 its signal, and the count (``quotes_dropped``) is kept in the step's output and on the
@@ -17,7 +17,7 @@ from colony.flows.deps import FlowDeps
 from colony.llm.agent_call import call_agent
 from colony.policy.grounding import verbatim
 from colony.runtime.steps import step
-from colony.store import campaigns, signals
+from colony.store.campaigns import campaigns, signals
 from colony.store.db import Row
 
 

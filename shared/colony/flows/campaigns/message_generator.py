@@ -32,9 +32,10 @@ from colony.policy.outbound import check_outbound
 from colony.registry.agents import AGENTS
 from colony.runtime import idempotency
 from colony.runtime.steps import step
-from colony.store import approvals, signals
-from colony.store import sequences as enrollments
+from colony.store.approvals import approvals
+from colony.store.campaigns import signals
 from colony.store.db import Row
+from colony.store.outbound import sequences as enrollments
 
 DEFAULT_COMPETITORS = org_admin.DEFAULT_COMPETITORS
 SEQUENCE_HANDLER = "message-generator.sequence"

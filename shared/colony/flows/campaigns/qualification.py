@@ -22,7 +22,8 @@ from colony.flows.deps import FlowDeps
 from colony.llm.agent_call import call_agent
 from colony.policy.tiering import decide_tier
 from colony.runtime.steps import step
-from colony.store import campaigns, orgdata
+from colony.store import orgdata
+from colony.store.campaigns import campaigns
 from colony.store.db import Row
 
 

@@ -29,7 +29,9 @@ from colony.knowledge.exemplars import hinted_domains, picked_exemplars, to_exem
 from colony.registry.agents import AGENTS, agent_by_slug
 from colony.runtime import idempotency
 from colony.runtime.steps import step
-from colony.store import approvals, campaigns, orgdata, signals
+from colony.store import orgdata
+from colony.store.approvals import approvals
+from colony.store.campaigns import campaigns, signals
 from colony.store.db import Row
 
 EXEMPLARS_PER_DOMAIN = 2
@@ -170,8 +172,8 @@ def load_contact(deps: FlowDeps, org: str, contact_id: str) -> Row:
 
 def known_signals(deps: FlowDeps, org: str, contact: Row) -> tuple[Row, list[Row]]:
     """The contact as AGT-004/005's ``contact`` entity, and its signals apart
-    (``store.signals.known_for``): the assembler ranks and cuts those within the budget, so
-    the entity does not carry its own copy of them."""
+    (``store.campaigns.signals.known_for``): the assembler ranks and cuts those within the budget,
+    so the entity does not carry its own copy of them."""
     with deps.db.transaction(org) as cur:
         known = signals.known_for(cur, contact)
     return {k: v for k, v in contact.items() if k != "signals"}, known

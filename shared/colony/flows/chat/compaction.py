@@ -24,7 +24,8 @@ from colony.flows.chat import history
 from colony.flows.chat.turn_io import AGENT, Rows, TurnIO, compact_json
 from colony.llm.agent_call import call_agent
 from colony.observability.tracing import deferred_records
-from colony.store import approvals, orgdata
+from colony.store import orgdata
+from colony.store.approvals import approvals
 
 log = logging.getLogger("colony.chat")
 

@@ -50,7 +50,10 @@ from colony.flows.deps import FlowDeps
 from colony.knowledge.exemplars import to_exemplars
 from colony.registry.functions import CAMPAIGN_TOPIC, CONTENT_TOPIC
 from colony.runtime.transport import publish
-from colony.store import approvals, campaigns, chat_events, pipeline, signals
+from colony.store import chat_events
+from colony.store.approvals import approvals
+from colony.store.campaigns import campaigns, signals
+from colony.store.insights import pipeline
 
 SNIPPET_CHARS = 240
 

@@ -36,8 +36,8 @@ from colony.flows.deps import FlowDeps
 from colony.knowledge.store import SEARCH_SETTINGS
 from colony.observability import categories, sentry
 from colony.ports import ToolCall
-from colony.store import approvals
 from colony.store import chat as chat_store
+from colony.store.approvals import approvals
 
 log = logging.getLogger("colony.chat")
 

@@ -7,7 +7,7 @@ One brief per org and day (``daily_briefs`` is unique on both): a second run the
 returns the stored brief without calling the model, and two racing runs store one. Days are
 UTC; "yesterday" is the 24 hours before the brief's day began.
 
-What the numbers mean (each one SQL aggregate in ``colony.store.briefs``):
+What the numbers mean (each one SQL aggregate in ``colony.store.insights.briefs``):
 - pipeline: deals by stage, now;
 - queue: approval items pending, now;
 - messages sent: outbox rows created yesterday that left the outbox (any status past
@@ -34,7 +34,10 @@ from colony.flows.deps import FlowDeps
 from colony.knowledge.exemplars import to_exemplars
 from colony.llm.agent_call import call_agent
 from colony.ports import Message
-from colony.store import approvals, briefs, orgdata, replies
+from colony.store import orgdata
+from colony.store.approvals import approvals
+from colony.store.insights import briefs
+from colony.store.outbound import replies
 
 AGENT = "AGT-010"
 MAX_WORDS = 250

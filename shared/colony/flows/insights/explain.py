@@ -12,7 +12,7 @@ from typing import Any
 
 from colony.errors import NotFound
 from colony.flows.deps import FlowDeps
-from colony.store import provenance
+from colony.store.knowledge import provenance
 
 
 def _call(row: Mapping[str, Any]) -> dict[str, Any]:

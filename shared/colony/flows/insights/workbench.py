@@ -2,8 +2,8 @@
 recent campaign's funnel (issue 20 item 2; ``GET /pipeline``, ``GET /campaigns`` and its live
 stream ``GET /campaigns/events``).
 
-Every number is SQL's (``colony.store.pipeline``, ``colony.store.funnels``), read under the
-caller's org scope; this module orders the stages and makes the rows JSON. Names are the
+Every number is SQL's (``colony.store.insights.pipeline``, ``colony.store.insights.funnels``), read
+under the caller's org scope; this module orders the stages and makes the rows JSON. Names are the
 org's own text (a deal's name, a campaign's): the page renders them as text, never markup.
 """
 
@@ -14,8 +14,8 @@ from typing import Any, get_args
 
 from colony.contracts.deals import Stage
 from colony.flows.deps import FlowDeps
-from colony.store import funnels as funnel_store
-from colony.store import pipeline as pipeline_store
+from colony.store.insights import funnels as funnel_store
+from colony.store.insights import pipeline as pipeline_store
 
 TOP_DEALS = 3  # the largest deals named under each stage
 RECENT_CAMPAIGNS = 8

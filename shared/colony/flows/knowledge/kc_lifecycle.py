@@ -35,7 +35,7 @@ from colony.flows.deps import FlowDeps
 from colony.knowledge import outcomes
 from colony.knowledge.chunking import chunk_blocks
 from colony.knowledge.store import ChunkIn
-from colony.store import campaigns
+from colony.store.campaigns import campaigns
 
 KIT_DOMAIN = "KC-10"
 DEAL_SUMMARY = "## Deal summary"  # the section AGT-009 opens every kit with

@@ -36,7 +36,7 @@ from colony.flows.knowledge.notion_workspaces import (
 from colony.ports import DatabasePage, NotionClient
 from colony.registry.functions import NOTION_REEMBED_QUEUE
 from colony.runtime.transport import enqueue
-from colony.store import notion_workspaces as repo
+from colony.store.knowledge import notion_workspaces as repo
 
 PAGE_SIZE = 25  # pages per step: a step stays well inside the worker's timeout
 DEFAULT_RETRY_AFTER = 30.0  # when a 429 names no Retry-After

@@ -30,14 +30,14 @@ from colony.flows.knowledge.notion_pages import domain_for
 from colony.registry.functions import NOTION_REEMBED_QUEUE
 from colony.runtime import idempotency
 from colony.runtime.transport import enqueue
-from colony.store import notion, notion_workspaces
+from colony.store.knowledge import notion, notion_workspaces
 from colony.store.rejections import DbRejections
 from colony.webhooks import compact_id, verify_signature
 
 HANDLER = "notion-webhook"
 # The handshake is unauthenticated (Notion sends it before there is a secret to sign with), so
 # what it may write is bounded: this many per window are stored, the rest answered 429, and
-# only the newest HANDSHAKES_KEPT are kept (store.notion; the database clamps both).
+# only the newest HANDSHAKES_KEPT are kept (store.knowledge.notion; the database clamps both).
 HANDSHAKES_PER_WINDOW = 5
 HANDSHAKE_WINDOW_SECONDS = 3600
 HANDSHAKES_KEPT = 20

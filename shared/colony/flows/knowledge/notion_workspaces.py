@@ -38,8 +38,9 @@ from colony.flows.deps import FlowDeps
 from colony.ports import NotionAccess, NotionClient, SecretStore
 from colony.registry.functions import NOTION_REEMBED_QUEUE
 from colony.runtime.transport import enqueue
-from colony.store import audit, orgdata
-from colony.store import notion_workspaces as repo
+from colony.store import orgdata
+from colony.store.approvals import audit
+from colony.store.knowledge import notion_workspaces as repo
 from colony.webhooks import compact_id
 
 ACTION = "notion.connect"

@@ -27,7 +27,10 @@ from colony.knowledge import outcomes as exemplar_outcomes
 from colony.observability import categories
 from colony.registry.functions import CAMPAIGN_RESUME_QUEUE
 from colony.runtime.transport import enqueue
-from colony.store import campaigns, outbox, processed_events, provenance, suppressions
+from colony.store import processed_events
+from colony.store.campaigns import campaigns
+from colony.store.knowledge import provenance
+from colony.store.outbound import outbox, suppressions
 
 DeliveryEvent = Literal["delivered", "bounced", "complained", "replied"]
 EVENTS: tuple[str, ...] = ("delivered", "bounced", "complained", "replied")

@@ -40,7 +40,8 @@ from colony.errors import ConfigError, NotFound, UpstreamError, ValidationFailed
 from colony.flows.deps import FlowDeps
 from colony.flows.outbound import replies
 from colony.ports import ReceivedMail, RejectionRecorder
-from colony.store import Row, held_mail
+from colony.store import Row
+from colony.store.outbound import held_mail
 
 HANDLER = "held-inbound-mail"
 BATCH = 100  # events one drain reads; the next run (5 minutes later) takes the rest

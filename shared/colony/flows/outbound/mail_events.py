@@ -33,7 +33,7 @@ from colony.errors import ConfigError, NotFound, Unauthorized, Unprocessable, Va
 from colony.flows.deps import FlowDeps
 from colony.flows.outbound import delivery, held_mail, replies
 from colony.ports import RejectionRecorder
-from colony.store import replies as replies_store
+from colony.store.outbound import replies as replies_store
 from colony.svix import verify_svix
 from colony.webhooks import untag
 

@@ -26,7 +26,7 @@ from colony.flows.deps import FlowDeps
 from colony.flows.outbound import delivery
 from colony.policy.replies import own_text, sentiment
 from colony.ports import InboundMail, Mailbox, RejectionRecorder
-from colony.store import replies
+from colony.store.outbound import replies
 
 HANDLER = "replies-mailbox"
 MAX_REFERENCES = 20  # a long thread's References: the newest are the ones that matter

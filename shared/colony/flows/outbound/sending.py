@@ -33,9 +33,12 @@ from colony.ports import Mail, MailRejected
 from colony.registry.functions import SEND_QUEUE
 from colony.runtime import signed
 from colony.runtime.transport import enqueue
-from colony.store import audit, campaigns, org_admin, outbox, suppressions
+from colony.store.approvals import audit
+from colony.store.campaigns import campaigns
+from colony.store.outbound import outbox, suppressions
+from colony.store.tenants import org_admin
 
-DAILY_CAP, DOMAIN_HOURLY_CAP = 200, 5  # an org without settings (store.org_admin defaults)
+DAILY_CAP, DOMAIN_HOURLY_CAP = 200, 5  # an org without settings (store.tenants.org_admin defaults)
 DOMAIN_RETRY_SECONDS = 900
 LEASE_SECONDS = 300  # longer than one SMTP exchange can take (the sender's timeout is 20 s)
 UNSUBSCRIBE_DAYS = 90  # RFC 8058 asks links to keep working for a long while

@@ -27,8 +27,10 @@ from colony.flows.deps import FlowDeps
 from colony.policy.schedule import in_business_hours
 from colony.registry.functions import AGENT_TOPICS, SEQUENCE_QUEUE
 from colony.runtime.transport import enqueue, publish
-from colony.store import org_admin, orgdata, sequences
+from colony.store import orgdata
 from colony.store.db import Row
+from colony.store.outbound import sequences
+from colony.store.tenants import org_admin
 
 SENT = ("sent", "delivered")  # a step the contact received (a reply stops the sequence)
 STOPS = ("replied", "bounced", "complained", "unsubscribed", "rejected")

@@ -20,8 +20,8 @@ from colony.errors import NotFound
 from colony.flows.deps import FlowDeps
 from colony.registry.functions import ONBOARDING_TOPIC
 from colony.runtime.transport import publish
-from colony.store import approvals
-from colony.store import deals as deal_store
+from colony.store.approvals import approvals
+from colony.store.deals import deals as deal_store
 
 
 def propose_deal_update(

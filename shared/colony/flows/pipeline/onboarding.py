@@ -37,7 +37,9 @@ from colony.knowledge.exemplars import to_exemplars
 from colony.llm.agent_call import call_agent
 from colony.runtime import idempotency
 from colony.runtime.steps import step
-from colony.store import approvals, deals, kits, orgdata
+from colony.store import orgdata
+from colony.store.approvals import approvals
+from colony.store.deals import deals, kits
 
 AGENT = "AGT-009"
 HANDLER = "onboarding"

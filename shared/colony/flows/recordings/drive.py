@@ -23,7 +23,8 @@ from colony.ports import DriveClient
 from colony.registry.functions import AGENT_TOPICS
 from colony.runtime import idempotency
 from colony.runtime.transport import publish
-from colony.store import deals, recordings
+from colony.store.deals import deals
+from colony.store.recordings import recordings
 from colony.webhooks import MAX_TRANSCRIPT_BYTES, folder_of, is_transcript, org_from_token
 
 if TYPE_CHECKING:

@@ -27,7 +27,7 @@ from colony.errors import ConfigError, OwnershipUnproven, Unauthorized
 from colony.flows.deps import FlowDeps
 from colony.flows.recordings import drive_folders
 from colony.ports import DriveChannels, DriveWatcher
-from colony.store import drive_channels as repo
+from colony.store.recordings import drive_channels as repo
 from colony.webhooks import watch_token
 
 CHANNEL_SECONDS = 86_400

@@ -36,7 +36,8 @@ from colony.errors import (
 )
 from colony.flows.deps import FlowDeps
 from colony.ports import DriveClient
-from colony.store import audit, claims, orgdata
+from colony.store import claims, orgdata
+from colony.store.approvals import audit
 from colony.webhooks import folder_marker
 
 KIND = "drive_folder"

@@ -41,7 +41,9 @@ from colony.policy.outbound import (
 )
 from colony.runtime import idempotency
 from colony.runtime.steps import step
-from colony.store import approvals, deals, outbox
+from colony.store.approvals import approvals
+from colony.store.deals import deals
+from colony.store.outbound import outbox
 
 FOLLOW_UP_TIER = "T3"  # a follow-up's CONST-006 sentence limit (a deal carries no tier)
 

@@ -40,7 +40,10 @@ from colony.registry.functions import AGENT_TOPICS
 from colony.runtime import delivery, idempotency
 from colony.runtime.steps import step
 from colony.runtime.transport import publish
-from colony.store import approvals, deals, orgdata, recordings
+from colony.store import orgdata
+from colony.store.approvals import approvals
+from colony.store.deals import deals
+from colony.store.recordings import recordings
 
 PASS1_CHUNK_TOKENS = 1500  # focused, short context (seed §5.3), well inside the 3000 budget
 OVERLAP_TOKENS = 120

@@ -26,7 +26,8 @@ from colony.flows.deps import FlowDeps
 from colony.flows.tenants import erasure
 from colony.knowledge.indexes import ORG_ID
 from colony.ports import RejectionRecorder
-from colony.store import orgs, processed_events
+from colony.store import processed_events
+from colony.store.tenants import orgs
 from colony.svix import verify_svix
 
 HANDLER = "clerk-webhook"

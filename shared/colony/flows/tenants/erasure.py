@@ -1,6 +1,6 @@
 """Erasure (issue 14 item 6): an org, or one prospect of it, removed everywhere we keep it.
 
-A job is a row in ``erasure_jobs`` (``store.erasure``) run by ``run_job`` as a sequence of
+A job is a row in ``erasure_jobs`` (``store.tenants.erasure``) run by ``run_job`` as a sequence of
 phases, each idempotent and marked done when it finishes; a crash (or a failed Cloud Tasks
 attempt) anywhere re-runs the job from the first phase not marked, and the phase it was in
 simply finds less to do. It ends with a verification report, stored on the job and returned.
@@ -19,7 +19,7 @@ Org phases, in order:
    transaction, so a crash leaves all of them or none.
 
 Contact phases: ``objects`` (its calls' transcripts), then ``rows``
-(``store.erasure_contact.erase``: its rows, its messages, its calls' approval items and KC
+(``store.tenants.erasure_contact.erase``: its rows, its messages, its calls' approval items and KC
 chunks, and its id, email and name redacted wherever else they appear).
 
 Objects are deleted before the rows that name them, so a resumed job can still find them.
@@ -40,7 +40,8 @@ from colony.flows.deps import FlowDeps
 from colony.knowledge.indexes import check_org_literal, existing_org_indexes
 from colony.ports import SecretStore, TraceArchive, org_tag
 from colony.registry.functions import ERASURE_QUEUE, QUEUES
-from colony.store import erasure, erasure_contact, notion_workspaces
+from colony.store.knowledge import notion_workspaces
+from colony.store.tenants import erasure, erasure_contact
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from colony.flows.deps import FlowDeps
-from colony.store import imports
+from colony.store.tenants import imports
 
 RECENT = 20
 _HIDDEN = ("object_name", "declared_bytes", "content_sha256")

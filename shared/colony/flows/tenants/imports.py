@@ -43,7 +43,8 @@ from colony.imports.reading import (
 )
 from colony.imports.report import error_report as render_report
 from colony.registry.functions import IMPORT_QUEUE, QUEUES
-from colony.store import imports, orgdata
+from colony.store import orgdata
+from colony.store.tenants import imports
 
 MAX_IMPORT_BYTES = 50 * 1024 * 1024  # 100,000 CRM rows are ~20 MB; 50 MiB leaves room
 UPLOAD_TTL_SECONDS = 3600

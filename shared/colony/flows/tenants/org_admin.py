@@ -13,7 +13,8 @@ from colony.contracts.admin import IcpReplace, OrgSettingsReplace, SequenceLibra
 from colony.errors import NotFound, Unprocessable, ValidationFailed
 from colony.flows.deps import FlowDeps
 from colony.policy.anti_icp import validate_rules
-from colony.store import org_admin, orgdata
+from colony.store import orgdata
+from colony.store.tenants import org_admin
 
 # What an org without an ``org_settings`` row has (the column defaults of migration 0018).
 DEFAULT_SETTINGS: dict[str, Any] = {

@@ -1,7 +1,7 @@
 """Retention (issue 14 item 6): each data class kept only as long as the org chose, within
 the deployment's limit (``Settings.retention_max_days``), enforced daily.
 
-An org's period for a class is its own setting (``store.retention``), or the deployment's
+An org's period for a class is its own setting (``store.tenants.retention``), or the deployment's
 limit when it set none; a setting above the limit is refused (``ValidationFailed``) and a
 stored one above a limit lowered later is held to the limit. ``enforce`` runs once a day per
 org (the ``retention`` schedule's task, ``functions/data-lifecycle``) with the cutoffs taken from
@@ -18,7 +18,7 @@ from typing import Any
 
 from colony.errors import ValidationFailed
 from colony.flows.deps import FlowDeps
-from colony.store import retention
+from colony.store.tenants import retention
 
 
 def effective(limits: Mapping[str, int], own: Mapping[str, int]) -> dict[str, int]:

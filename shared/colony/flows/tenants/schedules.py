@@ -1,7 +1,7 @@
 """A schedule's fan-out: from one Cloud Scheduler job to one task per org it serves.
 
     Cloud Scheduler ─► data-lifecycle {"task": {"kind": "schedule", "name": N}}
-        ─► a page of org ids (store.schedules) ─► one task per org on N's queue
+        ─► a page of org ids (store.tenants.schedules) ─► one task per org on N's queue
         ─► the next page's fan-out, as a task of its own, while pages are full
 
 Each task is named by the schedule, the run's slot (the time Cloud Scheduler scheduled it,
@@ -30,7 +30,7 @@ from colony.flows.deps import FlowDeps
 from colony.registry.functions import LIFECYCLE_QUEUE
 from colony.registry.schedules import schedule
 from colony.runtime.transport import enqueue
-from colony.store import schedules
+from colony.store.tenants import schedules
 
 PAGE = 500  # tasks one fan-out request creates; Cloud Tasks takes ~20-50 ms for each
 

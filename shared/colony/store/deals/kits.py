@@ -6,7 +6,7 @@ Every function takes the cursor of a transaction opened under the kit's org
 in the assets bucket; the row keeps its object name (a signed link is made from it each time
 a person sees the item) and the ``gs://`` URI, and its text (migration 0036), so approving
 the kit can add it to KC-10 inside the decision's transaction without reading the bucket.
-A caller adding a kit holds the deal's lock (``colony.store.deals.lock``) and checks
+A caller adding a kit holds the deal's lock (``colony.store.deals.deals.lock``) and checks
 ``of_deal`` under it, so racing deliveries add one.
 """
 

@@ -15,7 +15,7 @@ What a contact leaves behind, by the schema:
   names are read here first: ``call_transcripts``);
 - mentions: its id, email or full name anywhere else in the org's text (chat turns and
   events, briefs, dead letters, …) is replaced by ``REDACTED``, column by column over every
-  text-like column of every org-scoped table (``store.erasure.searchable_columns``).
+  text-like column of every org-scoped table (``store.tenants.erasure.searchable_columns``).
 
 A deal it was the contact of stays the org's (its ``contact_id`` is cleared). The contact row
 goes last: until it does, a re-run after a crash can still find what to redact by it.
@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from colony.store.db import Row, fetch_all, fetch_one, fetch_value
-from colony.store.erasure import APPEND_ONLY, _ident, scoped_tables, searchable_columns
+from colony.store.tenants.erasure import APPEND_ONLY, _ident, scoped_tables, searchable_columns
 
 REDACTED = "[erased]"
 MIN_NAME_LENGTH = 5  # a shorter "full name" would redact ordinary words

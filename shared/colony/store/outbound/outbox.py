@@ -3,7 +3,7 @@
 Queuing is idempotent (``ON CONFLICT (org_id, approval_item_id) DO NOTHING``): applying an approval
 twice queues its message once. A message's delivery status moves forward only: ``bounced``
 and ``complained`` are final, and a late ``delivered`` does not undo ``replied``. A campaign's
-pause blocks, and its resume re-queues, its rows (``colony.store.campaigns``).
+pause blocks, and its resume re-queues, its rows (``colony.store.campaigns.campaigns``).
 """
 
 from __future__ import annotations

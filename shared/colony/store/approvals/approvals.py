@@ -53,7 +53,7 @@ WHERE a.status = 'pending' AND (%s::text IS NULL OR a.kind = %s)
 ORDER BY a.created_at DESC, a.id LIMIT %s
 """
 # The same, with what a person needs beside the payload to decide: the prospect and its
-# signals (the stored ones with their provenance, strongest first, as ``store.signals``
+# signals (the stored ones with their provenance, strongest first, as ``store.campaigns.signals``
 # reads them; and the contact's own list, for a contact never enriched), the campaign, the
 # deal as it stands now (a deal update's diff is against it). One statement for the page.
 PENDING_DETAILED = """
