@@ -21,6 +21,7 @@ from types import TracebackType
 from typing import Any, Self, cast
 from urllib.parse import parse_qs, urlsplit
 
+from colony.testing.serving import ServingThread
 from colony.testing.wire import gemini, openai
 from colony.testing.wire.replies import RecordedRequest, Reply, Route, Scripted, error_reply
 
@@ -111,7 +112,7 @@ class WireServer:
         self._requests: list[RecordedRequest] = []
         self._errors: list[BaseException] = []
         self._httpd: _HTTPServer | None = None
-        self._thread: threading.Thread | None = None
+        self._serving: ServingThread | None = None
         self.first_delay = 0.0  # streamed replies: seconds to the first event (``pace``)
         self.gap = 0.0  # and between the later ones
 
@@ -121,25 +122,14 @@ class WireServer:
         if self._httpd is not None:
             raise RuntimeError("WireServer already started")
         self._httpd = _HTTPServer(self)
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever,
-            kwargs={"poll_interval": 0.05},  # bounds how long close() waits for the loop
-            name="colony-wire-server",
-            daemon=True,
-        )
-        self._thread.start()
+        self._serving = ServingThread(self._httpd, "colony-wire-server")
         return self
 
     def close(self) -> None:
         """Stop serving, join the handler threads and close the listening socket."""
-        httpd, thread = self._httpd, self._thread
-        self._httpd = self._thread = None
-        if httpd is None:
-            return
-        httpd.shutdown()
-        httpd.server_close()
-        if thread is not None:
-            thread.join()
+        serving, self._httpd, self._serving = self._serving, None, None
+        if serving is not None:
+            serving.close()
 
     def __enter__(self) -> Self:
         return self.start()
