@@ -25,9 +25,10 @@ workspace id first may still hold it, be sent its events and keep the rightful o
 Before a workspace's daily run, its stored token is asked the same question connect asks
 (``_proven_workspace``). A token of another workspace, one Notion refuses, or none stored is
 a refusal on the org's audit log (actor and channel ``system``, action ``notion.reprove``),
-and the workspace is released: its row deleted with its runs (``store.notion_workspaces``
-says why a delete, not ``status = 'disconnected'``), so its events are routed to no org and
-the rightful org can connect it, and its token deleted from Secret Manager. A Notion that
+and the workspace is released: its row deleted with its runs
+(``store.knowledge.notion_workspaces`` says why a delete, not ``status = 'disconnected'``),
+so its events are routed to no org and the rightful org can connect it, and its token
+deleted from Secret Manager. A Notion that
 cannot answer (5xx, 429, unreachable: ``ProviderUnavailable``) proves nothing either way:
 the workspace stays as it is and the error is raised, for the task to be retried.
 
