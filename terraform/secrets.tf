@@ -84,3 +84,24 @@ resource "google_project_iam_member" "reembed_notion_secrets" {
     expression = "resource.name.startsWith(\"${local.notion_secret_prefix}\")"
   }
 }
+
+# Deleting a token, and nothing else: the daily reconciliation releases a workspace its token
+# no longer proves and deletes that token (flows.knowledge.notion_workspaces.reprove). No
+# predefined role deletes a secret without also creating secrets and adding versions.
+resource "google_project_iam_custom_role" "notion_secret_deleter" {
+  project     = var.project_id
+  role_id     = "colonyNotionSecretDeleter"
+  title       = "Colony: delete a released Notion workspace's token"
+  permissions = ["secretmanager.secrets.delete"]
+}
+
+# colonyNotionSecretDeleter for the reembed worker on colony-notion-* only.
+resource "google_project_iam_member" "reembed_notion_secret_delete" {
+  project = var.project_id
+  role    = google_project_iam_custom_role.notion_secret_deleter.id
+  member  = "serviceAccount:${google_service_account.function["reembed"].email}"
+  condition {
+    title      = "colony-notion-secrets-only"
+    expression = "resource.name.startsWith(\"${local.notion_secret_prefix}\")"
+  }
+}

@@ -291,6 +291,30 @@ def test_every_secret_exists_and_is_granted_only_to_the_functions_that_read_it()
     )
 
 
+def test_notion_tokens_are_reached_by_the_admin_and_reembed_functions_only() -> None:
+    """Each connected workspace's token (``colony-notion-*``): the admin function writes it,
+    the reembed worker reads it and deletes it when the daily re-proof releases its workspace
+    (``flows.knowledge.notion_workspaces.reprove``; a custom role holding that one permission),
+    every grant conditioned on the name prefix."""
+    role = parsed()["google_project_iam_custom_role"]["notion_secret_deleter"]
+    assert role["permissions"] == ["secretmanager.secrets.delete"]
+    prefix = 'resource.name.startsWith(\\"${local.notion_secret_prefix}\\")'
+    grants = {
+        name: (body["member"], body["role"])
+        for name, body in parsed()["google_project_iam_member"].items()
+        if "condition" in body and block(body, "condition")["expression"] == prefix
+    }
+    member = 'serviceAccount:${google_service_account.function["%s"].email}'
+    assert grants == {
+        "admin_notion_secrets": (member % "admin", "roles/secretmanager.admin"),
+        "reembed_notion_secrets": (member % "reembed", "roles/secretmanager.secretAccessor"),
+        "reembed_notion_secret_delete": (
+            member % "reembed",
+            "${google_project_iam_custom_role.notion_secret_deleter.id}",
+        ),
+    }
+
+
 def test_one_service_account_per_function_and_no_primitive_role() -> None:
     accounts = parsed()["google_service_account"]["function"]
     assert accounts["for_each"] == "${var.functions}"

@@ -2,12 +2,15 @@
 API, its token goes to Secret Manager, its mapped databases are backfilled by durable,
 checkpointed steps on the re-embed queue (a 429 reschedules the step after its Retry-After),
 and the daily reconciliation re-syncs only what changed since. The workspace and every mapped
-id must be the token's (issue 31), tried from outside as a second tenant would.
+id must be the token's (issue 31), tried from outside as a second tenant would, and the daily
+reconciliation proves each workspace again with its stored token, releasing a squat made
+before connect proved anything.
 
-Real parts: embedded PostgreSQL, the admin and reembed functions loaded from their real
-``main.py`` by functions-framework, the local Notion stand-in (pagination, 429s) and a Secret
-Manager stand-in behind the real REST adapter. Tasks are delivered to the reembed function as
-Cloud Tasks would (the in-memory transport records them).
+Real parts: embedded PostgreSQL, the admin, reembed and notion-webhook functions loaded from
+their real ``main.py`` by functions-framework, the local Notion stand-in (per-token
+workspaces, pagination, 429s, scripted 503s) and a Secret Manager stand-in behind the real
+REST adapter. Tasks are delivered to the reembed function as Cloud Tasks would (the in-memory
+transport records them).
 """
 
 from __future__ import annotations
@@ -37,7 +40,14 @@ from colony.settings import Settings
 from colony.store import fetch_all
 from colony.testing.fakes import CountingEmbedder
 from colony.testing.inline import FIXED_NOW, InlineTransport, local_deps
-from colony.testing.notion_server import EDITED, NotionServer, block, dashed, webhook_event
+from colony.testing.notion_server import (
+    EDITED,
+    NotionServer,
+    block,
+    dashed,
+    signed_headers,
+    webhook_event,
+)
 from colony.testing.secret_manager_server import SecretManagerServer
 from colony.webhooks import sign
 from tests.apps import registered_app
@@ -70,6 +80,7 @@ class Env:
     transport: InlineTransport
     admin: Any
     worker: Any
+    hook: Any  # the notion-webhook function
     data_dir: Path
     delivered: set[str]
 
@@ -150,8 +161,9 @@ def env(testdb: PgDB, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterat
         set_deps_for_tests(deps)
         admin = registered_app("admin", monkeypatch)
         worker = registered_app("reembed", monkeypatch)
+        hook = registered_app("notion-webhook", monkeypatch)
         yield Env(
-            testdb, deps, notion, secrets, embedder, transport, admin, worker, tmp_path, set()
+            testdb, deps, notion, secrets, embedder, transport, admin, worker, hook, tmp_path, set()
         )
         set_deps_for_tests(None)
 
@@ -227,8 +239,12 @@ def test_reconciliation_re_syncs_only_pages_edited_since_and_runs_once_a_day(env
         edited=edited,
     )
     reconcile = json.dumps({"kind": "notion.reconcile", "org_id": ALPHA}).encode()
+    asked = len(env.notion.requests_to("notion.users.me"))
     started = env.post_task(reconcile)
-    assert len(started["started"]) == 1
+    assert len(started["started"]) == 1 and started["released"] == []
+    # proven again first, with its stored token: still alpha's, so it stays and runs
+    [me] = env.notion.requests_to("notion.users.me")[asked:]
+    assert me.header("authorization") == f"Bearer {TOKEN_ALPHA}" and env.audit(ALPHA) == []
     env.drain()
     assert env.post_task(reconcile)["started"] == started["started"]  # a retried call
     assert env.drain() == []  # its step 0 is the named task already delivered: no new task
@@ -346,12 +362,15 @@ def test_the_webhook_routes_each_workspace_to_its_own_org(env: Env) -> None:
 def test_the_next_days_reconciliation_is_a_new_run(env: Env) -> None:
     assert env.connect(ALPHA, body()).status_code == 202
     env.drain()
-    today = notion_backfill.reconcile(env.deps, ALPHA)
+    secrets = secret_store(env.deps.settings)
+    clients = WorkspaceClients(env.deps.settings, secrets)
+    today = notion_backfill.reconcile(env.deps, ALPHA, clients, secrets)
     tomorrow = notion_backfill.reconcile(
-        replace(env.deps, clock=lambda: FIXED_NOW + timedelta(days=1)), ALPHA
+        replace(env.deps, clock=lambda: FIXED_NOW + timedelta(days=1)), ALPHA, clients, secrets
     )
     assert today["started"] != tomorrow["started"]
-    assert notion_backfill.reconcile(env.deps, BETA) == {"org_id": BETA, "started": []}
+    nothing = {"org_id": BETA, "started": [], "released": []}
+    assert notion_backfill.reconcile(env.deps, BETA, clients, secrets) == nothing
 
 
 def route(env: Env, workspace: str) -> Any:
@@ -452,3 +471,141 @@ def test_an_unknown_org_is_a_404_before_notion_is_asked(env: Env) -> None:
     answer = env.connect("org_nobody", body())
     assert answer.status_code == 404, answer.get_json()
     assert env.notion.requests == [] and env.secrets.values == {}
+
+
+# -- the daily re-proof (issue 31: workspaces connected before connect proved them)
+
+
+def legacy_squat(env: Env, org: str, token: str | None) -> str:
+    """What connect stored before it proved anything: ``org``'s claim on alpha's workspace
+    with alpha's product database mapped, a backfill run, and ``token`` in Secret Manager
+    (None: no token stored); its secret's name."""
+    name = notion_workspaces.secret_name(org, WS_ALPHA)
+    if token is not None:
+        secret_store(env.deps.settings).put(name, token)
+    with env.deps.db.transaction(org) as cur:
+        cur.execute(
+            "INSERT INTO notion_workspaces (workspace_id, org_id, secret_name, domains)"
+            " VALUES (%s, %s, %s, %s::jsonb)",
+            (WS_ALPHA, org, name, json.dumps({DB_PRODUCT: "KC-01"})),
+        )
+        cur.execute(
+            "INSERT INTO notion_syncs (id, org_id, workspace_id, kind, targets)"
+            " VALUES ('bf-legacy', %s, %s, 'backfill', %s::jsonb)",
+            (org, WS_ALPHA, json.dumps([DB_PRODUCT])),
+        )
+    return name
+
+
+def notify(env: Env, workspace: str, page: str = PAGES[0]) -> tuple[int, list[str]]:
+    """Notion's event for an edit of ``page`` in ``workspace``'s product database, posted to
+    the notion-webhook function: its status, and the orgs of the re-embed tasks it queued."""
+    before = set(env.transport.tasks)
+    event = webhook_event(page, parent_database=DB_PRODUCT, workspace_id=workspace)
+    answer = env.hook.post("/", data=event, headers=signed_headers(SIGNING, event))
+    queued = [env.transport.tasks[n] for n in sorted(set(env.transport.tasks) - before)]
+    return answer.status_code, [json.loads(t.body)["org_id"] for t in queued]
+
+
+def reconcile_task(org: str) -> bytes:
+    return json.dumps({"kind": "notion.reconcile", "org_id": org}).encode()
+
+
+@pytest.mark.parametrize(
+    "token",
+    [TOKEN_BETA, "secret_made_up", None],
+    ids=["another_workspaces_token", "a_token_notion_refuses", "no_token_stored"],
+)
+def test_a_squat_from_before_the_proof_is_released_by_the_days_reconciliation(
+    env: Env, token: str | None
+) -> None:
+    """Beta claimed alpha's workspace when connect checked nothing: until the re-proof, alpha's
+    events go to beta and alpha cannot connect; the day's reconciliation finds beta's token is
+    not that workspace's and releases it, and alpha then connects it and gets its events."""
+    name = legacy_squat(env, BETA, token)
+    assert notify(env, WS_ALPHA) == (200, [BETA])  # the squat at work
+    [squatted] = [n for n in env.transport.tasks if n not in env.delivered]
+    refused = env.connect(ALPHA, body())
+    assert refused.status_code == 403
+    assert refused.get_json()["error"]["code"] == "owned_by_another_org"
+    asked = len(env.notion.requests)
+
+    answer = env.post_task(reconcile_task(BETA))
+    assert answer == {"org_id": BETA, "started": [], "released": [WS_ALPHA]}
+    # only the bot user was asked, with the stored token; nothing of alpha's was read
+    proof = env.notion.requests[asked:]
+    assert [r.route for r in proof] == ([] if token is None else ["notion.users.me"])
+    assert {r.header("authorization") for r in proof} <= {f"Bearer {token}"}
+    assert env.rows(BETA, "SELECT * FROM notion_workspaces") == []
+    assert env.rows(BETA, "SELECT * FROM notion_syncs") == []  # its runs went with it
+    assert name not in env.secrets.values  # the token deleted
+    assert [
+        (e["event"], e["actor"], e["channel"], e["action"], e["reason"]) for e in env.audit(BETA)
+    ] == [("refusal", "system", "system", "notion.reprove", "ownership_unproven")]
+    assert env.audit(BETA)[0]["detail"]["workspace_id"] == WS_ALPHA
+    assert token is None or token not in json.dumps(env.audit(BETA))
+    # alpha's events now go to no org; the squat's re-embed still queued is refused unread
+    assert notify(env, WS_ALPHA) == (403, [])
+    env.delivered.add(squatted)
+    late = env.worker.post("/", json=json.loads(env.transport.tasks[squatted].body))
+    assert late.status_code == 403 and len(env.notion.requests) == asked + len(proof)
+    assert env.post_task(reconcile_task(BETA)) == {"org_id": BETA, "started": [], "released": []}
+
+    # alpha connects its workspace: backfilled, and its events are alpha's
+    answer = env.connect(ALPHA, body())
+    assert answer.status_code == 202, answer.get_json()
+    env.drain()
+    assert len(sources(env, ALPHA)) == len(PAGES) + 1 and sources(env, BETA) == {}
+    # (another page: the clock stands still, and page 0's task of this window is named)
+    assert notify(env, WS_ALPHA, PAGES[1]) == (200, [ALPHA])
+    assert [e["reason"] for e in env.audit(ALPHA)] == ["owned_by_another_org"]  # before
+    assert len(env.audit(BETA)) == 1
+
+
+def test_a_notion_failure_during_the_re_proof_releases_nothing(env: Env) -> None:
+    """A 503 proves nothing either way: the squat stays for now, the org's proven workspace
+    is reconciled all the same, and the task fails so that it is retried; the retry, with
+    Notion back, releases the squat."""
+    beta = body(WS_BETA, TOKEN_BETA, **{DB_BETA: "KC-03"})
+    assert env.connect(BETA, beta).status_code == 202
+    env.drain()
+    name = legacy_squat(env, BETA, TOKEN_BETA)
+    held = "SELECT workspace_id, status FROM notion_workspaces ORDER BY workspace_id"
+    both = env.rows(BETA, held)
+    reconciling = "SELECT workspace_id FROM notion_syncs WHERE kind = 'reconcile'"
+
+    env.notion.fail(503)  # the next request: the squat's re-proof (ws-alpha is proven first)
+    failed = env.worker.post("/", data=reconcile_task(BETA), content_type="application/json")
+    assert failed.status_code == 503 and env.notion.pending == 0
+    assert (
+        env.rows(BETA, held)
+        == both
+        == [
+            {"workspace_id": WS_ALPHA, "status": "connected"},
+            {"workspace_id": WS_BETA, "status": "connected"},
+        ]
+    )
+    assert env.secrets.latest(name) == TOKEN_BETA and env.audit(BETA) == []
+    assert env.rows(BETA, reconciling) == [{"workspace_id": WS_BETA}]  # its run started
+    assert notify(env, WS_ALPHA) == (200, [BETA])  # still routed: nothing was decided
+    env.drain()  # (that re-embed reads alpha's page with beta's token: not found, nothing kept)
+    assert sources(env, BETA) == {}
+
+    retried = env.post_task(reconcile_task(BETA))
+    assert retried["released"] == [WS_ALPHA] and len(retried["started"]) == 1
+    env.drain()
+    assert env.rows(BETA, held) == [{"workspace_id": WS_BETA, "status": "connected"}]
+    assert env.secrets.latest(notion_workspaces.secret_name(BETA, WS_BETA)) == TOKEN_BETA
+    [run] = env.rows(BETA, "SELECT status FROM notion_syncs WHERE kind = 'reconcile'")
+    assert run["status"] == "done"
+    assert [e["action"] for e in env.audit(BETA)] == ["notion.reprove"]
+
+
+def test_the_webhook_routes_no_event_of_a_workspace_not_connected(env: Env) -> None:
+    assert env.connect(ALPHA, body()).status_code == 202
+    env.drain()
+    assert notify(env, WS_ALPHA) == (200, [ALPHA])
+    with env.deps.db.transaction(ALPHA) as cur:
+        cur.execute("UPDATE notion_workspaces SET status = 'disconnected'")
+    assert notify(env, WS_ALPHA) == (403, [])
+    assert env.post_task(reconcile_task(ALPHA)) == {"org_id": ALPHA, "started": [], "released": []}

@@ -9,7 +9,8 @@ data-lifecycle, daily-brief, reembed and clerk-webhook functions loaded from the
 would deliver it, the real IMAP adapter over TCP. Stood in: Cloud Scheduler (a POST with its
 ``X-CloudScheduler-ScheduleTime`` header) and Cloud Tasks (``InlineTransport`` keeps each
 named task once, as the conformance suite holds every transport to); the IMAP server
-(``colony.testing.imap_server``).
+(``colony.testing.imap_server``); Notion (``colony.testing.notion_server``: the notion org's
+token is its workspace's, as the reconciliation proves again before it runs).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
+from pathlib import Path
 from typing import Any, get_args
 
 import pytest
@@ -31,10 +33,12 @@ from colony.llm.agent_call import llm_from_settings
 from colony.registry.functions import QUEUES
 from colony.registry.schedules import SCHEDULES
 from colony.runtime.deps import Deps, set_deps_for_tests
+from colony.runtime.notion_clients import secret_store
 from colony.settings import Settings
 from colony.store import fetch_all
 from colony.testing.imap_server import ImapServer
 from colony.testing.inline import FIXED_NOW, InlineTransport, Task, local_deps
+from colony.testing.notion_server import NotionServer
 from tests.apps import registered_app
 from tests.conftest import APP_ROLE, PgDB
 from tests.test_clerk_webhook import SECRET as CLERK_SECRET
@@ -76,7 +80,9 @@ def org(db: Any, org_id: str) -> None:
 
 
 @pytest.fixture
-def env(testdb: PgDB, monkeypatch: pytest.MonkeyPatch, no_ambient_config: None) -> Iterator[Env]:
+def env(
+    testdb: PgDB, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_ambient_config: None
+) -> Iterator[Env]:
     db = testdb.app()
     for org_id in (PLAIN, NOTION, DRIVE, ERASING):
         org(db, org_id)
@@ -101,22 +107,27 @@ def env(testdb: PgDB, monkeypatch: pytest.MonkeyPatch, no_ambient_config: None) 
         cur.execute(
             "INSERT INTO erasure_jobs (target_org, requested_by) VALUES (%s, 'test')", (ERASING,)
         )
-    settings = Settings.from_env(
-        {
-            "COLONY_DB_MODE": "dsn",
-            "COLONY_DB_DSN": testdb.dsn(APP_ROLE),
-            "COLONY_EMBEDDING_DIM": str(testdb.dim),
-            "COLONY_CLERK_WEBHOOK_SECRET": CLERK_SECRET,
-        }
-    )
-    transport = InlineTransport()
-    # the brief's model: the offline provider, as make run's; its Knowledge Core: embedded
-    llm, knowledge = llm_from_settings(settings, db), KnowledgeStore(db, OfflineHashEmbedder())
-    deps = local_deps(settings, db, transport, llm, knowledge)
-    set_deps_for_tests(deps)
-    names = ("data-lifecycle", "daily-brief", "reembed", "clerk-webhook")
-    yield Env(testdb, deps, transport, {n: registered_app(n, monkeypatch) for n in names})
-    set_deps_for_tests(None)
+    with NotionServer() as notion:
+        notion.add_token("secret_ws_1_token", "ws-1")
+        settings = Settings.from_env(
+            {
+                "COLONY_DB_MODE": "dsn",
+                "COLONY_DB_DSN": testdb.dsn(APP_ROLE),
+                "COLONY_DATA_DIR": str(tmp_path),  # the local secret store's files
+                "COLONY_EMBEDDING_DIM": str(testdb.dim),
+                "COLONY_CLERK_WEBHOOK_SECRET": CLERK_SECRET,
+                "COLONY_NOTION_BASE_URL": notion.url,
+            }
+        )
+        secret_store(settings).put("colony-notion-ws-1", "secret_ws_1_token")
+        transport = InlineTransport()
+        # the brief's model: the offline provider, as make run's; its Knowledge Core: embedded
+        llm, knowledge = llm_from_settings(settings, db), KnowledgeStore(db, OfflineHashEmbedder())
+        deps = local_deps(settings, db, transport, llm, knowledge)
+        set_deps_for_tests(deps)
+        names = ("data-lifecycle", "daily-brief", "reembed", "clerk-webhook")
+        yield Env(testdb, deps, transport, {n: registered_app(n, monkeypatch) for n in names})
+        set_deps_for_tests(None)
 
 
 def bodies(tasks: list[Task]) -> list[Any]:

@@ -3,7 +3,8 @@ of the daily notion-reconcile schedule (OIDC in production).
 
 Bodies (``contracts.events.NotionTaskBody``): ``notion.reembed`` (one page, from the webhook),
 ``notion.sync`` (one step of a backfill or reconciliation run), ``notion.reconcile`` with an
-``org_id`` (start the day's reconciliation of the org's connected workspaces).
+``org_id`` (prove each of the org's connected workspaces again with its stored token, release
+any it no longer proves, and start the day's reconciliation of the others).
 """
 
 from __future__ import annotations
@@ -35,10 +36,11 @@ def handle(request: JsonRequest) -> dict[str, Any]:
     global _clients
     d = deps(parts)
     task = request.parse(NotionTaskBody).root
-    if isinstance(task, NotionReconcile):
-        return reconcile(d, task.org_id)
+    secrets = secret_store(d.settings)
     if _clients is None:
-        _clients = WorkspaceClients(d.settings, secret_store(d.settings))
+        _clients = WorkspaceClients(d.settings, secrets)
+    if isinstance(task, NotionReconcile):
+        return reconcile(d, task.org_id, _clients, secrets)
     if isinstance(task, NotionSyncStep):
         return step(d, task, _clients)
     return reembed(d, task, _clients)

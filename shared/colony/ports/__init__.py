@@ -49,6 +49,7 @@ from colony.ports.sources import (
     NotionClient,
     NotionKind,
     NotionPage,
+    NotionWorkspaceClient,
     PageText,
     WatchChannel,
 )
@@ -89,6 +90,7 @@ __all__ = [
     "NotionClient",
     "NotionKind",
     "NotionPage",
+    "NotionWorkspaceClient",
     "PageText",
     "ReceivedMail",
     "Rejection",

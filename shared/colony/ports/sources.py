@@ -121,3 +121,10 @@ class NotionAccess(Protocol):
         """Whether the token can read ``object_id`` as a database or as a page; None when
         it cannot (unknown, not shared with the integration, or another workspace's)."""
         ...
+
+
+@runtime_checkable
+class NotionWorkspaceClient(NotionClient, NotionAccess, Protocol):
+    """Both, reading with a connected workspace's stored token: the workers read its pages,
+    and the daily reconciliation asks again whose the token is before it reads any
+    (``flows.knowledge.notion_workspaces.reprove``)."""

@@ -1,5 +1,6 @@
-"""The Notion clients of connected workspaces, for the re-embed worker: one per workspace,
-reading with that workspace's token from the ``SecretStore`` (Secret Manager), built on first
+"""The Notion clients of connected workspaces, for the re-embed worker (and the daily
+re-proof of each workspace before its reconciliation): one per workspace, reading with that
+workspace's token from the ``SecretStore`` (Secret Manager), built on first
 use and kept for ``TOKEN_TTL_SECONDS`` (a reconnect writes a new token version; the worker
 picks it up within that time). The clients do not sleep on a 429 (``attempts=1``): the
 flows reschedule their task after the ``Retry-After`` instead, or let Cloud Tasks retry.
@@ -14,7 +15,7 @@ from collections.abc import Callable
 from colony.adapters.notion import notion_for_token
 from colony.adapters.secrets import secrets_from_settings
 from colony.flows.knowledge.notion_workspaces import Workspace
-from colony.ports import NotionClient, SecretStore
+from colony.ports import NotionWorkspaceClient, SecretStore
 from colony.settings import Settings
 
 TOKEN_TTL_SECONDS = 300.0
@@ -50,10 +51,10 @@ class WorkspaceClients:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._settings, self._secrets, self._clock = settings, secrets, clock
-        self._clients: dict[str, tuple[float, NotionClient]] = {}
+        self._clients: dict[str, tuple[float, NotionWorkspaceClient]] = {}
         self._lock = threading.Lock()
 
-    def __call__(self, workspace: Workspace) -> NotionClient:
+    def __call__(self, workspace: Workspace) -> NotionWorkspaceClient:
         key = workspace.secret_name
         with self._lock:
             cached = self._clients.get(key)

@@ -1,6 +1,8 @@
 """Flow 4, Notion sync, the bulk half (issue 17 item 4): backfill and daily reconciliation.
 
-    connect (``notion_workspaces``) or the daily schedule's task (``reconcile``) ─► a run
+    connect (``notion_workspaces``) or the daily schedule's task (``reconcile``: each
+        workspace proven again with its stored token first, ``notion_workspaces.reprove``;
+        one it no longer proves is released, not run) ─► a run
         in ``notion_syncs`` over the workspace's mapped ids ─► one Cloud Tasks step per page of
         a database query (``PAGE_SIZE`` pages): each listed page whose ``last_edited_time``
         differs from the one its chunks were synced from is synced (``notion_reembed.sync_page``:
@@ -30,10 +32,11 @@ from colony.flows.knowledge.notion_reembed import sync_page
 from colony.flows.knowledge.notion_workspaces import (
     NotionConnector,
     Workspace,
+    reprove,
     start_step,
     workspace,
 )
-from colony.ports import DatabasePage, NotionClient
+from colony.ports import DatabasePage, NotionClient, SecretStore
 from colony.registry.functions import NOTION_REEMBED_QUEUE
 from colony.runtime.transport import enqueue
 from colony.store.knowledge import notion_workspaces as repo
@@ -153,18 +156,45 @@ def _rate_limited(
     return {"sync_id": task.sync_id, "status": "rate_limited", "retry_after": wait}
 
 
-def reconcile(deps: FlowDeps, org_id: str, today: datetime | None = None) -> dict[str, Any]:
-    """Start the day's reconciliation run of each of the org's connected workspaces. The run
-    id is the day's, so a retried task starts nothing twice."""
+def reconcile(
+    deps: FlowDeps,
+    org_id: str,
+    clients: NotionConnector,
+    secrets: SecretStore,
+    today: datetime | None = None,
+) -> dict[str, Any]:
+    """Prove each of the org's connected workspaces again with its stored token
+    (``reprove``: one it no longer proves is released), then start the day's reconciliation
+    run of each one proven. The run id is the day's, so a retried task starts nothing twice.
+
+    A workspace Notion could not answer for (``ProviderUnavailable``) stays connected and
+    gets no run yet: the others' runs start, then that error is raised, so the task is
+    retried (one flaky workspace does not hold back the org's others)."""
+    with deps.db.transaction(org_id) as cur:
+        connected = [str(r["workspace_id"]) for r in repo.list_workspaces(cur, connected_only=True)]
+    proven: list[Workspace] = []
+    released: list[str] = []
+    unanswered: ProviderUnavailable | None = None
+    for ws in (workspace(deps, org_id, ws_id) for ws_id in connected):
+        try:
+            still = reprove(deps, secrets, clients, ws)
+        except ProviderUnavailable as error:
+            unanswered = unanswered or error
+            continue
+        if still:
+            proven.append(ws)
+        else:
+            released.append(ws.workspace_id)
     day = (today or deps.clock()).strftime("%Y%m%d")
     runs: list[tuple[str, str]] = []
     with deps.db.transaction(org_id) as cur:
-        for row in repo.list_workspaces(cur, connected_only=True):
-            ws_id = str(row["workspace_id"])
-            digest = hashlib.sha256(ws_id.encode()).hexdigest()[:16]
+        for ws in proven:
+            digest = hashlib.sha256(ws.workspace_id.encode()).hexdigest()[:16]
             sync_id = f"rc-{day}-{digest}"
-            repo.start_sync(cur, sync_id, org_id, ws_id, "reconcile", sorted(row["domains"]))
-            runs.append((sync_id, ws_id))
+            repo.start_sync(cur, sync_id, org_id, ws.workspace_id, "reconcile", sorted(ws.domains))
+            runs.append((sync_id, ws.workspace_id))
     for sync_id, ws_id in runs:  # after the commit: a step never finds its run missing
         start_step(deps, org_id, ws_id, sync_id)
-    return {"org_id": org_id, "started": [sync_id for sync_id, _ in runs]}
+    if unanswered is not None:
+        raise unanswered
+    return {"org_id": org_id, "started": [sync_id for sync_id, _ in runs], "released": released}

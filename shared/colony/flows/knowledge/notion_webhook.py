@@ -14,7 +14,10 @@ The signing secret belongs to the integration's one subscription, which delivers
 of every workspace that installed it; the event's ``workspace_id`` names the workspace, and
 the workspace an org connected (``flows.knowledge.notion_workspaces``) names the org and its KC
 mapping. An event from a workspace no org connected is refused (403 ``org_scope``) and
-recorded, never routed to a default org.
+recorded, never routed to a default org; so is one from a workspace whose row is not
+``connected`` (``store.knowledge.notion_workspaces.ROUTE``), or that the daily re-proof
+released (``notion_workspaces.reprove``: its row is gone), so a squat found out stops
+receiving events.
 """
 
 from __future__ import annotations

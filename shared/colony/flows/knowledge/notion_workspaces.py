@@ -19,6 +19,19 @@ workspace, and is refused the same way, named. A workspace proven, but already c
 another org, is ``OwnedElsewhere`` (403), the other org never named. Every refusal is written
 to the refusing org's audit log, in a transaction of its own; nothing else is stored.
 
+The proof again, every day (``reprove``, from the reconciliation in ``notion_backfill``).
+Workspaces connected before connect proved them never were, so an org that named another's
+workspace id first may still hold it, be sent its events and keep the rightful org out.
+Before a workspace's daily run, its stored token is asked the same question connect asks
+(``_proven_workspace``). A token of another workspace, one Notion refuses, or none stored is
+a refusal on the org's audit log (actor and channel ``system``, action ``notion.reprove``),
+and the workspace is released: its row deleted with its runs
+(``store.knowledge.notion_workspaces`` says why a delete, not ``status = 'disconnected'``),
+so its events are routed to no org and the rightful org can connect it, and its token
+deleted from Secret Manager. A Notion that
+cannot answer (5xx, 429, unreachable: ``ProviderUnavailable``) proves nothing either way:
+the workspace stays as it is and the error is raised, for the task to be retried.
+
 Model-free (the Notion webhook imports ``workspace``'s helpers through
 ``flows.knowledge.notion_webhook``).
 """
@@ -35,7 +48,7 @@ from colony.contracts.admin import NotionConnect
 from colony.contracts.events import NotionSyncStep
 from colony.errors import NotFound, OrgScopeError, OwnedElsewhere, OwnershipUnproven
 from colony.flows.deps import FlowDeps
-from colony.ports import NotionAccess, NotionClient, SecretStore
+from colony.ports import NotionAccess, NotionWorkspaceClient, SecretStore
 from colony.registry.functions import NOTION_REEMBED_QUEUE
 from colony.runtime.transport import enqueue
 from colony.store import orgdata
@@ -44,6 +57,8 @@ from colony.store.knowledge import notion_workspaces as repo
 from colony.webhooks import compact_id
 
 ACTION = "notion.connect"
+REPROVE = "notion.reprove"
+SYSTEM = "system"  # the actor of what the schedule does
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,7 +72,7 @@ class Workspace:
 
 
 # How a worker gets the client of a workspace (production: its token from Secret Manager).
-NotionConnector = Callable[[Workspace], NotionClient]
+NotionConnector = Callable[[Workspace], NotionWorkspaceClient]
 
 
 def secret_name(org_id: str, workspace_id: str) -> str:
@@ -124,19 +139,56 @@ def connect(
 
 
 def _proven_workspace(
-    deps: FlowDeps, notion: NotionAccess, org_id: str, named: str, actor: str
+    deps: FlowDeps,
+    notion: NotionAccess,
+    org_id: str,
+    named: str,
+    actor: str,
+    channel: audit.Channel = "admin",
+    action: str = ACTION,
 ) -> str:
     """The workspace id as Notion names it, if the token is that workspace's; else the
     refusal, audited, raised. Ids compare as Notion's do (dashes and case aside); the one
     kept is Notion's, the form its events carry."""
     proven = notion.bot_workspace()
     if proven is None or compact_id(proven) != compact_id(named):
-        _refuse(deps, org_id, named, actor, OwnershipUnproven.code)
+        _refuse(deps, org_id, named, actor, OwnershipUnproven.code, channel=channel, action=action)
         raise OwnershipUnproven(
             f"the token given is not proven to be the integration token of Notion workspace"
             f" {named!r}: give the access token of the integration installed in that workspace"
         )
     return proven
+
+
+def reprove(deps: FlowDeps, secrets: SecretStore, clients: NotionConnector, ws: Workspace) -> bool:
+    """Whether connected workspace ``ws`` is still proven by its stored token (the proof
+    ``connect`` makes); ``False`` once it is released, the refusal audited first. A transient
+    failure of Notion or Secret Manager (``ProviderUnavailable``) is raised, ``ws`` left
+    connected."""
+    try:
+        notion = clients(ws)
+    except NotFound:  # no token stored (a release cut short after deleting it): unprovable
+        code = OwnershipUnproven.code
+        _refuse(deps, ws.org_id, ws.workspace_id, SYSTEM, code, channel="system", action=REPROVE)
+        _release(deps, secrets, ws)
+        return False
+    try:
+        _proven_workspace(deps, notion, ws.org_id, ws.workspace_id, SYSTEM, "system", REPROVE)
+    except OwnershipUnproven:  # refused and audited
+        _release(deps, secrets, ws)
+        return False
+    return True
+
+
+def _release(deps: FlowDeps, secrets: SecretStore, ws: Workspace) -> None:
+    """Delete the workspace's row (and its runs) and its token. The token goes inside the
+    transaction: if it cannot be deleted, the row is kept and the task's retry tries again; a
+    commit lost after it was deleted leaves a row without a token, which the next re-proof
+    releases (``reprove``: none stored). A step of one of its runs still queued then finds no
+    workspace and is refused before Notion is called (``workspace``)."""
+    with deps.db.transaction(ws.org_id) as cur:
+        repo.release(cur, ws.workspace_id)
+        secrets.delete(ws.secret_name)
 
 
 def _refuse(
@@ -146,13 +198,16 @@ def _refuse(
     actor: str,
     reason: str,
     unreadable: list[str] | None = None,
+    *,
+    channel: audit.Channel = "admin",
+    action: str = ACTION,
 ) -> None:
     """The refusal on the org's audit log, in a transaction of its own (never the token)."""
     detail: dict[str, Any] = {"resource": "notion_workspace", "workspace_id": workspace_id}
     if unreadable:
         detail["unreadable"] = unreadable
     entry = audit.Entry(
-        event="refusal", actor=actor, channel="admin", action=ACTION, reason=reason, detail=detail
+        event="refusal", actor=actor, channel=channel, action=action, reason=reason, detail=detail
     )
     with deps.db.transaction(org_id) as cur:
         audit.append(cur, org_id, entry)

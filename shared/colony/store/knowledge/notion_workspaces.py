@@ -6,7 +6,8 @@ the ``notion_route`` policy, for another org's row before it inserts (``connect`
 the row keeps the Secret Manager name of its token, never the token, and its KC mapping
 (Notion database or page id → KC-01..07). ``notion_syncs`` is the durable state of one run:
 which mapped id it is at (``position``), the Notion cursor inside it, and the step number
-the next task must carry (a task naming any other step is stale and does nothing).
+the next task must carry (a task naming any other step is stale and does nothing). A
+workspace its stored token no longer proves is released (``release``: the row deleted).
 
 Cursors come from ``Database.transaction(org_id)`` (RLS scopes every query) except
 ``route``'s, a ``transaction(None)`` cursor: the webhook knows only the event's workspace, so
@@ -48,6 +49,15 @@ UPDATE notion_workspaces SET secret_name = %s, domains = %s::jsonb, status = 'co
 WHERE workspace_id = %s
 RETURNING workspace_id
 """
+# A workspace its stored token no longer proves (the daily re-proof, issue 31) is released
+# by deleting its row, its runs with it (notion_syncs cascades), not by setting status to
+# 'disconnected'. The claim's NOT EXISTS counts every row of another org, disconnected ones
+# too, and it must: were it to skip them, the squatter's own row would stay behind, and a
+# later connect of the squatter would find it (ON CONFLICT) and RECONNECT would turn it back
+# to 'connected' beside the rightful org's row, two orgs routed one workspace. A deleted row
+# leaves one rule everywhere (any row of another org holds the workspace); what it was stays
+# on the org's audit log, which the release writes first.
+RELEASE = "DELETE FROM notion_workspaces WHERE workspace_id = %s"
 GET = """
 SELECT workspace_id, org_id, secret_name, domains, status, connected_at, updated_at
 FROM notion_workspaces WHERE workspace_id = %s
@@ -116,12 +126,18 @@ def connect(
     return fetch_one(cur, RECONNECT, (secret_name, mapping, workspace_id)) is not None
 
 
+def release(cur: Any, workspace_id: str) -> None:
+    """Delete the org's row of ``workspace_id`` and its runs (see ``RELEASE``)."""
+    cur.execute(RELEASE, (workspace_id,))
+
+
 def get(cur: Any, workspace_id: str) -> Row | None:
     return fetch_one(cur, GET, (workspace_id,))
 
 
 def secret_names(cur: Any) -> list[str]:
-    """The Secret Manager names of every workspace the org ever connected."""
+    """The Secret Manager names of every workspace the org holds (a released workspace's
+    secret was deleted with its row)."""
     return [str(r["secret_name"]) for r in fetch_all(cur, SECRET_NAMES)]
 
 
