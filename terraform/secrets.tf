@@ -105,3 +105,15 @@ resource "google_project_iam_member" "reembed_notion_secret_delete" {
     expression = "resource.name.startsWith(\"${local.notion_secret_prefix}\")"
   }
 }
+
+# colonyNotionSecretDeleter for the data lifecycle on colony-notion-* only: an org's erasure
+# deletes its workspaces' tokens (flows.tenants.erasure, phase "connections").
+resource "google_project_iam_member" "lifecycle_notion_secret_delete" {
+  project = var.project_id
+  role    = google_project_iam_custom_role.notion_secret_deleter.id
+  member  = "serviceAccount:${google_service_account.function["data-lifecycle"].email}"
+  condition {
+    title      = "colony-notion-secrets-only"
+    expression = "resource.name.startsWith(\"${local.notion_secret_prefix}\")"
+  }
+}

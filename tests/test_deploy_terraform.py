@@ -291,11 +291,12 @@ def test_every_secret_exists_and_is_granted_only_to_the_functions_that_read_it()
     )
 
 
-def test_notion_tokens_are_reached_by_the_admin_and_reembed_functions_only() -> None:
+def test_notion_tokens_are_reached_by_the_admin_reembed_and_lifecycle_functions_only() -> None:
     """Each connected workspace's token (``colony-notion-*``): the admin function writes it,
     the reembed worker reads it and deletes it when the daily re-proof releases its workspace
     (``flows.knowledge.notion_workspaces.reprove``; a custom role holding that one permission),
-    every grant conditioned on the name prefix."""
+    the data lifecycle deletes it when the org is erased; every grant conditioned on the name
+    prefix."""
     role = parsed()["google_project_iam_custom_role"]["notion_secret_deleter"]
     assert role["permissions"] == ["secretmanager.secrets.delete"]
     prefix = 'resource.name.startsWith(\\"${local.notion_secret_prefix}\\")'
@@ -310,6 +311,10 @@ def test_notion_tokens_are_reached_by_the_admin_and_reembed_functions_only() -> 
         "reembed_notion_secrets": (member % "reembed", "roles/secretmanager.secretAccessor"),
         "reembed_notion_secret_delete": (
             member % "reembed",
+            "${google_project_iam_custom_role.notion_secret_deleter.id}",
+        ),
+        "lifecycle_notion_secret_delete": (
+            member % "data-lifecycle",
             "${google_project_iam_custom_role.notion_secret_deleter.id}",
         ),
     }
