@@ -252,11 +252,11 @@ REFUSED_BY_THE_SERVER: dict[str, tuple[bytes, int, str]] = {
         400,
         "bad_request",
     ),
-    # RFC 9112 6.1 asks for 501 here; gunicorn's status stands, the body is ours
+    # RFC 9112 6.1 suggests 501 (a SHOULD); the client's mistake is a 400 here, never a 5xx
     "unknown_transfer_coding": (
         b"POST / HTTP/1.1\r\n" + _headers(HOST, TYPE, b"Transfer-Encoding: " + MARKER.encode()),
-        501,
-        "not_implemented",
+        400,
+        "unsupported_transfer_coding",
     ),
 }
 

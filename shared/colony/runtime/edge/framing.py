@@ -21,9 +21,11 @@ threaded worker), which finds broken framing at two moments:
   ``after_request`` hook, as functions-framework does for HTTP apps, so the error is found
   while we can still answer it.
 
-gunicorn's status is kept (400 for most framing, 431 for headers too large, 501 for a
-``Transfer-Encoding`` it does not implement, as RFC 9112 asks, 500 for a fault of its own),
-and so is ``Connection: close``: only the body is ours.
+gunicorn's status is kept (400 for most framing, 431 for headers too large, 500 for a fault
+of its own) but for one: a ``Transfer-Encoding`` it does not implement, which it answers 501
+as RFC 9112 suggests (a SHOULD), is a 400 ``unsupported_transfer_coding`` here. The request
+is the client's mistake, and a 5xx would count it as ours on every error-rate alert (issue 31
+item 3: no 5xx from bad framing). ``Connection: close`` is kept: only the body is ours.
 
 What the layer does not let us change:
 
@@ -76,8 +78,10 @@ STATUS_MESSAGES = {
     415: "the request body must be JSON",
     417: "the request's Expect header cannot be met",
     431: "the request's headers are too large",
-    501: "the request's transfer coding is not supported",
 }
+
+
+UNSUPPORTED_CODING = "the request's transfer coding is not supported; send it chunked or whole"
 
 
 class MalformedBody(CallerError):
@@ -94,8 +98,8 @@ def status_code_name(status: int) -> str:
 
 
 def status_body(status: int) -> dict[str, Any]:
-    """The error body for a bare status; a 5xx other than 501 is ``internal``."""
-    if status >= 500 and status != 501:
+    """The error body for a bare status; a 5xx is ``internal``."""
+    if status >= 500:
         return error_body("internal", INTERNAL_MESSAGE)
     message = STATUS_MESSAGES.get(status) or HTTP_STATUS_CODES.get(status, "request refused")
     return error_body(status_code_name(status), message)
@@ -106,7 +110,12 @@ def write_json_error(sock: Any, status_int: int, reason: str, mesg: str) -> None
 
     ``reason`` and ``mesg`` are gunicorn's, and unused: the message may quote the request, and
     gunicorn pairs its 501 with "Bad Request". The reason phrase comes from the status."""
-    body = json.dumps(status_body(status_int), separators=(",", ":")).encode()
+    if status_int == 501:  # an unknown transfer coding: the client's, not a fault of ours
+        answer = error_body("unsupported_transfer_coding", UNSUPPORTED_CODING)
+        status_int = 400
+    else:
+        answer = status_body(status_int)
+    body = json.dumps(answer, separators=(",", ":")).encode()
     head = (
         f"HTTP/1.1 {status_int} {HTTP_STATUS_CODES.get(status_int, 'Error')}\r\n"
         "Connection: close\r\n"
