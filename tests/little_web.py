@@ -11,7 +11,7 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -19,6 +19,8 @@ from pathlib import Path
 import httpcore
 import pytest
 
+from colony.adapters.web import Limits, SafeFetcher, user_agent
+from colony.adapters.web_guard import AddressGuard, Resolver
 from colony.env_values import ResearchWeb
 from colony.testing.serving import ServingThread
 
@@ -99,6 +101,8 @@ class LittleWeb:
         self.port = self._server.server_address[1]
         self._serving = ServingThread(self._server, "little-web")
 
+    connections: list[tuple[str, int]]  # set by ``fenced``: every connection attempted
+
     def local(self, *hosts: str) -> ResearchWeb:
         return ResearchWeb("127.0.0.1", self.port, frozenset(hosts))
 
@@ -174,8 +178,9 @@ def only_loopback(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
     attempts: list[tuple[str, int]] = []
     real = httpcore.SyncBackend.connect_tcp
 
-    def connect_tcp(self: httpcore.SyncBackend, host: str, port: int, *args: object,
-                    **kwargs: object) -> httpcore.NetworkStream:  # fmt: skip
+    def connect_tcp(
+        self: httpcore.SyncBackend, host: str, port: int, *args: object, **kwargs: object
+    ) -> httpcore.NetworkStream:
         attempts.append((host, port))
         if host != "127.0.0.1":
             raise httpcore.ConnectError(f"test: no connection to {host} leaves this machine")
@@ -190,3 +195,42 @@ def closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+AGENT = user_agent("https://colony.example/research")
+HOSTS = ("acme.example", "www.acme.example", "other.example")
+
+
+def fenced(monkeypatch: pytest.MonkeyPatch) -> Iterator[LittleWeb]:
+    """A test's ``web`` fixture: a ``LittleWeb`` whose ``connections`` lists every connection
+    the code under test attempted, any but to 127.0.0.1 refused (``only_loopback``)."""
+    connections = only_loopback(monkeypatch)
+    server = LittleWeb()
+    server.connections = connections
+    yield server
+    server.close()
+
+
+def safe_fetcher(
+    local: ResearchWeb | None, resolver: Resolver | None = None, **limits: float
+) -> SafeFetcher:
+    """A ``SafeFetcher`` with the test's stand-in map, resolver and limits."""
+    guard = (
+        AddressGuard(local=local)
+        if resolver is None
+        else AddressGuard(local=local, resolver=resolver)
+    )
+    return SafeFetcher(AGENT, guard=guard, limits=Limits(**limits))  # type: ignore[arg-type]
+
+
+class Answers:
+    """A resolver that answers from a script (the last answer again once it runs out),
+    counting the questions."""
+
+    def __init__(self, *answers: Sequence[str]) -> None:
+        self.answers = list(answers)
+        self.asked: list[str] = []
+
+    def __call__(self, host: str, port: int) -> Sequence[str]:
+        self.asked.append(host)
+        return self.answers[min(len(self.asked), len(self.answers)) - 1]

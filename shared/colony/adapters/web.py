@@ -96,6 +96,17 @@ class SafeFetcher:
         self._ssl = ssl_context or httpx.create_ssl_context()
         self.clock = clock
 
+    def refused(self, url: str) -> FetchResult | None:
+        """The answer for ``url`` if its first hop is refused (nothing is sent), else None."""
+        base = FetchResult(url=url, final_url=url, outcome="bad_url", fetched_at=self.clock())
+        try:
+            checked = self._guard.check(httpx.URL(url).copy_with(fragment=None))
+        except (httpx.InvalidURL, TypeError) as error:
+            return replace(base, detail=str(error)[:200])
+        if isinstance(checked, Refused):
+            return replace(base, outcome=checked.outcome, detail=checked.detail)
+        return None
+
     def get(
         self,
         url: str,
@@ -142,13 +153,21 @@ class SafeFetcher:
             current = following
             stop = before_hop(str(current)) if before_hop else None
             if stop is not None:
-                return replace(where, final_url=str(current), redirects=tuple(hops),
-                               outcome=stop[0], detail=stop[1])  # fmt: skip
+                return replace(
+                    where,
+                    final_url=str(current),
+                    redirects=tuple(hops),
+                    outcome=stop[0],
+                    detail=stop[1],
+                )
 
     def _request(
-        self, pinned: Pinned, headers: list[tuple[str, str]], accept: frozenset[str] | None,
+        self,
+        pinned: Pinned,
+        headers: list[tuple[str, str]],
+        accept: frozenset[str] | None,
         max_bytes: int,
-    ) -> _Hop:  # fmt: skip
+    ) -> _Hop:
         limits = self.limits
         deadline = time.monotonic() + limits.deadline
         pool = httpcore.ConnectionPool(
@@ -174,10 +193,15 @@ class SafeFetcher:
         if pinned.sni is not None:
             extensions["sni_hostname"] = pinned.sni
         try:
-            with pool, pool.stream(
-                "GET", target, headers=[("Host", pinned.host_header), *headers],
-                extensions=extensions,
-            ) as response:  # fmt: skip
+            with (
+                pool,
+                pool.stream(
+                    "GET",
+                    target,
+                    headers=[("Host", pinned.host_header), *headers],
+                    extensions=extensions,
+                ) as response,
+            ):
                 return _read(response, accept, max_bytes)
         except httpcore.TimeoutException as error:
             return _Hop(0, {}, "timeout", detail=str(error)[:200] or type(error).__name__)

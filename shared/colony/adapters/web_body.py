@@ -79,8 +79,11 @@ def _declared(content: bytes, kind: str | None) -> str | None:
 
 def decode(content: bytes, kind: str | None, header_charset: str | None) -> tuple[str, str]:
     """``content`` as text, and the codec that read it (the module docstring's order)."""
-    for bom, name in ((codecs.BOM_UTF8, "utf-8-sig"), (codecs.BOM_UTF16_LE, "utf-16"),
-                      (codecs.BOM_UTF16_BE, "utf-16")):  # fmt: skip
+    for bom, name in (
+        (codecs.BOM_UTF8, "utf-8-sig"),
+        (codecs.BOM_UTF16_LE, "utf-16"),
+        (codecs.BOM_UTF16_BE, "utf-16"),
+    ):
         if content.startswith(bom):
             return content.decode(name, "replace"), name
     chosen = _codec(header_charset) or _declared(content, kind)
