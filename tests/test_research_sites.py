@@ -161,12 +161,15 @@ def test_robots_rules_for_our_agent() -> None:
         (page(b"gone", status=404), ["/about", "/news/1"], []),
         (page(b"down", status=503), [], ["/about"]),
         (redirect("http://127.0.0.1:9/robots.txt"), [], ["/about"]),  # refused: as unreachable
+        (redirect("http://beta.example/robots.txt"), [], ["/about"]),  # another site's file
+        (redirect("http://www.acme.example/robots.txt"), ["/about"], []),  # same site: followed
     ],
 )
 def test_a_url_robots_txt_refuses_is_never_requested(
     robots_route: object, allowed: list[str], refused: list[str], testdb: PgDB, web: LittleWeb
 ) -> None:
     web.routes["*", "/robots.txt"] = robots_route  # type: ignore[assignment]
+    web.routes["www.acme.example", "/robots.txt"] = page(b"User-agent: *\nAllow: /\n")
     for path in ["/", "/about", "/news/1"]:
         web.routes["*", path] = page(b"<p>page</p>")
     fetcher = polite(testdb.app(), web, gap=0.05)
@@ -175,7 +178,7 @@ def test_a_url_robots_txt_refuses_is_never_requested(
         assert result.outcome == "robots_disallowed", result
     for path in allowed:
         assert fetch_waiting(fetcher, f"http://acme.example{path}").outcome == "ok"
-    requested = web.record.paths()
+    requested = [a.path for a in web.record.arrivals if a.host == "acme.example"]
     assert requested.count("/robots.txt") == 1  # once per freshness window
     assert not set(refused) & set(requested)
     assert set(requested) == {"/robots.txt", *allowed}

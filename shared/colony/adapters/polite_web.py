@@ -147,6 +147,11 @@ class _Visit:
             return "redirected", "the site's pace: fetch it as a page of its own"
         return None
 
+    def _same_site(self, url: str) -> tuple[FetchOutcome, str] | None:
+        """robots.txt may redirect within the site (http to https, ``www.``), not away from
+        it: another site's file is not this one's rules (read as no answer: disallow all)."""
+        return None if site_of(url) == self._site else ("redirected", "robots.txt elsewhere")
+
     def _robots(self, url: str) -> Robots | None:
         """The origin's robots.txt, fetched in this visit if it is not known (None: its
         turn has not come within the visit)."""
@@ -155,7 +160,9 @@ class _Visit:
         if rules is None:
             if not self._ready():
                 return None
-            fetched = self._polite.fetcher.get(robots_url(url), accept=None, max_bytes=MAX_BYTES)
+            fetched = self._polite.fetcher.get(
+                robots_url(url), accept=None, max_bytes=MAX_BYTES, before_hop=self._same_site
+            )
             self._ended()
             rules = Robots.from_fetch(fetched)
             self._polite.keep_robots(origin, rules)

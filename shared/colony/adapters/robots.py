@@ -6,8 +6,9 @@ means for the origin it was fetched from:
 - read (2xx, or cut at ``MAX_BYTES``, of which the RFC asks parsers to read at least 500 KiB):
   its rules, parsed by ``protego``, for the group matching ``ColonyResearch`` (else ``*``);
 - 4xx (404 most often): no robots.txt, every path allowed (RFC 9309 2.3.1.3);
-- 5xx, unreachable, timeout, a refused address, a redirect loop: every path disallowed for
-  now (RFC 9309 2.3.1.4: a server error must not be taken as permission).
+- 5xx, unreachable, timeout, a refused address, a redirect loop or one to another site:
+  every path disallowed for now (RFC 9309 2.3.1.4: a server error must not be taken as
+  permission).
 
 ``Robots`` is what is kept per origin (``colony.store.research``, shared by every instance
 for ``FRESH_FOR``), and is rebuilt from that row without another fetch.
