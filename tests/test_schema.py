@@ -54,6 +54,8 @@ ENTITY_TABLES = {
     "kc_chunk_credits",  # issue 19: outcomes credited to the chunks that grounded a call
     "resource_claims",  # issue 31: what an org proved is its own outside our database
     "held_inbound_mail",  # issue 31: inbound mail events held until a reader can read them
+    "research_sites",  # issue 33: each site's pace across instances (no org: shared)
+    "research_robots",  # issue 33: each origin's robots.txt as last fetched (no org: shared)
 }
 
 

@@ -83,3 +83,37 @@ def test_the_deployed_function_is_named_by_cloud_run() -> None:
     """Cloud Run sets K_SERVICE to a gen2 function's name; it sizes the connection pool."""
     assert Settings.from_env({}).function_name is None
     assert Settings.from_env({"K_SERVICE": "chat"}).function_name == "chat"
+
+
+PRODUCTION = {
+    "COLONY_ENV": "production",
+    "COLONY_DB_MODE": "cloudsql",
+    "COLONY_CLOUDSQL_INSTANCE": "p:r:i",
+    "COLONY_INVOKER_SERVICE_ACCOUNT": "invoker@p.iam.gserviceaccount.com",
+}
+
+
+def test_the_research_stand_in_web_is_local_only_and_parsed_strictly() -> None:
+    web = '{"address": "127.0.0.1:41775", "hosts": ["Acme.example", "www.acme.example."]}'
+    s = Settings.from_env(
+        {"COLONY_RESEARCH_WEB": web, "COLONY_RESEARCH_CONTACT_URL": "http://colony.localhost/r"}
+    )
+    assert s.research_web is not None
+    assert (s.research_web.ip, s.research_web.port) == ("127.0.0.1", 41775)
+    assert s.research_web.hosts == {"acme.example", "www.acme.example"}
+    assert s.research_contact_url == "http://colony.localhost/r"
+    assert Settings.from_env({}).research_web is None
+    for bad in [
+        '{"address": "acme:80", "hosts": []}',
+        "127.0.0.1:80",
+        '{"hosts": ["a"]}',
+        '{"address": "127.0.0.1:99999", "hosts": ["a"]}',
+    ]:
+        with pytest.raises(ConfigError, match="COLONY_RESEARCH_WEB must be JSON"):
+            Settings.from_env({"COLONY_RESEARCH_WEB": bad})
+    with pytest.raises(ConfigError, match=r"COLONY_RESEARCH_WEB .*COLONY_ENV=production"):
+        Settings.from_env({**PRODUCTION, "COLONY_RESEARCH_WEB": web})
+    with pytest.raises(ConfigError, match="COLONY_RESEARCH_CONTACT_URL must be an https"):
+        Settings.from_env({**PRODUCTION, "COLONY_RESEARCH_CONTACT_URL": "http://colony.example"})
+    with pytest.raises(ConfigError, match="COLONY_RESEARCH_CONTACT_URL"):
+        Settings.from_env({"COLONY_RESEARCH_CONTACT_URL": "colony.example/about us"})

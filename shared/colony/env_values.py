@@ -7,8 +7,10 @@ fails at start-up, said where it is set.
 
 from __future__ import annotations
 
+import ipaddress
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from colony.errors import ConfigError
@@ -99,3 +101,55 @@ def retention_limits(text: str | None, defaults: Mapping[str, int]) -> dict[str,
             )
         limits[name] = int(days)
     return limits
+
+
+@dataclass(frozen=True, slots=True)
+class ResearchWeb:
+    """Where the local stand-in web listens (``address``: an IP and port) and the hostnames
+    it serves, which, and which alone, are connected to there (docs/research.md)."""
+
+    ip: str
+    port: int
+    hosts: frozenset[str]
+
+
+_RESEARCH_WEB_SHAPE = '{"address": "127.0.0.1:41775", "hosts": ["acme.example", ...]}'
+
+
+def research_web(text: str | None, deploy_env: str) -> ResearchWeb | None:
+    """``COLONY_RESEARCH_WEB``: JSON ``{"address": "<ip>:<port>", "hosts": [...]}``, as
+    ``colony.testing.web_server.WebServer.research_setting()`` writes it; local only."""
+    if text is None:
+        return None
+    if deploy_env == "production":
+        raise ConfigError(
+            "COLONY_RESEARCH_WEB names a local stand-in web and is refused when"
+            " COLONY_ENV=production; unset it"
+        )
+    try:
+        value = json.loads(text)
+        ip, _, port = value["address"].rpartition(":")
+        address = ipaddress.ip_address(ip.strip("[]"))
+        hosts = frozenset(h.strip().lower().rstrip(".") for h in value["hosts"])
+        if not port.isdigit() or not 1 <= int(port) <= 65535 or not all(hosts):
+            raise ValueError(port)
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise ConfigError(
+            f"COLONY_RESEARCH_WEB must be JSON like {_RESEARCH_WEB_SHAPE}: {error}"
+        ) from error
+    return ResearchWeb(str(address), int(port), hosts)
+
+
+def research_contact_url(text: str | None, deploy_env: str) -> str | None:
+    """``COLONY_RESEARCH_CONTACT_URL``: the page our user agent names (``https://`` in
+    production), where a site's owner learns who reads their pages and how to stop it."""
+    if text is None:
+        return None
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigError(f"COLONY_RESEARCH_CONTACT_URL={text!r} must be an http(s) URL")
+    if deploy_env == "production" and parts.scheme != "https":
+        raise ConfigError("COLONY_RESEARCH_CONTACT_URL must be an https:// URL in production")
+    if any(c.isspace() or c in "()" for c in text):  # it is quoted in a User-Agent comment
+        raise ConfigError(f"COLONY_RESEARCH_CONTACT_URL={text!r} may not hold spaces or ()")
+    return text

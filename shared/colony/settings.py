@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Literal, cast
 
 from colony import env_values
+from colony.env_values import ResearchWeb
 from colony.errors import ConfigError
 
 DbMode = Literal["embedded", "dsn", "cloudsql"]
@@ -130,6 +131,9 @@ class Settings:
     assets_bucket: str = "colony-assets"
     signed_url_ttl_seconds: int = 3600
     signing_key_file: Path | None = None  # local service-account key for V4 signed URLs
+    # research (issue 33): the page our user agent names, and locally the stand-in web
+    research_contact_url: str | None = None
+    research_web: ResearchWeb | None = None  # COLONY_RESEARCH_WEB; refused in production
     # retention (issue 14): the deployment's limit per data class, in days
     retention_max_days: Mapping[str, int] = field(default_factory=lambda: dict(RETENTION_MAX_DAYS))
 
@@ -287,6 +291,10 @@ class Settings:
             # V4 signed URLs live at most seven days
             signed_url_ttl_seconds=bounded_int("COLONY_SIGNED_URL_TTL_SECONDS", 3600, 1, 604800),
             signing_key_file=Path(k) if (k := get("COLONY_SIGNING_KEY_FILE")) else None,
+            research_contact_url=env_values.research_contact_url(
+                get("COLONY_RESEARCH_CONTACT_URL"), deploy_env
+            ),
+            research_web=env_values.research_web(get("COLONY_RESEARCH_WEB"), deploy_env),
             retention_max_days=env_values.retention_limits(
                 get("COLONY_RETENTION_MAX_DAYS"), RETENTION_MAX_DAYS
             ),

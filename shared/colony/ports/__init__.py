@@ -11,7 +11,8 @@ from what it replaces. One module per capability:
 - ``storage``: ``BlobStore`` (the assets bucket) and ``SecretStore`` (per-org credentials);
 - ``sources``: Drive and Notion, as the knowledge webhooks read them;
 - ``mail``: ``Sender``, ``ReceivedMail``, ``Mailbox``;
-- ``clock``: ``Clock``.
+- ``clock``: ``Clock``;
+- ``web``: ``WebFetcher`` (the open web, politely and safely) and its ``FetchResult``.
 
 Every function imports this package (through its composition), so it holds Protocols and
 frozen dataclasses over the standard library and ``colony.errors`` only: no SDK, nothing
@@ -62,6 +63,7 @@ from colony.ports.traces import (
     Tracer,
     org_tag,
 )
+from colony.ports.web import FetchOutcome, FetchResult, WebFetcher
 
 __all__ = [
     "MAX_REJECTION_ID",
@@ -77,6 +79,8 @@ __all__ = [
     "DriveFile",
     "DriveWatcher",
     "Embedder",
+    "FetchOutcome",
+    "FetchResult",
     "Generation",
     "InboundMail",
     "LlmCallRecord",
@@ -105,5 +109,6 @@ __all__ = [
     "Transport",
     "Usage",
     "WatchChannel",
+    "WebFetcher",
     "org_tag",
 ]

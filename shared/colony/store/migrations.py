@@ -340,4 +340,7 @@ def migrations(dim: int) -> list[Migration]:
             "0040_held_inbound_mail",
             _sql("0040_held_inbound_mail"),
         ),
+        # Issue 33 item 2: the per-site pace (one request in flight, about one a second) and
+        # each origin's robots.txt, held in the database so every research instance keeps them.
+        Migration("0041_research_sites", _sql("0041_research_sites")),
     ]

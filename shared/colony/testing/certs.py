@@ -13,11 +13,19 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 
-def self_signed(root: Path, name: str, *, hours: int = 24) -> tuple[Path, Path]:
-    """``(cert, key)`` PEM files under ``root``, valid for 127.0.0.1 and localhost."""
+def self_signed(
+    root: Path, name: str, *, hours: int = 24, dns_names: tuple[str, ...] | None = None
+) -> tuple[Path, Path]:
+    """``(cert, key)`` PEM files under ``root``, valid for 127.0.0.1 and localhost, or for
+    ``dns_names`` alone when given (a stand-in reached by a hostname pinned to 127.0.0.1)."""
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"colony local {name}")])
     now = dt.datetime.now(dt.UTC)
+    names: list[x509.GeneralName] = (
+        [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
+        if dns_names is None
+        else [x509.DNSName(n) for n in dns_names]
+    )
     cert = (
         x509.CertificateBuilder()
         .subject_name(subject)
@@ -26,12 +34,7 @@ def self_signed(root: Path, name: str, *, hours: int = 24) -> tuple[Path, Path]:
         .serial_number(x509.random_serial_number())
         .not_valid_before(now - dt.timedelta(minutes=5))
         .not_valid_after(now + dt.timedelta(hours=hours))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
-            ),
-            critical=False,
-        )
+        .add_extension(x509.SubjectAlternativeName(names), critical=False)
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .sign(key, hashes.SHA256())
     )
