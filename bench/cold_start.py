@@ -2,7 +2,11 @@
 hello-world.
 
 Each measurement is a fresh interpreter in the function's bundle (its own ``colony`` copy
-first on ``sys.path``, as deployed) with a production-shaped environment (``COLONY_ENV=
+first on ``sys.path``, as deployed), run by a virtualenv that holds exactly the bundle's
+requirements.txt, as Cloud Functions installs it (made once per requirements set and kept
+under ``--venvs``: a package the development environment has and the bundle does not changes
+what imports cost, e.g. httpx imports rich for its command line when it can), with a
+production-shaped environment (``COLONY_ENV=
 production``, the Cloud SQL DSN with ``sslmode=verify-ca``, the Pub/Sub and Cloud Tasks
 transport, an OpenAI deployment), median of ``--runs``, interleaved with a hello-world
 functions-framework bundle so both see the same machine load. Three times, cumulative:
@@ -36,15 +40,18 @@ Also reported: each bundle's installed size (its files plus the installed distri
 requirements.txt pins) next to hello-world's. Builds the bundles first if ``--bundles`` has
 none (``make package``). Prints one JSON line.
 
-    python bench/cold_start.py [--runs 7] [--bundles build/functions] [names...]
+    python bench/cold_start.py [--runs 7] [--bundles build/functions] [--venvs build/venvs]
+        [names...]
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import hashlib
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -166,10 +173,35 @@ def plan(directory: Path) -> tuple[dict[str, object], dict[str, str]]:
     return steps, production_env(spec.name, spec.secrets)
 
 
-def probe(main: Path, steps: dict[str, object], env: dict[str, str]) -> tuple[float, ...]:
+def bundle_python(directory: Path, venvs: Path) -> Path:
+    """The python of a virtualenv holding exactly ``directory``'s requirements.txt (pinned,
+    no dependencies resolved: the file is the whole closure), made on first use."""
+    lines = sorted(
+        x for x in (directory / "requirements.txt").read_text().splitlines() if x and x[0] != "#"
+    )
+    venv = venvs / hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
+    python = venv / "bin" / "python"
+    if (venv / "installed").exists():
+        return python
+    shutil.rmtree(venv, ignore_errors=True)
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--python", str(python)]
+    wanted = venv / "requirements.txt"
+    wanted.write_text("".join(f"{x}\n" for x in lines))
+    install = [*pip, "install", "--quiet", "--no-deps", "-r", str(wanted)]
+    done = subprocess.run(install, capture_output=True, text=True)
+    if done.returncode:
+        raise SystemExit(f"installing {wanted} failed:\n{done.stderr}")
+    (venv / "installed").write_text("")
+    return python
+
+
+def probe(
+    python: Path, main: Path, steps: dict[str, object], env: dict[str, str]
+) -> tuple[float, ...]:
     """The probe's three cumulative times in ms (for hello-world, ``steps`` is empty)."""
     out = subprocess.run(
-        [sys.executable, "-I", "-c", PROBE, str(main), json.dumps(steps)],
+        [str(python), "-I", "-c", PROBE, str(main), json.dumps(steps)],
         check=True,
         capture_output=True,
         text=True,
@@ -217,6 +249,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--bundles", type=Path, default=REPO / "build" / "functions")
+    parser.add_argument("--venvs", type=Path, default=REPO / "build" / "venvs")
     parser.add_argument("names", nargs="*", help="functions to measure (default: all)")
     args = parser.parse_args()
     args.bundles = args.bundles.resolve()
@@ -230,16 +263,19 @@ def main() -> None:
     built = sorted(p.name for p in args.bundles.iterdir() if (p / "main.py").exists())
     names = [n for n in built if not args.names or n in args.names]
     plans = {n: plan(args.bundles / n) for n in names}
+    pythons = {n: bundle_python(args.bundles / n, args.venvs.resolve()) for n in names}
     with tempfile.TemporaryDirectory() as tmp:
         hello_dir = hello_bundle(Path(tmp) / "hello")
         hello = hello_dir / "main.py"
+        hello_python = bundle_python(hello_dir, args.venvs.resolve())
         hello_ms: list[float] = []
         bare = {"PATH": os.environ.get("PATH", "")}
         times: dict[str, list[tuple[float, ...]]] = {n: [] for n in names}
         for _ in range(args.runs):
-            hello_ms.append(probe(hello, {}, bare)[0])
+            hello_ms.append(probe(hello_python, hello, {}, bare)[0])
             for name in names:
-                times[name].append(probe(args.bundles / name / "main.py", *plans[name]))
+                main_py = args.bundles / name / "main.py"
+                times[name].append(probe(pythons[name], main_py, *plans[name]))
         hello_mb = bundle_bytes(hello_dir) / 2**20
     base = statistics.median(hello_ms)
 
