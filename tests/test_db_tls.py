@@ -217,6 +217,16 @@ def test_a_server_signed_by_another_ca_is_refused(tls_server: TlsServer) -> None
         _uses_tls(settings)
 
 
+def test_the_given_ca_is_the_only_one_trusted(tls_server: TlsServer) -> None:
+    """As libpq trusts sslrootcert alone: with verify-ca no name is checked, so a public CA
+    from the system's store could otherwise vouch for any server on the database's address."""
+    for root in (f"&sslrootcert={tls_server.ca_file}", ""):
+        kwargs = parse_dsn(tls_server.dsn("verify-ca", root), root_cert=tls_server.ca_pem)
+        assert len(kwargs["ssl_context"].get_ca_certs()) == 1
+    unverified = parse_dsn(tls_server.dsn("require"))["ssl_context"]
+    assert unverified.verify_mode == ssl.CERT_NONE and unverified.get_ca_certs() == []
+
+
 def test_verify_full_checks_the_name_which_cloud_sql_certificates_do_not_carry(
     tls_server: TlsServer,
 ) -> None:

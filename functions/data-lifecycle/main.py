@@ -26,6 +26,8 @@ from colony.runtime.edge import JsonRequest, http_json
 
 if TYPE_CHECKING:
     from colony.adapters.drive import HttpDrive
+    from colony.contracts.lifecycle import DriveRenewal, ErasureTask
+    from colony.runtime.deps import Deps
 
 _drive: HttpDrive | None = None
 
@@ -33,9 +35,8 @@ _drive: HttpDrive | None = None
 @functions_framework.http
 @http_json
 def handle(request: JsonRequest) -> dict[str, Any]:
-    # lazy: the flows, their task model, OIDC (PyJWT), Drive and IMAP load on the first request
-    from colony.adapters.drive import drive_from_settings
-    from colony.adapters.imap_mailbox import mailbox_from_settings
+    # lazy: the task model and OIDC (PyJWT) load on the first request; each task's flow and
+    # clients (Drive and Notion over httpx, IMAP) with the first task of its kind
     from colony.contracts.lifecycle import (
         DriveRenewal,
         ErasureTask,
@@ -45,23 +46,23 @@ def handle(request: JsonRequest) -> dict[str, Any]:
         RepliesPoll,
         ScheduleRun,
     )
-    from colony.flows.knowledge import kc_tiering
-    from colony.flows.outbound import held_mail, replies
-    from colony.flows.recordings import drive_channels
-    from colony.flows.tenants import erasure, imports, retention, schedules
     from colony.runtime.auth import verify_google_oidc
-    from colony.runtime.notion_clients import secret_store
 
-    global _drive
     d = deps(parts)
     verify_google_oidc(
         request.authorization, d.settings.function_urls.get("data-lifecycle", ""), d.settings
     )
     task = request.parse(LifecycleBody).task
     if isinstance(task, ScheduleRun):
+        from colony.flows.tenants import schedules  # lazy: (as above)
+
         scheduled = request.headers.get("X-CloudScheduler-ScheduleTime")
         return schedules.run(d, task, scheduled=scheduled)
     if isinstance(task, RepliesPoll):
+        # lazy: (as above)
+        from colony.adapters.imap_mailbox import mailbox_from_settings
+        from colony.flows.outbound import held_mail, replies
+
         held = held_mail.drain(d, d.rejections)
         mailbox = mailbox_from_settings(d.settings)
         if mailbox is None:
@@ -69,15 +70,34 @@ def handle(request: JsonRequest) -> dict[str, Any]:
             return {"status": "skipped", "reason": reason, "held": held}
         return {"status": "polled", **replies.poll(d, d.rejections, mailbox), "held": held}
     if isinstance(task, ImportTask):
+        from colony.flows.tenants import imports  # lazy: (as above)
+
         return imports.run_job(d, task.org_id, task.job_id)
+    if isinstance(task, ErasureTask | DriveRenewal):
+        return _with_drive(d, task)
+    from colony.flows.knowledge import kc_tiering  # lazy: (as above)
+
     if isinstance(task, KcTierTask):
         return kc_tiering.run(d, task.org_id)
+    from colony.flows.tenants import retention  # lazy: (as above)
+
+    return {**retention.enforce(d, task.org_id), "kc_tier": kc_tiering.check(d, task.org_id)}
+
+
+def _with_drive(d: Deps, task: ErasureTask | DriveRenewal) -> dict[str, Any]:
+    """An erasure or a watch channel's renewal: both reach the org's Drive."""
+    # lazy: the Drive client (httpx) and these flows load with the first task that needs them
+    from colony.adapters.drive import drive_from_settings
+    from colony.contracts.lifecycle import ErasureTask
+    from colony.flows.recordings import drive_channels
+    from colony.flows.tenants import erasure
+    from colony.runtime.notion_clients import secret_store
+
+    global _drive
     if _drive is None:
         _drive = drive_from_settings(d.settings)  # its token is fetched on the first call
     if isinstance(task, ErasureTask):
         stop_channels = partial(drive_channels.stop_org, d, _drive)
         connections = erasure.OrgConnections(stop_channels, secret_store(d.settings))
         return erasure.run_job(d, task.job_id, traces(d.settings), connections)
-    if isinstance(task, DriveRenewal):
-        return drive_channels.renew(d, _drive, task.org_id)
-    return {**retention.enforce(d, task.org_id), "kc_tier": kc_tiering.check(d, task.org_id)}
+    return drive_channels.renew(d, _drive, task.org_id)

@@ -25,10 +25,12 @@ import base64
 import hashlib
 import hmac
 import re
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from colony.errors import ConfigError, Unauthorized
-from colony.ports import DriveFile
+
+if TYPE_CHECKING:
+    from colony.ports import DriveFile
 
 
 class HeaderReader(Protocol):

@@ -16,6 +16,10 @@ KcDomainId = Literal[
 
 
 class Strict(BaseModel):
-    """Boundary model: unknown fields are an error, instances are immutable."""
+    """Boundary model: unknown fields are an error, instances are immutable.
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    Each model's validator is built when it is first used, not when its module is imported
+    (``defer_build``): a function loads every model of the contract modules it imports, and
+    uses a few (issue 32 item 4)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, RootModel, TypeAdapter
+from pydantic import ConfigDict, Field, RootModel, TypeAdapter
 
 from colony.contracts.common import Strict
 from colony.contracts.envelope import HandoffEnvelope
@@ -191,4 +191,5 @@ Event = Annotated[
     | DealClosedWon,
     Field(discriminator="kind"),
 ]
-EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+# Built on its first validation: a function that only parses its own task body never builds it.
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event, config=ConfigDict(defer_build=True))

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
-from colony.ports import BlobStore, Clock, ReceivedMail, Sender, Transport
 from colony.runtime.faults import Faults
 from colony.settings import Settings
 from colony.store import Database
@@ -18,6 +17,7 @@ from colony.store import Database
 if TYPE_CHECKING:
     from colony.knowledge import KnowledgeStore
     from colony.llm.agent_call import LlmDeps
+    from colony.ports import BlobStore, Clock, ReceivedMail, Sender, Transport
 
 
 class FlowDeps(Protocol):

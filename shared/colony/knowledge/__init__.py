@@ -1,6 +1,28 @@
 """Layer 1, the Knowledge Core: chunking, upsert by content hash, per-domain retrieval."""
 
-from colony.knowledge.chunking import chunk_blocks, chunk_text
-from colony.knowledge.store import ChunkIn, KnowledgeStore, Retrieved, SyncResult
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the real names, for type checkers
+    from colony.knowledge.chunking import chunk_blocks, chunk_text
+    from colony.knowledge.store import ChunkIn, KnowledgeStore, Retrieved, SyncResult
+
+# Loaded on first use (PEP 562): a flow that records an exemplar's outcome
+# (``knowledge.outcomes``) or names an org's index (``knowledge.indexes``) does not load the
+# store and the chunker with the package.
+_HOMES = {
+    "ChunkIn": "colony.knowledge.store",
+    "KnowledgeStore": "colony.knowledge.store",
+    "Retrieved": "colony.knowledge.store",
+    "SyncResult": "colony.knowledge.store",
+    "chunk_blocks": "colony.knowledge.chunking",
+    "chunk_text": "colony.knowledge.chunking",
+}
 
 __all__ = ["ChunkIn", "KnowledgeStore", "Retrieved", "SyncResult", "chunk_blocks", "chunk_text"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'colony.knowledge' has no attribute {name!r}")
+    return getattr(import_module(_HOMES[name]), name)

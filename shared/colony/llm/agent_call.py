@@ -14,9 +14,6 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from colony.adapters.gemini_chat import GeminiChatModel
-from colony.adapters.offline import OfflineChatModel
-from colony.adapters.openai_chat import OpenAIChatModel
 from colony.context.assembler import AssembledContext, AssemblyRequest, assemble
 from colony.context.budgets import BudgetBook, load_budgets
 from colony.context.tokens import GeminiTokenCounter, counter_for
@@ -145,13 +142,23 @@ def call_agent(
 
 
 def chat_model_from_settings(settings: Settings) -> ChatModel:
-    """The configured provider's adapter (SDKs imported only for the one chosen)."""
+    """The configured provider's adapter (its module and SDK imported only for the one
+    chosen: the offline provider's answer families are not loaded in production)."""
     if settings.llm_provider == "openai":
+        # lazy: only the configured provider's adapter loads, with the first model client
+        from colony.adapters.openai_chat import OpenAIChatModel
+
         key = settings.api_key("openai", "COLONY_LLM_PROVIDER")
         return OpenAIChatModel(api_key=key, base_url=settings.openai_base_url)
     if settings.llm_provider == "gemini":
+        # lazy: only the configured provider's adapter loads, with the first model client
+        from colony.adapters.gemini_chat import GeminiChatModel
+
         key = settings.api_key("gemini", "COLONY_LLM_PROVIDER")
         return GeminiChatModel(api_key=key, base_url=settings.gemini_base_url)
+    # lazy: only the configured provider's adapter loads, with the first model client
+    from colony.adapters.offline import OfflineChatModel
+
     return OfflineChatModel()
 
 

@@ -15,55 +15,108 @@ from what it replaces. One module per capability:
 - ``web``: ``WebFetcher`` (the open web, politely and safely) and its ``FetchResult``.
 
 Every function imports this package (through its composition), so it holds Protocols and
-frozen dataclasses over the standard library and ``colony.errors`` only: no SDK, nothing
-that costs a cold start.
+frozen dataclasses over the standard library and ``colony.errors`` only: no SDK. Its names
+load on first use (PEP 562), each with its own module: the dataclasses are what cost (some
+8 ms for all of them), and a webhook needs one or two (issue 32 item 4).
 """
 
-from colony.ports.clock import Clock
-from colony.ports.mail import InboundMail, Mail, Mailbox, MailRejected, ReceivedMail, Sender
-from colony.ports.messaging import (
-    MAX_REJECTION_ID,
-    MAX_REJECTION_REASON,
-    Rejection,
-    RejectionRecorder,
-    Transport,
-)
-from colony.ports.models import (
-    ChatModel,
-    Counter,
-    Embedder,
-    Message,
-    ModelRequest,
-    ModelResponse,
-    Role,
-    TextSink,
-    ToolCall,
-    Usage,
-)
-from colony.ports.sources import (
-    DatabasePage,
-    DriveChannels,
-    DriveClient,
-    DriveFile,
-    DriveWatcher,
-    NotionAccess,
-    NotionClient,
-    NotionKind,
-    NotionPage,
-    NotionWorkspaceClient,
-    PageText,
-    WatchChannel,
-)
-from colony.ports.storage import BlobStore, SecretStore
-from colony.ports.traces import (
-    CallContext,
-    Generation,
-    LlmCallRecord,
-    TraceArchive,
-    Tracer,
-    org_tag,
-)
-from colony.ports.web import FetchOutcome, FetchResult, WebFetcher
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the real names, for type checkers
+    from colony.ports.clock import Clock
+    from colony.ports.mail import InboundMail, Mail, Mailbox, MailRejected, ReceivedMail, Sender
+    from colony.ports.messaging import (
+        MAX_REJECTION_ID,
+        MAX_REJECTION_REASON,
+        Rejection,
+        RejectionRecorder,
+        Transport,
+    )
+    from colony.ports.models import (
+        ChatModel,
+        Counter,
+        Embedder,
+        Message,
+        ModelRequest,
+        ModelResponse,
+        Role,
+        TextSink,
+        ToolCall,
+        Usage,
+    )
+    from colony.ports.sources import (
+        DatabasePage,
+        DriveChannels,
+        DriveClient,
+        DriveFile,
+        DriveWatcher,
+        NotionAccess,
+        NotionClient,
+        NotionKind,
+        NotionPage,
+        NotionWorkspaceClient,
+        PageText,
+        WatchChannel,
+    )
+    from colony.ports.storage import BlobStore, SecretStore
+    from colony.ports.traces import (
+        CallContext,
+        Generation,
+        LlmCallRecord,
+        TraceArchive,
+        Tracer,
+        org_tag,
+    )
+    from colony.ports.web import FetchOutcome, FetchResult, WebFetcher
+
+_HOMES = {
+    "Clock": "colony.ports.clock",
+    "InboundMail": "colony.ports.mail",
+    "Mail": "colony.ports.mail",
+    "Mailbox": "colony.ports.mail",
+    "MailRejected": "colony.ports.mail",
+    "ReceivedMail": "colony.ports.mail",
+    "Sender": "colony.ports.mail",
+    "MAX_REJECTION_ID": "colony.ports.messaging",
+    "MAX_REJECTION_REASON": "colony.ports.messaging",
+    "Rejection": "colony.ports.messaging",
+    "RejectionRecorder": "colony.ports.messaging",
+    "Transport": "colony.ports.messaging",
+    "ChatModel": "colony.ports.models",
+    "Counter": "colony.ports.models",
+    "Embedder": "colony.ports.models",
+    "Message": "colony.ports.models",
+    "ModelRequest": "colony.ports.models",
+    "ModelResponse": "colony.ports.models",
+    "Role": "colony.ports.models",
+    "TextSink": "colony.ports.models",
+    "ToolCall": "colony.ports.models",
+    "Usage": "colony.ports.models",
+    "DatabasePage": "colony.ports.sources",
+    "DriveChannels": "colony.ports.sources",
+    "DriveClient": "colony.ports.sources",
+    "DriveFile": "colony.ports.sources",
+    "DriveWatcher": "colony.ports.sources",
+    "NotionAccess": "colony.ports.sources",
+    "NotionClient": "colony.ports.sources",
+    "NotionKind": "colony.ports.sources",
+    "NotionPage": "colony.ports.sources",
+    "NotionWorkspaceClient": "colony.ports.sources",
+    "PageText": "colony.ports.sources",
+    "WatchChannel": "colony.ports.sources",
+    "BlobStore": "colony.ports.storage",
+    "SecretStore": "colony.ports.storage",
+    "CallContext": "colony.ports.traces",
+    "Generation": "colony.ports.traces",
+    "LlmCallRecord": "colony.ports.traces",
+    "TraceArchive": "colony.ports.traces",
+    "Tracer": "colony.ports.traces",
+    "org_tag": "colony.ports.traces",
+    "FetchOutcome": "colony.ports.web",
+    "FetchResult": "colony.ports.web",
+    "WebFetcher": "colony.ports.web",
+}
 
 __all__ = [
     "MAX_REJECTION_ID",
@@ -112,3 +165,9 @@ __all__ = [
     "WebFetcher",
     "org_tag",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'colony.ports' has no attribute {name!r}")
+    return getattr(import_module(_HOMES[name]), name)

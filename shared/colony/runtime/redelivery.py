@@ -14,12 +14,14 @@ The work is durable (run steps), so the redelivered event repeats nothing that f
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from colony.errors import ProviderUnavailable, ValidationFailed
-from colony.ports import Transport
 from colony.registry.functions import FUNCTIONS, QUEUES, REDELIVER_QUEUE
 from colony.runtime.transport import enqueue, publish
+
+if TYPE_CHECKING:
+    from colony.ports import Transport
 
 SHORT_WAIT = 8.0  # the runner sleeps up to this itself (StructuredRunner.max_delay)
 LONGEST_WAIT = 3600.0  # a longer Retry-After is held to an hour

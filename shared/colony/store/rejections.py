@@ -7,7 +7,6 @@ dropped and why: ids and a reason, never the payload.
 
 from __future__ import annotations
 
-from colony.ports import Rejection
 from colony.store.db import Database
 
 # The application role may INSERT here but not SELECT (so no RETURNING): a rejected payload's
@@ -27,6 +26,9 @@ class DbRejections:
     def record(
         self, function: str, event_id: str | None, claimed_org_id: str | None, reason: str
     ) -> None:
+        # lazy: the ports' dataclasses load with the first rejection, not with every deps()
+        from colony.ports import Rejection
+
         kept = Rejection.of(function, event_id, claimed_org_id, reason)
         params = (kept.function, kept.event_id, kept.claimed_org_id, kept.reason)
         with self._db.transaction(None) as cur:

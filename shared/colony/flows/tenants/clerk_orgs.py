@@ -23,7 +23,6 @@ from typing import Any, Protocol
 
 from colony.errors import ConfigError, NotFound, Unauthorized, ValidationFailed
 from colony.flows.deps import FlowDeps
-from colony.flows.tenants import erasure
 from colony.knowledge.indexes import ORG_ID
 from colony.ports import RejectionRecorder
 from colony.store import processed_events
@@ -71,6 +70,8 @@ def receive(
 def _deleted(deps: FlowDeps, org_id: str, key: str) -> dict[str, Any]:
     """Hand the org to the erasure path. The job erases ``processed_events`` too, so the
     replay guard is the job itself: an open job is found again, an erased org is not found."""
+    from colony.flows.tenants import erasure  # lazy: its task models and Drive load with a deletion
+
     try:
         job_id = erasure.request_org(deps, org_id, f"clerk:{key}")
     except NotFound:

@@ -5,9 +5,13 @@ to read the replies that were held while there was none (``colony.flows.outbound
 
 from __future__ import annotations
 
-from colony.ports import ReceivedMail
+from typing import TYPE_CHECKING
+
 from colony.runtime.deps import Parts
-from colony.settings import Settings
+
+if TYPE_CHECKING:
+    from colony.ports import ReceivedMail
+    from colony.settings import Settings
 
 
 def inbound(settings: Settings) -> ReceivedMail | None:

@@ -4,9 +4,13 @@ first use."""
 
 from __future__ import annotations
 
-from colony.ports import Sender
+from typing import TYPE_CHECKING
+
 from colony.runtime.deps import Parts
-from colony.settings import Settings
+
+if TYPE_CHECKING:
+    from colony.ports import Sender
+    from colony.settings import Settings
 
 
 def sender(settings: Settings) -> Sender:

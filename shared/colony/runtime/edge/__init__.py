@@ -42,25 +42,50 @@ platform retries it later.
 
 from __future__ import annotations
 
-from colony.errors import INTERNAL_MESSAGE
-from colony.runtime.edge.http import JsonRequest, http_json
-from colony.runtime.edge.pubsub import (
-    Decoded,
-    MemoryRejections,
-    Problem,
-    decode_push,
-    delivery_attempt,
-    pubsub_handler,
-)
-from colony.runtime.edge.responses import (
-    MAX_BODY_BYTES,
-    BadJson,
-    MethodNotAllowed,
-    UnsupportedMediaType,
-    error_response,
-    install_json_errors,
-    json_response,
-)
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the real names, for type checkers
+    from colony.errors import INTERNAL_MESSAGE
+    from colony.runtime.edge.http import JsonRequest, http_json
+    from colony.runtime.edge.pubsub import (
+        Decoded,
+        MemoryRejections,
+        Problem,
+        decode_push,
+        delivery_attempt,
+        pubsub_handler,
+    )
+    from colony.runtime.edge.responses import (
+        MAX_BODY_BYTES,
+        BadJson,
+        MethodNotAllowed,
+        UnsupportedMediaType,
+        error_response,
+        install_json_errors,
+        json_response,
+    )
+
+# Loaded on first use (PEP 562): an HTTP function's main.py takes ``http_json`` and does not
+# load the Pub/Sub edge (its delivery and redelivery rules, and the ports they name).
+_HOMES = {
+    "INTERNAL_MESSAGE": "colony.errors",
+    "JsonRequest": "colony.runtime.edge.http",
+    "http_json": "colony.runtime.edge.http",
+    "Decoded": "colony.runtime.edge.pubsub",
+    "MemoryRejections": "colony.runtime.edge.pubsub",
+    "Problem": "colony.runtime.edge.pubsub",
+    "decode_push": "colony.runtime.edge.pubsub",
+    "delivery_attempt": "colony.runtime.edge.pubsub",
+    "pubsub_handler": "colony.runtime.edge.pubsub",
+    "MAX_BODY_BYTES": "colony.runtime.edge.responses",
+    "BadJson": "colony.runtime.edge.responses",
+    "MethodNotAllowed": "colony.runtime.edge.responses",
+    "UnsupportedMediaType": "colony.runtime.edge.responses",
+    "error_response": "colony.runtime.edge.responses",
+    "install_json_errors": "colony.runtime.edge.responses",
+    "json_response": "colony.runtime.edge.responses",
+}
 
 __all__ = [
     "INTERNAL_MESSAGE",
@@ -80,3 +105,9 @@ __all__ = [
     "json_response",
     "pubsub_handler",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module 'colony.runtime.edge' has no attribute {name!r}")
+    return getattr(import_module(_HOMES[name]), name)

@@ -16,6 +16,7 @@ import flask
 from werkzeug.datastructures import Headers
 from werkzeug.wrappers import Response as WerkzeugResponse
 
+from colony import startup
 from colony.deadline import model_window, window_seconds
 from colony.errors import (
     NotFound,
@@ -188,12 +189,15 @@ def http_json(
 
         @functools.wraps(fn)
         def entry(request: flask.Request) -> WerkzeugResponse:
-            with logs.request_scope(name, project, request.headers):
-                response = respond(request)
-                if response.is_streamed:  # the body is produced after we return
-                    response.call_on_close(flush_telemetry)
-                else:
-                    flush_telemetry()
+            try:
+                with logs.request_scope(name, project, request.headers):
+                    response = respond(request)
+                    if response.is_streamed:  # the body is produced after we return
+                        response.call_on_close(flush_telemetry)
+                    else:
+                        flush_telemetry()
+            finally:
+                startup.settled()  # the first invocation ends the instance's start-up
             return response
 
         return entry

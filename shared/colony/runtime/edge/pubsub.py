@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, overload
 
 import flask
 
+from colony import startup
 from colony.deadline import model_window, window_seconds
 from colony.errors import CallerError, Unauthorized, describe_validation
 from colony.observability import logs
@@ -279,6 +280,7 @@ def pubsub_handler(
                     deliver(cloud_event)
                 finally:
                     flush_telemetry()
+                    startup.settled()  # the first invocation ends the instance's start-up
 
         return entry
 
