@@ -3,8 +3,9 @@
 Boundary models forbid unknown fields (``extra="forbid"``) so drift fails loudly.
 """
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from colony.lazy import lazy_names
 
 if TYPE_CHECKING:  # the real names, for type checkers
     from colony.contracts.bundle import (
@@ -109,7 +110,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _HOMES:
-        raise AttributeError(f"module 'colony.contracts' has no attribute {name!r}")
-    return getattr(import_module(_HOMES[name]), name)
+__getattr__ = lazy_names(__name__, _HOMES)

@@ -1,7 +1,8 @@
 """Layer 1, the Knowledge Core: chunking, upsert by content hash, per-domain retrieval."""
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from colony.lazy import lazy_names
 
 if TYPE_CHECKING:  # the real names, for type checkers
     from colony.knowledge.chunking import chunk_blocks, chunk_text
@@ -22,7 +23,4 @@ _HOMES = {
 __all__ = ["ChunkIn", "KnowledgeStore", "Retrieved", "SyncResult", "chunk_blocks", "chunk_text"]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _HOMES:
-        raise AttributeError(f"module 'colony.knowledge' has no attribute {name!r}")
-    return getattr(import_module(_HOMES[name]), name)
+__getattr__ = lazy_names(__name__, _HOMES)

@@ -1,8 +1,9 @@
 """Deterministic policy no model is trusted with: anti-ICP rules (CONST-002) and the outbound
 message shape (CONST-006). Pure functions over plain data; no I/O, no LLM."""
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from colony.lazy import lazy_names
 
 if TYPE_CHECKING:  # the real names, for type checkers
     from colony.policy.anti_icp import RuleMatch, match_rules, validate_rules
@@ -29,7 +30,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _HOMES:
-        raise AttributeError(f"module 'colony.policy' has no attribute {name!r}")
-    return getattr(import_module(_HOMES[name]), name)
+__getattr__ = lazy_names(__name__, _HOMES)

@@ -42,8 +42,9 @@ platform retries it later.
 
 from __future__ import annotations
 
-from importlib import import_module
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from colony.lazy import lazy_names
 
 if TYPE_CHECKING:  # the real names, for type checkers
     from colony.errors import INTERNAL_MESSAGE
@@ -107,7 +108,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _HOMES:
-        raise AttributeError(f"module 'colony.runtime.edge' has no attribute {name!r}")
-    return getattr(import_module(_HOMES[name]), name)
+__getattr__ = lazy_names(__name__, _HOMES)
