@@ -22,7 +22,8 @@ from colony.flows.approvals.approval_kinds import HELD_TOOLS, edit
 from colony.flows.chat import create_session, tools
 from colony.flows.pipeline import deals
 from colony.local.functions import FunctionServers
-from colony.runtime.auth import mint_local_token, sign_approval_token
+from colony.local.tokens import mint_local_token
+from colony.runtime.auth import sign_approval_token
 from colony.runtime.deps import Deps
 from colony.store import chat_events, connect_factory, fetch_all, fetch_one
 from tests.conftest import APP_ROLE, PgDB

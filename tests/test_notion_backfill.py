@@ -32,8 +32,8 @@ from colony.contracts.events import NotionSyncStep
 from colony.errors import OrgScopeError
 from colony.flows.knowledge import notion_backfill, notion_webhook, notion_workspaces
 from colony.knowledge import KnowledgeStore
+from colony.local.tokens import ensure_local_keys
 from colony.registry.functions import NOTION_REEMBED_QUEUE
-from colony.runtime.auth import ensure_local_keys
 from colony.runtime.deps import Deps, set_deps_for_tests
 from colony.runtime.notion_clients import WorkspaceClients, secret_store
 from colony.settings import Settings
