@@ -28,7 +28,7 @@ import pytest
 
 from colony.adapters.notion import notion_for_token
 from colony.contracts.admin import NotionConnect
-from colony.contracts.events import NotionSyncStep
+from colony.contracts.reembed import NotionSyncStep
 from colony.errors import OrgScopeError
 from colony.flows.knowledge import notion_backfill, notion_webhook, notion_workspaces
 from colony.knowledge import KnowledgeStore

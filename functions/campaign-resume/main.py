@@ -17,7 +17,8 @@ from colony.runtime.edge.invoker import invoker_only
 @http_json(caller=invoker_only("campaign-resume"))  # Cloud Tasks / Scheduler, by OIDC
 def handle(request: JsonRequest) -> dict[str, Any]:
     # lazy: the flows and their task models load on the first request
-    from colony.contracts.events import CampaignResume, Redeliver, SequenceStep
+    from colony.contracts.events import CampaignResume, SequenceStep
+    from colony.contracts.tasks import Redeliver
     from colony.flows.campaigns import campaign
     from colony.flows.outbound import sequences
     from colony.runtime.redelivery import redeliver

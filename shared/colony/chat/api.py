@@ -63,9 +63,7 @@ from colony.flows.approvals.approval_queue import pending_cards, queue_changes
 from colony.flows.chat import (
     check_message,
     create_session,
-    proposed,
     require_session,
-    run_turn,
     today_brief,
     transcript,
 )
@@ -172,6 +170,10 @@ def _script() -> flask.Response:
 
 
 def _turn(deps: FlowDeps, org_id: str, user_id: str, request: JsonRequest) -> flask.Response:
+    # lazy: the turn (hydration, tools, the model stack) loads with the first one; the page
+    # and its views load without it when the instance starts (issue 32 item 4)
+    from colony.flows.chat import run_turn
+
     body = request.parse(TurnRequest)
     message = check_message(deps, body.message)
     if body.session_id is None:
@@ -267,6 +269,9 @@ def _approvals(deps: FlowDeps, org_id: str, user_id: str, request: JsonRequest) 
     body = request.parse(DecisionRequest)
     actor = Actor(user_id, "ui")
     if body.proposal is not None:
+        # lazy: the chat's tools load with the first proposal a person confirms (as the turn)
+        from colony.flows.chat import proposed
+
         p = body.proposal
         if body.edited is not None or not proposed(
             deps, org_id, p.session_id, p.call_id, body.item_id, body.action

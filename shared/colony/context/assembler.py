@@ -53,6 +53,9 @@ TRUSTED_TASK_FIELDS = frozenset(
 
 @dataclass(frozen=True)
 class AssemblyRequest:
+    """What one model call is assembled from: the profile, the org, the retrieved exemplars,
+    the entities, the history and the task."""
+
     profile: str  # "AGT-005", or a pass such as "AGT-006/pass1"
     org_id: str
     run_id: str
@@ -79,6 +82,9 @@ class AssemblyRequest:
 
 @dataclass(frozen=True)
 class AssembledContext:
+    """The assembled call: its bundle and messages, the per-section token account against the
+    budget, what was trimmed, and what the context was built from."""
+
     bundle: AgentContextBundle
     messages: tuple[Message, ...]
     account: dict[str, int]

@@ -43,7 +43,7 @@ from typing import Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from colony.contracts.outputs import MissingData
+from colony.contracts.outputs.common import MissingData
 from colony.deadline import MIN_CALL_SECONDS, time_left
 from colony.errors import (
     DataMissing,

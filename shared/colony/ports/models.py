@@ -41,6 +41,8 @@ Role = Literal["system", "user", "assistant", "tool"]
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
+    """A tool the model asked to run, with its arguments."""
+
     name: str
     arguments: Mapping[str, Any]
     id: str | None = None
@@ -94,6 +96,8 @@ class ModelRequest:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
+    """Tokens in and out of one answer, as the provider counted them."""
+
     tokens_in: int
     tokens_out: int
 

@@ -81,6 +81,9 @@ def tool_arguments(tool_name: str, args: type[BaseModel], arguments: Payload) ->
 
 @dataclass(frozen=True, slots=True)
 class ItemKind:
+    """What an item of one kind allows: its effect's name, its editable fields, the check an
+    edit passes, and whether it can be approved at all."""
+
     effect: str  # what applying an item of this kind did, as the audit log names it
     editable: frozenset[str]  # top-level payload fields a person may replace
     check: Check | None = None  # validates an edited payload

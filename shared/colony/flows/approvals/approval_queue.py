@@ -26,12 +26,12 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from colony.errors import UpstreamError, error_summary
 from colony.flows.approvals import approval_cards
 from colony.flows.approvals.approval_cards import MESSAGE_KINDS
+from colony.flows.approvals.links import signed_link
 from colony.store.approvals import approvals
 
 if TYPE_CHECKING:
@@ -127,18 +127,6 @@ def card(deps: FlowDeps, row: Mapping[str, Any]) -> dict[str, Any]:
     if flags:  # what the detector found behind the draft: the card shows it as a warning
         shown["untrusted_instructions"] = [str(f) for f in flags]
     return shown
-
-
-def signed_link(deps: FlowDeps, name: str) -> dict[str, Any]:
-    """A V4 signed GET URL for object ``name`` in the assets bucket, valid from now for
-    ``COLONY_SIGNED_URL_TTL_SECONDS``, with its expiry."""
-    ttl = deps.settings.signed_url_ttl_seconds
-    now = deps.clock()
-    return {
-        "url": deps.blobs.signed_url(name, ttl),
-        "expires_at": (now + timedelta(seconds=ttl)).isoformat(),
-        "expires_in_seconds": ttl,
-    }
 
 
 def _kit_link(deps: FlowDeps, row: Mapping[str, Any]) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from colony.contracts import HandoffEnvelope
+from colony.contracts.outputs.campaigns import ProspectEnrichment
 from colony.flows.campaigns.campaign import handoff, step_key
 from colony.flows.campaigns.specialist import assembly_request, handle_handoff, load_contact
 from colony.flows.deps import FlowDeps
@@ -34,7 +35,7 @@ def _enrich(
     def compute() -> dict[str, Any]:
         request = assembly_request(deps, org, run_id, "AGT-003", envelope, {"contact": contact}, {})
         result = call_agent(deps.llm, request)
-        assert result.output is not None
+        assert isinstance(result.output, ProspectEnrichment)
         output = result.output.model_dump(mode="json")
         output["signals"], dropped = grounded(output.get("signals") or [], request.entities)
         deps.llm.annotate(result.call_id, quotes_dropped=dropped)  # on the call's trace
