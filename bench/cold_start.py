@@ -20,11 +20,15 @@ times, cumulative, each over hello-world's import as a ratio:
   it), a Pub/Sub function's push decoded (pydantic and the event models), the composition
   root (``deps(parts)`` as ``main.py`` names it: settings, the pool and its TLS context, the
   transport, the builders of the function's parts), and every module ``main.py`` imports
-  inside its functions (read from its source: the flows its requests load on first use; a
-  function whose requests load different flows, data-lifecycle's tasks or delivery-events'
-  two paths, is charged for all of them at once). This is the number the issue's target
-  judges (``with_flows_ratio`` at most 2). The chat function's first request is its page
-  (its routes load when the instance starts); a first turn adds the model below.
+  inside its functions on the path the request takes (read from its source: the flows its
+  requests load on first use). A handler whose requests take different paths (an ``if``
+  that returns: data-lifecycle's tasks, delivery-events' webhook and unsubscribe page) is
+  measured once per path and charged its costliest (``paths`` counts them): a first request
+  takes one path, and the union of all of them is no request at all. This is the number
+  the issue's target judges (``with_flows_ratio`` at most 2). The chat function's first
+  request is its page (its routes load when the instance starts; its composition builds
+  the model, the Knowledge Core and the appliers when a turn or a decision first uses
+  them); a first turn adds the model below.
 - ``with_vendors_ms``: that plus the vendors' clients a first request builds when it calls
   them: Sentry initialised (every deployment sets ``SENTRY_DSN``) and each part the function
   is composed with (the model client, traced by Langfuse where the registry grants its keys;
@@ -154,27 +158,65 @@ def production_env(name: str, secrets: tuple[str, ...]) -> dict[str, str]:
     return env
 
 
-def handler_imports(main: Path) -> list[str]:
-    """What ``main.py`` imports inside its functions: the flows its requests load."""
+def _ends(body: list[ast.stmt]) -> bool:
+    return bool(body) and isinstance(body[-1], ast.Return | ast.Raise)
+
+
+def request_paths(main: Path) -> list[list[str]]:
+    """What ``main.py`` imports inside its functions, per path a request can take through its
+    handler: the flows each path loads.
+
+    The handler's statements are read in order; an ``if`` whose body returns or raises is a
+    path of its own (what was imported before it, and its body's imports, with those of the
+    helpers of ``main.py`` it calls); the rest falls through to the next. Imports anywhere
+    else (a loop, a ``with``, a branch that does not end) count on every path from there."""
     sys.path.insert(0, str(REPO / "shared"))
     from colony.deploy.imports import imported_names
 
     tree = ast.parse(main.read_text(), str(main))
-    functions = [n for n in tree.body if isinstance(n, ast.FunctionDef)]
-    return sorted({x for f in functions for x in imported_names(f, "main", strings=False)})
+    helpers = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+
+    def loads(node: ast.AST, seen: frozenset[str] = frozenset()) -> set[str]:
+        found = set(imported_names(node, "main", strings=False))
+        for call in ast.walk(node):
+            name = getattr(getattr(call, "func", None), "id", None)
+            if isinstance(call, ast.Call) and name in helpers and name not in seen:
+                found |= loads(helpers[name], seen | {name})
+        return found
+
+    paths: list[set[str]] = []
+    handlers = [f for f in helpers.values() if f.decorator_list]  # functions_framework's
+    for handler in handlers:
+        common: set[str] = set()
+        for stmt in handler.body:
+            if isinstance(stmt, ast.If) and _ends(stmt.body):
+                paths.append(common | loads(ast.Module(body=stmt.body, type_ignores=[])))
+                common |= loads(ast.Module(body=stmt.orelse, type_ignores=[]))
+            else:
+                common |= loads(stmt)
+            if isinstance(stmt, ast.Return | ast.Raise):
+                break
+        paths.append(common)
+    # a path that loads a part of what another loads cannot cost more: measure the others
+    distinct = list(dict.fromkeys(frozenset(p) for p in paths))
+    return [sorted(p) for p in distinct if not any(p < q for q in distinct)] or [[]]
 
 
-def plan(directory: Path) -> tuple[dict[str, object], dict[str, str]]:
-    """What the probe runs for the function in ``directory``, and its environment."""
+def plan(directory: Path) -> tuple[list[dict[str, object]], dict[str, str]]:
+    """What the probe runs for the function in ``directory``, one plan per request path,
+    and its environment."""
     from colony.registry.functions import FUNCTIONS
 
     spec = FUNCTIONS[directory.name]
-    steps = {
-        "name": spec.name,
-        "public": spec.public,
-        "pubsub": spec.trigger == "pubsub",
-        "flows": handler_imports(directory / "main.py"),
-    }
+    steps = [
+        {
+            "name": spec.name,
+            "public": spec.public,
+            "pubsub": spec.trigger == "pubsub",
+            "flows": flows,
+        }
+        for flows in request_paths(directory / "main.py")
+    ]
     return steps, production_env(spec.name, spec.secrets)
 
 
@@ -275,17 +317,24 @@ def main() -> None:
         hello_python = bundle_python(hello_dir, args.venvs.resolve())
         hello_ms: list[float] = []
         bare = {"PATH": os.environ.get("PATH", "")}
-        times: dict[str, list[tuple[float, ...]]] = {n: [] for n in names}
+        # per function, per request path, the runs' times
+        times: dict[str, list[list[tuple[float, ...]]]] = {
+            n: [[] for _ in plans[n][0]] for n in names
+        }
         for _ in range(args.runs):
             hello_ms.append(probe(hello_python, hello, {}, bare)[0])
             for name in names:
                 main_py = args.bundles / name / "main.py"
-                times[name].append(probe(pythons[name], main_py, *plans[name]))
+                steps, env = plans[name]
+                for path, step in zip(times[name], steps, strict=True):
+                    path.append(probe(pythons[name], main_py, step, env))
         hello_mb = bundle_bytes(hello_dir) / 2**20
     base = statistics.median(hello_ms)
 
     def measured(name: str) -> dict[str, float]:
-        module, first, vendors = (statistics.median(x) for x in zip(*times[name], strict=True))
+        # the costliest path's medians: a first request takes one path, and may take that one
+        medians = [tuple(statistics.median(x) for x in zip(*p, strict=True)) for p in times[name]]
+        module, first, vendors = max(medians, key=lambda m: m[1])
         return {
             "import_ms": round(module, 1),
             "ratio": round(module / base, 3),
@@ -294,6 +343,7 @@ def main() -> None:
             "with_vendors_ms": round(vendors, 1),
             "with_vendors_ratio": round(vendors / base, 3),
             "installed_mb": round(bundle_bytes(args.bundles / name) / 2**20, 1),
+            "paths": len(medians),
         }
 
     report = {name: measured(name) for name in names}

@@ -1,0 +1,76 @@
+"""``bench/cold_start.py``'s request paths: what a first request through each branch of a
+function's handler imports (the bench charges the costliest; it runs over built bundles, so
+only its reading of ``main.py`` is tested here)."""
+
+from __future__ import annotations
+
+import runpy
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+BENCH = REPO / "bench" / "cold_start.py"
+
+
+def request_paths(main: Path) -> list[list[str]]:
+    found: Callable[[Path], Any] = runpy.run_path(str(BENCH))["request_paths"]
+    return list(found(main))
+
+
+MAIN = """
+import functions_framework
+
+
+@functions_framework.http
+def handle(request):
+    from colony.a import always
+    if request.path == "/x":
+        from colony.x import x
+        return _helper(x)
+    for _ in range(2):
+        from colony.loop import looped
+    if request.path == "/y":
+        from colony.y import y
+        return y
+    if request.path == "/quiet":  # does not end: what it imports counts from here on
+        from colony.maybe import maybe
+    from colony.rest import rest
+    return rest
+
+
+def _helper(value):
+    from colony.helper import helped
+    return helped(value)
+"""
+
+
+def test_each_branch_that_returns_is_a_path_with_what_came_before(tmp_path: Path) -> None:
+    main = tmp_path / "main.py"
+    main.write_text(textwrap.dedent(MAIN))
+    assert request_paths(main) == [
+        ["colony.a.always", "colony.helper.helped", "colony.x.x"],
+        ["colony.a.always", "colony.loop.looped", "colony.y.y"],
+        ["colony.a.always", "colony.loop.looped", "colony.maybe.maybe", "colony.rest.rest"],
+    ]
+
+
+def test_a_path_inside_another_is_not_measured_twice(tmp_path: Path) -> None:
+    main = tmp_path / "main.py"
+    main.write_text(
+        "import functions_framework\n\n\n@functions_framework.http\ndef handle(request):\n"
+        "    from colony.a import a\n    if request.path == '/':\n        return a\n"
+        "    if request.method != 'POST':\n        raise ValueError\n"
+        "    from colony.b import b\n    return b\n"
+    )
+    assert request_paths(main) == [["colony.a.a", "colony.b.b"]]
+
+
+def test_the_data_lifecycle_tasks_are_measured_one_by_one() -> None:
+    paths = request_paths(REPO / "functions" / "data-lifecycle" / "main.py")
+    common = {"colony.contracts.lifecycle.LifecycleBody", "colony.runtime.auth.verify_google_oidc"}
+    assert len(paths) == 5 and all(common <= set(p) for p in paths)
+    erasure = next(p for p in paths if "colony.flows.tenants.erasure" in p)
+    assert "colony.adapters.drive.drive_from_settings" in erasure  # through its helper
+    assert sum("colony.flows.tenants.schedules" in p for p in paths) == 1
