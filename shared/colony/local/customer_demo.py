@@ -18,6 +18,7 @@ import csv
 import io
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -135,8 +136,8 @@ def run_new_customer_demo(
             f" anti-ICP rule), {len(library['sequences'])} sequence of {steps} steps,"
             f" settings (competitors: {', '.join(HARBOR['settings']['competitors'])})"
         )
-        job, errors = _import(admin, http, base, say, timeout)
-        backfill = _notion(admin, base, say, timeout)
+        job, errors = _import(admin, http, base, say, timeout, demo.servers.check)
+        backfill = _notion(admin, base, say, timeout, demo.servers.check)
     chunks = _count(demo, org_id, "SELECT count(*) AS n FROM kc_chunks WHERE source = 'notion'")
     say(
         f"  backfill {backfill['status']}: {backfill['pages_seen']} pages seen,"
@@ -162,7 +163,12 @@ def _clerk_created(http: httpx.Client, url: str, secret: str) -> dict[str, Any]:
 
 
 def _import(
-    admin: AdminApi, http: httpx.Client, base: str, say: Any, timeout: float
+    admin: AdminApi,
+    http: httpx.Client,
+    base: str,
+    say: Any,
+    timeout: float,
+    alive: Callable[[], object],
 ) -> tuple[dict[str, Any], list[dict[str, str]]]:
     data = prospects_csv()
     declare = {"kind": "prospects", "format": "csv", "filename": "harbor-crm.csv"}
@@ -185,7 +191,7 @@ def _import(
             say(f"    {shown['status']}: {shown.get('rows_done') or 0} rows done")
         return shown if shown["status"] in ("completed", "failed") else None
 
-    done: dict[str, Any] = wait_until("the import job", finished, timeout)
+    done: dict[str, Any] = wait_until("the import job", finished, timeout, alive=alive)
     report = admin("GET", f"{base}/imports/{job['id']}/errors.csv").text
     errors = list(csv.DictReader(io.StringIO(report)))
     say(
@@ -200,7 +206,9 @@ def _import(
     return done, errors
 
 
-def _notion(admin: AdminApi, base: str, say: Any, timeout: float) -> dict[str, Any]:
+def _notion(
+    admin: AdminApi, base: str, say: Any, timeout: float, alive: Callable[[], object]
+) -> dict[str, Any]:
     notion = HARBOR["notion"]
     body = {"workspace_id": notion["workspace_id"], "token": NOTION_TOKEN}
     connected = admin("POST", f"{base}/notion", json={**body, "domains": notion["databases"]})
@@ -215,7 +223,7 @@ def _notion(admin: AdminApi, base: str, say: Any, timeout: float) -> dict[str, A
         sync = next((s for s in syncs if s["id"] == sync_id), None)
         return sync if sync and sync["status"] in ("done", "failed") else None
 
-    return dict(wait_until("the Notion backfill", done, timeout))
+    return dict(wait_until("the Notion backfill", done, timeout, alive=alive))
 
 
 def _campaign(demo: DemoContext, org_id: str, timeout: float) -> tuple[dict[str, Any], int]:
@@ -242,7 +250,7 @@ def _campaign(demo: DemoContext, org_id: str, timeout: float) -> tuple[dict[str,
         run_id = campaign.launch(deps, org_id, campaign_id)
         demo.say(f"  campaign launched as {run_id} over its {len(ids)} imported prospects…")
         started = time.perf_counter()
-        run = dict(wait_for_run(db, org_id, run_id, len(ids), timeout))
+        run = dict(wait_for_run(db, org_id, run_id, len(ids), timeout, alive=demo.servers.check))
     finally:
         transport.close()
     with db.transaction(org_id) as cur:
