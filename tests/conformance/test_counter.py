@@ -28,6 +28,7 @@ from colony.context.tokens import GeminiTokenCounter, counter_for
 from colony.errors import ProviderError
 from colony.ports import Counter
 from colony.testing.wire import WireServer
+from tests.conformance.exercise import exercised
 
 TEXTS = ["one", "Mercy Ridge runs 40 clinics.", "Ünïcode ✓ and emoji 🚀", "word " * 200]
 SECRET = "PROMPT-SECRET-51c0"
@@ -56,10 +57,13 @@ def counter(request: pytest.FixtureRequest) -> Iterator[Any]:
 def test_it_is_a_counter_with_a_label_that_owns_up_to_estimates(
     counter: Any, request: pytest.FixtureRequest
 ) -> None:
-    assert isinstance(counter, Counter)
-    assert isinstance(counter.label, str) and counter.label
     estimate = request.node.callspec.params["counter"] == "tiktoken-estimate"
-    assert ("estimate" in counter.label) is estimate
+    with exercised(Counter, counter) as it:
+        assert isinstance(it.label, str) and it.label
+        assert ("estimate" in it.label) is estimate
+        # three words: three tokens for o200k and for the stand-in's one-per-word countTokens
+        assert it.count("one two three") == 3
+        assert it.count("") == 0
 
 
 def test_empty_text_is_no_tokens_and_words_are_some(counter: Any) -> None:

@@ -23,7 +23,7 @@ from colony.contracts import IcpDefinition, OrgContext
 from colony.flows.chat import history
 from colony.flows.chat.turn_io import AGENT, Rows, TurnIO, compact_json
 from colony.llm.agent_call import call_agent
-from colony.observability.tracing import deferred_records
+from colony.observability.call_records import deferred_records
 from colony.store import orgdata
 from colony.store.approvals import approvals
 
