@@ -60,7 +60,9 @@ class ProposeDecisionArgs(Strict):
 class OrchestratorReply(Strict):
     """The orchestrator's answer when it calls no tool (contract ``orchestrator_reply``)."""
 
-    answer: str = Field(min_length=1, max_length=4000)
+    answer: str = Field(
+        min_length=1, max_length=4000, description="What you say to the person, in plain text."
+    )
 
 
 class LaunchCampaignArgs(Strict):

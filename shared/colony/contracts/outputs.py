@@ -33,17 +33,25 @@ SignalType = Literal[
 class MissingData(Strict):
     """CONST-004: a required field is absent; never a guessed value."""
 
-    kind: Literal["missing_data"] = "missing_data"
-    missing_fields: list[Name] = Field(min_length=1, max_length=20)
-    reason: str = Field(min_length=1, max_length=500)
+    kind: Literal["missing_data"] = Field(
+        default="missing_data", description="Always missing_data: this is not the answer."
+    )
+    missing_fields: list[Name] = Field(
+        min_length=1, max_length=20, description="The fields the data lacks, by name."
+    )
+    reason: str = Field(
+        min_length=1, max_length=500, description="Why the answer cannot be given without them."
+    )
 
 
 class DimensionScores(Strict):
-    size: int = Field(ge=0, le=100)
-    vertical: int = Field(ge=0, le=100)
-    tech_stack: int = Field(ge=0, le=100)
-    signals: int = Field(ge=0, le=100)
-    timing: int = Field(ge=0, le=100)
+    """The ICP rubric's dimensions, each scored on its own."""
+
+    size: int = Field(ge=0, le=100, description="Fit of the company's size.")
+    vertical: int = Field(ge=0, le=100, description="Fit of the company's vertical.")
+    tech_stack: int = Field(ge=0, le=100, description="Fit of the tools it runs.")
+    signals: int = Field(ge=0, le=100, description="Strength of its buying signals.")
+    timing: int = Field(ge=0, le=100, description="How ready it is to buy now.")
 
 
 class QualificationScore(Strict):
@@ -52,11 +60,17 @@ class QualificationScore(Strict):
     decides them from the org's bands; a ``recommendation`` the model adds is kept only as
     its view."""
 
-    total_score: int = Field(ge=0, le=100)
+    total_score: int = Field(ge=0, le=100, description="0 when any disqualifier matched.")
     dimension_scores: DimensionScores
-    disqualifiers: list[Name] = Field(default_factory=list, max_length=10)
-    recommendation: Literal["qualify", "hold", "disqualify"] | None = None
-    reasoning: str = Field(min_length=1, max_length=400)
+    disqualifiers: list[Name] = Field(
+        default_factory=list, max_length=10, description="The ids of the anti-ICP rules matched."
+    )
+    recommendation: Literal["qualify", "hold", "disqualify"] | None = Field(
+        default=None, description="Your view only: the org's policy decides."
+    )
+    reasoning: str = Field(
+        min_length=1, max_length=400, description="Why, in at most two sentences."
+    )
 
     @model_validator(mode="after")
     def _disqualified_means_zero(self) -> QualificationScore:
@@ -69,9 +83,17 @@ class QualificationScore(Strict):
 class ProspectEnrichment(Strict):
     """AGT-003: the enrichment an agent may add, each signal grounded in the raw data."""
 
-    summary: str = Field(min_length=1, max_length=600)
-    signals: list[ProspectSignal] = Field(default_factory=list, max_length=10)
-    persona: str | None = Field(default=None, max_length=120)
+    summary: str = Field(
+        min_length=1, max_length=600, description="The prospect, for the sales team."
+    )
+    signals: list[ProspectSignal] = Field(
+        default_factory=list,
+        max_length=10,
+        description="Only the buying signals the contact's data states; none is fine.",
+    )
+    persona: str | None = Field(
+        default=None, max_length=120, description="The contact's role, as a buyer persona."
+    )
 
 
 class ProspectSignal(Strict):
@@ -83,107 +105,139 @@ class ProspectSignal(Strict):
         "lease_expiry",
         "consolidation",
         "tech_adoption",
-    ]
-    detail: str = Field(min_length=1, max_length=400)
+    ] = Field(description="The kind of signal.")
+    detail: str = Field(min_length=1, max_length=400, description="The signal, in one sentence.")
     # Provenance (issue 19 item 1): the words of the contact's data the signal rests on, where they
     # were read (``signals[2]``, ``enrichment.recent_news``) and how sure the model is. Stored per
     # contact (``colony.store.campaigns.signals``); a quote defaults to the detail.
-    quote: str | None = Field(default=None, min_length=1, max_length=400)
-    source: str = Field(default="contact", min_length=1, max_length=120)
-    confidence: float = Field(default=0.5, ge=0, le=1)
-    observed_on: date | None = None
+    quote: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=400,
+        description="The words of the contact's data the signal rests on, copied verbatim.",
+    )
+    source: str = Field(
+        default="contact",
+        min_length=1,
+        max_length=120,
+        description="Where the quote was read, e.g. enrichment.recent_news.",
+    )
+    confidence: float = Field(default=0.5, ge=0, le=1, description="How sure you are.")
+    observed_on: date | None = Field(
+        default=None, description="The day the data says it happened; null when it does not."
+    )
 
 
 class OutboundMessage(Strict):
     """AGT-005 (seed §5.2)."""
 
-    subject: str = Field(min_length=1, max_length=120)
-    body: str = Field(min_length=1, max_length=2000)
-    angle_used: OutboundAngle
-    signal_referenced: str = Field(min_length=1, max_length=400)
+    subject: str = Field(min_length=1, max_length=120, description="At most 8 words.")
+    body: str = Field(min_length=1, max_length=2000, description="The message, in sentences.")
+    angle_used: OutboundAngle = Field(description="The campaign's angle.")
+    signal_referenced: str = Field(
+        min_length=1,
+        max_length=400,
+        description="The detail of the one signal the body references, copied from the signals.",
+    )
 
 
 class CallSignal(Strict):
     """AGT-006 pass 1: one signal with its verbatim quote."""
 
-    type: SignalType
-    quote: str = Field(min_length=1, max_length=1000)
-    confidence: float = Field(ge=0.0, le=1.0)
+    type: SignalType = Field(description="The kind of signal.")
+    quote: str = Field(
+        min_length=1, max_length=1000, description="The transcript's words, copied verbatim."
+    )
+    confidence: float = Field(ge=0.0, le=1.0, description="How sure you are.")
 
 
 class CallSignals(Strict):
     """AGT-006 pass 1 output (the seed's JSON array, wrapped in an object for schemas)."""
 
-    signals: list[CallSignal] = Field(default_factory=list, max_length=30)
+    signals: list[CallSignal] = Field(
+        default_factory=list, max_length=30, description="The signals the transcript states."
+    )
 
 
 class CrmFieldUpdates(Strict):
     deal_stage: (
         Literal["discovery", "demo", "proposal", "negotiation", "closed_won", "closed_lost"] | None
-    ) = None
-    next_action: str | None = Field(default=None, max_length=300)
-    close_date: date | None = None
+    ) = Field(default=None, description="The stage the call moved the deal to; null: unchanged.")
+    next_action: str | None = Field(
+        default=None, max_length=300, description="The next step agreed; null: none."
+    )
+    close_date: date | None = Field(default=None, description="The close date agreed; null: none.")
 
 
 class KcUpdateCandidate(Strict):
     """Seed §6.4: proposed new knowledge, always routed through approval."""
 
-    kind: Literal["kc_update_candidate"] = "kc_update_candidate"
-    domain: KcDomainId
-    content: str = Field(min_length=1, max_length=4000)
-    confidence: float = Field(ge=0.0, le=1.0)
+    kind: Literal["kc_update_candidate"] = Field(
+        default="kc_update_candidate", description="Always kc_update_candidate."
+    )
+    domain: KcDomainId = Field(description="The Knowledge Core domain it belongs in.")
+    content: str = Field(min_length=1, max_length=4000, description="The knowledge itself.")
+    confidence: float = Field(ge=0.0, le=1.0, description="How sure you are.")
 
 
 class CallKnowledge(KcUpdateCandidate):
     """A KC update candidate drawn from a call: a quote (at most 1,000 characters) with its
     context, so twenty of them still fit one answer's output cap."""
 
-    content: str = Field(min_length=1, max_length=1500)
+    content: str = Field(
+        min_length=1, max_length=1500, description="A quote of the call, with its context."
+    )
 
 
 class CallSummary(Strict):
     """AGT-006 pass 2: executive summary, CRM field updates, KC update candidates."""
 
-    executive_summary: str = Field(min_length=1, max_length=1500)
+    executive_summary: str = Field(min_length=1, max_length=1500, description="The call.")
     crm_updates: CrmFieldUpdates
-    kc_updates: list[CallKnowledge] = Field(default_factory=list, max_length=20)
+    kc_updates: list[CallKnowledge] = Field(
+        default_factory=list, max_length=20, description="Knowledge worth keeping."
+    )
 
 
 class FollowUpDraft(Strict):
     """AGT-007: the post-call follow-up email."""
 
-    subject: str = Field(min_length=1, max_length=120)
-    body: str = Field(min_length=1, max_length=3000)
+    subject: str = Field(min_length=1, max_length=120, description="The email's subject.")
+    body: str = Field(min_length=1, max_length=3000, description="The email.")
 
 
 class ContentPiece(Strict):
     """AGT-008."""
 
-    title: str = Field(min_length=1, max_length=200)
-    format: Literal["linkedin_post", "blog_post", "one_pager", "email_newsletter"]
-    body: str = Field(min_length=1, max_length=8000)
+    title: str = Field(min_length=1, max_length=200, description="The piece's title.")
+    format: Literal["linkedin_post", "blog_post", "one_pager", "email_newsletter"] = Field(
+        description="The format asked for."
+    )
+    body: str = Field(min_length=1, max_length=8000, description="The piece.")
 
 
 class DeploymentKit(Strict):
     """AGT-009: the deployment kit document's content (rendered to GCS elsewhere)."""
 
-    title: str = Field(min_length=1, max_length=200)
-    sections: list[KitSection] = Field(min_length=1, max_length=8)
+    title: str = Field(min_length=1, max_length=200, description="The kit's title.")
+    sections: list[KitSection] = Field(
+        min_length=1, max_length=8, description="The kit, section by section."
+    )
 
 
 class KitSection(Strict):
-    heading: str = Field(min_length=1, max_length=200)
-    body: str = Field(min_length=1, max_length=4000)
+    heading: str = Field(min_length=1, max_length=200, description="The section's heading.")
+    body: str = Field(min_length=1, max_length=4000, description="The section.")
 
 
 class DailyBrief(Strict):
     """AGT-010 (seed §5.5): five sections, ≤250 words in all."""
 
-    pipeline: str = Field(min_length=1, max_length=1500)
-    alerts: str = Field(min_length=1, max_length=1500)
-    queue: str = Field(min_length=1, max_length=1500)
-    yesterday: str = Field(min_length=1, max_length=1500)
-    todays_priorities: str = Field(min_length=1, max_length=1500)
+    pipeline: str = Field(min_length=1, max_length=1500, description="The pipeline now.")
+    alerts: str = Field(min_length=1, max_length=1500, description="What needs attention.")
+    queue: str = Field(min_length=1, max_length=1500, description="The approval queue.")
+    yesterday: str = Field(min_length=1, max_length=1500, description="What happened.")
+    todays_priorities: str = Field(min_length=1, max_length=1500, description="What to do today.")
 
     @model_validator(mode="after")
     def _at_most_250_words(self) -> DailyBrief:
@@ -196,10 +250,18 @@ class DailyBrief(Strict):
 class ConversationSummary(Strict):
     """AGT-001 history compaction (seed §6.3)."""
 
-    decisions: list[Note] = Field(default_factory=list, max_length=10)
-    entity_ids: list[Name] = Field(default_factory=list, max_length=20)
-    pending_items: list[Note] = Field(default_factory=list, max_length=10)
-    user_preferences: list[Note] = Field(default_factory=list, max_length=10)
+    decisions: list[Note] = Field(
+        default_factory=list, max_length=10, description="What was decided."
+    )
+    entity_ids: list[Name] = Field(
+        default_factory=list, max_length=20, description="The ids of what was discussed."
+    )
+    pending_items: list[Note] = Field(
+        default_factory=list, max_length=10, description="What is still open."
+    )
+    user_preferences: list[Note] = Field(
+        default_factory=list, max_length=10, description="How the person likes to work."
+    )
 
 
 ProspectEnrichment.model_rebuild()

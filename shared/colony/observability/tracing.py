@@ -31,7 +31,7 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
 from colony.adapters.text_stream import replay
-from colony.errors import error_summary
+from colony.errors import ProviderTimeout, error_summary
 from colony.observability.call_records import CallRecorder
 from colony.observability.telemetry import register_flush, unregister_flush
 from colony.observability.trace_schema import check_context, check_record
@@ -288,8 +288,9 @@ def tracer_from_settings(settings: Settings, *, capture_content: bool = False) -
 class TracedChatModel:
     """A ``ChatModel`` that traces and records every call of the one it wraps.
 
-    Errors from the inner model propagate unchanged; only successful calls (the ones with
-    real token usage) are recorded in ``llm_calls``. A recorder failure propagates too: the
+    Errors from the inner model propagate unchanged. Successful calls are recorded in
+    ``llm_calls`` with the provider's usage, and so is a call that timed out (its prompt was
+    sent, maybe billed: ``CallContext.timed_out``); a recorder failure propagates too: the
     record is the system of record for usage. A request whose trace ids break the trace
     schema is refused before the inner model is called. ``clock`` times each call (seconds).
     """
@@ -327,6 +328,9 @@ class TracedChatModel:
                 response = call(request)
             except Exception as error:
                 generation.fail(error_summary(error))
+                if self._recorder is not None and isinstance(error, ProviderTimeout):
+                    elapsed = (self._clock() - started) * 1000.0
+                    self._recorder.record(check_record(context.timed_out(request, elapsed)))
                 raise
             latency_ms = (self._clock() - started) * 1000.0
             record = check_record(context.record(response, request, latency_ms))

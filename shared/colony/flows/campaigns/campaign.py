@@ -205,14 +205,24 @@ def resume(deps: FlowDeps, event: CampaignResume, event_id: str) -> dict[str, An
     return {"campaign_id": event.campaign_id, "resumed_runs": runs, "redispatched": redispatched}
 
 
-def contact_done(deps: FlowDeps, org: str, run_id: str, contact_id: str, outcome: str) -> None:
-    """Count a contact's chain as finished, once; completes the run with its last contact."""
+def contact_done(
+    deps: FlowDeps,
+    org: str,
+    run_id: str,
+    contact_id: str,
+    outcome: str,
+    *,
+    reason: str | None = None,
+) -> None:
+    """Count a contact's chain as finished, once, with its ``outcome`` (and, for one given
+    up on, the ``reason``); completes the run with its last contact."""
+    done = {"outcome": outcome, **({"reason": reason} if reason else {})}
     step(
         deps.db,
         org,
         run_id,
         done_key(contact_id),
-        lambda: {"outcome": outcome},
+        lambda: done,
         lambda cur, _: campaigns.contact_done(cur, run_id),
     )
 
