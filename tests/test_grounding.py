@@ -101,24 +101,57 @@ def test_a_quote_the_transcript_lacks_is_dropped_and_counted(world) -> None:
 
 @pytest.mark.covers("AGT-003", "CONST-004")
 def test_agt003_quotes_are_checked_against_the_contact_data_it_was_given() -> None:
-    """The source is every text value of the entities AGT-003 was given (nested ones too),
-    whitespace normalised; a signal without a quote keeps its detail as its word."""
-    entities = {
-        "contact": {
-            "name": "Dana Reyes",
-            "enrichment": {"recent_news": "Opened a second\n   clinic in Austin."},
-            "signals": [{"detail": "Hiring three facility managers"}],
-        }
+    """A quote names its source: the contact as imported (every text value, nested ones too,
+    whitespace normalised; never a field this system wrote: its score, its earlier summary),
+    or a stored page's passage by its ref, whose quote must be in that passage and whose
+    signal then names the page's URL and the passage's date. A quote of fewer than three
+    words, or no quote at all, is not one."""
+    contact = {
+        "name": "Dana Reyes",
+        "icp_recommendation": "disqualify for now",
+        "enrichment": {
+            "recent_news": "Opened a second\n   clinic in Austin.",
+            "summary": "Dana Reyes runs a growing clinic network.",
+        },
+        "signals": [{"detail": "Hiring three facility managers"}],
     }
+    passages = [
+        {
+            "ref": "S1",
+            "url": "https://reyes.example/news/funding",
+            "published": "2026-10-01",
+            "fetched": "2026-11-30",
+            "text": "Reyes Health raised $40M in a Series C to open two clinics.",
+        }
+    ]
     found = [
         {"type": "hiring", "detail": "hiring", "quote": "Hiring three facility managers"},
         {"type": "expansion", "detail": "a clinic", "quote": "Opened a second clinic in Austin."},
-        {"type": "funding", "detail": "raised", "quote": "Raised $40M in a Series C."},
-        {"type": "tech_adoption", "detail": "moved to a new CAFM"},
+        {
+            "type": "funding",
+            "detail": "raised",
+            "quote": "raised $40M in a Series C",
+            "source": "S1",
+            "observed_on": "2020-01-01",
+        },
+        {"type": "funding", "detail": "raised", "quote": "Raised $40M in a Series C."},  # nowhere
+        {
+            "type": "funding",
+            "detail": "raised",
+            "quote": "raised $40M in a Series C",
+            "source": "S9",
+        },  # no such passage, and not the contact's words
+        {"type": "expansion", "detail": "growing", "quote": "runs a growing clinic network"},
+        {"type": "leadership_change", "detail": "x", "quote": "disqualify for now"},
+        {"type": "expansion", "detail": "x", "quote": "Austin."},  # one word
+        {"type": "tech_adoption", "detail": "moved to a new CAFM"},  # no quote
     ]
-    kept, dropped = enrichment.grounded(found, entities)
-    assert [s["type"] for s in kept] == ["hiring", "expansion", "tech_adoption"]
-    assert dropped == 1
+    kept, dropped = enrichment.grounded(found, contact, passages)
+    assert [s["type"] for s in kept] == ["hiring", "expansion", "funding"]
+    assert dropped == 6
+    web = kept[2]
+    assert web["source"] == "https://reyes.example/news/funding"
+    assert web["observed_on"] == "2026-10-01"  # the passage's date, not the model's
 
 
 def _set_competitors(deps: Any, names: list[str]) -> None:

@@ -81,7 +81,8 @@ class QualificationScore(Strict):
 
 
 class ProspectEnrichment(Strict):
-    """AGT-003: the enrichment an agent may add, each signal grounded in the raw data."""
+    """AGT-003: the enrichment an agent may add, each signal and fact grounded in the raw
+    data or a stored page (its quote verbatim, its source named)."""
 
     summary: str = Field(
         min_length=1, max_length=600, description="The prospect, for the sales team."
@@ -89,10 +90,40 @@ class ProspectEnrichment(Strict):
     signals: list[ProspectSignal] = Field(
         default_factory=list,
         max_length=10,
-        description="Only the buying signals the contact's data states; none is fine.",
+        description="Only the buying signals the contact's data or sources state; none is fine.",
     )
     persona: str | None = Field(
         default=None, max_length=120, description="The contact's role, as a buyer persona."
+    )
+    facts: list[CompanyFact] = Field(
+        default_factory=list,
+        max_length=6,
+        description=(
+            "What the sources state about the company that the contact's data lacks; none is fine."
+        ),
+    )
+
+
+class CompanyFact(Strict):
+    """A firmographic fact a stored page states (issue 33): what AGT-004's rubric reads
+    (size, vertical, offices, tech stack) for a prospect imported without them. ``value`` is
+    the ICP's own label for ``vertical`` and ``tech_stack``, a number for the counts."""
+
+    field: Literal["employee_count", "office_count", "vertical", "tech_stack"] = Field(
+        description="Which fact: a count, the vertical or a technology."
+    )
+    value: str = Field(
+        min_length=1,
+        max_length=80,
+        description="Digits for a count; a label from icp_vocabulary, exactly, otherwise.",
+    )
+    quote: str = Field(
+        min_length=1,
+        max_length=300,
+        description="The sentence that states it, copied word for word from the passage.",
+    )
+    source: str = Field(
+        min_length=1, max_length=120, description="The ref of the passage quoted (e.g. S2)."
     )
 
 
@@ -107,20 +138,22 @@ class ProspectSignal(Strict):
         "tech_adoption",
     ] = Field(description="The kind of signal.")
     detail: str = Field(min_length=1, max_length=400, description="The signal, in one sentence.")
-    # Provenance (issue 19 item 1): the words of the contact's data the signal rests on, where they
-    # were read (``signals[2]``, ``enrichment.recent_news``) and how sure the model is. Stored per
-    # contact (``colony.store.campaigns.signals``); a quote defaults to the detail.
+    # Provenance (issue 19 item 1; issue 33): the words the signal rests on, where they were
+    # read (a contact field such as ``enrichment.recent_news``, or a stored page's passage by
+    # its ref, ``S2``) and how sure the model is. Stored per contact
+    # (``colony.store.campaigns.signals``) with a passage's ref resolved to its page's URL; a
+    # signal without a quote of three words or more is dropped.
     quote: str | None = Field(
         default=None,
         min_length=1,
         max_length=400,
-        description="The words of the contact's data the signal rests on, copied verbatim.",
+        description="The words the signal rests on, copied word for word from its source.",
     )
     source: str = Field(
         default="contact",
         min_length=1,
         max_length=120,
-        description="Where the quote was read, e.g. enrichment.recent_news.",
+        description="Where the quote was read: a passage ref (S2) or a contact field.",
     )
     confidence: float = Field(default=0.5, ge=0, le=1, description="How sure you are.")
     observed_on: date | None = Field(

@@ -17,7 +17,7 @@ from colony.store import Database
 if TYPE_CHECKING:
     from colony.knowledge import KnowledgeStore
     from colony.llm.agent_call import LlmDeps
-    from colony.ports import BlobStore, Clock, ReceivedMail, Sender, Transport
+    from colony.ports import BlobStore, Clock, ReceivedMail, Sender, Transport, WebFetcher
 
 
 class FlowDeps(Protocol):
@@ -43,6 +43,8 @@ class FlowDeps(Protocol):
     def sender(self) -> Sender: ...
     @property
     def inbound(self) -> ReceivedMail | None: ...
+    @property
+    def web(self) -> WebFetcher: ...
 
     def applier(self, kind: str) -> Applier | None:
         """What approving an item of ``kind`` does (None: nothing beyond the decision).

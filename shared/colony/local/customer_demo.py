@@ -42,8 +42,18 @@ SELECT output->>'outcome' AS outcome, count(*) AS n FROM run_steps
 WHERE run_id = %s AND step_key LIKE 'done:%%' GROUP BY 1 ORDER BY 2 DESC, 1
 """
 DRAFTS = """
-SELECT a.payload->>'subject' AS subject, c.name FROM approval_items a
+SELECT a.payload->>'subject' AS subject, c.name, c.company,
+       (SELECT s.quote || ' (' || s.source || ')' FROM contact_signals s
+        WHERE s.contact_id = c.id AND s.source LIKE 'http%%'
+        ORDER BY s.confidence DESC, s.observed_on DESC NULLS LAST LIMIT 1) AS quoted
+FROM approval_items a
 JOIN contacts c ON c.id = a.subject_id WHERE a.run_id = %s ORDER BY c.external_id
+"""
+RESEARCHED = """
+SELECT count(*) AS companies, coalesce(sum(pages), 0) AS pages,
+       coalesce(sum(downloads), 0) AS downloads,
+       count(*) FILTER (WHERE outcome = 'researched') AS researched
+FROM research_jobs WHERE status = 'done'
 """
 NOTION_TOKEN = "secret_harbor_local_notion"  # the stand-in's token of the customer's workspace
 
@@ -256,17 +266,27 @@ def _campaign(demo: DemoContext, org_id: str, timeout: float) -> tuple[dict[str,
     with db.transaction(org_id) as cur:
         outcomes = fetch_all(cur, OUTCOMES, (run_id,))
         drafts = fetch_all(cur, DRAFTS, (run_id,))
+        researched = fetch_one(cur, RESEARCHED)
+    if researched and researched["companies"]:
+        demo.say(
+            f"  research (before AGT-003): {researched['companies']} companies read from their"
+            f" websites ({researched['researched']} with text), {researched['pages']} fetches,"
+            f" {researched['downloads']} pages stored"
+        )
     demo.say(
         f"  run {run['status']} in {time.perf_counter() - started:.1f}s:"
         f" {run['contacts_done']}/{run['contacts_total']} contacts ("
         + ", ".join(f"{o['outcome']} {o['n']}" for o in outcomes)
         + f"); {len(drafts)} drafts awaiting approval"
-        + (f", e.g. {drafts[0]['name']}: “{drafts[0]['subject']}”" if drafts else "")
     )
+    for draft in drafts[:3]:  # each quotes a page research stored
+        demo.say(f"    {draft['company']}: “{draft['subject']}”")
+        if draft["quoted"]:
+            demo.say(f"      signal: “{draft['quoted']}”")
     if not drafts:
-        # the offline model scores only what a contact carries; a CRM export has no
-        # firmographics or signals, and AGT-005 writes no outbound without a signal
-        demo.say("    (an export has no firmographics or signals: AGT-004 scores 0, holds back)")
+        # the offline model scores only what a contact carries; without research an export
+        # has no firmographics or signals, and AGT-005 writes no outbound without a signal
+        demo.say("    (no signals or firmographics to score: AGT-004 holds back)")
     return {"id": run_id, **run}, len(drafts)
 
 

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         RejectionRecorder,
         Sender,
         Transport,
+        WebFetcher,
     )
     from colony.settings import Settings
     from colony.store import Database
@@ -56,6 +57,7 @@ class Parts:
     # None from the builder: the deployment has no reader of received mail (its inbound
     # events are then held: colony.flows.outbound.held_mail)
     inbound: Callable[[Settings], ReceivedMail | None] | None = None
+    web: Callable[[Settings, Database], WebFetcher] | None = None  # the research function's
     # What approving an item of each kind does (colony.runtime.appliers), for the functions
     # that decide items: naming it brings every capability's applier into the bundle.
     appliers: Callable[[str], Applier | None] | None = None
@@ -77,6 +79,7 @@ class Deps:
     blob_store: BlobStore | None = None
     mail_sender: Sender | None = None
     inbound_mail: ReceivedMail | None = None
+    web_fetcher: WebFetcher | None = None
     applier_table: Callable[[str], Applier | None] | None = None
     parts: Parts | None = None  # None: not composed yet (``deps(parts)`` composes it)
 
@@ -120,6 +123,13 @@ class Deps:
             return self.mail_sender
         return self._builder("sender")(self.settings)
 
+    @cached_property
+    def web(self) -> WebFetcher:
+        """The open web, politely and safely (research only); built on first use."""
+        if self.web_fetcher is not None:
+            return self.web_fetcher
+        return self._builder("web")(self.settings, self.db)
+
     def applier(self, kind: str) -> Applier | None:
         """What approving an item of ``kind`` does (``colony.runtime.appliers``); only a
         function composed with the appliers may decide items."""
@@ -148,6 +158,7 @@ def build_deps(
     blobs: BlobStore | None = None,
     sender: Sender | None = None,
     inbound: ReceivedMail | None = None,
+    web: WebFetcher | None = None,
     appliers: Callable[[str], Applier | None] | None = None,
     parts: Parts | None = None,
     faults: Faults | None = None,
@@ -179,6 +190,7 @@ def build_deps(
         blob_store=blobs,
         mail_sender=sender,
         inbound_mail=inbound,
+        web_fetcher=web,
         applier_table=appliers,
         parts=parts,
         faults=faults if faults is not None else Faults.from_env(),

@@ -29,7 +29,7 @@ from colony.flows.deps import FlowDeps
 from colony.flows.handlers import PUBSUB_HANDLERS
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import LlmDeps
-from colony.ports import BlobStore, Clock, ReceivedMail, Sender, Transport
+from colony.ports import BlobStore, Clock, ReceivedMail, Sender, Transport, WebFetcher
 from colony.registry.functions import FUNCTIONS
 from colony.runtime import delivery
 from colony.runtime.appliers import applier
@@ -143,6 +143,7 @@ def local_deps(
     blobs: BlobStore | None = None,
     sender: Sender | None = None,
     inbound: ReceivedMail | None = None,
+    web: WebFetcher | None = None,
     faults: Faults | None = None,
     clock: Clock = fixed_clock,
 ) -> Deps:
@@ -151,7 +152,7 @@ def local_deps(
 
     Unlike production it runs on ``fixed_clock`` and injects no faults unless given them
     (``COLONY_INJECT_FAULTS`` is not read). Rejections are recorded in ``db``, as in
-    production. A part left out (``llm``, ``knowledge``, ``blobs``, ``sender``) raises
+    production. A part left out (``llm``, ``knowledge``, ``blobs``, ``sender``, ``web``) raises
     ``ConfigError`` on use, naming it. ``Deps`` is frozen: change a part with
     ``dataclasses.replace``.
     """
@@ -164,6 +165,7 @@ def local_deps(
         blobs=blobs,
         sender=sender,
         inbound=inbound,
+        web=web,
         appliers=applier,  # the real table: the tests decide items of every kind
         clock=clock,
         faults=faults if faults is not None else Faults(),

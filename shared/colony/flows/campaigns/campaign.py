@@ -231,6 +231,12 @@ def handoff(
     deps: FlowDeps, org: str, campaign: Row, run_id: str, contact_id: str, agent_id: str
 ) -> None:
     """Publish one contact of a run to the next agent in the chain."""
+    event = handoff_event(org, campaign, run_id, contact_id, agent_id)
+    publish(deps.transport, AGENT_TOPICS[agent_id], event)
+
+
+def handoff_event(org: str, campaign: Row, run_id: str, contact_id: str, agent_id: str) -> Handoff:
+    """The event that hands one contact of a run to ``agent_id``."""
     envelope = HandoffEnvelope(
         parent_run_id=run_id,
         downstream_agent=AGENTS[agent_id].slug,
@@ -239,8 +245,7 @@ def handoff(
         tier=campaign["tier"],
         kc_bucket_hints=HINTS[agent_id],  # type: ignore[arg-type]  # registry ids
     )
-    event = Handoff(org_id=org, campaign_id=campaign["id"], envelope=envelope)
-    publish(deps.transport, AGENT_TOPICS[agent_id], event)
+    return Handoff(org_id=org, campaign_id=campaign["id"], envelope=envelope)
 
 
 def as_prospect(contact: Mapping[str, Any]) -> dict[str, Any]:

@@ -214,9 +214,11 @@ def assembly_request(
     task: Mapping[str, Any],
     *,
     signals: Sequence[Mapping[str, Any]] = (),
+    sources: Sequence[Mapping[str, Any]] = (),
 ) -> Any:
-    """``agent_id``'s request: its grounding, the org's ICP, ``entities`` and ``task``, and
-    the contact's ``signals`` (``known_signals``) as the assembler's own section of them."""
+    """``agent_id``'s request: its grounding, the org's ICP, ``entities`` and ``task``, the
+    contact's ``signals`` (``known_signals``) and its company's stored ``sources``
+    (``flows.research.passages_for``) as the assembler's own sections of them."""
     with deps.db.transaction(org) as cur:
         icp = orgdata.active_icp(cur)
         name = orgdata.org_name(cur)
@@ -235,6 +237,7 @@ def assembly_request(
         dict(task),
         kc_queried=domains,
         signals=tuple(signals),
+        sources=tuple(sources),
     )
 
 
