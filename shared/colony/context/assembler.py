@@ -255,6 +255,7 @@ def _untrusted_texts(
     texts = [e.content for e in kept] + [e.title or "" for e in kept]
     texts += [dumps(compact(v)) for v in req.entities.values()]
     texts += [dumps(compact(dict(s))) for s in req.signals]
+    texts += [str(s.get("text") or "") for s in req.sources]  # pages from the open web
     texts += [t.content for t in history if t.role in ("tool", "system") or t.name == "summary"]
     texts += [
         v if isinstance(v, str) else dumps(compact(v))
