@@ -48,8 +48,8 @@ def web() -> Iterator[WebServer]:
 
 
 def test_a_website_that_gives_orders_changes_nothing_without_a_person(
-    world: World,
-    web: WebServer,  # noqa: F811
+    world: World,  # noqa: F811  (the fixture imported above)
+    web: WebServer,
 ) -> None:
     settings = Settings.from_env({"COLONY_RESEARCH_WEB": web.research_setting()})
     deps = local_deps(
