@@ -213,3 +213,29 @@ def test_retention_deletes_pages_kept_past_the_orgs_period(
     assert old["id"] not in left and len(left) == len(sources(deps))
     names = set(gcs.store.names(f"research/{ORG}/"))
     assert old["raw_object"] not in names and kept[1]["raw_object"] in names
+
+
+def test_a_pass_whose_tasks_were_lost_is_woken_by_the_next_request(
+    testdb: PgDB, gcs: Gcs, web: WebServer
+) -> None:
+    """A running pass no task has touched for half an hour (its task's retries ran out): the
+    next request for the company wakes it with a task of its own, and its waiters go on."""
+    orgs(testdb)
+    deps, transport = research_deps(testdb.app(), web, gcs.store)
+    assert research.request(deps, ORG, MERCY, requested_by="u1") == "started"
+    transport.tasks.clear()  # the first task is lost
+
+    def idle_for_an_hour(conn) -> None:
+        conn.cursor().execute("UPDATE research_jobs SET touched_at = now() - interval '1 hour'")
+        conn.commit()
+
+    waiter = research.Waiter(key="k1", topic="colony-enrichment", data="{}", attributes={})
+    assert research.request(deps, ORG, MERCY, requested_by="u2", waiter=waiter) == "running"
+    assert transport.tasks == {}  # touched just now: a task may still be on its way
+    testdb.as_owner(idle_for_an_hour)
+    assert research.request(deps, ORG, MERCY, requested_by="u2", waiter=waiter) == "running"
+    [task] = transport.tasks.values()
+    assert task.task_id.endswith("-1-1")  # pass 1, its first wake
+    finished = drain(deps, transport)[-1]
+    assert finished["outcome"] == "researched" and finished["released"] == 1
+    assert [m.topic for m in transport.pending] == ["colony-enrichment"]

@@ -83,6 +83,12 @@ def request(
         joined = waiter is not None and jobs.add_waiter(cur, domain, asdict(waiter))
         if pass_no is None and waiter is not None and not joined:
             return "ready"  # the pass ended between our two statements
+        # a running pass no task has touched for STALLED_AFTER (its tasks' retries ran out,
+        # a queue was purged): woken with a task of its own, so its waiters are not stranded
+        stalled = pass_no is None and job is not None and job["stalled"]
+        woken = jobs.wake(cur, domain, int(job["pass"])) if stalled and job else None
+    if woken is not None and job is not None:
+        schedule(deps, org_id, domain, int(job["pass"]), woken, 0.0)
     if pass_no is None:
         return "running"
     schedule(deps, org_id, domain, pass_no, 0, 0.0)

@@ -17,8 +17,11 @@ from typing import Any
 
 from colony.store.db import Row, fetch_one
 
-GET = """
-SELECT *, (status = 'done' AND finished_at > now() - make_interval(secs => %s)) AS fresh
+STALLED_AFTER = 1800  # seconds a running pass may go untouched before a request wakes it
+GET = f"""
+SELECT *, (status = 'done' AND finished_at > now() - make_interval(secs => %s)) AS fresh,
+       (status = 'running' AND (lease_until IS NULL OR lease_until < now())
+        AND touched_at < now() - interval '{STALLED_AFTER} seconds') AS stalled
 FROM research_jobs WHERE domain = %s
 """
 # A new pass: the row created, or a finished one started again (fresh frontier, pass + 1).
@@ -29,27 +32,31 @@ VALUES (%s, %s, 'running', %s::jsonb, %s)
 ON CONFLICT (org_id, domain) DO UPDATE SET
     status = 'running', outcome = NULL, pass = research_jobs.pass + 1,
     frontier = EXCLUDED.frontier, visited = '[]', pages = 0, downloads = 0, lease_until = NULL,
-    requested_by = EXCLUDED.requested_by, started_at = now(), finished_at = NULL
+    requested_by = EXCLUDED.requested_by, started_at = now(), touched_at = now(),
+    finished_at = NULL
 WHERE research_jobs.status = 'done'
 RETURNING pass
 """
 ADD_WAITER = """
-UPDATE research_jobs SET waiters = waiters || %s::jsonb
-WHERE domain = %s AND status = 'running' AND NOT waiters @> %s::jsonb
+UPDATE research_jobs
+SET waiters = CASE WHEN waiters @> %s::jsonb THEN waiters ELSE waiters || %s::jsonb END
+WHERE domain = %s AND status = 'running'
 """
 CLAIM = """
-UPDATE research_jobs SET lease_until = clock_timestamp() + make_interval(secs => %s)
+UPDATE research_jobs SET lease_until = clock_timestamp() + make_interval(secs => %s),
+    touched_at = now()
 WHERE domain = %s AND pass = %s
   AND (status = 'running' AND (lease_until IS NULL OR lease_until < clock_timestamp())
        OR status = 'done' AND waiters <> '[]')
 RETURNING *
 """
 SAVE = """
-UPDATE research_jobs SET frontier = %s::jsonb, visited = %s::jsonb, pages = %s, downloads = %s
+UPDATE research_jobs SET frontier = %s::jsonb, visited = %s::jsonb, pages = %s, downloads = %s,
+    touched_at = now()
 WHERE domain = %s AND pass = %s AND status = 'running'
 """
 WAKE = """
-UPDATE research_jobs SET wakes = wakes + 1, lease_until = NULL
+UPDATE research_jobs SET wakes = wakes + 1, lease_until = NULL, touched_at = now()
 WHERE domain = %s AND pass = %s AND status = 'running'
 RETURNING wakes
 """
@@ -66,7 +73,8 @@ WHERE domain = %s AND pass = %s AND status = 'done'
 
 
 def get(cur: Any, domain: str, fresh_seconds: float) -> Row | None:
-    """The company's job, with ``fresh``: a pass finished within ``fresh_seconds``."""
+    """The company's job, with ``fresh`` (a pass finished within ``fresh_seconds``) and
+    ``stalled`` (a running pass no task has claimed, saved or woken for ``STALLED_AFTER``)."""
     return fetch_one(cur, GET, (fresh_seconds, domain))
 
 
@@ -79,10 +87,10 @@ def start(
 
 
 def add_waiter(cur: Any, domain: str, waiter: Mapping[str, Any]) -> bool:
-    """Publish ``waiter`` when the running pass ends (the same waiter twice is one); False
-    when no pass is running (it has just ended: the caller goes on without waiting)."""
+    """Publish ``waiter`` when the running pass ends (the same waiter twice is one: True
+    both times); False when no pass is running (it has just ended: the caller goes on)."""
     one = json.dumps([dict(waiter)])
-    cur.execute(ADD_WAITER, (one, domain, one))
+    cur.execute(ADD_WAITER, (one, one, domain))
     return bool(cur.rowcount == 1)
 
 

@@ -24,6 +24,7 @@ CREATE TABLE research_jobs (
     downloads    integer NOT NULL DEFAULT 0 CHECK (downloads >= 0),  -- bodies read this pass
     requested_by text NOT NULL,
     started_at   timestamptz NOT NULL DEFAULT now(),
+    touched_at   timestamptz NOT NULL DEFAULT now(),  -- a task's last claim, save or wake
     finished_at  timestamptz,
     CHECK ((status = 'done') = (finished_at IS NOT NULL AND outcome IS NOT NULL)),
     PRIMARY KEY (org_id, domain)
