@@ -66,10 +66,12 @@ def request(
     requested_by: str,
     waiter: Waiter | None = None,
     force: bool = False,
+    dispatch: bool = True,
 ) -> str:
     """Research ``company`` (a domain or a URL) for ``org_id``: ``ready`` (a pass ended
     within the freshness window and ``force`` is not set: nothing to fetch), ``running``
-    (a pass is under way: ``waiter`` is published when it ends) or ``started``."""
+    (a pass is under way: ``waiter`` is published when it ends) or ``started``.
+    ``dispatch=False`` queues no task: the caller works the pass itself (``run_to_end``)."""
     domain = domain_of(company)
     if domain is None:
         raise ValidationFailed(f"{company!r} is not a company domain (e.g. example.com)")
@@ -87,11 +89,12 @@ def request(
         # a queue was purged): woken with a task of its own, so its waiters are not stranded
         stalled = pass_no is None and job is not None and job["stalled"]
         woken = jobs.wake(cur, domain, int(job["pass"])) if stalled and job else None
-    if woken is not None and job is not None:
+    if woken is not None and job is not None and dispatch:
         schedule(deps, org_id, domain, int(job["pass"]), woken, 0.0)
     if pass_no is None:
         return "running"
-    schedule(deps, org_id, domain, pass_no, 0, 0.0)
+    if dispatch:
+        schedule(deps, org_id, domain, pass_no, 0, 0.0)
     return "started"
 
 
