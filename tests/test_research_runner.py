@@ -181,7 +181,8 @@ def test_a_page_read_with_a_problem_says_so(
 def test_a_company_is_named_by_its_domain(testdb: PgDB, gcs: Gcs, web: WebServer) -> None:
     assert research.domain_of("https://WWW.Example.COM:443/about?x=1") == "example.com"
     assert research.domain_of("bücher.de") == "xn--bcher-kva.de"
-    for bad in ("127.0.0.1", "localhost", "", "  ", "http://[::1]/", "a..b.com"):
+    not_companies = ("metadata.google.internal", "api.localhost", "1.0.0.127.in-addr.arpa", "[::1")
+    for bad in ("127.0.0.1", "localhost", "", "  ", "http://[::1]/", "a..b.com", *not_companies):
         assert research.domain_of(bad) is None, bad
     orgs(testdb)
     deps, _ = research_deps(testdb.app(), web, gcs.store)

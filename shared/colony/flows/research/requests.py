@@ -9,14 +9,12 @@ carry the reader and its parsers in its bundle (``colony.deploy.imports``).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import date, datetime
 from typing import Any
-from urllib.parse import urlsplit
 
-from colony.contracts.research import ResearchTask
+from colony.contracts.research import ResearchTask, domain_of
 from colony.errors import ValidationFailed
 from colony.flows.deps import FlowDeps
 from colony.flows.research import plan
@@ -36,26 +34,6 @@ class Waiter:
     topic: str
     data: str
     attributes: Mapping[str, str]
-
-
-_DOMAIN = re.compile(
-    r"^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z][a-z0-9-]{0,62}$"
-)
-
-
-def domain_of(value: str | None) -> str | None:
-    """A company domain as research keys it (lower-case, IDNA, no scheme, path, port or
-    ``www.``), or None when ``value`` names none (an IP address is not a company)."""
-    if not value or not value.strip():
-        return None
-    text = value.strip()
-    host = urlsplit(text if "//" in text else f"//{text}").hostname or ""
-    try:
-        host = host.rstrip(".").encode("idna").decode("ascii").lower()
-    except UnicodeError:
-        return None
-    host = host.removeprefix("www.")
-    return host if _DOMAIN.fullmatch(host) else None
 
 
 def request(
