@@ -129,14 +129,13 @@ class PageSession:
             elif event.method in ("Inspector.targetCrashed", "Target.targetCrashed"):
                 raise BrowserGone("the page crashed")
         self.stage = "reading what it shows"
-        found = {
-            "html": self._evaluate(READ_DOM % self.limits.max_html),
-            "text": self._evaluate(READ_TEXT % self.limits.max_text),
-        }
+        html = self._evaluate(READ_DOM % self.limits.max_html)
+        text = self._evaluate(READ_TEXT % self.limits.max_text)
         shot = browser.call("Page.captureScreenshot", {"format": "png"}, session)
-        found["screenshot_png"] = base64.b64decode(shot["data"])
-        detail = f"{self.fetched} fetched, {len(self.requests) - self.fetched} not"
-        return self.answer("rendered", started, detail, **found)
+        png = base64.b64decode(shot["data"])
+        took = sum(r.verdict == "fetched" for r in self.requests)
+        detail = f"{took} fetched, {len(self.requests) - took} not"
+        return self.answer("rendered", started, detail, html=html, text=text, screenshot_png=png)
 
     def paused(self, event: Event) -> None:
         """Answer one paused request: the page's own document, a fetch, or a refusal."""
