@@ -84,7 +84,9 @@ typecheck: $(STAMP)
 	sed -e "$${map#;}" $(TYPECHECK_LINKS)/report.txt; exit $$status
 
 # The /overview browser test (tests/test_overview_browser.py) drives Debian's Chromium with
-# its chromedriver; installed here when missing (as root, or through sudo).
+# its chromedriver, and the research renderer's tests (tests/test_page_renderer.py,
+# tests/test_research_render.py) drive /usr/lib/chromium/chromium itself over the DevTools
+# pipe; installed here when missing (as root, or through sudo).
 browser:
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
 		echo "installing chromium and chromium-driver (Debian packages) for the browser test…"; \

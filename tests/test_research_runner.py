@@ -59,6 +59,20 @@ def sources(deps, org: str = ORG) -> list[dict]:
         return fetch_all(cur, "SELECT * FROM research_sources ORDER BY role, url")
 
 
+def age(testdb: PgDB, source_id: str) -> None:
+    """The source was downloaded a year before the tests' clock (retention's to expire)."""
+
+    def update(conn) -> None:
+        conn.cursor().execute(
+            "UPDATE research_sources SET downloaded_at = '2025-11-01', fetched_at = '2025-11-01'"
+            " WHERE id = %s",
+            (source_id,),
+        )
+        conn.commit()
+
+    testdb.as_owner(update)
+
+
 def test_a_company_is_researched_and_every_page_kept_with_its_provenance(
     testdb: PgDB, gcs: Gcs, web: WebServer
 ) -> None:
@@ -198,16 +212,7 @@ def test_retention_deletes_pages_kept_past_the_orgs_period(
     deps, _, _ = researched(testdb, gcs, web)
     kept = [s for s in sources(deps) if s["raw_object"]]
     old = kept[0]
-
-    def age(conn) -> None:  # downloaded a year before the tests' clock
-        conn.cursor().execute(
-            "UPDATE research_sources SET downloaded_at = '2025-11-01', fetched_at = '2025-11-01'"
-            " WHERE id = %s",
-            (old["id"],),
-        )
-        conn.commit()
-
-    testdb.as_owner(age)
+    age(testdb, old["id"])
     report = retention.enforce(deps, ORG)
     assert report["expired"]["research"] == 1 and report["days"]["research"] == 180
     left = {s["id"] for s in sources(deps)}
