@@ -69,6 +69,7 @@ class DevTools:
 
     def __init__(self, pid: int, to_browser: int, from_browser: int, deadline: float) -> None:
         self.pid = pid
+        self.log: str | None = None  # the browser's stderr, when ``launch`` started it
         self.deadline = deadline  # time.monotonic() past which nothing is waited for
         self._out = to_browser
         self._in = from_browser
@@ -97,7 +98,8 @@ class DevTools:
                     (os.POSIX_SPAWN_DUP2, browser_out, 4),
                     (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
                     (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
-                    (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0),
+                    # its own diagnostics, kept so a browser that dies says why (``gone``)
+                    (os.POSIX_SPAWN_OPEN, 2, _log(profile), os.O_WRONLY | os.O_CREAT, 0o600),
                 ],
                 setsid=True,
             )
@@ -107,7 +109,23 @@ class DevTools:
             raise
         os.close(browser_in)  # the browser's ends: ours close, so its exit is our EOF
         os.close(browser_out)
-        return cls(pid, to_browser, from_browser, deadline)
+        browser = cls(pid, to_browser, from_browser, deadline)
+        browser.log = _log(profile)
+        return browser
+
+    def gone(self) -> BrowserGone:
+        """The browser closed its pipe: the error, with the end of what it said on stderr
+        (Chromium's own diagnostics: a crash, a missing library, a full /dev/shm)."""
+        said = ""
+        if self.log:
+            try:
+                with open(self.log, "rb") as log:
+                    log.seek(0, os.SEEK_END)
+                    log.seek(max(log.tell() - 400, 0))
+                    said = log.read().decode("utf-8", "replace").strip()
+            except OSError:
+                said = ""
+        return BrowserGone("the browser closed its pipe" + (f": {said[-400:]}" if said else ""))
 
     # -- messages -----------------------------------------------------------------------------
 
@@ -138,7 +156,7 @@ class DevTools:
                 except BlockingIOError:
                     continue
                 except BrokenPipeError as error:
-                    raise BrowserGone("the browser closed its pipe") from error
+                    raise self.gone() from error
         return self._next_id
 
     def call(
@@ -216,7 +234,7 @@ class DevTools:
     def _read_some(self) -> None:
         chunk = os.read(self._in, 1 << 20)
         if not chunk:
-            raise BrowserGone("the browser closed its pipe")
+            raise self.gone()
         self._buffer += chunk
         if len(self._buffer) > MAX_BUFFERED:
             raise BrowserGone(f"a protocol message over {MAX_BUFFERED} bytes")
@@ -228,3 +246,7 @@ def _event(message: dict[str, Any]) -> Event:
         dict(message.get("params") or {}),
         str(message.get("sessionId", "")),
     )
+
+
+def _log(profile: str) -> str:
+    return os.path.join(profile, "browser-stderr.log")
