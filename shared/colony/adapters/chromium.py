@@ -113,7 +113,7 @@ class ChromiumRenderer:
         started = time.monotonic()
         deadline = started + self.limits.deadline
         with (
-            tempfile.TemporaryDirectory(prefix="colony-render-", dir=_short_tmp()) as profile,
+            tempfile.TemporaryDirectory(prefix="colony-render-", dir=profile_parent()) as profile,
             socket.socket(socket.AF_INET, socket.SOCK_STREAM) as hole,
         ):
             hole.bind(("127.0.0.1", 0))  # held, never listening: the dead proxy
@@ -140,7 +140,7 @@ class ChromiumRenderer:
                 pool.shutdown(wait=False, cancel_futures=True)
 
 
-def _short_tmp() -> str:
+def profile_parent() -> str:
     """Where a throwaway profile goes: the temporary directory, unless its path is long.
     Chromium makes its singleton socket under TMPDIR (the profile, here), and a socket's
     path is at most 107 bytes."""
