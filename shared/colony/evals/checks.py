@@ -321,7 +321,7 @@ def check(case: Case, outcome: Outcome, prop: Mapping[str, Any]) -> Result:
         return False, f"no answer: {outcome.error}"
     try:
         passed, why = CHECKS[name](case, outcome, prop)
-    except (KeyError, TypeError, ValueError) as broken:  # an answer of the wrong shape
+    except (AttributeError, KeyError, TypeError, ValueError) as broken:  # a wrong shape
         return False, f"{type(broken).__name__}: {str(broken)[:160]}"
     return passed, "" if passed else why
 

@@ -47,7 +47,7 @@ def ungrounded(answer: str, grounding: set[str]) -> list[str]:
     """The numbers of ``answer`` (as written) that no form of the grounding states."""
     out = []
     for match, number in zip(_NUMBER.finditer(answer), forms(answer), strict=True):
-        if any(float(f) <= FREE for f in number):
+        if all(float(f) <= FREE for f in number):  # "Step 3"; not "$4.2M"
             continue
         if not number & grounding:
             out.append(match.group(0).strip())
