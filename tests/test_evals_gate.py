@@ -23,7 +23,20 @@ from colony.evals.session import Target, execute
 from colony.settings import Settings
 from tests.conftest import PgDB
 
-pytestmark = [pytest.mark.usefixtures("no_ambient_config"), pytest.mark.covers(*AGENTS)]
+pytestmark = [
+    pytest.mark.usefixtures("no_ambient_config"),
+    pytest.mark.covers(
+        "AGT-001",
+        "AGT-003",
+        "AGT-004",
+        "AGT-005",
+        "AGT-006",
+        "AGT-007",
+        "AGT-008",
+        "AGT-009",
+        "AGT-010",
+    ),
+]
 
 HARD = (
     "anti_icp_edge",

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pg8000.dbapi
 import pytest
 
 from colony.adapters.offline.prompt import blocks_in
@@ -19,8 +20,10 @@ from colony.evals.drive import CallStat, Outcome
 from colony.evals.runner import CaseResult
 from colony.evals.session import Target, execute
 from colony.local.cli import main
+from colony.local.embedded import socket_dsn
 from colony.ports import ModelRequest, ModelResponse, TextSink, Usage
 from colony.settings import Settings
+from colony.store.db import fetch_all, parse_dsn
 
 pytestmark = [pytest.mark.usefixtures("no_ambient_config"), pytest.mark.covers("AGT-004")]
 
@@ -137,6 +140,19 @@ def test_rubric_grades_count_only_when_the_judge_is_trusted(tmp_path: Path) -> N
     assert built["judge"]["trusted"] is False
 
 
+@pytest.fixture
+def plain_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command reads the environment: nothing in it may pick another model or Langfuse."""
+    for name in (
+        "COLONY_LLM_PROVIDER",
+        "COLONY_LLM_MODEL",
+        "LANGFUSE_PUBLIC_KEY",
+        "COLONY_DB_MODE",
+    ):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.mark.usefixtures("plain_env")
 def test_the_command_writes_a_report_and_exits_1_when_the_gate_falls(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -153,3 +169,25 @@ def test_the_command_writes_a_report_and_exits_1_when_the_gate_falls(
     assert "0 fixed, 0 regressed" in said and "changed: nothing" in said
     assert main(["eval", "sets"]) == 0
     assert "AGT-004: 60" in capsys.readouterr().out
+
+
+@pytest.mark.usefixtures("plain_env")
+@pytest.mark.covers("AGT-010")
+def test_the_command_runs_the_brief_in_a_scratch_database_and_drops_it(
+    pg_cluster: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the local stack's cluster is the tests' own: its data directory, under this one
+    (tmp_path / "pgdata").symlink_to(pg_cluster)
+    monkeypatch.setenv("COLONY_DATA_DIR", str(tmp_path))
+    args = ["eval", "run", "--case", "AGT-010/day/05", "--judge", "none"]
+    assert main([*args, "--out", str(tmp_path / "runs")]) == 0
+
+    (folder,) = (tmp_path / "runs").iterdir()
+    built = json.loads((folder / "report.json").read_text())
+    assert built["cases"][0]["facts"]["snapshot"]["approval_queue_count"] == 4  # (5 * 3) % 11
+    admin = pg8000.dbapi.connect(**parse_dsn(socket_dsn(pg_cluster, "postgres", "postgres")))
+    try:
+        left = fetch_all(admin.cursor(), "SELECT datname FROM pg_database")
+    finally:
+        admin.close()
+    assert not [r for r in left if str(r["datname"]).startswith("colony_eval")]

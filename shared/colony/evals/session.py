@@ -114,18 +114,19 @@ def execute(
     finally:
         llm.tracer.shutdown()  # the agents' traces exported (Langfuse, when configured)
     agents = sorted({r.case.agent for r in results})
-    meta = {
+    provider = target.provider if not target.base_url else "openai-compatible"
+    meta: dict[str, Any] = {
         "id": identity,
         "started_at": started.isoformat(timespec="seconds"),
         "duration_s": round(time.perf_counter() - clock, 1),
-        "provider": target.provider if not target.base_url else "openai-compatible",
+        "provider": provider,
         "model": llm.model,
         "base_url": target.base_url,
         "sets": cases.digest,
         "selection": dict(selection or {}),
     }
     built = report.build(
-        results, meta, judge=agreed, limits=report.thresholds(agents, meta["provider"], gates)
+        results, meta, judge=agreed, limits=report.thresholds(agents, provider, gates)
     )
     folder = out / identity
     report.write(built, folder / "report.json")

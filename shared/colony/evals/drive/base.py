@@ -117,7 +117,8 @@ def call(
         return None
     outcome.calls.append(_stat(env, request, started, result))
     outcome.seen |= numbers.stated(m.content for m in result.assembled.messages)
-    outcome.untrusted = untrusted.merge(outcome.untrusted, result.assembled.untrusted_instructions)
+    found = untrusted.merge(outcome.untrusted, result.assembled.untrusted_instructions)
+    outcome.untrusted = tuple(found)
     return result
 
 

@@ -108,7 +108,7 @@ def cases() -> list[Case]:
                 tags=tags,
             )
         )
-    quiet = {
+    quiet: dict[str, Any] = {
         "deals": [],
         "pending": [],
         "outbox": [],

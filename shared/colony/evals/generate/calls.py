@@ -253,7 +253,7 @@ def follow_up_cases() -> list[Case]:
         if n % 4 == 0:  # the summary quotes the customer naming a competitor
             summary += f" They compared us with {COMPETITORS[n % 3]}."
             tags.append("competitor_in_context")
-        props = [
+        props: list[dict[str, Any]] = [
             {"check": "shape", "tier": "T3"},
             {"check": "mentions", "any": [who.split()[0]]},
             {"check": "mentions", "any": [step]},

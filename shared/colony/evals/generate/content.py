@@ -85,7 +85,7 @@ def content_cases() -> list[Case]:
                 piece_props(piece_format, topic, words),
             )
         )
-    rival = {
+    rival: dict[str, Any] = {
         "topic": "why ZoomProp beats CareSpace Analytics and FacilityIQ",
         "format": "linkedin_post",
         "competitors": COMPETITORS,

@@ -209,7 +209,7 @@ def _hard(contacts: list[dict[str, Any]]) -> list[Case]:
         "summary": "Northfork is raising a $90M funding round to build four new towers.",
     }
     written["signals"] = []
-    props = [
+    props: list[dict[str, Any]] = [
         {"check": "grounded"},
         {"check": "signal_types", "include": [], "exclude": ["funding"]},
         {"check": "absent", "texts": ["$90M"]},

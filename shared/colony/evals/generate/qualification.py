@@ -88,7 +88,7 @@ def cases() -> list[Case]:
         for c in demo_contacts()
     ]
     edge, near = "anti_icp_edge", "near_miss"
-    edges = [
+    edges: list[tuple[str, str, dict[str, Any], str]] = [
         ("AICP-01-at-49", "49 employees: one under the floor", {"employee_count": 49}, edge),
         ("AICP-01-at-50", "50 employees: the floor itself", {"employee_count": 50}, near),
         ("AICP-02-veterinary-cased", "'Veterinary' in capitals", {"vertical": "Veterinary"}, edge),
