@@ -16,7 +16,7 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 TERRAFORM ?= terraform
 export XDG_RUNTIME_DIR ?= /tmp/colony-runtime-$(shell id -u)
 
-.PHONY: run test lint imports typecheck unit bench setup clean tasks-emulator-venv package infra-check browser
+.PHONY: run test lint imports typecheck unit bench eval setup clean tasks-emulator-venv package infra-check browser
 
 $(STAMP): pyproject.toml constraints.txt | $(TASKS_STAMP)
 	@mkdir -p $(XDG_RUNTIME_DIR) && chmod 700 $(XDG_RUNTIME_DIR)
@@ -108,6 +108,12 @@ test: lint imports typecheck infra-check unit
 
 bench: $(STAMP) $(PGVECTOR_STAMP)
 	$(BIN)/python bench/kc_retrieval.py
+
+# The eval sets against a model (docs/quality.md "Eval sets"): the offline one unless
+# EVAL_ARGS says otherwise (e.g. EVAL_ARGS="--provider openai --jobs 4"). make test runs the
+# offline gate itself (tests/test_evals_gate.py).
+eval: $(STAMP) $(PGVECTOR_STAMP)
+	$(BIN)/colony eval run $(EVAL_ARGS)
 
 clean:
 	rm -rf $(VENV) $(TASKS_VENV) build .colony .pytest_cache .mypy_cache .ruff_cache
