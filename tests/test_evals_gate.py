@@ -69,9 +69,7 @@ def test_the_generated_sets_are_exactly_what_the_generator_writes() -> None:
     assert generate(["--check"]) == 0
 
 
-def test_the_offline_run_of_every_case_is_a_gate_that_holds(
-    testdb: PgDB, tmp_path: Path
-) -> None:
+def test_the_offline_run_of_every_case_is_a_gate_that_holds(testdb: PgDB, tmp_path: Path) -> None:
     # its time is not asserted (a timed test flakes on a shared machine): the run prints it
     built, folder = execute(
         Settings.from_env({}), load(), Target(), out=tmp_path, db=testdb.app(), judge="offline"
