@@ -6,10 +6,13 @@ seeded: healthcare providers with an about page, dated news, feeds, a PDF press 
 a job board of each of Greenhouse, Lever and Ashby in turn, the hard cases spread among
 them) with issue 33's realism (``Realism()``: 50-800 ms per answer, 3% 5xx, 5% slow pages
 of 3-8 s more, robots.txt refusing us on 2% of the sites). The stand-in runs in a process of
-its own, so the runner process's peak RSS and CPU are the runner's. Pages are stored in the
-GCS emulator (``gcp-storage-emulator``, its own process, in memory): about 15,000 objects
-for 1,000 companies is well within what it takes at the runner's pace (one page a second per
-site), and an in-process blob fake would count every stored byte in the runner's RSS.
+its own, so the runner process's peak RSS and CPU are the runner's. Pages are kept in the
+in-memory blob fake (``colony.testing.fakes.MemoryBlobStore``) by default: the GCS emulator
+(``--blobs gcs``, ``gcp-storage-emulator`` in memory) rewrites its whole metadata file on
+every write (``Storage._write_config_to_file``), so a put costs in proportion to the objects
+held (29 ms at 500 objects, 140 ms at 2,000; a 1,000-company run keeps about 19,000): it
+slowed that run from 13 to 4 companies a minute by 6,000 objects, measuring the emulator.
+The fake's bytes are in this process's RSS, and reported (``blob_store_mb_in_process``).
 
 The runner: production's fetcher (``web_from_settings``: the real ``PoliteWebFetcher``, its
 1 s per-site gap, robots.txt honoured, the SSRF guard routing only the stand-in's names to
@@ -53,7 +56,8 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -80,6 +84,7 @@ from colony.store import Database, connect_factory, fetch_one
 from colony.store.campaigns import signals
 from colony.store.research import sources
 from colony.testing.emulators import storage_emulator
+from colony.testing.fakes import MemoryBlobStore
 from colony.testing.inline import Task, local_deps, run_until_idle
 from colony.testing.task_queue import TaskQueue
 from colony.testing.web.realism import Realism
@@ -306,6 +311,7 @@ def measure(deps: Deps, queue: TaskQueue, web: WebProcess, sample: int) -> dict[
     n = len(domains)
 
     log(f"pass 1: {n} companies, {WORKERS} workers")
+    load = [round(os.getloadavg()[0], 1)]  # the machine is shared: its load, for the record
     first = research_pass(deps, queue, domains, False, counting.slept)
     fetched, fetched_bytes = counting.take()
     stored_objects, stored_bytes = blobs.take()
@@ -344,6 +350,7 @@ def measure(deps: Deps, queue: TaskQueue, web: WebProcess, sample: int) -> dict[
     quoted = quotes(deps, queue, blobs.inner, chosen)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     whole = web.counters()  # every pass: politeness and safety over the whole run
+    load.append(round(os.getloadavg()[0], 1))
 
     fetches = sum(v for k, v in fetched.items() if k != "wait")
     result: dict[str, Any] = {
@@ -351,9 +358,9 @@ def measure(deps: Deps, queue: TaskQueue, web: WebProcess, sample: int) -> dict[
         "companies": n,
         "hard_cases": sum(c.hard for c in listed),
         "workers": WORKERS,
+        "machine": {"cores": os.cpu_count(), "load_1m_at_start_and_end": load},
         "politeness": {"gap_s": 1.0, "robots_txt": "honoured", "fetcher": "PoliteWebFetcher"},
         "realism": "50-800 ms, 3% 5xx, 5% slow (+3-8 s), 2% robots.txt refusing us",
-        "blob_store": "gcs emulator",
         **{k: first[k] for k in ("companies_per_min", "wall_s", "s_per_company")},
         "workers_asleep_share": first["workers_asleep_share"],
         "pass1": {k: first[k] for k in ("requested", "finished", "task_answers")},
@@ -405,47 +412,63 @@ def measure(deps: Deps, queue: TaskQueue, web: WebProcess, sample: int) -> dict[
     return result
 
 
-def bench_deps(settings: Settings, db: Database, web: WebProcess, scratch: Path) -> Deps:
+def bench_deps(settings: Settings, db: Database, web: WebProcess, blobs: Any) -> Deps:
     settings = dataclasses.replace(
-        settings,
-        research_web=research_web(web.setting, settings.env),
-        research=True,
-        assets_bucket=BUCKET,
-        signing_key_file=scratch / "key.json",
+        settings, research_web=research_web(web.setting, settings.env), research=True
     )
-    store = blob_store_from_settings(settings)
-    store.ensure_bucket()
     knowledge = KnowledgeStore(db, OfflineHashEmbedder())
     load_demo(db, knowledge, say=log)
-    blobs = CountingBlobs(store)
     polite, slept = web_from_settings(settings, db), Slept()
     polite.sleep = slept  # its pauses inside a visit, added up with the runner's
     fetcher = CountingWeb(polite, slept)
     llm = llm_from_settings(settings, db)
     return local_deps(
-        settings, db, TaskQueue(RESEARCH_QUEUE), llm, knowledge, blobs=blobs, web=fetcher
+        settings,
+        db,
+        TaskQueue(RESEARCH_QUEUE),
+        llm,
+        knowledge,
+        blobs=CountingBlobs(blobs),
+        web=fetcher,
     )
 
 
-def main(argv: Sequence[str] | None = None, say: Callable[[str], None] = log) -> None:
+def blob_store(stack: ExitStack, kind: str, settings: Settings) -> Any:
+    """The bucket pages are kept in: in this process (``memory``), or the GCS emulator."""
+    if kind == "memory":
+        return MemoryBlobStore(BUCKET)
+    os.environ["STORAGE_EMULATOR_HOST"] = stack.enter_context(storage_emulator(bucket=None))
+    scratch = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+    settings = dataclasses.replace(
+        settings, assets_bucket=BUCKET, signing_key_file=scratch / "key.json"
+    )
+    store = blob_store_from_settings(settings)
+    store.ensure_bucket()
+    return store
+
+
+def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--companies", type=int, default=1000)
     parser.add_argument("--sample", type=int, default=200, help="AGT-003 contacts (0: none)")
     parser.add_argument("--seed", type=int, default=33)
+    parser.add_argument("--blobs", choices=("memory", "gcs"), default="memory")
     args = parser.parse_args(argv)
     os.environ.setdefault("XDG_RUNTIME_DIR", f"/tmp/colony-runtime-{os.getuid()}")
-    with (
-        web_process(args.companies, args.seed, Realism()) as web,
-        embedded.scratch_database(Settings.from_env(), "bench_research") as settings,
-        storage_emulator(bucket=None) as gcs_url,
-        tempfile.TemporaryDirectory() as scratch,
-    ):
-        os.environ["STORAGE_EMULATOR_HOST"] = gcs_url
+    with ExitStack() as stack:
+        web = stack.enter_context(web_process(args.companies, args.seed, Realism()))
+        base = Settings.from_env()
+        settings = stack.enter_context(embedded.scratch_database(base, "bench_research"))
+        blobs = blob_store(stack, args.blobs, settings)
         db = Database(connect_factory(settings, "app"), pool_size=WORKERS + 4)
-        deps = bench_deps(settings, db, web, Path(scratch))
+        deps = bench_deps(settings, db, web, blobs)
         transport = deps.transport
         assert isinstance(transport, TaskQueue)
         result = measure(deps, transport, web, min(args.sample, args.companies))
+        result["blob_store"] = args.blobs
+        if isinstance(blobs, MemoryBlobStore):  # held in this process: part of its RSS
+            held = sum(len(data) for data, _ in blobs.objects.values())
+            result["blob_store_mb_in_process"] = round(held / 2**20, 1)
         db.close()
     print(json.dumps(result), flush=True)
 

@@ -50,7 +50,10 @@ class WebProcess:
         context = multiprocessing.get_context("spawn")
         self._conn, child = context.Pipe()
         self._process = context.Process(
-            target=_serve, args=(child, companies, seed, realism), name="colony-web-process"
+            target=_serve,
+            args=(child, companies, seed, realism),
+            name="colony-web-process",
+            daemon=True,  # ended with its parent, however that ends
         )
         self._process.start()
         ready = self._conn.recv()
