@@ -2,18 +2,25 @@
 
 A scratch database gets the demo org plus synthetic prospects cloned from the demo ones (the
 same share match anti-ICP rules). Every function runs as its own functions-framework server,
-the local transport pushes between them, the offline provider answers. Three runs:
+the local transport pushes between them. The model is
+``colony.testing.tail_model.TailModelServer``, reached by each function through the real
+OpenAI adapter over HTTP: the offline model's answers, each after a latency drawn from a
+seeded lognormal (median ``--latency``, shape ``--sigma``), since a model that answers at
+once made ``prospects_per_s`` a measure of everything but the model. Three runs:
 
-1. clean: N prospects; prospects/s and LLM calls per agent (AGT-004 = non-anti-ICP,
-   AGT-005 = qualified with a signal to reference, anti-ICP = 0);
+1. clean: N prospects, behind that latency; prospects/s, the latencies drawn (p50, p95,
+   max, sum) and LLM calls per agent (AGT-004 = non-anti-ICP, AGT-005 = qualified with a
+   signal to reference, anti-ICP = 0);
 2. duplicates: a campaign over ``--sample`` prospects with every message delivered three
    times (same message id); LLM calls and approval items must equal the contacts' needs;
 3. crashes: the same with a crash injected after each step of each contact's chain (one
    per event); steps recomputed = LLM calls beyond one per contact per agent (must be 0).
+   These two count calls, not time: the model answers them at once.
 
 Prints one JSON line.
 
-    python bench/campaign.py [--prospects 1000] [--sample 150]
+    python bench/campaign.py [--prospects 1000] [--sample 150] [--latency 1.0] [--sigma 0.6]
+                             [--seed 37]
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from colony.policy.anti_icp import match_rules
 from colony.settings import Settings
 from colony.store import Database, connect_factory, fetch_all
 from colony.testing.inline import local_deps
+from colony.testing.tail_model import LatencyModel, TailModelServer
 
 ORG = "org_zoomprop_demo"
 CLONE = """
@@ -111,10 +119,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--prospects", type=int, default=1000)
     parser.add_argument("--sample", type=int, default=150)
+    parser.add_argument("--latency", type=float, default=1.0, help="median seconds a call")
+    parser.add_argument("--sigma", type=float, default=0.6, help="lognormal shape: the tail")
+    parser.add_argument("--seed", type=int, default=37)
     args = parser.parse_args()
     os.environ.setdefault("XDG_RUNTIME_DIR", f"/tmp/colony-runtime-{os.getuid()}")
-    with embedded.scratch_database(Settings.from_env(), "bench_campaign") as settings:
+    latency = LatencyModel(args.latency, args.sigma, args.seed)
+    with (
+        embedded.scratch_database(Settings.from_env(), "bench_campaign") as settings,
+        TailModelServer(latency) as model,
+    ):
         app_dsn = settings.db_dsn or ""
+        provider = {  # every function's model: the real OpenAI adapter, pointed at the stand-in
+            "COLONY_LLM_PROVIDER": "openai",
+            "COLONY_OPENAI_BASE_URL": model.openai_base_url,
+            "OPENAI_API_KEY": "sk-bench-not-a-key",
+        }
         db = Database(connect_factory(settings, "app"))
         knowledge = KnowledgeStore(db, OfflineHashEmbedder())
         load_demo(db, knowledge, say=log)
@@ -130,7 +150,9 @@ def main() -> None:
         ids = [c["id"] for c in contacts]
 
         log(f"run 1: {len(ids)} prospects through the functions…")
-        clean = run(settings, db, knowledge, app_dsn, ids, {}, "bench clean")
+        clean = run(settings, db, knowledge, app_dsn, ids, provider, "bench clean")
+        drawn = model.take_stats()
+        model.latency = LatencyModel(0.0)  # runs 2 and 3 count calls: no need to wait
         sample = ids[: args.sample]
         sample_anti = len([i for i in sample if i in anti])
         log(f"run 2: {len(sample)} prospects, every message delivered 3 times…")
@@ -140,7 +162,7 @@ def main() -> None:
             knowledge,
             app_dsn,
             sample,
-            {"COLONY_LOCAL_DELIVERY_COPIES": "3"},
+            {**provider, "COLONY_LOCAL_DELIVERY_COPIES": "3"},
             "bench duplicates",
         )
         log(f"run 3: {len(sample)} prospects, a crash after every step…")
@@ -150,7 +172,7 @@ def main() -> None:
             knowledge,
             app_dsn,
             sample,
-            {"COLONY_INJECT_FAULTS": FAULTS},
+            {**provider, "COLONY_INJECT_FAULTS": FAULTS},
             "bench crashes",
         )
         needed = len(sample) - sample_anti
@@ -169,7 +191,11 @@ def main() -> None:
                     "prospects": len(ids),
                     "anti_icp": len(anti),
                     "seconds": round(clean["seconds"], 2),
-                    "prospects_per_s": round(len(ids) / clean["seconds"], 1),
+                    "prospects_per_s": round(len(ids) / clean["seconds"], 2),
+                    "model": {
+                        **latency.describe(),
+                        **{k: v for k, v in drawn.items() if k != "calls"},
+                    },
                     "llm_calls": clean["calls"],
                     "anti_icp_llm_calls": 0
                     if clean["calls"].get("AGT-004", 0) == len(ids) - len(anti)

@@ -8,9 +8,15 @@ past the chunk budget), bulleted lists, and unsupported blocks. Pages are synced
 1. initial: every chunk embedded, one batched embedding call per page;
 2. re-sync, nothing changed: target 0 embedding calls;
 3. re-sync after one paragraph of one page changed: target exactly that chunk re-embedded;
-4. random edits (``--edits``, seeded, so every run makes the same ones): each rewrites,
-   inserts or deletes one sentence of a random paragraph or list item of a random page, and
-   that page is synced; the texts embedded per edit are counted. Target: p50 = 1, p95 <= 2.
+4. random edits (``--edits``, seeded, so every run makes the same ones) of five kinds,
+   equally likely, each on a random page that is then synced: a sentence of a paragraph or
+   list item rewritten, inserted or deleted (``rewrite``, ``insert``, ``delete``); a heading
+   renamed (``heading``); a paragraph or list item moved elsewhere on its page (``move``).
+   The texts embedded per edit are reported for each kind separately. Target, for the three
+   sentence edits: p50 = 1, p95 <= 2. Headings and moves have none, and are not expected to
+   meet it: a heading is carried onto the block right after it, so renaming one re-embeds
+   that block's chunk; a move changes the moved block's chunk and those of the neighbours
+   whose list or carried heading it changes. Their figures say what they cost.
 
 The embedder is the offline one, counting calls. Prints one JSON line.
 
@@ -101,12 +107,29 @@ def blocks(page: list[Block]) -> list[dict[str, Any]]:
     return out
 
 
+SENTENCE_EDITS = ("rewrite", "insert", "delete")
+EDITS = (*SENTENCE_EDITS, "heading", "move")
+
+
 def edit(rng: random.Random, page: list[Block]) -> str:
-    """Rewrite, insert or delete one sentence of one paragraph or list item (a list item or
-    paragraph left without sentences is deleted); returns which."""
+    """One edit of ``page``, of a kind drawn from ``EDITS``; returns the kind. A sentence
+    edit rewrites, inserts or deletes one sentence of one paragraph or list item (one left
+    without sentences is deleted); ``heading`` renames a heading; ``move`` takes a paragraph
+    or list item out and puts it back elsewhere below the page's title."""
     texts = [b for b in page if not b.kind.startswith("heading")]
+    op = rng.choice(EDITS)
+    if op == "heading":
+        target = rng.choice([b for b in page if b.kind.startswith("heading")])
+        label = target.sentences[0].split(":")[0]
+        target.sentences = [f"{label}: {rng.choice(TOPICS)} (revision {rng.randrange(10**6)})"]
+        return op
     target = rng.choice(texts)
-    op = rng.choice(("rewrite", "insert", "delete"))
+    if op == "move":
+        start = page.index(target)
+        page.remove(target)
+        places = [i for i in range(1, len(page) + 1) if i != start]
+        page.insert(rng.choice(places), target)
+        return op
     at = rng.randrange(len(target.sentences))
     if op == "rewrite":
         target.sentences[at] = sentence(rng)
@@ -164,27 +187,33 @@ def random_edits(
     rng: random.Random,
     count: int,
 ) -> dict:
-    per_edit: list[int] = []
-    ops: dict[str, int] = {}
+    per_kind: dict[str, list[int]] = {kind: [] for kind in EDITS}
     for _ in range(count):
         page_id = rng.choice(sorted(pages))
         op = edit(rng, pages[page_id])
-        ops[op] = ops.get(op, 0) + 1
         server.put_page(page_id, "KC page", blocks(pages[page_id]), parent_database=DATABASE)
         before = embedder.texts_embedded
         notion_reembed.reembed(deps, job(page_id), lambda ws: client)
-        per_edit.append(embedder.texts_embedded - before)
-    histogram = {str(n): per_edit.count(n) for n in sorted(set(per_edit))}
+        per_kind[op].append(embedder.texts_embedded - before)
+    sentences = [n for kind in SENTENCE_EDITS for n in per_kind[kind]]
     return {
         "edits": count,
-        "ops": dict(sorted(ops.items())),
-        "reembedded_per_edit": {
-            "p50": percentile(per_edit, 0.5),
-            "p95": percentile(per_edit, 0.95),
-            "max": max(per_edit),
-            "mean": round(sum(per_edit) / len(per_edit), 3),
-            "histogram": histogram,
-        },
+        "sentence_edits": spread(sentences),
+        "by_kind": {kind: spread(values) for kind, values in per_kind.items()},
+    }
+
+
+def spread(per_edit: list[int]) -> dict[str, Any]:
+    """How many texts the edits re-embedded: count, percentiles, mean and histogram."""
+    if not per_edit:
+        return {"edits": 0}
+    return {
+        "edits": len(per_edit),
+        "p50": percentile(per_edit, 0.5),
+        "p95": percentile(per_edit, 0.95),
+        "max": max(per_edit),
+        "mean": round(sum(per_edit) / len(per_edit), 3),
+        "histogram": {str(n): per_edit.count(n) for n in sorted(set(per_edit))},
     }
 
 
@@ -223,7 +252,7 @@ def main() -> None:
         edits = random_edits(deps, client, server, pages, embedder, rng, args.edits)
         client.close()
         db.close()
-    spread = edits["reembedded_per_edit"]
+    sentence = edits["sentence_edits"]
     print(
         json.dumps(
             {
@@ -237,13 +266,13 @@ def main() -> None:
                 "targets": {
                     "resync_unchanged_embedding_calls": 0,
                     "one_paragraph_texts_embedded": 1,
-                    "random_edit_p50": 1,
-                    "random_edit_p95_max": 2,
+                    "sentence_edit_p50": 1,
+                    "sentence_edit_p95_max": 2,
                 },
                 "met": unchanged["embedding_calls"] == 0
                 and one_changed["texts_embedded"] == 1
-                and spread["p50"] == 1
-                and spread["p95"] <= 2,
+                and sentence.get("p50") == 1
+                and sentence.get("p95", 3) <= 2,
             }
         )
     )

@@ -51,6 +51,17 @@ resource "google_storage_bucket" "assets" {
     }
   }
 
+  # Issue 33: no stored page of a researched company outlives the research limit either.
+  lifecycle_rule {
+    condition {
+      age            = var.retention_max_days["research"]
+      matches_prefix = ["research/"]
+    }
+    action {
+      type = "Delete"
+    }
+  }
+
   # An overwritten or deleted object stays recoverable for 30 days, then goes.
   lifecycle_rule {
     condition {

@@ -108,16 +108,17 @@ variable "assets_bucket" {
 }
 
 variable "retention_max_days" {
-  description = "The longest any org may keep each data class, in days (COLONY_RETENTION_MAX_DAYS); the bucket deletes transcripts past the transcripts limit."
+  description = "The longest any org may keep each data class, in days (COLONY_RETENTION_MAX_DAYS); the bucket deletes transcripts and research pages past their limits."
   type        = map(number)
   default = {
     transcripts   = 365
     chat_events   = 90
     llm_calls     = 180
     outbox_bodies = 365
+    research      = 180
   }
   validation {
-    condition     = alltrue([for k, v in var.retention_max_days : contains(["transcripts", "chat_events", "llm_calls", "outbox_bodies"], k) && v >= 1 && v <= 3650])
+    condition     = alltrue([for k, v in var.retention_max_days : contains(["transcripts", "chat_events", "llm_calls", "outbox_bodies", "research"], k) && v >= 1 && v <= 3650])
     error_message = "retention_max_days: known data classes only, each 1..3650 days."
   }
 }

@@ -10,9 +10,10 @@ processed events, LLM call records, a dead letter, published content, a deployme
 retention and org settings, both contacts' sequence enrollments, a Notion workspace and its
 backfill run, a Drive channel, an import job with a rejected row quoting Dana's address, a
 rejection that claimed it, both contacts' AGT-003 signals, audit log entries about Dana's
-draft and Dana's address on the suppression list. ``SEEDED`` lists the tables it fills and
-a test holds that to ``ORG_SCOPED_TABLES``: a new org table must be seeded here, so the
-erasure tests cover it.
+draft, Dana's address on the suppression list, and the research of the org's company
+(a stored leadership page naming Dana, an about page that does not). ``SEEDED`` lists the
+tables it fills and a test holds that to ``ORG_SCOPED_TABLES``: a new org table must be
+seeded here, so the erasure tests cover it.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
     items = {k: f"{org}_i_{k}" for k in ("out1", "out2", "follow", "kc1", "kc2", "kit", "piece")}
     cur = conn.cursor()
     run = f"{org}_run"
+    research_objects: list[str] = []
 
     def ex(sql: str, *params: Any) -> None:
         cur.execute(sql, params)
@@ -345,6 +347,54 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
             org,
             f"folder-{org}",
         )
+    cur.execute("SELECT to_regclass('research_sources') IS NOT NULL")
+    if cur.fetchone()[0]:  # migration 0042: the company's research, a page naming Dana
+        ex(
+            "INSERT INTO research_jobs (org_id, domain, status, outcome, requested_by,"
+            " finished_at) VALUES (%s, 'mercyridge.example', 'done', 'researched', 'u1', now())",
+            org,
+        )
+        for sid, role, text in (
+            (f"{org[-12:]:0>12}aaaaaaaaaaaa", "leadership", f"{name}, VP Facilities"),
+            (f"{org[-12:]:0>12}bbbbbbbbbbbb", "about", "Mercy Ridge runs nine clinics."),
+        ):
+            sid = "".join(c if c in "0123456789abcdef" else "0" for c in sid)
+            text_object = f"research/{org}/{sid}/page.txt"
+            blobs.put(text_object, text.encode(), "text/plain")
+            research_objects.append(text_object)
+            ex(
+                "INSERT INTO research_sources (org_id, id, domain, url, final_url, role, kind,"
+                " outcome, fetched_at, text_object, text_chars, pass) VALUES (%s, %s,"
+                " 'mercyridge.example', %s, %s, %s, 'page', 'ok', now(), %s, %s, 1)",
+                org,
+                sid,
+                f"https://mercyridge.example/{role}",
+                f"https://mercyridge.example/{role}",
+                role,
+                text_object,
+                len(text),
+            )
+            if role == "leadership" and _has_column(cur, "research_sources", "screenshot_object"):
+                # migration 0043: the page was rendered, its screenshot kept beside its text
+                shot = f"research/{org}/{sid}/{'0' * 64}.png"
+                blobs.put(shot, b"\x89PNG\r\n\x1a\n", "image/png")
+                research_objects.append(shot)
+                ex(
+                    "UPDATE research_sources SET screenshot_object = %s, screenshot_hash = %s,"
+                    " render_outcome = 'rendered' WHERE org_id = %s AND id = %s",
+                    shot,
+                    "0" * 64,
+                    org,
+                    sid,
+                )
+            ex(
+                "INSERT INTO research_passages (org_id, source_id, ord, text, model, embedding)"
+                " VALUES (%s, %s, 0, %s, 'offline', %s::vector)",
+                org,
+                sid,
+                text,
+                _vector(dim, 3),
+            )
     # an import job whose file rejected a row quoting Dana's address (the report keeps it)
     ex(
         "INSERT INTO import_jobs (id, org_id, kind, format, filename, object_name,"
@@ -393,7 +443,7 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
         email,
     )
     conn.commit()
-    return Seeded(org, dana, email, name, other, (t1, t2, kit, imported))
+    return Seeded(org, dana, email, name, other, (t1, t2, kit, imported, *research_objects))
 
 
 def dump(conn: Any, org: str) -> dict[str, list[str]]:
@@ -416,3 +466,11 @@ def dump(conn: Any, org: str) -> dict[str, list[str]]:
 def object_bytes(blobs: BlobStore, org: str) -> dict[str, bytes]:
     prefixes = (f"transcripts/{org}/", f"deployment-kits/{org}/", f"imports/{org}/")
     return {name: blobs.get(name) for p in prefixes for name in blobs.names(p)}
+
+
+def _has_column(cur: Any, table: str, column: str) -> bool:
+    cur.execute(
+        "SELECT 1 FROM information_schema.columns WHERE table_name = %s AND column_name = %s",
+        (table, column),
+    )
+    return cur.fetchone() is not None

@@ -7,7 +7,6 @@ and richer): a responder is a function writing the whole answer on the handler.
 
 from __future__ import annotations
 
-import socket
 import ssl
 import threading
 import time
@@ -188,13 +187,6 @@ def only_loopback(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, int]]:
 
     monkeypatch.setattr(httpcore.SyncBackend, "connect_tcp", connect_tcp)
     return attempts
-
-
-def closed_port() -> int:
-    """A port on 127.0.0.1 nothing listens on (bound, then let go)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 AGENT = user_agent("https://colony.example/research")

@@ -20,6 +20,7 @@ import pytest
 
 from colony.admin import api as admin_api
 from colony.admin import imports as admin_imports
+from colony.admin import research as admin_research
 from colony.local.tokens import ensure_local_keys, mint_local_token
 from colony.ports import BlobStore, org_tag
 from colony.registry.functions import ERASURE_QUEUE
@@ -282,6 +283,7 @@ def test_the_daily_retention_run_is_a_data_lifecycle_task(admin: Admin) -> None:
         "chat_events",
         "llm_calls",
         "outbox_bodies",
+        "research",
     }
 
 
@@ -317,6 +319,8 @@ ROUTES: list[tuple[str, str, Any]] = [
     ("GET", f"/orgs/{ALPHA}/imports/{A_JOB}", None),
     ("POST", f"/orgs/{ALPHA}/imports/{A_JOB}/start", {}),
     ("GET", f"/orgs/{ALPHA}/imports/{A_JOB}/errors.csv", None),
+    ("POST", f"/orgs/{ALPHA}/research", {"domain": "mercyridge.example"}),
+    ("GET", f"/orgs/{ALPHA}/research/mercyridge.example", None),
 ]
 
 
@@ -324,7 +328,7 @@ def test_the_route_table_covers_every_admin_route() -> None:
     """Each route pattern of ``colony.admin.api`` (and its imports routes) is tried below,
     with another org's id where it takes one (the erasure job route: by job id, further down)."""
     patterns = [v for v in vars(admin_api).values() if isinstance(v, re.Pattern)]
-    patterns.append(admin_imports.IMPORTS)
+    patterns += [admin_imports.IMPORTS, admin_research.RESEARCH]
     tried = [path for _, path, _ in ROUTES] + [f"/erasures/{ALPHA}_job"]
     assert [p.pattern for p in patterns if not any(p.match(t) for t in tried)] == []
     assert [t for t in tried if not any(p.match(t) for p in patterns)] == []
@@ -382,3 +386,39 @@ def test_another_orgs_job_ids_under_ones_own_org_are_not_found(admin: Admin) -> 
         f"/erasures/{job}", headers={"Authorization": f"Bearer {admin.token(ALPHA)}"}
     )
     assert mine.status_code == 200 and mine.get_json()["org_id"] == ALPHA
+
+
+def test_an_admin_asks_for_a_company_to_be_researched_and_reads_what_was_kept(
+    admin: Admin,
+) -> None:
+    """``POST /orgs/{org}/research`` queues one research task (a second ask joins it); the
+    status shows the org's own research (alpha's seed: a pass over mercyridge.example) and
+    nothing of another org's; a value that names no company is a 422 that queues nothing."""
+    token = admin.token(ALPHA)
+    before = dict(admin.transport.tasks)
+    asked = admin.post(f"/orgs/{ALPHA}/research", token, {"domain": "https://www.Acme.example/x"})
+    assert asked.status_code == 202 and asked.get_json() == {
+        "domain": "acme.example",
+        "state": "started",
+    }
+    again = admin.post(f"/orgs/{ALPHA}/research", token, {"domain": "acme.example"})
+    assert again.get_json()["state"] == "running"
+    queued = [t for n, t in admin.transport.tasks.items() if n not in before]
+    assert [t.target for t in queued] == ["research"]
+    shown = admin.api.get(
+        f"/orgs/{ALPHA}/research/mercyridge.example", headers={"Authorization": f"Bearer {token}"}
+    ).get_json()
+    assert shown["job"]["outcome"] == "researched" and {s["role"] for s in shown["sources"]} == {
+        "about",
+        "leadership",
+    }
+    assert all("text" not in s for s in shown["sources"])
+    beta = admin.api.get(
+        f"/orgs/{BETA}/research/acme.example",
+        headers={"Authorization": f"Bearer {admin.token(BETA)}"},
+    ).get_json()
+    assert beta == {"domain": "acme.example", "job": None, "sources": []}
+    for bad in ("169.254.169.254", "localhost", "http://127.0.0.1/", "metadata.google.internal"):
+        refused = admin.post(f"/orgs/{ALPHA}/research", token, {"domain": bad})
+        assert refused.status_code == 422, bad
+    assert len(admin.transport.tasks) == len(before) + 1

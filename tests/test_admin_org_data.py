@@ -51,6 +51,7 @@ SEQUENCES = {
 SETTINGS = {
     "competitors": ["CareSpace", "Facilio"],
     "sending": {"daily_cap": 150, "per_domain_hourly": 3, "sequence_approval": "once"},
+    "research": {"enabled": False},  # issue 33: this org's prospects are not researched
 }
 
 
@@ -216,6 +217,7 @@ def test_an_admin_sets_competitors_and_sending_limits(api: Api) -> None:
     assert defaults == {
         "competitors": [],
         "sending": {"daily_cap": 200, "per_domain_hourly": 5, "sequence_approval": "each_step"},
+        "research": {"enabled": True},
     }
     put = api.call("PUT", f"/orgs/{ALPHA}/settings", token, SETTINGS)
     assert put.status_code == 200 and put.get_json() == SETTINGS

@@ -272,8 +272,41 @@ def test_every_agent_and_profile_has_a_template_and_a_budget() -> None:
     for profile in [*AGENTS, *PROFILES]:
         _, _, template = profile_of(profile)
         assert templates.load(template) and BUDGETS.for_profile(profile)
-    assert BUDGETS.for_profile("AGT-006/pass1").task == 3000
-    assert BUDGETS.for_profile("AGT-007") == BUDGETS.for_profile("default")
+
+
+# SPEC §5's budget table, row by row (system, kc, entity, history, task), copied here so that
+# the packaged budgets.json is checked against the spec rather than against itself.
+SPEC_BUDGETS: dict[str, tuple[int, int, int, int, int]] = {
+    "AGT-001": (800, 1200, 1300, 2000, 200),
+    "AGT-004": (600, 900, 1200, 0, 200),
+    "AGT-005": (700, 1200, 800, 0, 300),
+    "AGT-006/pass1": (500, 0, 0, 0, 3000),
+    "AGT-006/pass2": (500, 800, 600, 0, 1500),
+    "AGT-010": (500, 300, 1500, 400, 100),
+}
+SPEC_OTHERS = (600, 1000, 1000, 0, 300)  # the spec's "others" row
+# Not in the spec's table: the chat's summary pass (seed §6.3), a profile of our own whose
+# prompt is the old turns themselves (task) and nothing else.
+OWN_BUDGETS = {"AGT-001/summary": (600, 0, 0, 0, 3000)}
+
+
+def row_of(row: tuple[int, ...]) -> dict[str, int]:
+    return dict(zip(SECTIONS, row, strict=True))
+
+
+def test_the_packaged_budget_table_is_the_specs_profile_by_profile() -> None:
+    """Each profile resolves to its spec row, each other agent to the spec's "others" row,
+    and the file holds exactly those entries, so deleting or changing one fails here."""
+    expected = {**SPEC_BUDGETS, **OWN_BUDGETS}
+    for profile, row in expected.items():
+        assert BUDGETS.for_profile(profile).as_dict() == row_of(row), profile
+    others = ("AGT-002", "AGT-003", "AGT-007", "AGT-008", "AGT-009")
+    assert set(AGENTS) == {p.split("/")[0] for p in SPEC_BUDGETS} | set(others)
+    for agent in others:
+        assert BUDGETS.for_profile(agent).as_dict() == row_of(SPEC_OTHERS), agent
+    assert {p: b.as_dict() for p, b in BUDGETS.budgets.items()} == {
+        p: row_of(row) for p, row in {**expected, "default": SPEC_OTHERS}.items()
+    }
 
 
 def test_templates_are_strict() -> None:

@@ -16,7 +16,13 @@ from colony.context.assembler import PROFILES, AssemblyRequest, profile_of
 from colony.context.budgets import load_budgets
 from colony.context.tokens import counter_for
 from colony.contracts import OUTPUT_CONTRACTS, OrgContext
-from colony.deadline import MIN_CALL_SECONDS, WRAP_UP_SECONDS, model_window, window_seconds
+from colony.deadline import (
+    DEFAULT_CALL_SECONDS,
+    MIN_CALL_SECONDS,
+    WRAP_UP_SECONDS,
+    model_window,
+    window_seconds,
+)
 from colony.errors import ConfigError, ProviderUnavailable
 from colony.llm import StructuredRunner
 from colony.llm.agent_call import LlmDeps, call_agent
@@ -199,13 +205,14 @@ def test_no_attempt_or_back_off_outlasts_the_invocations_window() -> None:
     with model_window(MIN_CALL_SECONDS - 1, clock), pytest.raises(ProviderUnavailable) as caught:
         StructuredRunner(late, clock=clock).run(request, OUTPUT_CONTRACTS["qualification_score"])
     assert late.timeouts == [] and "left of this invocation's model window" in str(caught.value)
-    # outside a window (tests, tools), no call is given a timeout of its own
+    # outside a window (tests, tools), each call is given a default function's window,
+    # never the client's own (it was 120 s while that window is 100 s)
     plain = Slow(Clock(), 1.0)
     with pytest.raises(ProviderUnavailable):
         StructuredRunner(plain, max_attempts=2, sleep=lambda _: None).run(
             request, OUTPUT_CONTRACTS["qualification_score"]
         )
-    assert plain.timeouts == [None, None]
+    assert plain.timeouts == [DEFAULT_CALL_SECONDS] * 2 == [100.0, 100.0]
 
 
 def test_the_edge_opens_the_window_of_the_function_it_serves() -> None:

@@ -35,8 +35,8 @@ from colony.policy.outbound import competitor_mentions
 from colony.runtime.deps import Deps
 from colony.settings import Settings
 from colony.store import fetch_all, fetch_one
-from colony.testing.emulators import free_port
 from colony.testing.inline import InlineTransport, local_deps, run_until_idle
+from colony.testing.loopback import closed_port
 from tests.conftest import APP_ROLE, Gcs, PgDB, wait_for
 from tests.test_storage import fetch, verify_v4_signed_url
 
@@ -331,7 +331,7 @@ def test_a_gcs_failure_leaves_no_rows_and_the_retry_builds_one_kit(
     settings = Settings.from_env(
         {"COLONY_ASSETS_BUCKET": gcs.bucket, "COLONY_SIGNING_KEY_FILE": str(gcs.key_file)}
     )
-    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{free_port()}")
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{closed_port()}")
     dead = blob_store_from_settings(settings, attempts=1, timeout=2.0)
     monkeypatch.setenv("STORAGE_EMULATOR_HOST", gcs.url)
     deps = make_deps(testdb, blobs=dead)

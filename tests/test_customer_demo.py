@@ -21,6 +21,7 @@ from colony.local.customer_demo import HARBOR, NewCustomer, run_new_customer_dem
 from colony.local.demo import load_demo
 from colony.local.demo_context import DemoContext
 from colony.local.knowledge_demo import knowledge_stand_ins
+from colony.local.research_demo import research_web
 from colony.local.secrets import local_secrets
 from colony.settings import Settings
 from colony.store import fetch_all
@@ -48,15 +49,16 @@ def test_a_new_customer_signs_up_imports_is_backfilled_and_runs_a_campaign(
     with (
         local_storage(settings, said.append),
         knowledge_stand_ins(settings, demo_org) as stand_ins,
+        research_web(said.append) as web,
         demo_functions(
-            settings, demo_org, testdb.dsn(APP_ROLE), said.append, extra_env=stand_ins
+            settings, demo_org, testdb.dsn(APP_ROLE), said.append, extra_env={**stand_ins, **web}
         ) as (servers, token),
     ):
         demo = DemoContext(settings, db, knowledge, demo_org, servers, token, said.append)
         start = len(said)
-        first = run_new_customer_demo(demo, timeout=90)
+        first = run_new_customer_demo(demo, timeout=180)
         printed = said[start:]
-        second = run_new_customer_demo(demo, timeout=90)
+        second = run_new_customer_demo(demo, timeout=120)
 
     def rows(org: str, sql: str, params: tuple[str, ...] = ()) -> list[dict]:
         with db.transaction(org) as cur:
@@ -93,18 +95,30 @@ def test_a_new_customer_signs_up_imports_is_backfilled_and_runs_a_campaign(
     assert {c["source_id"] for c in harbor_chunks} == PAGES
     assert first.chunks == len(harbor_chunks)
 
-    # the campaign ran over the 9 imported prospects to completion
+    # the campaign ran over the 9 imported prospects to completion, each company researched
+    # first (names and titles alone score nothing): drafts follow, each quoting a stored page
     assert first.run["status"] == "completed" and first.run["contacts_done"] == 9
     [run] = rows(HARBOR_ID, "SELECT status, contacts_total FROM campaign_runs")[:1]
     assert run == {"status": "completed", "contacts_total": 9}
     drafts = rows(HARBOR_ID, "SELECT id FROM approval_items WHERE run_id = %s", (first.run["id"],))
-    assert first.drafts == len(drafts)
+    assert first.drafts == len(drafts) and first.drafts >= 5
+    jobs = rows(HARBOR_ID, "SELECT domain, outcome FROM research_jobs")
+    assert jobs and {j["outcome"] for j in jobs} == {"researched"}
+    quoted = rows(
+        HARBOR_ID,
+        "SELECT s.quote, s.source FROM contact_signals s JOIN approval_items a"
+        " ON a.subject_id = s.contact_id WHERE a.run_id = %s AND s.source LIKE 'http%%'",
+        (first.run["id"],),
+    )
+    stored = {r["final_url"] for r in rows(HARBOR_ID, "SELECT final_url FROM research_sources")}
+    assert quoted and {q["source"] for q in quoted} <= stored  # every one names a stored page
 
     # what was printed is that state
     text = "\n".join(printed)
     assert "12 rows, 9 created, 0 updated, 3 rejected" in text
     assert "row 4 (line 5) email" in text and "row 7 (line 8) company" in text
-    assert f"9/9 contacts (not_qualified 8, anti_icp 1); {first.drafts} drafts" in text
+    assert "9/9 contacts (" in text and f"{first.drafts} drafts awaiting approval" in text
+    assert f"research (before AGT-003): {len(jobs)} companies" in text and "signal: “" in text
     assert f"{HARBOR_ID} holds 9 contacts, {demo_org} sees 0 of them" in text
     assert "ICP → 403" in text
     assert 15 <= len(printed) <= 30, printed
@@ -127,6 +141,7 @@ def _assert_rerun(second: NewCustomer, count: list[dict]) -> None:
     assert count == [{"n": 9}]
     assert second.backfill["status"] == "done"
     assert second.run["status"] == "completed"
+    assert second.drafts >= 5  # researched within the freshness window: nothing fetched again
 
 
 def test_a_secrets_file_from_before_gains_the_clerk_secret_and_keeps_the_rest(

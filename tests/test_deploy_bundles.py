@@ -285,6 +285,11 @@ EVIDENCE: dict[str, tuple[str, tuple[Any, ...]]] = {
     "delivery-events": ("SELECT count(*) FROM outbox WHERE status = 'delivered'", ()),
     "send": ("SELECT count(*) FROM audit_log WHERE action = 'message_sent'", ()),
     "admin": ("SELECT count(*) FROM org_retention", ()),
+    # asked over the admin API: a company's pages fetched from the stand-in web and kept
+    "research": (
+        "SELECT count(*) FROM research_sources WHERE outcome = 'ok' AND text_object IS NOT NULL",
+        (),
+    ),
     "clerk-webhook": (
         "SELECT count(*) FROM processed_events WHERE handler = %s",
         ("clerk-webhook",),
@@ -312,6 +317,8 @@ def test_every_bundle_runs_the_demo_scenario_from_its_own_virtualenv(
     from colony.local.demo_context import DemoContext
     from colony.local.functions import BundleSource
     from colony.local.knowledge_demo import knowledge_stand_ins, run_knowledge_demo
+    from colony.local.progress import wait_until
+    from colony.local.research_demo import research_web
     from colony.settings import Settings
     from colony.testing.resend_server import signed
 
@@ -339,13 +346,14 @@ def test_every_bundle_runs_the_demo_scenario_from_its_own_virtualenv(
     with (
         local_storage(settings, said.append),
         knowledge_stand_ins(settings, org_id) as stand_ins,
+        research_web(said.append) as web,
         local_mail(said.append) as mail,
         demo_functions(
             settings,
             org_id,
             testdb.dsn(APP_ROLE),
             said.append,
-            extra_env={**stand_ins, **mail.env(), **env},
+            extra_env={**stand_ins, **web, **mail.env(), **env},
             bundles=sources,
         ) as (servers, token),
         httpx.Client(timeout=60) as http,
@@ -394,6 +402,25 @@ def test_every_bundle_runs_the_demo_scenario_from_its_own_virtualenv(
         )
         assert swept.status_code == 200, swept.text
         assert swept.json()["days"]["chat_events"] == 30
+        # research of a demo company, asked by its admin: the research bundle fetches and keeps
+        asked = http.post(
+            f"{servers.urls['admin']}/orgs/{org_id}/research",
+            json={"domain": "mercyridgehealth.org"},
+            headers=admin,
+        )
+        assert asked.status_code == 202 and asked.json()["state"] == "started", asked.text
+
+        def researched() -> Any:
+            shown = http.get(
+                f"{servers.urls['admin']}/orgs/{org_id}/research/mercyridgehealth.org",
+                headers=admin,
+            ).json()
+            return shown if (shown.get("job") or {}).get("status") == "done" else None
+
+        assert (
+            wait_until("the research", researched, 120, alive=servers.check)["job"]["outcome"]
+            == "researched"
+        )
         # Clerk renames the org (a Svix-signed organization.updated; the bundle verifies it)
         renamed = json.dumps(
             {"type": "organization.updated", "data": {"id": org_id, "name": "ZoomProp (demo)"}}

@@ -276,7 +276,8 @@ def test_every_secret_exists_and_is_granted_only_to_the_functions_that_read_it()
     # the Langfuse secret key reads every org's traced prompts: only functions that call a
     # chat model get it (reembed only embeds), never the webhooks or the model-free targets
     # (and data-lifecycle, which deletes an erased org's traces through Langfuse's API)
-    untraced = {*model_free, "reembed"} - {"data-lifecycle"}
+    # (research embeds its pages' passages, like reembed, and calls no chat model)
+    untraced = {*model_free, "reembed", "research"} - {"data-lifecycle"}
     assert readers["LANGFUSE_SECRET_KEY"] == set(FUNCTIONS) - untraced
     assert readers["LANGFUSE_PUBLIC_KEY"] == readers["LANGFUSE_SECRET_KEY"]
     assert readers["COLONY_DB_PASSWORD"] == readers["SENTRY_DSN"] == set(FUNCTIONS)
@@ -363,15 +364,16 @@ def test_assets_bucket_has_cmek_public_access_prevention_and_lifecycle() -> None
     )
     assert assets["uniform_bucket_level_access"] is True
     rules = assets["lifecycle_rule"]
-    assert len(rules) == 4
-    # retention (issue 14): transcripts are deleted at the deployment's limit, which is the
-    # limit the settings hold orgs to (the daily job deletes them sooner for shorter periods)
-    (transcripts,) = [r for r in rules if block(r, "condition").get("matches_prefix")]
-    assert block(transcripts, "condition") == {
-        "age": '${var.retention_max_days["transcripts"]}',
-        "matches_prefix": ["transcripts/"],
-    }
-    assert block(transcripts, "action") == {"type": "Delete"}
+    assert len(rules) == 5
+    # retention (issues 14, 33): transcripts and stored research pages are deleted at the
+    # deployment's limit, which is the limit the settings hold orgs to (the daily job deletes
+    # them sooner for shorter periods)
+    prefixed = [r for r in rules if block(r, "condition").get("matches_prefix")]
+    assert [block(r, "condition") for r in prefixed] == [
+        {"age": f'${{var.retention_max_days["{c}"]}}', "matches_prefix": [f"{c}/"]}
+        for c in ("transcripts", "research")
+    ]
+    assert all(block(r, "action") == {"type": "Delete"} for r in prefixed)
     limits = variables()["retention_max_days"]["default"]
     assert limits == RETENTION_MAX_DAYS
     env = local_values()["function_env"]
@@ -457,16 +459,20 @@ def test_the_invoker_terraform_creates_is_the_one_the_code_checks() -> None:
 
 def test_every_function_that_decides_approvals_may_publish_what_the_appliers_publish() -> None:
     """Appliers run in the deciding function (approval, and chat's decide tool and route): a
-    deal moved to closed_won publishes to colony-onboarding from whichever function approved
-    it, so each one needs the approval function's publisher grants or the decision fails."""
+    deal moved to closed_won publishes to colony-onboarding, and an approved
+    ``research_company`` queues on colony-research, from whichever function approved it, so
+    each one needs the approval function's publisher and enqueuer grants or the decision
+    fails."""
     deciders = {
         name for name in FUNCTIONS if "colony.flows.approvals.approval" in function_modules(name)
     }
     assert {"approval", "chat"} <= deciders
     needed = set(FUNCTIONS["approval"].publishes)
-    assert "colony-onboarding" in needed
+    queues = set(FUNCTIONS["approval"].enqueues)
+    assert "colony-onboarding" in needed and "colony-research" in queues
     for name in deciders:
         assert needed <= set(registry()["functions"][name]["publishes"]), name
+        assert queues <= set(registry()["functions"][name]["enqueues"]), name
 
 
 def test_every_function_that_shows_approval_cards_may_sign_kit_links() -> None:

@@ -382,8 +382,10 @@ def test_an_exhausted_pubsub_delivery_fails_the_recording_over_real_functions(
     assert [r["attempts"] for r in rows(db, "SELECT attempts FROM dead_letters")] == [limit]
     rec = rows(db, "SELECT status, error FROM recordings")[0]
     assert rec["status"] == "failed"
+    # the provider's own reason, as its error body gave it (issue 37 item 6)
     assert rec["error"] == (
-        f"gave up after {limit} delivery attempts: ProviderError (provider_error)"
+        f"gave up after {limit} delivery attempts: ProviderError (provider_error): "
+        "invalid_request_error: INVALID_ARGUMENT: 400: scripted 400 Bad Request"
     )
 
 

@@ -192,8 +192,13 @@ def test_erasing_one_prospect_removes_them_and_everything_derived(world: World) 
     assert world.owner_scan([alpha.dana_name])
     # their call's transcript is gone, the other call's stays
     assert world.blobs.names(f"transcripts/{ALPHA}/") == [f"transcripts/{ALPHA}/f2.txt"]
+    # the stored research page naming them is gone, with its row; the about page stays
+    research = world.blobs.names(f"research/{ALPHA}/")
+    assert len(research) == 1 and b"Dana" not in world.blobs.get(research[0])
     conn = world.db.owner_connection()
     cur = conn.cursor()
+    cur.execute("SELECT role FROM research_sources WHERE org_id = %s", (ALPHA,))
+    assert [r[0] for r in cur.fetchall()] == ["about"]
     cur.execute("SELECT source_id FROM kc_chunks WHERE org_id = %s ORDER BY source_id", (ALPHA,))
     assert [r[0] for r in cur.fetchall()] == [f"{ALPHA}-kc01", f"{ALPHA}_i_kc2"]
     cur.execute("SELECT id FROM recordings WHERE org_id = %s", (ALPHA,))

@@ -23,6 +23,7 @@ from colony.flows.recordings import recording
 from colony.flows.tenants import org_admin
 from colony.llm.runner import StructuredRunner
 from colony.policy.grounding import verbatim
+from colony.policy.outbound import signal_matches
 from colony.store import fetch_one
 from colony.testing.hostile import RecordingTracer
 from tests.conftest import PgDB
@@ -101,24 +102,89 @@ def test_a_quote_the_transcript_lacks_is_dropped_and_counted(world) -> None:
 
 @pytest.mark.covers("AGT-003", "CONST-004")
 def test_agt003_quotes_are_checked_against_the_contact_data_it_was_given() -> None:
-    """The source is every text value of the entities AGT-003 was given (nested ones too),
-    whitespace normalised; a signal without a quote keeps its detail as its word."""
-    entities = {
-        "contact": {
-            "name": "Dana Reyes",
-            "enrichment": {"recent_news": "Opened a second\n   clinic in Austin."},
-            "signals": [{"detail": "Hiring three facility managers"}],
-        }
+    """A quote names its source: the contact as imported (every text value, nested ones too,
+    whitespace normalised; never a field this system wrote: its score, its earlier summary),
+    or a stored page's passage by its ref, whose quote must be in that passage and whose
+    signal then names the page's URL and the passage's date. A quote of fewer than three
+    words, or no quote at all, is not one."""
+    contact = {
+        "name": "Dana Reyes",
+        "icp_recommendation": "disqualify for now",
+        "enrichment": {
+            "recent_news": "Opened a second\n   clinic in Austin.",
+            "summary": "Dana Reyes runs a growing clinic network.",
+        },
+        "signals": [{"detail": "Hiring three facility managers"}],
     }
+    passages = [
+        {
+            "ref": "S1",
+            "url": "https://reyes.example/news/funding",
+            "published": "2026-10-01",
+            "fetched": "2026-11-30",
+            "text": "Reyes Health raised $40M in a Series C to open two clinics.",
+        }
+    ]
     found = [
         {"type": "hiring", "detail": "hiring", "quote": "Hiring three facility managers"},
         {"type": "expansion", "detail": "a clinic", "quote": "Opened a second clinic in Austin."},
-        {"type": "funding", "detail": "raised", "quote": "Raised $40M in a Series C."},
-        {"type": "tech_adoption", "detail": "moved to a new CAFM"},
+        {
+            "type": "funding",
+            "detail": "raised",
+            "quote": "raised $40M in a Series C",
+            "source": "S1",
+            "observed_on": "2020-01-01",
+        },
+        {"type": "funding", "detail": "raised", "quote": "Raised $40M in a Series C."},  # nowhere
+        {
+            "type": "funding",
+            "detail": "raised",
+            "quote": "raised $40M in a Series C",
+            "source": "S9",
+        },  # no such passage, and not the contact's words
+        {"type": "expansion", "detail": "growing", "quote": "runs a growing clinic network"},
+        {"type": "leadership_change", "detail": "x", "quote": "disqualify for now"},
+        {"type": "expansion", "detail": "x", "quote": "Austin."},  # one word
+        {"type": "tech_adoption", "detail": "moved to a new CAFM"},  # no quote
     ]
-    kept, dropped = enrichment.grounded(found, entities)
-    assert [s["type"] for s in kept] == ["hiring", "expansion", "tech_adoption"]
-    assert dropped == 1
+    kept, dropped = enrichment.grounded(found, contact, passages)
+    assert [s["type"] for s in kept] == ["hiring", "expansion", "funding"]
+    assert dropped == 6
+    web = kept[2]
+    assert web["source"] == "https://reyes.example/news/funding"
+    assert web["observed_on"] == "2026-10-01"  # the passage's date, not the model's
+
+
+@pytest.mark.covers("AGT-003", "CONST-006")
+def test_agt003_keeps_signals_agt005_can_tell_apart() -> None:
+    """AGT-005 must reference exactly one of a contact's signals (CONST-006), so AGT-003 keeps
+    no two it would match to each other, the best ranked first: two postings of one job
+    board in one city, an opening read in the feed and again on the news index, and (the
+    cost) a company's short headlines, whose shared name makes CONST-006 read them as one.
+    ``bench/research.py`` found drafts dead-lettered for each of these."""
+    board = "http://api.ashbyhq.com/posting-api/job-board/prairievalley"
+    details = [
+        ("hiring", "Hiring a Facilities Project Manager in Spokane, WA.", board),
+        ("hiring", "Hiring a Revenue Cycle Manager in Spokane, WA.", board),  # one to CONST-006
+        ("hiring", "Hiring a Medical Assistant in Omaha, NE.", board),  # told apart: kept
+        (
+            "expansion",
+            "Aspen Hill Medical Group opens a new clinic in Madison, WI · 2026-10-13",
+            "",
+        ),
+        (
+            "expansion",
+            "Press release: Aspen Hill Medical Group opens a new clinic in Madison, WI (PDF)",
+            "",
+        ),
+        ("funding", "Stone Park Imaging secures new funding", ""),
+        ("expansion", "Stone Park Imaging opens a new clinic in Omaha, NE", ""),
+    ]
+    found = [{"type": t, "detail": d, "quote": d, "source": u} for t, d, u in details]
+    kept = [s["detail"] for s in enrichment.one_per_event(found)]
+    assert kept == [details[i][1] for i in (0, 2, 3, 5)]
+    for detail in kept:  # a draft naming any kept signal names exactly one
+        assert sum(signal_matches(detail, other) for other in kept) == 1, detail
 
 
 def _set_competitors(deps: Any, names: list[str]) -> None:

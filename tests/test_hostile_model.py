@@ -27,7 +27,8 @@ from colony.knowledge.store import ChunkIn
 from colony.llm.agent_call import llm_from_settings
 from colony.llm.runner import StructuredRunner
 from colony.local.demo import load_demo
-from colony.observability.tracing import CallRecorder, TracedChatModel
+from colony.observability.call_records import CallRecorder
+from colony.observability.tracing import TracedChatModel
 from colony.ports import ChatModel, Message, ModelRequest, ToolCall
 from colony.registry.functions import AGENT_TOPICS
 from colony.runtime.deps import Deps

@@ -21,9 +21,9 @@ from colony.knowledge import KnowledgeStore
 from colony.ports import Mail, Mailbox
 from colony.settings import Settings
 from colony.store import fetch_all
-from colony.testing.emulators import free_port
 from colony.testing.imap_server import ImapServer
 from colony.testing.inline import FIXED_NOW, InlineTransport, local_deps
+from colony.testing.loopback import closed_port
 from tests.conftest import PgDB
 from tests.test_sending import ORG, SETTINGS, approved_message
 
@@ -80,7 +80,7 @@ def test_the_adapter_reads_unseen_mail_without_marking_it_and_marks_on_request()
         with pytest.raises(ConfigError, match="refused our login"):
             mailbox(server, "wrong").unread()
     with pytest.raises(UpstreamError, match="cannot reach"):
-        ImapMailbox("127.0.0.1", free_port(), username="u", password="p", tls=False).unread()
+        ImapMailbox("127.0.0.1", closed_port(), username="u", password="p", tls=False).unread()
 
 
 def test_polling_stores_replies_once_and_records_what_is_not_this_orgs(testdb: PgDB) -> None:

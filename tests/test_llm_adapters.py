@@ -19,12 +19,8 @@ from google.genai import errors as genai_errors
 from pydantic import BaseModel, ConfigDict, Field
 
 from colony.adapters.gemini_chat import GEMINI_SCHEMA_KEYWORDS, GeminiChatModel, gemini_json_schema
-from colony.adapters.openai_chat import (
-    STRICT_KEYWORDS,
-    OpenAIChatModel,
-    schema_name,
-    strict_json_schema,
-)
+from colony.adapters.openai_chat import OpenAIChatModel
+from colony.adapters.openai_schema import STRICT_KEYWORDS, schema_name, strict_json_schema
 from colony.adapters.retry_after import retry_after_seconds
 from colony.contracts import OUTPUT_CONTRACTS, QualificationScore
 from colony.errors import (
@@ -113,7 +109,12 @@ def make_openai(server: WireServer) -> Iterator[Callable[..., OpenAIChatModel]]:
     made: list[OpenAIChatModel] = []
 
     def make(**kwargs: Any) -> OpenAIChatModel:
-        options: dict[str, Any] = {"api_key": OPENAI_KEY, "base_url": server.openai_base_url}
+        # the stand-in speaks for OpenAI's own API unless a test says otherwise
+        options: dict[str, Any] = {
+            "api_key": OPENAI_KEY,
+            "base_url": server.openai_base_url,
+            "compatible": False,
+        }
         model = OpenAIChatModel(**{**options, **kwargs})
         made.append(model)
         return model
@@ -183,7 +184,8 @@ def test_strict_schema_makes_none_defaults_nullable_and_other_defaults_required(
     props = strict["properties"]
 
     assert strict["required"] == list(props)
-    assert props["name"] == {"type": "string"}  # minLength, maxLength, title dropped
+    # minLength and maxLength are not strict keywords: said in words; the title dropped
+    assert props["name"] == {"type": "string", "description": "1 to 10 characters."}
     assert props["note"] == {"anyOf": [{"type": "string"}, {"type": "null"}]}  # no default
     assert props["sub"] == {"anyOf": [{"$ref": "#/$defs/_Sub"}, {"type": "null"}]}
     assert props["level"] == {
@@ -192,7 +194,12 @@ def test_strict_schema_makes_none_defaults_nullable_and_other_defaults_required(
     # A non-null default: required and NOT nullable (null would break the contract).
     assert props["tags"] == {"items": {"type": "string"}, "type": "array"}
     assert props["kind"] == {"enum": ["mixed"], "type": "string"}
-    assert props["when"] == {"type": "string"}  # format dropped
+    # a format OpenAI knows is kept, and said in words too
+    assert props["when"] == {
+        "type": "string",
+        "format": "date",
+        "description": "An ISO date, YYYY-MM-DD.",
+    }
     assert props["choice"] == {"anyOf": [{"$ref": "#/$defs/_Sub"}, {"type": "string"}]}
     assert strict["$defs"]["_Sub"] == {
         "type": "object",
@@ -276,9 +283,13 @@ def test_gemini_schema_keeps_only_supported_keywords() -> None:
     for node in walk(schema):
         assert set(node) <= GEMINI_SCHEMA_KEYWORDS, set(node) - GEMINI_SCHEMA_KEYWORDS
     props = schema["properties"]
-    assert props["name"] == {"type": "string"}
+    assert props["name"] == {"type": "string", "description": "1 to 10 characters."}
     assert props["kind"] == {"enum": ["mixed"], "type": "string"}
-    assert props["when"] == {"format": "date", "type": "string"}
+    assert props["when"] == {
+        "format": "date",
+        "type": "string",
+        "description": "An ISO date, YYYY-MM-DD.",
+    }
     assert schema["required"] == ["name", "when", "choice"]  # optional stays optional
     assert gemini_json_schema({"$ref": "#/$defs/A", "description": "x"}) == {"$ref": "#/$defs/A"}
 

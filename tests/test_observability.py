@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import re
 import socket
 import threading
 import uuid
@@ -27,15 +28,15 @@ from sentry_sdk.envelope import Envelope
 from sentry_sdk.transport import Transport
 
 from colony.errors import ConfigError, NotFound, ProviderError, ValidationFailed
+from colony.observability.call_records import CallRecorder, record_row, store_records
 from colony.observability.sentry import error_scope, init_sentry, scrub, shutdown_sentry
 from colony.observability.tracing import (
-    CallRecorder,
     LangfuseTracer,
     NoopTracer,
     TracedChatModel,
     tracer_from_settings,
 )
-from colony.ports import Message, ModelRequest, ModelResponse, Usage, org_tag
+from colony.ports import LlmCallRecord, Message, ModelRequest, ModelResponse, Usage, org_tag
 from colony.settings import Settings
 from colony.store.db import fetch_all
 from tests.conftest import PgDB
@@ -73,10 +74,10 @@ def make_request(
 ) -> ModelRequest:
     metadata: dict[str, Any] = {
         "org_id": org_id,
-        "agent_id": "icp_scorer",
+        "agent_id": "AGT-004",
         "run_id": "run-1",
         "kc_domains_queried": ["KC-01", "KC-04"],
-        "context_budget_used": {"system": 400, "kc": 650, "entities": 150},
+        "context_budget_used": {"system": 400, "kc": 650, "entity": 150},
     }
     metadata.update(meta)
     return ModelRequest(
@@ -86,6 +87,12 @@ def make_request(
         output_schema={"type": "object"},
         metadata=metadata,
     )
+
+
+def readings(*seconds: float) -> Callable[[], float]:
+    """A clock reading ``seconds`` in turn, as ``time.perf_counter`` would around a call."""
+    values = iter(seconds)
+    return lambda: next(values)
 
 
 # -- guards ------------------------------------------------------------------------------
@@ -176,7 +183,8 @@ def test_generation_carries_the_mandatory_metadata_and_usage(
 ) -> None:
     traced = langfuse()
     inner = FakeModel()
-    response = TracedChatModel(inner, traced.tracer).request(make_request())
+    clock = readings(100.0, 100.25)  # the call took 250 ms
+    response = TracedChatModel(inner, traced.tracer, clock=clock).request(make_request())
     assert response is inner.response
 
     span = traced.generation()
@@ -206,15 +214,15 @@ def test_generation_carries_the_mandatory_metadata_and_usage(
         )
     } == {
         "org_id": "org_a",
-        "agent_id": "icp_scorer",
+        "agent_id": "AGT-004",
         "run_id": "run-1",
         "kc_domains_queried": ["KC-01", "KC-04"],
         "tokens_in": 1200,
         "tokens_out": 85,
         "model": "gpt-x-0601",
-        "context_budget_used": {"system": 400, "kc": 650, "entities": 150},
+        "context_budget_used": {"system": 400, "kc": 650, "entity": 150},
     }
-    assert meta["latency_ms"] >= 0
+    assert meta["latency_ms"] == 250.0  # what the clock measured around the call
     assert "langfuse.observation.input" not in attrs
     assert "langfuse.observation.output" not in attrs
     assert meta["untrusted_instructions"] == []
@@ -285,7 +293,7 @@ def test_generation_nests_under_the_current_span(langfuse: Callable[..., Traced]
         TracedChatModel(FakeModel(), traced.tracer).request(make_request())
     traced.tracer.flush()
     by_name = {s.name: s for s in traced.captured.get_finished_spans()}
-    child = by_name["icp_scorer.icp_score"]
+    child = by_name["AGT-004.icp_score"]
     assert child.parent is not None and child.parent.span_id == int(run.id, 16)
 
 
@@ -380,16 +388,16 @@ def test_recorder_writes_one_row_per_call_visible_only_in_its_org(orgs: PgDB) ->
     with db.transaction("org_a") as cur:
         (row,) = fetch_all(cur, CALL_COLUMNS)
     latency = row.pop("latency_ms")
-    assert isinstance(latency, float) and latency >= 0
+    assert isinstance(latency, float) and latency > 0  # timed by the real clock
     assert row == {
         "org_id": "org_a",
-        "agent_id": "icp_scorer",
+        "agent_id": "AGT-004",
         "run_id": "run-1",
         "model": "gpt-x-0601",
         "kc_domains_queried": ["KC-01", "KC-04"],
         "tokens_in": 1200,
         "tokens_out": 85,
-        "context_budget_used": {"system": 400, "kc": 650, "entities": 150},
+        "context_budget_used": {"system": 400, "kc": 650, "entity": 150},
     }
 
     model.request(
@@ -424,6 +432,91 @@ def test_langfuse_and_postgres_keep_the_same_record(
         (row,) = fetch_all(cur, CALL_COLUMNS)
     for column, value in row.items():
         assert json.loads(str(attrs[META + column])) == value, column
+
+
+@pytest.mark.parametrize(
+    ("meta", "refusal"),
+    [
+        ({"agent_id": "icp_scorer"}, "agent_id 'icp_scorer' is not an agent"),
+        ({"agent_id": "AGT-011"}, "agent_id 'AGT-011' is not an agent"),
+        ({"agent_id": "AGT-006/pass1"}, "agent_id 'AGT-006/pass1' is not an agent"),
+        ({"context_budget_used": {"system": 4, "entities": 1}}, "counts 'entities', which"),
+        ({"context_budget_used": {"tools": 9}}, "counts 'tools', which SPEC §5 does not"),
+    ],
+    ids=["a-name", "no-such-agent", "a-profile", "entities", "tools"],
+)
+def test_a_trace_the_spec_does_not_know_is_refused_before_the_call(
+    meta: dict[str, Any], refusal: str, orgs: PgDB, langfuse: Callable[..., Traced]
+) -> None:
+    """An agent id outside the registry, or a section SPEC §5 has no budget for, would be
+    kept for analysis that can never group it: the call is refused, nothing is traced or
+    recorded, and the error names the field and the value."""
+    traced, db, inner = langfuse(), orgs.app(), FakeModel()
+    model = TracedChatModel(inner, traced.tracer, CallRecorder(db))
+    with pytest.raises(ValidationFailed, match=re.escape(refusal)):
+        model.request(make_request(**meta))
+    assert inner.calls == [] and traced.spans() == []
+    with db.transaction("org_a") as cur:
+        assert fetch_all(cur, CALL_COLUMNS) == []
+
+
+def test_a_call_the_clock_did_not_time_is_not_kept(
+    orgs: PgDB, langfuse: Callable[..., Traced]
+) -> None:
+    """A latency of 0 ms is not a measurement; the generation says the call failed the trace
+    schema and no ``llm_calls`` row is written."""
+    traced, db = langfuse(), orgs.app()
+    model = TracedChatModel(FakeModel(), traced.tracer, CallRecorder(db), clock=readings(7.0, 7.0))
+    with pytest.raises(ValidationFailed, match=re.escape("latency_ms 0.0 is not a measured")):
+        model.request(make_request())
+    assert traced.generation().status.status_code is StatusCode.ERROR
+    with db.transaction("org_a") as cur:
+        assert fetch_all(cur, CALL_COLUMNS) == []
+
+
+def _record(**changes: Any) -> LlmCallRecord:
+    fields: dict[str, Any] = {
+        "org_id": "org_a",
+        "agent_id": "AGT-004",
+        "run_id": "run-1",
+        "model": "gpt-x-0601",
+        "kc_domains_queried": ("KC-02",),
+        "tokens_in": 10,
+        "tokens_out": 2,
+        "context_budget_used": {"system": 8, "task": 2},
+        "latency_ms": 12.5,
+    }
+    return LlmCallRecord(**{**fields, **changes})
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"latency_ms": None},
+        {"latency_ms": 0.0},
+        {"latency_ms": -3.0},
+        {"latency_ms": float("nan")},
+        {"latency_ms": float("inf")},
+        {"latency_ms": True},
+        {"agent_id": "qualifier"},
+        {"context_budget_used": {"entities": 3}},
+    ],
+    ids=["unmeasured", "zero", "negative", "nan", "inf", "bool", "agent", "section"],
+)
+def test_a_record_that_breaks_the_schema_is_not_written_either_way(
+    orgs: PgDB, changes: dict[str, Any]
+) -> None:
+    """Both ways a row is written (``store_records``, and ``record_row`` for the chat turn's
+    one statement) check the record; a batch with one bad record keeps none of it."""
+    db = orgs.app()
+    with pytest.raises(ValidationFailed, match=r"latency_ms|agent_id|context_budget_used"):
+        record_row(_record(**changes))
+    with pytest.raises(ValidationFailed), db.transaction("org_a") as cur:
+        store_records(cur, [_record(), _record(**changes)])
+    with db.transaction("org_a") as cur:
+        assert fetch_all(cur, CALL_COLUMNS) == []
+        store_records(cur, [_record()])  # the same record, measured and named: kept
+        assert len(fetch_all(cur, CALL_COLUMNS)) == 1
 
 
 # -- Sentry ------------------------------------------------------------------------------
@@ -476,7 +569,7 @@ def test_sentry_events_carry_the_ids_and_never_the_prompt(
     sentry: CollectingTransport, caplog: pytest.LogCaptureFixture
 ) -> None:
     secret = planted()
-    with error_scope("org_a", "run-1", "icp_scorer"):
+    with error_scope("org_a", "run-1", "AGT-004"):
         sentry_sdk.add_breadcrumb(category="llm", message=f"asked {secret}", data={"p": secret})
         logging.getLogger("colony.test").warning("retrying prompt %s", secret)
         sentry_sdk.capture_message(f"odd answer for {secret}")
@@ -485,7 +578,7 @@ def test_sentry_events_carry_the_ids_and_never_the_prompt(
             _answer_badly(secret)
         except ProviderError:
             sentry_sdk.capture_exception()
-    with pytest.raises(ProviderError), error_scope("org_a", "run-2", "icp_scorer"):
+    with pytest.raises(ProviderError), error_scope("org_a", "run-2", "AGT-004"):
         _answer_badly(secret)  # escapes the scope: reported there, re-raised
     sentry_sdk.flush()
 
@@ -496,7 +589,7 @@ def test_sentry_events_carry_the_ids_and_never_the_prompt(
     for event in events:
         assert {k: event["tags"][k] for k in ("org_id", "agent_id")} == {
             "org_id": "org_a",
-            "agent_id": "icp_scorer",
+            "agent_id": "AGT-004",
         }
         assert event["tags"]["run_id"] in ("run-1", "run-2")
     errors = [e for e in events if "exception" in e]
@@ -513,7 +606,7 @@ def test_sentry_events_carry_the_ids_and_never_the_prompt(
 
 
 def test_caller_errors_escaping_the_scope_are_not_reported(sentry: CollectingTransport) -> None:
-    with pytest.raises(NotFound), error_scope("org_a", None, "icp_scorer"):
+    with pytest.raises(NotFound), error_scope("org_a", None, "AGT-004"):
         raise NotFound("no such contact")
     sentry_sdk.flush()
     assert sentry.events() == []
@@ -584,7 +677,7 @@ def test_what_a_flow_learns_after_the_call_is_added_to_its_trace(
     traced.tracer.annotate("call-unknown", {"quotes_dropped": 5})
     traced.tracer.flush()
     spans = traced.captured.get_finished_spans()
-    (generation,) = [s for s in spans if s.name == "icp_scorer.icp_score"]
+    (generation,) = [s for s in spans if s.name == "AGT-004.icp_score"]
     (event,) = [s for s in spans if s.name == "annotation"]
     attrs = event.attributes or {}
     assert event.context.trace_id == generation.context.trace_id

@@ -75,6 +75,7 @@ COMPOSITIONS = {  # colony.runtime.compose module → the parts it builds
     "lifecycle": {"blobs", "traces", "inbound"},
     "mail": {"sender"},  # the SMTP relay or Resend
     "inbound": {"inbound"},  # Resend's received mail (replies its webhook names)
+    "research": {"knowledge", "blobs", "web"},  # the open web, its pages kept and embedded
 }
 
 

@@ -80,12 +80,14 @@ def test_the_daily_run_expires_exactly_what_is_past_each_period(
         "chat_events": 30,
         "llm_calls": RETENTION_MAX_DAYS["llm_calls"],
         "outbox_bodies": RETENTION_MAX_DAYS["outbox_bodies"],
+        "research": RETENTION_MAX_DAYS["research"],
     }
     assert first["expired"] == {
         "transcripts": 1,
         "chat_events": 1,
         "llm_calls": 1,
         "outbox_bodies": 1,
+        "research": 0,  # the seed's pages were read today (tests/test_research_runner.py ages one)
     }
     assert blobs.names(f"transcripts/{ALPHA}/") == [f"transcripts/{ALPHA}/f2.txt"]
     conn = db.owner_connection()

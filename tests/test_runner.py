@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
 from colony.contracts import DailyBrief, OutboundMessage, QualificationScore
+from colony.deadline import DEFAULT_CALL_SECONDS
 from colony.errors import OutputInvalid, ProviderError, ProviderUnavailable
 from colony.llm import RunResult, StructuredRunner, validation_problems
+from colony.llm.answers import answer_schema
 from colony.ports import ChatModel, Message, ModelRequest, ModelResponse, ToolCall, Usage
 from colony.testing.fakes import SCRIPTED_USAGE, RecordingSleep, ScriptedChatModel
 
@@ -44,6 +47,13 @@ def make_request(**overrides: Any) -> ModelRequest:
     return ModelRequest(**options)
 
 
+def as_sent(request: ModelRequest) -> ModelRequest:
+    """``request`` as the runner sends it: its contract or missing_data, inside ``answer``,
+    and a timeout of its own (outside a window, a default function's)."""
+    schema = answer_schema(request.output_schema)
+    return replace(request, output_schema=schema, timeout_seconds=DEFAULT_CALL_SECONDS)
+
+
 def runner(model: ChatModel, **kwargs: Any) -> tuple[StructuredRunner, RecordingSleep]:
     sleep = RecordingSleep()
     return StructuredRunner(model, sleep=sleep, **kwargs), sleep
@@ -70,7 +80,7 @@ def test_a_valid_first_answer_is_returned_validated() -> None:
         False,
         (),
     )
-    assert model.requests == [make_request()]
+    assert model.requests == [as_sent(make_request())]
     assert sleep.delays == []
 
 
@@ -105,7 +115,7 @@ def test_unavailable_is_retried_with_exponential_backoff() -> None:
     assert result.attempts == 3
     assert result.usage == SCRIPTED_USAGE  # failed attempts carry no usage
     assert len(model.requests) == 3
-    assert all(r == make_request() for r in model.requests)
+    assert all(r == as_sent(make_request()) for r in model.requests)
 
 
 def test_backoff_is_capped_at_max_delay() -> None:

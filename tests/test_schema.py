@@ -56,6 +56,9 @@ ENTITY_TABLES = {
     "held_inbound_mail",  # issue 31: inbound mail events held until a reader can read them
     "research_sites",  # issue 33: each site's pace across instances (no org: shared)
     "research_robots",  # issue 33: each origin's robots.txt as last fetched (no org: shared)
+    "research_jobs",  # issue 33: each org's research of a company, resumable
+    "research_sources",  # issue 33: what it fetched, with provenance
+    "research_passages",  # issue 33: the stored texts' passages, embedded for AGT-003
 }
 
 

@@ -246,7 +246,9 @@ def test_one_approval_covers_the_sequence_when_the_org_says_so(
 ) -> None:
     with deps.db.transaction(ORG) as cur:
         cur.execute(
-            "INSERT INTO org_settings (org_id, sequence_approval) VALUES (%s, 'once')", (ORG,)
+            "INSERT INTO org_settings (org_id, sequence_approval) VALUES (%s, 'once')"
+            " ON CONFLICT (org_id) DO UPDATE SET sequence_approval = 'once'",  # the demo's row
+            (ORG,),
         )
     first = drafted(deps, contacts=1)[0]
     approval.decide(deps, ORG, first["id"], "approve", actor=PERSON)

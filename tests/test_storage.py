@@ -23,7 +23,8 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from colony.adapters.storage import blob_store_from_settings, ensure_local_signing_key
 from colony.errors import NotFound, ProviderUnavailable, ValidationFailed
 from colony.settings import Settings
-from colony.testing.emulators import free_port, storage_emulator
+from colony.testing.emulators import storage_emulator
+from colony.testing.loopback import closed_port
 from tests.conftest import Gcs
 
 pytestmark = pytest.mark.covers("TECH-005")
@@ -132,7 +133,7 @@ def test_bad_names_and_ttls_are_rejected(gcs: Gcs) -> None:
 def test_unreachable_store_is_provider_unavailable(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{free_port()}")  # nobody
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{closed_port()}")  # nobody
     settings = Settings.from_env({"COLONY_DATA_DIR": str(tmp_path)})
     store = blob_store_from_settings(settings, attempts=1, timeout=2.0)
     with pytest.raises(ProviderUnavailable):
@@ -158,7 +159,7 @@ def test_an_emulator_with_a_data_dir_keeps_objects_across_restarts(
 def test_local_signing_key_is_generated_once_private(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{free_port()}")
+    monkeypatch.setenv("STORAGE_EMULATOR_HOST", f"http://127.0.0.1:{closed_port()}")
     settings = Settings.from_env({"COLONY_DATA_DIR": str(tmp_path / "data")})
     key = tmp_path / "data" / "gcs-signing-key.json"
     blob_store_from_settings(settings)

@@ -49,6 +49,7 @@ from colony.settings import Settings
 from colony.store.db import fetch_all
 from colony.testing import emulators
 from colony.testing.inline import InlineTransport
+from colony.testing.loopback import closed_port
 from colony.testing.tasks_gateway import TasksGateway
 from colony.testing.wire import Reply, Route, WireServer
 from tests.conftest import PgDB
@@ -281,7 +282,7 @@ def test_local_dead_letters_into_the_org_and_loses_nothing(
 
 
 def test_local_dead_letters_when_the_function_is_unreachable() -> None:
-    url = f"http://127.0.0.1:{emulators.free_port()}/"  # nothing listens there
+    url = f"http://127.0.0.1:{closed_port()}/"  # nothing listens there
     with LocalTransport({"enrichment": url}, max_attempts=2, backoff=(0.01, 0.01)) as transport:
         message_id = transport.publish(TOPIC, b"{}", {"org_id": "org_a"})
         assert transport.drain(WAIT)
@@ -565,9 +566,7 @@ def test_gcp_maps_transient_and_permanent_failures() -> None:
         PROJECT,
         REGION,
         function_urls=urls,
-        pubsub=GoogleApi(
-            "pubsub", f"http://127.0.0.1:{emulators.free_port()}", sleep=lambda s: None
-        ),
+        pubsub=GoogleApi("pubsub", f"http://127.0.0.1:{closed_port()}", sleep=lambda s: None),
     )
     with pytest.raises(TransportUnavailable, match="no answer"):
         nobody.publish(TOPIC, b"{}", {})

@@ -12,10 +12,10 @@ from http.server import BaseHTTPRequestHandler
 import pytest
 
 from colony.env_values import ResearchWeb
+from colony.testing.loopback import closed_port
 from tests.little_web import (
     HOSTS,
     LittleWeb,
-    closed_port,
     dripping_headers,
     endless,
     fenced,

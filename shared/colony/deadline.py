@@ -11,6 +11,12 @@ a function (tests, tools, ``make run``'s scenario) there is no window. A thread 
 for the request (AGT-006's pass 1, a chat turn) must run in a copy of the request's context
 (``contextvars.copy_context``) to keep it.
 
+Outside a window a call still has a timeout, never the SDK's own: ``DEFAULT_CALL_SECONDS``,
+the window of a function with the registry's default timeout, which is also the adapters'
+client default (``call_timeout``). A tool or a local eval run then waits for a call exactly as
+long as a deployed function of the default kind could, not the 120 s an adapter once fixed
+while that function's window was 100 s (issue 37 item 6).
+
 With the window, the registry's invariant holds for every function (tests/test_call_limits.py):
 model time < window < function timeout < step lease (``colony.runtime.steps``), so a step's
 lease never lapses while its holder may still be calling the model.
@@ -18,15 +24,21 @@ lease never lapses while its holder may still be calling the model.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import cast
 
+from colony.registry.function_spec import Function
 from colony.registry.functions import FUNCTIONS
 
 WRAP_UP_SECONDS = 20
 MIN_CALL_SECONDS = 5.0
+# A function's timeout unless its registry entry says otherwise, and the model window it gives.
+_DEFAULT_TIMEOUT = next(f for f in dataclasses.fields(Function) if f.name == "timeout_seconds")
+DEFAULT_CALL_SECONDS = float(cast(int, _DEFAULT_TIMEOUT.default) - WRAP_UP_SECONDS)
 
 Clock = Callable[[], float]
 _ends: ContextVar[float | None] = ContextVar("colony_model_window_ends", default=None)
@@ -54,3 +66,10 @@ def time_left(clock: Clock = time.monotonic) -> float | None:
     """Seconds left in the current window (None: no window)."""
     ends = _ends.get()
     return None if ends is None else ends - clock()
+
+
+def call_timeout(clock: Clock = time.monotonic) -> float:
+    """The timeout of a model call starting now: what is left of the window, or
+    ``DEFAULT_CALL_SECONDS`` outside one."""
+    left = time_left(clock)
+    return DEFAULT_CALL_SECONDS if left is None else left

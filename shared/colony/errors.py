@@ -24,8 +24,9 @@
     └── UpstreamError            something we depend on failed; a retry may help
         ├── DatabaseError        PostgreSQL refused or could not be reached
         ├── TransportUnavailable  Pub/Sub or Cloud Tasks failed transiently
-        └── ProviderError        an LLM / embedding provider failed
+        └── ProviderError        an LLM / embedding provider failed (``reason``: its own words)
             ├── ProviderUnavailable  429, 5xx or a timeout: retried with backoff
+            │   └── ProviderTimeout  the call outlasted its timeout (the prompt was sent)
             ├── OutputInvalid        the answer broke its contract, even after one repair
             │   ├── DataMissing      the answer was ``missing_data`` (CONST-004): it names what
             │   └── ToolCallInvalid  a tool call whose arguments are not a JSON object
@@ -150,7 +151,16 @@ class DatabaseError(UpstreamError):
 
 
 class ProviderError(UpstreamError):
+    """``reason`` is the provider's own account of the failure when it gave one (its error
+    body's type, code and message, bounded, prompt text cut out: ``adapters.provider_reason``):
+    the one part of a provider error's text that may reach a log or a trace
+    (``error_summary``)."""
+
     code = "provider_error"
+
+    def __init__(self, message: str = "", *, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 class ProviderUnavailable(ProviderError):
@@ -158,9 +168,19 @@ class ProviderUnavailable(ProviderError):
 
     code = "provider_unavailable"
 
-    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
-        super().__init__(message)
+    def __init__(
+        self, message: str, *, retry_after: float | None = None, reason: str | None = None
+    ) -> None:
+        super().__init__(message, reason=reason)
         self.retry_after = retry_after
+
+
+class ProviderTimeout(ProviderUnavailable):
+    """The call outlasted its timeout. Unlike a refused connection or a 5xx, the prompt
+    reached the provider, which may have read (and billed) all of it: the call is recorded
+    with the prompt's tokens (``observability.tracing``)."""
+
+    code = "provider_timeout"
 
 
 class OutputInvalid(ProviderError):
@@ -181,7 +201,7 @@ class ModelRefused(OutputInvalid):
     code = "refused"
 
     def __init__(self, message: str, *, reason: str) -> None:
-        super().__init__(message)
+        super().__init__(message, reason=reason)
         self.reason = reason
 
 
@@ -259,13 +279,17 @@ class TransportUnavailable(UpstreamError):
 
 
 def error_summary(error: BaseException) -> str:
-    """The only description of an error that leaves the process: its type and our code.
+    """The only description of an error that leaves the process: its type and our code,
+    and a provider error's ``reason`` (already bounded and cut free of prompt text).
 
     The message is left out on purpose: provider errors and validation failures may quote
     the prompt or the model's answer.
     """
     name = type(error).__name__
-    return f"{name} ({error.code})" if isinstance(error, ColonyError) else name
+    if not isinstance(error, ColonyError):
+        return name
+    reason = getattr(error, "reason", None) if isinstance(error, ProviderError) else None
+    return f"{name} ({error.code}): {reason}" if reason else f"{name} ({error.code})"
 
 
 INTERNAL_MESSAGE = "an unexpected error occurred; it has been logged"

@@ -40,6 +40,7 @@ RETENTION_MAX_DAYS: dict[str, int] = {
     "chat_events": 90,
     "llm_calls": 180,
     "outbox_bodies": 365,
+    "research": 180,  # stored pages of prospects' companies (issue 33)
 }
 
 
@@ -139,6 +140,13 @@ class Settings:
     # research (issue 33): the page our user agent names, and locally the stand-in web
     research_contact_url: str | None = None
     research_web: ResearchWeb | None = None  # COLONY_RESEARCH_WEB; refused in production
+    # COLONY_RESEARCH_BROWSER: the Chromium binary that renders pages needing a browser (the
+    # research job where one is installed); None: such pages are recorded, not rendered
+    research_browser: str | None = None
+    # Whether the campaign chain researches a contact's company before AGT-003
+    # (COLONY_RESEARCH=on|off): on by default where there is a web to read (production, or
+    # locally with the stand-in web named), off on a laptop that named none.
+    research: bool = False
     # retention (issue 14): the deployment's limit per data class, in days
     retention_max_days: Mapping[str, int] = field(default_factory=lambda: dict(RETENTION_MAX_DAYS))
 
@@ -299,7 +307,14 @@ class Settings:
             research_contact_url=env_values.research_contact_url(
                 get("COLONY_RESEARCH_CONTACT_URL"), deploy_env
             ),
-            research_web=env_values.research_web(get("COLONY_RESEARCH_WEB"), deploy_env),
+            research_web=(web := env_values.research_web(get("COLONY_RESEARCH_WEB"), deploy_env)),
+            research_browser=env_values.research_browser(get("COLONY_RESEARCH_BROWSER")),
+            research=choice(
+                "COLONY_RESEARCH",
+                ("on", "off"),
+                "on" if deploy_env == "production" or web is not None else "off",
+            )
+            == "on",
             retention_max_days=env_values.retention_limits(
                 get("COLONY_RETENTION_MAX_DAYS"), RETENTION_MAX_DAYS
             ),

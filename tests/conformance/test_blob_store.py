@@ -31,6 +31,7 @@ import pytest
 from colony.errors import NotFound, ValidationFailed
 from colony.ports import BlobStore
 from colony.testing.fakes import MemoryBlobStore
+from tests.conformance.exercise import exercised
 from tests.conftest import Gcs
 
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -64,8 +65,20 @@ def harness(request: pytest.FixtureRequest) -> Harness:
 
 
 def test_it_is_a_blob_store(harness: Harness) -> None:
-    assert isinstance(harness.store, BlobStore)
-    assert isinstance(harness.store.bucket, str) and harness.store.bucket
+    """Every method, once, each answering as the contract says."""
+    with exercised(BlobStore, harness.store) as store:
+        assert isinstance(store.bucket, str) and store.bucket
+        assert store.put("kits/org_a/k.md", b"kit", "text/markdown") == (
+            f"gs://{store.bucket}/kits/org_a/k.md"
+        )
+        assert store.get("kits/org_a/k.md") == b"kit"
+        assert store.size("kits/org_a/k.md") == 3
+        assert harness.fetch(store.signed_url("kits/org_a/k.md", 60)) == b"kit"
+        url, headers = store.signed_upload("kits/org_a/up.md", 60, max_bytes=64)
+        harness.upload(url, b"uploaded", headers)
+        assert store.names("kits/org_a/") == ["kits/org_a/k.md", "kits/org_a/up.md"]
+        assert store.delete("kits/org_a/k.md") is True
+        assert store.names("kits/org_a/") == ["kits/org_a/up.md"]
 
 
 def test_put_then_get_returns_the_same_bytes(harness: Harness) -> None:

@@ -50,6 +50,7 @@ from colony.testing.wire import (
     openai_chat_reply,
     openai_chat_stream,
 )
+from tests.conformance.exercise import exercised
 
 OUTPUT = "missing_data"
 TASK = {"missing_fields": ["contact.email"], "reason": "P-027 has no email address."}
@@ -188,8 +189,8 @@ def any_model(request: pytest.FixtureRequest) -> Iterator[ChatModel]:
     if request.param == "hostile":
         yield HostileChatModel()
         return
-    if request.param == "scripted":  # the fake answers whatever it is handed: a valid answer
-        yield ScriptedChatModel({"missing_fields": ["contact.email"], "reason": "No email."})
+    if request.param == "scripted":  # the fake answers whatever it is handed: valid answers
+        yield ScriptedChatModel(*[{"missing_fields": ["contact.email"], "reason": "No email."}] * 2)
         return
     with WireServer() as server:  # the server's default: an answer built from the schema
         model: Any = (
@@ -205,7 +206,16 @@ def any_model(request: pytest.FixtureRequest) -> Iterator[ChatModel]:
 
 
 def test_it_is_a_chat_model(any_model: ChatModel) -> None:
-    assert isinstance(any_model, ChatModel)
+    """Both methods, each answering a structured request with its contract, as one call."""
+    with exercised(ChatModel, any_model) as model:
+        whole = model.request(make_request())
+        fragments: list[str] = []
+        streamed = model.stream(make_request(), fragments.append)
+    for response in (whole, streamed):
+        assert isinstance(response, ModelResponse) and response.tool_calls == ()
+        OUTPUT_CONTRACTS[OUTPUT].model_validate_json(response.text)
+        assert isinstance(response.model, str) and response.model
+    assert fragments and "".join(fragments) == streamed.text
 
 
 def test_a_structured_request_gets_json_that_validates_against_its_contract(

@@ -2,8 +2,8 @@
 
 - ``tiktoken-exact``: ``counter_for("gpt-4o")``, tiktoken's ``o200k_base`` from the bundled
   BPE file (OpenAI's own tokenizer: exact);
-- ``tiktoken-estimate``: ``counter_for("gemini-2.5-pro")``, the same encoding standing in for
-  Gemini's tokenizer when no key is configured (labelled an estimate);
+- ``tiktoken-estimate``: ``counter_for("gemini-2.5-pro")``, the same encoding with a margin
+  standing in for Gemini's tokenizer when no key is configured (labelled an estimate);
 - ``gemini``: ``GeminiTokenCounter`` through the official ``google-genai`` SDK, making real
   HTTP requests to ``colony.testing.wire.WireServer``, whose ``countTokens`` answers one
   token per word (Gemini itself needs a key and the network).
@@ -17,6 +17,7 @@ text in its message.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,10 +25,11 @@ import pytest
 from google import genai
 from google.genai import types
 
-from colony.context.tokens import GeminiTokenCounter, counter_for
+from colony.context.tokens import ESTIMATE_MARGIN, GeminiTokenCounter, counter_for
 from colony.errors import ProviderError
 from colony.ports import Counter
 from colony.testing.wire import WireServer
+from tests.conformance.exercise import exercised
 
 TEXTS = ["one", "Mercy Ridge runs 40 clinics.", "Ünïcode ✓ and emoji 🚀", "word " * 200]
 SECRET = "PROMPT-SECRET-51c0"
@@ -56,10 +58,15 @@ def counter(request: pytest.FixtureRequest) -> Iterator[Any]:
 def test_it_is_a_counter_with_a_label_that_owns_up_to_estimates(
     counter: Any, request: pytest.FixtureRequest
 ) -> None:
-    assert isinstance(counter, Counter)
-    assert isinstance(counter.label, str) and counter.label
     estimate = request.node.callspec.params["counter"] == "tiktoken-estimate"
-    assert ("estimate" in counter.label) is estimate
+    with exercised(Counter, counter) as it:
+        assert isinstance(it.label, str) and it.label
+        assert ("estimate" in it.label) is estimate
+        # three words: three tokens for o200k and for the stand-in's one-per-word countTokens;
+        # an estimate is o200k's with its margin, rounded up (issue 37 item 6)
+        three = math.ceil(3 * ESTIMATE_MARGIN) if estimate else 3
+        assert it.count("one two three") == three
+        assert it.count("") == 0
 
 
 def test_empty_text_is_no_tokens_and_words_are_some(counter: Any) -> None:

@@ -28,6 +28,7 @@ from colony.errors import NotFound, ResponseTooLarge
 from colony.ports import DriveClient, DriveFile
 from colony.testing.drive_server import GOOGLE_DOC, DriveServer
 from colony.testing.fakes import MemoryDrive
+from tests.conformance.exercise import exercised
 
 FOLDER, OTHER = "folder-meet-notes", "folder-other"
 TRANSCRIPT = "Dana: we need a room-level fact base ✓\nTomás: before October.\n".encode()
@@ -49,7 +50,13 @@ def seeded(request: pytest.FixtureRequest) -> Iterator[tuple[DriveClient, Any]]:
 
 
 def test_it_is_a_drive_client(seeded: tuple[DriveClient, Any]) -> None:
-    assert isinstance(seeded[0], DriveClient)
+    """Both methods: the folder's one file listed, then its text downloaded."""
+    drive, seed = seeded
+    seed.add_file(FOLDER, "f-1", "Transcript", TRANSCRIPT)
+    with exercised(DriveClient, drive) as client:
+        [file] = client.list_folder(FOLDER)
+        assert (file.id, file.name, file.mime_type) == ("f-1", "Transcript", GOOGLE_DOC)
+        assert client.download_text(file, max_bytes=10_000) == TRANSCRIPT
 
 
 def test_a_folder_lists_its_live_files_oldest_first_across_pages(

@@ -34,6 +34,7 @@ from colony.errors import ValidationFailed
 from colony.ports import Embedder
 from colony.testing.fakes import CountingEmbedder
 from colony.testing.wire import WireServer
+from tests.conformance.exercise import exercised
 
 DIM = 16
 TEXTS = [
@@ -75,8 +76,13 @@ def embedder(request: pytest.FixtureRequest) -> Iterator[Any]:
 
 
 def test_it_is_an_embedder(embedder: Any) -> None:
-    assert isinstance(embedder, Embedder)
-    assert embedder.dim == DIM and isinstance(embedder.model, str) and embedder.model
+    """Its size and model named, and texts embedded: one unit row each, a repeat the same."""
+    with exercised(Embedder, embedder) as it:
+        assert it.dim == DIM and isinstance(it.model, str) and it.model
+        first, again, other = it.embed(TEXTS[2:5])
+    assert first == again != other
+    for row in (first, other):
+        assert len(row) == DIM and math.isclose(math.fsum(x * x for x in row), 1.0, rel_tol=1e-5)
 
 
 def test_one_unit_float32_row_of_dim_floats_per_text(embedder: Any) -> None:

@@ -31,7 +31,7 @@ import pytest
 from colony.adapters.notion import HttpNotion
 from colony.adapters.rest import RestClient
 from colony.errors import NotFound
-from colony.ports import NotionAccess, NotionClient, NotionPage
+from colony.ports import NotionClient, NotionPage, NotionWorkspaceClient
 from colony.testing.notion_server import (
     DEFAULT_WORKSPACE,
     MemoryNotion,
@@ -39,6 +39,7 @@ from colony.testing.notion_server import (
     block,
     dashed,
 )
+from tests.conformance.exercise import exercised
 
 PAGE = "1" * 32
 DATABASE = "a" * 32
@@ -69,7 +70,18 @@ def seeded(request: pytest.FixtureRequest) -> Iterator[tuple[NotionClient, Any]]
 
 
 def test_it_is_a_notion_client(seeded: tuple[NotionClient, Any]) -> None:
-    assert isinstance(seeded[0], NotionClient) and isinstance(seeded[0], NotionAccess)
+    """Every method of both ports (``NotionWorkspaceClient`` is the two), on one page in a
+    database of the token's workspace."""
+    client, seed = seeded
+    seed.put_page(
+        PAGE, "Pricing", [block("paragraph", "Per room, per month.")], parent_database=DATABASE
+    )
+    with exercised(NotionWorkspaceClient, client) as notion:
+        assert notion.bot_workspace() == DEFAULT_WORKSPACE
+        assert (notion.object_kind(DATABASE), notion.object_kind(PAGE)) == ("database", "page")
+        assert [p.id for p in notion.query_database(DATABASE, None, 10).pages] == [PAGE]
+        assert (notion.page(PAGE).title, notion.page(PAGE).parent_id) == ("Pricing", DATABASE)
+        assert notion.page_text(PAGE).paragraphs == ["Per room, per month."]
 
 
 @pytest.mark.parametrize("asked_as", [PAGE, dashed(PAGE)], ids=["compact", "dashed"])

@@ -22,6 +22,7 @@ from colony.ports import MAX_REJECTION_ID, MAX_REJECTION_REASON, Rejection, Reje
 from colony.runtime.edge import MemoryRejections
 from colony.store.db import fetch_all
 from colony.store.rejections import DbRejections
+from tests.conformance.exercise import exercised
 from tests.conftest import PgDB
 
 
@@ -55,7 +56,9 @@ def harness(request: pytest.FixtureRequest) -> Harness:
 
 
 def test_it_is_a_rejection_recorder(harness: Harness) -> None:
-    assert isinstance(harness.recorder, RejectionRecorder)
+    with exercised(RejectionRecorder, harness.recorder) as recorder:
+        assert recorder.record("enrichment", "m-1", "org_a", "malformed event: kind") is None
+    assert harness.recorded() == [Rejection("enrichment", "m-1", "org_a", "malformed event: kind")]
 
 
 def test_every_rejection_is_kept_in_order(harness: Harness) -> None:

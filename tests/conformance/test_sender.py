@@ -24,7 +24,7 @@ from colony.adapters.resend_mail import ResendMail
 from colony.adapters.smtp import SmtpSender
 from colony.errors import ConfigError, UpstreamError, ValidationFailed
 from colony.ports import Mail, MailRejected, Sender
-from colony.testing.emulators import free_port
+from colony.testing.loopback import closed_port
 from colony.testing.resend_server import API_KEY, ResendServer
 from colony.testing.smtp_server import SmtpServer
 
@@ -133,7 +133,7 @@ def test_a_transient_refusal_is_an_upstream_error(harness: Harness) -> None:
 
 
 def test_no_server_is_an_upstream_error() -> None:
-    sender = SmtpSender("127.0.0.1", free_port(), starttls=False, timeout=2)
+    sender = SmtpSender("127.0.0.1", closed_port(), starttls=False, timeout=2)
     with pytest.raises(UpstreamError, match="cannot reach"):
         sender.send(mail())
 

@@ -22,6 +22,7 @@ from colony.errors import ProviderError, ProviderUnavailable
 from colony.ports import TraceArchive, org_tag
 from colony.testing.fakes import MemoryTraceArchive
 from colony.testing.langfuse_server import LangfuseServer
+from tests.conformance.exercise import exercised
 
 
 @dataclass
@@ -47,7 +48,14 @@ def harness(request: pytest.FixtureRequest, no_ambient_config: None) -> Iterator
 
 
 def test_it_is_a_trace_archive(harness: Harness) -> None:
-    assert isinstance(harness.archive, TraceArchive)
+    """Both methods: an org's traces found by its tag, then one of them deleted."""
+    for trace, org in (("a1", "org_a"), ("a2", "org_a"), ("b1", "org_b")):
+        harness.seed(trace, org)
+    with exercised(TraceArchive, harness.archive) as archive:
+        assert sorted(archive.trace_ids(org_tag("org_a"))) == ["a1", "a2"]
+        archive.delete(["a1"])
+        assert archive.trace_ids(org_tag("org_a")) == ["a2"]
+    assert harness.archive.trace_ids(org_tag("org_b")) == ["b1"]
 
 
 def test_trace_ids_are_every_trace_of_the_tag_across_pages(harness: Harness) -> None:

@@ -39,6 +39,7 @@ from colony.registry.functions import QUEUES
 from colony.testing import emulators
 from colony.testing.inline import InlineTransport
 from colony.testing.tasks_gateway import TasksGateway
+from tests.conformance.exercise import exercised
 from tests.test_transport import Hit, Receiver, serve_function
 
 PROJECT = "colony-test"
@@ -215,7 +216,16 @@ def harness(request: pytest.FixtureRequest) -> Iterator[Harness]:
 
 
 def test_it_is_a_transport(harness: Harness) -> None:
-    assert isinstance(harness.transport, Transport)
+    """Both methods: a message published reaches its subscriber, a task scheduled its target."""
+    run = uuid.uuid4().hex
+    data, body = f'{{"run": "{run}"}}'.encode(), f'{{"task": "{run}"}}'.encode()
+    with exercised(Transport, harness.transport) as transport:
+        message_id = transport.publish(TOPIC, data, {"org_id": "org_a"})
+        task = transport.schedule(QUEUE, TARGET, body, task_id=f"it-{run}")
+    delivered = harness.messages([message_id])[message_id]
+    assert (delivered.data, delivered.attributes) == (data, {"org_id": "org_a"})
+    assert task == f"{queue_path(harness.project, harness.region, QUEUE)}/tasks/it-{run}"
+    assert [h.data for h in harness.task_deliveries(task)] == [body]
 
 
 def test_a_published_message_reaches_its_subscriber_intact(harness: Harness) -> None:

@@ -22,6 +22,7 @@ from colony.adapters.web import SafeFetcher, user_agent
 from colony.adapters.web_guard import AddressGuard
 from colony.ports import FetchResult, WebFetcher
 from colony.testing.web_fetcher import FakePage, FakeWebFetcher
+from tests.conformance.exercise import exercised
 from tests.conftest import PgDB
 from tests.little_web import LittleWeb, only_loopback, page
 
@@ -88,7 +89,17 @@ def harness(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_it_is_a_web_fetcher(harness: Harness) -> None:
-    assert isinstance(harness.fetcher, WebFetcher)
+    """Its one method: a page fetched whole, as the one request the site saw."""
+    harness.add("/", FakePage(b"<h1>Acme</h1>"))
+    with exercised(WebFetcher, harness.fetcher) as fetcher:
+        result = fetch_waiting(fetcher, SITE + "/")
+    assert (result.outcome, result.status, result.ok, result.text) == (
+        "ok",
+        200,
+        True,
+        "<h1>Acme</h1>",
+    )
+    assert harness.requested() == [SITE + "/"]
 
 
 def test_a_page_is_read_with_its_text_type_and_validators(harness: Harness) -> None:

@@ -17,13 +17,23 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from colony.adapters.client import OwnsClient
+from colony.adapters.provider_reason import prompt_text, reason, says_invalid
 from colony.adapters.retry_after import retry_after_seconds
+from colony.adapters.schema_words import describe
 from colony.adapters.tool_turns import paired
-from colony.errors import ProviderError, ProviderUnavailable, ToolCallInvalid, ValidationFailed
+from colony.deadline import DEFAULT_CALL_SECONDS
+from colony.errors import (
+    ProviderError,
+    ProviderTimeout,
+    ProviderUnavailable,
+    ToolCallInvalid,
+    ValidationFailed,
+)
 from colony.ports import Message, ModelRequest, ModelResponse, TextSink, ToolCall, Usage
 
 # What ``responseJsonSchema`` supports (google-genai's GenerationConfig docs); anything else
-# (default, minLength, maxLength, pattern, exclusiveMinimum, ...) is dropped.
+# (default, minLength, maxLength, pattern, exclusiveMinimum, ...) is dropped, each limit among
+# them said in the node's description (``colony.adapters.schema_words``), which the model reads.
 GEMINI_SCHEMA_KEYWORDS = frozenset(
     {
         "$id",
@@ -55,7 +65,8 @@ def gemini_json_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
 
     ``const`` becomes a one-value ``enum``, ``oneOf`` becomes ``anyOf``, a ``$ref`` keeps
     only its ``$``-siblings (Gemini allows no others) and ``required`` is left as it is
-    (Gemini, unlike OpenAI strict mode, lets optional properties be omitted).
+    (Gemini, unlike OpenAI strict mode, lets optional properties be omitted). A limit outside
+    ``GEMINI_SCHEMA_KEYWORDS`` is said in the node's description.
     """
     return _gemini_node(copy.deepcopy(dict(schema)))
 
@@ -79,20 +90,23 @@ def _gemini_node(node: Any) -> Any:
             out[key] = _gemini_node(value)
         elif key in ("anyOf", "prefixItems"):
             out[key] = [_gemini_node(sub) for sub in value]
-        else:
+        elif key != "description":  # rebuilt below
             out[key] = value
+    description = describe(node, GEMINI_SCHEMA_KEYWORDS)
+    if description:
+        out["description"] = description
     return out
 
 
-def _transport_errors() -> tuple[type[BaseException], ...]:
-    """Timeouts and network failures of whichever httpx the SDK runs on (httpx2 or httpx)."""
+def _httpx_errors(*names: str) -> tuple[type[BaseException], ...]:
+    """These exception classes of whichever httpx the SDK runs on (httpx2 or httpx)."""
     found: list[type[BaseException]] = []
-    for name in ("httpx2", "httpx"):
+    for module_name in ("httpx2", "httpx"):
         try:
-            module = importlib.import_module(name)
+            module = importlib.import_module(module_name)
         except ImportError:
             continue
-        found += [module.TimeoutException, module.NetworkError, module.RemoteProtocolError]
+        found += [getattr(module, name) for name in names]
     return tuple(found)
 
 
@@ -107,8 +121,10 @@ def _retry_delay_from_details(details: Any) -> float | None:
     return None
 
 
-def map_gemini_error(error: Exception) -> ProviderError:
-    """``google.genai.errors.APIError`` and transport failures, re-expressed as ours."""
+def map_gemini_error(error: Exception, request: ModelRequest) -> ProviderError:
+    """``google.genai.errors.APIError`` and transport failures, re-expressed as ours, with the
+    body's own reason (bounded, no prompt text); a 5xx whose reason says the request is invalid
+    is not retried (as ``colony.adapters.openai_chat.map_openai_error``)."""
     # lazy: google-genai SDK, only to classify an error it raised (so it is loaded)
     from google.genai import errors
 
@@ -117,13 +133,19 @@ def map_gemini_error(error: Exception) -> ProviderError:
         code = int(error.code or 0)
         detail = f"Gemini generate_content failed: {name} (HTTP {code}"
         detail += f", {error.status})" if error.status else ")"
+        body = {"status": error.status, "message": error.message}
+        said = reason(body, prompt_text(request))
+        if code >= 500 and says_invalid(said):
+            return ProviderError(detail + ": the body says the request is invalid", reason=said)
         if code in (408, 429) or code >= 500:
             retry_after = retry_after_seconds(getattr(error.response, "headers", None))
             if retry_after is None:
                 retry_after = _retry_delay_from_details(error.details)
-            return ProviderUnavailable(detail, retry_after=retry_after)
-        return ProviderError(detail)
-    if isinstance(error, _transport_errors()):
+            return ProviderUnavailable(detail, retry_after=retry_after, reason=said)
+        return ProviderError(detail, reason=said)
+    if isinstance(error, _httpx_errors("TimeoutException")):
+        return ProviderTimeout(f"Gemini generate_content failed: {name}")
+    if isinstance(error, _httpx_errors("NetworkError", "RemoteProtocolError")):
         return ProviderUnavailable(f"Gemini generate_content failed: {name}")
     return ProviderError(f"Gemini generate_content failed: {name}")
 
@@ -137,7 +159,7 @@ class GeminiChatModel(OwnsClient):
         base_url: str | None = None,
         client: Any = None,
         *,
-        timeout: float = 120.0,
+        timeout: float = DEFAULT_CALL_SECONDS,
         api_version: str | None = None,
     ) -> None:
         owns_client = client is None
@@ -161,7 +183,7 @@ class GeminiChatModel(OwnsClient):
                 model=request.model, contents=contents, config=config
             )
         except Exception as error:  # the SDK's own error tree; re-raised as ours
-            raise map_gemini_error(error) from error
+            raise map_gemini_error(error, request) from error
         return _model_response(response, request.model)
 
     def stream(self, request: ModelRequest, on_text: TextSink) -> ModelResponse:
@@ -195,7 +217,7 @@ class GeminiChatModel(OwnsClient):
         except Exception as error:  # the SDK's own error tree; re-raised as ours
             if error is sink_error:  # ``on_text``'s own failure, not the provider's
                 raise
-            raise map_gemini_error(error) from error
+            raise map_gemini_error(error, request) from error
         if final is None or not _finished(final):  # the connection ended before the answer
             raise ProviderUnavailable("Gemini's generate_content stream ended before its finish")
         if usage is not None and final.usage_metadata is not usage:

@@ -2,150 +2,29 @@
 
 The SDK's own retries are off (``max_retries=0``): ``colony.llm.StructuredRunner`` retries
 ``ProviderUnavailable`` with its own back-off, so one ``request`` is exactly one HTTP call.
-Exception messages carry error types, status codes and OpenAI's error codes, never prompt text.
+Exception messages carry error types, status codes and OpenAI's error codes, never prompt text;
+the provider's own reason goes in ``ProviderError.reason``, with prompt text cut out. The
+client's timeout is ``colony.deadline.DEFAULT_CALL_SECONDS`` and each call's is what the runner
+gives it. The schema is ``colony.adapters.openai_schema``'s; where the address is not OpenAI's
+own API the dialect is a compatible server's (``_options``).
 """
 
 from __future__ import annotations
 
-import copy
 import json
-import re
 from collections.abc import Mapping
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from colony.adapters.client import OwnsClient
+from colony.adapters.openai_schema import schema_name, strict_json_schema
 from colony.adapters.openai_stream import StreamedCompletion, tool_arguments
+from colony.adapters.provider_reason import prompt_text, reason, says_invalid
 from colony.adapters.retry_after import retry_after_seconds
 from colony.adapters.tool_turns import paired
-from colony.errors import ProviderError, ProviderUnavailable
+from colony.deadline import DEFAULT_CALL_SECONDS
+from colony.errors import ProviderError, ProviderTimeout, ProviderUnavailable
 from colony.ports import Message, ModelRequest, ModelResponse, TextSink, ToolCall, Usage
-
-# What OpenAI's strict mode accepts in a schema node. Everything else (default, format,
-# minLength, maxLength, title, examples, uniqueItems, ...) is dropped; the runner validates
-# the answer against the full pydantic contract anyway.
-STRICT_KEYWORDS = frozenset(
-    {
-        "type",
-        "properties",
-        "required",
-        "additionalProperties",
-        "items",
-        "anyOf",
-        "enum",
-        "$ref",
-        "$defs",
-        "description",
-        "pattern",
-        "minimum",
-        "maximum",
-        "exclusiveMinimum",
-        "exclusiveMaximum",
-        "multipleOf",
-        "minItems",
-        "maxItems",
-    }
-)
-_SCHEMA_NAME_BAD_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
-_NULL = {"type": "null"}
-
-
-def strict_json_schema(schema: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy of a pydantic JSON schema that OpenAI's ``strict: true`` accepts.
-
-    * every object gets ``additionalProperties: false`` and lists every property in
-      ``required``;
-    * a property that was optional with a ``None`` default (or that already admits null)
-      becomes required-and-nullable; one that was optional with a non-null default (a
-      ``default_factory=list``, a ``Literal`` tag) becomes required without null, since
-      null is not a valid value for it;
-    * ``const`` becomes a one-value ``enum``, ``oneOf`` becomes ``anyOf``, a one-item
-      ``allOf`` is inlined, ``$ref`` loses its siblings, ``$defs`` are kept (and converted);
-    * keywords outside ``STRICT_KEYWORDS`` are dropped.
-
-    The input is not modified.
-    """
-    return _strict_node(copy.deepcopy(dict(schema)))
-
-
-def _strict_node(node: Any) -> Any:
-    if not isinstance(node, dict):
-        return node
-    if "$ref" in node:  # OpenAI allows no siblings next to a $ref
-        return {"$ref": node["$ref"]}
-    if "allOf" in node and len(node["allOf"]) == 1:
-        merged = {k: v for k, v in node.items() if k != "allOf"}
-        return _strict_node({**node["allOf"][0], **merged})
-    if "oneOf" in node and "anyOf" not in node:
-        node["anyOf"] = node.pop("oneOf")
-    if "const" in node and "enum" not in node:
-        node["enum"] = [node["const"]]
-
-    out: dict[str, Any] = {}
-    for key, value in node.items():
-        if key not in STRICT_KEYWORDS:
-            continue
-        if key == "$defs":
-            out[key] = {name: _strict_node(sub) for name, sub in value.items()}
-        elif key == "items":
-            out[key] = _strict_node(value)
-        elif key == "anyOf":
-            out[key] = [_strict_node(sub) for sub in value]
-        elif key in ("properties", "required", "additionalProperties"):
-            continue  # rebuilt below
-        else:
-            out[key] = value
-
-    is_object = node.get("type") == "object" or "properties" in node
-    if is_object:
-        properties: dict[str, Any] = node.get("properties") or {}
-        required = set(node.get("required") or ())
-        converted: dict[str, Any] = {}
-        for name, sub in properties.items():
-            strict_sub = _strict_node(sub)
-            if name not in required and _defaults_to_null(sub):
-                strict_sub = _nullable(strict_sub)
-            converted[name] = strict_sub
-        out["type"] = "object"
-        out["properties"] = converted
-        out["required"] = list(converted)
-        out["additionalProperties"] = False
-    return out
-
-
-def _defaults_to_null(schema: Any) -> bool:
-    """Optional with a ``None`` default, or no default at all and null already allowed."""
-    if not isinstance(schema, dict):
-        return False
-    if "default" in schema:
-        return schema["default"] is None
-    return _admits_null(schema)
-
-
-def _admits_null(schema: Mapping[str, Any]) -> bool:
-    kind = schema.get("type")
-    if kind == "null" or (isinstance(kind, list) and "null" in kind):
-        return True
-    return any(isinstance(s, dict) and _admits_null(s) for s in schema.get("anyOf") or ())
-
-
-def _nullable(schema: dict[str, Any]) -> dict[str, Any]:
-    if _admits_null(schema):
-        return schema
-    if "anyOf" in schema:
-        return {**schema, "anyOf": [*schema["anyOf"], dict(_NULL)]}
-    kind = schema.get("type")
-    if "$ref" in schema or kind is None:
-        return {"anyOf": [schema, dict(_NULL)]}
-    out = dict(schema)
-    out["type"] = [*kind, "null"] if isinstance(kind, list) else [kind, "null"]
-    if "enum" in out:
-        out["enum"] = [*out["enum"], None]
-    return out
-
-
-def schema_name(output_name: str) -> str:
-    """``json_schema.name`` must match ``^[a-zA-Z0-9_-]{1,64}$``."""
-    return _SCHEMA_NAME_BAD_CHARS.sub("_", output_name)[:64] or "output"
 
 
 def _openai_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
@@ -193,23 +72,32 @@ def _openai_tools(tools: tuple[Mapping[str, Any], ...]) -> list[dict[str, Any]]:
     return out
 
 
-def map_openai_error(error: Exception) -> ProviderError:
-    """The SDK's exception tree, re-expressed as ours (type, status and error code only)."""
+def map_openai_error(error: Exception, request: ModelRequest) -> ProviderError:
+    """The SDK's exception tree, re-expressed as ours: the type, the status, OpenAI's error
+    code, and the body's own reason (``adapters.provider_reason``: bounded, no prompt text).
+
+    A 5xx is retried, unless its reason says the request itself is invalid: a server that
+    refuses a parameter with a 500 refuses it again however often it is asked."""
     # lazy: openai SDK, only to classify an error it raised (so it is loaded)
     import openai
 
     name = type(error).__name__
-    if isinstance(error, openai.APITimeoutError | openai.APIConnectionError):
+    if isinstance(error, openai.APITimeoutError):
+        return ProviderTimeout(f"OpenAI chat completion failed: {name}")
+    if isinstance(error, openai.APIConnectionError):
         return ProviderUnavailable(f"OpenAI chat completion failed: {name}")
     if isinstance(error, openai.APIStatusError):
         status = error.status_code
         detail = f"OpenAI chat completion failed: {name} (HTTP {status}"
         detail += f", code {error.code})" if error.code else ")"
-        if isinstance(error, openai.RateLimitError) or status == 408 or status >= 500:
-            return ProviderUnavailable(
-                detail, retry_after=retry_after_seconds(error.response.headers)
-            )
-        return ProviderError(detail)
+        said = reason(error.body, prompt_text(request))
+        invalid = status >= 500 and says_invalid(said)
+        if invalid:
+            detail += ": the body says the request is invalid; not retried"
+        elif isinstance(error, openai.RateLimitError) or status == 408 or status >= 500:
+            wait = retry_after_seconds(error.response.headers)
+            return ProviderUnavailable(detail, retry_after=wait, reason=said)
+        return ProviderError(detail, reason=said)
     return ProviderError(f"OpenAI chat completion failed: {name}")
 
 
@@ -220,9 +108,14 @@ class OpenAIChatModel(OwnsClient):
         self,
         api_key: str,
         base_url: str | None = None,
-        timeout: float = 120.0,
+        timeout: float = DEFAULT_CALL_SECONDS,
         client: Any = None,
+        *,
+        compatible: bool | None = None,
     ) -> None:
+        # OpenAI's own API, or another server that speaks its protocol (None: decided by the
+        # address); see ``_options`` for what changes
+        self.compatible = not is_openai(base_url) if compatible is None else compatible
         owns_client = client is None
         if client is None:
             # lazy: openai SDK, loaded when the client is first built
@@ -236,16 +129,20 @@ class OpenAIChatModel(OwnsClient):
 
     def request(self, request: ModelRequest) -> ModelResponse:
         try:
-            response = self._client.chat.completions.create(**_options(request))
+            response = self._client.chat.completions.create(**_options(request, self.compatible))
         except Exception as error:  # the SDK's own error tree; re-raised as ours
-            raise map_openai_error(error) from error
+            raise map_openai_error(error, request) from error
         return _model_response(response, request.model)
 
     def stream(self, request: ModelRequest, on_text: TextSink) -> ModelResponse:
         """``create(stream=True)``: content deltas go to ``on_text`` as they arrive; tool
         calls are assembled from their deltas by index (the id and name come first, the
         arguments in pieces); usage comes in the last chunk (``include_usage``)."""
-        options = {**_options(request), "stream": True, "stream_options": {"include_usage": True}}
+        options = {
+            **_options(request, self.compatible),
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
         assembled = StreamedCompletion(request.model)
         try:
             chunks = self._client.chat.completions.create(**options)
@@ -257,12 +154,23 @@ class OpenAIChatModel(OwnsClient):
         except Exception as error:  # the SDK's own error tree; re-raised as ours
             if error is assembled.sink_error:  # ``on_text``'s own failure, not the provider's
                 raise
-            raise map_openai_error(error) from error
+            raise map_openai_error(error, request) from error
         return assembled.response()
 
 
-def _options(request: ModelRequest) -> dict[str, Any]:
-    """The ``chat.completions.create`` arguments of one request."""
+def is_openai(base_url: str | None) -> bool:
+    """Whether ``base_url`` is OpenAI's own API (no address: the SDK's default, which is)."""
+    return base_url is None or urlsplit(base_url).hostname == "api.openai.com"
+
+
+def _options(request: ModelRequest, compatible: bool = False) -> dict[str, Any]:
+    """The ``chat.completions.create`` arguments of one request.
+
+    To a ``compatible`` server (not OpenAI's own API) the output cap also goes as
+    ``max_tokens``, the only name most such servers know (without it, one runs to its context
+    limit), and the schema keeps the strings' lengths, which a server that decodes by grammar
+    (llama.cpp's) enforces. OpenAI itself is sent only ``max_completion_tokens``: its
+    reasoning models refuse ``max_tokens``."""
     options: dict[str, Any] = {
         "model": request.model,
         "messages": _openai_messages(request.messages),
@@ -270,13 +178,15 @@ def _options(request: ModelRequest) -> dict[str, Any]:
             "type": "json_schema",
             "json_schema": {
                 "name": schema_name(request.output_name),
-                "schema": strict_json_schema(request.output_schema),
+                "schema": strict_json_schema(request.output_schema, lengths=compatible),
                 "strict": True,
             },
         },
         "max_completion_tokens": request.max_output_tokens,
         "temperature": request.temperature,
     }
+    if compatible:
+        options["max_tokens"] = request.max_output_tokens
     if request.tools:
         options["tools"] = _openai_tools(request.tools)
     if request.timeout_seconds is not None:  # what is left of the invocation's window

@@ -32,19 +32,27 @@ import time
 import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 import httpx
 
 from colony.adapters.robots import FRESH_FOR, MAX_BYTES, Robots, origin_of, robots_url
-from colony.adapters.web import SafeFetcher
+from colony.adapters.web import Limits, SafeFetcher, user_agent
+from colony.adapters.web_body import PAGE_TYPES
+from colony.adapters.web_guard import AddressGuard
+from colony.errors import ConfigError
 from colony.ports.web import FetchOutcome, FetchResult, WebFetcher
 from colony.store.db import Database
 from colony.store.research import sites
+
+if TYPE_CHECKING:
+    from colony.settings import Settings
 
 DEFAULT_GAP = 1.0  # seconds between two requests to one site, at least
 INLINE_WAIT = 2.0  # a gap up to this is slept inside a visit; a longer one ends it
 BUSY_RETRY = 1.0  # a live lease: ask again this much later
 DISALLOWED = "robots.txt refuses ColonyResearch this URL"
+UNANSWERED = "robots.txt got no answer from this origin: the site does not answer there"
 
 
 def site_of(url: str) -> str:
@@ -65,9 +73,11 @@ class PoliteWebFetcher:
         gap: float = DEFAULT_GAP,
         inline_wait: float = INLINE_WAIT,
         sleep: Callable[[float], None] = time.sleep,
+        accept: frozenset[str] = PAGE_TYPES,
     ) -> None:
         self._db = db
         self.fetcher = fetcher
+        self.accept = accept  # the media types a page is read as (others: ``bad_type``)
         self.gap = gap
         self.inline_wait = inline_wait
         self.sleep = sleep
@@ -83,7 +93,7 @@ class PoliteWebFetcher:
         site, origin = site_of(url), origin_of(url)
         known = self.robots(origin)
         if known is not None and not known.allows(url):
-            return _disallowed(url, self.fetcher.clock())
+            return _disallowed(url, self.fetcher.clock(), known)
         lease = uuid.uuid4().hex
         with self._db.transaction(None) as cur:
             slot = sites.claim(cur, site, lease, self.lease_seconds, BUSY_RETRY)
@@ -127,12 +137,18 @@ class _Visit:
         fetcher = self._polite.fetcher
         rules = self._robots(url)
         if rules is not None and not rules.allows(url):
-            return _disallowed(url, fetcher.clock())
+            return _disallowed(url, fetcher.clock(), rules)
         if rules is None or not self._ready():
             now = fetcher.clock()
             left = max(self._last_end + self.gap - time.monotonic(), BUSY_RETRY)
             return _wait(url, now, now + timedelta(seconds=left), "the site's pace")
-        result = fetcher.get(url, etag=etag, last_modified=last_modified, before_hop=self._hop)
+        result = fetcher.get(
+            url,
+            etag=etag,
+            last_modified=last_modified,
+            accept=self._polite.accept,
+            before_hop=self._hop,
+        )
         self._ended()
         return result
 
@@ -189,7 +205,12 @@ def _wait(url: str, now: datetime, retry_at: datetime, why: str) -> FetchResult:
     return FetchResult(url, url, "wait", now, retry_at=retry_at, detail=why)
 
 
-def _disallowed(url: str, now: datetime) -> FetchResult:
+def _disallowed(url: str, now: datetime, rules: Robots) -> FetchResult:
+    """``url`` refused by its origin's robots.txt; when that file got no answer at all (no
+    connection, TLS refused, a refused address), the page would get none either: the site is
+    ``unreachable`` there (an https origin a site serves only over http, say)."""
+    if rules.unanswered:
+        return FetchResult(url, url, "unreachable", now, detail=UNANSWERED)
     return FetchResult(url, url, "robots_disallowed", now, detail=DISALLOWED)
 
 
@@ -214,3 +235,27 @@ def fetch_waiting(
             return result
         sleep(pause)
         waited += pause
+
+
+LOCAL_CONTACT_URL = "http://localhost/colony-research"  # a local run's user agent names this
+
+
+def web_from_settings(
+    settings: Settings,
+    db: Database,
+    *,
+    limits: Limits | None = None,
+    accept: frozenset[str] = PAGE_TYPES,
+) -> PoliteWebFetcher:
+    """The research function's fetcher: our user agent naming ``research_contact_url``
+    (required in production: a site's owner must be able to learn who reads them), the
+    stand-in web's names routed to it where ``research_web`` is set (never in production).
+    ``limits`` and ``accept`` for another reader (a rendered page's scripts)."""
+    contact = settings.research_contact_url
+    if contact is None:
+        if settings.env == "production":
+            raise ConfigError("COLONY_RESEARCH_CONTACT_URL is required to research in production")
+        contact = LOCAL_CONTACT_URL
+    guard = AddressGuard(local=settings.research_web)
+    safe = SafeFetcher(user_agent(contact), guard=guard, limits=limits)
+    return PoliteWebFetcher(db, safe, accept=accept)

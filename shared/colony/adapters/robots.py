@@ -61,6 +61,11 @@ class Robots:
             return cls("allow_all", status=result.status)
         return cls("disallow_all", status=result.status)
 
+    @property
+    def unanswered(self) -> bool:
+        """Disallowed because the origin gave no answer at all (no HTTP status)."""
+        return self.verdict == "disallow_all" and self.status is None
+
     def allows(self, url: str) -> bool:
         """May ``ColonyResearch`` fetch ``url``?"""
         if self.verdict != "rules":

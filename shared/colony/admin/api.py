@@ -23,7 +23,9 @@ Routes (JSON; ``Authorization: Bearer <Clerk session JWT>``):
   folder (a Drive channel, renewed by the scheduler); 403 ``ownership_unproven`` until the
   marker is in the folder, 403 ``owned_by_another_org`` if another org proved it first (both
   audited); ``GET /orgs/{org}/drive/channels``.
-- ``/orgs/{org}/imports…``: prospect and deal imports (``colony.admin.imports``).
+- ``/orgs/{org}/imports…``: prospect and deal imports (``colony.admin.imports``);
+- ``/orgs/{org}/research…``: research a company's website now, and read what was kept
+  (``colony.admin.research``).
 
 A replace body with an unknown field, or a rule that cannot work, is a 422 naming it.
 
@@ -41,7 +43,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from colony.admin import imports
+from colony.admin import imports, research
 from colony.contracts.admin import (
     DriveWatch,
     IcpReplace,
@@ -184,6 +186,10 @@ def handle(deps: Deps, request: JsonRequest) -> tuple[dict[str, Any], int] | dic
         _method(request, "GET")
         _admin_of(deps, request, match["org"])
         return drive_folders.proof(deps, match["org"], match["folder"])
+    if match := research.RESEARCH.match(path):
+        org = match["org"]
+        principal = _admin_of(deps, request, org)
+        return research.handle(deps, request, principal, org, match["domain"])
     if match := imports.IMPORTS.match(path):
         org = match["org"]
         principal = _admin_of(deps, request, org)

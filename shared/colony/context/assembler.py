@@ -76,6 +76,10 @@ class AssemblyRequest:
     # observed_on), any order: rendered strongest first as the ``signals`` entity, the weakest
     # cut first
     signals: Sequence[Mapping[str, Any]] = ()
+    # passages of the company's stored pages (``colony.flows.research``: ref, url, dates,
+    # text), best first: rendered as the ``sources`` entity, the weakest cut first, before
+    # any signal
+    sources: Sequence[Mapping[str, Any]] = ()
     # the daily brief the context carries (its row id): recorded in the call's provenance
     brief_id: str | None = None
 
@@ -191,8 +195,11 @@ def _entity_block(entities: Mapping[str, Any], strip: frozenset[str], boundary: 
     return "\n".join(lines)
 
 
-def _with_signals(entities: Mapping[str, Any], signals: Sequence[Any]) -> Mapping[str, Any]:
-    return {**entities, "signals": list(signals)} if signals else entities
+def _with_lists(
+    entities: Mapping[str, Any], signals: Sequence[Any], sources: Sequence[Any]
+) -> Mapping[str, Any]:
+    lists = {"signals": list(signals), "sources": list(sources)}
+    return {**entities, **{k: v for k, v in lists.items() if v}}
 
 
 def _history_turn(turn: Message, boundary: str) -> Message:
@@ -254,6 +261,7 @@ def _untrusted_texts(
     texts = [e.content for e in kept] + [e.title or "" for e in kept]
     texts += [dumps(compact(v)) for v in req.entities.values()]
     texts += [dumps(compact(dict(s))) for s in req.signals]
+    texts += [str(s.get("text") or "") for s in req.sources]  # pages from the open web
     texts += [t.content for t in history if t.role in ("tool", "system") or t.name == "summary"]
     texts += [
         v if isinstance(v, str) else dumps(compact(v))
@@ -278,6 +286,7 @@ def assemble(
         "entity_fields_stripped": 0,
         "exemplars_dropped": 0,
         "signals_dropped": 0,
+        "sources_dropped": 0,
         "history_dropped": 0,
         "task_fields_stripped": 0,
     }
@@ -296,19 +305,28 @@ def assemble(
     trimmed["exemplars_dropped"] = len(req.exemplars) - len(kept)
 
     # entity: compact; non-essential fields go first when over budget (or when unused), then
-    # the weakest signals, never below one.
+    # the weakest sources, then the weakest signals, never below one.
     keep_raw = agent_id in RAW_READERS
     strip = frozenset() if keep_raw else NON_ESSENTIAL
     signals = [signal_view.view(s) for s in signal_view.ranked(req.signals)]
-    entity = _entity_block(_with_signals(req.entities, signals), strip, boundary)
+    sources = [dict(s) for s in req.sources]
+
+    def entity_block() -> str:
+        return _entity_block(_with_lists(req.entities, signals, sources), strip, boundary)
+
+    entity = entity_block()
     if keep_raw and count(entity) > budget.entity:
         strip = NON_ESSENTIAL
-        entity = _entity_block(_with_signals(req.entities, signals), strip, boundary)
+        entity = entity_block()
         trimmed["entity_fields_stripped"] = 1
+    while sources and count(entity) > budget.entity:
+        sources.pop()
+        entity = entity_block()
     while len(signals) > 1 and count(entity) > budget.entity:
         signals.pop()
-        entity = _entity_block(_with_signals(req.entities, signals), strip, boundary)
+        entity = entity_block()
     trimmed["signals_dropped"] = len(req.signals) - len(signals)
+    trimmed["sources_dropped"] = len(req.sources) - len(sources)
     _check("entity", count(entity), budget, "after stripping non-essential fields and signals")
 
     # history: this call's tool rounds, then earlier turns, newest first, until the budget
@@ -378,6 +396,7 @@ def assemble(
             history=req.history[len(req.history) - len(history) :],
             trimmed=trimmed,
             signals=signals,
+            sources=sources,
             brief_id=req.brief_id,
             rounds=req.tool_rounds[len(req.tool_rounds) - len(rounds) :],
         ),

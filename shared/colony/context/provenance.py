@@ -59,6 +59,7 @@ def of(
     history: Sequence[Any],
     trimmed: Mapping[str, int],
     signals: Sequence[Mapping[str, Any]] = (),
+    sources: Sequence[Mapping[str, Any]] = (),
     brief_id: str | None = None,
     rounds: Sequence[Any] = (),
 ) -> dict[str, Any]:
@@ -78,6 +79,8 @@ def of(
         ],
         "entities": refs,
         "signals": [signal_view.reference(s) for s in signals],
+        # the stored pages the call read (issue 33): where, and as of when
+        "sources": [{k: s.get(k) for k in ("ref", "url", "published", "fetched")} for s in sources],
         "brief_id": brief,
         "history": [
             {

@@ -119,9 +119,16 @@ class SendingLimits(Strict):
         return self
 
 
+class ResearchSettings(Strict):
+    # Research prospects' companies on the open web before AGT-003 (issue 33); an org whose
+    # prospects arrive researched, or that will not have their sites read, turns it off.
+    enabled: bool = True
+
+
 class OrgSettingsReplace(Strict):
     competitors: list[Name] = Field(max_length=200)  # CONST-006: never named in outbound
     sending: SendingLimits
+    research: ResearchSettings = Field(default_factory=ResearchSettings)
 
     @model_validator(mode="after")
     def _unique(self) -> OrgSettingsReplace:

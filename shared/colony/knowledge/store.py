@@ -271,6 +271,11 @@ class KnowledgeStore:
         """``text`` as this store's model embeds it (one vector for several searches)."""
         return self._embed([text])[0]
 
+    def embed_texts(self, texts: Sequence[str]) -> list[list[float]]:
+        """``texts`` as this store's model embeds them, checked (other stores' passages
+        are compared with this store's queries: research's, ``flows.research``)."""
+        return self._embed(texts) if texts else []
+
     def _search(
         self,
         read: _Read,

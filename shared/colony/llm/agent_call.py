@@ -21,12 +21,8 @@ from colony.contracts import OUTPUT_CONTRACTS
 from colony.errors import ToolCallInvalid
 from colony.llm.runner import AnswerStream, StructuredRunner
 from colony.observability import categories
-from colony.observability.tracing import (
-    CallRecorder,
-    NoopTracer,
-    TracedChatModel,
-    tracer_from_settings,
-)
+from colony.observability.call_records import CallRecorder
+from colony.observability.tracing import NoopTracer, TracedChatModel, tracer_from_settings
 from colony.ports import ChatModel, Counter, ModelRequest, ToolCall, Tracer, Usage
 from colony.settings import Settings
 from colony.store import Database

@@ -117,7 +117,7 @@ def run_brief_demo(
                 with db.transaction(org_id) as cur:
                     return fetch_one(cur, KIT_OF_DEAL, (deal["id"],))
 
-            found = wait_until("the deployment kit", kit)
+            found = wait_until("the deployment kit", kit, alive=servers.check)
             try:
                 head = blob_store_from_settings(settings).get(found["object_name"])
                 first = repr(head.decode().splitlines()[0][:60]) + "…"
@@ -145,7 +145,7 @@ def run_brief_demo(
             def queued() -> Any:
                 return content.queued_item(flow_deps, org_id, request_id)
 
-            piece = wait_until("the content piece", queued)
+            piece = wait_until("the content piece", queued, alive=servers.check)
             http.post(
                 servers.urls["approval"],
                 json={"item_id": piece["id"], "action": "approve"},

@@ -98,7 +98,7 @@ def run_demo_campaign(demo: DemoContext) -> None:
         run_id = campaign.launch(deps, org_id, campaign_id)
         say(f"campaign {campaign_id} launched as run {run_id} over {len(ids)} prospects…")
         started = time.perf_counter()
-        run = wait_for_run(db, org_id, run_id, len(ids), timeout=600)
+        run = wait_for_run(db, org_id, run_id, len(ids), timeout=600, alive=servers.check)
         elapsed = time.perf_counter() - started
     finally:
         transport.close()

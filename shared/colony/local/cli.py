@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING, Any
 
 from colony.errors import ColonyError
 from colony.local.cli_admin import add_commands as add_org_data_commands
+from colony.local.cli_eval import add_commands as add_eval_commands
 from colony.local.cli_explain import add_commands as add_explain_commands
 from colony.local.cli_imports import add_commands as add_import_commands
+from colony.local.cli_research import add_commands as add_research_commands
 from colony.settings import Settings
 
 if TYPE_CHECKING:
@@ -230,16 +232,17 @@ def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
     from colony.local.chat_demo import run_chat_demo
     from colony.local.customer_demo import run_new_customer_demo
     from colony.local.knowledge_demo import knowledge_stand_ins, run_knowledge_demo
+    from colony.local.research_demo import research_web
 
     org_id = summary.org_id
     with (
         local_storage(settings, _say),
         knowledge_stand_ins(settings, org_id) as stand_ins,
+        research_web(_say) as web,
         local_mail(_say) as mail,
-        demo_functions(settings, org_id, app_dsn, _say, extra_env={**stand_ins, **mail.env()}) as (
-            servers,
-            token,
-        ),
+        demo_functions(
+            settings, org_id, app_dsn, _say, extra_env={**stand_ins, **web, **mail.env()}
+        ) as (servers, token),
     ):
         demo = DemoContext(settings, db, knowledge, org_id, servers, token, _say, mail)
         run_demo_campaign(demo)
@@ -310,6 +313,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_org_data_commands(org)
     add_import_commands(sub)
     add_explain_commands(sub)
+    add_research_commands(sub)
+    add_eval_commands(sub)
     graph = sub.add_parser("graph", help="query the knowledge graph of the system itself")
     graph.add_argument(
         "query",

@@ -13,11 +13,13 @@ def cmd_explain(settings: Settings, args: argparse.Namespace) -> int:
     from colony.flows.insights import explain
     from colony.local.db import connect_factory
     from colony.local.demo import read_json
+    from colony.runtime.compose.assets import parts
     from colony.runtime.deps import build_deps
     from colony.store import Database
 
     org = args.org or read_json("org.json")["id"]
-    deps = build_deps(settings, db=Database(connect_factory(settings, "app")))
+    # the assets bucket: a signal read from a web page links our stored copy of it
+    deps = build_deps(settings, db=Database(connect_factory(settings, "app")), parts=parts())
     try:
         print(explain.render(explain.explain(deps, org, args.output_id)), flush=True)
     finally:

@@ -18,6 +18,7 @@ import csv
 import io
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -41,8 +42,18 @@ SELECT output->>'outcome' AS outcome, count(*) AS n FROM run_steps
 WHERE run_id = %s AND step_key LIKE 'done:%%' GROUP BY 1 ORDER BY 2 DESC, 1
 """
 DRAFTS = """
-SELECT a.payload->>'subject' AS subject, c.name FROM approval_items a
+SELECT a.payload->>'subject' AS subject, c.name, c.company,
+       (SELECT s.quote || ' (' || s.source || ')' FROM contact_signals s
+        WHERE s.contact_id = c.id AND s.source LIKE 'http%%'
+        ORDER BY s.confidence DESC, s.observed_on DESC NULLS LAST LIMIT 1) AS quoted
+FROM approval_items a
 JOIN contacts c ON c.id = a.subject_id WHERE a.run_id = %s ORDER BY c.external_id
+"""
+RESEARCHED = """
+SELECT count(*) AS companies, coalesce(sum(pages), 0) AS pages,
+       coalesce(sum(downloads), 0) AS downloads,
+       count(*) FILTER (WHERE outcome = 'researched') AS researched
+FROM research_jobs WHERE status = 'done'
 """
 NOTION_TOKEN = "secret_harbor_local_notion"  # the stand-in's token of the customer's workspace
 
@@ -135,8 +146,8 @@ def run_new_customer_demo(
             f" anti-ICP rule), {len(library['sequences'])} sequence of {steps} steps,"
             f" settings (competitors: {', '.join(HARBOR['settings']['competitors'])})"
         )
-        job, errors = _import(admin, http, base, say, timeout)
-        backfill = _notion(admin, base, say, timeout)
+        job, errors = _import(admin, http, base, say, timeout, demo.servers.check)
+        backfill = _notion(admin, base, say, timeout, demo.servers.check)
     chunks = _count(demo, org_id, "SELECT count(*) AS n FROM kc_chunks WHERE source = 'notion'")
     say(
         f"  backfill {backfill['status']}: {backfill['pages_seen']} pages seen,"
@@ -162,7 +173,12 @@ def _clerk_created(http: httpx.Client, url: str, secret: str) -> dict[str, Any]:
 
 
 def _import(
-    admin: AdminApi, http: httpx.Client, base: str, say: Any, timeout: float
+    admin: AdminApi,
+    http: httpx.Client,
+    base: str,
+    say: Any,
+    timeout: float,
+    alive: Callable[[], object],
 ) -> tuple[dict[str, Any], list[dict[str, str]]]:
     data = prospects_csv()
     declare = {"kind": "prospects", "format": "csv", "filename": "harbor-crm.csv"}
@@ -185,7 +201,7 @@ def _import(
             say(f"    {shown['status']}: {shown.get('rows_done') or 0} rows done")
         return shown if shown["status"] in ("completed", "failed") else None
 
-    done: dict[str, Any] = wait_until("the import job", finished, timeout)
+    done: dict[str, Any] = wait_until("the import job", finished, timeout, alive=alive)
     report = admin("GET", f"{base}/imports/{job['id']}/errors.csv").text
     errors = list(csv.DictReader(io.StringIO(report)))
     say(
@@ -200,7 +216,9 @@ def _import(
     return done, errors
 
 
-def _notion(admin: AdminApi, base: str, say: Any, timeout: float) -> dict[str, Any]:
+def _notion(
+    admin: AdminApi, base: str, say: Any, timeout: float, alive: Callable[[], object]
+) -> dict[str, Any]:
     notion = HARBOR["notion"]
     body = {"workspace_id": notion["workspace_id"], "token": NOTION_TOKEN}
     connected = admin("POST", f"{base}/notion", json={**body, "domains": notion["databases"]})
@@ -215,7 +233,7 @@ def _notion(admin: AdminApi, base: str, say: Any, timeout: float) -> dict[str, A
         sync = next((s for s in syncs if s["id"] == sync_id), None)
         return sync if sync and sync["status"] in ("done", "failed") else None
 
-    return dict(wait_until("the Notion backfill", done, timeout))
+    return dict(wait_until("the Notion backfill", done, timeout, alive=alive))
 
 
 def _campaign(demo: DemoContext, org_id: str, timeout: float) -> tuple[dict[str, Any], int]:
@@ -242,23 +260,33 @@ def _campaign(demo: DemoContext, org_id: str, timeout: float) -> tuple[dict[str,
         run_id = campaign.launch(deps, org_id, campaign_id)
         demo.say(f"  campaign launched as {run_id} over its {len(ids)} imported prospects…")
         started = time.perf_counter()
-        run = dict(wait_for_run(db, org_id, run_id, len(ids), timeout))
+        run = dict(wait_for_run(db, org_id, run_id, len(ids), timeout, alive=demo.servers.check))
     finally:
         transport.close()
     with db.transaction(org_id) as cur:
         outcomes = fetch_all(cur, OUTCOMES, (run_id,))
         drafts = fetch_all(cur, DRAFTS, (run_id,))
+        researched = fetch_one(cur, RESEARCHED)
+    if researched and researched["companies"]:
+        demo.say(
+            f"  research (before AGT-003): {researched['companies']} companies read from their"
+            f" websites ({researched['researched']} with text), {researched['pages']} fetches,"
+            f" {researched['downloads']} pages stored"
+        )
     demo.say(
         f"  run {run['status']} in {time.perf_counter() - started:.1f}s:"
         f" {run['contacts_done']}/{run['contacts_total']} contacts ("
         + ", ".join(f"{o['outcome']} {o['n']}" for o in outcomes)
         + f"); {len(drafts)} drafts awaiting approval"
-        + (f", e.g. {drafts[0]['name']}: “{drafts[0]['subject']}”" if drafts else "")
     )
+    for draft in drafts[:3]:  # each quotes a page research stored
+        demo.say(f"    {draft['company']}: “{draft['subject']}”")
+        if draft["quoted"]:
+            demo.say(f"      signal: “{draft['quoted']}”")
     if not drafts:
-        # the offline model scores only what a contact carries; a CRM export has no
-        # firmographics or signals, and AGT-005 writes no outbound without a signal
-        demo.say("    (an export has no firmographics or signals: AGT-004 scores 0, holds back)")
+        # the offline model scores only what a contact carries; without research an export
+        # has no firmographics or signals, and AGT-005 writes no outbound without a signal
+        demo.say("    (no signals or firmographics to score: AGT-004 holds back)")
     return {"id": run_id, **run}, len(drafts)
 
 

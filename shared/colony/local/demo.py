@@ -22,6 +22,10 @@ _ORG = """
 INSERT INTO organizations (id, name) VALUES (%s, %s)
 ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name
 """
+_NO_RESEARCH = """
+INSERT INTO org_settings (org_id, research_enabled) VALUES (%s, false)
+ON CONFLICT (org_id) DO UPDATE SET research_enabled = false
+"""
 _ICP = """
 INSERT INTO icp_definitions (org_id, version, description, rubric, anti_icp_rules, tiers, active)
 VALUES (%s, 1, %s, %s::jsonb, %s::jsonb, %s::jsonb, true)
@@ -115,6 +119,9 @@ def load_demo(
     sequences = read_json("sequences.json")
     with db.transaction(org_id) as cur:
         cur.execute(_ORG, (org_id, org["name"]))
+        # its prospects were researched by hand (their signals are written in contacts.json):
+        # the campaign chain does not research them again (issue 33; Harbor's are researched)
+        cur.execute(_NO_RESEARCH, (org_id,))
         cur.execute(
             _ICP,
             (

@@ -36,10 +36,22 @@ class DemoContext:
     mail: SmtpServer | None = None  # the local mail server the send function sends through
 
 
-def wait_for_run(db: Database, org_id: str, run_id: str, total: int, timeout: float) -> Any:
+def wait_for_run(
+    db: Database,
+    org_id: str,
+    run_id: str,
+    total: int,
+    timeout: float,
+    *,
+    alive: Callable[[], object] | None = None,
+) -> Any:
+    """The campaign run once it has completed or failed, its progress shown meanwhile;
+    ``alive`` as for ``wait_until``."""
     progress = Progress("campaign contacts", max(total, 1))
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        if alive is not None:
+            alive()
         with db.transaction(org_id) as cur:
             run = fetch_one(
                 cur,

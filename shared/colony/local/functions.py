@@ -1,10 +1,18 @@
 """Run the deployed functions locally: one real functions-framework server per function.
 
 Each server is a subprocess (``functions-framework --source functions/<name>/main.py``) on a
-free loopback port, configured like the deployment: its database DSN, the transport, every
+loopback port, configured like the deployment: its database DSN, the transport, every
 other function's URL in ``COLONY_FUNCTION_URLS`` so the local transport can push to it, and
 ``K_SERVICE`` (its name, as Cloud Run sets it). With ``log_dir`` each server's output (its
 Cloud Logging JSON lines) is appended to ``<log_dir>/<name>.log``, which ``colony logs`` reads.
+
+Every URL must be known before any server starts (each server is given all of them), and
+callers read them before ``start`` (to add environment naming them). So each port is bound
+when the URLs are made and held until its server takes the socket over: no other process can
+be handed it in between (``colony.testing.loopback``). gunicorn takes it by systemd socket
+activation, which it supports as deployed; the start is watched, so a server that exits is
+reported at once with the end of its output, and ``check`` does the same for one that dies
+later, for whoever waits on what the functions do.
 """
 
 from __future__ import annotations
@@ -12,9 +20,9 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -24,30 +32,23 @@ from typing import IO
 
 from colony.errors import ConfigError
 from colony.registry.functions import FUNCTIONS
+from colony.testing.loopback import HOST, accepts, reserve
 
 REPO = Path(__file__).resolve().parents[3]
 FUNCTIONS_DIR = REPO / "functions"
 STOP_GRACE_SECONDS = 2.0  # an idle server exits well within it after SIGINT
+_POLL = 0.05  # seconds between looks at the starting servers
+_TAIL = 4000  # characters of a dead server's output quoted in the error
 
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _wait_listening(
-    port: int, process: subprocess.Popen[bytes], name: str, deadline: float
-) -> None:
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise ConfigError(f"function {name!r} exited with {process.returncode} on start-up")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.05)  # polling a port that is not open yet, bounded by the deadline
-    raise ConfigError(f"function {name!r} did not listen on port {port} in time")
+# gunicorn's systemd socket activation (gunicorn/systemd.py): it serves the sockets from fd 3
+# on when LISTEN_FDS counts them and LISTEN_PID is its own pid, and binds nothing itself. The
+# socket arrives at the fd number given first (pass_fds keeps numbers) and is moved to 3; exec
+# keeps the pid. Python, not sh: dash cannot redirect from an fd above 9.
+_ACTIVATE = (
+    "import os, sys; fd = int(sys.argv[1]); os.dup2(fd, 3); fd == 3 or os.close(fd); "
+    "os.execve(sys.argv[2], sys.argv[2:], "
+    "{**os.environ, 'LISTEN_PID': str(os.getpid()), 'LISTEN_FDS': '1'})"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +64,8 @@ class FunctionServers:
     """Start ``names`` (default: every registered function); ``urls`` maps name → base URL.
 
     By default each function runs from the repository with this environment's packages;
-    ``bundles`` serves the named ones from their deployment bundles instead.
+    ``bundles`` serves the named ones from their deployment bundles instead. Started once:
+    ``stop`` lets the ports go.
     """
 
     def __init__(
@@ -76,13 +78,19 @@ class FunctionServers:
         bundles: Mapping[str, BundleSource] | None = None,
     ) -> None:
         self.names = list(names or FUNCTIONS)
-        self.urls = {n: f"http://127.0.0.1:{free_port()}" for n in self.names}
+        self._sockets = {n: reserve() for n in self.names}  # held until its server takes it
+        self.urls = {
+            n: f"http://{HOST}:{sock.getsockname()[1]}" for n, sock in self._sockets.items()
+        }
         self._env = dict(env)
         self._log_dir = log_dir
         self._timeout = startup_timeout
         self._bundles = dict(bundles or {})
         self._processes: dict[str, subprocess.Popen[bytes]] = {}
         self._logs: list[IO[bytes]] = []
+        self._output: dict[str, tuple[Path, int]] = {}  # name → its log, where this run began
+        self._scratch: tempfile.TemporaryDirectory[str] | None = None
+        self._started = False
 
     def add_env(self, values: Mapping[str, str]) -> None:
         """More environment for the functions before they start (say, one naming ``urls``)."""
@@ -91,47 +99,94 @@ class FunctionServers:
         self._env.update(values)
 
     def start(self) -> FunctionServers:
-        env = {**os.environ, **self._env, "COLONY_FUNCTION_URLS": json.dumps(self.urls)}
-        env.setdefault("THREADS", "8")
-        binary = Path(sys.executable).parent / "functions-framework"
-        if self._log_dir:
-            self._log_dir.mkdir(parents=True, exist_ok=True)
-        for name in self.names:
-            function = FUNCTIONS[name]
-            port = self.urls[name].rsplit(":", 1)[1]
-            log: IO[bytes] | int = subprocess.DEVNULL
-            if self._log_dir:
-                log = open(self._log_dir / f"{name}.log", "ab")  # noqa: SIM115 - closed on stop
-                self._logs.append(log)
-            bundle = self._bundles.get(name)
-            # A bundle runs from its own directory (its colony/ copy first on sys.path).
-            launcher = (
-                [str(bundle.python), "-m", "functions_framework"] if bundle else [str(binary)]
-            )
-            source = "main.py" if bundle else str(FUNCTIONS_DIR / name / "main.py")
-            signature = "cloudevent" if function.trigger == "pubsub" else "http"
-            own = {**env, "K_SERVICE": name}  # as Cloud Run sets it: names the log lines
-            self._processes[name] = subprocess.Popen(
-                [
-                    *launcher,
-                    *("--source", source, "--target", function.entry_point),
-                    *("--host", "127.0.0.1", "--port", port, "--signature-type", signature),
-                ],
-                # nothing from this checkout may leak into a bundle's interpreter
-                env={k: v for k, v in own.items() if k != "PYTHONPATH"} if bundle else own,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-                cwd=str(bundle.directory if bundle else REPO),
-            )
-        deadline = time.monotonic() + self._timeout
+        if self._started:
+            raise RuntimeError("these functions were started already (once only: make new ones)")
+        self._started = True
         try:
-            for name, process in self._processes.items():
-                _wait_listening(int(self.urls[name].rsplit(":", 1)[1]), process, name, deadline)
+            self._launch()
+            self._wait_serving()
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _launch(self) -> None:
+        env = {**os.environ, **self._env, "COLONY_FUNCTION_URLS": json.dumps(self.urls)}
+        env.setdefault("THREADS", "8")
+        binary = Path(sys.executable).parent / "functions-framework"
+        log_dir = self._log_dir
+        if log_dir is None:  # output is still kept, to quote when a server dies
+            self._scratch = tempfile.TemporaryDirectory(prefix="colony-functions-")
+            log_dir = Path(self._scratch.name)
+        log_dir.mkdir(parents=True, exist_ok=True)
+        for name in self.names:
+            function = FUNCTIONS[name]
+            sock = self._sockets.pop(name)
+            path = log_dir / f"{name}.log"
+            log = open(path, "ab")  # noqa: SIM115 - closed on stop
+            self._logs.append(log)
+            self._output[name] = (path, log.tell())
+            bundle = self._bundles.get(name)
+            # A bundle runs from its own directory (its colony/ copy first on sys.path).
+            python = str(bundle.python) if bundle else sys.executable
+            launcher = [python, "-m", "functions_framework"] if bundle else [str(binary)]
+            source = "main.py" if bundle else str(FUNCTIONS_DIR / name / "main.py")
+            signature = "cloudevent" if function.trigger == "pubsub" else "http"
+            own = {**env, "K_SERVICE": name}  # as Cloud Run sets it: names the log lines
+            port = str(sock.getsockname()[1])  # shown in ps; gunicorn serves the socket
+            with sock:  # the server holds its own copy from here
+                self._processes[name] = subprocess.Popen(
+                    [
+                        *(python, "-c", _ACTIVATE, str(sock.fileno())),
+                        *launcher,
+                        *("--source", source, "--target", function.entry_point),
+                        *("--host", HOST, "--port", port, "--signature-type", signature),
+                    ],
+                    # nothing from this checkout may leak into a bundle's interpreter
+                    env={k: v for k, v in own.items() if k != "PYTHONPATH"} if bundle else own,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    pass_fds=(sock.fileno(),),
+                    start_new_session=True,
+                    cwd=str(bundle.directory if bundle else REPO),
+                )
+
+    def _wait_serving(self) -> None:
+        """Until every server accepts connections: all watched at once, so one that exits is
+        reported as it does, whichever it is."""
+        deadline = time.monotonic() + self._timeout
+        waiting = list(self._processes)
+        while True:
+            self.check()
+            waiting = [name for name in waiting if not accepts(self._port(name), timeout=0.2)]
+            if not waiting:
+                return
+            if time.monotonic() > deadline:
+                raise ConfigError(
+                    f"function {waiting[0]!r} did not listen on port {self._port(waiting[0])}"
+                    f" within {self._timeout:.0f}s; its output ends:\n{self._tail(waiting[0])}"
+                )
+            time.sleep(_POLL)  # polling ports not open yet, bounded by the deadline
+
+    def check(self) -> None:
+        """Raise ``ConfigError`` if a server has exited, with the end of its output. Whoever
+        waits on what the functions do calls it while waiting, so a dead server is reported
+        at once rather than when the wait runs out."""
+        for name, process in self._processes.items():
+            if process.poll() is not None:
+                raise ConfigError(
+                    f"function {name!r} exited with code {process.returncode};"
+                    f" its output ends:\n{self._tail(name)}"
+                )
+
+    def _port(self, name: str) -> int:
+        return int(self.urls[name].rsplit(":", 1)[1])
+
+    def _tail(self, name: str) -> str:
+        path, begun = self._output[name]
+        with open(path, "rb") as log:
+            log.seek(begun)
+            return log.read().decode("utf-8", "replace")[-_TAIL:]
 
     def pid(self, name: str) -> int:
         """The process id serving ``name`` (benchmarks read its peak memory)."""
@@ -161,8 +216,14 @@ class FunctionServers:
                 process.wait()
         for log in self._logs:
             log.close()
+        for sock in self._sockets.values():  # ports of servers never launched
+            sock.close()
+        if self._scratch is not None:
+            self._scratch.cleanup()
+            self._scratch = None
         self._processes.clear()
         self._logs.clear()
+        self._sockets.clear()
 
     def __enter__(self) -> FunctionServers:
         return self.start()

@@ -116,6 +116,7 @@ def run_knowledge_demo(demo: DemoContext) -> None:
         reply = http.post(servers.urls["drive-webhook"], headers=headers).json()
         say(f"  drive-webhook: {reply}")
         recording = _wait(
+            demo,
             db,
             org_id,
             "SELECT id, status, chunk_count, transcript_tokens,"
@@ -129,7 +130,11 @@ def run_knowledge_demo(demo: DemoContext) -> None:
         )
         say(f"    {recording['summary']}")
         follow = _wait(
-            db, org_id, "SELECT payload FROM approval_items WHERE kind = 'follow_up'", "AGT-007"
+            demo,
+            db,
+            org_id,
+            "SELECT payload FROM approval_items WHERE kind = 'follow_up'",
+            "AGT-007",
         )
         say(f"  AGT-007 follow-up draft awaiting approval: “{follow['payload']['subject']}”")
         with db.transaction(org_id) as cur:
@@ -150,6 +155,7 @@ def run_knowledge_demo(demo: DemoContext) -> None:
             ).json()
             say(f"  notion-webhook: {answer}")
         _wait(
+            demo,
             db,
             org_id,
             "SELECT count(DISTINCT source_id) AS n FROM kc_chunks WHERE"
@@ -185,11 +191,13 @@ def run_knowledge_demo(demo: DemoContext) -> None:
         )
 
 
-def _wait(db: Database, org_id: str, sql: str, what: str, timeout: float = 180) -> Any:
+def _wait(
+    demo: DemoContext, db: Database, org_id: str, sql: str, what: str, timeout: float = 180
+) -> Any:
     """The first row ``sql`` returns in the org, once the functions have written it."""
 
     def probe() -> Any:
         with db.transaction(org_id) as cur:
             return fetch_one(cur, sql)
 
-    return wait_until(what, probe, timeout)
+    return wait_until(what, probe, timeout, alive=demo.servers.check)

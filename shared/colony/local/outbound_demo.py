@@ -77,7 +77,7 @@ def run_outbound_demo(demo: DemoContext, campaign_id: str, queue: list[dict[str,
             contact_ids=[second["contact_id"]],
         )
         run_id = campaign.launch(deps, org, wave)
-        run = wait_for_run(demo.db, org, run_id, 1, timeout=120)
+        run = wait_for_run(demo.db, org, run_id, 1, timeout=120, alive=demo.servers.check)
         with demo.db.transaction(org) as cur:
             skipped = fetch_one(
                 cur,

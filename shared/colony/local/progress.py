@@ -39,11 +39,23 @@ class Progress:
         return time.perf_counter() - self.started
 
 
-def wait_until(what: str, probe: Callable[[], Any], timeout: float = 120.0) -> Any:
+def wait_until(
+    what: str,
+    probe: Callable[[], Any],
+    timeout: float = 120.0,
+    *,
+    alive: Callable[[], object] | None = None,
+) -> Any:
     """Poll ``probe`` until it returns something truthy (returned), for the demo's display of
-    what the running functions did; past ``timeout`` seconds a ``ConfigError`` names ``what``."""
+    what the running functions did; past ``timeout`` seconds a ``ConfigError`` names ``what``.
+
+    ``alive`` (``FunctionServers.check``) is called before each look and raises once what
+    would do the work has died, so that is reported at once rather than at the timeout.
+    """
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
+        if alive is not None:
+            alive()
         value = probe()
         if value:
             return value

@@ -13,6 +13,10 @@ only (``error_summary``), never its message, which may quote the prompt.
 Without Langfuse keys ``tracer_from_settings`` returns ``NoopTracer``: no import of the
 Langfuse SDK, no thread, no network, no measurable latency.
 
+What a trace may say (an agent of the registry, the spec's budget sections, a measured
+latency) is ``colony.observability.trace_schema``'s, checked here before each call and before
+its generation ends; keeping the record is ``colony.observability.call_records``'.
+
 The port (``Tracer``, ``Generation``) and the records it carries (``CallContext``,
 ``LlmCallRecord``) are in ``colony.ports``; this module holds their implementations.
 """
@@ -22,14 +26,15 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from colony.adapters.text_stream import replay
-from colony.errors import error_summary
+from colony.errors import ProviderTimeout, error_summary
+from colony.observability.call_records import CallRecorder
 from colony.observability.telemetry import register_flush, unregister_flush
+from colony.observability.trace_schema import check_context, check_record
 from colony.ports import (
     CallContext,
     ChatModel,
@@ -41,7 +46,6 @@ from colony.ports import (
     Tracer,
     org_tag,
 )
-from colony.store import llm_calls
 
 if TYPE_CHECKING:
     from langfuse import Langfuse, LangfuseGeneration
@@ -49,7 +53,6 @@ if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter
 
     from colony.settings import Settings
-    from colony.store.db import Database
 
 
 class _NoopGeneration:
@@ -282,80 +285,14 @@ def tracer_from_settings(settings: Settings, *, capture_content: bool = False) -
     return NoopTracer()
 
 
-_DEFERRED: ContextVar[list[LlmCallRecord] | None] = ContextVar("colony_deferred", default=None)
-
-
-@contextmanager
-def deferred_records(into: list[LlmCallRecord]) -> Iterator[None]:
-    """Inside it, ``CallRecorder`` keeps each record in ``into`` rather than opening a
-    transaction of its own: the caller stores them (``store_records``) in the transaction it
-    writes next (the chat turn's, which saves two round trips a call). Until then they are
-    the caller's to keep: a caller that fails stores them with its error."""
-    token = _DEFERRED.set(into)
-    try:
-        yield
-    finally:
-        _DEFERRED.reset(token)
-
-
-def record_row(record: LlmCallRecord) -> dict[str, Any]:
-    """``record`` as an ``llm_calls`` row (JSON-ready: ``store.llm_calls.ADD_MANY``)."""
-    return {
-        "org_id": record.org_id,
-        "agent_id": record.agent_id,
-        "run_id": record.run_id,
-        "model": record.model,
-        "kc_domains_queried": list(record.kc_domains_queried),
-        "tokens_in": record.tokens_in,
-        "tokens_out": record.tokens_out,
-        "context_budget_used": dict(record.context_budget_used),
-        "latency_ms": record.latency_ms,
-        "call_id": record.call_id,
-        "provenance": dict(record.provenance),
-    }
-
-
-def store_records(cur: Any, records: Sequence[LlmCallRecord]) -> None:
-    """Keep ``records`` in ``llm_calls`` on the caller's cursor (scoped to their org)."""
-    for record in records:
-        llm_calls.add(
-            cur,
-            org_id=record.org_id,
-            agent_id=record.agent_id,
-            run_id=record.run_id,
-            model=record.model,
-            kc_domains_queried=record.kc_domains_queried,
-            tokens_in=record.tokens_in,
-            tokens_out=record.tokens_out,
-            context_budget_used=record.context_budget_used,
-            latency_ms=record.latency_ms,
-            call_id=record.call_id,
-            provenance=record.provenance,
-        )
-
-
-class CallRecorder:
-    """Keeps each call's record in ``llm_calls``, in its own org-scoped transaction (or, in
-    ``deferred_records``, in the caller's next one)."""
-
-    def __init__(self, db: Database) -> None:
-        self._db = db
-
-    def record(self, record: LlmCallRecord) -> None:
-        deferred = _DEFERRED.get()
-        if deferred is not None:
-            deferred.append(record)
-            return
-        with self._db.transaction(record.org_id) as cur:
-            store_records(cur, [record])
-
-
 class TracedChatModel:
     """A ``ChatModel`` that traces and records every call of the one it wraps.
 
-    Errors from the inner model propagate unchanged; only successful calls (the ones with
-    real token usage) are recorded in ``llm_calls``. A recorder failure propagates too: the
-    record is the system of record for usage.
+    Errors from the inner model propagate unchanged. Successful calls are recorded in
+    ``llm_calls`` with the provider's usage, and so is a call that timed out (its prompt was
+    sent, maybe billed: ``CallContext.timed_out``); a recorder failure propagates too: the
+    record is the system of record for usage. A request whose trace ids break the trace
+    schema is refused before the inner model is called. ``clock`` times each call (seconds).
     """
 
     def __init__(
@@ -363,10 +300,12 @@ class TracedChatModel:
         inner: ChatModel,
         tracer: Tracer | None = None,
         recorder: CallRecorder | None = None,
+        clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self._inner = inner
         self._tracer: Tracer = tracer if tracer is not None else NoopTracer()
         self._recorder = recorder
+        self._clock = clock
 
     def request(self, request: ModelRequest) -> ModelResponse:
         return self._traced(request, self._inner.request)
@@ -382,16 +321,19 @@ class TracedChatModel:
     def _traced(
         self, request: ModelRequest, call: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse:
-        context = CallContext.of(request)
+        context = check_context(CallContext.of(request))
         with self._tracer.generation(request, context) as generation:
-            started = time.perf_counter()
+            started = self._clock()
             try:
                 response = call(request)
             except Exception as error:
                 generation.fail(error_summary(error))
+                if self._recorder is not None and isinstance(error, ProviderTimeout):
+                    elapsed = (self._clock() - started) * 1000.0
+                    self._recorder.record(check_record(context.timed_out(request, elapsed)))
                 raise
-            latency_ms = (time.perf_counter() - started) * 1000.0
-            record = context.record(response, request, latency_ms)
+            latency_ms = (self._clock() - started) * 1000.0
+            record = check_record(context.record(response, request, latency_ms))
             generation.succeed(record, response)
         if self._recorder is not None:
             self._recorder.record(record)

@@ -125,14 +125,29 @@ class CallContext:
     def record(
         self, response: ModelResponse, request: ModelRequest, latency_ms: float
     ) -> LlmCallRecord:
+        usage = response.usage
+        model = response.model or request.model
+        return self._record(model, usage.tokens_in, usage.tokens_out, latency_ms)
+
+    def timed_out(self, request: ModelRequest, latency_ms: float) -> LlmCallRecord:
+        """The record of a call that outlasted its timeout: no answer, so no usage from the
+        provider, but the prompt was sent; ``tokens_in`` is what the assembler counted of it
+        (``context_budget_used``; a repair's two extra turns are not in that count),
+        ``tokens_out`` 0."""
+        tokens_in = sum(self.context_budget_used.values())
+        return self._record(request.model, tokens_in, 0, latency_ms)
+
+    def _record(
+        self, model: str, tokens_in: int, tokens_out: int, latency_ms: float
+    ) -> LlmCallRecord:
         return LlmCallRecord(
             org_id=self.org_id,
             agent_id=self.agent_id,
             run_id=self.run_id,
-            model=response.model or request.model,
+            model=model,
             kc_domains_queried=self.kc_domains_queried,
-            tokens_in=response.usage.tokens_in,
-            tokens_out=response.usage.tokens_out,
+            tokens_in=tokens_in,
+            tokens_out=tokens_out,
             context_budget_used=self.context_budget_used,
             latency_ms=latency_ms,
             untrusted_instructions=self.untrusted_instructions,

@@ -27,6 +27,7 @@ from colony.registry.wiring import (
     NOTION_REEMBED_QUEUE,
     ONBOARDING_TOPIC,
     RECORDING_TOPIC,
+    RESEARCH_QUEUE,
     SEND_QUEUE,
     SEQUENCE_QUEUE,
 )
@@ -52,9 +53,10 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         agent=None,
         purpose="approve / reject / edit approval items",
         secrets=(*RUNTIME_SECRETS, *JWT_SECRETS, "COLONY_APPROVAL_TOKEN_KEY"),
-        # an approved chat tool resumes its turn here (launch, content request)
+        # an approved chat tool resumes its turn here (launch, content request, research)
         publishes=(ONBOARDING_TOPIC, CAMPAIGN_TOPIC, CONTENT_TOPIC),
-        enqueues=(SEND_QUEUE,),  # an approved message is handed to the send step
+        # an approved message is handed to the send step; approved research is queued
+        enqueues=(SEND_QUEUE, RESEARCH_QUEUE),
         public=True,
         max_instances=3,
     ),
@@ -97,9 +99,9 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         agent="AGT-001",
         purpose="GTM orchestrator chat (SSE) and /overview",
         secrets=(*RUNTIME_SECRETS, *JWT_SECRETS),
-        # it decides approval items too, so it publishes what their appliers do
+        # it decides approval items too, so it publishes and enqueues what their appliers do
         publishes=(CAMPAIGN_TOPIC, CONTENT_TOPIC, ONBOARDING_TOPIC),
-        enqueues=(SEND_QUEUE,),
+        enqueues=(SEND_QUEUE, RESEARCH_QUEUE),
         # its approval cards sign deployment-kit links (colony.flows.approvals.approval_queue)
         assets="read",
         public=True,
@@ -148,6 +150,25 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         max_instances=1,
     ),
     Function(
+        name="research",
+        trigger="http",
+        topic=None,
+        agent=None,
+        purpose=(
+            "Cloud Tasks target: research one company for an org (website, feeds, job board,"
+            " PDFs), politely and safely, storing each source with its provenance"
+        ),
+        secrets=EMBEDDING_SECRETS,  # its passages are embedded; no chat model
+        publishes=(ENRICHMENT_TOPIC,),  # the contacts that waited for it go on to AGT-003
+        enqueues=(RESEARCH_QUEUE,),  # itself again, when a site's pace holds it back
+        assets="write",  # research/<org>/: page bytes and extracted text
+        timeout_seconds=300,
+        # a task mostly waits on a site's pace: 4 companies at once per instance, 2 instances
+        # (the connection budget, docs/deploy.md: enrichment gave up an instance for them)
+        concurrency=4,
+        max_instances=2,
+    ),
+    Function(
         name="daily-brief",
         trigger="http",
         topic=None,
@@ -163,13 +184,13 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         agent=None,
         purpose=(
             "org admin API: erasure requests and reports, retention periods, org data,"
-            " imports, Notion workspace connections, Drive folder watches"
+            " imports, Notion workspace connections, Drive folder watches, company research"
         ),
         # the Drive channel token signs the token of a folder watch it creates
         secrets=(*MODEL_FREE_SECRETS, *JWT_SECRETS, "COLONY_DRIVE_CHANNEL_TOKEN"),
         # a connected workspace's backfill starts on the re-embed queue; its token is
         # written to its own secret (colony-notion-*, terraform/secrets.tf)
-        enqueues=(ERASURE_QUEUE, NOTION_REEMBED_QUEUE, IMPORT_QUEUE),
+        enqueues=(ERASURE_QUEUE, NOTION_REEMBED_QUEUE, IMPORT_QUEUE, RESEARCH_QUEUE),
         # signs upload URLs under imports/<org>/ (a signed PUT acts as its signer, so it
         # needs object create) and reads an upload's size before queueing it
         assets="write",

@@ -16,6 +16,7 @@ from colony.registry.wiring import (
     ONBOARDING_TOPIC,
     QUALIFICATION_TOPIC,
     RECORDING_TOPIC,
+    RESEARCH_QUEUE,
     SEND_QUEUE,
 )
 
@@ -37,7 +38,9 @@ PUBSUB_FUNCTIONS: tuple[Function, ...] = (
         agent="AGT-003",
         purpose="prospect enrichment",
         publishes=(QUALIFICATION_TOPIC,),
-        max_instances=4,
+        enqueues=(RESEARCH_QUEUE,),  # a company not yet researched is researched first
+        # 3, not 4: the research function's instances took the fourth's connections
+        max_instances=3,
     ),
     Function(
         name="qualification",
@@ -55,9 +58,9 @@ PUBSUB_FUNCTIONS: tuple[Function, ...] = (
         agent="AGT-005",
         purpose="outbound message drafts into the approval queue",
         # A later sequence step the person's approval of step 1 covers (org setting) is
-        # decided here, so it holds what deciding needs: the appliers' topics, the send.
+        # decided here, so it holds what deciding needs: the appliers' topics and queues.
         publishes=(ONBOARDING_TOPIC, CAMPAIGN_TOPIC, CONTENT_TOPIC),
-        enqueues=(SEND_QUEUE,),
+        enqueues=(SEND_QUEUE, RESEARCH_QUEUE),
         max_instances=4,
     ),
     Function(

@@ -55,6 +55,7 @@ LIFECYCLE_QUEUE = "colony-lifecycle"
 DAILY_BRIEF_QUEUE = "colony-daily-brief"
 REDELIVER_QUEUE = "colony-redeliver"
 KC_TIER_QUEUE = "colony-kc-tiering"
+RESEARCH_QUEUE = "colony-research"
 
 # The one service account whose Google OIDC tokens Pub/Sub push, Cloud Tasks and Cloud
 # Scheduler present to the functions not marked ``public`` (terraform creates it from this id;
@@ -159,6 +160,16 @@ QUEUES: dict[str, Queue] = {
             purpose="move an org's Knowledge Core to its own partition and HNSW graphs",
             max_attempts=20,
             max_dispatches_per_second=0.2,
+        ),
+        # One task per company an org researches (named by org, domain, pass and step): it
+        # fetches until the site's pace holds it back, then schedules itself for when the
+        # site is free. The pace itself is held in PostgreSQL (research_sites), not here.
+        Queue(
+            RESEARCH_QUEUE,
+            target="research",
+            purpose="research one company's website, feeds, job board and PDFs for an org",
+            max_attempts=20,
+            max_dispatches_per_second=20.0,
         ),
     )
 }

@@ -20,10 +20,16 @@ if TYPE_CHECKING:
     from colony.ports import Transport
 
 
+def message(event: Event) -> tuple[bytes, dict[str, str]]:
+    """``event`` as it is published: its data and attributes."""
+    data = json.dumps(event.model_dump(mode="json"), separators=(",", ":")).encode()
+    return data, {"org_id": event.org_id, "kind": event.kind}
+
+
 def publish(transport: Transport, topic: str, event: Event) -> str:
     """Publish ``event`` on ``topic``; returns the message id (the receiver's event id)."""
-    data = json.dumps(event.model_dump(mode="json"), separators=(",", ":")).encode()
-    return transport.publish(topic, data, {"org_id": event.org_id, "kind": event.kind})
+    data, attributes = message(event)
+    return transport.publish(topic, data, attributes)
 
 
 def enqueue(

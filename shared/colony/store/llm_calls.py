@@ -1,6 +1,6 @@
 """LLM calls: one row per successful model call, the system of record for usage (``llm_calls``).
 
-Written by ``colony.observability.tracing.CallRecorder`` in its own org-scoped transaction
+Written by ``colony.observability.call_records.CallRecorder`` in its own org-scoped transaction
 (``Database.transaction(org_id)``), so the numbers can be analysed without Langfuse.
 """
 

@@ -77,6 +77,9 @@ ORG_SCOPED_TABLES: tuple[str, ...] = (
     "contact_signals",
     "kc_chunk_credits",
     "resource_claims",
+    "research_jobs",
+    "research_sources",
+    "research_passages",
 )
 
 _SQL = Path(__file__).with_name("sql")
@@ -345,4 +348,14 @@ def migrations(dim: int) -> list[Migration]:
         # Issue 33 item 2: the per-site pace (one request in flight, about one a second) and
         # each origin's robots.txt, held in the database so every research instance keeps them.
         Migration("0041_research_sites", _sql("0041_research_sites")),
+        # Issue 33 items 1, 4 and 5: each org's research of a company (resumable), what it
+        # fetched with its provenance, and the passages AGT-003 is given, embedded.
+        Migration(
+            "0042_research_sources",
+            _sql("0042_research_sources").replace("{dim}", str(dim))
+            + "".join(_rls(t) for t in ("research_jobs", "research_sources", "research_passages")),
+        ),
+        # Issue 33 item 4: a page that needs a browser, rendered: its screenshot's name and
+        # hash, and what the render came to.
+        Migration("0043_research_screenshots", _sql("0043_research_screenshots")),
     ]

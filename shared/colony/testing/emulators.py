@@ -8,10 +8,12 @@
 - ``storage_emulator()``: ``gcp-storage-emulator`` from PyPI (in-memory), ready when its
   health endpoint answers; yields the URL for ``STORAGE_EMULATOR_HOST``.
 
-Each starts on a free loopback port in a new process group, waits for readiness by polling
-with a bounded deadline (failing at once, with the emulator's output, if it exits), yields
-``host:port``, and on exit stops the whole group and reaps it. A missing tool raises
-``EmulatorUnavailable`` naming what to install.
+Each starts on a free loopback port in a new process group (``run_watched``), waits for
+readiness by polling with a bounded deadline, yields ``host:port``, and on exit stops the
+whole group and reaps it. The start is watched, not waited out: an emulator that exits fails
+at once with its output, unless another process holds its port, which is a clash, not a
+fault (``colony.testing.loopback``): then it is stopped and started again on a new port.
+A missing tool raises ``EmulatorUnavailable`` naming what to install.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -30,6 +31,15 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO
+
+from colony.testing.loopback import (
+    ATTEMPTS,
+    HOST,
+    accepts,
+    closed_port,
+    foreign_listener,
+    held_elsewhere,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 TASKS_VENV = REPO_ROOT / ".venv-tasks"
@@ -46,19 +56,13 @@ class EmulatorFailed(RuntimeError):
     """The emulator exited, or did not become ready before its deadline."""
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
-
-
-def _group_members(pgid: int) -> list[int]:
-    """Pids in process group ``pgid`` (Linux /proc; empty where there is none)."""
-    pids = []
+def _group_members(pgid: int) -> Iterator[int]:
+    """Pids in process group ``pgid`` (Linux /proc; none where there is none), read lazily:
+    the readiness watch only needs them once something listens on the port."""
     try:
         entries = os.listdir("/proc")
     except OSError:
-        return []
+        return
     for entry in entries:
         if not entry.isdigit():
             continue
@@ -68,8 +72,7 @@ def _group_members(pgid: int) -> list[int]:
         except (OSError, IndexError):
             continue
         if int(fields[2]) == pgid and fields[0] != "Z":
-            pids.append(int(entry))
-    return pids
+            yield int(entry)
 
 
 def _signal(pid: int, sig: int, *, group: bool = False) -> None:
@@ -110,72 +113,98 @@ def _tail(log: IO[bytes], limit: int = 4000) -> str:
 
 
 @contextmanager
-def _running(
+def run_watched(
     name: str,
-    cmd: Sequence[str],
-    ready: Callable[[], bool],
+    command: Callable[[int], Sequence[str]],
+    ready: Callable[[int], bool],
     *,
     timeout: float,
     env: dict[str, str] | None = None,
-) -> Iterator[subprocess.Popen[bytes]]:
-    with tempfile.TemporaryFile() as log:
-        started = time.monotonic()
-        proc = subprocess.Popen(
-            list(cmd),
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-            env=env,
-        )
-        try:
-            deadline = started + timeout
-            while not ready():
-                if proc.poll() is not None:
-                    raise EmulatorFailed(
-                        f"{name} exited with code {proc.returncode} before it was ready:\n"
-                        f"{_tail(log)}"
-                    )
-                if time.monotonic() > deadline:
-                    raise EmulatorFailed(
-                        f"{name} was not ready within {timeout:.0f}s:\n{_tail(log)}"
-                    )
-                time.sleep(_POLL)  # readiness probe interval, bounded by the deadline
-            STARTUP_SECONDS[name] = time.monotonic() - started
-            yield proc
-        finally:
-            stop_process_group(proc)
+    ports: Callable[[], int] = closed_port,
+    attempts: int = ATTEMPTS,
+) -> Iterator[int]:
+    """Run ``command(port)`` in a new process group until ``ready(port)``; yield the port.
+
+    ``ports`` picks each port (free when picked). Another process may take it before the tool
+    binds it; the tool then exits or, as gcp-storage-emulator and gcloud-tasks-emulator do,
+    runs on without listening, while a probe may be answered by the other process. So each
+    poll asks whether a process outside the group listens there, and an exit counts as a
+    clash when the port is held: either way the group is stopped and started again on a new
+    port, ``attempts`` times at most. Any other exit fails at once with the tool's output, and
+    so does an attempt that is not ready within ``timeout`` seconds. (These tools bind their
+    port themselves and take no socket, so it cannot be held for them as ``FunctionServers``
+    holds gunicorn's.)
+    """
+    taken: list[int] = []
+    for _ in range(attempts):
+        port = ports()
+        with tempfile.TemporaryFile() as log:
+            started = time.monotonic()
+            proc = subprocess.Popen(
+                list(command(port)),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env=env,
+            )
+            try:
+                if _came_up(name, proc, port, ready, log, timeout):
+                    STARTUP_SECONDS[name] = time.monotonic() - started
+                    yield port
+                    return
+            finally:
+                stop_process_group(proc)
+        taken.append(port)
+    raise EmulatorFailed(
+        f"{name}: another process held its port on each of {attempts} attempts (ports {taken})"
+    )
 
 
-def _http_ok(url: str) -> Callable[[], bool]:
+def _came_up(
+    name: str,
+    proc: subprocess.Popen[bytes],
+    port: int,
+    ready: Callable[[int], bool],
+    log: IO[bytes],
+    timeout: float,
+) -> bool:
+    """True once ``proc``'s group serves ``port``; False once another process holds it."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if proc.poll() is not None:
+            if held_elsewhere(port):
+                return False
+            raise EmulatorFailed(
+                f"{name} exited with code {proc.returncode} before it was ready:\n{_tail(log)}"
+            )
+        answered = ready(port)  # maybe by another process: asked next
+        if foreign_listener(port, _group_members(proc.pid)):
+            return False
+        if answered:
+            return True
+        if time.monotonic() > deadline:
+            raise EmulatorFailed(f"{name} was not ready within {timeout:.0f}s:\n{_tail(log)}")
+        time.sleep(_POLL)  # readiness probe interval, bounded by the deadline
+
+
+def http_ok(port: int) -> bool:
+    """Whether ``http://127.0.0.1:<port>/`` answers 200."""
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-
-    def probe() -> bool:
-        try:
-            with opener.open(url, timeout=1.0) as response:
-                return bool(response.status == 200)
-        except urllib.error.HTTPError as error:
-            error.close()
-            return False
-        except OSError:
-            return False
-
-    return probe
-
-
-def _tcp_open(host: str, port: int) -> Callable[[], bool]:
-    def probe() -> bool:
-        try:
-            with socket.create_connection((host, port), timeout=1.0):
-                return True
-        except OSError:
-            return False
-
-    return probe
+    try:
+        with opener.open(f"http://{HOST}:{port}/", timeout=1.0) as response:
+            return bool(response.status == 200)
+    except urllib.error.HTTPError as error:
+        error.close()
+        return False
+    except OSError:
+        return False
 
 
 @contextmanager
-def pubsub_emulator(project: str = "colony-test", *, timeout: float = 90.0) -> Iterator[str]:
+def pubsub_emulator(
+    project: str = "colony-test", *, timeout: float = 90.0, ports: Callable[[], int] = closed_port
+) -> Iterator[str]:
     """Run the Cloud SDK's Pub/Sub emulator; yield its ``host:port`` (PUBSUB_EMULATOR_HOST)."""
     gcloud = shutil.which("gcloud")
     if gcloud is None:
@@ -183,33 +212,28 @@ def pubsub_emulator(project: str = "colony-test", *, timeout: float = 90.0) -> I
             "gcloud is not on PATH: install the Google Cloud CLI with its Pub/Sub emulator "
             "(Debian: google-cloud-cli google-cloud-cli-pubsub-emulator, plus a Java runtime)"
         )
-    host = "127.0.0.1"
-    port = free_port(host)
     env = dict(os.environ, CLOUDSDK_CORE_DISABLE_PROMPTS="1")
     env.pop("PUBSUB_EMULATOR_HOST", None)
     with tempfile.TemporaryDirectory(prefix="pubsub-emulator-") as data_dir:
-        cmd = [
-            gcloud,
-            "beta",
-            "emulators",
-            "pubsub",
-            "start",
-            f"--host-port={host}:{port}",
-            f"--project={project}",
-            f"--data-dir={data_dir}",
-        ]
-        with _running(
-            "the Pub/Sub emulator",
-            cmd,
-            _http_ok(f"http://{host}:{port}/"),
-            timeout=timeout,
-            env=env,
-        ):
-            yield f"{host}:{port}"
+
+        def command(port: int) -> list[str]:
+            return [
+                *(gcloud, "beta", "emulators", "pubsub", "start"),
+                f"--host-port={HOST}:{port}",
+                f"--project={project}",
+                f"--data-dir={data_dir}",
+            ]
+
+        with run_watched(
+            "the Pub/Sub emulator", command, http_ok, timeout=timeout, env=env, ports=ports
+        ) as port:
+            yield f"{HOST}:{port}"
 
 
 @contextmanager
-def tasks_emulator(*, max_retries: int = 3, timeout: float = 60.0) -> Iterator[str]:
+def tasks_emulator(
+    *, max_retries: int = 3, timeout: float = 60.0, ports: Callable[[], int] = closed_port
+) -> Iterator[str]:
     """Run ``gcloud-tasks-emulator`` from ``.venv-tasks``; yield its gRPC ``host:port``.
 
     It dispatches HTTP tasks to their URLs (ignoring OIDC tokens), retrying a failed task
@@ -221,11 +245,14 @@ def tasks_emulator(*, max_retries: int = 3, timeout: float = 60.0) -> Iterator[s
             f"{TASKS_EMULATOR} is missing: run `make tasks-emulator-venv` (it creates "
             ".venv-tasks and installs gcloud-tasks-emulator, which needs protobuf<5)"
         )
-    host = "127.0.0.1"
-    port = free_port(host)
-    cmd = [str(TASKS_EMULATOR), "start", "--port", str(port), "-r", str(max_retries), "-q"]
-    with _running("gcloud-tasks-emulator", cmd, _tcp_open(host, port), timeout=timeout):
-        yield f"{host}:{port}"
+
+    def command(port: int) -> list[str]:
+        return [str(TASKS_EMULATOR), "start", "--port", str(port), "-r", str(max_retries), "-q"]
+
+    with run_watched(
+        "gcloud-tasks-emulator", command, accepts, timeout=timeout, ports=ports
+    ) as port:
+        yield f"{HOST}:{port}"
 
 
 STORAGE_EMULATOR = Path(sys.executable).parent / "gcp-storage-emulator"
@@ -233,7 +260,11 @@ STORAGE_EMULATOR = Path(sys.executable).parent / "gcp-storage-emulator"
 
 @contextmanager
 def storage_emulator(
-    bucket: str | None = "colony-assets", *, timeout: float = 30.0, data_dir: Path | None = None
+    bucket: str | None = "colony-assets",
+    *,
+    timeout: float = 30.0,
+    data_dir: Path | None = None,
+    ports: Callable[[], int] = closed_port,
 ) -> Iterator[str]:
     """Run ``gcp-storage-emulator`` in memory (or keeping its objects under ``data_dir``, so
     a later run still finds what an earlier one stored); yield ``http://host:port`` (the
@@ -248,19 +279,21 @@ def storage_emulator(
             "gcp-storage-emulator is not installed: `pip install gcp-storage-emulator` "
             "(it is in the project's dev and local extras)"
         )
-    host = "127.0.0.1"
-    port = free_port(host)
-    cmd = [str(tool), "start", "--host", host, "--port", str(port), "-q"]
+    options = ["-q"]
     env = dict(os.environ)
     env.pop("STORAGE_EMULATOR_HOST", None)
     if data_dir is None:
-        cmd.append("--in-memory")
+        options.append("--in-memory")
     else:  # the emulator stores under $STORAGE_BASE/$STORAGE_DIR
         data_dir.mkdir(parents=True, exist_ok=True)
         env["STORAGE_BASE"], env["STORAGE_DIR"] = str(data_dir.resolve().parent), data_dir.name
     if bucket:
-        cmd += ["--default-bucket", bucket]
-    with _running(
-        "gcp-storage-emulator", cmd, _http_ok(f"http://{host}:{port}/"), timeout=timeout, env=env
-    ):
-        yield f"http://{host}:{port}"
+        options += ["--default-bucket", bucket]
+
+    def command(port: int) -> list[str]:
+        return [str(tool), "start", "--host", HOST, "--port", str(port), *options]
+
+    with run_watched(
+        "gcp-storage-emulator", command, http_ok, timeout=timeout, env=env, ports=ports
+    ) as port:
+        yield f"http://{HOST}:{port}"

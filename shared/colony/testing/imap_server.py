@@ -18,7 +18,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Self
 
-from colony.testing.emulators import free_port
+from colony.testing.loopback import HOST
+from colony.testing.serving import ServingThread
 
 _LINE = re.compile(rb"^(?P<tag>[A-Za-z0-9.]+) (?P<command>[A-Za-z]+)(?: (?P<args>.*))?$")
 
@@ -31,15 +32,25 @@ class _Message:
 
 
 class ImapServer:
-    """One mailbox (INBOX) behind one login, on 127.0.0.1."""
+    """One mailbox (INBOX) behind one login, on 127.0.0.1 at ``port`` once entered."""
+
+    host = HOST
 
     def __init__(self, username: str = "replies@colony.localhost", password: str = "s3cret"):
         self.username, self.password = username, password
-        self.host, self.port = "127.0.0.1", free_port()
         self._messages: list[_Message] = []
         self._lock = threading.Lock()
-        self._server: socketserver.ThreadingTCPServer | None = None
+        self._serving: ServingThread | None = None
+        self._port = 0
         self.logins: list[str] = []
+
+    @property
+    def port(self) -> int:
+        """The port it listens on: bound as port 0 when entered, so no other process can
+        have taken it in between (``colony.testing.loopback``)."""
+        if self._serving is None:
+            raise RuntimeError("ImapServer is not running")
+        return self._port
 
     def deliver(self, raw: bytes) -> int:
         """Put a message in INBOX, unseen; its uid."""
@@ -60,17 +71,16 @@ class ImapServer:
             def handle(self) -> None:
                 outer._session(self)
 
-        socketserver.ThreadingTCPServer.allow_reuse_address = True
-        self._server = socketserver.ThreadingTCPServer((self.host, self.port), Handler)
-        self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        server = socketserver.ThreadingTCPServer((self.host, 0), Handler)
+        server.daemon_threads = True
+        self._port = int(server.socket.getsockname()[1])
+        self._serving = ServingThread(server, "imap-stand-in")
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
+        if self._serving is not None:
+            self._serving.close()
+            self._serving = None
 
     def _session(self, h: socketserver.StreamRequestHandler) -> None:
         def say(line: bytes) -> None:

@@ -29,7 +29,8 @@ from colony.flows.deps import FlowDeps
 from colony.flows.handlers import PUBSUB_HANDLERS
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import LlmDeps
-from colony.ports import BlobStore, Clock, ReceivedMail, Sender, Transport
+from colony.ports import BlobStore, Clock, ReceivedMail, Sender, Transport, WebFetcher
+from colony.ports.render import PageRenderer
 from colony.registry.functions import FUNCTIONS
 from colony.runtime import delivery
 from colony.runtime.appliers import applier
@@ -143,6 +144,8 @@ def local_deps(
     blobs: BlobStore | None = None,
     sender: Sender | None = None,
     inbound: ReceivedMail | None = None,
+    web: WebFetcher | None = None,
+    renderer: PageRenderer | None = None,
     faults: Faults | None = None,
     clock: Clock = fixed_clock,
 ) -> Deps:
@@ -151,8 +154,9 @@ def local_deps(
 
     Unlike production it runs on ``fixed_clock`` and injects no faults unless given them
     (``COLONY_INJECT_FAULTS`` is not read). Rejections are recorded in ``db``, as in
-    production. A part left out (``llm``, ``knowledge``, ``blobs``, ``sender``) raises
-    ``ConfigError`` on use, naming it. ``Deps`` is frozen: change a part with
+    production. A part left out (``llm``, ``knowledge``, ``blobs``, ``sender``, ``web``) raises
+    ``ConfigError`` on use, naming it; no ``renderer`` is none (pages that need a browser are
+    recorded, not rendered). ``Deps`` is frozen: change a part with
     ``dataclasses.replace``.
     """
     return build_deps(
@@ -164,6 +168,8 @@ def local_deps(
         blobs=blobs,
         sender=sender,
         inbound=inbound,
+        web=web,
+        renderer=renderer,
         appliers=applier,  # the real table: the tests decide items of every kind
         clock=clock,
         faults=faults if faults is not None else Faults(),

@@ -9,10 +9,13 @@ envelope, raw bytes and the parsed message.
 
 from __future__ import annotations
 
+import asyncio
 import secrets
+import socket
 import ssl
 import tempfile
 import threading
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from email import message_from_bytes
 from email.message import EmailMessage
@@ -24,7 +27,7 @@ from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
 
 from colony.testing.certs import self_signed
-from colony.testing.emulators import free_port
+from colony.testing.loopback import HOST, reserve
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,29 +71,50 @@ class _Handler:
         return "250 2.0.0 accepted"
 
 
+class _ServingSocket(Controller):
+    """aiosmtpd's threaded controller, serving a socket bound beforehand instead of binding
+    ``hostname:port`` itself: bound as port 0, it cannot have been taken in between
+    (``colony.testing.loopback``). ``_create_server`` is the hook aiosmtpd's controllers
+    override to listen; it must hand connections to ``_factory_invoker``."""
+
+    def __init__(self, handler: _Handler, sock: socket.socket, **params: Any) -> None:
+        host, port = sock.getsockname()[:2]
+        super().__init__(handler, hostname=host, port=port, **params)
+        self._sock = sock
+
+    def _create_server(self) -> Awaitable[asyncio.AbstractServer]:
+        return self.loop.create_server(self._factory_invoker, sock=self._sock, ssl=self.ssl_context)
+
+
 class SmtpServer:
     """``SmtpServer(starttls=True, credentials=("user", "secret"))`` as a context manager;
-    ``host``, ``port``, ``ca_file`` (the certificate to trust) and ``received``."""
+    ``host``, ``port`` (once started), ``ca_file`` (the certificate to trust) and
+    ``received``."""
 
-    host = "127.0.0.1"
+    host = HOST
 
     def __init__(self, *, starttls: bool = False, credentials: tuple[str, str] | None = None):
-        self.port = free_port()
         self._lock = threading.Lock()
         self._received: list[Received] = []
         self._credentials = credentials
         self._unsubscribe_key = secrets.token_urlsafe(32)
         self._dir = tempfile.TemporaryDirectory(prefix="colony-smtp-")
         self.ca_file: str | None = None
-        params: dict[str, Any] = {}
+        self._params: dict[str, Any] = {}
         if starttls:
             self.ca_file, context = _certificate(Path(self._dir.name))
-            params.update(tls_context=context, require_starttls=True)
+            self._params.update(tls_context=context, require_starttls=True)
         if credentials is not None:
-            params.update(
+            self._params.update(
                 authenticator=self._authenticate, auth_required=True, auth_require_tls=starttls
             )
-        self._controller = Controller(_Handler(self), hostname=self.host, port=self.port, **params)
+        self._controller: _ServingSocket | None = None
+
+    @property
+    def port(self) -> int:
+        if self._controller is None:
+            raise RuntimeError("SmtpServer is not running")
+        return int(self._controller.port)
 
     def _authenticate(
         self, server: Any, session: Any, envelope: Any, mechanism: str, auth_data: Any
@@ -123,11 +147,20 @@ class SmtpServer:
             return list(self._received)
 
     def start(self) -> Self:
-        self._controller.start()
+        sock = reserve(self.host)  # once served, asyncio's server owns it and closes it
+        controller = _ServingSocket(_Handler(self), sock, **self._params)
+        try:
+            controller.start()
+        except BaseException:
+            sock.close()
+            raise
+        self._controller = controller
         return self
 
     def stop(self) -> None:
-        self._controller.stop()
+        if self._controller is not None:
+            self._controller.stop()
+            self._controller = None
         self._dir.cleanup()
 
     def __enter__(self) -> Self:

@@ -19,11 +19,14 @@ Both read only the rendered prompt (``colony.adapters.offline.prompt``), as a mo
   undated), ``points_none`` without signals. Every dimension is capped at its ``weight``.
   Only a score is proposed, with no recommendation: ``colony.policy.tiering`` decides the
   tier and outcome from the org's bands, which the prompt does not carry.
-- ``prospect_enrichment``: the ``contact`` entity. The summary restates the contact's own
-  fields (name, title, company, enrichment); ``signals`` are the contact's existing signals
-  (type + detail) of a known type, nothing added, each with its provenance: the detail as
-  its quote, ``signals[i]`` as its source, confidence 0.9 when dated and 0.6 when not;
-  ``persona`` maps the title to a KC-03 persona or is null.
+- ``prospect_enrichment``: the ``contact`` entity and, when research stored pages of its
+  company, the ``sources`` entity (``colony.adapters.offline.research``). The summary
+  restates the contact's own fields (name, title, company, enrichment) and what the pages
+  state; ``signals`` are the contact's existing signals (type + detail) of a known type,
+  each with its provenance (the detail as its quote, ``signals[i]`` as its source,
+  confidence 0.9 when dated and 0.6 when not), then the signals quoted from the sources;
+  ``facts`` are the firmographics the sources state; ``persona`` maps the title to a KC-03
+  persona or is null.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ from colony.adapters.offline.common import (
     signal_date,
 )
 from colony.adapters.offline.prompt import Prompt, PromptLacks
+from colony.adapters.offline.research import read_sources
 from colony.errors import ValidationFailed
 from colony.policy.anti_icp import match_rules
 
@@ -227,6 +231,11 @@ def prospect_enrichment(prompt: Prompt) -> dict[str, Any]:
     enrichment = contact.get("enrichment")
     enrichment = enrichment if isinstance(enrichment, Mapping) else {}
     name, title, company = (opt_str(contact, k) for k in ("name", "title", "company"))
+    read = read_sources(
+        prompt.optional_entity("sources"),
+        parse_date(prompt.value("today")),
+        prompt.value("icp_vocabulary"),
+    )
     if not enrichment and not company:
         raise PromptLacks("contact.enrichment")
     sentences: list[str] = []
@@ -291,8 +300,23 @@ def prospect_enrichment(prompt: Prompt) -> dict[str, Any]:
                 "observed_on": dated.isoformat() if dated else None,
             }
         )
+    researched = _researched(read["facts"], company)
+    if researched and len(f"{summary} {researched}") <= 600:
+        summary = f"{summary} {researched}".strip()
     return {
         "summary": summary or clip(sentences[0], 600),
-        "signals": signals,
+        "signals": (signals + read["signals"])[:10],
         "persona": _persona(title),
+        "facts": read["facts"],
     }
+
+
+def _researched(facts: list[dict[str, Any]], company: str | None) -> str:
+    """One sentence of what the company's pages state, or ''."""
+    said = {f["field"]: f["value"] for f in facts if f["field"] != "tech_stack"}
+    parts = [humanise(said["vertical"])] if "vertical" in said else []
+    if "employee_count" in said:
+        parts.append(f"about {int(said['employee_count']):,} employees")
+    if "office_count" in said:
+        parts.append(f"{said['office_count']} offices")
+    return f"Its website: {company or 'the company'} is {', '.join(parts)}." if parts else ""

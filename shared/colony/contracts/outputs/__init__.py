@@ -22,6 +22,7 @@ from colony.lazy import lazy_names
 if TYPE_CHECKING:  # the real names, for type checkers
     from colony.contracts.common import Strict
     from colony.contracts.outputs.campaigns import (
+        CompanyFact,
         DimensionScores,
         OutboundMessage,
         ProspectEnrichment,
@@ -55,6 +56,7 @@ _HOMES = {
     "CallSignal": _RECORDINGS,
     "CallSignals": _RECORDINGS,
     "CallSummary": _RECORDINGS,
+    "CompanyFact": _CAMPAIGNS,
     "ContentPiece": _DOCUMENTS,
     "ConversationSummary": _DOCUMENTS,
     "CrmFieldUpdates": _RECORDINGS,
@@ -115,6 +117,7 @@ __all__ = [
     "CallSignal",
     "CallSignals",
     "CallSummary",
+    "CompanyFact",
     "ContentPiece",
     "ConversationSummary",
     "CrmFieldUpdates",

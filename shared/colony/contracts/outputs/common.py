@@ -19,15 +19,23 @@ Note = Annotated[str, Field(min_length=1, max_length=300)]  # one remembered lin
 class MissingData(Strict):
     """CONST-004: a required field is absent; never a guessed value."""
 
-    kind: Literal["missing_data"] = "missing_data"
-    missing_fields: list[Name] = Field(min_length=1, max_length=20)
-    reason: str = Field(min_length=1, max_length=500)
+    kind: Literal["missing_data"] = Field(
+        default="missing_data", description="Always missing_data: this is not the answer."
+    )
+    missing_fields: list[Name] = Field(
+        min_length=1, max_length=20, description="The fields the data lacks, by name."
+    )
+    reason: str = Field(
+        min_length=1, max_length=500, description="Why the answer cannot be given without them."
+    )
 
 
 class KcUpdateCandidate(Strict):
     """Seed §6.4: proposed new knowledge, always routed through approval."""
 
-    kind: Literal["kc_update_candidate"] = "kc_update_candidate"
-    domain: KcDomainId
-    content: str = Field(min_length=1, max_length=4000)
-    confidence: float = Field(ge=0.0, le=1.0)
+    kind: Literal["kc_update_candidate"] = Field(
+        default="kc_update_candidate", description="Always kc_update_candidate."
+    )
+    domain: KcDomainId = Field(description="The Knowledge Core domain it belongs in.")
+    content: str = Field(min_length=1, max_length=4000, description="The knowledge itself.")
+    confidence: float = Field(ge=0.0, le=1.0, description="How sure you are.")

@@ -15,31 +15,35 @@ from colony.contracts.outputs.common import Name, Note
 class ContentPiece(Strict):
     """AGT-008."""
 
-    title: str = Field(min_length=1, max_length=200)
-    format: Literal["linkedin_post", "blog_post", "one_pager", "email_newsletter"]
-    body: str = Field(min_length=1, max_length=8000)
+    title: str = Field(min_length=1, max_length=200, description="The piece's title.")
+    format: Literal["linkedin_post", "blog_post", "one_pager", "email_newsletter"] = Field(
+        description="The format asked for."
+    )
+    body: str = Field(min_length=1, max_length=8000, description="The piece.")
 
 
 class KitSection(Strict):
-    heading: str = Field(min_length=1, max_length=200)
-    body: str = Field(min_length=1, max_length=4000)
+    heading: str = Field(min_length=1, max_length=200, description="The section's heading.")
+    body: str = Field(min_length=1, max_length=4000, description="The section.")
 
 
 class DeploymentKit(Strict):
     """AGT-009: the deployment kit document's content (rendered to GCS elsewhere)."""
 
-    title: str = Field(min_length=1, max_length=200)
-    sections: list[KitSection] = Field(min_length=1, max_length=8)
+    title: str = Field(min_length=1, max_length=200, description="The kit's title.")
+    sections: list[KitSection] = Field(
+        min_length=1, max_length=8, description="The kit, section by section."
+    )
 
 
 class DailyBrief(Strict):
     """AGT-010 (seed §5.5): five sections, ≤250 words in all."""
 
-    pipeline: str = Field(min_length=1, max_length=1500)
-    alerts: str = Field(min_length=1, max_length=1500)
-    queue: str = Field(min_length=1, max_length=1500)
-    yesterday: str = Field(min_length=1, max_length=1500)
-    todays_priorities: str = Field(min_length=1, max_length=1500)
+    pipeline: str = Field(min_length=1, max_length=1500, description="The pipeline now.")
+    alerts: str = Field(min_length=1, max_length=1500, description="What needs attention.")
+    queue: str = Field(min_length=1, max_length=1500, description="The approval queue.")
+    yesterday: str = Field(min_length=1, max_length=1500, description="What happened.")
+    todays_priorities: str = Field(min_length=1, max_length=1500, description="What to do today.")
 
     @model_validator(mode="after")
     def _at_most_250_words(self) -> DailyBrief:
@@ -52,7 +56,15 @@ class DailyBrief(Strict):
 class ConversationSummary(Strict):
     """AGT-001 history compaction (seed §6.3)."""
 
-    decisions: list[Note] = Field(default_factory=list, max_length=10)
-    entity_ids: list[Name] = Field(default_factory=list, max_length=20)
-    pending_items: list[Note] = Field(default_factory=list, max_length=10)
-    user_preferences: list[Note] = Field(default_factory=list, max_length=10)
+    decisions: list[Note] = Field(
+        default_factory=list, max_length=10, description="What was decided."
+    )
+    entity_ids: list[Name] = Field(
+        default_factory=list, max_length=20, description="The ids of what was discussed."
+    )
+    pending_items: list[Note] = Field(
+        default_factory=list, max_length=10, description="What is still open."
+    )
+    user_preferences: list[Note] = Field(
+        default_factory=list, max_length=10, description="How the person likes to work."
+    )

@@ -9,7 +9,12 @@ and returns the card's ``detail``:
                                   {detail, quote, source, confidence, observed_on}: the
                                   stored ones, strongest first; a contact never enriched
                                   shows its own list, with no quote, source or confidence),
-                                  exemplars (when the draft recorded them), CONST checks
+                                  exemplars (when the draft recorded them), CONST checks,
+                                  research {domain, outcome, finished_at} (how research of
+                                  the company ended: ``no_website`` says why no page is
+                                  quoted); a signal read from a web page also gets its
+                                  stored copy (a signed link) and fetch day
+                                  (``approval_queue``)
     deal_update                   the deal, and a diff {field, from, to} against it now
     kc_update_candidate           content, target domain, confidence
     content_piece                 title, format, body
@@ -86,6 +91,9 @@ def _message(
         for s in known
         if isinstance(s, Mapping) and s.get("detail")
     ]
+    research = row.get("contact_research")
+    if isinstance(research, Mapping):  # what research of the company came to (issue 33)
+        shown["research"] = {k: research.get(k) for k in ("domain", "outcome", "finished_at")}
     signals = [str(s["detail"]) for s in shown["signals"]]
     exemplars = payload.get("exemplars")
     if exemplars:

@@ -32,6 +32,7 @@ from colony.errors import UpstreamError, error_summary
 from colony.flows.approvals import approval_cards
 from colony.flows.approvals.approval_cards import MESSAGE_KINDS
 from colony.flows.approvals.links import signed_link
+from colony.flows.research import copies as research
 from colony.store.approvals import approvals
 
 if TYPE_CHECKING:
@@ -83,7 +84,20 @@ def pending_cards(
         shown["campaign"] = {"id": cid, "name": row.get("campaign_name")} if cid else None
         shown["detail"] = approval_cards.detail(row, names)
         items.append(shown)
+    _stored_copies(deps, org_id, [i["detail"] for i in items])
     return {"pending_total": total, **facets, "items": items}
+
+
+def _stored_copies(deps: FlowDeps, org_id: str, details: list[dict[str, Any]]) -> None:
+    """Each signal read from a web page gets our stored copy of it (a signed link) and the
+    day it was fetched (issue 33): the reviewer checks the quote against what we read."""
+    signals = [
+        s for d in details for s in d.get("signals") or () if research.is_url(s.get("source"))
+    ]
+    if signals:
+        copies = research.stored_copies(deps, org_id, [s["source"] for s in signals])
+        for signal in signals:
+            signal.update(copies[signal["source"]])
 
 
 def queue_changes(deps: FlowDeps, org_id: str, item_ids: list[str]) -> dict[str, Any]:

@@ -205,14 +205,24 @@ def resume(deps: FlowDeps, event: CampaignResume, event_id: str) -> dict[str, An
     return {"campaign_id": event.campaign_id, "resumed_runs": runs, "redispatched": redispatched}
 
 
-def contact_done(deps: FlowDeps, org: str, run_id: str, contact_id: str, outcome: str) -> None:
-    """Count a contact's chain as finished, once; completes the run with its last contact."""
+def contact_done(
+    deps: FlowDeps,
+    org: str,
+    run_id: str,
+    contact_id: str,
+    outcome: str,
+    *,
+    reason: str | None = None,
+) -> None:
+    """Count a contact's chain as finished, once, with its ``outcome`` (and, for one given
+    up on, the ``reason``); completes the run with its last contact."""
+    done = {"outcome": outcome, **({"reason": reason} if reason else {})}
     step(
         deps.db,
         org,
         run_id,
         done_key(contact_id),
-        lambda: {"outcome": outcome},
+        lambda: done,
         lambda cur, _: campaigns.contact_done(cur, run_id),
     )
 
@@ -221,6 +231,12 @@ def handoff(
     deps: FlowDeps, org: str, campaign: Row, run_id: str, contact_id: str, agent_id: str
 ) -> None:
     """Publish one contact of a run to the next agent in the chain."""
+    event = handoff_event(org, campaign, run_id, contact_id, agent_id)
+    publish(deps.transport, AGENT_TOPICS[agent_id], event)
+
+
+def handoff_event(org: str, campaign: Row, run_id: str, contact_id: str, agent_id: str) -> Handoff:
+    """The event that hands one contact of a run to ``agent_id``."""
     envelope = HandoffEnvelope(
         parent_run_id=run_id,
         downstream_agent=AGENTS[agent_id].slug,
@@ -229,8 +245,7 @@ def handoff(
         tier=campaign["tier"],
         kc_bucket_hints=HINTS[agent_id],  # type: ignore[arg-type]  # registry ids
     )
-    event = Handoff(org_id=org, campaign_id=campaign["id"], envelope=envelope)
-    publish(deps.transport, AGENT_TOPICS[agent_id], event)
+    return Handoff(org_id=org, campaign_id=campaign["id"], envelope=envelope)
 
 
 def as_prospect(contact: Mapping[str, Any]) -> dict[str, Any]:

@@ -21,13 +21,14 @@ from colony.errors import (
     ModelRefused,
     NotFound,
     OutputInvalid,
+    UpstreamError,
     ValidationFailed,
 )
 from colony.flows.campaigns.campaign import contact_done, done_key, previous_step_key, step_key
 from colony.flows.deps import FlowDeps
 from colony.knowledge.exemplars import hinted_domains, picked_exemplars, to_exemplars
 from colony.registry.agents import AGENTS, agent_by_slug
-from colony.runtime import idempotency
+from colony.runtime import delivery, idempotency
 from colony.runtime.steps import step
 from colony.store import orgdata
 from colony.store.approvals import approvals
@@ -83,7 +84,8 @@ def handle_handoff(
             # Permanent for this contact: count it as finished so the run can complete.
             # A caller error is still raised, so the delivery is recorded as rejected. An
             # InternalError (a missing key, a broken template) is not caught: like an upstream
-            # failure it is retried, and the contact stays pending until a fix lets it pass.
+            # failure it is retried, and the contact stays pending until a fix lets it pass;
+            # an upstream failure is given up on at the last attempt (``gave_up``).
             outcome = f"failed:{error.code}"
             if isinstance(error, ModelRefused):  # the provider's category, for the person
                 outcome += f":{error.reason}"
@@ -96,9 +98,32 @@ def handle_handoff(
             if isinstance(error, CallerError):
                 raise
             results.append(outcome)
+        except Exception as error:
+            gave_up(deps, org, run_id, contact_id, error)
+            raise
         deps.faults.check(f"{handler}.after_step", event_id)
     idempotency.mark(deps.db, org, handler, event_id)
     return {"results": results}
+
+
+def gave_up(deps: FlowDeps, org: str, run_id: str, contact_id: str, error: Exception) -> None:
+    """When an upstream failure (a provider down or refusing the call) ends the delivery's
+    last attempt (``runtime.delivery``), count the contact's chain as finished with
+    ``failed:<code>`` and why (the step's ``reason``: the attempts, the error's type and code,
+    the provider's own reason): the message is dead-lettered next and nothing of ours runs for
+    it again, so a contact left pending would keep its run from ever completing.
+
+    Before the last attempt, nothing: the delivery is retried. A failure of ours (an
+    ``InternalError`` such as a missing key, or a bug) is not given up on either: the contact
+    stays pending, and once it is fixed, the dead letter replayed goes through (a contact
+    given up on is finished: a replay of its message is refused)."""
+    reason = delivery.final_reason(error)
+    if reason is None or not isinstance(error, UpstreamError):
+        return
+    try:
+        contact_done(deps, org, run_id, contact_id, f"failed:{error.code}", reason=reason)
+    except Exception as failed:  # the original error matters more; it still propagates
+        logger.error("counting a contact given up failed: %s", type(failed).__name__)
 
 
 def missing_data_done(
@@ -189,9 +214,11 @@ def assembly_request(
     task: Mapping[str, Any],
     *,
     signals: Sequence[Mapping[str, Any]] = (),
+    sources: Sequence[Mapping[str, Any]] = (),
 ) -> Any:
-    """``agent_id``'s request: its grounding, the org's ICP, ``entities`` and ``task``, and
-    the contact's ``signals`` (``known_signals``) as the assembler's own section of them."""
+    """``agent_id``'s request: its grounding, the org's ICP, ``entities`` and ``task``, the
+    contact's ``signals`` (``known_signals``) and its company's stored ``sources``
+    (``flows.research.passages_for``) as the assembler's own sections of them."""
     with deps.db.transaction(org) as cur:
         icp = orgdata.active_icp(cur)
         name = orgdata.org_name(cur)
@@ -210,6 +237,7 @@ def assembly_request(
         dict(task),
         kc_queried=domains,
         signals=tuple(signals),
+        sources=tuple(sources),
     )
 
 

@@ -25,7 +25,7 @@ from colony.flows.chat import history
 from colony.flows.chat.history import AGENT
 from colony.flows.chat.turn_io import Rows, TurnIO, compact_json
 from colony.llm.agent_call import call_agent
-from colony.observability.tracing import deferred_records
+from colony.observability.call_records import deferred_records
 from colony.store import orgdata
 from colony.store.approvals import approvals
 

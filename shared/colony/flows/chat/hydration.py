@@ -34,7 +34,7 @@ from colony.flows.chat.history import AGENT
 from colony.flows.chat.turn_io import AnswerDeltas, TurnIO
 from colony.knowledge.exemplars import to_exemplars
 from colony.llm.agent_call import call_agent
-from colony.observability.tracing import deferred_records
+from colony.observability.call_records import deferred_records
 from colony.ports import ToolCall
 from colony.store import chat as chat_store
 

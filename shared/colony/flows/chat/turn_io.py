@@ -28,7 +28,7 @@ from colony.flows.chat import events as ev
 from colony.flows.chat import history
 from colony.flows.deps import FlowDeps
 from colony.llm.partial_json import FieldText
-from colony.observability.tracing import record_row, store_records
+from colony.observability.call_records import record_row, store_records
 from colony.ports import LlmCallRecord
 
 log = logging.getLogger("colony.chat")

@@ -12,6 +12,7 @@ from typing import Any
 
 from colony.errors import NotFound
 from colony.flows.deps import FlowDeps
+from colony.flows.research import copies as research
 from colony.store.knowledge import provenance
 
 
@@ -35,6 +36,8 @@ def _call(row: Mapping[str, Any]) -> dict[str, Any]:
         "chunks": chunks,
         "entities": list(prov.get("entities") or ()),
         "signals": list(prov.get("signals") or ()),
+        # the stored pages the call read (AGT-003): where, published and fetched when
+        "sources": list(prov.get("sources") or ()),
         "brief_id": prov.get("brief_id"),
         "history": list(prov.get("history") or ()),
         "template": prov.get("template"),
@@ -52,15 +55,29 @@ def explain(deps: FlowDeps, org_id: str, output_id: str) -> dict[str, Any]:
             f"no model call on record for {output_id!r} in this org (an approval item id,"
             " a chat turn id, or a brief's id or date; items queued by a person have none)"
         )
-    return {
-        "output_id": output_id,
-        "kind": rows[0]["output_kind"],
-        "calls": [_call(r) for r in rows],
-    }
+    calls = [_call(r) for r in rows]
+    # our stored copy of each page a call read or a signal it was given was read from
+    pages = [(s, "url") for c in calls for s in c["sources"]]
+    pages += [
+        (s, "source") for c in calls for s in c["signals"] if research.is_url(s.get("source"))
+    ]
+    copies = research.stored_copies(deps, org_id, [str(s.get(key)) for s, key in pages])
+    for page, key in pages:
+        page.update(copies.get(str(page.get(key)), {}))
+    return {"output_id": output_id, "kind": rows[0]["output_kind"], "calls": calls}
 
 
 def _line(label: str, items: list[str]) -> list[str]:
     return [f"  {label}: (none)"] if not items else [f"  {label}:", *(f"    - {i}" for i in items)]
+
+
+def _copy(link: Any) -> str:
+    """A stored copy's signed link (or why there is none), on a line of its own."""
+    if not isinstance(link, Mapping):
+        return ""
+    if "url" in link:
+        return f"\n      stored copy: {link['url']}"
+    return f"\n      stored copy: ({(link.get('error') or {}).get('message', 'none')})"
 
 
 def render(explained: Mapping[str, Any]) -> str:
@@ -91,7 +108,19 @@ def render(explained: Mapping[str, Any]) -> str:
         )
         out += _line(
             "contact signals",
-            [" ".join(str(v) for v in s.values()) for s in c["signals"]],
+            [
+                " ".join(str(v) for k, v in s.items() if k != "stored_copy")
+                + _copy(s.get("stored_copy"))
+                for s in c["signals"]
+            ],
+        )
+        out += _line(
+            "web sources read",
+            [
+                f"{s.get('ref')} {s.get('url')} published {s.get('published') or '(undated)'}"
+                f" fetched {s.get('fetched_on') or s.get('fetched')}" + _copy(s.get("stored_copy"))
+                for s in c["sources"]
+            ],
         )
         out.append(f"  brief: {c['brief_id'] or '(none)'}")
         out += _line(

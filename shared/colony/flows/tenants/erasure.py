@@ -18,7 +18,8 @@ Org phases, in order:
    read from the catalog's foreign keys), and the rejections that claimed it; one
    transaction, so a crash leaves all of them or none.
 
-Contact phases: ``objects`` (its calls' transcripts), then ``rows``
+Contact phases: ``objects`` (its calls' transcripts, and the stored research pages that name
+it, with their rows), then ``rows``
 (``store.tenants.erasure_contact.erase``: its rows, its messages, its calls' approval items and KC
 chunks, and its id, email and name redacted wherever else they appear).
 
@@ -41,6 +42,7 @@ from colony.knowledge.indexes import check_org_literal, existing_org_indexes
 from colony.ports import SecretStore, TraceArchive, org_tag
 from colony.registry.functions import ERASURE_QUEUE, QUEUES
 from colony.store.knowledge import notion_workspaces
+from colony.store.research import sources as research_sources
 from colony.store.tenants import erasure, erasure_contact
 
 
@@ -55,7 +57,12 @@ class OrgConnections:
     secrets: SecretStore | None = None
 
 
-ORG_PREFIXES = ("transcripts/{org}/", "deployment-kits/{org}/", "imports/{org}/")
+ORG_PREFIXES = (
+    "transcripts/{org}/",
+    "deployment-kits/{org}/",
+    "imports/{org}/",
+    "research/{org}/",  # the pages research stored (colony.flows.research.keep)
+)
 ORG_PHASES = ("connections", "traces", "objects", "indexes", "rows")
 CONTACT_PHASES = ("objects", "rows")
 
@@ -246,9 +253,16 @@ def _contact_phases(deps: FlowDeps, org: str, contact_id: str) -> _ContactPhases
     def erase_objects() -> None:
         with deps.db.transaction(org) as cur:
             uris = erasure_contact.call_transcripts(cur, contact_id)
-        phases.objects = sorted({n for uri in uris if (n := _object(deps, uri))})
+            row = erasure_contact.contact(cur, contact_id)
+            # stored pages that name the person (a leadership page): gone with their copies
+            pages = research_sources.mentioning(cur, erasure_contact.tokens(row)) if row else []
+        names = {n for uri in uris if (n := _object(deps, uri))}
+        names |= {n for p in pages for n in research_sources.objects(p)}
+        phases.objects = sorted(names)
         for name in phases.objects:
             deps.blobs.delete(name)
+        with deps.db.transaction(org) as cur:
+            research_sources.forget(cur, [p["id"] for p in pages])
 
     def erase_rows() -> None:
         with deps.db.transaction(org) as cur:

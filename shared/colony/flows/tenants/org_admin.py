@@ -20,6 +20,7 @@ from colony.store.tenants import org_admin
 DEFAULT_SETTINGS: dict[str, Any] = {
     "competitors": [],
     "sending": {"daily_cap": 200, "per_domain_hourly": 5, "sequence_approval": "each_step"},
+    "research": {"enabled": True},
 }
 
 
@@ -94,6 +95,7 @@ def settings(deps: FlowDeps, org_id: str) -> dict[str, Any]:
             "per_domain_hourly": row["per_domain_hourly_cap"],
             "sequence_approval": row["sequence_approval"],
         },
+        "research": {"enabled": bool(row["research_enabled"])},
     }
 
 
@@ -107,6 +109,7 @@ def replace_settings(deps: FlowDeps, org_id: str, update: OrgSettingsReplace) ->
             update.sending.daily_cap,
             update.sending.per_domain_hourly,
             update.sending.sequence_approval,
+            update.research.enabled,
         )
     return update.model_dump(mode="json")
 

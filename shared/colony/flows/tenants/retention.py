@@ -5,9 +5,10 @@ An org's period for a class is its own setting (``store.tenants.retention``), or
 limit when it set none; a setting above the limit is refused (``ValidationFailed``) and a
 stored one above a limit lowered later is held to the limit. ``enforce`` runs once a day per
 org (the ``retention`` schedule's task, ``functions/data-lifecycle``) with the cutoffs taken from
-``deps.clock()``: expired transcripts are deleted from GCS first, then their URIs cleared
-(so a crash in between finds them again), and the row-held classes expire in one statement
-each. Running it twice the same day finds nothing more to do.
+``deps.clock()``: expired transcripts and research pages are deleted from GCS first, then
+their URIs cleared and their rows deleted (so a crash in between finds them again), and
+the row-held classes expire in one statement each. Running it twice the same day finds
+nothing more to do.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 from colony.errors import ValidationFailed
 from colony.flows.deps import FlowDeps
+from colony.store.research import sources as research_sources
 from colony.store.tenants import retention
 
 
@@ -63,6 +65,12 @@ def enforce(deps: FlowDeps, org_id: str) -> dict[str, Any]:
         if uri.startswith(prefix) and len(uri) > len(prefix):
             deps.blobs.delete(uri[len(prefix) :])
     with deps.db.transaction(org_id) as cur:
+        pages = research_sources.expired(cur, cutoffs["research"])
+    for page in pages:  # objects first: a crash before the rows are gone finds them again
+        for name in research_sources.objects(page):  # bytes, text, screenshot
+            deps.blobs.delete(name)
+    with deps.db.transaction(org_id) as cur:
+        expired["research"] = research_sources.forget(cur, [p["id"] for p in pages])
         expired["transcripts"] = retention.forget_transcripts(cur, [r for r, _ in transcripts])
         for data_class in ("chat_events", "llm_calls", "outbox_bodies"):
             expired[data_class] = retention.expire(cur, data_class, cutoffs[data_class])

@@ -60,7 +60,7 @@ PENDING_DETAILED = """
 SELECT a.id, a.kind, a.source_agent, a.subject_id, a.payload, a.created_at,
        k.object_name AS kit_object,
        c.name AS contact_name, c.title AS contact_title, c.company AS contact_company,
-       c.signals AS contact_signals,
+       c.signals AS contact_signals, c.enrichment->'research' AS contact_research,
        (SELECT jsonb_agg(jsonb_build_object(
                    'type', s.type, 'detail', s.detail, 'quote', s.quote, 'source', s.source,
                    'confidence', round(s.confidence::numeric, 3), 'observed_on', s.observed_on)

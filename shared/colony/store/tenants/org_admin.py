@@ -35,17 +35,20 @@ INSERT INTO sequences (org_id, name, angle, tier, step, channel, delay_days, gui
 VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
 """
 SETTINGS = """
-SELECT competitors, daily_send_cap, per_domain_hourly_cap, sequence_approval, updated_at
+SELECT competitors, daily_send_cap, per_domain_hourly_cap, sequence_approval,
+       research_enabled, updated_at
 FROM org_settings
 """
 UPSERT_SETTINGS = """
 INSERT INTO org_settings
-    (org_id, competitors, daily_send_cap, per_domain_hourly_cap, sequence_approval)
-VALUES (%s, %s::jsonb, %s, %s, %s)
+    (org_id, competitors, daily_send_cap, per_domain_hourly_cap, sequence_approval,
+     research_enabled)
+VALUES (%s, %s::jsonb, %s, %s, %s, %s)
 ON CONFLICT (org_id) DO UPDATE SET competitors = EXCLUDED.competitors,
     daily_send_cap = EXCLUDED.daily_send_cap,
     per_domain_hourly_cap = EXCLUDED.per_domain_hourly_cap,
-    sequence_approval = EXCLUDED.sequence_approval, updated_at = now()
+    sequence_approval = EXCLUDED.sequence_approval,
+    research_enabled = EXCLUDED.research_enabled, updated_at = now()
 """
 
 
@@ -106,6 +109,20 @@ def replace_settings(
     daily_cap: int,
     per_domain_hourly: int,
     sequence_approval: str = "each_step",
+    research_enabled: bool = True,
 ) -> None:
-    params = (org_id, json.dumps(competitors), daily_cap, per_domain_hourly, sequence_approval)
+    params = (
+        org_id,
+        json.dumps(competitors),
+        daily_cap,
+        per_domain_hourly,
+        sequence_approval,
+        research_enabled,
+    )
     cur.execute(UPSERT_SETTINGS, params)
+
+
+def research_enabled(cur: Any) -> bool:
+    """Whether the org has its prospects' companies researched (on without a settings row)."""
+    row = fetch_one(cur, SETTINGS)
+    return True if row is None else bool(row["research_enabled"])

@@ -7,7 +7,9 @@ Each data class names what expires and how:
   recording's signals and summary stay);
 - ``chat_events``: the streamed events of chat turns (replay only needs recent ones);
 - ``llm_calls``: the per-call trace metadata;
-- ``outbox_bodies``: the text of sent messages (the row, its status and subject stay).
+- ``outbox_bodies``: the text of sent messages (the row, its status and subject stay);
+- ``research``: the pages research stored, by when they were downloaded (the caller deletes
+  their objects, then their rows: ``colony.store.research.sources.expired`` / ``forget``).
 
 All run inside the org's scope (RLS), with the cutoff computed by the caller's clock.
 """
@@ -19,7 +21,7 @@ from typing import Any
 
 from colony.store.db import fetch_all
 
-DATA_CLASSES = ("transcripts", "chat_events", "llm_calls", "outbox_bodies")
+DATA_CLASSES = ("transcripts", "chat_events", "llm_calls", "outbox_bodies", "research")
 EXPIRED_BODY = ""
 
 PERIODS = "SELECT data_class, days FROM org_retention"

@@ -6,7 +6,8 @@ Signals come from the data where it has them: each of a demo prospect's signals 
 news article (its ``detail`` the article's text), a hiring signal also a job post (the role it
 names, else a facilities role), the enrichment the about page, the prospect the leadership
 page. Harbor's export has names and titles only, so each dental group gets one of
-``DENTAL_NEWS``, dated within the 90 days before ``DEMO_TODAY``, and an office manager post.
+``DENTAL_NEWS``, dated within the 90 days before ``DEMO_TODAY``, an office manager post, and
+an about page that says what it is, how many people it employs and how many offices it runs.
 """
 
 from __future__ import annotations
@@ -115,12 +116,18 @@ def add_harbor_companies(web: WebServer) -> list[str]:
         title, body = draw.choice(DENTAL_NEWS)
         day = (DEMO_TODAY - timedelta(days=draw.randrange(10, 80))).isoformat()
         words = {"name": name, "city": draw.choice(_CITIES)}
+        kind = "orthodontic group" if "ortho" in name.lower() else "dental group"
+        offices, staffed = draw.randrange(5, 19), draw.randrange(120, 640)
         web.add_company(
             domain,
             name,
             news=[(day, title.format(**words), body.format(**words))],
             jobs=[("Dental Office Manager", day)],
             leaders=[(p.name, p.title or "Team member") for p in staff],
+            about=(
+                f"{name} is a {kind} with about {staffed} employees across {offices} offices,"
+                " sharing one scheduling desk and one supply budget."
+            ),
         )
     return list(people)
 

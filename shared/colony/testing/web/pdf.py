@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import textwrap
+import zlib
 
 # PDF 1.7 §7.6.3.3, algorithm 2: the padding a password is completed with.
 PAD = bytes.fromhex("28bf4e5e4e758a4164004e56fffa01082e2e00b6d0683e802f0ca9fe6453697a")
@@ -107,3 +108,30 @@ def broken_press_release(title: str, paragraphs: list[str]) -> bytes:
     """A PDF cut off inside its content stream: no xref, no trailer, no ``%%EOF``."""
     whole = press_release(title, paragraphs)
     return whole[: whole.index(b"stream\n") + 40]
+
+
+def document(streams: list[bytes], *, flate: bool = False, info: bytes | None = None) -> bytes:
+    """A PDF of one page per content stream (Helvetica as ``/F1``), each stream compressed
+    with ``/FlateDecode`` if ``flate``; ``info`` is the document information dictionary's
+    entries (e.g. ``b"/Title (Annual report)"``). For the reader's tests: many pages, big
+    or hostile streams, metadata."""
+    count = len(streams)
+    font = 3 + 2 * count
+    kids = b" ".join(b"%d 0 R" % (3 + i) for i in range(count))
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [%s] /Count %d >>"]
+    objects[1] %= (kids, count)
+    objects += [
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792]"
+        b" /Resources << /Font << /F1 %d 0 R >> >> /Contents %d 0 R >>" % (font, 3 + count + i)
+        for i in range(count)
+    ]
+    for stream in streams:
+        data = zlib.compress(stream) if flate else stream
+        extra = b" /Filter /FlateDecode" if flate else b""
+        objects.append(b"<< /Length %d%s >>\nstream\n" % (len(data), extra) + data + b"\nendstream")
+    objects.append(_objects(b"")[3])  # the font
+    trailer = b"<< /Size %d /Root 1 0 R" % (len(objects) + 2 if info else len(objects) + 1)
+    if info is not None:
+        objects.append(b"<< " + info + b" >>")
+        trailer += b" /Info %d 0 R" % len(objects)
+    return _assemble(objects, trailer + b" >>")
