@@ -17,13 +17,15 @@ times, cumulative, each over hello-world's import as a ratio:
 - ``with_flows_ms``: that plus what the function's first request runs before its first
   network call, run for real rather than listed by hand: the edge's check of an internal
   caller (``require_invoker`` on a malformed token: it loads the OIDC verifier and refuses
-  it), a Pub/Sub function's push decoded (pydantic and the event models), the composition
+  it), a Pub/Sub function's push of a valid event decoded (pydantic and that kind's model;
+  ``EVENTS`` holds one event of each kind a function's topic carries), the composition
   root (``deps(parts)`` as ``main.py`` names it: settings, the pool and its TLS context, the
   transport, the builders of the function's parts), and every module ``main.py`` imports
   inside its functions on the path the request takes (read from its source: the flows its
   requests load on first use). A handler whose requests take different paths (an ``if``
-  that returns: data-lifecycle's tasks, delivery-events' webhook and unsubscribe page) is
-  measured once per path and charged its costliest (``paths`` counts them): a first request
+  that returns: data-lifecycle's tasks, delivery-events' webhook and unsubscribe page; each
+  kind of event a Pub/Sub function receives) is measured once per path and charged its
+  costliest (``paths`` counts them): a first request
   takes one path, and the union of all of them is no request at all. This is the number
   the issue's target judges (``with_flows_ratio`` at most 2). The chat function's first
   request is its page (its routes load when the instance starts; its composition builds
@@ -95,11 +97,15 @@ if plan:
             require_invoker(plan["name"], {"Authorization": "Bearer not.a.token"}, d.settings)
         except Unauthorized:
             pass
-    if plan["pubsub"]:
+    if plan["event"] is not None:
+        import base64
         from colony.runtime.edge.pubsub import decode_push
 
-        push = {"message": {"messageId": "1", "data": "eyJraW5kIjogIngifQ=="}}
-        decode_push(type("CloudEvent", (), {"data": push})())
+        data = base64.b64encode(json.dumps(plan["event"]).encode()).decode()
+        push = {"message": {"messageId": "1", "data": data}}
+        problem = decode_push(type("CloudEvent", (), {"data": push})()).problem
+        if problem is not None:  # a rejection is not a first request: the sample is wrong
+            raise SystemExit(f"the bench's {plan['event']['kind']} event: {problem}")
     for name in plan["flows"]:
         try:
             importlib.import_module(name)
@@ -120,6 +126,41 @@ print(loaded - started, first - started, vendors - started, flush=True)
 os._exit(0)  # no atexit flush of the vendors' clients towards their dead endpoints
 """
 DEAD = "127.0.0.1:9"  # nothing listens: no measured step may reach the network
+_ENVELOPE = {
+    "parent_run_id": "r-1",
+    "downstream_agent": "qualification",
+    "entity_ids": ["p-1"],
+    "angle": "Signal",
+    "tier": "T1",
+    "kc_bucket_hints": ["KC-02"],
+}
+_ORG = {"org_id": "org-bench"}
+# What each Pub/Sub function's topic carries (``colony.contracts.events``), one valid event
+# per kind: a first delivery is decoded against its own kind's model, so each kind is a path.
+EVENTS: dict[str, list[dict[str, object]]] = {
+    "campaign": [
+        {"kind": "campaign.start", **_ORG, "campaign_id": "c-1", "run_id": "r-1"},
+        {"kind": "campaign.resume", **_ORG, "campaign_id": "c-1", "run_id": "r-1"},
+    ],
+    "enrichment": [{"kind": "handoff", **_ORG, "campaign_id": "c-1", "envelope": _ENVELOPE}],
+    "qualification": [{"kind": "handoff", **_ORG, "campaign_id": "c-1", "envelope": _ENVELOPE}],
+    "message-generator": [
+        {"kind": "handoff", **_ORG, "campaign_id": "c-1", "envelope": _ENVELOPE},
+        {"kind": "sequence.step", **_ORG, "campaign_id": "c-1", "contact_id": "p-1", "step": 2},
+    ],
+    "recording-intelligence": [{"kind": "recording.received", **_ORG, "recording_id": "rec-1"}],
+    "follow-up": [{"kind": "recording.processed", **_ORG, "recording_id": "rec-1"}],
+    "content": [
+        {
+            "kind": "content.request",
+            **_ORG,
+            "request_id": "q-1",
+            "topic": "why consolidating offices pays",
+            "format": "blog_post",
+        }
+    ],
+    "onboarding": [{"kind": "deal.closed_won", **_ORG, "deal_id": "d-1"}],
+}
 
 
 def production_env(name: str, secrets: tuple[str, ...]) -> dict[str, str]:
@@ -208,14 +249,11 @@ def plan(directory: Path) -> tuple[list[dict[str, object]], dict[str, str]]:
     from colony.registry.functions import FUNCTIONS
 
     spec = FUNCTIONS[directory.name]
+    events = EVENTS[spec.name] if spec.trigger == "pubsub" else [None]
     steps = [
-        {
-            "name": spec.name,
-            "public": spec.public,
-            "pubsub": spec.trigger == "pubsub",
-            "flows": flows,
-        }
+        {"name": spec.name, "public": spec.public, "event": event, "flows": flows}
         for flows in request_paths(directory / "main.py")
+        for event in events
     ]
     return steps, production_env(spec.name, spec.secrets)
 
@@ -249,12 +287,13 @@ def probe(
     """The probe's three cumulative times in ms (for hello-world, ``steps`` is empty)."""
     out = subprocess.run(
         [str(python), "-I", "-c", PROBE, str(main), json.dumps(steps)],
-        check=True,
         capture_output=True,
         text=True,
         cwd=str(main.parent),
         env=env,
     )
+    if out.returncode:
+        raise SystemExit(f"the probe of {main.parent.name} failed:\n{out.stderr}")
     return tuple(float(x) * 1000 for x in out.stdout.split())
 
 
@@ -308,7 +347,14 @@ def main() -> None:
             stdout=subprocess.DEVNULL,
         )
     built = sorted(p.name for p in args.bundles.iterdir() if (p / "main.py").exists())
-    names = [n for n in built if not args.names or n in args.names]
+    sys.path.insert(0, str(REPO / "shared"))
+    from colony.registry.functions import FUNCTIONS
+
+    wanted = args.names or sorted(FUNCTIONS)
+    missing = [n for n in wanted if n not in built]
+    if missing:  # every deployed function is reported, or the run says which is not
+        raise SystemExit(f"no bundle in {args.bundles} for {', '.join(missing)} (make package)")
+    names = [n for n in built if n in wanted]
     plans = {n: plan(args.bundles / n) for n in names}
     pythons = {n: bundle_python(args.bundles / n, args.venvs.resolve()) for n in names}
     with tempfile.TemporaryDirectory() as tmp:

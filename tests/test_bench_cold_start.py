@@ -1,14 +1,20 @@
 """``bench/cold_start.py``'s request paths: what a first request through each branch of a
-function's handler imports (the bench charges the costliest; it runs over built bundles, so
-only its reading of ``main.py`` is tested here)."""
+function's handler imports, and the event a Pub/Sub function's first request decodes (the
+bench charges the costliest path; it runs over built bundles, so only its plans are tested
+here)."""
 
 from __future__ import annotations
 
+import base64
+import json
 import runpy
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from colony.registry.functions import FUNCTIONS
+from colony.runtime.edge.pubsub import decode_push
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "bench" / "cold_start.py"
@@ -74,3 +80,22 @@ def test_the_data_lifecycle_tasks_are_measured_one_by_one() -> None:
     erasure = next(p for p in paths if "colony.flows.tenants.erasure" in p)
     assert "colony.adapters.drive.drive_from_settings" in erasure  # through its helper
     assert sum("colony.flows.tenants.schedules" in p for p in paths) == 1
+
+
+def test_every_function_is_planned_and_each_pubsub_one_decodes_real_events() -> None:
+    """The bench plans a first request for every function the registry deploys, and a Pub/Sub
+    function's first request decodes a valid event of each kind its topic carries."""
+    bench = runpy.run_path(str(BENCH))
+    plan, events = bench["plan"], bench["EVENTS"]
+    pubsub = {name for name, spec in FUNCTIONS.items() if spec.trigger == "pubsub"}
+    assert set(events) == pubsub
+    for name in FUNCTIONS:
+        steps, env = plan(REPO / "functions" / name)
+        assert steps and env["K_SERVICE"] == name
+        sent = [step["event"] for step in steps if step["event"] is not None]
+        assert {e["kind"] for e in sent} == ({e["kind"] for e in events[name]} if sent else set())
+        assert bool(sent) == (name in pubsub)
+        for event in sent:
+            data = base64.b64encode(json.dumps(event).encode()).decode()
+            push = type("CloudEvent", (), {"data": {"message": {"messageId": "1", "data": data}}})
+            assert decode_push(push()).problem is None, (name, event["kind"])
