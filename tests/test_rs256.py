@@ -5,12 +5,16 @@ rules built on them)."""
 from __future__ import annotations
 
 import base64
+import hashlib
+import hmac
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import jwt
 import pytest
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 from colony.runtime import rs256
@@ -199,3 +203,66 @@ def test_a_failed_or_garbled_fetch_is_keys_unavailable_and_caches_nothing(
     keys.publish(jwk(key, "k-1"))
     assert found.key("k-1")  # the next request fetches again
     assert rs256.key_set(keys.url) is rs256.key_set(keys.url)  # one cache per URL
+
+
+def _segment(value: dict[str, Any] | bytes) -> str:
+    raw = value if isinstance(value, bytes) else json.dumps(value).encode()
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+def test_it_accepts_and_refuses_what_pyjwt_does(key: rsa.RSAPrivateKey) -> None:
+    """One verifier held against the other: each token below, PyJWT's ``decode`` (RS256 only,
+    ``exp`` required, the same audience, issuer and leeway) and ours both accept, or both
+    refuse. At the real time, since PyJWT reads the clock itself."""
+    now = int(time.time())
+    right = {"aud": "a", "iss": "x", "iat": now, "exp": now + 300}
+    other = rsa.generate_private_key(65537, 2048)
+    pem = key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    head, body = _segment({"alg": "HS256", "typ": "JWT"}), _segment(right)
+    mac = hmac.new(pem, f"{head}.{body}".encode(), hashlib.sha256).digest()  # alg confusion
+    valid = token(key, **right)
+    v_head, v_body, v_sig = valid.split(".")
+    cases = {
+        "valid": (valid, True),
+        "aud in a list": (token(key, **{**right, "aud": ["b", "a"]}), True),
+        "just within the leeway": (token(key, **{**right, "exp": now - 20}), True),
+        "expired": (token(key, **{**right, "exp": now - 120}), False),
+        "not before, later": (token(key, **{**right, "nbf": now + 120}), False),
+        "issued in the future": (token(key, **{**right, "iat": now + 120}), False),
+        "no exp": (token(key, **{**right, "exp": None}), False),
+        "another key": (token(other, **right), False),
+        "wrong audience": (token(key, **{**right, "aud": "b"}), False),
+        "no audience": (token(key, **{**right, "aud": None}), False),
+        "wrong issuer": (token(key, **{**right, "iss": "y"}), False),
+        "no issuer": (token(key, **{**right, "iss": None}), False),
+        "HS256 keyed with the public key": (f"{head}.{body}.{_segment(mac)}", False),
+        "alg none": (f"{_segment({'alg': 'none'})}.{body}.", False),
+        "changed claims": (
+            f"{v_head}.{_segment({**right, 'iss': 'x', 'sub': 'z'})}.{v_sig}",
+            False,
+        ),
+        "no signature": (f"{v_head}.{v_body}.", False),
+        "exp not a number": (token(key, **{**right, "exp": "later"}), False),
+    }
+    for name, (text, accepted) in cases.items():
+        try:
+            rs256.decode(text, key.public_key(), leeway=30, audience="a", issuer="x")
+            ours = True
+        except rs256.TokenError:
+            ours = False
+        try:
+            jwt.decode(
+                text,
+                key.public_key(),
+                algorithms=["RS256"],
+                audience="a",
+                issuer="x",
+                leeway=30,
+                options={"require": ["exp"]},
+            )
+            theirs = True
+        except jwt.PyJWTError:
+            theirs = False
+        assert (ours, theirs) == (accepted, accepted), name
