@@ -10,7 +10,7 @@ deployed function's (``COLONY_ENV=production``, Cloud Run's ``K_SERVICE`` and ``
 the Cloud SQL DSN with ``sslmode=verify-ca``, the Pub/Sub and Cloud Tasks transport, an
 OpenAI deployment) with endpoints where nothing listens. Median of ``--runs``, interleaved
 with a hello-world functions-framework bundle so both see the same machine load. Three
-times, cumulative, each over hello-world's import as a ratio:
+times, cumulative, and a floor, each over hello-world's import as a ratio:
 
 - ``import_ms``: ``main.py`` loaded the way functions-framework loads it
   (``spec_from_file_location`` + ``exec_module``): what the instance pays before it listens.
@@ -40,8 +40,14 @@ times, cumulative, each over hello-world's import as a ratio:
   calling it, and judging them would hide a regression in our code behind them. A model
   function's first event does call the model, so its first request really pays
   ``with_vendors_ms``.
+- ``floor_ms``: the third-party modules that first request loaded (functions-framework,
+  pydantic, pg8000, cryptography… in the order they were loaded), imported alone in a fresh
+  interpreter of the same bundle: none of our code, none of the work it asks of them. What
+  ``with_flows_ms`` cannot go below while the request uses those libraries; the difference
+  is ours (our modules and what they run: settings, validators built, the pool's TLS
+  context). Reported, not judged.
 
-Not in either column, because it cannot run without the network: what the clients of Google's
+Not in any column, because it cannot run without the network: what the clients of Google's
 REST APIs cost on first use (google-auth, requests and a TLS context, some 60 ms of CPU: the
 Secret Manager read of a deployed function's settings, the first publish or task), the
 fetch of Google's or Clerk's signing keys, the database connection, the model call itself.
@@ -114,6 +120,7 @@ if plan:
                 raise
             importlib.import_module(name.rpartition(".")[0])
 first = time.perf_counter()
+third = [m for m in sys.modules if m != "main" and m.partition(".")[0] != "colony"]
 if plan:
     from colony.observability.sentry import init_sentry
 
@@ -122,8 +129,21 @@ if plan:
         if getattr(d.parts, part, None) is not None:
             getattr(d, part)
 vendors = time.perf_counter()
-print(loaded - started, first - started, vendors - started, flush=True)
+print(loaded - started, first - started, vendors - started)
+print(json.dumps(third), flush=True)
 os._exit(0)  # no atexit flush of the vendors' clients towards their dead endpoints
+"""
+# argv: a JSON list of modules, imported in that order. Prints the time it took.
+FLOOR = """
+import importlib, json, sys, time
+modules = json.loads(sys.argv[1])
+started = time.perf_counter()
+for name in modules:
+    try:
+        importlib.import_module(name)
+    except Exception:  # one only its parent can load (the parent did) or another platform's
+        pass
+print(time.perf_counter() - started, flush=True)
 """
 DEAD = "127.0.0.1:9"  # nothing listens: no measured step may reach the network
 _ENVELOPE = {
@@ -283,8 +303,9 @@ def bundle_python(directory: Path, venvs: Path) -> Path:
 
 def probe(
     python: Path, main: Path, steps: dict[str, object], env: dict[str, str]
-) -> tuple[float, ...]:
-    """The probe's three cumulative times in ms (for hello-world, ``steps`` is empty)."""
+) -> tuple[tuple[float, ...], list[str]]:
+    """The probe's three cumulative times in ms (for hello-world, ``steps`` is empty), and
+    the third-party modules loaded by the end of the first request."""
     out = subprocess.run(
         [str(python), "-I", "-c", PROBE, str(main), json.dumps(steps)],
         capture_output=True,
@@ -294,7 +315,21 @@ def probe(
     )
     if out.returncode:
         raise SystemExit(f"the probe of {main.parent.name} failed:\n{out.stderr}")
-    return tuple(float(x) * 1000 for x in out.stdout.split())
+    times, modules = out.stdout.splitlines()
+    return tuple(float(x) * 1000 for x in times.split()), json.loads(modules)
+
+
+def floor(python: Path, main: Path, modules: list[str], env: dict[str, str]) -> float:
+    """ms to import ``modules`` alone, in a fresh interpreter of the function's bundle."""
+    out = subprocess.run(
+        [str(python), "-I", "-c", FLOOR, json.dumps(modules)],
+        capture_output=True,
+        text=True,
+        cwd=str(main.parent),
+        env=env,
+        check=True,
+    )
+    return float(out.stdout) * 1000
 
 
 def installed_bytes(requirements: list[str]) -> int:
@@ -363,29 +398,32 @@ def main() -> None:
         hello_python = bundle_python(hello_dir, args.venvs.resolve())
         hello_ms: list[float] = []
         bare = {"PATH": os.environ.get("PATH", "")}
-        # per function, per request path, the runs' times
+        # per function, per request path, the runs' times (the floor last)
         times: dict[str, list[list[tuple[float, ...]]]] = {
             n: [[] for _ in plans[n][0]] for n in names
         }
         for _ in range(args.runs):
-            hello_ms.append(probe(hello_python, hello, {}, bare)[0])
+            hello_ms.append(probe(hello_python, hello, {}, bare)[0][0])
             for name in names:
                 main_py = args.bundles / name / "main.py"
                 steps, env = plans[name]
                 for path, step in zip(times[name], steps, strict=True):
-                    path.append(probe(pythons[name], main_py, step, env))
+                    found, modules = probe(pythons[name], main_py, step, env)
+                    path.append((*found, floor(pythons[name], main_py, modules, env)))
         hello_mb = bundle_bytes(hello_dir) / 2**20
     base = statistics.median(hello_ms)
 
     def measured(name: str) -> dict[str, float]:
         # the costliest path's medians: a first request takes one path, and may take that one
         medians = [tuple(statistics.median(x) for x in zip(*p, strict=True)) for p in times[name]]
-        module, first, vendors = max(medians, key=lambda m: m[1])
+        module, first, vendors, least = max(medians, key=lambda m: m[1])
         return {
             "import_ms": round(module, 1),
             "ratio": round(module / base, 3),
             "with_flows_ms": round(first, 1),
             "with_flows_ratio": round(first / base, 3),
+            "floor_ms": round(least, 1),
+            "floor_ratio": round(least / base, 3),
             "with_vendors_ms": round(vendors, 1),
             "with_vendors_ratio": round(vendors / base, 3),
             "installed_mb": round(bundle_bytes(args.bundles / name) / 2**20, 1),

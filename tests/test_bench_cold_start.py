@@ -8,6 +8,8 @@ from __future__ import annotations
 import base64
 import json
 import runpy
+import subprocess
+import sys
 import textwrap
 from collections.abc import Callable
 from pathlib import Path
@@ -99,3 +101,22 @@ def test_every_function_is_planned_and_each_pubsub_one_decodes_real_events() -> 
             data = base64.b64encode(json.dumps(event).encode()).decode()
             push = type("CloudEvent", (), {"data": {"message": {"messageId": "1", "data": data}}})
             assert decode_push(push()).problem is None, (name, event["kind"])
+
+
+def test_the_floor_imports_what_it_is_given_and_passes_over_what_will_not_load() -> None:
+    """The floor probe imports the listed modules in order in a fresh interpreter and times
+    them; a name that cannot be imported alone costs nothing and stops nothing."""
+    floor = runpy.run_path(str(BENCH))["FLOOR"]
+    probe = floor.replace(
+        "print(time.perf_counter() - started, flush=True)",
+        ("print(time.perf_counter() - started, 'fractions' in sys.modules, flush=True)"),
+    )
+    modules = ["no_such_module_anywhere", "fractions"]
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", probe, json.dumps(modules)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    seconds, loaded = done.stdout.split()
+    assert float(seconds) > 0 and loaded == "True"
