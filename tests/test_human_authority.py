@@ -17,7 +17,7 @@ import pg8000.dbapi
 import pytest
 
 from colony.errors import Forbidden, ValidationFailed
-from colony.flows.approvals import approval
+from colony.flows.approvals import approval, approval_queue
 from colony.flows.approvals.approval_kinds import HELD_TOOLS, edit
 from colony.flows.chat import create_session, tools
 from colony.flows.pipeline import deals
@@ -53,7 +53,7 @@ def status(deps: Deps, item_id: str) -> str:
 
 
 def trail(deps: Deps, item_id: str | None = None) -> list[dict[str, Any]]:
-    return list(reversed(approval.audit_trail(deps, ORG, item_id=item_id, limit=200)))
+    return list(reversed(approval_queue.audit_trail(deps, ORG, item_id=item_id, limit=200)))
 
 
 LAUNCH = {

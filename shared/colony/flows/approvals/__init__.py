@@ -1,8 +1,9 @@
 """Approvals: people decide, and it is recorded (CONST-001; SPEC §6.5; ENT-011).
 
-Owns deciding an item (``approval``: approve, reject, edit, the audit log, the guard that no
-applier decides another item), what each kind allows a person to edit (``approval_kinds``),
-the cards and the queue people see (``approval_cards``, ``approval_queue``), the signed links
+Owns deciding an item (``approval``: approve, reject, edit, writing the audit log, the guard
+that no applier decides another item), what each kind allows a person to edit
+(``approval_kinds``), the cards, the queue and the audit log people see (``approval_cards``,
+``approval_queue``), the signed links
 to the assets bucket they show (``links``) and what a card says about untrusted text behind a
 draft (``flags``).
 

@@ -23,10 +23,10 @@ and returns the card's ``detail``:
     missing_data                  title, the agent, the prospect and ``missing_data``: the
                                   fields the agent said it lacked (CONST-004); dismiss only
 
-plus, for every kind, ``editable`` (the fields an edit may replace, from
-``approval_kinds``) and ``missing``: what the card would show but the item does not carry,
-so a reviewer sees a gap as a gap rather than as nothing. The CONST checks are run now,
-against the draft as it stands and the contact's current signals (the same
+plus, for every kind, ``editable`` (the fields an edit may replace:
+``colony.flows.approvals.editable``) and ``missing``: what the card would show but the item
+does not carry, so a reviewer sees a gap as a gap rather than as nothing. The CONST checks
+are run now, against the draft as it stands and the contact's current signals (the same
 ``policy.outbound`` rules the drafting call had to pass), so a card never claims a check the
 policy would not make today.
 """
@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from colony.flows.approvals.approval_kinds import KINDS
+from colony.flows.approvals.editable import EDITABLE
 from colony.policy.outbound import check_outbound, check_shape
 from colony.store.campaigns.signals import own as own_signals
 
@@ -48,8 +48,7 @@ SIGNAL_FIELDS = ("detail", "quote", "source", "confidence", "observed_on")
 def detail(row: Mapping[str, Any], competitors: Sequence[str]) -> dict[str, Any]:
     kind = str(row["kind"])
     payload: Mapping[str, Any] = row.get("payload") or {}
-    spec = KINDS.get(kind)
-    shown: dict[str, Any] = {"editable": sorted(spec.editable) if spec else []}
+    shown: dict[str, Any] = {"editable": sorted(EDITABLE.get(kind, ()))}
     missing: list[str] = []
     if kind in MESSAGE_KINDS:
         shown.update(_message(row, payload, competitors, missing))

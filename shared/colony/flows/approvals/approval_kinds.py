@@ -29,6 +29,7 @@ from colony.contracts import (
 from colony.contracts.chat import LaunchCampaignArgs, ResearchCompanyArgs
 from colony.contracts.deals import parse_update
 from colony.errors import ValidationFailed, describe_validation
+from colony.flows.approvals.editable import EDITABLE
 from colony.policy.outbound import check_outbound, check_shape
 
 Payload = Mapping[str, Any]
@@ -159,19 +160,20 @@ def _tool_action(before: Payload, after: Payload, policy: Policy) -> None:
     tool_arguments(name, tool.args, arguments)
 
 
+# (effect, the check an edit passes, approvable); what may be edited is ``EDITABLE``'s
+_KINDS: dict[str, tuple[str, Check | None, bool]] = {
+    "outbound_message": ("message_queued", _message, True),
+    "follow_up": ("message_queued", _follow_up, True),
+    "kc_update_candidate": ("kc_upserted", _kc, True),
+    "deal_update": ("deal_changed", _deal, True),
+    "content_piece": ("content_published", _content, True),
+    "deployment_kit": ("kit_released", None, True),
+    "tool_action": ("tool_run", _tool_action, True),
+    "missing_data": ("dismissed", None, False),  # CONST-004: dismissed, never approved
+}
 KINDS: dict[str, ItemKind] = {
-    "outbound_message": ItemKind("message_queued", frozenset({"subject", "body"}), _message),
-    "follow_up": ItemKind("message_queued", frozenset({"subject", "body"}), _follow_up),
-    "kc_update_candidate": ItemKind("kc_upserted", frozenset({"content"}), _kc),
-    "deal_update": ItemKind("deal_changed", frozenset({"changes"}), _deal),
-    "content_piece": ItemKind("content_published", frozenset({"title", "body"}), _content),
-    # The kit's document is in GCS, written by AGT-009: reject it and ask for another.
-    "deployment_kit": ItemKind("kit_released", frozenset()),
-    # Only the arguments the held tool declares editable (HELD_TOOLS).
-    "tool_action": ItemKind("tool_run", frozenset({"arguments"}), _tool_action),
-    # CONST-004: an agent said what it lacked for a contact; nothing was drafted, so there is
-    # nothing to approve: a person reads which fields are missing and dismisses it.
-    "missing_data": ItemKind("dismissed", frozenset(), approvable=False),
+    kind: ItemKind(effect, EDITABLE[kind], check, approvable)
+    for kind, (effect, check, approvable) in _KINDS.items()
 }
 
 

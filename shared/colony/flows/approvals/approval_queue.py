@@ -33,7 +33,7 @@ from colony.flows.approvals import approval_cards
 from colony.flows.approvals.approval_cards import MESSAGE_KINDS
 from colony.flows.approvals.links import signed_link
 from colony.flows.research import copies as research
-from colony.store.approvals import approvals
+from colony.store.approvals import approvals, audit
 
 if TYPE_CHECKING:
     from colony.flows.deps import FlowDeps
@@ -98,6 +98,16 @@ def _stored_copies(deps: FlowDeps, org_id: str, details: list[dict[str, Any]]) -
         copies = research.stored_copies(deps, org_id, [s["source"] for s in signals])
         for signal in signals:
             signal.update(copies[signal["source"]])
+
+
+def audit_trail(
+    deps: FlowDeps, org_id: str, *, item_id: str | None = None, limit: int = 50
+) -> list[dict[str, Any]]:
+    """The org's audit log as people read it, newest first (of one item, when given):
+    what ``colony.flows.approvals.approval`` appended."""
+    with deps.db.transaction(org_id) as cur:
+        rows = audit.recent(cur, item_id=item_id, limit=limit)
+    return [{**row, "at": row["at"].isoformat()} for row in rows]
 
 
 def queue_changes(deps: FlowDeps, org_id: str, item_ids: list[str]) -> dict[str, Any]:
