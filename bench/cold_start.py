@@ -52,12 +52,19 @@ REST APIs cost on first use (google-auth, requests and a TLS context, some 60 ms
 Secret Manager read of a deployed function's settings, the first publish or task), the
 fetch of Google's or Clerk's signing keys, the database connection, the model call itself.
 
+``--clock cpu`` times the same steps in the probe's CPU time instead of wall-clock time.
+On a machine others share, wall-clock time also counts the waits for a core, which do not
+stretch a short hello-world and a long first request alike. With four other sessions on two
+cores, a function's ratio moved between two seven-run benches by 0.23 on average (at most
+0.64) on the wall clock at a load of 1 to 5, by 0.8 (at most 2.1) at a load of 10, and by
+0.10 (at most 0.27) on the CPU clock at either. The JSON line names its clock.
+
 Also reported: each bundle's installed size (its files plus the installed distributions its
 requirements.txt pins) next to hello-world's. Builds the bundles first if ``--bundles`` has
 none (``make package``). Prints one JSON line.
 
-    python bench/cold_start.py [--runs 7] [--bundles build/functions] [--venvs build/venvs]
-        [names...]
+    python bench/cold_start.py [--runs 7] [--clock wall|cpu] [--bundles build/functions]
+        [--venvs build/venvs] [names...]
 """
 
 from __future__ import annotations
@@ -301,13 +308,17 @@ def bundle_python(directory: Path, venvs: Path) -> Path:
     return python
 
 
+CLOCKS = {"wall": "time.perf_counter", "cpu": "time.process_time"}
+
+
 def probe(
-    python: Path, main: Path, steps: dict[str, object], env: dict[str, str]
+    python: Path, main: Path, steps: dict[str, object], env: dict[str, str], clock: str = "wall"
 ) -> tuple[tuple[float, ...], list[str]]:
     """The probe's three cumulative times in ms (for hello-world, ``steps`` is empty), and
     the third-party modules loaded by the end of the first request."""
+    script = PROBE.replace("time.perf_counter", CLOCKS[clock])
     out = subprocess.run(
-        [str(python), "-I", "-c", PROBE, str(main), json.dumps(steps)],
+        [str(python), "-I", "-c", script, str(main), json.dumps(steps)],
         capture_output=True,
         text=True,
         cwd=str(main.parent),
@@ -319,10 +330,13 @@ def probe(
     return tuple(float(x) * 1000 for x in times.split()), json.loads(modules)
 
 
-def floor(python: Path, main: Path, modules: list[str], env: dict[str, str]) -> float:
+def floor(
+    python: Path, main: Path, modules: list[str], env: dict[str, str], clock: str = "wall"
+) -> float:
     """ms to import ``modules`` alone, in a fresh interpreter of the function's bundle."""
+    script = FLOOR.replace("time.perf_counter", CLOCKS[clock])
     out = subprocess.run(
-        [str(python), "-I", "-c", FLOOR, json.dumps(modules)],
+        [str(python), "-I", "-c", script, json.dumps(modules)],
         capture_output=True,
         text=True,
         cwd=str(main.parent),
@@ -369,6 +383,7 @@ def hello_bundle(directory: Path) -> Path:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall")
     parser.add_argument("--bundles", type=Path, default=REPO / "build" / "functions")
     parser.add_argument("--venvs", type=Path, default=REPO / "build" / "venvs")
     parser.add_argument("names", nargs="*", help="functions to measure (default: all)")
@@ -403,13 +418,14 @@ def main() -> None:
             n: [[] for _ in plans[n][0]] for n in names
         }
         for _ in range(args.runs):
-            hello_ms.append(probe(hello_python, hello, {}, bare)[0][0])
+            hello_ms.append(probe(hello_python, hello, {}, bare, args.clock)[0][0])
             for name in names:
                 main_py = args.bundles / name / "main.py"
                 steps, env = plans[name]
                 for path, step in zip(times[name], steps, strict=True):
-                    found, modules = probe(pythons[name], main_py, step, env)
-                    path.append((*found, floor(pythons[name], main_py, modules, env)))
+                    found, modules = probe(pythons[name], main_py, step, env, args.clock)
+                    least = floor(pythons[name], main_py, modules, env, args.clock)
+                    path.append((*found, least))
         hello_mb = bundle_bytes(hello_dir) / 2**20
     base = statistics.median(hello_ms)
 
@@ -436,6 +452,7 @@ def main() -> None:
             {
                 "bench": "cold_start",
                 "runs": args.runs,
+                "clock": args.clock,
                 "bundles": str(args.bundles),
                 "hello_world_ms": round(base, 1),
                 "hello_world_installed_mb": round(hello_mb, 1),

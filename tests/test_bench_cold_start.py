@@ -120,3 +120,13 @@ def test_the_floor_imports_what_it_is_given_and_passes_over_what_will_not_load()
     )
     seconds, loaded = done.stdout.split()
     assert float(seconds) > 0 and loaded == "True"
+
+
+def test_either_clock_times_every_step() -> None:
+    """``--clock cpu`` swaps the probes' clock: every time they take is on the clock asked for."""
+    bench = runpy.run_path(str(BENCH))
+    for script in (bench["PROBE"], bench["FLOOR"]):
+        for clock in bench["CLOCKS"].values():
+            swapped = script.replace("time.perf_counter", clock)
+            others = set(bench["CLOCKS"].values()) - {clock}
+            assert clock + "()" in swapped and not any(o in swapped for o in others)
