@@ -16,7 +16,7 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 TERRAFORM ?= terraform
 export XDG_RUNTIME_DIR ?= /tmp/colony-runtime-$(shell id -u)
 
-.PHONY: run test lint imports typecheck unit bench setup clean tasks-emulator-venv package infra-check browser
+.PHONY: run test lint imports typecheck unit bench setup clean tasks-emulator-venv package infra-check browser eval-local
 
 $(STAMP): pyproject.toml constraints.txt | $(TASKS_STAMP)
 	@mkdir -p $(XDG_RUNTIME_DIR) && chmod 700 $(XDG_RUNTIME_DIR)
@@ -103,6 +103,16 @@ unit: $(STAMP) $(PGVECTOR_STAMP) browser
 	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 
 test: lint imports typecheck infra-check unit
+
+# A real open model on this machine (issue 37 item 4), never part of `make test`: llama.cpp's
+# own llama-server and Qwen2.5-Coder-1.5B-Instruct, built or fetched once under
+# COLONY_EVAL_CACHE (default ~/.cache/colony/eval-local; needs cmake and a C++ compiler),
+# served on a free loopback port, and AGT-003/004/005 over a few demo contacts through the
+# real OpenAI adapter. Minutes per agent on two cores; the figures are in docs/quality.md.
+# EVAL_LOCAL_ARGS="--contacts P-001,P-007 --agents AGT-004" narrows it.
+EVAL_LOCAL_ARGS ?=
+eval-local: $(STAMP)
+	$(BIN)/python -m colony.local.eval_local $(EVAL_LOCAL_ARGS)
 
 bench: $(STAMP) $(PGVECTOR_STAMP)
 	$(BIN)/python bench/kc_retrieval.py
