@@ -142,7 +142,7 @@ def test_a_server_that_exits_is_reported_with_its_log(tmp_path: Path) -> None:
 
 def _case(server: WireServer, agent: str, contact: str) -> eval_local.CaseResult:
     deps, meter = eval_local.local_deps(server.openai_base_url, "tiny")
-    return eval_local.run_case(deps, meter, agent, contact, window=True)
+    return eval_local.run_case(deps, meter, agent, contact)
 
 
 def test_a_valid_qualification_is_judged_as_the_flow_would(server: WireServer) -> None:

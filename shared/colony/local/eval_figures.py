@@ -100,9 +100,11 @@ def percentile(values: Sequence[float], q: float) -> float:
     return ranked[max(0, math.ceil(q / 100 * len(ranked)) - 1)]
 
 
-def figures(cases: Sequence[CaseResult]) -> dict[str, Any]:
+def figures(cases: Sequence[CaseResult], window: float | None = None) -> dict[str, Any]:
     """One agent's figures: outcomes, the valid-contract rate, repairs, truncations,
-    refusals, latency per call (p50/p95) and tokens as the server counted them."""
+    refusals, latency per call (p50/p95), tokens as the server counted them, and how many
+    calls ended within ``window`` (its function's model window: a run without the window
+    still says which answers a deployed function would have had in time)."""
     sent = [s for c in cases for s in c.sent]
     answered = [s for s in sent if s.finish != "error"]
     valid = sum(c.outcome in ("valid", "repaired") for c in cases)
@@ -120,6 +122,7 @@ def figures(cases: Sequence[CaseResult]) -> dict[str, Any]:
             "p50": round(percentile([c.seconds for c in cases], 50), 1),
             "p95": round(percentile([c.seconds for c in cases], 95), 1),
         },
+        "within_window": sum(c.seconds <= window for c in cases) if window else None,
         "tokens": {
             "in": sum(s.tokens_in for s in sent),
             "out": tokens_out,
@@ -132,8 +135,8 @@ def table(per_agent: dict[str, dict[str, Any]]) -> str:
     """The figures as the Markdown table docs/quality.md keeps."""
     rows = [
         "| agent | cases | valid contract | repairs | truncated / refused | timeouts | other"
-        " failures | latency p50 / p95 (s) | tokens in / out |",
-        "|---|---|---|---|---|---|---|---|---|",
+        " failures | latency p50 / p95 (s) | within the window | tokens in / out |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for agent, f in per_agent.items():
         outcomes = f["outcomes"]
@@ -143,6 +146,7 @@ def table(per_agent: dict[str, dict[str, Any]]) -> str:
             f"| {agent} | {f['cases']} | {valid} ({f['valid_rate']:.0%}) | {f['repairs']}"
             f" | {f['truncations']} / {f['refusals']} | {outcomes.get('timeout', 0)}"
             f" | {other} | {f['latency_s']['p50']} / {f['latency_s']['p95']}"
+            f" | {'-' if f['within_window'] is None else f['within_window']}"
             f" | {f['tokens']['in']} / {f['tokens']['out']} |"
         )
     return "\n".join(rows)

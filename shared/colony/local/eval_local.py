@@ -7,7 +7,8 @@ to as a compatible server: docs/architecture.md, "What a model call sends") → 
 ``StructuredRunner`` (retries, the one repair, truncation, ``missing_data``) → ``call_agent``
 (the real assembler, templates and budgets). Each call runs inside its function's model
 window (``colony.deadline``), as deployed: a call the model cannot finish in time is a
-timeout here too (``--no-window`` lifts it, to see what the model would answer).
+timeout here too (``--call-seconds`` gives every call a longer window instead, to see what
+the model would answer: outside any window a call is still cut at ``DEFAULT_CALL_SECONDS``).
 
 What each agent is given, as its flow gives it (``colony.flows.campaigns``), less the
 database: the demo org's ICP, the contact as imported (its own signals; AGT-004 and AGT-005
@@ -26,8 +27,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from colony.adapters.openai_chat import OpenAIChatModel
@@ -134,12 +139,13 @@ def judged(agent: str, contact: Mapping[str, Any], output: Mapping[str, Any]) ->
 
 
 def run_case(
-    deps: LlmDeps, meter: Metered, agent: str, contact_id: str, window: bool
+    deps: LlmDeps, meter: Metered, agent: str, contact_id: str, seconds: float | None = None
 ) -> CaseResult:
-    """One ``call_agent`` for ``agent`` on a demo contact, classified by how it ended."""
+    """One ``call_agent`` for ``agent`` on a demo contact, classified by how it ended, inside
+    a model window of ``seconds`` (None: its function's, as deployed)."""
     contact = _contact(contact_id)
     request, check = request_for(agent, contact)
-    seconds = window_seconds(FUNCTION_OF[agent]) if window else None
+    seconds = seconds or window_seconds(FUNCTION_OF[agent])
     started = time.monotonic()
     outcome, detail, notes = "valid", "", {}
     try:
@@ -177,37 +183,55 @@ def local_deps(base_url: str, model: str) -> tuple[LlmDeps, Metered]:
 
 
 def run(
-    base_url: str, model: str, contacts: Sequence[str], agents: Sequence[str], window: bool
+    base_url: str,
+    model: str,
+    contacts: Sequence[str],
+    agents: Sequence[str],
+    seconds: float | None = None,
+    cases_file: Path | None = None,
 ) -> dict[str, Any]:
+    """Each agent on each contact; every case is also appended to ``cases_file`` as it
+    ends (JSON Lines), so a run stopped early keeps what it measured."""
     deps, meter = local_deps(base_url, model)
+    load_before = os.getloadavg()
     cases: list[CaseResult] = []
-    for agent in agents:
-        for contact in contacts:
-            case = run_case(deps, meter, agent, contact, window)
+    # contact by contact, so a run cut short still has every agent's first cases
+    for contact in contacts:
+        for agent in agents:
+            case = run_case(deps, meter, agent, contact, seconds)
             print(
                 f"eval-local: {agent} {contact}: {case.outcome} in {case.seconds:.0f} s"
                 f" ({len(case.sent)} request(s)) {case.detail[:160]}",
                 flush=True,
             )
             cases.append(case)
-    per_agent = {a: figures([c for c in cases if c.agent == a]) for a in agents}
+            if cases_file is not None:
+                with cases_file.open("a") as out:
+                    out.write(json.dumps(_case_json(case)) + "\n")
+    per_agent = {
+        a: figures([c for c in cases if c.agent == a], window_seconds(FUNCTION_OF[a]))
+        for a in agents
+    }
     return {
         "model": model,
         "contacts": list(contacts),
-        "window": window,
+        "call_seconds": seconds or "the function's model window",
+        # what else this machine was doing: the figures are this machine's, at this load
+        "load_average": {"before": load_before, "after": os.getloadavg()},
         "per_agent": per_agent,
-        "cases": [
-            {
-                "agent": c.agent,
-                "contact": c.contact,
-                "outcome": c.outcome,
-                "seconds": round(c.seconds, 1),
-                "requests": [vars(s) for s in c.sent],
-                "detail": c.detail,
-                "notes": c.notes,
-            }
-            for c in cases
-        ],
+        "cases": [_case_json(c) for c in cases],
+    }
+
+
+def _case_json(case: CaseResult) -> dict[str, Any]:
+    return {
+        "agent": case.agent,
+        "contact": case.contact,
+        "outcome": case.outcome,
+        "seconds": round(case.seconds, 1),
+        "requests": [vars(s) for s in case.sent],
+        "detail": case.detail,
+        "notes": case.notes,
     }
 
 
@@ -216,25 +240,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--contacts", default=",".join(DEFAULT_CONTACTS))
     parser.add_argument("--agents", default=",".join(AGENTS))
     parser.add_argument("--base-url", help="an OpenAI-compatible server already running")
-    parser.add_argument("--no-window", action="store_true", help="no function model window")
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--call-seconds", type=float, help="every call's window (default: its function's)"
+    )
+    parser.add_argument("--threads", type=int, default=0, help="0: chosen by the load")
     args = parser.parse_args(argv)
+    # a stop (make's, or a kill) still stops the server: ``serving`` ends in ``finally``
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     contacts = [c for c in args.contacts.split(",") if c]
     agents = [a for a in args.agents.split(",") if a in AGENTS]
     cache = llama_server.cache_dir()
     alias = llama_server.MODEL.name
+    out = cache / "reports" / f"eval-local-{time.strftime('%Y%m%dT%H%M%S')}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    cases_file = out.with_suffix(".cases.jsonl")
     if args.base_url:
-        report = run(args.base_url, alias, contacts, agents, not args.no_window)
+        report = run(args.base_url, alias, contacts, agents, args.call_seconds, cases_file)
     else:
         binary = llama_server.build_server(cache)
         model = llama_server.fetch_model(cache)
-        options = llama_server.ServerOptions(threads=args.threads)
+        threads = args.threads or llama_server.threads_for_load()
+        options = llama_server.ServerOptions(threads=threads)
         log = cache / "logs" / "llama-server.log"
         with llama_server.serving(binary, model, alias, log, options) as base_url:
-            print(f"eval-local: {alias} on {base_url} (log: {log})", flush=True)
-            report = run(base_url, alias, contacts, agents, not args.no_window)
-    out = cache / "reports" / f"eval-local-{time.strftime('%Y%m%dT%H%M%S')}.json"
-    out.parent.mkdir(parents=True, exist_ok=True)
+            print(f"eval-local: {alias} on {base_url}, {threads} thread(s) (log: {log})")
+            report = run(base_url, alias, contacts, agents, args.call_seconds, cases_file)
     out.write_text(json.dumps(report, indent=1))
     print(table(report["per_agent"]))
     print(f"eval-local: report in {out}")
