@@ -16,7 +16,7 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 TERRAFORM ?= terraform
 export XDG_RUNTIME_DIR ?= /tmp/colony-runtime-$(shell id -u)
 
-.PHONY: run test lint imports typecheck unit bench setup clean tasks-emulator-venv package infra-check browser eval-local
+.PHONY: run test lint imports typecheck unit bench eval eval-local setup clean tasks-emulator-venv package infra-check browser
 
 $(STAMP): pyproject.toml constraints.txt | $(TASKS_STAMP)
 	@mkdir -p $(XDG_RUNTIME_DIR) && chmod 700 $(XDG_RUNTIME_DIR)
@@ -84,7 +84,9 @@ typecheck: $(STAMP)
 	sed -e "$${map#;}" $(TYPECHECK_LINKS)/report.txt; exit $$status
 
 # The /overview browser test (tests/test_overview_browser.py) drives Debian's Chromium with
-# its chromedriver; installed here when missing (as root, or through sudo).
+# its chromedriver, and the research renderer's tests (tests/test_page_renderer.py,
+# tests/test_research_render.py) drive /usr/lib/chromium/chromium itself over the DevTools
+# pipe; installed here when missing (as root, or through sudo).
 browser:
 	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
 		echo "installing chromium and chromium-driver (Debian packages) for the browser test…"; \
@@ -116,6 +118,12 @@ eval-local: $(STAMP)
 
 bench: $(STAMP) $(PGVECTOR_STAMP)
 	$(BIN)/python bench/kc_retrieval.py
+
+# The eval sets against a model (docs/quality.md "Eval sets"): the offline one unless
+# EVAL_ARGS says otherwise (e.g. EVAL_ARGS="--provider openai --jobs 4"). make test runs the
+# offline gate itself (tests/test_evals_gate.py).
+eval: $(STAMP) $(PGVECTOR_STAMP)
+	$(BIN)/colony eval run $(EVAL_ARGS)
 
 clean:
 	rm -rf $(VENV) $(TASKS_VENV) build .colony .pytest_cache .mypy_cache .ruff_cache

@@ -374,6 +374,19 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
                 text_object,
                 len(text),
             )
+            if role == "leadership" and _has_column(cur, "research_sources", "screenshot_object"):
+                # migration 0043: the page was rendered, its screenshot kept beside its text
+                shot = f"research/{org}/{sid}/{'0' * 64}.png"
+                blobs.put(shot, b"\x89PNG\r\n\x1a\n", "image/png")
+                research_objects.append(shot)
+                ex(
+                    "UPDATE research_sources SET screenshot_object = %s, screenshot_hash = %s,"
+                    " render_outcome = 'rendered' WHERE org_id = %s AND id = %s",
+                    shot,
+                    "0" * 64,
+                    org,
+                    sid,
+                )
             ex(
                 "INSERT INTO research_passages (org_id, source_id, ord, text, model, embedding)"
                 " VALUES (%s, %s, 0, %s, 'offline', %s::vector)",
@@ -453,3 +466,11 @@ def dump(conn: Any, org: str) -> dict[str, list[str]]:
 def object_bytes(blobs: BlobStore, org: str) -> dict[str, bytes]:
     prefixes = (f"transcripts/{org}/", f"deployment-kits/{org}/", f"imports/{org}/")
     return {name: blobs.get(name) for p in prefixes for name in blobs.names(p)}
+
+
+def _has_column(cur: Any, table: str, column: str) -> bool:
+    cur.execute(
+        "SELECT 1 FROM information_schema.columns WHERE table_name = %s AND column_name = %s",
+        (table, column),
+    )
+    return cur.fetchone() is not None

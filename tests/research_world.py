@@ -7,12 +7,15 @@ function's handler, ``colony.flows.research.run``), until none is left."""
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from typing import Any
 
+from colony.adapters.chromium import ChromiumRenderer, RenderLimits
 from colony.adapters.embedding import OfflineHashEmbedder
 from colony.adapters.polite_web import PoliteWebFetcher
 from colony.adapters.web import Limits, SafeFetcher, user_agent
+from colony.adapters.web_body import PAGE_TYPES, SUBRESOURCE_TYPES
 from colony.adapters.web_guard import AddressGuard
 from colony.contracts.research import ResearchTask
 from colony.env_values import research_web
@@ -34,12 +37,39 @@ GAP = 0.1  # seconds between two requests to one site: the pace itself is tested
 
 
 def fetcher(
-    db: Database, web: WebServer, limits: Limits | None = None, gap: float = GAP
+    db: Database,
+    web: WebServer,
+    limits: Limits | None = None,
+    gap: float = GAP,
+    accept: frozenset[str] = PAGE_TYPES,
 ) -> PoliteWebFetcher:
     local = research_web(web.research_setting(), "local")
     guard = AddressGuard(local=local)
     safe = SafeFetcher(user_agent(CONTACT), guard=guard, limits=limits)
-    return PoliteWebFetcher(db, safe, gap=gap)
+    return PoliteWebFetcher(db, safe, gap=gap, accept=accept)
+
+
+CHROMIUM = "/usr/lib/chromium/chromium"  # Debian's binary (/usr/bin/chromium wraps it)
+
+
+def chromium() -> str:
+    """Debian's Chromium, which the browser tests drive; missing, they fail (never skip)."""
+    if not os.access(CHROMIUM, os.X_OK):
+        import pytest  # lazy: the benchmark imports this module without pytest's runner
+
+        pytest.fail(
+            f"Debian's Chromium is not installed at {CHROMIUM}: run `make browser` (it"
+            " installs the chromium and chromium-driver packages), then the test again"
+        )
+    return CHROMIUM
+
+
+def renderer(db: Database, web: WebServer, limits: RenderLimits | None = None) -> ChromiumRenderer:
+    """Headless Chromium over the stand-in web: what a page's scripts ask for is fetched by
+    the real polite, safe fetcher (smaller limits, scripts accepted), as in production."""
+    sub = Limits(max_bytes=1024 * 1024, connect_timeout=2.0, read_timeout=2.0, deadline=4.0)
+    scripts = fetcher(db, web, sub, accept=SUBRESOURCE_TYPES)
+    return ChromiumRenderer(chromium(), scripts, limits=limits)
 
 
 def research_deps(
@@ -51,7 +81,10 @@ def research_deps(
     knowledge: KnowledgeStore | None = None,
     limits: Limits | None = None,
     settings: dict[str, str] | None = None,
+    render: RenderLimits | None = None,
 ) -> tuple[Deps, InlineTransport]:
+    """A research function's deps over the stand-in web; ``render`` adds a Chromium renderer
+    with those limits (else none: pages that need a browser are recorded, not rendered)."""
     transport = InlineTransport()
     env = {"COLONY_RESEARCH_WEB": web.research_setting(), **(settings or {})}
     deps = local_deps(
@@ -62,6 +95,7 @@ def research_deps(
         knowledge or KnowledgeStore(db, OfflineHashEmbedder()),
         blobs=blobs,
         web=fetcher(db, web, limits),
+        renderer=renderer(db, web, render) if render is not None else None,
     )
     return deps, transport
 

@@ -418,7 +418,7 @@ def test_an_admin_asks_for_a_company_to_be_researched_and_reads_what_was_kept(
         headers={"Authorization": f"Bearer {admin.token(BETA)}"},
     ).get_json()
     assert beta == {"domain": "acme.example", "job": None, "sources": []}
-    for bad in ("169.254.169.254", "localhost", "http://127.0.0.1/"):
+    for bad in ("169.254.169.254", "localhost", "http://127.0.0.1/", "metadata.google.internal"):
         refused = admin.post(f"/orgs/{ALPHA}/research", token, {"domain": bad})
         assert refused.status_code == 422, bad
     assert len(admin.transport.tasks) == len(before) + 1

@@ -13,7 +13,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "shared" / "colony"
 ALLOWED = ("store", "knowledge")  # where SQL belongs
-TOOLS = ("testing", "local", "deploy")  # not deployed; they may set up data as they need
+TOOLS = ("testing", "local", "deploy", "evals")  # not deployed; they may set up data as they need
 SQL = re.compile(
     r"\b(SELECT\s.+\sFROM|SELECT\s+\d|INSERT\s+INTO|UPDATE\s+\w+\s+SET|DELETE\s+FROM"
     r"|CREATE\s+(TABLE|INDEX)|pg_advisory\w*\(|pg_notify\(|LISTEN\s+\w)",

@@ -459,16 +459,20 @@ def test_the_invoker_terraform_creates_is_the_one_the_code_checks() -> None:
 
 def test_every_function_that_decides_approvals_may_publish_what_the_appliers_publish() -> None:
     """Appliers run in the deciding function (approval, and chat's decide tool and route): a
-    deal moved to closed_won publishes to colony-onboarding from whichever function approved
-    it, so each one needs the approval function's publisher grants or the decision fails."""
+    deal moved to closed_won publishes to colony-onboarding, and an approved
+    ``research_company`` queues on colony-research, from whichever function approved it, so
+    each one needs the approval function's publisher and enqueuer grants or the decision
+    fails."""
     deciders = {
         name for name in FUNCTIONS if "colony.flows.approvals.approval" in function_modules(name)
     }
     assert {"approval", "chat"} <= deciders
     needed = set(FUNCTIONS["approval"].publishes)
-    assert "colony-onboarding" in needed
+    queues = set(FUNCTIONS["approval"].enqueues)
+    assert "colony-onboarding" in needed and "colony-research" in queues
     for name in deciders:
         assert needed <= set(registry()["functions"][name]["publishes"]), name
+        assert queues <= set(registry()["functions"][name]["enqueues"]), name
 
 
 def test_every_function_that_shows_approval_cards_may_sign_kit_links() -> None:

@@ -228,7 +228,10 @@ def test_cli_queries_and_exports(capsys: pytest.CaptureFixture[str]) -> None:
     assert (
         main(["graph", "tested-by", "AGT-006"]) == 0
     )  # "(nothing)" when the list was kept by hand
-    assert capsys.readouterr().out.split() == ["test:tests/test_drive_recording.py"]
+    assert capsys.readouterr().out.split() == [
+        "test:tests/test_drive_recording.py",
+        "test:tests/test_evals_gate.py",  # the eval sets' offline gate
+    ]
     assert main(["graph", "untested"]) == 0
     listed = capsys.readouterr().out.strip()
     assert listed == ("\n".join(graph.untested()) or "(nothing)")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 PACKAGE = REPO / "shared" / "colony"
-TOOLS = ("testing", "local", "deploy")  # never deployed; free to import as they like
+TOOLS = ("testing", "local", "deploy", "evals")  # never deployed; free to import as they like
 REASON = re.compile(r"#\s*lazy:\s*\S")
 
 Import = ast.Import | ast.ImportFrom

@@ -27,6 +27,7 @@ from colony.contracts import Exemplar, IcpDefinition, OrgContext
 from colony.contracts.common import ANGLES, TIERS
 from colony.contracts.outputs import OUTPUT_CONTRACTS, OutboundMessage
 from colony.errors import ContextBudgetExceeded, ProviderError, ValidationFailed
+from colony.flows.chat import tools
 from colony.flows.recordings.transcripts import for_pass2
 from colony.policy import check_outbound, count_sentences
 from colony.policy.tiering import decide_tier
@@ -768,6 +769,31 @@ def test_daily_brief_flags_an_open_breaker_and_refuses_missing_numbers() -> None
 
 
 # -- conversation summary ----------------------------------------------------------------------
+
+
+def test_the_orchestrator_asks_for_research_of_the_website_a_message_names() -> None:
+    """As AGT-001's turn is sent: the rendered prompt, and the chat's tool definitions."""
+    offered = tuple(d.model_dump() for d in tools.definitions())
+
+    def calls(message: str) -> list[tuple[str, dict[str, Any]]]:
+        req = dataclasses.replace(
+            request("orchestrator_reply", {"message": message}), tools=offered
+        )
+        return [(c.name, dict(c.arguments)) for c in MODEL.request(req).tool_calls]
+
+    research = "research_company"
+    assert calls("research brightsmile.com") == [
+        (research, {"domain": "brightsmile.com", "force": False})
+    ]
+    assert calls("Look up acme.example's website") == [
+        (research, {"domain": "acme.example", "force": False})
+    ]
+    assert calls("Research https://www.brightsmile.com/about again.") == [
+        (research, {"domain": "https://www.brightsmile.com/about", "force": True})
+    ]
+    assert calls("What does our research say about pricing?") == []  # no website named
+    alone = request("orchestrator_reply", {"message": "research brightsmile.com"})
+    assert MODEL.request(alone).tool_calls == ()  # a tool it is not offered is never called
 
 
 def test_conversation_summary_extracts_and_folds() -> None:

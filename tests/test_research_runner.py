@@ -59,6 +59,20 @@ def sources(deps, org: str = ORG) -> list[dict]:
         return fetch_all(cur, "SELECT * FROM research_sources ORDER BY role, url")
 
 
+def age(testdb: PgDB, source_id: str) -> None:
+    """The source was downloaded a year before the tests' clock (retention's to expire)."""
+
+    def update(conn) -> None:
+        conn.cursor().execute(
+            "UPDATE research_sources SET downloaded_at = '2025-11-01', fetched_at = '2025-11-01'"
+            " WHERE id = %s",
+            (source_id,),
+        )
+        conn.commit()
+
+    testdb.as_owner(update)
+
+
 def test_a_company_is_researched_and_every_page_kept_with_its_provenance(
     testdb: PgDB, gcs: Gcs, web: WebServer
 ) -> None:
@@ -181,7 +195,8 @@ def test_a_page_read_with_a_problem_says_so(
 def test_a_company_is_named_by_its_domain(testdb: PgDB, gcs: Gcs, web: WebServer) -> None:
     assert research.domain_of("https://WWW.Example.COM:443/about?x=1") == "example.com"
     assert research.domain_of("bücher.de") == "xn--bcher-kva.de"
-    for bad in ("127.0.0.1", "localhost", "", "  ", "http://[::1]/", "a..b.com"):
+    not_companies = ("metadata.google.internal", "api.localhost", "1.0.0.127.in-addr.arpa", "[::1")
+    for bad in ("127.0.0.1", "localhost", "", "  ", "http://[::1]/", "a..b.com", *not_companies):
         assert research.domain_of(bad) is None, bad
     orgs(testdb)
     deps, _ = research_deps(testdb.app(), web, gcs.store)
@@ -197,16 +212,7 @@ def test_retention_deletes_pages_kept_past_the_orgs_period(
     deps, _, _ = researched(testdb, gcs, web)
     kept = [s for s in sources(deps) if s["raw_object"]]
     old = kept[0]
-
-    def age(conn) -> None:  # downloaded a year before the tests' clock
-        conn.cursor().execute(
-            "UPDATE research_sources SET downloaded_at = '2025-11-01', fetched_at = '2025-11-01'"
-            " WHERE id = %s",
-            (old["id"],),
-        )
-        conn.commit()
-
-    testdb.as_owner(age)
+    age(testdb, old["id"])
     report = retention.enforce(deps, ORG)
     assert report["expired"]["research"] == 1 and report["days"]["research"] == 180
     left = {s["id"] for s in sources(deps)}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -153,3 +154,17 @@ def research_contact_url(text: str | None, deploy_env: str) -> str | None:
     if any(c.isspace() or c in "()" for c in text):  # it is quoted in a User-Agent comment
         raise ConfigError(f"COLONY_RESEARCH_CONTACT_URL={text!r} may not hold spaces or ()")
     return text
+
+
+def research_browser(text: str | None) -> str | None:
+    """``COLONY_RESEARCH_BROWSER``: the path of an executable Chromium binary (Debian's is
+    ``/usr/lib/chromium/chromium``), checked at start-up rather than at the first page."""
+    if text is None or not text.strip():
+        return None
+    path = text.strip()
+    if not os.path.isabs(path) or not os.path.isfile(path) or not os.access(path, os.X_OK):
+        raise ConfigError(
+            f"COLONY_RESEARCH_BROWSER must name an executable Chromium binary by its absolute"
+            f" path (Debian's: /usr/lib/chromium/chromium, `make browser` installs it): {path!r}"
+        )
+    return path

@@ -135,6 +135,9 @@ class Settings:
     # research (issue 33): the page our user agent names, and locally the stand-in web
     research_contact_url: str | None = None
     research_web: ResearchWeb | None = None  # COLONY_RESEARCH_WEB; refused in production
+    # COLONY_RESEARCH_BROWSER: the Chromium binary that renders pages needing a browser (the
+    # research job where one is installed); None: such pages are recorded, not rendered
+    research_browser: str | None = None
     # Whether the campaign chain researches a contact's company before AGT-003
     # (COLONY_RESEARCH=on|off): on by default where there is a web to read (production, or
     # locally with the stand-in web named), off on a laptop that named none.
@@ -300,6 +303,7 @@ class Settings:
                 get("COLONY_RESEARCH_CONTACT_URL"), deploy_env
             ),
             research_web=(web := env_values.research_web(get("COLONY_RESEARCH_WEB"), deploy_env)),
+            research_browser=env_values.research_browser(get("COLONY_RESEARCH_BROWSER")),
             research=choice(
                 "COLONY_RESEARCH",
                 ("on", "off"),

@@ -37,7 +37,8 @@ from typing import TYPE_CHECKING
 import httpx
 
 from colony.adapters.robots import FRESH_FOR, MAX_BYTES, Robots, origin_of, robots_url
-from colony.adapters.web import SafeFetcher, user_agent
+from colony.adapters.web import Limits, SafeFetcher, user_agent
+from colony.adapters.web_body import PAGE_TYPES
 from colony.adapters.web_guard import AddressGuard
 from colony.errors import ConfigError
 from colony.ports.web import FetchOutcome, FetchResult, WebFetcher
@@ -72,9 +73,11 @@ class PoliteWebFetcher:
         gap: float = DEFAULT_GAP,
         inline_wait: float = INLINE_WAIT,
         sleep: Callable[[float], None] = time.sleep,
+        accept: frozenset[str] = PAGE_TYPES,
     ) -> None:
         self._db = db
         self.fetcher = fetcher
+        self.accept = accept  # the media types a page is read as (others: ``bad_type``)
         self.gap = gap
         self.inline_wait = inline_wait
         self.sleep = sleep
@@ -139,7 +142,13 @@ class _Visit:
             now = fetcher.clock()
             left = max(self._last_end + self.gap - time.monotonic(), BUSY_RETRY)
             return _wait(url, now, now + timedelta(seconds=left), "the site's pace")
-        result = fetcher.get(url, etag=etag, last_modified=last_modified, before_hop=self._hop)
+        result = fetcher.get(
+            url,
+            etag=etag,
+            last_modified=last_modified,
+            accept=self._polite.accept,
+            before_hop=self._hop,
+        )
         self._ended()
         return result
 
@@ -231,14 +240,22 @@ def fetch_waiting(
 LOCAL_CONTACT_URL = "http://localhost/colony-research"  # a local run's user agent names this
 
 
-def web_from_settings(settings: Settings, db: Database) -> PoliteWebFetcher:
+def web_from_settings(
+    settings: Settings,
+    db: Database,
+    *,
+    limits: Limits | None = None,
+    accept: frozenset[str] = PAGE_TYPES,
+) -> PoliteWebFetcher:
     """The research function's fetcher: our user agent naming ``research_contact_url``
     (required in production: a site's owner must be able to learn who reads them), the
-    stand-in web's names routed to it where ``research_web`` is set (never in production)."""
+    stand-in web's names routed to it where ``research_web`` is set (never in production).
+    ``limits`` and ``accept`` for another reader (a rendered page's scripts)."""
     contact = settings.research_contact_url
     if contact is None:
         if settings.env == "production":
             raise ConfigError("COLONY_RESEARCH_CONTACT_URL is required to research in production")
         contact = LOCAL_CONTACT_URL
     guard = AddressGuard(local=settings.research_web)
-    return PoliteWebFetcher(db, SafeFetcher(user_agent(contact), guard=guard))
+    safe = SafeFetcher(user_agent(contact), guard=guard, limits=limits)
+    return PoliteWebFetcher(db, safe, accept=accept)

@@ -2,6 +2,7 @@
 
 - **Types.** ``PAGE_TYPES`` are what the research runner reads (HTML and XHTML, RSS / Atom /
   XML feeds, JSON job boards, PDF); anything else is ``bad_type`` and its body is not read.
+  ``SUBRESOURCE_TYPES`` are what a rendered page's scripts are handed (scripts, JSON, text).
 - **Bytes.** ``BodyReader`` takes the body as it streams, undoes gzip or deflate (a
   compressed body is capped on what it expands to, so a small bomb is cut like a big page),
   and stops at the cap: a 50 MB page costs its first ``max_bytes``, never 50 MB of memory.
@@ -35,6 +36,18 @@ PAGE_TYPES = frozenset(
     {"text/html", "application/xhtml+xml", "application/json", "application/pdf"} | FEED_TYPES
 )
 BINARY_TYPES = frozenset({"application/pdf"})
+# What a rendered page's scripts may be handed (colony.adapters.chromium): scripts, and what
+# an XHR reads (JSON, text, markup); never a PDF, an image, a font or media.
+SCRIPT_TYPES = frozenset(
+    {
+        "text/javascript",
+        "application/javascript",
+        "application/x-javascript",
+        "application/ecmascript",
+        "text/ecmascript",
+    }
+)
+SUBRESOURCE_TYPES = (PAGE_TYPES - BINARY_TYPES) | SCRIPT_TYPES | {"text/plain"}
 _ENCODINGS = {"gzip": 31, "x-gzip": 31, "deflate": 15}  # zlib window bits: gzip / zlib wrapper
 _AS_WINDOWS_1252 = {"iso8859-1", "ascii", "latin-1"}
 _META = re.compile(rb"""<meta[^>]{0,512}?charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]{1,40})""", re.I)

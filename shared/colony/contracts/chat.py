@@ -7,11 +7,12 @@ gets a clear ``invalid_tool_arguments`` error, never a half-run tool.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import AfterValidator, Field
 
 from colony.contracts.common import Strict
+from colony.contracts.research import domain_of
 
 Angle = Literal["Signal", "Pain", "Referral", "PatternBreak", "Insight"]
 Tier = Literal["T1", "T2", "T3", "T4", "T5"]
@@ -75,6 +76,27 @@ class LaunchCampaignArgs(Strict):
         max_length=200,
         description="prospects by external id (P-001…); omit for every prospect of the org",
     )
+
+
+def _company_domain(value: str) -> str:
+    domain = domain_of(value)
+    if domain is None:  # worded without the value: errors never echo what the model sent
+        raise ValueError(
+            "names no company domain (e.g. brightsmile.com or https://brightsmile.com); "
+            "an IP address, localhost or a metadata host is not one"
+        )
+    return domain
+
+
+class ResearchCompanyArgs(Strict):
+    """A company whose website to research; force: read it again though read this week."""
+
+    domain: Annotated[str, AfterValidator(_company_domain)] = Field(
+        min_length=1,
+        max_length=2048,
+        description="the company's domain or its website's URL (brightsmile.com)",
+    )
+    force: bool = False
 
 
 class PipelineSnapshotArgs(Strict):

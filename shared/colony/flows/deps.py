@@ -17,7 +17,15 @@ from colony.store import Database
 if TYPE_CHECKING:
     from colony.knowledge import KnowledgeStore
     from colony.llm.agent_call import LlmDeps
-    from colony.ports import BlobStore, Clock, ReceivedMail, Sender, Transport, WebFetcher
+    from colony.ports import (
+        BlobStore,
+        Clock,
+        PageRenderer,
+        ReceivedMail,
+        Sender,
+        Transport,
+        WebFetcher,
+    )
 
 
 class FlowDeps(Protocol):
@@ -45,6 +53,8 @@ class FlowDeps(Protocol):
     def inbound(self) -> ReceivedMail | None: ...
     @property
     def web(self) -> WebFetcher: ...
+    @property
+    def renderer(self) -> PageRenderer | None: ...
 
     def applier(self, kind: str) -> Applier | None:
         """What approving an item of ``kind`` does (None: nothing beyond the decision).

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from colony.errors import ColonyError
 from colony.local.cli_admin import add_commands as add_org_data_commands
+from colony.local.cli_eval import add_commands as add_eval_commands
 from colony.local.cli_explain import add_commands as add_explain_commands
 from colony.local.cli_imports import add_commands as add_import_commands
 from colony.local.cli_research import add_commands as add_research_commands
@@ -313,6 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_import_commands(sub)
     add_explain_commands(sub)
     add_research_commands(sub)
+    add_eval_commands(sub)
     graph = sub.add_parser("graph", help="query the knowledge graph of the system itself")
     graph.add_argument(
         "query",

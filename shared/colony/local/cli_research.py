@@ -34,7 +34,8 @@ def cmd_research(settings: Settings, args: argparse.Namespace) -> int:
                     flush=True,
                 )
 
-            print(f"researching {args.domain} for {org}…", flush=True)
+            domain = requests.domain_of(args.domain) or args.domain  # refused below, if None
+            print(f"researching {domain} for {org}…", flush=True)
             answer = runner.run_to_end(
                 deps, org, args.domain, force=args.force, requested_by="cli", on_fetch=fetched
             )

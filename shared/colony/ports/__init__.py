@@ -12,7 +12,8 @@ from what it replaces. One module per capability:
 - ``sources``: Drive and Notion, as the knowledge webhooks read them;
 - ``mail``: ``Sender``, ``ReceivedMail``, ``Mailbox``;
 - ``clock``: ``Clock``;
-- ``web``: ``WebFetcher`` (the open web, politely and safely) and its ``FetchResult``.
+- ``web``: ``WebFetcher`` (the open web, politely and safely) and its ``FetchResult``;
+- ``render``: ``PageRenderer`` (a fetched page shown by a browser kept off the network).
 
 Every function imports this package (through its composition), so it holds Protocols and
 frozen dataclasses over the standard library and ``colony.errors`` only: no SDK. Its names
@@ -46,6 +47,7 @@ if TYPE_CHECKING:  # the real names, for type checkers
         ToolCall,
         Usage,
     )
+    from colony.ports.render import PageRenderer, Rendered, RenderOutcome, SubRequest
     from colony.ports.sources import (
         DatabasePage,
         DriveChannels,
@@ -94,6 +96,10 @@ _HOMES = {
     "TextSink": "colony.ports.models",
     "ToolCall": "colony.ports.models",
     "Usage": "colony.ports.models",
+    "PageRenderer": "colony.ports.render",
+    "Rendered": "colony.ports.render",
+    "RenderOutcome": "colony.ports.render",
+    "SubRequest": "colony.ports.render",
     "DatabasePage": "colony.ports.sources",
     "DriveChannels": "colony.ports.sources",
     "DriveClient": "colony.ports.sources",
@@ -149,13 +155,17 @@ __all__ = [
     "NotionKind",
     "NotionPage",
     "NotionWorkspaceClient",
+    "PageRenderer",
     "PageText",
     "ReceivedMail",
     "Rejection",
     "RejectionRecorder",
+    "RenderOutcome",
+    "Rendered",
     "Role",
     "SecretStore",
     "Sender",
+    "SubRequest",
     "TextSink",
     "ToolCall",
     "TraceArchive",

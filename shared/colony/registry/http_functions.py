@@ -53,9 +53,10 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         agent=None,
         purpose="approve / reject / edit approval items",
         secrets=(*RUNTIME_SECRETS, *JWT_SECRETS, "COLONY_APPROVAL_TOKEN_KEY"),
-        # an approved chat tool resumes its turn here (launch, content request)
+        # an approved chat tool resumes its turn here (launch, content request, research)
         publishes=(ONBOARDING_TOPIC, CAMPAIGN_TOPIC, CONTENT_TOPIC),
-        enqueues=(SEND_QUEUE,),  # an approved message is handed to the send step
+        # an approved message is handed to the send step; approved research is queued
+        enqueues=(SEND_QUEUE, RESEARCH_QUEUE),
         public=True,
         max_instances=3,
     ),
@@ -98,9 +99,9 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         agent="AGT-001",
         purpose="GTM orchestrator chat (SSE) and /overview",
         secrets=(*RUNTIME_SECRETS, *JWT_SECRETS),
-        # it decides approval items too, so it publishes what their appliers do
+        # it decides approval items too, so it publishes and enqueues what their appliers do
         publishes=(CAMPAIGN_TOPIC, CONTENT_TOPIC, ONBOARDING_TOPIC),
-        enqueues=(SEND_QUEUE,),
+        enqueues=(SEND_QUEUE, RESEARCH_QUEUE),
         # its approval cards sign deployment-kit links (colony.flows.approvals.approval_queue)
         assets="read",
         public=True,

@@ -58,9 +58,9 @@ PUBSUB_FUNCTIONS: tuple[Function, ...] = (
         agent="AGT-005",
         purpose="outbound message drafts into the approval queue",
         # A later sequence step the person's approval of step 1 covers (org setting) is
-        # decided here, so it holds what deciding needs: the appliers' topics, the send.
+        # decided here, so it holds what deciding needs: the appliers' topics and queues.
         publishes=(ONBOARDING_TOPIC, CAMPAIGN_TOPIC, CONTENT_TOPIC),
-        enqueues=(SEND_QUEUE,),
+        enqueues=(SEND_QUEUE, RESEARCH_QUEUE),
         max_instances=4,
     ),
     Function(

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from colony.ports import (
         BlobStore,
         Clock,
+        PageRenderer,
         ReceivedMail,
         RejectionRecorder,
         Sender,
@@ -58,6 +59,8 @@ class Parts:
     # events are then held: colony.flows.outbound.held_mail)
     inbound: Callable[[Settings], ReceivedMail | None] | None = None
     web: Callable[[Settings, Database], WebFetcher] | None = None  # the research function's
+    # None from the builder: no browser here (pages that need one are recorded, not rendered)
+    renderer: Callable[[Settings, Database], PageRenderer | None] | None = None
     # What approving an item of each kind does (colony.runtime.appliers), for the functions
     # that decide items: naming it brings every capability's applier into the bundle.
     appliers: Callable[[str], Applier | None] | None = None
@@ -80,6 +83,7 @@ class Deps:
     mail_sender: Sender | None = None
     inbound_mail: ReceivedMail | None = None
     web_fetcher: WebFetcher | None = None
+    page_renderer: PageRenderer | None = None
     applier_table: Callable[[str], Applier | None] | None = None
     parts: Parts | None = None  # None: not composed yet (``deps(parts)`` composes it)
 
@@ -130,6 +134,16 @@ class Deps:
             return self.web_fetcher
         return self._builder("web")(self.settings, self.db)
 
+    @cached_property
+    def renderer(self) -> PageRenderer | None:
+        """A browser for pages that need one to show their text (research only); None where
+        none is configured (``COLONY_RESEARCH_BROWSER``) or composed, which is an answer:
+        such a page is kept as fetched and marked ``needs_browser``."""
+        if self.page_renderer is not None:
+            return self.page_renderer
+        builder = self.parts.renderer if self.parts is not None else None
+        return builder(self.settings, self.db) if builder is not None else None
+
     def applier(self, kind: str) -> Applier | None:
         """What approving an item of ``kind`` does (``colony.runtime.appliers``); only a
         function composed with the appliers may decide items."""
@@ -159,6 +173,7 @@ def build_deps(
     sender: Sender | None = None,
     inbound: ReceivedMail | None = None,
     web: WebFetcher | None = None,
+    renderer: PageRenderer | None = None,
     appliers: Callable[[str], Applier | None] | None = None,
     parts: Parts | None = None,
     faults: Faults | None = None,
@@ -191,6 +206,7 @@ def build_deps(
         mail_sender=sender,
         inbound_mail=inbound,
         web_fetcher=web,
+        page_renderer=renderer,
         applier_table=appliers,
         parts=parts,
         faults=faults if faults is not None else Faults.from_env(),

@@ -353,4 +353,7 @@ def migrations(dim: int) -> list[Migration]:
             _sql("0042_research_sources").replace("{dim}", str(dim))
             + "".join(_rls(t) for t in ("research_jobs", "research_sources", "research_passages")),
         ),
+        # Issue 33 item 4: a page that needs a browser, rendered: its screenshot's name and
+        # hash, and what the render came to.
+        Migration("0043_research_screenshots", _sql("0043_research_screenshots")),
     ]

@@ -30,6 +30,7 @@ from colony.flows.handlers import PUBSUB_HANDLERS
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import LlmDeps
 from colony.ports import BlobStore, Clock, ReceivedMail, Sender, Transport, WebFetcher
+from colony.ports.render import PageRenderer
 from colony.registry.functions import FUNCTIONS
 from colony.runtime import delivery
 from colony.runtime.appliers import applier
@@ -144,6 +145,7 @@ def local_deps(
     sender: Sender | None = None,
     inbound: ReceivedMail | None = None,
     web: WebFetcher | None = None,
+    renderer: PageRenderer | None = None,
     faults: Faults | None = None,
     clock: Clock = fixed_clock,
 ) -> Deps:
@@ -153,7 +155,8 @@ def local_deps(
     Unlike production it runs on ``fixed_clock`` and injects no faults unless given them
     (``COLONY_INJECT_FAULTS`` is not read). Rejections are recorded in ``db``, as in
     production. A part left out (``llm``, ``knowledge``, ``blobs``, ``sender``, ``web``) raises
-    ``ConfigError`` on use, naming it. ``Deps`` is frozen: change a part with
+    ``ConfigError`` on use, naming it; no ``renderer`` is none (pages that need a browser are
+    recorded, not rendered). ``Deps`` is frozen: change a part with
     ``dataclasses.replace``.
     """
     return build_deps(
@@ -166,6 +169,7 @@ def local_deps(
         sender=sender,
         inbound=inbound,
         web=web,
+        renderer=renderer,
         appliers=applier,  # the real table: the tests decide items of every kind
         clock=clock,
         faults=faults if faults is not None else Faults(),

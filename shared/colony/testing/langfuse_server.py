@@ -1,10 +1,12 @@
-"""A local stand-in for Langfuse's public trace API (``/api/public/traces``).
+"""A local stand-in for Langfuse's public API: traces (``/api/public/traces``), and datasets
+with their runs as the official SDK records them (``colony.testing.langfuse_datasets``).
 
 ``GET /api/public/traces`` (``tags`` repeated: every tag must be on the trace; ``page`` from
 1, ``limit`` at most 100; ``{"data": [...], "meta": {"page", "limit", "totalItems",
 "totalPages"}}``) and ``DELETE /api/public/traces`` (``{"traceIds": [...]}`` →
 ``{"message": ...}``), both behind Basic auth with the project's key pair, errors as
-``{"message": ...}``. ``add_trace`` seeds what the tracer would have ingested.
+``{"message": ...}``. ``add_trace`` seeds what the tracer would have ingested. ``datasets``
+holds the datasets, their items, the dataset runs (experiments) and the scores.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from colony.testing.langfuse_datasets import LangfuseDatasets
 from colony.testing.wire import RecordedRequest, Reply, Route, WireServer
 
 PUBLIC_KEY = "pk-lf-local"
@@ -29,10 +32,12 @@ class LangfuseServer(WireServer):
         self.public_key, self.secret_key = public_key, secret_key
         self._traces: dict[str, dict[str, Any]] = {}
         self._data_lock = threading.Lock()
+        self.datasets = LangfuseDatasets(self._denied)
         super().__init__(
             routes=[
                 Route.of("langfuse.traces.list", "GET", r"/api/public/traces", self._list),
                 Route.of("langfuse.traces.delete", "DELETE", r"/api/public/traces", self._delete),
+                *self.datasets.routes(),
             ]
         )
 

@@ -14,7 +14,10 @@ Context shapes (callers build exactly these; a missing required key raises
   ``launch`` … ``campaign`` → ``launch_campaign`` (the first angle word named, default
   Signal; the tier as written — ``T9`` is passed through so the flow's argument check
   rejects it; ``P-001``-style ids as ``contact_external_ids``, else
-  omitted); ``pipeline``/``deals``/``snapshot`` → ``pipeline_snapshot``;
+  omitted); ``research``/``look up``/``look into`` with a domain or URL in the message →
+  ``research_company`` (the first URL, else the first domain-like name, as written: the
+  flow's argument check refuses what names no company; ``again``/``refresh`` → ``force``);
+  ``pipeline``/``deals``/``snapshot`` → ``pipeline_snapshot``;
   ``approval``/``queue``/``pending`` → ``list_approvals``;
   ``write``/``draft``/``post``/``blog``/``newsletter``/``one-pager`` → ``ask_content_agent``
   (format from the word); ``search``/``find``/``knowledge``/a KC id → ``search_knowledge``
@@ -60,6 +63,11 @@ _I = re.IGNORECASE
 _TIER = re.compile(r"\bT(\d{1,2})\b")
 _CONTACT_ID = re.compile(r"\bP-\d{3,6}\b")
 _KC_ID = re.compile(r"\bKC-(0[1-9]|10)\b")
+_RESEARCH = re.compile(r"\b(?:research|look(?:ing)? (?:up|into)|read up on)\b", _I)
+_AGAIN = re.compile(r"\b(?:again|refresh|re-?read)\b", _I)
+_URL = re.compile(r"\bhttps?://[^\s\"'<>]+", _I)
+# a name with a dot and a letter-led top label: ``acme.example's`` gives ``acme.example``
+_HOST = re.compile(r"\b(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?\.)+[a-z][a-z0-9-]*[a-z0-9]\b", _I)
 _FORMATS = (
     ("newsletter", "email_newsletter"),
     ("blog", "blog_post"),
@@ -137,6 +145,10 @@ def _orchestrate(ctx: Mapping[str, Any], offered: set[str]) -> ToolCall | dict[s
         if contacts:
             arguments["contact_external_ids"] = contacts
         candidates.append(call("launch_campaign", arguments))
+    company = _company(message) if _RESEARCH.search(message) else None
+    if company:
+        arguments = {"domain": company, "force": bool(_AGAIN.search(message))}
+        candidates.append(call("research_company", arguments))
     if any(w in low for w in ("pipeline", "deals", "snapshot")):
         candidates.append(call("pipeline_snapshot", {}))
     if any(w in low for w in ("approval", "queue", "pending")):
@@ -156,6 +168,16 @@ def _orchestrate(ctx: Mapping[str, Any], offered: set[str]) -> ToolCall | dict[s
     return {"answer": _plain_answer(ctx)}
 
 
+def _company(message: str) -> str | None:
+    """The website a message names: its first URL (trailing punctuation dropped), else its
+    first domain-like name."""
+    url = _URL.search(message)
+    if url:
+        return url.group(0).rstrip(".,;:!?)")
+    host = _HOST.search(message)
+    return host.group(0) if host else None
+
+
 def _plain_answer(ctx: Mapping[str, Any]) -> str:
     parts = ["Offline orchestrator here (deterministic, not a language model)."]
     brief = opt_str(ctx, "daily_brief")
@@ -171,7 +193,7 @@ def _plain_answer(ctx: Mapping[str, Any]) -> str:
     parts.append(f"{len(queue)} approval item{'s' if len(queue) != 1 else ''} pending.")
     parts.append(
         "Ask me for the pipeline, a knowledge search, the approval queue, a content "
-        "piece or a campaign launch."
+        "piece, a company's research or a campaign launch."
     )
     return " ".join(parts)
 
@@ -190,6 +212,8 @@ def _describe(item: Mapping[str, Any]) -> str:
             f"Launched campaign {r.get('name')!s} ({r.get('angle')}, {r.get('tier')}) as "
             f"run {r.get('run_id')} over {r.get('contacts')} prospects; AGT-002 has it."
         )
+    if name == "research_company":
+        return _researching(r)
     if name == "pipeline_snapshot":
         stages = r.get("deals_by_stage") or {}
         listed = (
@@ -228,6 +252,19 @@ def _describe(item: Mapping[str, Any]) -> str:
             "will land in the approval queue."
         )
     return f"{name} finished."
+
+
+_RESEARCH_STATES = {
+    "started": "its pages are being read and kept for AGT-003 to quote",
+    "running": "a pass over it was already under way",
+    "ready": "it was researched this week, so nothing was fetched again (say refresh to "
+    "read it anew)",
+}
+
+
+def _researching(r: Mapping[str, Any]) -> str:
+    state = str(r.get("state"))
+    return f"Research of {r.get('domain')}: {state}; {_RESEARCH_STATES.get(state, 'asked')}."
 
 
 # -- conversation_summary ----------------------------------------------------------------------

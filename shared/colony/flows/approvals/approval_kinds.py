@@ -26,7 +26,7 @@ from colony.contracts import (
     KcUpdateCandidate,
     OutboundMessage,
 )
-from colony.contracts.chat import LaunchCampaignArgs
+from colony.contracts.chat import LaunchCampaignArgs, ResearchCompanyArgs
 from colony.contracts.deals import parse_update
 from colony.errors import ValidationFailed, describe_validation
 from colony.policy.outbound import check_outbound, check_shape
@@ -66,6 +66,8 @@ class HeldTool:
 # The chat's gated tools, by name (``colony.flows.chat.tools.Tool.gated`` reads it).
 HELD_TOOLS: dict[str, HeldTool] = {
     "launch_campaign": HeldTool(LaunchCampaignArgs, ("name", "angle", "tier")),
+    # a person may point it at another company, never make it read a fresh site again
+    "research_company": HeldTool(ResearchCompanyArgs, ("domain",)),
 }
 
 

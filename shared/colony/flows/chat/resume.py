@@ -21,6 +21,7 @@ from colony.flows.chat.turn import continue_turn, record_result, tool_context
 from colony.flows.chat.turn_io import TurnIO
 from colony.flows.deps import FlowDeps
 from colony.store import chat as chat_store
+from colony.store.approvals import approvals
 
 
 def apply_tool_action(
@@ -29,14 +30,16 @@ def apply_tool_action(
     """Run an approved gated tool and continue its turn
     (``colony.runtime.appliers``).
 
-    Runs inside the approval decision's transaction: it takes the session's lock (waiting for
-    a turn in progress), and writes the result, the model's continuation and their events
-    on the decision's cursor, so they commit — and reach the session's followers — with the
-    decision. Idempotent: a call that already has its result is not run again, and the tool
-    runners themselves are idempotent on the call id. A tool that fails upstream raises (the
-    decision rolls back); once the result is recorded, a continuation failing upstream is an
-    ``error`` event and the decision stands, while one failing by our fault (``InternalError``)
-    or a bug raises too, so it is reported and approving again retries it.
+    The tool runs as approved by the person who decided the item (``ToolContext.approved_by``:
+    research is asked for in their name). Runs inside the approval decision's transaction: it
+    takes the session's lock (waiting for a turn in progress), and writes the result, the
+    model's continuation and their events on the decision's cursor, so they commit — and
+    reach the session's followers — with the decision. Idempotent: a call that already has
+    its result is not run again, and the tool runners themselves are idempotent on the call
+    id. A tool that fails upstream raises (the decision rolls back); once the result is
+    recorded, a continuation failing upstream is an ``error`` event and the decision stands,
+    while one failing by our fault (``InternalError``) or a bug raises too, so it is reported
+    and approving again retries it.
     """
     session_id = str(payload["session_id"])
     call_id = str(payload["call_id"])
@@ -52,8 +55,11 @@ def apply_tool_action(
     accepted = {"session_id": session_id, "resumes": payload.get("turn_id"), "approval_id": item_id}
     io.write([("accepted", accepted)])
     tool, args = tools.parse_args(str(payload["tool"]), payload.get("arguments") or {})
+    # The decision is written on this cursor already: the person who made it runs the tool.
+    decided = approvals.decided(cur, [item_id])
+    approved_by = str(decided[0]["decided_by"]) if decided and decided[0]["decided_by"] else None
     # Unguarded: a tool that fails upstream must fail the decision (rolled back, so the item
     # stays pending and approving again retries it), not commit it as applied.
-    outcome = tools.run(tool, tool_context(io, call_id), args)
+    outcome = tools.run(tool, tool_context(io, call_id, approved_by), args)
     record_result(io, call_id, tool.name, outcome)
     continue_turn(io)

@@ -2,6 +2,8 @@
 
     tool                 gated  what it does
     launch_campaign      yes    creates the campaign and its run row, dispatches AGT-002
+    research_company     yes    asks for a company's research (``colony.flows.research``,
+                                requested by the person who approved it)
     pipeline_snapshot    no     SQL aggregates (deals by stage, runs, queue, outbox)
     search_knowledge     no     Knowledge Core top-k, optionally one domain
     list_approvals       no     the approval queue (people decide items on their cards:
@@ -13,7 +15,8 @@
                                 with its quote, source and confidence (untrusted data)
 
 A gated tool never runs inside the turn: the turn writes a ``tool_action`` approval item and
-pauses; approving the item runs the tool (``colony.flows.chat.resume.apply_tool_action``).
+pauses; approving the item runs the tool (``colony.flows.chat.resume.apply_tool_action``),
+with the approving person as ``ToolContext.approved_by``.
 Every runner is idempotent on its call id (deterministic ids, ``ON CONFLICT DO NOTHING``),
 because an approval may be retried after a failed commit.
 
@@ -41,12 +44,14 @@ from colony.contracts.chat import (
     ListApprovalsArgs,
     PipelineSnapshotArgs,
     ProposeDecisionArgs,
+    ResearchCompanyArgs,
     SearchKnowledgeArgs,
 )
-from colony.errors import CallerError, ValidationFailed
+from colony.errors import CallerError, Forbidden, ValidationFailed
 from colony.flows.approvals.approval_kinds import HELD_TOOLS, tool_arguments
 from colony.flows.approvals.approval_queue import pending_cards
 from colony.flows.deps import FlowDeps
+from colony.flows.research import requests as research
 from colony.knowledge.exemplars import to_exemplars
 from colony.registry.functions import CAMPAIGN_TOPIC, CONTENT_TOPIC
 from colony.runtime.transport import publish
@@ -65,6 +70,7 @@ class ToolContext:
     user_id: str
     session_id: str
     call_id: str
+    approved_by: str | None = None  # the person whose approval runs a gated tool
 
 
 Runner = Callable[[ToolContext, Any], dict[str, Any]]
@@ -145,6 +151,22 @@ def launch_campaign(ctx: ToolContext, args: LaunchCampaignArgs) -> dict[str, Any
         "tier": args.tier,
         "dispatched": message_id,
     }
+
+
+# ─── research_company (gated) ────────────────────────────────────────────────────────────
+
+
+def research_company(ctx: ToolContext, args: ResearchCompanyArgs) -> dict[str, Any]:
+    """Research the company now (``args.domain`` is already the domain research keys): a pass
+    is started (one task on ``colony-research``), joined while it runs, or found fresh.
+    Asked for by the approving person, as if they had asked the admin API: a retried approval
+    joins the pass its first attempt started."""
+    if ctx.approved_by is None:  # gated: only a person's approval (``resume``) runs it
+        raise Forbidden("research_company runs only when a person approves it")
+    state = research.request(
+        ctx.deps, ctx.org_id, args.domain, requested_by=ctx.approved_by, force=args.force
+    )
+    return {"domain": args.domain, "state": state, "force": args.force}
 
 
 # ─── pipeline_snapshot ───────────────────────────────────────────────────────────────────
@@ -289,6 +311,13 @@ TOOLS: dict[str, Tool] = {
             launch_campaign,  # gated: HELD_TOOLS holds it for a person's approval
         ),
         Tool(
+            "research_company",
+            "Research a company's website (domain or URL) so agents can quote its pages. "
+            "Needs a person's approval before it runs.",
+            ResearchCompanyArgs,
+            research_company,  # gated: HELD_TOOLS holds it for a person's approval
+        ),
+        Tool(
             "pipeline_snapshot",
             "Current pipeline: deals by stage with value, campaign runs, approval queue, "
             "outbox. SQL, exact numbers.",
@@ -329,7 +358,7 @@ TOOLS: dict[str, Tool] = {
 def definitions() -> tuple[ToolDefinition, ...]:
     """The tools as the model is offered them, built once: their argument schemas are fixed,
     and pydantic builds a schema anew on every ``model_json_schema`` (about 4 ms for these
-    seven, on the path to every model call and so to the first delta)."""
+    eight, on the path to every model call and so to the first delta)."""
     return tuple(ToolDefinition(**t.definition()) for t in TOOLS.values())
 
 

@@ -294,8 +294,8 @@ def _pause(
     return "paused"
 
 
-def tool_context(io: TurnIO, call_id: str) -> tools.ToolContext:
-    return tools.ToolContext(io.deps, io.org_id, io.user_id, io.session_id, call_id)
+def tool_context(io: TurnIO, call_id: str, approved_by: str | None = None) -> tools.ToolContext:
+    return tools.ToolContext(io.deps, io.org_id, io.user_id, io.session_id, call_id, approved_by)
 
 
 def _clip_result(outcome: Mapping[str, Any]) -> Any:

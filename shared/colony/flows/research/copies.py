@@ -18,7 +18,7 @@ from colony.errors import UpstreamError, error_summary
 from colony.flows.deps import FlowDeps
 from colony.store.research import sources
 
-log = logging.getLogger("colony.research")
+log = logging.getLogger(__name__)  # a literal "colony.…" name would count as an import
 
 
 def is_url(value: Any) -> bool:

@@ -5,7 +5,9 @@ Every URL asked for gets a ``research_sources`` row saying what happened (``outc
 is kept in the assets bucket under ``research/<org>/<source id>/``: the bytes as received
 (named by their sha256) and the extracted text (named by its own), then read into
 passages that are embedded for AGT-003; a body whose bytes did not change is neither stored
-nor embedded again. A 304 confirms the stored copy: its bytes are read back from the bucket
+nor embedded again. A page that needs a browser to show its text is rendered first where a
+browser is configured (``rendering``: its text replaces the raw page's, its screenshot is kept
+beside it). A 304 confirms the stored copy: its bytes are read back from the bucket
 (never from the site) so the pass can follow its links again.
 
 The reader (``colony.research.read``) never raises for what a page holds (a parser's surprise
@@ -21,6 +23,7 @@ from datetime import date
 from typing import Any
 
 from colony.flows.deps import FlowDeps
+from colony.flows.research import rendering
 from colony.ports.web import FetchResult
 from colony.research import Document, read
 from colony.store.db import Row
@@ -83,17 +86,23 @@ def keep(
         return Kept(sid, None, downloaded=False)
     doc = read(result.final_url, result.content_type, result.content, result.text)
     content_hash = hashlib.sha256(result.content).hexdigest()
-    text = document_text(doc)
-    text_hash = hashlib.sha256(text.encode()).hexdigest()
     prefix = f"{object_prefix(org_id)}{sid}/"
     raw_object = f"{prefix}{content_hash}{_EXT.get(doc.kind, '.bin')}"
-    text_object = f"{prefix}{text_hash}.txt" if text else None
     unchanged = previous is not None and previous["content_hash"] == content_hash
+    shown = rendering.show(deps, result, doc, prefix, previous if unchanged else None)
+    doc = shown.doc  # as a browser shows it, where the page needs one (rendering)
+    text = document_text(doc)
+    text_hash = hashlib.sha256(text.encode()).hexdigest()
+    text_object = f"{prefix}{text_hash}.txt" if text else None
+    same_text = previous is not None and previous["text_hash"] == text_hash
     if not unchanged:
         # as received, never served as the site's type from our bucket (its row keeps that)
         deps.blobs.put(raw_object, result.content, "application/octet-stream")
-        if text_object:  # a sitemap, an empty page: nothing read to keep
-            deps.blobs.put(text_object, text.encode(), "text/plain; charset=utf-8")
+    if text_object and not same_text:  # a sitemap, an empty page: nothing read to keep
+        deps.blobs.put(text_object, text.encode(), "text/plain; charset=utf-8")
+    if shown.screenshot is not None:
+        deps.blobs.put(shown.screenshot[0], shown.screenshot[1], "image/png")
+    row.update(shown.fields)
     row.update(
         kind=doc.kind,
         problem=doc.problem,
@@ -108,7 +117,6 @@ def keep(
         text_chars=len(text),
         needs_browser=doc.needs_browser,
     )
-    same_text = previous is not None and previous["text_hash"] == text_hash
     found = [] if same_text else passages(doc)
     vectors = deps.knowledge.embed_texts([t for t, _ in found]) if found else []
     with deps.db.transaction(org_id) as cur:

@@ -9,14 +9,12 @@ carry the reader and its parsers in its bundle (``colony.deploy.imports``).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from datetime import date, datetime
 from typing import Any
-from urllib.parse import urlsplit
 
-from colony.contracts.research import ResearchTask
+from colony.contracts.research import ResearchTask, domain_of
 from colony.errors import ValidationFailed
 from colony.flows.deps import FlowDeps
 from colony.flows.research import plan
@@ -38,26 +36,6 @@ class Waiter:
     attributes: Mapping[str, str]
 
 
-_DOMAIN = re.compile(
-    r"^(?=.{1,253}$)(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?\.)+[a-z][a-z0-9-]{0,62}$"
-)
-
-
-def domain_of(value: str | None) -> str | None:
-    """A company domain as research keys it (lower-case, IDNA, no scheme, path, port or
-    ``www.``), or None when ``value`` names none (an IP address is not a company)."""
-    if not value or not value.strip():
-        return None
-    text = value.strip()
-    host = urlsplit(text if "//" in text else f"//{text}").hostname or ""
-    try:
-        host = host.rstrip(".").encode("idna").decode("ascii").lower()
-    except UnicodeError:
-        return None
-    host = host.removeprefix("www.")
-    return host if _DOMAIN.fullmatch(host) else None
-
-
 def request(
     deps: FlowDeps,
     org_id: str,
@@ -66,10 +44,12 @@ def request(
     requested_by: str,
     waiter: Waiter | None = None,
     force: bool = False,
+    dispatch: bool = True,
 ) -> str:
     """Research ``company`` (a domain or a URL) for ``org_id``: ``ready`` (a pass ended
     within the freshness window and ``force`` is not set: nothing to fetch), ``running``
-    (a pass is under way: ``waiter`` is published when it ends) or ``started``."""
+    (a pass is under way: ``waiter`` is published when it ends) or ``started``.
+    ``dispatch=False`` queues no task: the caller works the pass itself (``run_to_end``)."""
     domain = domain_of(company)
     if domain is None:
         raise ValidationFailed(f"{company!r} is not a company domain (e.g. example.com)")
@@ -87,11 +67,12 @@ def request(
         # a queue was purged): woken with a task of its own, so its waiters are not stranded
         stalled = pass_no is None and job is not None and job["stalled"]
         woken = jobs.wake(cur, domain, int(job["pass"])) if stalled and job else None
-    if woken is not None and job is not None:
+    if woken is not None and job is not None and dispatch:
         schedule(deps, org_id, domain, int(job["pass"]), woken, 0.0)
     if pass_no is None:
         return "running"
-    schedule(deps, org_id, domain, pass_no, 0, 0.0)
+    if dispatch:
+        schedule(deps, org_id, domain, pass_no, 0, 0.0)
     return "started"
 
 

@@ -205,7 +205,7 @@ def run_to_end(
     local demo): the same pass a task works, waiting in this process for each site's pace
     instead of scheduling itself. A pass within the freshness window (without ``force``) is
     answered as it stands."""
-    state = request(deps, org_id, company, requested_by=requested_by, force=force)
+    state = request(deps, org_id, company, requested_by=requested_by, force=force, dispatch=False)
     domain = str(domain_of(company))
     with deps.db.transaction(org_id) as cur:
         job = jobs.get(cur, domain, FRESH_DAYS * 86400)

@@ -257,7 +257,7 @@ def _contact_phases(deps: FlowDeps, org: str, contact_id: str) -> _ContactPhases
             # stored pages that name the person (a leadership page): gone with their copies
             pages = research_sources.mentioning(cur, erasure_contact.tokens(row)) if row else []
         names = {n for uri in uris if (n := _object(deps, uri))}
-        names |= {n for p in pages for n in (p["raw_object"], p["text_object"]) if n}
+        names |= {n for p in pages for n in research_sources.objects(p)}
         phases.objects = sorted(names)
         for name in phases.objects:
             deps.blobs.delete(name)

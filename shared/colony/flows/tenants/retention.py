@@ -67,9 +67,8 @@ def enforce(deps: FlowDeps, org_id: str) -> dict[str, Any]:
     with deps.db.transaction(org_id) as cur:
         pages = research_sources.expired(cur, cutoffs["research"])
     for page in pages:  # objects first: a crash before the rows are gone finds them again
-        for name in (page["raw_object"], page["text_object"]):
-            if name:
-                deps.blobs.delete(name)
+        for name in research_sources.objects(page):  # bytes, text, screenshot
+            deps.blobs.delete(name)
     with deps.db.transaction(org_id) as cur:
         expired["research"] = research_sources.forget(cur, [p["id"] for p in pages])
         expired["transcripts"] = retention.forget_transcripts(cur, [r for r, _ in transcripts])

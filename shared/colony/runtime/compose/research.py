@@ -1,5 +1,7 @@
 """The research function's parts: the open web (politely and safely), the assets bucket its
-pages are kept in, and the Knowledge Core's embedder for their passages. No chat model."""
+pages are kept in, the Knowledge Core's embedder for their passages, and a browser for the
+pages that need one where ``COLONY_RESEARCH_BROWSER`` names it (the research job with
+Chromium; never the function, which has none). No chat model."""
 
 from __future__ import annotations
 
@@ -8,10 +10,14 @@ from colony.runtime.deps import Parts
 
 def parts() -> Parts:
     # lazy: builders (adapters, SDKs) load on the first request, not at cold start
+    from colony.adapters.chromium import renderer_from_settings
     from colony.adapters.polite_web import web_from_settings
     from colony.adapters.storage import blob_store_from_settings
     from colony.runtime.knowledge_core import knowledge_from_settings
 
     return Parts(
-        knowledge=knowledge_from_settings, blobs=blob_store_from_settings, web=web_from_settings
+        knowledge=knowledge_from_settings,
+        blobs=blob_store_from_settings,
+        web=web_from_settings,
+        renderer=renderer_from_settings,
     )

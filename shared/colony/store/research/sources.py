@@ -1,9 +1,9 @@
 """What an org's research fetched (``research_sources``) and the passages of its text
-(``research_passages``), migration 0042.
+(``research_passages``), migrations 0042 and 0043 (a rendered page's screenshot).
 
 A source is one URL of one company as last fetched for the org: the outcome, what it was
 read as, its dates, the validators for the next conditional request, and the names and
-hashes of its stored bytes and text (the assets bucket, under ``research/<org>/``). Its
+hashes of its stored bytes, text and screenshot (the assets bucket, under ``research/<org>/``). Its
 passages carry their embedding, so AGT-003 is given the ones nearest what the org looks for,
 each with the URL and date it came from.
 
@@ -46,6 +46,10 @@ COLUMNS = (
     "last_modified",
     "needs_browser",
     "pass",
+    "screenshot_object",
+    "screenshot_hash",
+    "render_outcome",
+    "render_detail",
 )
 # What a person is shown of a source (the CLI, the admin API): where, what came of it, when;
 # never its text or where we keep it.
@@ -62,6 +66,7 @@ SHOWN = (
     "fetched_at",
     "published_at",
     "needs_browser",
+    "render_outcome",
     "text_chars",
 )
 UPSERT = f"""
@@ -94,13 +99,13 @@ ORDER BY p.embedding <=> %s::vector, p.source_id, p.ord
 LIMIT %s
 """
 EXPIRED = """
-SELECT id, raw_object, text_object FROM research_sources
+SELECT id, raw_object, text_object, screenshot_object FROM research_sources
 WHERE coalesce(downloaded_at, fetched_at) < %s ORDER BY fetched_at
 """
 FORGET = "DELETE FROM research_sources WHERE id = ANY(%s::text[])"
 # The stored pages that name a person (a leadership page naming an erased contact).
 MENTIONING = r"""
-SELECT DISTINCT s.id, s.raw_object, s.text_object
+SELECT DISTINCT s.id, s.raw_object, s.text_object, s.screenshot_object
 FROM research_sources s JOIN research_passages p ON p.source_id = s.id
 WHERE p.text ILIKE ANY(%s::text[])
 ORDER BY s.id
@@ -165,6 +170,14 @@ def nearest(cur: Any, domain: str, vector: Sequence[float], model: str, limit: i
     """The company's ``limit`` passages nearest ``vector``, nearest first."""
     literal = sql_text(vector)
     return fetch_all(cur, NEAREST, (literal, domain, model, literal, limit))
+
+
+OBJECTS = ("raw_object", "text_object", "screenshot_object")  # what a source keeps in the bucket
+
+
+def objects(source: Row) -> list[str]:
+    """The names of every object ``source`` keeps (bytes, text, screenshot)."""
+    return [source[c] for c in OBJECTS if source.get(c)]
 
 
 def expired(cur: Any, cutoff: datetime) -> list[Row]:

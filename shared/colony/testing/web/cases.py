@@ -18,6 +18,8 @@ huge-page.example           / is 50 MB of HTML with no Content-Length (streamed,
 never-ends.example          / declares 1,000,000 bytes and drips one every ``drip_gap`` s; the
                             server gives up after ``drip_limit`` s (the body never completes)
 needs-js.example            / has an empty body: a script writes the text (``JS_TEXT``)
+hostile-js.example, ...     pages only a browser reads, hostile or never finishing
+                            (``colony.testing.web.scripted``)
 cp1252.example              / in Windows-1252, no charset in the header or the page
 shift-jis.example           / in Shift-JIS, no charset in the header or the page
 bad-feed.example            a site whose declared feed (/news/feed.xml) is malformed XML
@@ -39,6 +41,7 @@ from dataclasses import replace
 
 from colony.testing.web import pdf
 from colony.testing.web.pages import Page, Robots, Site, Stream, redirect
+from colony.testing.web.scripted import SCRIPTED, scripted_sites
 from colony.testing.web.sites import Facts, NewsFact, company, company_pages
 
 NO_WEBSITE = "no-website.example"
@@ -60,6 +63,7 @@ HARD_CASES: dict[str, str] = {  # host → the company it stands for
     "pdf-encrypted.example": "Sealed Press Health",
     "pdf-broken.example": "Torn Page Health",
     "injection.example": "Larkspur Medical Group",
+    **SCRIPTED,
     NO_WEBSITE: "Offline Family Practice",
 }
 CP1252_TEXT = (
@@ -187,4 +191,4 @@ def hard_cases(port: int, drip_gap: float, drip_limit: float) -> list[Site]:
         ("redirect-internal.example", "http://metadata.google.internal/computeMetadata/v1/"),
     ):
         sites.append(Site(host, robots=Robots(), dynamic=functools.partial(_always, location)))
-    return sites
+    return sites + scripted_sites(port, drip_gap, drip_limit)
