@@ -109,9 +109,9 @@ test: lint imports typecheck infra-check unit
 # A real open model on this machine (issue 37 item 4), never part of `make test`: llama.cpp's
 # own llama-server and Qwen2.5-Coder-1.5B-Instruct, built or fetched once under
 # COLONY_EVAL_CACHE (default ~/.cache/colony/eval-local; needs cmake and a C++ compiler),
-# served on a free loopback port, and AGT-003/004/005 over a few demo contacts through the
-# real OpenAI adapter. Minutes per agent on two cores; the figures are in docs/quality.md.
-# EVAL_LOCAL_ARGS="--contacts P-001,P-007 --agents AGT-004" narrows it.
+# served on a free loopback port, and a stated subset of the eval sets for AGT-003/004/005 run
+# against it by `colony eval run --base-url` (colony.local.eval_local). Minutes per case on two
+# cores; the figures are in docs/quality.md. EVAL_LOCAL_ARGS="--case AGT-004/demo/P-007" narrows it.
 EVAL_LOCAL_ARGS ?=
 eval-local: $(STAMP)
 	$(BIN)/python -m colony.local.eval_local $(EVAL_LOCAL_ARGS)

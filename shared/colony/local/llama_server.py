@@ -258,8 +258,9 @@ def free_port() -> int:
 def threads_for_load() -> int:
     """Every core on a machine that is not already busy, else one thread. llama.cpp's threads
     wait for each other at every step, so when the cores are taken by other work a second
-    thread made it slower here, not faster (0.8 tokens/s generated with one, none finished in
-    ten minutes with two, at a load of 6 to 8 on two cores; 10 tokens/s with two when quiet)."""
+    thread made it slower here, not faster: at a load average of 6 to 8 on two cores, one
+    thread generated 0.8 tokens/s and two finished no request in ten minutes; at 3.5, two
+    generated 10 tokens/s."""
     cores = os.cpu_count() or 1
     return cores if os.getloadavg()[0] < cores else 1
 
