@@ -64,10 +64,14 @@ def chromium() -> str:
     return CHROMIUM
 
 
-def renderer(db: Database, web: WebServer, limits: RenderLimits | None = None) -> ChromiumRenderer:
+def renderer(
+    db: Database, web: WebServer, limits: RenderLimits | None = None, fetch_deadline: float = 4.0
+) -> ChromiumRenderer:
     """Headless Chromium over the stand-in web: what a page's scripts ask for is fetched by
     the real polite, safe fetcher (smaller limits, scripts accepted), as in production."""
-    sub = Limits(max_bytes=1024 * 1024, connect_timeout=2.0, read_timeout=2.0, deadline=4.0)
+    sub = Limits(
+        max_bytes=1024 * 1024, connect_timeout=2.0, read_timeout=2.0, deadline=fetch_deadline
+    )
     scripts = fetcher(db, web, sub, accept=SUBRESOURCE_TYPES)
     return ChromiumRenderer(chromium(), scripts, limits=limits)
 

@@ -23,6 +23,7 @@ from colony.flows.recordings import recording
 from colony.flows.tenants import org_admin
 from colony.llm.runner import StructuredRunner
 from colony.policy.grounding import verbatim
+from colony.policy.outbound import signal_matches
 from colony.store import fetch_one
 from colony.testing.hostile import RecordingTracer
 from tests.conftest import PgDB
@@ -152,6 +153,38 @@ def test_agt003_quotes_are_checked_against_the_contact_data_it_was_given() -> No
     web = kept[2]
     assert web["source"] == "https://reyes.example/news/funding"
     assert web["observed_on"] == "2026-10-01"  # the passage's date, not the model's
+
+
+@pytest.mark.covers("AGT-003", "CONST-006")
+def test_agt003_keeps_signals_agt005_can_tell_apart() -> None:
+    """AGT-005 must reference exactly one of a contact's signals (CONST-006), so AGT-003 keeps
+    no two it would match to each other, the best ranked first: two postings of one job
+    board in one city, an opening read in the feed and again on the news index, and (the
+    cost) a company's short headlines, whose shared name makes CONST-006 read them as one.
+    ``bench/research.py`` found drafts dead-lettered for each of these."""
+    board = "http://api.ashbyhq.com/posting-api/job-board/prairievalley"
+    details = [
+        ("hiring", "Hiring a Facilities Project Manager in Spokane, WA.", board),
+        ("hiring", "Hiring a Revenue Cycle Manager in Spokane, WA.", board),  # one to CONST-006
+        ("hiring", "Hiring a Medical Assistant in Omaha, NE.", board),  # told apart: kept
+        (
+            "expansion",
+            "Aspen Hill Medical Group opens a new clinic in Madison, WI · 2026-10-13",
+            "",
+        ),
+        (
+            "expansion",
+            "Press release: Aspen Hill Medical Group opens a new clinic in Madison, WI (PDF)",
+            "",
+        ),
+        ("funding", "Stone Park Imaging secures new funding", ""),
+        ("expansion", "Stone Park Imaging opens a new clinic in Omaha, NE", ""),
+    ]
+    found = [{"type": t, "detail": d, "quote": d, "source": u} for t, d, u in details]
+    kept = [s["detail"] for s in enrichment.one_per_event(found)]
+    assert kept == [details[i][1] for i in (0, 2, 3, 5)]
+    for detail in kept:  # a draft naming any kept signal names exactly one
+        assert sum(signal_matches(detail, other) for other in kept) == 1, detail
 
 
 def _set_competitors(deps: Any, names: list[str]) -> None:

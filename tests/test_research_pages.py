@@ -184,9 +184,10 @@ def test_a_huge_page_is_cut_before_extraction() -> None:
     tree = fromstring(f"<html><body>{farm}</body></html>")
     assert bound(tree) and sum(1 for _ in tree.iter()) == MAX_ELEMENTS
     assert not bound(fromstring(f"<html><body><p>{PROSE}</p></body></html>"))
-    started = time.monotonic()
+    # CPU time of this thread, not the wall clock: a loaded machine stretches the latter
+    started = time.thread_time()
     found = page(farm)
-    assert time.monotonic() - started < 4  # about 1 s here; uncut, trafilatura takes minutes
+    assert time.thread_time() - started < 4  # about 1 s here; uncut, trafilatura takes minutes
     assert found.text.startswith("Page 0\nPage 1\n") and len(found.links) == MAX_LINKS
 
 

@@ -13,8 +13,10 @@ import pytest
 from colony.adapters.web import Limits
 from colony.errors import ValidationFailed
 from colony.flows.research import requests as research
-from colony.store import fetch_all
+from colony.store import fetch_all, fetch_one
 from colony.testing.web.cases import NO_WEBSITE
+from colony.testing.web.pages import Page, Site
+from colony.testing.web.sites import company_sites
 from colony.testing.web_server import WebServer
 from tests.conftest import Gcs, PgDB
 from tests.research_world import GAP, drain, research_deps
@@ -136,6 +138,48 @@ def test_research_again_fetches_nothing_within_freshness_and_only_304s_after(
         again[u]["outcome"] == "not_modified" for u, s in first.items() if s["outcome"] == "ok"
     )
     assert web.counters().not_modified >= sum(s["outcome"] == "ok" for s in first.values())
+
+
+def test_a_page_that_fails_on_research_again_keeps_its_stored_copy(
+    testdb: PgDB, gcs: Gcs, web: WebServer
+) -> None:
+    """A 5xx on research again is not the page's end: the row says what the fetch came to,
+    while the copy, its validators and passages stand; the next pass asks for it
+    conditionally (a 304), nothing downloaded again (found by ``bench/research.py``)."""
+    deps, transport, _ = researched(testdb, gcs, web)
+    site, _www = company_sites(web.companies[MERCY])
+    kept = next(s for s in sources(deps) if s["role"] == "about")
+    assert kept["outcome"] == "ok" and kept["text_object"] and kept["etag"]
+
+    def passages() -> int:
+        with deps.db.transaction(ORG) as cur:
+            row = fetch_one(
+                cur,
+                "SELECT count(*) AS n FROM research_passages WHERE source_id = %s",
+                (kept["id"],),
+            )
+        return int(row["n"]) if row else 0
+
+    before = passages()
+    down = Site(site.host, {**site.pages, "/about": Page(b"down", status=503)}, site.robots)
+    web.add_site(down)
+    research.request(deps, ORG, MERCY, requested_by="u1", force=True)
+    assert drain(deps, transport)[-1]["outcome"] == "researched"
+    failed = next(s for s in sources(deps) if s["id"] == kept["id"])
+    assert (failed["outcome"], failed["status"], failed["pass"]) == ("http_error", 503, 2)
+    for column in ("raw_object", "text_object", "content_hash", "etag", "downloaded_at"):
+        assert failed[column] == kept[column], column
+    assert passages() == before > 0
+    assert gcs.store.get(kept["text_object"])  # the copy a signal links to is still there
+
+    web.add_site(site)  # back up, unchanged
+    web.reset()
+    research.request(deps, ORG, MERCY, requested_by="u1", force=True)
+    drain(deps, transport)
+    (asked,) = [r for r in web.requests if r.host == MERCY and r.path == "/about"]
+    assert asked.header("if-none-match") == kept["etag"] and asked.status == 304
+    again = next(s for s in sources(deps) if s["id"] == kept["id"])
+    assert again["outcome"] == "not_modified" and again["downloaded_at"] == kept["downloaded_at"]
 
 
 def test_orgs_research_apart(testdb: PgDB, gcs: Gcs, web: WebServer) -> None:

@@ -16,6 +16,7 @@ from colony.local.cli_explain import add_commands as add_explain_commands
 from colony.local.cli_imports import add_commands as add_import_commands
 from colony.local.cli_research import add_commands as add_research_commands
 from colony.settings import Settings
+from colony.testing.lifeline import stopping_on_termination
 
 if TYPE_CHECKING:
     from colony.knowledge import KnowledgeStore, Retrieved
@@ -357,9 +358,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        settings = Settings.from_env()
-        return int(args.run(settings, args))
+    try:  # SIGTERM and SIGHUP stop what a command started as Ctrl-C does
+        with stopping_on_termination():
+            settings = Settings.from_env()
+            return int(args.run(settings, args))
     except ColonyError as error:
         print(f"colony: error: {error}", file=sys.stderr)
         return 2

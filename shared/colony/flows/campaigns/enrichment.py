@@ -32,6 +32,7 @@ from colony.flows.research import requests as research
 from colony.flows.research.passages import passages_for
 from colony.llm.agent_call import call_agent
 from colony.policy.grounding import verbatim
+from colony.policy.outbound import signal_matches
 from colony.registry.functions import AGENT_TOPICS
 from colony.runtime.steps import step, stored
 from colony.runtime.transport import message
@@ -201,7 +202,10 @@ def one_per_event(signals: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     on the news index and in its press release, and they are one signal (the first, the
     best ranked), not several AGT-005 could not tell apart (CONST-006 wants exactly one
     referenced). An event is a type on a day, or a type whose quote holds another's (or is
-    held by it)."""
+    held by it); and a signal whose detail CONST-006 would match to a kept one's, of any
+    type (a job board's postings in one city: "Hiring a Medical Assistant in Omaha, NE."
+    and "Hiring a Registered Nurse in Omaha, NE." name one hiring event to it), is not
+    kept either: a draft referencing it would match two."""
     kept: list[dict[str, Any]] = []
     for signal in signals:
         quote = _words(signal.get("quote"))
@@ -211,6 +215,9 @@ def one_per_event(signals: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
             quote and (quote in _words(k.get("quote")) or _words(k.get("quote")) in quote)
             for k in same
         ):
+            continue
+        detail = str(signal.get("detail") or "")
+        if detail and any(signal_matches(detail, str(k.get("detail") or "")) for k in kept):
             continue
         kept.append(signal)
     return kept

@@ -8,7 +8,10 @@ passages that are embedded for AGT-003; a body whose bytes did not change is nei
 nor embedded again. A page that needs a browser to show its text is rendered first where a
 browser is configured (``rendering``: its text replaces the raw page's, its screenshot is kept
 beside it). A 304 confirms the stored copy: its bytes are read back from the bucket
-(never from the site) so the pass can follow its links again.
+(never from the site) so the pass can follow its links again. A fetch that brings no body
+over a copy we keep (a 5xx, a timeout, a refusal) changes only what the row says the fetch
+came to: the copy, its validators and passages stand, and the next pass asks for it
+conditionally again.
 
 The reader (``colony.research.read``) never raises for what a page holds (a parser's surprise
 is ``problem="unreadable"``); text it finds is data, stored and shown as data, never acted on.
@@ -82,7 +85,12 @@ def keep(
         return Kept(sid, _reread(deps, previous), downloaded=False)
     if result.outcome != "ok":
         with deps.db.transaction(org_id) as cur:
-            sources.save(cur, org_id, row)
+            if previous is not None and previous["raw_object"]:
+                # a 5xx or a timeout on research again is not the page's end: the copy we
+                # keep stands with its validators (asked conditionally next time) and passages
+                sources.missed(cur, sid, result.outcome, result.status, result.detail, pass_no)
+            else:
+                sources.save(cur, org_id, row)
         return Kept(sid, None, downloaded=False)
     doc = read(result.final_url, result.content_type, result.content, result.text)
     content_hash = hashlib.sha256(result.content).hexdigest()

@@ -80,6 +80,13 @@ TOUCH = """
 UPDATE research_sources SET fetched_at = %s, outcome = 'not_modified', status = 304, pass = %s
 WHERE id = %s
 """
+# A fetch that brought no body (a 5xx, a refusal, a timeout) over a copy we keep: the copy,
+# its validators, passages and the time it was last fetched or confirmed stand; the row
+# says what this fetch came to.
+MISSED = """
+UPDATE research_sources SET outcome = %s, status = %s, detail = %s, pass = %s
+WHERE id = %s
+"""
 FOR_DOMAIN = "SELECT * FROM research_sources WHERE domain = %s ORDER BY role, url"
 DELETE_PASSAGES = "DELETE FROM research_passages WHERE source_id = %s"
 INSERT_PASSAGE = """
@@ -148,6 +155,13 @@ def save(cur: Any, org_id: str, source: Mapping[str, Any]) -> str:
 def touch(cur: Any, sid: str, fetched_at: datetime, pass_no: int) -> None:
     """A conditional request answered 304: the stored copy was confirmed at ``fetched_at``."""
     cur.execute(TOUCH, (fetched_at, pass_no, sid))
+
+
+def missed(
+    cur: Any, sid: str, outcome: str, status: int | None, detail: str | None, pass_no: int
+) -> None:
+    """A fetch of a source whose copy we keep brought no body: only what it came to changes."""
+    cur.execute(MISSED, (outcome, status, detail, pass_no, sid))
 
 
 def replace_passages(
