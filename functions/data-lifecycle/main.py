@@ -9,6 +9,8 @@ Body: ``{"task": {"kind": ..., ...}}`` (``colony.contracts.lifecycle.LifecycleBo
   orgs it serves, one task each (``colony.flows.tenants.schedules``);
 - ``retention`` / ``drive.renew`` (``org_id``): one org's share of those schedules (the
   retention run also checks whether the org outgrew the shared Knowledge Core partition);
+- ``research.sweep`` (``org_id``): the org's research passes whose tasks were lost, each
+  handed to a new research task (``colony.flows.research.requests.wake_stalled``);
 - ``replies.poll``: read the deployment's reply mailbox once, and the inbound mail events held
   while no reader of received mail was configured (``colony.flows.outbound.held_mail``).
 """
@@ -44,6 +46,7 @@ def handle(request: JsonRequest) -> dict[str, Any]:
         KcTierTask,
         LifecycleBody,
         RepliesPoll,
+        ResearchSweep,
         ScheduleRun,
     )
     from colony.runtime.auth import verify_google_oidc
@@ -69,6 +72,10 @@ def handle(request: JsonRequest) -> dict[str, Any]:
             reason = "no reply mailbox (COLONY_REPLY_MAILBOX_HOST)"
             return {"status": "skipped", "reason": reason, "held": held}
         return {"status": "polled", **replies.poll(d, d.rejections, mailbox), "held": held}
+    if isinstance(task, ResearchSweep):
+        from colony.flows.research import requests  # lazy: (as above)
+
+        return requests.wake_stalled(d, task.org_id)
     if isinstance(task, ImportTask):
         from colony.flows.tenants import imports  # lazy: (as above)
 

@@ -7,6 +7,7 @@
 - ``ScheduleRun``: a Cloud Scheduler job's body (and its next page's task): fan a schedule
   out to the orgs it serves (``colony.flows.tenants.schedules``);
 - ``RepliesPoll``: read the deployment's reply mailbox once;
+- ``ResearchSweep``: wake one org's research passes whose tasks were lost;
 - ``KcTierTask``: the Cloud Tasks body that moves one org's Knowledge Core to its own
   partition (``colony.knowledge.tiering``);
 - ``RetentionUpdate``: an admin's new retention periods, in days per data class.
@@ -41,6 +42,13 @@ class DriveRenewal(Strict):
     org_id: str = Field(min_length=1, max_length=200)
 
 
+class ResearchSweep(Strict):
+    """One org's share of the ``research-sweep`` schedule: its stalled research passes woken."""
+
+    kind: Literal["research.sweep"] = "research.sweep"
+    org_id: str = Field(min_length=1, max_length=200)
+
+
 class ImportTask(Strict):
     kind: Literal["import"] = "import"
     org_id: str = Field(min_length=1, max_length=200)
@@ -49,7 +57,7 @@ class ImportTask(Strict):
 
 # colony.registry.schedules.SCHEDULES by name (tests/test_schedules.py holds the two equal)
 ScheduleName = Literal[
-    "daily-brief", "retention", "notion-reconcile", "drive-renew", "replies-poll"
+    "daily-brief", "retention", "notion-reconcile", "drive-renew", "replies-poll", "research-sweep"
 ]
 
 
@@ -73,7 +81,14 @@ class KcTierTask(Strict):
 
 
 LifecycleTask = Annotated[
-    ErasureTask | RetentionRun | DriveRenewal | ImportTask | ScheduleRun | RepliesPoll | KcTierTask,
+    ErasureTask
+    | RetentionRun
+    | DriveRenewal
+    | ResearchSweep
+    | ImportTask
+    | ScheduleRun
+    | RepliesPoll
+    | KcTierTask,
     Field(discriminator="kind"),
 ]
 

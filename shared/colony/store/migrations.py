@@ -356,4 +356,6 @@ def migrations(dim: int) -> list[Migration]:
         # Issue 33 item 4: a page that needs a browser, rendered: its screenshot's name and
         # hash, and what the render came to.
         Migration("0043_research_screenshots", _sql("0043_research_screenshots")),
+        # Issue 33: the research-sweep schedule serves the orgs with a stalled research pass.
+        Migration("0044_research_sweep", _sql("0044_research_sweep")),
     ]

@@ -22,6 +22,7 @@ from colony.contracts.lifecycle import (
     DriveRenewal,
     LifecycleBody,
     RepliesPoll,
+    ResearchSweep,
     RetentionRun,
     ScheduleRun,
 )
@@ -60,6 +61,8 @@ def _org_task(name: str, org_id: str, slot: datetime) -> Strict:
         return LifecycleBody(task=DriveRenewal(org_id=org_id))
     if name == "notion-reconcile":
         return NotionReconcile(org_id=org_id)
+    if name == "research-sweep":
+        return LifecycleBody(task=ResearchSweep(org_id=org_id))
     raise ValidationFailed(f"schedule {name!r} has no per-org task")
 
 
