@@ -25,13 +25,14 @@ from colony.contracts.admin import OrgSettingsReplace
 from colony.errors import DomainUnverified, OwnedElsewhere, Unprocessable, UpstreamError
 from colony.flows.outbound import sending, sending_domains
 from colony.flows.tenants import org_admin
-from colony.runtime.deps import Deps
+from colony.runtime.deps import Deps, set_deps_for_tests
 from colony.settings import Settings
 from colony.store import fetch_all, fetch_one
 from colony.store.outbound import outbox
 from colony.testing.dns_server import DnsServer, publish, spf
 from colony.testing.inline import InlineTransport, local_deps
 from colony.testing.smtp_server import SmtpServer, dkim_verifies
+from tests.apps import registered_app
 from tests.conftest import APP_ROLE, PgDB
 
 pytestmark = pytest.mark.covers("ENT-012", "fn:send", "fn:admin")
@@ -364,3 +365,29 @@ def test_under_required_a_from_address_off_the_orgs_domains_is_refused(
     world.send_from(ACME, FROM)
     assert sending.send(deps, ACME, world.message(ACME))["status"] == "sent"
     assert [m.dkim for m in world.smtp.received] == [True]
+
+
+def test_the_daily_schedule_rechecks_each_org_with_a_verified_domain(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shown = world.verified(ACME)
+    world.refusal(RIVAL, "rival.example")  # pending: nothing to re-check
+    world.dns.remove(f"_dmarc.{DOMAIN}")
+    set_deps_for_tests(world.deps)
+    try:
+        app = registered_app("data-lifecycle", monkeypatch)
+        fired = app.post(
+            "/",
+            json={"task": {"kind": "schedule", "name": "domain-check"}},
+            headers={"X-CloudScheduler-ScheduleTime": "2026-11-30T05:45:00Z"},
+        )
+        assert fired.status_code == 200 and fired.get_json()["enqueued"] == 1
+        (task,) = world.transport.tasks.values()
+        assert json.loads(task.body) == {"task": {"kind": "domains.check", "org_id": ACME}}
+        answer = app.post("/", data=task.body, headers={"Content-Type": "application/json"})
+    finally:
+        set_deps_for_tests(None)
+    assert answer.status_code == 200, answer.get_json()
+    assert answer.get_json()["paused"] == [DOMAIN]
+    assert world.rows(ACME, "SELECT status FROM sending_domains") == [{"status": "paused"}]
+    assert shown["selector"]

@@ -7,6 +7,7 @@
 - ``ScheduleRun``: a Cloud Scheduler job's body (and its next page's task): fan a schedule
   out to the orgs it serves (``colony.flows.tenants.schedules``);
 - ``RepliesPoll``: read the deployment's reply mailbox once;
+- ``DomainCheck``: check one org's sending domains in DNS again (the daily schedule's share);
 - ``KcTierTask``: the Cloud Tasks body that moves one org's Knowledge Core to its own
   partition (``colony.knowledge.tiering``);
 - ``RetentionUpdate``: an admin's new retention periods, in days per data class.
@@ -49,7 +50,7 @@ class ImportTask(Strict):
 
 # colony.registry.schedules.SCHEDULES by name (tests/test_schedules.py holds the two equal)
 ScheduleName = Literal[
-    "daily-brief", "retention", "notion-reconcile", "drive-renew", "replies-poll"
+    "daily-brief", "retention", "notion-reconcile", "drive-renew", "domain-check", "replies-poll"
 ]
 
 
@@ -67,13 +68,27 @@ class RepliesPoll(Strict):
     kind: Literal["replies.poll"] = "replies.poll"
 
 
+class DomainCheck(Strict):
+    """One org's share of the ``domain-check`` schedule: its sending domains checked again."""
+
+    kind: Literal["domains.check"] = "domains.check"
+    org_id: str = Field(min_length=1, max_length=200)
+
+
 class KcTierTask(Strict):
     kind: Literal["kc.tier"] = "kc.tier"
     org_id: str = Field(min_length=1, max_length=200)
 
 
 LifecycleTask = Annotated[
-    ErasureTask | RetentionRun | DriveRenewal | ImportTask | ScheduleRun | RepliesPoll | KcTierTask,
+    ErasureTask
+    | RetentionRun
+    | DriveRenewal
+    | ImportTask
+    | ScheduleRun
+    | RepliesPoll
+    | KcTierTask
+    | DomainCheck,
     Field(discriminator="kind"),
 ]
 
