@@ -8,6 +8,7 @@
   out to the orgs it serves (``colony.flows.tenants.schedules``);
 - ``RepliesPoll``: read the deployment's reply mailbox once;
 - ``ResearchSweep``: wake one org's research passes whose tasks were lost;
+- ``DomainCheck``: check one org's sending domains in DNS again (the daily schedule's share);
 - ``KcTierTask``: the Cloud Tasks body that moves one org's Knowledge Core to its own
   partition (``colony.knowledge.tiering``);
 - ``RetentionUpdate``: an admin's new retention periods, in days per data class.
@@ -57,7 +58,13 @@ class ImportTask(Strict):
 
 # colony.registry.schedules.SCHEDULES by name (tests/test_schedules.py holds the two equal)
 ScheduleName = Literal[
-    "daily-brief", "retention", "notion-reconcile", "drive-renew", "replies-poll", "research-sweep"
+    "daily-brief",
+    "retention",
+    "notion-reconcile",
+    "drive-renew",
+    "domain-check",
+    "replies-poll",
+    "research-sweep",
 ]
 
 
@@ -75,6 +82,13 @@ class RepliesPoll(Strict):
     kind: Literal["replies.poll"] = "replies.poll"
 
 
+class DomainCheck(Strict):
+    """One org's share of the ``domain-check`` schedule: its sending domains checked again."""
+
+    kind: Literal["domains.check"] = "domains.check"
+    org_id: str = Field(min_length=1, max_length=200)
+
+
 class KcTierTask(Strict):
     kind: Literal["kc.tier"] = "kc.tier"
     org_id: str = Field(min_length=1, max_length=200)
@@ -88,7 +102,8 @@ LifecycleTask = Annotated[
     | ImportTask
     | ScheduleRun
     | RepliesPoll
-    | KcTierTask,
+    | KcTierTask
+    | DomainCheck,
     Field(discriminator="kind"),
 ]
 

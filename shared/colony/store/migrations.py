@@ -78,6 +78,7 @@ ORG_SCOPED_TABLES: tuple[str, ...] = (
     "research_jobs",
     "research_sources",
     "research_passages",
+    "sending_domains",
 )
 
 _SQL = Path(__file__).with_name("sql")
@@ -358,4 +359,9 @@ def migrations(dim: int) -> list[Migration]:
         Migration("0043_research_screenshots", _sql("0043_research_screenshots")),
         # Issue 33: the research-sweep schedule serves the orgs with a stalled research pass.
         Migration("0044_research_sweep", _sql("0044_research_sweep")),
+        # Issue 39 item 3: an org's sending domains, their DKIM selector and public key (the
+        # private key is in the secret store, by name here), what their last DNS check found,
+        # and whether mail may go from them; the org's From address (org settings); and the
+        # daily re-check's audience for the schedules' fan-out (0026's function, replaced).
+        Migration("0045_sending_domains", _sql("0045_sending_domains") + _rls("sending_domains")),
     ]

@@ -19,6 +19,7 @@ from typing import Any
 from colony.contracts.common import Strict
 from colony.contracts.events import BriefRequest, NotionReconcile
 from colony.contracts.lifecycle import (
+    DomainCheck,
     DriveRenewal,
     LifecycleBody,
     RepliesPoll,
@@ -63,6 +64,8 @@ def _org_task(name: str, org_id: str, slot: datetime) -> Strict:
         return NotionReconcile(org_id=org_id)
     if name == "research-sweep":
         return LifecycleBody(task=ResearchSweep(org_id=org_id))
+    if name == "domain-check":
+        return LifecycleBody(task=DomainCheck(org_id=org_id))
     raise ValidationFailed(f"schedule {name!r} has no per-org task")
 
 
