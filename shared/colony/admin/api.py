@@ -25,7 +25,9 @@ Routes (JSON; ``Authorization: Bearer <Clerk session JWT>``):
   audited); ``GET /orgs/{org}/drive/channels``.
 - ``/orgs/{org}/imports…``: prospect and deal imports (``colony.admin.imports``);
 - ``/orgs/{org}/research…``: research a company's website now, and read what was kept
-  (``colony.admin.research``).
+  (``colony.admin.research``);
+- ``/orgs/{org}/crm/hubspot…``: connect HubSpot through OAuth, its status, disconnect it
+  (``colony.admin.crm``).
 
 A replace body with an unknown field, or a rule that cannot work, is a 422 naming it.
 
@@ -43,7 +45,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from colony.admin import imports, research
+from colony.admin import crm, imports, research
 from colony.contracts.admin import (
     DriveWatch,
     IcpReplace,
@@ -190,6 +192,10 @@ def handle(deps: Deps, request: JsonRequest) -> tuple[dict[str, Any], int] | dic
         org = match["org"]
         principal = _admin_of(deps, request, org)
         return research.handle(deps, request, principal, org, match["domain"])
+    if match := crm.CRM.match(path):
+        org = match["org"]
+        principal = _admin_of(deps, request, org)
+        return crm.handle(deps, request, principal, org, match["what"])
     if match := imports.IMPORTS.match(path):
         org = match["org"]
         principal = _admin_of(deps, request, org)

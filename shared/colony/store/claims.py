@@ -42,6 +42,7 @@ RETURNING org_id
 """
 UNPROBE = "SELECT set_config('app.claim_probe', '', true)"
 HELD = "SELECT 1 FROM resource_claims WHERE kind = %s AND resource_id = %s"
+RELEASE = "DELETE FROM resource_claims WHERE kind = %s AND resource_id = %s"
 
 
 def _probe(kind: str, resource_id: str) -> str:
@@ -65,3 +66,9 @@ def claim(cur: Any, org_id: str, kind: str, resource_id: str, method: str, actor
 def held(cur: Any, kind: str, resource_id: str) -> bool:
     """Whether the transaction's org holds ``resource_id``."""
     return fetch_one(cur, HELD, (kind, resource_id)) is not None
+
+
+def release(cur: Any, kind: str, resource_id: str) -> None:
+    """The org lets ``resource_id`` go (a disconnected CRM account): another org may claim
+    it from now on. RLS limits the delete to the transaction's own org."""
+    cur.execute(RELEASE, (kind, resource_id))

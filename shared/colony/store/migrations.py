@@ -78,6 +78,9 @@ ORG_SCOPED_TABLES: tuple[str, ...] = (
     "research_jobs",
     "research_sources",
     "research_passages",
+    "crm_connections",
+    "crm_oauth_states",
+    "crm_writes",
 )
 
 _SQL = Path(__file__).with_name("sql")
@@ -356,4 +359,12 @@ def migrations(dim: int) -> list[Migration]:
         # Issue 33 item 4: a page that needs a browser, rendered: its screenshot's name and
         # hash, and what the render came to.
         Migration("0043_research_screenshots", _sql("0043_research_screenshots")),
+        # Issue 36: an org's CRM connection (HubSpot through OAuth; tokens in Secret Manager),
+        # the OAuth flows in progress (state bound to org and person), and what was written
+        # to the CRM under an idempotency key.
+        Migration(
+            "0044_crm_connections",
+            _sql("0044_crm_connections")
+            + "".join(_rls(t) for t in ("crm_connections", "crm_oauth_states", "crm_writes")),
+        ),
     ]

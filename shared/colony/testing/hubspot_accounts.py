@@ -101,6 +101,7 @@ class HubSpotAccounts:
         self._access: dict[str, tuple[Grant, float]] = {}
         self._usage: dict[str, _Usage] = {}
         self.consenting: Grant | None = None  # who "is signed in" at the authorize page
+        self.withheld: set[str] = set()  # scopes the grant leaves out (an older install's)
 
     # -- OAuth ---------------------------------------------------------------------------------
 
@@ -109,7 +110,8 @@ class HubSpotAccounts:
         if self.consenting is None:
             raise LookupError("nobody is signed in to HubSpot to allow the app")
         code = secrets.token_urlsafe(16)
-        grant = Grant(self.consenting.portal_id, scopes, self.consenting.user)
+        granted = tuple(s for s in scopes if s not in self.withheld)
+        grant = Grant(self.consenting.portal_id, granted, self.consenting.user)
         self._codes[code] = (grant, redirect_uri)
         return code
 
