@@ -30,7 +30,7 @@ AUTHORIZE_URL = "https://app.hubspot.com/oauth/authorize"
 API_URL = "https://api.hubapi.com"
 # What the app asks of a portal: its CRM records read and written; engagements (emails,
 # notes, calls) are written under the contacts scope. ``oauth`` is HubSpot's own.
-SCOPES = (
+SCOPES: tuple[str, ...] = (
     "oauth",
     "crm.objects.contacts.read",
     "crm.objects.contacts.write",

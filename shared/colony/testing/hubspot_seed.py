@@ -54,25 +54,25 @@ def seeded_world(
     for n in range(companies):
         name = f"{rng.choice(WORDS)} {rng.choice(WORDS)} {rng.choice(KINDS)} {n}"
         domain = name.lower().replace(" ", "") + ".example"
-        props = {"name": name, "domain": domain, "industry": rng.choice(INDUSTRIES)}
-        company_ids.append(world.create("companies", props).id)
+        firm = {"name": name, "domain": domain, "industry": rng.choice(INDUSTRIES)}
+        company_ids.append(world.create("companies", firm).id)
     contact_ids: list[tuple[str, str]] = []
     for n in range(contacts):
         first, last = rng.choice(FIRST), rng.choice(LAST)
         company = company_ids[n % len(company_ids)] if company_ids else None
-        props: dict[str, str | None] = {
+        person: dict[str, str | None] = {
             "firstname": first,
             "lastname": last,
             "jobtitle": rng.choice(TITLES),
             "email": None if n % 31 == 30 else f"{first}.{last}.{n}@mail{n % 97}.example".lower(),
         }
         links = [("companies", company)] if company else []
-        contact_ids.append((world.create("contacts", props, links=links).id, company or ""))
+        contact_ids.append((world.create("contacts", person, links=links).id, company or ""))
     for n in range(deals):
         contact, company = contact_ids[n % len(contact_ids)] if contact_ids else ("", "")
         partner = n % 17 == 16
         close = EPOCH + timedelta(days=rng.randint(10, 120))
-        props = {
+        deal = {
             "dealname": f"Deal {n}: {rng.choice(WORDS)} rollout",
             "amount": f"{rng.randint(5, 400) * 1000}.00",
             "pipeline": "partnerships" if partner else "default",
@@ -81,5 +81,5 @@ def seeded_world(
         }
         links = [("contacts", contact)] if contact else []
         links += [("companies", company)] if company else []
-        world.create("deals", props, links=links)
+        world.create("deals", deal, links=links)
     return world

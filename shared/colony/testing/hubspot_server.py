@@ -192,7 +192,7 @@ class HubSpotServer(ProviderServer):
         limit = int((request.query.get("limit") or ["10"])[0])
         if not 1 <= limit <= MAX_PAGE:
             return _error(400, f"limit must be between 1 and {MAX_PAGE}", "VALIDATION_ERROR")
-        after = (request.query.get("after") or [None])[0]
+        after = (request.query.get("after") or [""])[0] or None
         if after is not None and not after.isdigit():
             return _error(400, "after is not a valid paging cursor", "VALIDATION_ERROR")
         objects, nxt = world.page(request.params["type"], after, limit)
