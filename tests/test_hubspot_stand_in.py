@@ -31,7 +31,7 @@ from colony.errors import ConfigError, CrmAccessRefused, ProviderUnavailable
 from colony.ports import SearchQuery
 from colony.testing.crm_memory import MemoryLedger
 from colony.testing.hubspot_accounts import Limits
-from colony.testing.hubspot_seed import seeded_world
+from colony.testing.hubspot_seed import UNMAPPED_STAGE, seeded_world
 from colony.testing.hubspot_server import HubSpotServer
 
 
@@ -215,3 +215,19 @@ def test_batch_create_and_update_as_hubspot_takes_them() -> None:
         )
         assert too_many.status_code == 400
         assert too_many.json()["category"] == "VALIDATION_ERROR"
+
+
+def test_a_seeded_world_is_the_same_every_time_and_plants_its_awkward_cases() -> None:
+    first, second = (seeded_world(11, companies=6, contacts=62, deals=34) for _ in range(2))
+    for kind in ("companies", "contacts", "deals"):
+        assert [first.render(o) for o in first.live(kind)] == [
+            second.render(o) for o in second.live(kind)
+        ]
+    assert [o.id for o in first.live("contacts") if not o.properties["email"]] == ["1031", "1062"]
+    partner = [o.id for o in first.live("deals") if o.properties["dealstage"] == UNMAPPED_STAGE]
+    assert partner == ["9017", "9034"]
+    assert first.pipeline_stage(UNMAPPED_STAGE) is not None
+    other = seeded_world(12, companies=6, contacts=62, deals=34)
+    assert [o.properties for o in other.live("contacts")] != [
+        o.properties for o in first.live("contacts")
+    ]

@@ -1,6 +1,6 @@
 """``colony.ports.CrmClient`` over HubSpot's CRM API, through the official
-``hubspot-api-client`` (the only module that imports it: it installs some 50 MB, so only a
-function whose composition reaches this adapter carries it; docs/crm.md).
+``hubspot-api-client`` (the only module that imports it: 18.6 MB of Python, 0.4 s to import,
+so only a function whose composition reaches this adapter carries it; docs/crm.md).
 
 Which calls: the generic objects API (``/crm/v3/objects/{type}``: list, batch read, search,
 get with ``propertiesWithHistory``, update, create with associations), associations v4's batch

@@ -76,14 +76,14 @@ def iso(when: datetime) -> str:
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z"
 
 
-@dataclass
+@dataclass(slots=True)
 class Version:
     value: str | None
     timestamp: str
     source: str
 
 
-@dataclass
+@dataclass(slots=True)
 class Obj:
     """A record: its current properties and each property's versions, newest first."""
 
