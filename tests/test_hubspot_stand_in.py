@@ -231,3 +231,14 @@ def test_a_seeded_world_is_the_same_every_time_and_plants_its_awkward_cases() ->
     assert [o.properties for o in other.live("contacts")] != [
         o.properties for o in first.live("contacts")
     ]
+
+
+def test_one_records_associations_page_as_v4_answers_them() -> None:
+    with serve() as server:
+        token = server.accounts.issue(server.world().portal_id)["access_token"]
+        links = sdk_client(server.url, token).crm.associations.v4.basic_api
+        answer = links.get_page("companies", "5001", "contacts")
+        people = {str(r.to_object_id) for r in answer.results}
+        assert people == set(server.world().linked("companies", "5001", "contacts"))
+        primary = {t.type_id for r in answer.results for t in r.association_types}
+        assert primary == {280, 2}  # unlabeled, and "Primary" for the first contact

@@ -65,7 +65,7 @@ def _deal_version(world: HubSpotWorld, deal_id: str, name: str) -> tuple[str | N
 def test_it_is_a_crm_client(crm: Crm) -> None:
     """Every method of the port, once, on the seeded world."""
     with exercised(CrmClient, crm.client) as client:
-        assert client.rate_limit() == RateLimit() or crm.client.__class__ is HubSpotCrm
+        assert client.rate_limit() == RateLimit()  # nothing said before the first answer
         assert [r.id for r in client.page("companies", ["name"], limit=2).records] == [
             "5001",
             "5002",
