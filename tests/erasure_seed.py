@@ -358,6 +358,27 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
             "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA" + "b" * 300,
             f"colony-dkim-{org}",
         )
+    cur.execute("SELECT to_regclass('crm_connections') IS NOT NULL")
+    if cur.fetchone()[0]:  # migration 0046: a HubSpot connection, a flow begun, a logged email
+        ex(
+            "INSERT INTO crm_connections (org_id, provider, account_id, status, secret_name,"
+            " connected_by) VALUES (%s, 'hubspot', %s, 'connected', %s, 'user_1')",
+            org,
+            f"portal-{org}",
+            f"colony-crm-{org}",
+        )
+        ex(
+            "INSERT INTO crm_oauth_states (org_id, state_hash, provider, user_id, expires_at)"
+            " VALUES (%s, %s, 'hubspot', 'user_1', now() + interval '10 minutes')",
+            org,
+            "0" * 64,
+        )
+        ex(
+            "INSERT INTO crm_writes (org_id, provider, idempotency_key, kind, remote_id)"
+            " VALUES (%s, 'hubspot', %s, 'email', '70001')",
+            org,
+            f"outbox:{org}",
+        )
     cur.execute("SELECT to_regclass('research_sources') IS NOT NULL")
     if cur.fetchone()[0]:  # migration 0042: the company's research, a page naming Dana
         ex(

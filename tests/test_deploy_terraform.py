@@ -293,6 +293,15 @@ def test_every_secret_exists_and_is_granted_only_to_the_functions_that_read_it()
     )
 
 
+def _grants_on(condition: str) -> dict[str, tuple[str, str]]:
+    """The project IAM members granted under ``condition``: name → (member, role)."""
+    return {
+        name: (body["member"], body["role"])
+        for name, body in parsed()["google_project_iam_member"].items()
+        if "condition" in body and block(body, "condition")["expression"] == condition
+    }
+
+
 def test_notion_tokens_are_reached_by_the_admin_reembed_and_lifecycle_functions_only() -> None:
     """Each connected workspace's token (``colony-notion-*``): the admin function writes it,
     the reembed worker reads it and deletes it when the daily re-proof releases its workspace
@@ -301,12 +310,7 @@ def test_notion_tokens_are_reached_by_the_admin_reembed_and_lifecycle_functions_
     prefix."""
     role = parsed()["google_project_iam_custom_role"]["notion_secret_deleter"]
     assert role["permissions"] == ["secretmanager.secrets.delete"]
-    prefix = 'resource.name.startsWith(\\"${local.notion_secret_prefix}\\")'
-    grants = {
-        name: (body["member"], body["role"])
-        for name, body in parsed()["google_project_iam_member"].items()
-        if "condition" in body and block(body, "condition")["expression"] == prefix
-    }
+    grants = _grants_on('resource.name.startsWith(\\"${local.notion_secret_prefix}\\")')
     member = 'serviceAccount:${google_service_account.function["%s"].email}'
     assert grants == {
         "admin_notion_secrets": (member % "admin", "roles/secretmanager.admin"),
@@ -316,6 +320,20 @@ def test_notion_tokens_are_reached_by_the_admin_reembed_and_lifecycle_functions_
             "${google_project_iam_custom_role.notion_secret_deleter.id}",
         ),
         "lifecycle_notion_secret_delete": (
+            member % "data-lifecycle",
+            "${google_project_iam_custom_role.notion_secret_deleter.id}",
+        ),
+    }
+
+
+def test_crm_tokens_are_reached_by_the_admin_and_lifecycle_functions_only() -> None:
+    """Each org's CRM tokens (``colony-crm-*``, issue 36): the admin function writes,
+    refreshes and deletes them; the data lifecycle deletes them when the org is erased."""
+    grants = _grants_on('resource.name.startsWith(\\"${local.crm_secret_prefix}\\")')
+    member = 'serviceAccount:${google_service_account.function["%s"].email}'
+    assert grants == {
+        "admin_crm_secrets": (member % "admin", "roles/secretmanager.admin"),
+        "lifecycle_crm_secret_delete": (
             member % "data-lifecycle",
             "${google_project_iam_custom_role.notion_secret_deleter.id}",
         ),

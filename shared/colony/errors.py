@@ -17,7 +17,9 @@
     │   ├── PayloadTooLarge      a file or body over its size limit (HTTP 413)
     │   └── Conflict             the request clashes with the current state of a row
     │       ├── AlreadyDecided   someone already decided the item otherwise (says who, when)
-    │       └── HandoffRefused   a handoff that is not the next link of its run's chain
+    │       ├── HandoffRefused   a handoff that is not the next link of its run's chain
+    │       ├── CrmConflict      the CRM changed a field since we read it (names both values)
+    │       └── ConnectionPaused  the org's CRM connection is paused (says why)
     ├── InternalError            our fault: the caller cannot fix it, a fix of ours can
     │   ├── ConfigError          a setting is missing or malformed (names the variable)
     │   ├── TemplateError        a prompt template and its variables disagree (names both)
@@ -28,6 +30,7 @@
         └── ProviderError        an LLM / embedding provider failed (``reason``: its own words)
             ├── ProviderUnavailable  429, 5xx or a timeout: retried with backoff
             │   └── ProviderTimeout  the call outlasted its timeout (the prompt was sent)
+            ├── CrmAccessRefused  the CRM refused the org's token (revoked, uninstalled)
             ├── OutputInvalid        the answer broke its contract, even after one repair
             │   ├── DataMissing      the answer was ``missing_data`` (CONST-004): it names what
             │   └── ToolCallInvalid  a tool call whose arguments are not a JSON object
@@ -243,6 +246,14 @@ class ToolCallInvalid(OutputInvalid):
     code = "tool_call_invalid"
 
 
+class CrmAccessRefused(ProviderError):
+    """The CRM refused the org's token or refresh token (revoked, the app uninstalled, a
+    scope taken away). Not worth retrying as it is: the connection is paused until an admin
+    reconnects (``colony.flows.crm.connections``)."""
+
+    code = "crm_access_refused"
+
+
 class ResponseTooLarge(ProviderError):
     """A download passed its byte limit (the content, not the vendor, is at fault)."""
 
@@ -288,6 +299,25 @@ class HandoffRefused(Conflict):
     done (``colony.flows.campaigns.specialist``): forged or misrouted, never worth a retry."""
 
     code = "handoff_refused"
+
+
+class CrmConflict(Conflict):
+    """A CRM write refused because the CRM changed a field since we read it (HTTP 409):
+    ``conflicts`` names each field with our value, the value we read and theirs now, so a
+    person can choose (``colony.ports.crm``)."""
+
+    code = "crm_conflict"
+
+    def __init__(self, message: str, *, conflicts: tuple[Any, ...]) -> None:
+        super().__init__(message)
+        self.conflicts = conflicts
+
+
+class ConnectionPaused(Conflict):
+    """The org's CRM connection is paused (its token was refused): nothing is read or
+    written until an admin reconnects; the message says why."""
+
+    code = "connection_paused"
 
 
 class TransportUnavailable(UpstreamError):

@@ -28,6 +28,8 @@ Routes (JSON; ``Authorization: Bearer <Clerk session JWT>``):
   (``colony.admin.research``);
 - ``GET``/``POST /orgs/{org}/sending-domains``: the org's sending domains, and adding one,
   which checks its SPF, DKIM and DMARC in DNS (``colony.admin.sending_domains``).
+- ``/orgs/{org}/crm/hubspot…``: connect HubSpot through OAuth, its status, disconnect it
+  (``colony.admin.crm``).
 
 A replace body with an unknown field, or a rule that cannot work, is a 422 naming it.
 
@@ -45,7 +47,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from colony.admin import imports, research, sending_domains
+from colony.admin import crm, imports, research, sending_domains
 from colony.contracts.admin import (
     DriveWatch,
     IcpReplace,
@@ -196,6 +198,10 @@ def handle(deps: Deps, request: JsonRequest) -> tuple[dict[str, Any], int] | dic
         org = match["org"]
         principal = _admin_of(deps, request, org)
         return sending_domains.handle(deps, request, principal, org)
+    if match := crm.CRM.match(path):
+        org = match["org"]
+        principal = _admin_of(deps, request, org)
+        return crm.handle(deps, request, principal, org, match["what"])
     if match := imports.IMPORTS.match(path):
         org = match["org"]
         principal = _admin_of(deps, request, org)

@@ -183,3 +183,12 @@ class DriveWatch(Strict):
     folder_id: Annotated[
         str, StringConstraints(strip_whitespace=True, pattern=r"^[A-Za-z0-9_-]{1,200}$")
     ]
+
+
+class CrmCallback(Strict):
+    """What HubSpot's redirect handed the person's browser, posted back by our page with
+    the person's own session: the authorization ``code`` and the ``state`` our connect began
+    (both credentials of a kind: never echoed or logged)."""
+
+    code: SecretStr = Field(min_length=1, max_length=512)
+    state: SecretStr = Field(min_length=1, max_length=200)

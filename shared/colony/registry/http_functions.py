@@ -184,10 +184,17 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         agent=None,
         purpose=(
             "org admin API: erasure requests and reports, retention periods, org data,"
-            " imports, Notion workspace connections, Drive folder watches, company research"
+            " imports, Notion workspace connections, Drive folder watches, company research,"
+            " HubSpot connections"
         ),
-        # the Drive channel token signs the token of a folder watch it creates
-        secrets=(*MODEL_FREE_SECRETS, *JWT_SECRETS, "COLONY_DRIVE_CHANNEL_TOKEN"),
+        # the Drive channel token signs the token of a folder watch it creates; the HubSpot
+        # app's secret exchanges an org's OAuth code (and revokes its token on disconnect)
+        secrets=(
+            *MODEL_FREE_SECRETS,
+            *JWT_SECRETS,
+            "COLONY_DRIVE_CHANNEL_TOKEN",
+            "COLONY_HUBSPOT_CLIENT_SECRET",
+        ),
         # a connected workspace's backfill starts on the re-embed queue; its token is
         # written to its own secret (colony-notion-*, terraform/secrets.tf)
         enqueues=(ERASURE_QUEUE, NOTION_REEMBED_QUEUE, IMPORT_QUEUE, RESEARCH_QUEUE),

@@ -46,6 +46,7 @@ PROBE = "SELECT set_config('app.claim_probe', %s, true)"
 ELSEWHERE = """
 SELECT 1 FROM resource_claims WHERE kind = %s AND resource_id = %s AND org_id <> %s
 """
+RELEASE = "DELETE FROM resource_claims WHERE kind = %s AND resource_id = %s"
 
 
 def _probe(kind: str, resource_id: str) -> str:
@@ -79,3 +80,9 @@ def claimed_elsewhere(cur: Any, org_id: str, kind: str, resource_id: str) -> boo
 def held(cur: Any, kind: str, resource_id: str) -> bool:
     """Whether the transaction's org holds ``resource_id``."""
     return fetch_one(cur, HELD, (kind, resource_id)) is not None
+
+
+def release(cur: Any, kind: str, resource_id: str) -> None:
+    """The org lets ``resource_id`` go (a disconnected CRM account): another org may claim
+    it from now on. RLS limits the delete to the transaction's own org."""
+    cur.execute(RELEASE, (kind, resource_id))

@@ -78,6 +78,9 @@ ORG_SCOPED_TABLES: tuple[str, ...] = (
     "research_jobs",
     "research_sources",
     "research_passages",
+    "crm_connections",
+    "crm_oauth_states",
+    "crm_writes",
     "sending_domains",
 )
 
@@ -364,4 +367,12 @@ def migrations(dim: int) -> list[Migration]:
         # and whether mail may go from them; the org's From address (org settings); and the
         # daily re-check's audience for the schedules' fan-out (0026's function, replaced).
         Migration("0045_sending_domains", _sql("0045_sending_domains") + _rls("sending_domains")),
+        # Issue 36: an org's CRM connection (HubSpot through OAuth; tokens in Secret Manager),
+        # the OAuth flows in progress (state bound to org and person), and what was written
+        # to the CRM under an idempotency key.
+        Migration(
+            "0046_crm_connections",
+            _sql("0046_crm_connections")
+            + "".join(_rls(t) for t in ("crm_connections", "crm_oauth_states", "crm_writes")),
+        ),
     ]
