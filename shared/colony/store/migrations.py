@@ -356,4 +356,8 @@ def migrations(dim: int) -> list[Migration]:
         # Issue 33 item 4: a page that needs a browser, rendered: its screenshot's name and
         # hash, and what the render came to.
         Migration("0043_research_screenshots", _sql("0043_research_screenshots")),
+        # Issue 39 item 1: sequence steps as written: LinkedIn and call steps are tasks for a
+        # person ('sequence_task' items), a message in the wrong tier is 'refused', the tier
+        # whose library sequence a contact walks, and no negative delay.
+        Migration("0044_sequence_steps", _sql("0044_sequence_steps")),
     ]
