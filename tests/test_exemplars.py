@@ -186,9 +186,16 @@ def test_a_message_approved_and_replied_to_is_the_next_campaigns_first_exemplar(
             for r in fetch_all(cur, "SELECT id, approval_item_id FROM outbox")
         }
     assert chunk["domain"] == "KC-08"
+    # written in the tier AGT-004 decided for the contact, not the campaign's (issue 39)
+    tier = answered["payload"]["tier"]
+    with db.transaction(ORG) as cur:
+        decided = fetch_one(
+            cur, "SELECT icp_tier FROM contacts WHERE id = %s", (answered["payload"]["contact_id"],)
+        )
+    assert tier == decided["icp_tier"]
     assert {k: chunk["tags"].get(k) for k in ("angle", "tier", "step")} == {
         "angle": "Signal",
-        "tier": "T1",
+        "tier": tier,
         "step": "1",
     }
     assert "outcome" not in chunk["tags"]
@@ -242,7 +249,10 @@ def test_a_message_approved_and_replied_to_is_the_next_campaigns_first_exemplar(
     for item in drafted:
         top = item["payload"]["exemplars"][0]
         assert (top["domain"], top["title"]) == ("KC-08", subject)
-        assert (top["selected_by"], top["outcome"]) == ("angle+tier", "replied_positive")
+        # a draft in the answered message's tier picked it by angle and tier; one in another
+        # tier (each contact is written in the tier AGT-004 decided for it) by angle alone
+        by = "angle+tier" if item["payload"]["tier"] == tier else "angle"
+        assert (top["selected_by"], top["outcome"]) == (by, "replied_positive")
         fared_in_order = [
             e.get("outcome") for e in item["payload"]["exemplars"] if e["domain"] == "KC-08"
         ]

@@ -1,7 +1,8 @@
 """Outbound: approved messages out, and everything that comes back (issue 18; ENT-012).
 
 Owns sending (``sending``: once, within limits, never to a suppressed address; the
-unsubscribe link), sequences (``sequences``: step by step, stopped by any sign the contact
+unsubscribe link), sequences (``sequences``: step by step as the org wrote them, email steps
+sent and LinkedIn or call steps left to a person as tasks, stopped by any sign the contact
 does not want it), delivery events and the circuit breaker (``delivery``, CONST-005), replies
 (``replies``), the mail provider's webhook (``mail_events``) and inbound mail held until it
 can be read (``held_mail``).

@@ -2,7 +2,11 @@
 
     approval applied ─► outbox ``queued`` ─► send(outbox id), once per delivery of its task
         ─► claim: ``queued`` → ``sending`` (a lease; the Message-ID fixed) ─► suppressed?
+        ─► written in the tier decided for its contact? (else ``refused``, and why)
         ─► Sender.send ─► ``sent``  (a permanent refusal: ``bounced``, address suppressed)
+
+Only email steps reach the outbox: a LinkedIn or call step is a task for a person
+(``sequence_task``), and an approved message that names another channel is never queued.
 
 Exactly once as far as mail allows. The claim is one conditional UPDATE, so of duplicate
 deliveries one sends and the others find the row ``sending`` (``SendInProgress``: retried
@@ -88,6 +92,9 @@ def queue_approved(
     """An approved ``outbound_message`` → its outbox row, handed to the send queue (the
     ``outbound_message`` applier, inside the decision's transaction). A message of a paused
     campaign is kept ``blocked``: it is handed over when the campaign resumes."""
+    channel = payload.get("channel") or sequences.EMAIL
+    if channel != sequences.EMAIL:  # a task's talking points are never emailed
+        raise ValidationFailed(f"a {channel} step is a task for a person; it is never emailed")
     campaign_id = payload.get("campaign_id")
     paused = False
     if campaign_id:
@@ -145,6 +152,12 @@ def send(deps: FlowDeps, org_id: str, outbox_id: str) -> dict[str, Any]:
         if stop is not None:
             outbox.finish_send(cur, outbox_id, "suppressed", stop)
             return {"outbox_id": outbox_id, "status": "suppressed", "reason": stop}
+        wrong = sequences.wrong_tier(cur, row)  # refused before it leaves, and recorded
+        if wrong is not None:
+            outbox.finish_send(cur, outbox_id, "refused", wrong)
+            sequences.refused(cur, row, "tier")
+            _record(cur, org_id, row, "message_refused", {"reason": wrong})
+            return {"outbox_id": outbox_id, "status": "refused", "reason": wrong}
         thread = sequences.thread_headers(cur, row)
         wait = _over_cap(cur, address, deps.clock())
         if wait is not None:  # deferred, never dropped: back to the queue, sent later
