@@ -157,9 +157,11 @@ def send_state(cur: Any, outbox_id: str) -> Row | None:
 def finish_send(
     cur: Any,
     outbox_id: str,
-    status: Literal["sent", "bounced", "suppressed"],
+    status: Literal["sent", "bounced", "suppressed", "refused"],
     error: str | None = None,
 ) -> None:
+    """End a claimed send: ``sent``; ``bounced`` or ``suppressed``; or ``refused`` before it
+    left (a message in another tier than its contact's), ``error`` saying why."""
     cur.execute(FINISH_SEND, (status, error, status, outbox_id))
 
 
