@@ -34,6 +34,10 @@ locals {
     COLONY_SMTP_HOST     = var.smtp_host
     COLONY_SMTP_PORT     = tostring(var.smtp_port)
     COLONY_SMTP_USERNAME = var.smtp_username
+    # sending domains (issue 39 item 3): what an org's SPF must include, and whether every
+    # message must come from a verified domain of its org
+    COLONY_SPF_INCLUDE     = var.spf_include
+    COLONY_SENDING_DOMAINS = var.sending_domains
     # the mailbox an SMTP relay's replies land in (empty: none, e.g. with Resend's inbound
     # webhook); its password is the colony-reply-mailbox-password secret
     COLONY_REPLY_MAILBOX_HOST     = var.reply_mailbox_host

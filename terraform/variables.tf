@@ -202,6 +202,22 @@ variable "mail_from" {
   default     = "Colony <outreach@colony.localhost>"
 }
 
+variable "spf_include" {
+  description = "The SPF domain of the relay or provider that sends for the orgs (COLONY_SPF_INCLUDE), which an org's SPF record must include before its sending domain is verified: \"_spf.google.com\" for the Google Workspace relay, \"amazonses.com\" for Resend and SES, your provider's otherwise. docs/deploy.md."
+  type        = string
+  default     = ""
+}
+
+variable "sending_domains" {
+  description = "\"required\": every message must come from a verified sending domain of its org (COLONY_SENDING_DOMAINS); \"optional\": a message from a domain no org verified goes unsigned, for the move of a deployment that sent from one COLONY_MAIL_FROM. docs/deploy.md."
+  type        = string
+  default     = "required"
+  validation {
+    condition     = contains(["required", "optional"], var.sending_domains)
+    error_message = "sending_domains is required or optional."
+  }
+}
+
 variable "mail_provider" {
   description = "How approved messages leave: \"smtp\" (the relay below) or \"resend\" (Resend's API; its key is the colony-resend-api-key secret, its webhook signing secret colony-delivery-webhook-secret). docs/deploy.md."
   type        = string

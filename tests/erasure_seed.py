@@ -347,6 +347,17 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
             org,
             f"folder-{org}",
         )
+    cur.execute("SELECT to_regclass('sending_domains') IS NOT NULL")
+    if cur.fetchone()[0]:  # migration 0045: a sending domain, its DKIM key's secret by name
+        ex(
+            "INSERT INTO sending_domains (org_id, domain, selector, public_key, key_secret,"
+            " status, added_by, verified_at) VALUES (%s, %s, 'colony0a1b2c3d', %s, %s,"
+            " 'verified', 'user_1', now())",
+            org,
+            f"{org.replace('_', '-')}.example",
+            "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA" + "b" * 300,
+            f"colony-dkim-{org}",
+        )
     cur.execute("SELECT to_regclass('research_sources') IS NOT NULL")
     if cur.fetchone()[0]:  # migration 0042: the company's research, a page naming Dana
         ex(

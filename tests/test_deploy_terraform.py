@@ -24,6 +24,7 @@ from colony.registry.functions import (
     KC_TIER_QUEUE,
     LIFECYCLE_QUEUE,
     QUEUES,
+    RESEARCH_QUEUE,
     TOPICS,
     pool_size,
 )
@@ -421,9 +422,10 @@ def test_one_scheduler_job_per_registered_schedule_calls_data_lifecycle_with_oid
     generated = registry()
     assert set(generated["schedules"]) == set(SCHEDULES)
     # data-lifecycle may add tasks to every queue a schedule fans out to (and its own
-    # Knowledge Core moves), and to no other
+    # Knowledge Core moves, and the research tasks the research sweep wakes), and to no other
     fanned = {s.queue for s in SCHEDULES.values()} | {LIFECYCLE_QUEUE}
-    assert set(generated["functions"]["data-lifecycle"]["enqueues"]) == fanned | {KC_TIER_QUEUE}
+    enqueues = set(generated["functions"]["data-lifecycle"]["enqueues"])
+    assert enqueues == fanned | {KC_TIER_QUEUE, RESEARCH_QUEUE}
     for queue in fanned:  # and each queue's target is a function that takes the task
         assert FUNCTIONS[QUEUES[queue].target].trigger == "http"
 

@@ -59,6 +59,7 @@ ENTITY_TABLES = {
     "research_jobs",  # issue 33: each org's research of a company, resumable
     "research_sources",  # issue 33: what it fetched, with provenance
     "research_passages",  # issue 33: the stored texts' passages, embedded for AGT-003
+    "sending_domains",  # issue 39: an org's sending domains, their DKIM keys' names, checks
 }
 
 

@@ -296,8 +296,8 @@ def test_a_message_whose_tier_disagrees_is_refused_before_sending(
     (result,) = run_tasks(deps, SEND_QUEUE)
     assert result["status"] == "refused"
     assert wrong in result["reason"] and first["icp_tier"] in result["reason"]
-    (row,) = outbox(deps)
-    assert (row["status"], row["send_error"]) == ("refused", result["reason"])
+    (row,) = outbox(deps)  # kept, never sent, not retried, and says why
+    assert (row["status"], row["send_error"]) == ("suppressed", f"refused: {result['reason']}")
     refused = [d for e, a, d in effects(deps, first["id"]) if a == "message_refused"]
     assert refused and refused[0]["reason"] == result["reason"]
     assert enrolled(deps, first["contact"])["stop_reason"] == "refused: tier"

@@ -6,6 +6,7 @@
     │   │   ├── UnknownDomain    a Knowledge Core domain id that is not KC-01..KC-10
     │   │   ├── DimensionMismatch  an embedding of the wrong length
     │   │   └── Unprocessable    well-formed JSON whose content cannot be used (HTTP 422)
+    │   │       └── DomainUnverified  a sending domain whose DNS is not ready: what to publish
     │   ├── OrgScopeError        no org, or an org that is not the caller's (CONST-003)
     │   ├── Forbidden            authenticated, but this person may not do this (HTTP 403)
     │   │   ├── OwnershipUnproven  something outside our database the org has not proved its own
@@ -81,6 +82,23 @@ class Unprocessable(ValidationFailed):
     """The body parsed, but a field is unknown or a rule cannot work; the message says which."""
 
     code = "unprocessable"
+
+
+class DomainUnverified(Unprocessable):
+    """A sending domain whose DNS does not say what sending from it needs (SPF, DKIM,
+    DMARC): ``detail`` lists each problem and the TXT records to publish, for a person to
+    copy into their DNS before adding the domain again."""
+
+    code = "domain_unverified"
+
+    def __init__(
+        self, domain: str, problems: list[dict[str, str]], publish: list[dict[str, str]]
+    ) -> None:
+        said = "; ".join(p["message"] for p in problems)
+        super().__init__(
+            f"{domain} cannot send yet: {said}. Publish the TXT records listed, then add it again"
+        )
+        self.detail = {"domain": domain, "problems": problems, "publish": publish}
 
 
 class OrgScopeError(CallerError):
@@ -311,6 +329,8 @@ def public_body(error: BaseException) -> dict[str, Any]:
         body = error_body(error.code, str(error) or "the request was refused")
         if isinstance(error, AlreadyDecided):  # ids and a time only, meant for the caller
             body["error"]["decided"] = error.detail
+        if isinstance(error, DomainUnverified):  # the org's own DNS names and our public key
+            body["error"]["domain"] = error.detail
         return body
     if isinstance(error, UpstreamError):
         return error_body(error.code, UNAVAILABLE_MESSAGE)

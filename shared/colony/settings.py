@@ -117,6 +117,13 @@ class Settings:
     reply_mailbox_tls: bool = True  # off only for a local server
     reply_mailbox_folder: str = "INBOX"
     unsubscribe_url: str | None = None  # the unsubscribe function's URL
+    # sending domains (issue 39 item 3): what an org's SPF must include (the relay's SPF
+    # domain), whether every send must come from an org's verified domain ("required") or
+    # only those from a domain some org verified ("optional": local, and a deployment's
+    # move to per-org domains), and the DNS server the checks ask (None: the system's)
+    spf_include: str | None = None
+    sending_domains: Literal["required", "optional"] = "optional"  # "required" in production
+    dns_resolver: tuple[str, int] | None = None
     unsubscribe_token_key: str | None = None  # HMAC key of unsubscribe links
     # knowledge webhooks (Drive recordings, Notion sync)
     drive_channel_token: str | None = None  # the token we set on the Drive watch channel
@@ -287,6 +294,16 @@ class Settings:
             == "true",
             reply_mailbox_folder=get("COLONY_REPLY_MAILBOX_FOLDER") or "INBOX",
             unsubscribe_url=get("COLONY_UNSUBSCRIBE_URL"),
+            spf_include=env_values.spf_include(get("COLONY_SPF_INCLUDE")),
+            sending_domains=cast(
+                Literal["required", "optional"],
+                choice(
+                    "COLONY_SENDING_DOMAINS",
+                    ("required", "optional"),
+                    "required" if deploy_env == "production" else "optional",
+                ),
+            ),
+            dns_resolver=env_values.dns_resolver(get("COLONY_DNS_RESOLVER"), deploy_env),
             unsubscribe_token_key=get("COLONY_UNSUBSCRIBE_TOKEN_KEY"),
             drive_channel_token=get("COLONY_DRIVE_CHANNEL_TOKEN"),
             drive_base_url=get("COLONY_DRIVE_BASE_URL"),

@@ -6,6 +6,7 @@ rule semantics (operators and their values) are checked by ``colony.policy.anti_
 
 from __future__ import annotations
 
+from email.utils import parseaddr
 from itertools import pairwise
 from typing import Annotated, Any, Literal
 
@@ -123,11 +124,19 @@ class SendingLimits(Strict):
     # Who approves a sequence's later steps: a person, each one ("each_step"), or the person
     # who approved step 1, for the whole sequence ("once"; a flagged draft still waits).
     sequence_approval: Literal["each_step", "once"] = "each_step"
+    # Who the org's mail is from ("Ada Lovelace <ada@acme.com>"), on one of its sending
+    # domains (issue 39 item 3); None: the deployment's COLONY_MAIL_FROM.
+    mail_from: str | None = Field(default=None, min_length=3, max_length=320)
 
     @model_validator(mode="after")
     def _possible(self) -> SendingLimits:
         if self.per_domain_hourly > self.daily_cap:
             raise ValueError("sending: per_domain_hourly cannot exceed daily_cap")
+        if self.mail_from is not None:
+            address = parseaddr(self.mail_from)[1]
+            local, _, domain = address.rpartition("@")
+            if not local or "." not in domain or any(c in self.mail_from for c in "\r\n"):
+                raise ValueError("sending.mail_from: not an address (Name <name@example.com>)")
         return self
 
 
@@ -135,6 +144,13 @@ class ResearchSettings(Strict):
     # Research prospects' companies on the open web before AGT-003 (issue 33); an org whose
     # prospects arrive researched, or that will not have their sites read, turns it off.
     enabled: bool = True
+
+
+class SendingDomainAdd(Strict):
+    """A domain an org's mail is to be sent from (issue 39 item 3); whether it is a domain
+    name, and what its DNS says, is the flow's to judge (``flows.outbound.sending_domains``)."""
+
+    domain: str = Field(min_length=1, max_length=300)
 
 
 class OrgSettingsReplace(Strict):

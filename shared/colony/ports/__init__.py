@@ -10,7 +10,8 @@ from what it replaces. One module per capability:
 - ``messaging``: ``Transport`` (topics and queues) and ``RejectionRecorder``;
 - ``storage``: ``BlobStore`` (the assets bucket) and ``SecretStore`` (per-org credentials);
 - ``sources``: Drive and Notion, as the knowledge webhooks read them;
-- ``mail``: ``Sender``, ``ReceivedMail``, ``Mailbox``;
+- ``mail``: ``Sender``, ``ReceivedMail``, ``Mailbox``, and ``DkimKey`` (what signs a message);
+- ``dns``: ``DnsResolver`` (a sending domain's TXT records);
 - ``clock``: ``Clock``;
 - ``web``: ``WebFetcher`` (the open web, politely and safely) and its ``FetchResult``;
 - ``render``: ``PageRenderer`` (a fetched page shown by a browser kept off the network).
@@ -27,7 +28,16 @@ from colony.lazy import lazy_names
 
 if TYPE_CHECKING:  # the real names, for type checkers
     from colony.ports.clock import Clock
-    from colony.ports.mail import InboundMail, Mail, Mailbox, MailRejected, ReceivedMail, Sender
+    from colony.ports.dns import DnsResolver
+    from colony.ports.mail import (
+        DkimKey,
+        InboundMail,
+        Mail,
+        Mailbox,
+        MailRejected,
+        ReceivedMail,
+        Sender,
+    )
     from colony.ports.messaging import (
         MAX_REJECTION_ID,
         MAX_REJECTION_REASON,
@@ -75,6 +85,8 @@ if TYPE_CHECKING:  # the real names, for type checkers
 
 _HOMES = {
     "Clock": "colony.ports.clock",
+    "DnsResolver": "colony.ports.dns",
+    "DkimKey": "colony.ports.mail",
     "InboundMail": "colony.ports.mail",
     "Mail": "colony.ports.mail",
     "Mailbox": "colony.ports.mail",
@@ -134,6 +146,8 @@ __all__ = [
     "Clock",
     "Counter",
     "DatabasePage",
+    "DkimKey",
+    "DnsResolver",
     "DriveChannels",
     "DriveClient",
     "DriveFile",

@@ -217,8 +217,8 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         agent=None,
         purpose=(
             "Cloud Tasks target: erasure and import jobs, Knowledge Core tiering, an"
-            " org's retention and Drive renewal, the reply mailbox poll; Cloud Scheduler"
-            " target: every schedule"
+            " org's retention, Drive renewal and stalled research, the reply mailbox poll;"
+            " Cloud Scheduler target: every schedule"
         ),
         # the Langfuse keys delete an erased org's traces; no model is called; the Drive
         # channel token signs a renewed channel's token; the reply mailbox is polled, and
@@ -233,8 +233,15 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         ),
         # every schedule fans out from here to its target's queue (colony.registry.schedules);
         # the daily retention run queues the org's Knowledge Core move if it outgrew the
-        # shared partition by any path (approvals, imports), not only by Notion pages
-        enqueues=(LIFECYCLE_QUEUE, DAILY_BRIEF_QUEUE, NOTION_REEMBED_QUEUE, KC_TIER_QUEUE),
+        # shared partition by any path (approvals, imports), not only by Notion pages; the
+        # research sweep hands a stalled pass to a new research task
+        enqueues=(
+            LIFECYCLE_QUEUE,
+            DAILY_BRIEF_QUEUE,
+            NOTION_REEMBED_QUEUE,
+            KC_TIER_QUEUE,
+            RESEARCH_QUEUE,
+        ),
         assets="write",  # deletes transcripts, kits and imports
         timeout_seconds=540,
         concurrency=1,

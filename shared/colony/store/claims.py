@@ -42,6 +42,10 @@ RETURNING org_id
 """
 UNPROBE = "SELECT set_config('app.claim_probe', '', true)"
 HELD = "SELECT 1 FROM resource_claims WHERE kind = %s AND resource_id = %s"
+PROBE = "SELECT set_config('app.claim_probe', %s, true)"
+ELSEWHERE = """
+SELECT 1 FROM resource_claims WHERE kind = %s AND resource_id = %s AND org_id <> %s
+"""
 
 
 def _probe(kind: str, resource_id: str) -> str:
@@ -60,6 +64,16 @@ def claim(cur: Any, org_id: str, kind: str, resource_id: str, method: str, actor
         cur.execute(UNPROBE)
     # Nothing inserted: the org's own row was there (visible), or another org's (not).
     return Claim.OURS if held(cur, kind, resource_id) else Claim.ELSEWHERE
+
+
+def claimed_elsewhere(cur: Any, org_id: str, kind: str, resource_id: str) -> bool:
+    """Whether another org holds ``resource_id`` (which org, it does not say), read through
+    the same probe as ``claim`` and cleared before returning."""
+    cur.execute(PROBE, (_probe(kind, resource_id),))
+    try:
+        return fetch_one(cur, ELSEWHERE, (kind, resource_id, org_id)) is not None
+    finally:
+        cur.execute(UNPROBE)
 
 
 def held(cur: Any, kind: str, resource_id: str) -> bool:

@@ -157,11 +157,9 @@ def send_state(cur: Any, outbox_id: str) -> Row | None:
 def finish_send(
     cur: Any,
     outbox_id: str,
-    status: Literal["sent", "bounced", "suppressed", "refused"],
+    status: Literal["sent", "bounced", "suppressed"],
     error: str | None = None,
 ) -> None:
-    """End a claimed send: ``sent``; ``bounced`` or ``suppressed``; or ``refused`` before it
-    left (a message in another tier than its contact's), ``error`` saying why."""
     cur.execute(FINISH_SEND, (status, error, status, outbox_id))
 
 
