@@ -138,6 +138,12 @@ def test_bad_selection_input_is_a_clear_error(store: KnowledgeStore) -> None:
 ORG = "org_zoomprop_demo"
 
 
+def _pairs(db, sql: str) -> dict:  # type: ignore[no-untyped-def]
+    """The ``k`` → ``v`` mapping a query's rows make (under the demo org)."""
+    with db.transaction(ORG) as cur:
+        return {r["k"]: r["v"] for r in fetch_all(cur, sql)}
+
+
 def _first_message_items(deps, run_id: str) -> list[dict]:  # type: ignore[no-untyped-def]
     with deps.db.transaction(ORG) as cur:
         return fetch_all(
@@ -211,15 +217,11 @@ def test_a_message_approved_and_replied_to_is_the_next_campaigns_first_exemplar(
         received_at=FIXED_NOW - timedelta(hours=1),
     )
     assert replies.ingest(deps, reply, event_id="evt-reply")["sentiment"] == "positive"
-    with db.transaction(ORG) as cur:
-        fared = {
-            r["source_id"]: r["outcome"]
-            for r in fetch_all(
-                cur,
-                "SELECT source_id, tags->>'outcome' AS outcome FROM kc_chunks"
-                " WHERE source = 'approval' AND domain = 'KC-08'",
-            )
-        }
+    fared = _pairs(
+        db,
+        "SELECT source_id AS k, tags->>'outcome' AS v FROM kc_chunks"
+        " WHERE source = 'approval' AND domain = 'KC-08'",
+    )
     assert fared == {answered["id"]: "replied_positive", bounced["id"]: "bounced"}
     # each outcome also credits the chunks that grounded the draft's model call (provenance)
     with db.transaction(ORG) as cur:
@@ -237,15 +239,11 @@ def test_a_message_approved_and_replied_to_is_the_next_campaigns_first_exemplar(
     assert all(n >= 1 for n in credited.values())
 
     # campaign 2, same angle, other contacts: the answered message comes first
-    with db.transaction(ORG) as cur:
-        in_tier = {
-            r["tier"]: r["n"]
-            for r in fetch_all(
-                cur,
-                "SELECT tags->>'tier' AS tier, count(*) AS n FROM kc_chunks"
-                " WHERE domain = 'KC-08' AND tags->>'angle' = 'Signal' GROUP BY 1",
-            )
-        }
+    in_tier = _pairs(
+        db,
+        "SELECT tags->>'tier' AS k, count(*) AS v FROM kc_chunks"
+        " WHERE domain = 'KC-08' AND tags->>'angle' = 'Signal' GROUP BY 1",
+    )
     recorder.requests.clear()
     second = campaign.create_campaign(
         deps, ORG, name="Signal two", angle="Signal", tier="T1", contact_ids=ids
