@@ -180,6 +180,10 @@ def test_an_admin_replaces_the_sequence_library(api: Api) -> None:
     [
         ("an unknown channel", lambda s: s[0]["steps"][0].update(channel="fax"), "channel"),
         ("a negative delay", lambda s: s[0]["steps"][1].update(delay_days=-1), "delay_days"),
+        ("no channel", lambda s: s[0]["steps"][1].pop("channel"), "channel"),
+        ("a delay as text", lambda s: s[0]["steps"][1].update(delay_days="3d"), "delay_days"),
+        # a step's guidance must fit AGT-005's task budget (contracts.admin.GUIDANCE_CHARS)
+        ("an overlong guidance", lambda s: s[0]["steps"][2].update(guidance="g" * 301), "guidance"),
         ("an unknown step field", lambda s: s[0]["steps"][0].update(tone="warm"), "tone"),
         ("no steps", lambda s: s[0].update(steps=[]), "steps"),
         ("an unknown angle", lambda s: s[0].update(angle="Flattery"), "angle"),

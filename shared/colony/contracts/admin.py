@@ -12,10 +12,18 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, StringConstraints, model_validator
 
-from colony.contracts.common import TIERS, OutboundAngle, SequenceTier, Strict
+from colony.contracts.common import TIERS, OutboundAngle, SequenceChannel, SequenceTier, Strict
 
-Channel = Literal["email", "linkedin", "call"]
+Channel = SequenceChannel
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=4000)]
+# A step's guidance is an instruction in AGT-005's task section (300 tokens, SPEC §5), which it
+# shares with the template and the org's competitor list: this many characters of it fit that
+# budget beside three competitor names, even counted with an estimate's 10% margin
+# (tests/test_sequence_steps.py).
+GUIDANCE_CHARS = 300
+Guidance = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=GUIDANCE_CHARS)
+]
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=120)]
 SCORE_POINTS = 100  # a contact's ICP score is out of 100 (contacts.icp_score)
 
@@ -75,9 +83,13 @@ class IcpReplace(Strict):
 
 
 class SequenceStepIn(Strict):
+    """One step as its org writes it: how it reaches the contact (an email we send; a
+    LinkedIn message or a call, which are tasks for a person), how many days after the step
+    before it (the first: after the campaign reaches the contact), and what to say."""
+
     channel: Channel
-    delay_days: int = Field(ge=0, le=365)  # after the previous step (the first: after start)
-    guidance: Text
+    delay_days: int = Field(ge=0, le=365)
+    guidance: Guidance
 
 
 class SequenceIn(Strict):

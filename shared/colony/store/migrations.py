@@ -375,4 +375,8 @@ def migrations(dim: int) -> list[Migration]:
             _sql("0046_crm_connections")
             + "".join(_rls(t) for t in ("crm_connections", "crm_oauth_states", "crm_writes")),
         ),
+        # Issue 39 item 1: sequence steps as written: LinkedIn and call steps are tasks for a
+        # person ('sequence_task' items), the tier whose library sequence a contact walks, and
+        # no negative delay.
+        Migration("0047_sequence_steps", _sql("0047_sequence_steps")),
     ]

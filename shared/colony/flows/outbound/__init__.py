@@ -3,7 +3,8 @@
 Owns sending (``sending``: once, within limits, never to a suppressed address, from a
 verified domain of the org; the unsubscribe link), sending domains (``sending_domains``:
 checked in DNS, keyed, bound to one org, re-checked daily, paused when broken), sequences
-(``sequences``: step by step, stopped by any sign the contact does not want it), delivery
+(``sequences``: step by step as the org wrote them, email steps sent and LinkedIn or call
+steps left to a person as tasks, stopped by any sign the contact does not want it), delivery
 events and the circuit breaker (``delivery``, CONST-005), replies
 (``replies``), the mail provider's webhook (``mail_events``) and inbound mail held until it
 can be read (``held_mail``).

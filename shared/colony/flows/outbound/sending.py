@@ -2,10 +2,14 @@
 
     approval applied ─► outbox ``queued`` ─► send(outbox id), once per delivery of its task
         ─► claim: ``queued`` → ``sending`` (a lease; the Message-ID fixed) ─► suppressed?
+        ─► written in the tier decided for its contact? (else refused, and why)
         ─► From's domain (``sending_domains.sender``): the org's verified domain, or refused
            (another org's, or unverified where verification is required), or paused (waits)
         ─► over a cap? (waits) ─► Sender.send, DKIM-signed with the domain's key
         ─► ``sent``  (a permanent refusal: ``bounced``, address suppressed)
+
+Only email steps reach the outbox: a LinkedIn or call step is a task for a person
+(``sequence_task``), and an approved message that names another channel is never queued.
 
 Exactly once as far as mail allows. The claim is one conditional UPDATE, so of duplicate
 deliveries one sends and the others find the row ``sending`` (``SendInProgress``: retried
@@ -15,10 +19,11 @@ until its lease lapses, and the retry sends again under the same Message-ID, so 
 recipient's mail system sees the same message twice and can tell. A transient refusal
 (``UpstreamError``) leaves the lease to lapse the same way.
 
-A message refused for its From address is ``suppressed`` with ``send_error`` saying why
-(``refused: …``) and a ``message_refused`` entry on the audit log: it never leaves, and is
-not retried. One waiting for a paused domain, or a cap, is handed back to the queue and its
-task scheduled again: nothing waiting is dropped.
+A message refused for its From address, or because it was written in another tier than the
+one decided for its contact (issue 39; its sequence stops there too), is ``suppressed`` with
+``send_error`` saying why (``refused: …``) and a ``message_refused`` entry on the audit log:
+it never leaves, and is not retried. One waiting for a paused domain, or a cap, is handed
+back to the queue and its task scheduled again: nothing waiting is dropped.
 
 The suppression list is read at send time, not only when the message was drafted: an
 address unsubscribed or bounced after the approval is never mailed. Every message carries
@@ -97,6 +102,9 @@ def queue_approved(
     """An approved ``outbound_message`` → its outbox row, handed to the send queue (the
     ``outbound_message`` applier, inside the decision's transaction). A message of a paused
     campaign is kept ``blocked``: it is handed over when the campaign resumes."""
+    channel = payload.get("channel") or sequences.EMAIL
+    if channel != sequences.EMAIL:  # a task's talking points are never emailed
+        raise ValidationFailed(f"a {channel} step is a task for a person; it is never emailed")
     campaign_id = payload.get("campaign_id")
     paused = False
     if campaign_id:
@@ -153,6 +161,12 @@ def send(deps: FlowDeps, org_id: str, outbox_id: str) -> dict[str, Any]:
         if stop is not None:
             outbox.finish_send(cur, outbox_id, "suppressed", stop)
             return {"outbox_id": outbox_id, "status": "suppressed", "reason": stop}
+        wrong = sequences.wrong_tier(cur, row)  # refused before it leaves, and recorded
+        if wrong is not None:
+            outbox.finish_send(cur, outbox_id, "suppressed", f"refused: {wrong}")
+            sequences.refused(cur, row, "tier")
+            _record(cur, org_id, row, "message_refused", {"reason": wrong})
+            return {"outbox_id": outbox_id, "status": "refused", "reason": wrong}
         limits = org_admin.settings(cur)
         mail_from = (limits["mail_from"] if limits else None) or settings.mail_from
         domain = sending_domains.sender(cur, org_id, mail_from, settings.sending_domains)
