@@ -36,6 +36,12 @@ variable "function_sources" {
   type        = map(string)
 }
 
+variable "function_images" {
+  description = "Function in an image of our own → its image tag, the hash of its zip and Dockerfile (build/functions/sources.tfvars.json); cloudbuild.yaml pushes the image before the deploy."
+  type        = map(string)
+  default     = {}
+}
+
 variable "deployer_service_account" {
   description = "Email of the account Cloud Build deploys with; it runs the migrations."
   type        = string
@@ -151,7 +157,12 @@ variable "functions" {
     public                = bool
     roles                 = map(string)
     max_delivery_attempts = number
+    image                 = string
   }))
+  validation {
+    condition     = alltrue([for fn in values(var.functions) : contains(["buildpack", "browser"], fn.image)])
+    error_message = "a function's image is buildpack (a Cloud Function) or browser (browser.tf)."
+  }
 }
 
 variable "topics" {
