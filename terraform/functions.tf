@@ -35,6 +35,8 @@ locals {
     COLONY_EMBEDDING_DIM           = tostring(var.embedding_dim)
     LANGFUSE_HOST                  = var.langfuse_host
     COLONY_RETENTION_MAX_DAYS      = join(",", [for k, v in var.retention_max_days : "${k}=${v}"])
+    # research (issue 33): the page its user agent names (required to fetch in production)
+    COLONY_RESEARCH_CONTACT_URL = var.research_contact_url
     # sending (issue 18): SMTP or Resend, the relay and who we send as; the SMTP password and
     # the Resend API key are secrets
     COLONY_MAIL_PROVIDER = var.mail_provider

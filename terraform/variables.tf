@@ -83,6 +83,15 @@ variable "db_max_connections" {
   default     = 400
 }
 
+variable "research_contact_url" {
+  description = "COLONY_RESEARCH_CONTACT_URL: the https:// page research's user agent names (ColonyResearch/1.0 (+<url>)), where a site's owner learns who reads their pages and how to stop it (docs/research.md, \"The user agent\"). Research refuses to fetch in production without it."
+  type        = string
+  validation {
+    condition     = can(regex("^https://[^/\\s()]+(/[^\\s()]*)?$", var.research_contact_url))
+    error_message = "research_contact_url is an https:// URL with no spaces or parentheses (it is quoted in a User-Agent comment)."
+  }
+}
+
 variable "jwt_authorized_parties" {
   description = "Origins the web app is served from (COLONY_JWT_AUTHORIZED_PARTIES): a Clerk token whose azp is not one of them is refused. Empty: azp is not checked."
   type        = list(string)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import re
 
+import pytest
+
 from colony.adapters.transport_checks import task_request
 from colony.registry.functions import FUNCTIONS, QUEUES, RESEARCH_QUEUE
 from colony.registry.secrets import SECRETS
@@ -199,3 +201,41 @@ def _outputs() -> dict:
         for item in document.get("output", []):
             found.update(item)
     return found
+
+
+def test_research_is_given_the_contact_url_it_must_name_in_production() -> None:
+    """The research service's user agent must name a contact page in production, or it
+    fetches nothing (``web_from_settings``): terraform requires one (no default), refuses one
+    the settings would refuse, and passes it to the functions."""
+    from colony.adapters.polite_web import web_from_settings
+    from colony.adapters.web import user_agent
+    from colony.errors import ConfigError
+
+    variable = variables()["research_contact_url"]
+    assert "default" not in variable
+    assert local_values()["function_env"]["COLONY_RESEARCH_CONTACT_URL"] == (
+        "${var.research_contact_url}"
+    )
+    (validation,) = variable["validation"]
+    found = re.fullmatch(
+        r'\$\{can\(regex\("(.+)", var\.research_contact_url\)\)\}', validation["condition"]
+    )
+    assert found, validation["condition"]
+    pattern = found.group(1).replace("\\\\", "\\")  # the HCL string's escapes undone
+    production = {
+        "COLONY_ENV": "production",
+        "K_SERVICE": "research",
+        "COLONY_DB_MODE": "dsn",
+        "COLONY_DB_DSN": "postgresql://colony_app@10.20.0.3:5432/colony?sslmode=verify-ca",
+        "COLONY_DB_PASSWORD": "from-secret-manager",
+        "COLONY_INVOKER_SERVICE_ACCOUNT": "invoker@p.iam.gserviceaccount.com",
+    }
+    for url in ("https://example.com/research-bot", "https://colony.example"):
+        assert re.fullmatch(pattern, url), url
+        settings = Settings.from_env({**production, "COLONY_RESEARCH_CONTACT_URL": url})
+        fetcher = web_from_settings(settings, None)  # type: ignore[arg-type]  # no query made
+        assert fetcher.fetcher._agent == user_agent(url)  # what every request carries
+    for url in ("http://example.com/bot", "https://example.com/a b", "https://x.example/(me)"):
+        assert not re.fullmatch(pattern, url), url
+    with pytest.raises(ConfigError, match="COLONY_RESEARCH_CONTACT_URL"):
+        web_from_settings(Settings.from_env(production), None)  # type: ignore[arg-type]
