@@ -131,6 +131,7 @@ def test_terraform_is_split_by_concern() -> None:
         "kms.tf",
         "secrets.tf",
         "iam.tf",
+        "browser.tf",
     }
     versions = (TF / "versions.tf").read_text()
     assert re.search(
@@ -139,6 +140,7 @@ def test_terraform_is_split_by_concern() -> None:
     assert {r["_file"] for r in parsed()["google_cloudfunctions2_function"].values()} == {
         "functions.tf"
     }
+    assert {r["_file"] for r in parsed()["google_cloud_run_v2_service"].values()} == {"browser.tf"}
 
 
 def test_generated_registry_input_is_current() -> None:
@@ -152,8 +154,10 @@ def test_every_function_folder_has_one_function_with_its_entry_point_and_trigger
     folders = {p.parent.name for p in (REPO / "functions").glob("*/main.py")}
     functions = registry()["functions"]
     assert folders == set(FUNCTIONS) == set(functions)
+    # a Cloud Function for each function Cloud Functions builds from its zip; the others run
+    # in an image of our own (tests/test_deploy_terraform_browser.py)
     (resource,) = parsed()["google_cloudfunctions2_function"].values()
-    assert resource["for_each"] == "${var.functions}"
+    assert resource["for_each"] == "${local.buildpack_functions}"
     assert resource["name"] == "${each.key}"
     build = block(resource, "build_config")
     assert build["entry_point"] == "${each.value.entry_point}"
@@ -161,6 +165,7 @@ def test_every_function_folder_has_one_function_with_its_entry_point_and_trigger
         "${google_storage_bucket_object.source[each.key].name}"
     )
     source = parsed()["google_storage_bucket_object"]["source"]
+    assert source["for_each"] == "${local.buildpack_functions}"
     assert "var.function_sources[each.key]" in source["name"]  # the zip's content-hash name
     service = block(resource, "service_config")
     assert service["service_account_email"] == "${google_service_account.function[each.key].email}"
@@ -455,6 +460,10 @@ def test_internal_functions_are_invoked_only_by_the_invoker() -> None:
     )
     assert "if !fn.public" in invokers["internal"]["for_each"]
     assert "if fn.public" in invokers["public"]["for_each"]
+    # on the Cloud Run service behind each function, whichever kind it is
+    assert invokers["internal"]["for_each"].startswith("${{for name, fn in var.functions :")
+    for grant in invokers.values():
+        assert grant["name"] == "${local.function_services[each.key]}"
     public = {n for n, f in registry()["functions"].items() if f["public"]}
     assert public and all(FUNCTIONS[n].trigger == "http" for n in public)
     assert not public & {n for n, f in FUNCTIONS.items() if f.trigger == "pubsub"}
@@ -613,6 +622,9 @@ def test_connection_budget_fits_cloud_sql_max_connections() -> None:
         assert spec["max_instances"] == FUNCTIONS[name].max_instances >= 1
     service = block(parsed()["google_cloudfunctions2_function"]["function"], "service_config")
     assert service["max_instance_count"] == "${each.value.max_instances}"
+    browser = block(parsed()["google_cloud_run_v2_service"]["browser"], "template")
+    assert block(browser, "scaling")["max_instance_count"] == "${each.value.max_instances}"
+    assert browser["max_instance_request_concurrency"] == "${each.value.concurrency}"
     total = sum(spec["max_instances"] * per_instance[name] for name, spec in functions.items())
     assert total <= max_connections - RESERVED_CONNECTIONS, (
         f"{total} connections at full scale > {max_connections} - {RESERVED_CONNECTIONS}: "

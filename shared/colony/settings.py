@@ -139,7 +139,8 @@ class Settings:
     hubspot_redirect_uri: str | None = None  # where HubSpot sends the person back (our page)
     recording_parallelism: int = 8  # AGT-006 pass-1 chunks in flight at once
     # The deployed function this process serves (K_SERVICE, which Cloud Run sets on a gen2
-    # function to its name); None locally. Sizes the connection pool (registry.pool_size).
+    # function, and on a function's own service, to its name); None locally. Sizes the
+    # connection pool (registry.pool_size).
     function_name: str | None = None
     # assets (GCS): transcripts, deployment kits
     assets_bucket: str = "colony-assets"
@@ -149,7 +150,8 @@ class Settings:
     research_contact_url: str | None = None
     research_web: ResearchWeb | None = None  # COLONY_RESEARCH_WEB; refused in production
     # COLONY_RESEARCH_BROWSER: the Chromium binary that renders pages needing a browser (the
-    # research job where one is installed); None: such pages are recorded, not rendered
+    # research service's image has one: terraform/browser.tf); None: such pages are
+    # recorded, not rendered
     research_browser: str | None = None
     # Whether the campaign chain researches a contact's company before AGT-003
     # (COLONY_RESEARCH=on|off): on by default where there is a web to read (production, or

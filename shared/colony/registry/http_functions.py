@@ -167,6 +167,15 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         # (the connection budget, docs/deploy.md: enrichment gave up an instance for them)
         concurrency=4,
         max_instances=2,
+        # Pages that need JavaScript are rendered by Chromium (docs/research.md), which a
+        # buildpack cannot carry: our own image does. Each render starts a browser of its
+        # own; four at once on a heavy page (a 20,000-paragraph DOM and a canvas) peaked at
+        # 1.45 GiB summed PSS, one at 0.56 GiB, beside the runner's ~0.25 GiB, and the
+        # profiles go to /tmp, which is memory on Cloud Run: 4 GiB leaves room; 2 CPUs keep
+        # four browser starts well inside a render's 30 s deadline.
+        image="browser",
+        memory="4Gi",
+        cpu="2",
     ),
     Function(
         name="daily-brief",
