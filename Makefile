@@ -86,13 +86,17 @@ typecheck: $(STAMP)
 # The /overview browser test (tests/test_overview_browser.py) drives Debian's Chromium with
 # its chromedriver, and the research renderer's tests (tests/test_page_renderer.py,
 # tests/test_research_render.py) drive /usr/lib/chromium/chromium itself over the DevTools
-# pipe; installed here when missing (as root, or through sudo).
+# pipe, as the research image does (deploy/browser/Dockerfile: the same packages but the
+# driver; tests/test_deploy_browser_image.py serves the bundle as that image would); installed
+# here when missing (as root, or through sudo).
+BROWSER_PACKAGES := chromium chromium-sandbox fonts-liberation chromium-driver
 browser:
-	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
-		echo "installing chromium and chromium-driver (Debian packages) for the browser test…"; \
+	@test "$$(dpkg-query -W -f='$${db:Status-Abbrev}\n' $(BROWSER_PACKAGES) 2>/dev/null \
+		| grep -c '^ii')" = $(words $(BROWSER_PACKAGES)) || { \
+		echo "installing $(BROWSER_PACKAGES) (Debian packages) for the browser tests…"; \
 		SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install \
-			-y -qq --no-install-recommends chromium chromium-driver >/dev/null; }
+			-y -qq --no-install-recommends $(BROWSER_PACKAGES) >/dev/null; }
 	@# axe-core for the accessibility checks, pinned in tests/browser/package-lock.json
 	@test -f tests/browser/node_modules/axe-core/axe.min.js || \
 		npm ci --prefix tests/browser --ignore-scripts --no-audit --no-fund --silent

@@ -347,6 +347,38 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
             org,
             f"folder-{org}",
         )
+    cur.execute("SELECT to_regclass('sending_domains') IS NOT NULL")
+    if cur.fetchone()[0]:  # migration 0045: a sending domain, its DKIM key's secret by name
+        ex(
+            "INSERT INTO sending_domains (org_id, domain, selector, public_key, key_secret,"
+            " status, added_by, verified_at) VALUES (%s, %s, 'colony0a1b2c3d', %s, %s,"
+            " 'verified', 'user_1', now())",
+            org,
+            f"{org.replace('_', '-')}.example",
+            "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA" + "b" * 300,
+            f"colony-dkim-{org}",
+        )
+    cur.execute("SELECT to_regclass('crm_connections') IS NOT NULL")
+    if cur.fetchone()[0]:  # migration 0046: a HubSpot connection, a flow begun, a logged email
+        ex(
+            "INSERT INTO crm_connections (org_id, provider, account_id, status, secret_name,"
+            " connected_by) VALUES (%s, 'hubspot', %s, 'connected', %s, 'user_1')",
+            org,
+            f"portal-{org}",
+            f"colony-crm-{org}",
+        )
+        ex(
+            "INSERT INTO crm_oauth_states (org_id, state_hash, provider, user_id, expires_at)"
+            " VALUES (%s, %s, 'hubspot', 'user_1', now() + interval '10 minutes')",
+            org,
+            "0" * 64,
+        )
+        ex(
+            "INSERT INTO crm_writes (org_id, provider, idempotency_key, kind, remote_id)"
+            " VALUES (%s, 'hubspot', %s, 'email', '70001')",
+            org,
+            f"outbox:{org}",
+        )
     cur.execute("SELECT to_regclass('research_sources') IS NOT NULL")
     if cur.fetchone()[0]:  # migration 0042: the company's research, a page naming Dana
         ex(

@@ -20,8 +20,8 @@ from colony.runtime.auth import ensure_local_keys
 from colony.runtime.deps import set_deps_for_tests
 from colony.settings import Settings
 from colony.testing.inline import InlineTransport, local_deps
-from tests.apps import registered_app
-from tests.conftest import APP_ROLE, PgDB
+from tests.apps import org_settings, registered_app
+from tests.conftest import PgDB
 
 pytestmark = pytest.mark.covers("fn:admin")
 
@@ -96,19 +96,7 @@ class Api:
 def api(
     testdb: PgDB, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_ambient_config: None
 ) -> Iterator[Api]:
-    conn = testdb.owner_connection()
-    for org in (ALPHA, BETA):
-        conn.cursor().execute("INSERT INTO organizations (id, name) VALUES (%s, %s)", (org, org))
-    conn.commit()
-    conn.close()
-    settings = Settings.from_env(
-        {
-            "COLONY_DB_MODE": "dsn",
-            "COLONY_DB_DSN": testdb.dsn(APP_ROLE),
-            "COLONY_EMBEDDING_DIM": str(testdb.dim),
-            "COLONY_DATA_DIR": str(tmp_path),
-        }
-    )
+    settings = org_settings(testdb, tmp_path, ALPHA, BETA)
     set_deps_for_tests(local_deps(settings, testdb.app(), InlineTransport()))
     yield Api(testdb, tmp_path, registered_app("admin", monkeypatch))
     set_deps_for_tests(None)
@@ -192,6 +180,10 @@ def test_an_admin_replaces_the_sequence_library(api: Api) -> None:
     [
         ("an unknown channel", lambda s: s[0]["steps"][0].update(channel="fax"), "channel"),
         ("a negative delay", lambda s: s[0]["steps"][1].update(delay_days=-1), "delay_days"),
+        ("no channel", lambda s: s[0]["steps"][1].pop("channel"), "channel"),
+        ("a delay as text", lambda s: s[0]["steps"][1].update(delay_days="3d"), "delay_days"),
+        # a step's guidance must fit AGT-005's task budget (contracts.admin.GUIDANCE_CHARS)
+        ("an overlong guidance", lambda s: s[0]["steps"][2].update(guidance="g" * 301), "guidance"),
         ("an unknown step field", lambda s: s[0]["steps"][0].update(tone="warm"), "tone"),
         ("no steps", lambda s: s[0].update(steps=[]), "steps"),
         ("an unknown angle", lambda s: s[0].update(angle="Flattery"), "angle"),

@@ -30,6 +30,8 @@
                                     the new counts), or ``reload`` when the stream fell behind
     GET  /audit[?item_id=&limit=]   the org's audit log, newest first
     GET  /imports                   the org's five newest import jobs (counts and status)
+    GET  /alerts                    what needs a person now: each paused sending domain, why,
+                                    and the TXT records that mend it
     GET  /explain/<output id>       the model calls behind an approval item, a chat turn or
                                     a brief, and what their context was built from (the
                                     card's "Why?" panel; ``colony explain`` prints the same)
@@ -73,6 +75,7 @@ from colony.flows.chat import events as ev
 from colony.flows.deps import FlowDeps
 from colony.flows.insights.explain import explain
 from colony.flows.insights.workbench import funnels, pipeline
+from colony.flows.outbound.sending_domains import alerts
 from colony.flows.tenants.import_progress import recent as recent_imports
 from colony.runtime.auth import verify_bearer
 from colony.runtime.edge import JsonRequest, MethodNotAllowed, error_response
@@ -129,6 +132,9 @@ def handle(deps: FlowDeps, request: JsonRequest) -> Any:
     if path == "/imports":
         _allow(method, "GET")
         return {"imports": recent_imports(deps, who.org_id, limit=5)}
+    if path == "/alerts":
+        _allow(method, "GET")
+        return alerts(deps, who.org_id)
     why = _EXPLAIN.match(path)
     if why:
         _allow(method, "GET")

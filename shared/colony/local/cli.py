@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from colony.errors import ColonyError
 from colony.local.cli_admin import add_commands as add_org_data_commands
+from colony.local.cli_crm import add_commands as add_crm_commands
+from colony.local.cli_domains import add_commands as add_domain_commands
 from colony.local.cli_eval import add_commands as add_eval_commands
 from colony.local.cli_explain import add_commands as add_explain_commands
 from colony.local.cli_imports import add_commands as add_import_commands
@@ -286,6 +288,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="stop after the scenario instead of serving /overview until Ctrl-C",
     )
     demo.set_defaults(run=cmd_demo)
+    add_crm_commands(sub)
     db = sub.add_parser("db", help="database commands").add_subparsers(dest="db", required=True)
     db.add_parser("migrate", help="apply pending migrations as the owner role").set_defaults(
         run=cmd_db_migrate
@@ -312,6 +315,7 @@ def build_parser() -> argparse.ArgumentParser:
     keep.add_argument("org_id")
     keep.set_defaults(run=cmd_org_retention)
     add_org_data_commands(org)
+    add_domain_commands(org)
     add_import_commands(sub)
     add_explain_commands(sub)
     add_research_commands(sub)

@@ -87,6 +87,9 @@ class ItemKind:
     editable: frozenset[str]  # top-level payload fields a person may replace
     check: Check | None = None  # validates an edited payload
     approvable: bool = True  # False: a notice a person can only dismiss (reject)
+    # What approving and rejecting an item of this kind mean to the person deciding it (the
+    # labels of its card's buttons): a task for a person is done or skipped, not approved.
+    labels: tuple[str, str] = ("Approve", "Reject")
 
 
 def _model(model: type[BaseModel], fields: tuple[str, ...], payload: Payload) -> None:
@@ -169,6 +172,10 @@ KINDS: dict[str, ItemKind] = {
     # CONST-004: an agent said what it lacked for a contact; nothing was drafted, so there is
     # nothing to approve: a person reads which fields are missing and dismisses it.
     "missing_data": ItemKind("dismissed", frozenset(), approvable=False),
+    # A LinkedIn or call step of a sequence: a task for a person, with the talking points
+    # AGT-005 drafted. Nothing is sent for it; the person does it (approve: done) or chooses
+    # not to (reject: skipped), and either moves the sequence on (flows.outbound.sequences).
+    "sequence_task": ItemKind("task_done", frozenset(), labels=("Done", "Skip")),
 }
 
 

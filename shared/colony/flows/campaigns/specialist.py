@@ -12,7 +12,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from colony.context.assembler import AssemblyRequest
-from colony.contracts import Exemplar, HandoffEnvelope, IcpDefinition, OrgContext
+from colony.contracts import (
+    Exemplar,
+    HandoffEnvelope,
+    IcpDefinition,
+    OrgContext,
+    SequenceStep,
+)
 from colony.contracts.events import Handoff
 from colony.errors import (
     CallerError,
@@ -215,17 +221,28 @@ def assembly_request(
     *,
     signals: Sequence[Mapping[str, Any]] = (),
     sources: Sequence[Mapping[str, Any]] = (),
+    sequence: Sequence[Mapping[str, Any]] = (),
+    thread: Sequence[Mapping[str, Any]] = (),
 ) -> Any:
     """``agent_id``'s request: its grounding, the org's ICP, ``entities`` and ``task``, the
-    contact's ``signals`` (``known_signals``) and its company's stored ``sources``
-    (``flows.research.passages_for``) as the assembler's own sections of them."""
+    contact's ``signals`` (``known_signals``), its company's stored ``sources``
+    (``flows.research.passages_for``) and the ``thread`` of its sequence (what it already
+    got) as the assembler's own lists. The org context carries the ``sequence`` the call
+    works in (the library's steps) and the stage of the contact's deal, when it has one."""
+    contact_id = (entities.get("contact") or {}).get("id")
     with deps.db.transaction(org) as cur:
         icp = orgdata.active_icp(cur)
         name = orgdata.org_name(cur)
+        stage = orgdata.deal_stage(cur, str(contact_id)) if contact_id else None
     domains = hinted_domains(AGENTS[agent_id].kc_domains, envelope.kc_bucket_hints)
     query = " ".join(str(v) for v in (entities.get("contact") or {}).values() if isinstance(v, str))
     exemplars = grounding(deps, org, query or agent_id, domains, envelope)
-    org_context = OrgContext(org_name=name, icp=IcpDefinition(**icp) if icp else None)
+    org_context = OrgContext(
+        org_name=name,
+        icp=IcpDefinition(**icp) if icp else None,
+        sequence_library=[SequenceStep(**s) for s in sequence],
+        deal_stage=stage,
+    )
     return AssemblyRequest(
         agent_id,
         org,
@@ -238,6 +255,7 @@ def assembly_request(
         kc_queried=domains,
         signals=tuple(signals),
         sources=tuple(sources),
+        thread=tuple(thread),
     )
 
 

@@ -7,6 +7,7 @@ contract (``colony.contracts.admin``); the caller has checked who may.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from email.utils import parseaddr
 from typing import Any
 
 from colony.contracts.admin import IcpReplace, OrgSettingsReplace, SequenceLibrary
@@ -14,6 +15,7 @@ from colony.errors import NotFound, Unprocessable, ValidationFailed
 from colony.flows.deps import FlowDeps
 from colony.policy.anti_icp import validate_rules
 from colony.store import orgdata
+from colony.store.outbound import sending_domains
 from colony.store.tenants import org_admin
 
 # What an org without an ``org_settings`` row has (the column defaults of migration 0018).
@@ -88,20 +90,33 @@ def settings(deps: FlowDeps, org_id: str) -> dict[str, Any]:
         row = org_admin.settings(cur)
     if row is None:
         return dict(DEFAULT_SETTINGS)
+    sending = {
+        "daily_cap": row["daily_send_cap"],
+        "per_domain_hourly": row["per_domain_hourly_cap"],
+        "sequence_approval": row["sequence_approval"],
+    }
+    if row["mail_from"]:
+        sending["mail_from"] = row["mail_from"]
     return {
         "competitors": list(row["competitors"]),
-        "sending": {
-            "daily_cap": row["daily_send_cap"],
-            "per_domain_hourly": row["per_domain_hourly_cap"],
-            "sequence_approval": row["sequence_approval"],
-        },
+        "sending": sending,
         "research": {"enabled": bool(row["research_enabled"])},
     }
 
 
 def replace_settings(deps: FlowDeps, org_id: str, update: OrgSettingsReplace) -> dict[str, Any]:
+    """Replace the org's settings; a From address must be on one of the org's sending
+    domains (added, if not yet passing: a send from it waits or is refused until it does)."""
+    mail_from = update.sending.mail_from
     with deps.db.transaction(org_id) as cur:
         _org(cur, org_id)
+        if mail_from is not None:
+            domain = parseaddr(mail_from)[1].rpartition("@")[2].lower().rstrip(".")
+            if sending_domains.get(cur, domain) is None:
+                raise Unprocessable(
+                    f"sending.mail_from: {domain} is not one of this organisation's sending"
+                    " domains; add it first (POST /orgs/{org}/sending-domains)"
+                )
         org_admin.replace_settings(
             cur,
             org_id,
@@ -110,8 +125,9 @@ def replace_settings(deps: FlowDeps, org_id: str, update: OrgSettingsReplace) ->
             update.sending.per_domain_hourly,
             update.sending.sequence_approval,
             update.research.enabled,
+            mail_from,
         )
-    return update.model_dump(mode="json")
+    return update.model_dump(mode="json", exclude_none=True)
 
 
 # The demo org's competitors: what CONST-006 keeps out when an org has named none itself.

@@ -19,9 +19,11 @@ from typing import Any
 from colony.contracts.common import Strict
 from colony.contracts.events import BriefRequest, NotionReconcile
 from colony.contracts.lifecycle import (
+    DomainCheck,
     DriveRenewal,
     LifecycleBody,
     RepliesPoll,
+    ResearchSweep,
     RetentionRun,
     ScheduleRun,
 )
@@ -60,6 +62,10 @@ def _org_task(name: str, org_id: str, slot: datetime) -> Strict:
         return LifecycleBody(task=DriveRenewal(org_id=org_id))
     if name == "notion-reconcile":
         return NotionReconcile(org_id=org_id)
+    if name == "research-sweep":
+        return LifecycleBody(task=ResearchSweep(org_id=org_id))
+    if name == "domain-check":
+        return LifecycleBody(task=DomainCheck(org_id=org_id))
     raise ValidationFailed(f"schedule {name!r} has no per-org task")
 
 

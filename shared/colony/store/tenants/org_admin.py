@@ -36,19 +36,20 @@ VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
 """
 SETTINGS = """
 SELECT competitors, daily_send_cap, per_domain_hourly_cap, sequence_approval,
-       research_enabled, updated_at
+       research_enabled, mail_from, updated_at
 FROM org_settings
 """
 UPSERT_SETTINGS = """
 INSERT INTO org_settings
     (org_id, competitors, daily_send_cap, per_domain_hourly_cap, sequence_approval,
-     research_enabled)
-VALUES (%s, %s::jsonb, %s, %s, %s, %s)
+     research_enabled, mail_from)
+VALUES (%s, %s::jsonb, %s, %s, %s, %s, %s)
 ON CONFLICT (org_id) DO UPDATE SET competitors = EXCLUDED.competitors,
     daily_send_cap = EXCLUDED.daily_send_cap,
     per_domain_hourly_cap = EXCLUDED.per_domain_hourly_cap,
     sequence_approval = EXCLUDED.sequence_approval,
-    research_enabled = EXCLUDED.research_enabled, updated_at = now()
+    research_enabled = EXCLUDED.research_enabled, mail_from = EXCLUDED.mail_from,
+    updated_at = now()
 """
 
 
@@ -110,6 +111,7 @@ def replace_settings(
     per_domain_hourly: int,
     sequence_approval: str = "each_step",
     research_enabled: bool = True,
+    mail_from: str | None = None,
 ) -> None:
     params = (
         org_id,
@@ -118,6 +120,7 @@ def replace_settings(
         per_domain_hourly,
         sequence_approval,
         research_enabled,
+        mail_from,
     )
     cur.execute(UPSERT_SETTINGS, params)
 
