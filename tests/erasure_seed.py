@@ -474,6 +474,24 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
         org,
         email,
     )
+    cur.execute("SELECT to_regclass('budget_holds') IS NOT NULL")
+    if cur.fetchone()[0]:  # migration 0044: a budget, its alert, and Dana's step held by it
+        ex("UPDATE org_settings SET budget_monthly_usd = 50 WHERE org_id = %s", org)
+        ex(
+            "INSERT INTO budget_alerts (org_id, month, kind, spent_usd, budget_usd, alert_share,"
+            " hard_cap) VALUES (%s, date_trunc('month', now())::date, 'soft', 41, 50, 0.8, true)",
+            org,
+        )
+        envelope = {"parent_run_id": run, "downstream_agent": "enrichment", "entity_ids": [dana]}
+        ex(
+            "INSERT INTO budget_holds (org_id, run_id, step_key, campaign_id, topic, event)"
+            " VALUES (%s, %s, %s, %s, 'colony-enrichment', %s::jsonb)",
+            org,
+            run,
+            f"enrich:{dana}",
+            f"{org}_camp",
+            json.dumps({"kind": "handoff", "org_id": org, "envelope": envelope}),
+        )
     conn.commit()
     return Seeded(org, dana, email, name, other, (t1, t2, kit, imported, *research_objects))
 

@@ -52,6 +52,8 @@ SETTINGS = {
     "competitors": ["CareSpace", "Facilio"],
     "sending": {"daily_cap": 150, "per_domain_hourly": 3, "sequence_approval": "once"},
     "research": {"enabled": False},  # issue 33: this org's prospects are not researched
+    # issue 38: $250 a month, an alert at 75%, no new campaign work once it is spent
+    "budget": {"monthly_usd": 250.0, "alert_share": 0.75, "hard_cap": True},
 }
 
 
@@ -210,6 +212,7 @@ def test_an_admin_sets_competitors_and_sending_limits(api: Api) -> None:
         "competitors": [],
         "sending": {"daily_cap": 200, "per_domain_hourly": 5, "sequence_approval": "each_step"},
         "research": {"enabled": True},
+        "budget": {"monthly_usd": None, "alert_share": 0.8, "hard_cap": True},
     }
     put = api.call("PUT", f"/orgs/{ALPHA}/settings", token, SETTINGS)
     assert put.status_code == 200 and put.get_json() == SETTINGS
@@ -228,6 +231,18 @@ def test_an_admin_sets_competitors_and_sending_limits(api: Api) -> None:
     assert "sequence_approval" in refused.get_json()["error"]["message"]
     extra = {**SETTINGS, "retention": {}}
     assert api.call("PUT", f"/orgs/{ALPHA}/settings", token, extra).status_code == 422
+    for budget, field in (
+        ({"monthly_usd": 0}, "budget.monthly_usd"),
+        ({"monthly_usd": 100, "alert_share": 1.5}, "budget.alert_share"),
+        ({"monthly_usd": 100, "currency": "EUR"}, "budget.currency"),
+    ):
+        refused = api.call("PUT", f"/orgs/{ALPHA}/settings", token, {**SETTINGS, "budget": budget})
+        assert refused.status_code == 422 and field in refused.get_json()["error"]["message"]
+    assert api.call("GET", f"/orgs/{ALPHA}/settings", token).get_json() == SETTINGS
+    # a replace without a budget has none: the whole settings object is replaced
+    without = {k: v for k, v in SETTINGS.items() if k != "budget"}
+    put = api.call("PUT", f"/orgs/{ALPHA}/settings", token, without)
+    assert put.get_json()["budget"] == defaults["budget"]
 
 
 BODIES = {"icp": ICP, "sequences": SEQUENCES, "settings": SETTINGS}

@@ -19,7 +19,8 @@
     │       ├── AlreadyDecided   someone already decided the item otherwise (says who, when)
     │       ├── HandoffRefused   a handoff that is not the next link of its run's chain
     │       ├── CrmConflict      the CRM changed a field since we read it (names both values)
-    │       └── ConnectionPaused  the org's CRM connection is paused (says why)
+    │       ├── ConnectionPaused  the org's CRM connection is paused (says why)
+    │       └── BudgetCapped     a spent monthly budget with a hard cap: no new campaign work
     ├── InternalError            our fault: the caller cannot fix it, a fix of ours can
     │   ├── ConfigError          a setting is missing or malformed (names the variable)
     │   ├── TemplateError        a prompt template and its variables disagree (names both)
@@ -318,6 +319,14 @@ class ConnectionPaused(Conflict):
     written until an admin reconnects; the message says why."""
 
     code = "connection_paused"
+
+
+class BudgetCapped(Conflict):
+    """New campaign work refused because the org has spent its monthly budget and the budget
+    is a hard cap (``colony.flows.tenants.budget``; HTTP 409): the message says how much of
+    it was spent and when work can resume. Work already started finishes; nothing is lost."""
+
+    code = "budget_capped"
 
 
 class TransportUnavailable(UpstreamError):

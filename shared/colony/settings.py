@@ -64,6 +64,7 @@ class Settings:
     llm_provider: EmbeddingProvider = "offline"
     llm_model: str | None = None  # None: the budgets file's default model for the provider
     budgets_file: Path | None = None
+    prices_file: Path | None = None  # COLONY_PRICES_FILE: over colony/registry/prices.json
     openai_api_key: str | None = None
     openai_base_url: str | None = None
     gemini_api_key: str | None = None
@@ -250,6 +251,7 @@ class Settings:
             llm_provider=llm,
             llm_model=get("COLONY_LLM_MODEL"),
             budgets_file=Path(p) if (p := get("COLONY_BUDGETS_FILE")) else None,
+            prices_file=Path(p) if (p := get("COLONY_PRICES_FILE")) else None,
             openai_api_key=get("OPENAI_API_KEY"),  # required on first use: api_key()
             openai_base_url=get("COLONY_OPENAI_BASE_URL"),
             gemini_api_key=get("GEMINI_API_KEY"),

@@ -153,10 +153,22 @@ class SendingDomainAdd(Strict):
     domain: str = Field(min_length=1, max_length=300)
 
 
+class BudgetSettings(Strict):
+    """What the org may spend on model calls in a calendar month (UTC), in USD (issue 38):
+    none (``monthly_usd`` null), or an alert once the month's spend reaches ``alert_share``
+    of it and, with ``hard_cap``, no new campaign work once it reaches the whole
+    (``colony.flows.tenants.budget``; docs/costs.md)."""
+
+    monthly_usd: float | None = Field(default=None, gt=0, le=10_000_000)
+    alert_share: float = Field(default=0.8, gt=0, le=1)
+    hard_cap: bool = True
+
+
 class OrgSettingsReplace(Strict):
     competitors: list[Name] = Field(max_length=200)  # CONST-006: never named in outbound
     sending: SendingLimits
     research: ResearchSettings = Field(default_factory=ResearchSettings)
+    budget: BudgetSettings = Field(default_factory=BudgetSettings)
 
     @model_validator(mode="after")
     def _unique(self) -> OrgSettingsReplace:

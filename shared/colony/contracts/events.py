@@ -143,6 +143,18 @@ class Redeliver(Strict):
     event: dict[str, Any]
 
 
+class BudgetRelease(Strict):
+    """The Cloud Tasks body that publishes again the campaign work an org's spent budget held
+    (``colony.flows.tenants.budget.release``), once the budget allows: queued when an admin
+    changes the budget, and by the daily ``budget-release`` schedule (the month turning).
+    ``run`` names one release, ``after`` the last hold its previous page published."""
+
+    kind: Literal["budget.release"] = "budget.release"
+    org_id: str = _ID
+    run: str = Field(default="now", min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
+    after: int | None = Field(default=None, ge=0)
+
+
 class BriefRequest(Strict):
     """The daily-brief function's body (one org's share of the ``daily-brief`` schedule, from
     ``colony.flows.tenants.schedules``): which org, and which day (default: today, UTC)."""

@@ -62,6 +62,7 @@ ScheduleName = Literal[
     "retention",
     "notion-reconcile",
     "drive-renew",
+    "budget-release",
     "domain-check",
     "replies-poll",
     "research-sweep",

@@ -39,8 +39,9 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         topic=None,
         agent="AGT-002",
         purpose=(
-            "Cloud Tasks target: resume a run, hand a sequence's next step to AGT-005, or put"
-            " a rate-limited event back on its topic"
+            "Cloud Tasks target: resume a run, hand a sequence's next step to AGT-005, put"
+            " a rate-limited event back on its topic, or publish again the campaign work a"
+            " spent budget held"
         ),
         secrets=MODEL_FREE_SECRETS,
         publishes=(ENRICHMENT_TOPIC, MESSAGE_GENERATOR_TOPIC),
@@ -206,7 +207,14 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         ),
         # a connected workspace's backfill starts on the re-embed queue; its token is
         # written to its own secret (colony-notion-*, terraform/secrets.tf)
-        enqueues=(ERASURE_QUEUE, NOTION_REEMBED_QUEUE, IMPORT_QUEUE, RESEARCH_QUEUE),
+        # a budget raised past what was spent queues the release of the campaign work it held
+        enqueues=(
+            ERASURE_QUEUE,
+            NOTION_REEMBED_QUEUE,
+            IMPORT_QUEUE,
+            RESEARCH_QUEUE,
+            CAMPAIGN_RESUME_QUEUE,
+        ),
         # signs upload URLs under imports/<org>/ (a signed PUT acts as its signer, so it
         # needs object create) and reads an upload's size before queueing it
         assets="write",
@@ -257,6 +265,7 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
             NOTION_REEMBED_QUEUE,
             KC_TIER_QUEUE,
             RESEARCH_QUEUE,
+            CAMPAIGN_RESUME_QUEUE,  # the budget-release schedule's tasks
         ),
         assets="write",  # deletes transcripts, kits and imports
         timeout_seconds=540,

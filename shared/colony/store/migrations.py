@@ -82,6 +82,9 @@ ORG_SCOPED_TABLES: tuple[str, ...] = (
     "crm_oauth_states",
     "crm_writes",
     "sending_domains",
+    "llm_usage_daily",
+    "budget_alerts",
+    "budget_holds",
 )
 
 _SQL = Path(__file__).with_name("sql")
@@ -379,4 +382,11 @@ def migrations(dim: int) -> list[Migration]:
         # person ('sequence_task' items), the tier whose library sequence a contact walks, and
         # no negative delay.
         Migration("0047_sequence_steps", _sql("0047_sequence_steps")),
+        # Issue 38 item 2: each call's cost, cached tokens and campaign; an org's spend per
+        # day, its budget, the alerts it raised and the campaign work held while it is spent.
+        Migration(
+            "0048_costs_and_budgets",
+            _sql("0048_costs_and_budgets")
+            + "".join(_rls(t) for t in ("llm_usage_daily", "budget_alerts", "budget_holds")),
+        ),
     ]

@@ -33,10 +33,11 @@ from colony.flows.campaigns.specialist import (
 )
 from colony.flows.deps import FlowDeps
 from colony.flows.outbound import sequences
-from colony.flows.tenants import org_admin
+from colony.flows.tenants import budget, org_admin
 from colony.llm.agent_call import call_agent
 from colony.policy.outbound import check_outbound
 from colony.registry.agents import AGENTS
+from colony.registry.functions import AGENT_TOPICS
 from colony.runtime import idempotency
 from colony.runtime.steps import step
 from colony.store import steps as run_steps
@@ -141,11 +142,32 @@ def write_step(deps: FlowDeps, event: SequenceStep, event_id: str) -> dict[str, 
     reply = None if plan.task else sequences.reply_subject(earlier)
     draft = Draft(contact, known, plan, walked, sequences.thread(earlier), reply)
     key = f"message:{event.contact_id}:{n}"
+    waits = _held(deps, event, run_id, key)
+    if waits is not None:
+        idempotency.mark(deps.db, org, SEQUENCE_HANDLER, event_id, detail="held: budget")
+        return {"held": waits, "step": n}
     _draft(deps, org, event.campaign_id, run_id, key, draft, envelope, advance)
     idempotency.mark(deps.db, org, SEQUENCE_HANDLER, event_id)
     if plan.task:  # a person does it (or skips it): no approval covers a task
         return {"drafted": n, "channel": plan.channel, "approval": "a person does the task"}
     return {"drafted": n, "channel": plan.channel, **_covered(deps, org, event, run_id)}
+
+
+def _held(deps: FlowDeps, event: SequenceStep, run_id: str, key: str) -> str | None:
+    """Hold the step while the org's budget holds campaign work back, unless it has started
+    already (a redelivery of a step in flight, or done): why it waits, or None."""
+    with deps.db.transaction(event.org_id) as cur:
+        if run_steps.get(cur, run_id, key) is not None:
+            return None
+        return budget.hold_if_capped(
+            cur,
+            event.org_id,
+            run_id=run_id,
+            step_key=key,
+            campaign_id=event.campaign_id,
+            topic=AGENT_TOPICS["AGT-005"],
+            event=event.model_dump(mode="json"),
+        )
 
 
 def _covered(deps: FlowDeps, org: str, event: SequenceStep, run_id: str) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from colony.contracts.common import Strict
-from colony.contracts.events import BriefRequest, NotionReconcile
+from colony.contracts.events import BriefRequest, BudgetRelease, NotionReconcile
 from colony.contracts.lifecycle import (
     DomainCheck,
     DriveRenewal,
@@ -66,6 +66,8 @@ def _org_task(name: str, org_id: str, slot: datetime) -> Strict:
         return LifecycleBody(task=ResearchSweep(org_id=org_id))
     if name == "domain-check":
         return LifecycleBody(task=DomainCheck(org_id=org_id))
+    if name == "budget-release":
+        return BudgetRelease(org_id=org_id, run=slot.strftime("%Y%m%dT%H%M"))
     raise ValidationFailed(f"schedule {name!r} has no per-org task")
 
 
