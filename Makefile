@@ -16,7 +16,7 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 TERRAFORM ?= terraform
 export XDG_RUNTIME_DIR ?= /tmp/colony-runtime-$(shell id -u)
 
-.PHONY: run test lint imports typecheck unit bench eval setup clean tasks-emulator-venv package infra-check browser
+.PHONY: run test lint imports typecheck unit bench eval eval-local setup clean tasks-emulator-venv package infra-check browser
 
 $(STAMP): pyproject.toml constraints.txt | $(TASKS_STAMP)
 	@mkdir -p $(XDG_RUNTIME_DIR) && chmod 700 $(XDG_RUNTIME_DIR)
@@ -86,13 +86,17 @@ typecheck: $(STAMP)
 # The /overview browser test (tests/test_overview_browser.py) drives Debian's Chromium with
 # its chromedriver, and the research renderer's tests (tests/test_page_renderer.py,
 # tests/test_research_render.py) drive /usr/lib/chromium/chromium itself over the DevTools
-# pipe; installed here when missing (as root, or through sudo).
+# pipe, as the research image does (deploy/browser/Dockerfile: the same packages but the
+# driver; tests/test_deploy_browser_image.py serves the bundle as that image would); installed
+# here when missing (as root, or through sudo).
+BROWSER_PACKAGES := chromium chromium-sandbox fonts-liberation chromium-driver
 browser:
-	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || { \
-		echo "installing chromium and chromium-driver (Debian packages) for the browser test…"; \
+	@test "$$(dpkg-query -W -f='$${db:Status-Abbrev}\n' $(BROWSER_PACKAGES) 2>/dev/null \
+		| grep -c '^ii')" = $(words $(BROWSER_PACKAGES)) || { \
+		echo "installing $(BROWSER_PACKAGES) (Debian packages) for the browser tests…"; \
 		SUDO=$$([ "$$(id -u)" = 0 ] || echo sudo); \
 		$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install \
-			-y -qq --no-install-recommends chromium chromium-driver >/dev/null; }
+			-y -qq --no-install-recommends $(BROWSER_PACKAGES) >/dev/null; }
 	@# axe-core for the accessibility checks, pinned in tests/browser/package-lock.json
 	@test -f tests/browser/node_modules/axe-core/axe.min.js || \
 		npm ci --prefix tests/browser --ignore-scripts --no-audit --no-fund --silent
@@ -105,6 +109,16 @@ unit: $(STAMP) $(PGVECTOR_STAMP) browser
 	$(BIN)/pytest -q -n $(PYTEST_WORKERS) --dist loadfile
 
 test: lint imports typecheck infra-check unit
+
+# A real open model on this machine (issue 37 item 4), never part of `make test`: llama.cpp's
+# own llama-server and Qwen2.5-Coder-1.5B-Instruct, built or fetched once under
+# COLONY_EVAL_CACHE (default ~/.cache/colony/eval-local; needs cmake and a C++ compiler),
+# served on a free loopback port, and a stated subset of the eval sets for AGT-003/004/005 run
+# against it by `colony eval run --base-url` (colony.local.eval_local). Minutes per case on two
+# cores; the figures are in docs/quality.md. EVAL_LOCAL_ARGS="--case AGT-004/demo/P-007" narrows it.
+EVAL_LOCAL_ARGS ?=
+eval-local: $(STAMP)
+	$(BIN)/python -m colony.local.eval_local $(EVAL_LOCAL_ARGS)
 
 bench: $(STAMP) $(PGVECTOR_STAMP)
 	$(BIN)/python bench/kc_retrieval.py

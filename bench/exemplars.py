@@ -201,7 +201,14 @@ def measure(
         angle = pick.choice(list(ANGLES))
         tier = pick.choice(TIERS)
         vector = unit(centres[angle] + rng.normal(scale=1.2, size=len(centres[angle])))
-        task = {"angle": angle, "tier": tier, "step": 1, "competitors": []}
+        task = {
+            "angle": angle,
+            "tier": tier,
+            "step": 1,
+            "channel": "email",
+            "guidance": "(none)",
+            "competitors": [],
+        }
 
         query = Query(vector, angle, tier, task)
         picked: list[Any] = []

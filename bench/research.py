@@ -190,8 +190,10 @@ class CountingBlobs:
 def research_pass(
     deps: Deps, queue: TaskQueue, domains: Sequence[str], force: bool, slept: Slept
 ) -> dict:
-    """Request every company's research, then work the queue with ``WORKERS`` threads."""
+    """Request every company's research, then work the queue with ``WORKERS`` threads; a
+    progress line on stderr each time another twentieth of the companies finishes."""
     lock = threading.Lock()
+    step = max(1, len(domains) // 20)
     first: dict[str, float] = {}
     ended: dict[str, float] = {}
     answers: Counter[str] = Counter()
@@ -205,6 +207,9 @@ def research_pass(
             answers[answer["status"]] += 1
             if answer["status"] == "finished":
                 ended[job.domain] = time.monotonic()
+                if len(ended) % step == 0 or len(ended) == len(domains):
+                    rate = len(ended) / (ended[job.domain] - started) * 60
+                    log(f"  {len(ended)}/{len(domains)} finished ({rate:.1f} companies/min)")
 
     started = time.monotonic()
     states = Counter(

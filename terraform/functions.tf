@@ -2,8 +2,16 @@
 # size and concurrency, plain settings as environment variables and, for credentials, only the
 # names to read from Secret Manager (COLONY_SECRETS): never a secret value. Cloud Build turns
 # each zip into an image as the dedicated build account (iam.tf), into our own repository.
+# A function the registry runs in an image of our own (`image`, e.g. "browser": research, whose
+# image carries Chromium) is a Cloud Run service instead (browser.tf), with the same settings.
 
 locals {
+  buildpack_functions = { for name, fn in var.functions : name => fn if fn.image == "buildpack" }
+  browser_functions   = { for name, fn in var.functions : name => fn if fn.image == "browser" }
+  function_labels = {
+    for name, fn in var.functions : name => { colony = "function", env = var.environment, trigger = fn.trigger }
+  }
+
   function_env = {
     COLONY_ENV = "production"
     # Cloud SQL's private IP over TLS, the server checked against its instance CA (sslmode
@@ -27,6 +35,8 @@ locals {
     COLONY_EMBEDDING_DIM           = tostring(var.embedding_dim)
     LANGFUSE_HOST                  = var.langfuse_host
     COLONY_RETENTION_MAX_DAYS      = join(",", [for k, v in var.retention_max_days : "${k}=${v}"])
+    # research (issue 33): the page its user agent names (required to fetch in production)
+    COLONY_RESEARCH_CONTACT_URL = var.research_contact_url
     # sending (issue 18): SMTP or Resend, the relay and who we send as; the SMTP password and
     # the Resend API key are secrets
     COLONY_MAIL_PROVIDER = var.mail_provider
@@ -34,6 +44,10 @@ locals {
     COLONY_SMTP_HOST     = var.smtp_host
     COLONY_SMTP_PORT     = tostring(var.smtp_port)
     COLONY_SMTP_USERNAME = var.smtp_username
+    # sending domains (issue 39 item 3): what an org's SPF must include, and whether every
+    # message must come from a verified domain of its org
+    COLONY_SPF_INCLUDE     = var.spf_include
+    COLONY_SENDING_DOMAINS = var.sending_domains
     # the mailbox an SMTP relay's replies land in (empty: none, e.g. with Resend's inbound
     # webhook); its password is the colony-reply-mailbox-password secret
     COLONY_REPLY_MAILBOX_HOST     = var.reply_mailbox_host
@@ -44,15 +58,17 @@ locals {
 }
 
 resource "google_storage_bucket_object" "source" {
-  for_each = var.functions
+  for_each = local.buildpack_functions
   # The object name is the zip's content hash: new code is a new object, hence a new revision.
   name   = "functions/${var.function_sources[each.key]}"
   bucket = google_storage_bucket.sources.name
   source = "${var.bundle_dir}/${var.function_sources[each.key]}"
 }
 
-# The images Cloud Build makes of the functions. Ours rather than the default gcf-artifacts,
-# so the build account can be granted writer on this repository alone, and old images go.
+# The images Cloud Build makes of the functions, and the pipeline's images of the functions
+# that run in one of our own (browser.tf: <repository>/<image>/<function>:<content hash>). Ours
+# rather than the default gcf-artifacts, so the build account can be granted writer on this
+# repository alone, and old images go (the newest ten of each image are always kept).
 resource "google_artifact_registry_repository" "functions" {
   location      = var.region
   repository_id = "colony-functions"
@@ -85,15 +101,11 @@ resource "google_artifact_registry_repository" "functions" {
 
 resource "google_cloudfunctions2_function" "function" {
   # checkov:skip=CKV_GCP_124:ingress is ALLOW_INTERNAL_ONLY except for functions the registry marks public (webhooks, browser calls), which verify a signature or JWT on every request
-  for_each    = var.functions
+  for_each    = local.buildpack_functions
   name        = each.key
   location    = var.region
   description = each.value.description
-  labels = {
-    colony  = "function"
-    env     = var.environment
-    trigger = each.value.trigger
-  }
+  labels      = local.function_labels[each.key]
 
   build_config {
     runtime           = "python311"

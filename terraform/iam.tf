@@ -130,11 +130,20 @@ resource "google_service_account_iam_member" "signs_urls" {
   member             = "serviceAccount:${google_service_account.function[each.key].email}"
 }
 
+# The Cloud Run service behind each function: a Cloud Function's own, or the service itself
+# for a function in an image of our own (browser.tf).
+locals {
+  function_services = merge(
+    { for name, fn in google_cloudfunctions2_function.function : name => fn.service_config[0].service },
+    { for name, service in google_cloud_run_v2_service.browser : name => service.name },
+  )
+}
+
 # roles/run.invoker for the invoker account on internal functions (Pub/Sub push, Tasks and
 # Scheduler targets). Nothing else may call them.
 resource "google_cloud_run_v2_service_iam_member" "internal" {
   for_each = { for name, fn in var.functions : name => fn if !fn.public }
-  name     = google_cloudfunctions2_function.function[each.key].service_config[0].service
+  name     = local.function_services[each.key]
   location = var.region
   role     = "roles/run.invoker"
   member   = "serviceAccount:${google_service_account.invoker.email}"
@@ -147,7 +156,7 @@ resource "google_cloud_run_v2_service_iam_member" "internal" {
 resource "google_cloud_run_v2_service_iam_member" "public" {
   # checkov:skip=CKV_GCP_102:webhooks and browser calls carry no Google identity; each public function verifies its provider's signature or a Clerk JWT before doing anything
   for_each = { for name, fn in var.functions : name => fn if fn.public }
-  name     = google_cloudfunctions2_function.function[each.key].service_config[0].service
+  name     = local.function_services[each.key]
   location = var.region
   role     = "roles/run.invoker"
   member   = "allUsers"

@@ -1,6 +1,9 @@
 output "function_urls" {
   description = "Function name → HTTPS URL."
-  value       = { for name, fn in google_cloudfunctions2_function.function : name => fn.service_config[0].uri }
+  value = merge(
+    { for name, fn in google_cloudfunctions2_function.function : name => fn.service_config[0].uri },
+    { for name, service in google_cloud_run_v2_service.browser : name => service.uri },
+  )
 }
 
 output "cloudsql_connection_name" {

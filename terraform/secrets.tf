@@ -117,3 +117,77 @@ resource "google_project_iam_member" "lifecycle_notion_secret_delete" {
     expression = "resource.name.startsWith(\"${local.notion_secret_prefix}\")"
   }
 }
+
+# Sending domains' DKIM private keys (issue 39 item 3): one secret per key,
+# colony-dkim-<digest of org, domain and selector>, created by the admin API when an org adds
+# a domain, read by the send function to sign each message, deleted by an org's erasure.
+locals {
+  dkim_secret_prefix = "projects/${data.google_project.this.number}/secrets/colony-dkim-"
+}
+
+# roles/secretmanager.admin for the admin function on colony-dkim-* only: it creates the
+# secret and adds its one version.
+resource "google_project_iam_member" "admin_dkim_secrets" {
+  project = var.project_id
+  role    = "roles/secretmanager.admin"
+  member  = "serviceAccount:${google_service_account.function["admin"].email}"
+  condition {
+    title      = "colony-dkim-secrets-only"
+    expression = "resource.name.startsWith(\"${local.dkim_secret_prefix}\")"
+  }
+}
+
+# roles/secretmanager.secretAccessor for the send function on colony-dkim-* only: it signs.
+resource "google_project_iam_member" "send_dkim_secrets" {
+  project = var.project_id
+  role    = "roles/secretmanager.secretAccessor"
+  member  = "serviceAccount:${google_service_account.function["send"].email}"
+  condition {
+    title      = "colony-dkim-secrets-only"
+    expression = "resource.name.startsWith(\"${local.dkim_secret_prefix}\")"
+  }
+}
+
+# colonyNotionSecretDeleter (delete, nothing else) for the data lifecycle on colony-dkim-*
+# only: an org's erasure deletes its DKIM keys (flows.tenants.erasure, phase "connections").
+resource "google_project_iam_member" "lifecycle_dkim_secret_delete" {
+  project = var.project_id
+  role    = google_project_iam_custom_role.notion_secret_deleter.id
+  member  = "serviceAccount:${google_service_account.function["data-lifecycle"].email}"
+  condition {
+    title      = "colony-dkim-secrets-only"
+    expression = "resource.name.startsWith(\"${local.dkim_secret_prefix}\")"
+  }
+}
+
+# Per-org CRM tokens (issue 36): an org that connects HubSpot has its OAuth tokens in one
+# secret, colony-crm-<digest of provider and org>, written by the admin function (connect,
+# refresh on its calls, delete on disconnect). Conditioned on the name prefix like Notion's.
+# The functions that will read them for sync and write-back get their grants with them.
+locals {
+  crm_secret_prefix = "projects/${data.google_project.this.number}/secrets/colony-crm-"
+}
+
+# roles/secretmanager.admin for the admin function on colony-crm-* only: it creates the
+# secret, adds versions (a refresh, a reconnect) and deletes it (disconnect).
+resource "google_project_iam_member" "admin_crm_secrets" {
+  project = var.project_id
+  role    = "roles/secretmanager.admin"
+  member  = "serviceAccount:${google_service_account.function["admin"].email}"
+  condition {
+    title      = "colony-crm-secrets-only"
+    expression = "resource.name.startsWith(\"${local.crm_secret_prefix}\")"
+  }
+}
+
+# colonyNotionSecretDeleter (delete, nothing else) for the data lifecycle on colony-crm-*
+# only: an org's erasure deletes its CRM tokens too (flows.tenants.erasure, "connections").
+resource "google_project_iam_member" "lifecycle_crm_secret_delete" {
+  project = var.project_id
+  role    = google_project_iam_custom_role.notion_secret_deleter.id
+  member  = "serviceAccount:${google_service_account.function["data-lifecycle"].email}"
+  condition {
+    title      = "colony-crm-secrets-only"
+    expression = "resource.name.startsWith(\"${local.crm_secret_prefix}\")"
+  }
+}

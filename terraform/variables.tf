@@ -36,6 +36,12 @@ variable "function_sources" {
   type        = map(string)
 }
 
+variable "function_images" {
+  description = "Function in an image of our own → its image tag, the hash of its zip and Dockerfile (build/functions/sources.tfvars.json); cloudbuild.yaml pushes the image before the deploy."
+  type        = map(string)
+  default     = {}
+}
+
 variable "deployer_service_account" {
   description = "Email of the account Cloud Build deploys with; it runs the migrations."
   type        = string
@@ -75,6 +81,15 @@ variable "db_max_connections" {
   description = "Cloud SQL max_connections, set explicitly so the connection budget (docs/deploy.md) is checked against a number we control; raise it only with a larger db_tier."
   type        = number
   default     = 400
+}
+
+variable "research_contact_url" {
+  description = "COLONY_RESEARCH_CONTACT_URL: the https:// page research's user agent names (ColonyResearch/1.0 (+<url>)), where a site's owner learns who reads their pages and how to stop it (docs/research.md, \"The user agent\"). Research refuses to fetch in production without it."
+  type        = string
+  validation {
+    condition     = can(regex("^https://[^/\\s()]+(/[^\\s()]*)?$", var.research_contact_url))
+    error_message = "research_contact_url is an https:// URL with no spaces or parentheses (it is quoted in a User-Agent comment)."
+  }
 }
 
 variable "jwt_authorized_parties" {
@@ -151,7 +166,12 @@ variable "functions" {
     public                = bool
     roles                 = map(string)
     max_delivery_attempts = number
+    image                 = string
   }))
+  validation {
+    condition     = alltrue([for fn in values(var.functions) : contains(["buildpack", "browser"], fn.image)])
+    error_message = "a function's image is buildpack (a Cloud Function) or browser (browser.tf)."
+  }
 }
 
 variable "topics" {
@@ -200,6 +220,22 @@ variable "mail_from" {
   description = "Who approved messages are sent as (COLONY_MAIL_FROM), e.g. \"ZoomProp <outreach@zoomprop.com>\"; its domain names every Message-ID."
   type        = string
   default     = "Colony <outreach@colony.localhost>"
+}
+
+variable "spf_include" {
+  description = "The SPF domain of the relay or provider that sends for the orgs (COLONY_SPF_INCLUDE), which an org's SPF record must include before its sending domain is verified: \"_spf.google.com\" for the Google Workspace relay, \"amazonses.com\" for Resend and SES, your provider's otherwise. docs/deploy.md."
+  type        = string
+  default     = ""
+}
+
+variable "sending_domains" {
+  description = "\"required\": every message must come from a verified sending domain of its org (COLONY_SENDING_DOMAINS); \"optional\": a message from a domain no org verified goes unsigned, for the move of a deployment that sent from one COLONY_MAIL_FROM. docs/deploy.md."
+  type        = string
+  default     = "required"
+  validation {
+    condition     = contains(["required", "optional"], var.sending_domains)
+    error_message = "sending_domains is required or optional."
+  }
 }
 
 variable "mail_provider" {

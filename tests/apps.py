@@ -13,6 +13,7 @@ import functions_framework
 import pytest
 
 from colony.registry.functions import FUNCTIONS
+from colony.settings import Settings
 
 FUNCTIONS_DIR = Path(__file__).resolve().parents[1] / "functions"
 
@@ -54,3 +55,22 @@ def source_loader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SourceLoad
         return app.test_client(), module, name
 
     return load
+
+
+def org_settings(db: Any, data_dir: Path, *orgs: str, **env: str) -> Settings:
+    """Settings of a function on ``db`` as the application role (``orgs`` inserted first),
+    its data in ``data_dir``, plus ``env``."""
+    from tests.conftest import APP_ROLE  # lazy: conftest imports the test doubles
+
+    conn = db.owner_connection()
+    for org in orgs:
+        conn.cursor().execute("INSERT INTO organizations (id, name) VALUES (%s, %s)", (org, org))
+    conn.commit()
+    conn.close()
+    base = {
+        "COLONY_DB_MODE": "dsn",
+        "COLONY_DB_DSN": db.dsn(APP_ROLE),
+        "COLONY_EMBEDDING_DIM": str(db.dim),
+        "COLONY_DATA_DIR": str(data_dir),
+    }
+    return Settings.from_env({**base, **env})

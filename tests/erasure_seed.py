@@ -347,6 +347,38 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
             org,
             f"folder-{org}",
         )
+    cur.execute("SELECT to_regclass('sending_domains') IS NOT NULL")
+    if cur.fetchone()[0]:  # migration 0045: a sending domain, its DKIM key's secret by name
+        ex(
+            "INSERT INTO sending_domains (org_id, domain, selector, public_key, key_secret,"
+            " status, added_by, verified_at) VALUES (%s, %s, 'colony0a1b2c3d', %s, %s,"
+            " 'verified', 'user_1', now())",
+            org,
+            f"{org.replace('_', '-')}.example",
+            "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA" + "b" * 300,
+            f"colony-dkim-{org}",
+        )
+    cur.execute("SELECT to_regclass('crm_connections') IS NOT NULL")
+    if cur.fetchone()[0]:  # migration 0046: a HubSpot connection, a flow begun, a logged email
+        ex(
+            "INSERT INTO crm_connections (org_id, provider, account_id, status, secret_name,"
+            " connected_by) VALUES (%s, 'hubspot', %s, 'connected', %s, 'user_1')",
+            org,
+            f"portal-{org}",
+            f"colony-crm-{org}",
+        )
+        ex(
+            "INSERT INTO crm_oauth_states (org_id, state_hash, provider, user_id, expires_at)"
+            " VALUES (%s, %s, 'hubspot', 'user_1', now() + interval '10 minutes')",
+            org,
+            "0" * 64,
+        )
+        ex(
+            "INSERT INTO crm_writes (org_id, provider, idempotency_key, kind, remote_id)"
+            " VALUES (%s, 'hubspot', %s, 'email', '70001')",
+            org,
+            f"outbox:{org}",
+        )
     cur.execute("SELECT to_regclass('research_sources') IS NOT NULL")
     if cur.fetchone()[0]:  # migration 0042: the company's research, a page naming Dana
         ex(
@@ -442,6 +474,24 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
         org,
         email,
     )
+    cur.execute("SELECT to_regclass('budget_holds') IS NOT NULL")
+    if cur.fetchone()[0]:  # migration 0044: a budget, its alert, and Dana's step held by it
+        ex("UPDATE org_settings SET budget_monthly_usd = 50 WHERE org_id = %s", org)
+        ex(
+            "INSERT INTO budget_alerts (org_id, month, kind, spent_usd, budget_usd, alert_share,"
+            " hard_cap) VALUES (%s, date_trunc('month', now())::date, 'soft', 41, 50, 0.8, true)",
+            org,
+        )
+        envelope = {"parent_run_id": run, "downstream_agent": "enrichment", "entity_ids": [dana]}
+        ex(
+            "INSERT INTO budget_holds (org_id, run_id, step_key, campaign_id, topic, event)"
+            " VALUES (%s, %s, %s, %s, 'colony-enrichment', %s::jsonb)",
+            org,
+            run,
+            f"enrich:{dana}",
+            f"{org}_camp",
+            json.dumps({"kind": "handoff", "org_id": org, "envelope": envelope}),
+        )
     conn.commit()
     return Seeded(org, dana, email, name, other, (t1, t2, kit, imported, *research_objects))
 

@@ -19,6 +19,7 @@ import jwt
 import pytest
 
 from colony.admin import api as admin_api
+from colony.admin import crm as admin_crm
 from colony.admin import imports as admin_imports
 from colony.admin import research as admin_research
 from colony.local.tokens import ensure_local_keys, mint_local_token
@@ -321,6 +322,10 @@ ROUTES: list[tuple[str, str, Any]] = [
     ("GET", f"/orgs/{ALPHA}/imports/{A_JOB}/errors.csv", None),
     ("POST", f"/orgs/{ALPHA}/research", {"domain": "mercyridge.example"}),
     ("GET", f"/orgs/{ALPHA}/research/mercyridge.example", None),
+    ("GET", f"/orgs/{ALPHA}/crm/hubspot", None),
+    ("POST", f"/orgs/{ALPHA}/crm/hubspot/connect", {}),
+    ("POST", f"/orgs/{ALPHA}/crm/hubspot/callback", {"code": "c", "state": "s"}),
+    ("POST", f"/orgs/{ALPHA}/crm/hubspot/disconnect", {}),
 ]
 
 
@@ -328,7 +333,7 @@ def test_the_route_table_covers_every_admin_route() -> None:
     """Each route pattern of ``colony.admin.api`` (and its imports routes) is tried below,
     with another org's id where it takes one (the erasure job route: by job id, further down)."""
     patterns = [v for v in vars(admin_api).values() if isinstance(v, re.Pattern)]
-    patterns += [admin_imports.IMPORTS, admin_research.RESEARCH]
+    patterns += [admin_imports.IMPORTS, admin_research.RESEARCH, admin_crm.CRM]
     tried = [path for _, path, _ in ROUTES] + [f"/erasures/{ALPHA}_job"]
     assert [p.pattern for p in patterns if not any(p.match(t) for t in tried)] == []
     assert [t for t in tried if not any(p.match(t) for p in patterns)] == []

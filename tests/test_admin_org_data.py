@@ -20,8 +20,8 @@ from colony.local.tokens import ensure_local_keys
 from colony.runtime.deps import set_deps_for_tests
 from colony.settings import Settings
 from colony.testing.inline import InlineTransport, local_deps
-from tests.apps import registered_app
-from tests.conftest import APP_ROLE, PgDB
+from tests.apps import org_settings, registered_app
+from tests.conftest import PgDB
 
 pytestmark = pytest.mark.covers("fn:admin")
 
@@ -52,6 +52,8 @@ SETTINGS = {
     "competitors": ["CareSpace", "Facilio"],
     "sending": {"daily_cap": 150, "per_domain_hourly": 3, "sequence_approval": "once"},
     "research": {"enabled": False},  # issue 33: this org's prospects are not researched
+    # issue 38: $250 a month, an alert at 75%, no new campaign work once it is spent
+    "budget": {"monthly_usd": 250.0, "alert_share": 0.75, "hard_cap": True},
 }
 
 
@@ -96,19 +98,7 @@ class Api:
 def api(
     testdb: PgDB, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_ambient_config: None
 ) -> Iterator[Api]:
-    conn = testdb.owner_connection()
-    for org in (ALPHA, BETA):
-        conn.cursor().execute("INSERT INTO organizations (id, name) VALUES (%s, %s)", (org, org))
-    conn.commit()
-    conn.close()
-    settings = Settings.from_env(
-        {
-            "COLONY_DB_MODE": "dsn",
-            "COLONY_DB_DSN": testdb.dsn(APP_ROLE),
-            "COLONY_EMBEDDING_DIM": str(testdb.dim),
-            "COLONY_DATA_DIR": str(tmp_path),
-        }
-    )
+    settings = org_settings(testdb, tmp_path, ALPHA, BETA)
     set_deps_for_tests(local_deps(settings, testdb.app(), InlineTransport()))
     yield Api(testdb, tmp_path, registered_app("admin", monkeypatch))
     set_deps_for_tests(None)
@@ -192,6 +182,10 @@ def test_an_admin_replaces_the_sequence_library(api: Api) -> None:
     [
         ("an unknown channel", lambda s: s[0]["steps"][0].update(channel="fax"), "channel"),
         ("a negative delay", lambda s: s[0]["steps"][1].update(delay_days=-1), "delay_days"),
+        ("no channel", lambda s: s[0]["steps"][1].pop("channel"), "channel"),
+        ("a delay as text", lambda s: s[0]["steps"][1].update(delay_days="3d"), "delay_days"),
+        # a step's guidance must fit AGT-005's task budget (contracts.admin.GUIDANCE_CHARS)
+        ("an overlong guidance", lambda s: s[0]["steps"][2].update(guidance="g" * 301), "guidance"),
         ("an unknown step field", lambda s: s[0]["steps"][0].update(tone="warm"), "tone"),
         ("no steps", lambda s: s[0].update(steps=[]), "steps"),
         ("an unknown angle", lambda s: s[0].update(angle="Flattery"), "angle"),
@@ -218,6 +212,7 @@ def test_an_admin_sets_competitors_and_sending_limits(api: Api) -> None:
         "competitors": [],
         "sending": {"daily_cap": 200, "per_domain_hourly": 5, "sequence_approval": "each_step"},
         "research": {"enabled": True},
+        "budget": {"monthly_usd": None, "alert_share": 0.8, "hard_cap": True},
     }
     put = api.call("PUT", f"/orgs/{ALPHA}/settings", token, SETTINGS)
     assert put.status_code == 200 and put.get_json() == SETTINGS
@@ -236,6 +231,18 @@ def test_an_admin_sets_competitors_and_sending_limits(api: Api) -> None:
     assert "sequence_approval" in refused.get_json()["error"]["message"]
     extra = {**SETTINGS, "retention": {}}
     assert api.call("PUT", f"/orgs/{ALPHA}/settings", token, extra).status_code == 422
+    for budget, field in (
+        ({"monthly_usd": 0}, "budget.monthly_usd"),
+        ({"monthly_usd": 100, "alert_share": 1.5}, "budget.alert_share"),
+        ({"monthly_usd": 100, "currency": "EUR"}, "budget.currency"),
+    ):
+        refused = api.call("PUT", f"/orgs/{ALPHA}/settings", token, {**SETTINGS, "budget": budget})
+        assert refused.status_code == 422 and field in refused.get_json()["error"]["message"]
+    assert api.call("GET", f"/orgs/{ALPHA}/settings", token).get_json() == SETTINGS
+    # a replace without a budget has none: the whole settings object is replaced
+    without = {k: v for k, v in SETTINGS.items() if k != "budget"}
+    put = api.call("PUT", f"/orgs/{ALPHA}/settings", token, without)
+    assert put.get_json()["budget"] == defaults["budget"]
 
 
 BODIES = {"icp": ICP, "sequences": SEQUENCES, "settings": SETTINGS}

@@ -45,7 +45,14 @@ def request(**changes) -> AssemblyRequest:
         org=ORG,
         exemplars=[exemplar(i) for i in range(3)],
         entities={"contact": CONTACT},
-        task={"angle": "Signal", "tier": "T1", "step": 1, "competitors": ["FacilityIQ"]},
+        task={
+            "angle": "Signal",
+            "tier": "T1",
+            "step": 1,
+            "channel": "email",
+            "guidance": "Open with the signal.",
+            "competitors": ["FacilityIQ"],
+        },
     )
     return AssemblyRequest(**{**base, **changes})
 
@@ -314,9 +321,16 @@ def test_templates_are_strict() -> None:
         templates.render("content", {"format": "blog_post"})
     with pytest.raises(templates.TemplateError, match="unexpected"):
         templates.render("daily_brief", {"brief_date": "2026-11-30", "x": 1})
-    assert '{ "subject"' in templates.render(
+    assert "Channel: linkedin" in templates.render(
         "message_generator",
-        {"angle": "Pain", "tier": "T3", "step": 2, "competitors": "[]", "task_json": "{}"},
+        {
+            "angle": "Pain",
+            "tier": "T3",
+            "step": 2,
+            "channel": "linkedin",
+            "guidance": "Connect with a note.",
+            "competitors": "[]",
+        },
     )
 
 
@@ -365,7 +379,7 @@ def test_data_cannot_close_its_block_even_knowing_the_boundary() -> None:
     out = assemble(
         request(
             exemplars=[planted],
-            task={"angle": "Signal", "tier": "T1", "step": 1, "competitors": [], "x": text},
+            task={**request().task, "competitors": [text]},
         ),
         budgets=BUDGETS,
         counter=COUNTER,

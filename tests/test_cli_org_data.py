@@ -4,6 +4,7 @@ against the real PostgreSQL, through the same contracts (a file the API would re
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 
@@ -69,6 +70,31 @@ def test_a_file_the_api_would_refuse_is_refused_naming_the_field(
     assert "not JSON" in capsys.readouterr().err
     assert _rows(cli_env, "SELECT 1 FROM org_settings") == []
     assert _rows(cli_env, "SELECT 1 FROM icp_definitions") == []
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [({"channel": "fax"}, "channel"), ({"delay_days": -1}, "delay_days")],
+)
+def test_a_sequence_step_with_an_unknown_channel_or_a_negative_delay_is_refused(
+    cli_env: PgDB,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    change: dict[str, object],
+    named: str,
+) -> None:
+    path = tmp_path / "sequences.json"
+    path.write_text(json.dumps(SEQUENCES))
+    assert main(["org", "sequences", ORG, "--set", str(path)]) == 0
+    before = _rows(cli_env, "SELECT angle, tier, step, channel, delay_days FROM sequences")
+    capsys.readouterr()
+    bad = copy.deepcopy(SEQUENCES)
+    bad["sequences"][0]["steps"][1].update(change)
+    path.write_text(json.dumps(bad))
+    assert main(["org", "sequences", ORG, "--set", str(path)]) == 2
+    assert named in capsys.readouterr().err
+    after = _rows(cli_env, "SELECT angle, tier, step, channel, delay_days FROM sequences")
+    assert after == before  # nothing lost, nothing half-written
 
 
 def test_an_unknown_org_is_an_error(cli_env: PgDB, capsys: pytest.CaptureFixture[str]) -> None:

@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 import pytest
 
-from colony.deploy.bundle import SOURCES_FILE, Bundle, build_bundles
+from colony.deploy.bundle import IMAGES_FILE, SOURCES_FILE, Bundle, build_bundles, dockerfile
 from colony.deploy.imports import read_pins
 from colony.local.tokens import mint_local_token
 from colony.registry.functions import FUNCTIONS
@@ -101,7 +101,16 @@ def test_bundles_are_reproducible_and_named_by_content(bundles, tmp_path: Path) 
     assert [b.object_name for b in again] == [b.object_name for b in bundles if b.name in sample]
     assert {b.name for b in bundles} == set(FUNCTIONS)
     manifest = json.loads((bundles[0].zip_path.parent / SOURCES_FILE).read_text())
-    assert manifest == {"function_sources": {b.name: b.object_name for b in bundles}}
+    # the functions in an image of our own get its tag too, and the pipeline's list of images
+    images = {b.name: b.image_tag for b in bundles if FUNCTIONS[b.name].image != "buildpack"}
+    assert set(images) == {"research"} and all(images.values())
+    assert manifest == {
+        "function_sources": {b.name: b.object_name for b in bundles},
+        "function_images": images,
+    }
+    listed = (bundles[0].zip_path.parent / IMAGES_FILE).read_text().splitlines()
+    assert listed == [f"{n} {FUNCTIONS[n].image} {tag}" for n, tag in sorted(images.items())]
+    assert all(b.image_tag is None for b in bundles if b.name not in images)
     for bundle in bundles:
         assert bundle.object_name == f"{bundle.name}-{bundle.sha256[:16]}.zip"
         with zipfile.ZipFile(bundle.zip_path) as archive:
@@ -131,6 +140,25 @@ def test_a_code_change_changes_the_zip_name(bundles, tmp_path: Path) -> None:
     changed = build_bundles(REPO, tmp_path / "out", ["enrichment"], shared_root=shared)
     before = next(b for b in bundles if b.name == "enrichment")
     assert changed[0].object_name != before.object_name
+
+
+def test_an_image_tag_names_the_bundle_and_the_dockerfile(tmp_path: Path) -> None:
+    """The tag of a function's own image is the hash of its zip and of the image's
+    Dockerfile: the same inputs give the same tag, and a changed Dockerfile (a package added,
+    say) a new one, hence a new image and a new revision, though the code is the same."""
+    (first,) = build_bundles(REPO, tmp_path / "a", ["research"])
+    (again,) = build_bundles(REPO, tmp_path / "b", ["research"])
+    assert first.image_tag == again.image_tag and first.sha256 == again.sha256
+    repo = tmp_path / "repo"  # this checkout, with another Dockerfile
+    repo.mkdir()
+    for name in ("functions", "constraints.txt"):
+        (repo / name).symlink_to(REPO / name)
+    recipe = dockerfile(repo, "browser")
+    recipe.parent.mkdir(parents=True)
+    recipe.write_text(dockerfile(REPO, "browser").read_text() + "# changed\n")
+    (changed,) = build_bundles(repo, tmp_path / "c", ["research"], shared_root=REPO / "shared")
+    assert changed.sha256 == first.sha256 and changed.image_tag != first.image_tag
+    assert len(str(changed.image_tag)) == 16
 
 
 def test_requirements_are_pinned_and_only_what_the_function_imports(bundles) -> None:

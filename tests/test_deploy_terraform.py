@@ -24,6 +24,7 @@ from colony.registry.functions import (
     KC_TIER_QUEUE,
     LIFECYCLE_QUEUE,
     QUEUES,
+    RESEARCH_QUEUE,
     TOPICS,
     pool_size,
 )
@@ -130,6 +131,7 @@ def test_terraform_is_split_by_concern() -> None:
         "kms.tf",
         "secrets.tf",
         "iam.tf",
+        "browser.tf",
     }
     versions = (TF / "versions.tf").read_text()
     assert re.search(
@@ -138,6 +140,7 @@ def test_terraform_is_split_by_concern() -> None:
     assert {r["_file"] for r in parsed()["google_cloudfunctions2_function"].values()} == {
         "functions.tf"
     }
+    assert {r["_file"] for r in parsed()["google_cloud_run_v2_service"].values()} == {"browser.tf"}
 
 
 def test_generated_registry_input_is_current() -> None:
@@ -151,8 +154,10 @@ def test_every_function_folder_has_one_function_with_its_entry_point_and_trigger
     folders = {p.parent.name for p in (REPO / "functions").glob("*/main.py")}
     functions = registry()["functions"]
     assert folders == set(FUNCTIONS) == set(functions)
+    # a Cloud Function for each function Cloud Functions builds from its zip; the others run
+    # in an image of our own (tests/test_deploy_terraform_browser.py)
     (resource,) = parsed()["google_cloudfunctions2_function"].values()
-    assert resource["for_each"] == "${var.functions}"
+    assert resource["for_each"] == "${local.buildpack_functions}"
     assert resource["name"] == "${each.key}"
     build = block(resource, "build_config")
     assert build["entry_point"] == "${each.value.entry_point}"
@@ -160,6 +165,7 @@ def test_every_function_folder_has_one_function_with_its_entry_point_and_trigger
         "${google_storage_bucket_object.source[each.key].name}"
     )
     source = parsed()["google_storage_bucket_object"]["source"]
+    assert source["for_each"] == "${local.buildpack_functions}"
     assert "var.function_sources[each.key]" in source["name"]  # the zip's content-hash name
     service = block(resource, "service_config")
     assert service["service_account_email"] == "${google_service_account.function[each.key].email}"
@@ -292,6 +298,15 @@ def test_every_secret_exists_and_is_granted_only_to_the_functions_that_read_it()
     )
 
 
+def _grants_on(condition: str) -> dict[str, tuple[str, str]]:
+    """The project IAM members granted under ``condition``: name → (member, role)."""
+    return {
+        name: (body["member"], body["role"])
+        for name, body in parsed()["google_project_iam_member"].items()
+        if "condition" in body and block(body, "condition")["expression"] == condition
+    }
+
+
 def test_notion_tokens_are_reached_by_the_admin_reembed_and_lifecycle_functions_only() -> None:
     """Each connected workspace's token (``colony-notion-*``): the admin function writes it,
     the reembed worker reads it and deletes it when the daily re-proof releases its workspace
@@ -300,12 +315,7 @@ def test_notion_tokens_are_reached_by_the_admin_reembed_and_lifecycle_functions_
     prefix."""
     role = parsed()["google_project_iam_custom_role"]["notion_secret_deleter"]
     assert role["permissions"] == ["secretmanager.secrets.delete"]
-    prefix = 'resource.name.startsWith(\\"${local.notion_secret_prefix}\\")'
-    grants = {
-        name: (body["member"], body["role"])
-        for name, body in parsed()["google_project_iam_member"].items()
-        if "condition" in body and block(body, "condition")["expression"] == prefix
-    }
+    grants = _grants_on('resource.name.startsWith(\\"${local.notion_secret_prefix}\\")')
     member = 'serviceAccount:${google_service_account.function["%s"].email}'
     assert grants == {
         "admin_notion_secrets": (member % "admin", "roles/secretmanager.admin"),
@@ -315,6 +325,20 @@ def test_notion_tokens_are_reached_by_the_admin_reembed_and_lifecycle_functions_
             "${google_project_iam_custom_role.notion_secret_deleter.id}",
         ),
         "lifecycle_notion_secret_delete": (
+            member % "data-lifecycle",
+            "${google_project_iam_custom_role.notion_secret_deleter.id}",
+        ),
+    }
+
+
+def test_crm_tokens_are_reached_by_the_admin_and_lifecycle_functions_only() -> None:
+    """Each org's CRM tokens (``colony-crm-*``, issue 36): the admin function writes,
+    refreshes and deletes them; the data lifecycle deletes them when the org is erased."""
+    grants = _grants_on('resource.name.startsWith(\\"${local.crm_secret_prefix}\\")')
+    member = 'serviceAccount:${google_service_account.function["%s"].email}'
+    assert grants == {
+        "admin_crm_secrets": (member % "admin", "roles/secretmanager.admin"),
+        "lifecycle_crm_secret_delete": (
             member % "data-lifecycle",
             "${google_project_iam_custom_role.notion_secret_deleter.id}",
         ),
@@ -421,9 +445,10 @@ def test_one_scheduler_job_per_registered_schedule_calls_data_lifecycle_with_oid
     generated = registry()
     assert set(generated["schedules"]) == set(SCHEDULES)
     # data-lifecycle may add tasks to every queue a schedule fans out to (and its own
-    # Knowledge Core moves), and to no other
+    # Knowledge Core moves, and the research tasks the research sweep wakes), and to no other
     fanned = {s.queue for s in SCHEDULES.values()} | {LIFECYCLE_QUEUE}
-    assert set(generated["functions"]["data-lifecycle"]["enqueues"]) == fanned | {KC_TIER_QUEUE}
+    enqueues = set(generated["functions"]["data-lifecycle"]["enqueues"])
+    assert enqueues == fanned | {KC_TIER_QUEUE, RESEARCH_QUEUE}
     for queue in fanned:  # and each queue's target is a function that takes the task
         assert FUNCTIONS[QUEUES[queue].target].trigger == "http"
 
@@ -435,6 +460,10 @@ def test_internal_functions_are_invoked_only_by_the_invoker() -> None:
     )
     assert "if !fn.public" in invokers["internal"]["for_each"]
     assert "if fn.public" in invokers["public"]["for_each"]
+    # on the Cloud Run service behind each function, whichever kind it is
+    assert invokers["internal"]["for_each"].startswith("${{for name, fn in var.functions :")
+    for grant in invokers.values():
+        assert grant["name"] == "${local.function_services[each.key]}"
     public = {n for n, f in registry()["functions"].items() if f["public"]}
     assert public and all(FUNCTIONS[n].trigger == "http" for n in public)
     assert not public & {n for n, f in FUNCTIONS.items() if f.trigger == "pubsub"}
@@ -593,6 +622,9 @@ def test_connection_budget_fits_cloud_sql_max_connections() -> None:
         assert spec["max_instances"] == FUNCTIONS[name].max_instances >= 1
     service = block(parsed()["google_cloudfunctions2_function"]["function"], "service_config")
     assert service["max_instance_count"] == "${each.value.max_instances}"
+    browser = block(parsed()["google_cloud_run_v2_service"]["browser"], "template")
+    assert block(browser, "scaling")["max_instance_count"] == "${each.value.max_instances}"
+    assert browser["max_instance_request_concurrency"] == "${each.value.concurrency}"
     total = sum(spec["max_instances"] * per_instance[name] for name, spec in functions.items())
     assert total <= max_connections - RESERVED_CONNECTIONS, (
         f"{total} connections at full scale > {max_connections} - {RESERVED_CONNECTIONS}: "

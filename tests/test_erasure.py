@@ -13,11 +13,13 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from colony.adapters.langfuse_traces import LangfuseTraces
+from colony.adapters.secrets import FileSecrets
 from colony.errors import DatabaseError, NotFound
 from colony.flows.tenants import erasure
 from colony.knowledge.indexes import existing_org_indexes, index_name, partition_name
@@ -130,6 +132,24 @@ def test_erasing_an_org_leaves_nothing_and_the_other_org_untouched(world: World)
     assert object_bytes(world.blobs, BETA) == beta_objects
     # running it again changes nothing and answers the stored report
     assert erasure.run_job(deps, job_id, world.traces)["report"] == report
+
+
+def test_erasing_an_org_deletes_its_keys_and_tokens_from_the_secret_store(
+    world: World, tmp_path: Path
+) -> None:
+    secrets = FileSecrets(tmp_path / "secrets")
+    names = {org: (f"colony-dkim-{org}", f"colony-notion-{org}") for org in (ALPHA, BETA)}
+    for org, held in names.items():
+        for name in held:
+            secrets.put(name, f"private material of {org}")
+    deps = world.deps()
+    job_id = erasure.request_org(deps, ALPHA, "user_admin")
+    connections = erasure.OrgConnections(secrets=secrets)
+    assert erasure.run_job(deps, job_id, world.traces, connections)["status"] == "done"
+    for name in names[ALPHA]:
+        with pytest.raises(NotFound):
+            secrets.get(name)
+    assert [secrets.get(name) for name in names[BETA]] == [f"private material of {BETA}"] * 2
 
 
 def test_a_crash_in_any_phase_is_resumed_by_the_next_attempt(world: World) -> None:

@@ -84,6 +84,10 @@ def test_the_offline_run_of_every_case_is_a_gate_that_holds(testdb: PgDB, tmp_pa
     # the offline model cannot meet), only in what the model answered
     errors = [c["id"] for c in built["cases"] if c["status"] == "error"]
     assert errors == ["AGT-008/competitor/topic-names-them"], errors
+    # an answer still invalid after its repair says why in the report (not in any log)
+    invalid = next(c for c in built["cases"] if c["id"] == errors[0])
+    assert invalid["error"].startswith("OutputInvalid"), invalid["error"]
+    assert "still invalid after one repair attempt" in invalid["error_detail"]
     # AGT-010's numbers came from SQL over the case's rows: a scenario with sends yesterday
     day = next(c for c in built["cases"] if c["id"] == "AGT-010/day/01")
     assert day["facts"]["snapshot"]["messages_sent"] >= 1

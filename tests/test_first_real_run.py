@@ -225,7 +225,15 @@ def test_the_model_is_told_its_quotes_must_be_verbatim_and_what_signal_reference
     # the rule the grounding check applies to a quote (it was in a code comment only)
     assert "word for word" in _assembled("AGT-003", {})
     message = _assembled(
-        "AGT-005", {"angle": "Signal", "tier": "T1", "step": 1, "competitors": ["FacilityIQ"]}
+        "AGT-005",
+        {
+            "angle": "Signal",
+            "tier": "T1",
+            "step": 1,
+            "channel": "email",
+            "guidance": "(none)",
+            "competitors": ["FacilityIQ"],
+        },
     )
     assert "signal_referenced: the detail of the signal" in message
     qualification = _assembled("AGT-004", {"today": "2026-12-01"})

@@ -77,7 +77,12 @@ def run_campaign(testdb: PgDB, contract: str, failure: Callable[[], Reply]) -> O
         llm = replace(base, runner=StructuredRunner(base.chat, sleep=lambda _: None))
         deps = local_deps(settings, db, InlineTransport(), llm, knowledge)
         with db.transaction(ORG) as cur:
-            ids = [r["id"] for r in fetch_all(cur, "SELECT id FROM contacts ORDER BY id LIMIT 4")]
+            # the same four every run (ids are random UUIDs: ordered by them, a run could pick
+            # four anti-ICP contacts and ask the model nothing); P-001 is never anti-ICP
+            ids = [
+                r["id"]
+                for r in fetch_all(cur, "SELECT id FROM contacts ORDER BY external_id LIMIT 4")
+            ]
         campaign_id = campaign.create_campaign(
             deps, ORG, name="Real model", angle="Signal", tier="T1", contact_ids=ids
         )

@@ -216,6 +216,8 @@ def assembly(output_name: str, context: dict[str, Any]) -> AssemblyRequest:
         return AssemblyRequest("AGT-003", "org_test", "run-1", OrgContext(), (), entities)
     if output_name == "outbound_message":
         task = {k: context[k] for k in ("angle", "tier", "step", "competitors") if k in context}
+        task |= {"channel": context.get("channel", "email")}
+        task |= {"guidance": context.get("guidance", "(none)")}
         return AssemblyRequest(
             "AGT-005",
             "org_test",
@@ -225,6 +227,7 @@ def assembly(output_name: str, context: dict[str, Any]) -> AssemblyRequest:
             {"contact": context["contact"]},
             (),
             task,
+            thread=tuple(context.get("thread") or ()),
         )
     if output_name == "call_signals":
         task = {

@@ -65,7 +65,14 @@ def test_assembled_provenance_names_chunks_entities_turns_template_and_cuts() ->
         exemplars,
         {"contact": {"id": "c-1", "updated_at": "2026-12-01T10:00:00+00:00", "name": "Ann"}},
         [Message("assistant", "earlier", name="summary")],
-        {"angle": "cost", "tier": "T2", "step": "1", "competitors": []},
+        {
+            "angle": "cost",
+            "tier": "T2",
+            "step": "1",
+            "channel": "email",
+            "guidance": "(none)",
+            "competitors": [],
+        },
     )
     assembled = assemble(request, budgets=budgets, counter=counter_for("offline"))
     prov = assembled.provenance

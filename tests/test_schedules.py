@@ -294,3 +294,49 @@ def test_without_a_reply_mailbox_the_poll_says_so(env: Env) -> None:
     assert answer.status_code == 200
     assert answer.get_json()["status"] == "skipped"
     assert "COLONY_REPLY_MAILBOX_HOST" in answer.get_json()["reason"]
+
+
+def research_job(
+    db: Any, org_id: str, domain: str, status: str, idle: str, lease: str | None
+) -> None:
+    """A research pass last touched ``idle`` ago (a Postgres interval), its lease ending in
+    ``lease`` from now (None: no lease); a ``done`` one ended then."""
+    ended = "researched" if status == "done" else None
+    with db.transaction(org_id) as cur:
+        cur.execute(
+            "INSERT INTO research_jobs (org_id, domain, status, outcome, requested_by,"
+            " touched_at, lease_until, finished_at) VALUES (%s, %s, %s, %s, 'test',"
+            " now() - %s::interval, now() + %s::interval,"
+            " CASE WHEN %s = 'done' THEN now() - %s::interval END)",
+            (org_id, domain, status, ended, idle, lease, status, idle),
+        )
+
+
+def test_the_research_sweep_wakes_each_stalled_pass_once(env: Env) -> None:
+    """A pass whose tasks were lost (issue 33): no task has held or touched it for half an
+    hour. The sweep serves only the orgs with one, and each org's task wakes its own."""
+    db = env.deps.db
+    research_job(db, PLAIN, "lost.example", "running", "31 minutes", None)
+    research_job(db, PLAIN, "lapsed.example", "running", "2 hours", "-1 minute")
+    research_job(db, PLAIN, "recent.example", "running", "29 minutes", None)
+    research_job(db, PLAIN, "held.example", "running", "2 hours", "5 minutes")
+    research_job(db, PLAIN, "ended.example", "done", "2 hours", None)
+    research_job(db, DRIVE, "other.example", "running", "1 hour", None)
+    research_job(db, ERASING, "gone.example", "running", "1 hour", None)
+
+    assert env.fire("research-sweep").get_json()["enqueued"] == 2
+    sweeps = env.tasks(SCHEDULES["research-sweep"].queue)
+    assert bodies(sweeps) == [
+        {"task": {"kind": "research.sweep", "org_id": o}} for o in (DRIVE, PLAIN)
+    ]
+    answers = {json.loads(t.body)["task"]["org_id"]: env.deliver(t).get_json() for t in sweeps}
+    assert answers == {PLAIN: {"org_id": PLAIN, "woken": 2}, DRIVE: {"org_id": DRIVE, "woken": 1}}
+    research = sorted(t.task_id for t in env.tasks("colony-research"))
+    assert research == [
+        f"research-{DRIVE}-other.example-1-1",
+        f"research-{PLAIN}-lapsed.example-1-1",
+        f"research-{PLAIN}-lost.example-1-1",
+    ]
+    # woken passes are touched: the next run serves no org, and the tasks stand as they were
+    assert env.fire("research-sweep", "2026-11-30T04:20:00Z").get_json()["enqueued"] == 0
+    assert len(env.tasks("colony-research")) == 3

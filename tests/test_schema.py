@@ -59,6 +59,13 @@ ENTITY_TABLES = {
     "research_jobs",  # issue 33: each org's research of a company, resumable
     "research_sources",  # issue 33: what it fetched, with provenance
     "research_passages",  # issue 33: the stored texts' passages, embedded for AGT-003
+    "crm_connections",  # issue 36: an org's CRM account (HubSpot), its token's secret name
+    "crm_oauth_states",  # issue 36: OAuth flows in progress, bound to org and person
+    "crm_writes",  # issue 36: what was written to the CRM under an idempotency key
+    "sending_domains",  # issue 39: an org's sending domains, their DKIM keys' names, checks
+    "llm_usage_daily",  # issue 38: each org's spend per day, agent, campaign and model
+    "budget_alerts",  # issue 38: budget alerts, kept until a notification delivers them
+    "budget_holds",  # issue 38: campaign work waiting while the budget is spent
 }
 
 

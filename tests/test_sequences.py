@@ -63,8 +63,8 @@ class SeenModel:
         return self.inner.request(request)
 
 
-@pytest.fixture
-def deps(testdb: PgDB, smtp: SmtpServer) -> Deps:
+def demo_deps(testdb: PgDB, smtp: SmtpServer) -> Deps:
+    """The demo org loaded, the offline model behind a ``SeenModel``, mail to ``smtp``."""
     db = testdb.app()
     knowledge = KnowledgeStore(db, OfflineHashEmbedder())
     load_demo(db, knowledge, say=lambda _: None)
@@ -73,7 +73,13 @@ def deps(testdb: PgDB, smtp: SmtpServer) -> Deps:
     seen = SeenModel(llm.chat)
     llm = dataclasses.replace(llm, chat=seen, runner=StructuredRunner(seen))
     sender = SmtpSender(smtp.host, smtp.port, starttls=False, timeout=10)
-    with db.transaction(ORG) as cur:  # a three-step library for Signal × T1
+    return local_deps(settings, db, InlineTransport(), llm, knowledge, sender=sender)
+
+
+@pytest.fixture
+def deps(testdb: PgDB, smtp: SmtpServer) -> Deps:
+    deps = demo_deps(testdb, smtp)
+    with deps.db.transaction(ORG) as cur:  # a three-step library for Signal × T1
         cur.execute("DELETE FROM sequences WHERE angle = 'Signal' AND tier = 'T1'")
         for step, delay in ((1, 0), (2, 3), (3, 5)):
             cur.execute(
@@ -81,26 +87,34 @@ def deps(testdb: PgDB, smtp: SmtpServer) -> Deps:
                 " VALUES (%s, 'Signal', 'T1', %s, %s, 'one new detail each time')",
                 (ORG, step, delay),
             )
-    return local_deps(settings, db, InlineTransport(), llm, knowledge, sender=sender)
+    return deps
 
 
-def drafted(deps: Deps, contacts: int = 3) -> list[dict[str, Any]]:
-    """Run a Signal × T1 campaign over a few demo contacts that qualify; the first
-    ``contacts`` step-1 drafts (id, contact, payload)."""
+def launch(deps: Deps, contacts: int = 6) -> str:
+    """A Signal × T1 campaign over the first ``contacts`` demo contacts with signals, run to
+    the end; its run id."""
     with deps.db.transaction(ORG) as cur:
         ids = [
             r["id"]
             for r in fetch_all(
                 cur,
                 "SELECT id FROM contacts WHERE jsonb_array_length(signals) > 0"
-                " ORDER BY external_id LIMIT 6",
+                " ORDER BY external_id LIMIT %s",
+                (contacts,),
             )
         ]
     campaign_id = campaign.create_campaign(
         deps, ORG, name="Signal T1", angle="Signal", tier="T1", contact_ids=ids
     )
-    campaign.launch(deps, ORG, campaign_id)
+    run_id = campaign.launch(deps, ORG, campaign_id)
     assert not run_until_idle(deps, deps.transport).rejected
+    return run_id
+
+
+def drafted(deps: Deps, contacts: int = 3) -> list[dict[str, Any]]:
+    """Run a Signal × T1 campaign over a few demo contacts that qualify; the first
+    ``contacts`` step-1 drafts (id, contact, payload)."""
+    launch(deps)
     drafts = pending(deps)
     assert len(drafts) >= contacts
     return drafts[:contacts]
@@ -141,12 +155,13 @@ def tasks(deps: Deps, queue: str) -> dict[str, Any]:
     return {t.task_id: t for t in transport.tasks.values() if t.queue == queue}
 
 
-def enrollment(deps: Deps, contact_id: str) -> dict[str, Any]:
+def enrollment(
+    deps: Deps, contact_id: str, columns: str = "step, steps, status, stop_reason"
+) -> dict[str, Any]:
     with deps.db.transaction(ORG) as cur:
         return fetch_one(
             cur,
-            "SELECT step, steps, status, stop_reason FROM sequence_enrollments"
-            " WHERE contact_id = %s",
+            f"SELECT {columns} FROM sequence_enrollments WHERE contact_id = %s",
             (contact_id,),
         )
 

@@ -9,8 +9,12 @@ Body: ``{"task": {"kind": ..., ...}}`` (``colony.contracts.lifecycle.LifecycleBo
   orgs it serves, one task each (``colony.flows.tenants.schedules``);
 - ``retention`` / ``drive.renew`` (``org_id``): one org's share of those schedules (the
   retention run also checks whether the org outgrew the shared Knowledge Core partition);
+- ``research.sweep`` (``org_id``): the org's research passes whose tasks were lost, each
+  handed to a new research task (``colony.flows.research.requests.wake_stalled``);
 - ``replies.poll``: read the deployment's reply mailbox once, and the inbound mail events held
-  while no reader of received mail was configured (``colony.flows.outbound.held_mail``).
+  while no reader of received mail was configured (``colony.flows.outbound.held_mail``);
+- ``domains.check`` (``org_id``): the org's sending domains checked again in DNS; one that
+  broke is paused (``colony.flows.outbound.sending_domains``).
 """
 
 from __future__ import annotations
@@ -38,12 +42,14 @@ def handle(request: JsonRequest) -> dict[str, Any]:
     # lazy: the task model and OIDC (RSA) load on the first request; each task's flow and
     # clients (Drive and Notion over httpx, IMAP) with the first task of its kind
     from colony.contracts.lifecycle import (
+        DomainCheck,
         DriveRenewal,
         ErasureTask,
         ImportTask,
         KcTierTask,
         LifecycleBody,
         RepliesPoll,
+        ResearchSweep,
         ScheduleRun,
     )
     from colony.runtime.auth import verify_google_oidc
@@ -69,6 +75,16 @@ def handle(request: JsonRequest) -> dict[str, Any]:
             reason = "no reply mailbox (COLONY_REPLY_MAILBOX_HOST)"
             return {"status": "skipped", "reason": reason, "held": held}
         return {"status": "polled", **replies.poll(d, d.rejections, mailbox), "held": held}
+    if isinstance(task, ResearchSweep):
+        from colony.flows.research import requests  # lazy: (as above)
+
+        return requests.wake_stalled(d, task.org_id)
+    if isinstance(task, DomainCheck):
+        # lazy: (as above)
+        from colony.adapters.dns import resolver_from_settings
+        from colony.flows.outbound import sending_domains
+
+        return sending_domains.recheck(d, resolver_from_settings(d.settings), task.org_id)
     if isinstance(task, ImportTask):
         from colony.flows.tenants import imports  # lazy: (as above)
 
@@ -91,7 +107,7 @@ def _with_drive(d: Deps, task: ErasureTask | DriveRenewal) -> dict[str, Any]:
     from colony.contracts.lifecycle import ErasureTask
     from colony.flows.recordings import drive_channels
     from colony.flows.tenants import erasure
-    from colony.runtime.notion_clients import secret_store
+    from colony.runtime.org_secrets import secret_store
 
     global _drive
     if _drive is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
@@ -168,3 +169,41 @@ def research_browser(text: str | None) -> str | None:
             f" path (Debian's: /usr/lib/chromium/chromium, `make browser` installs it): {path!r}"
         )
     return path
+
+
+def dns_resolver(text: str | None, deploy_env: str) -> tuple[str, int] | None:
+    """``COLONY_DNS_RESOLVER``: ``<ip>:<port>`` of the DNS server the sending-domain checks
+    ask (``colony.testing.dns_server``); local only: production asks the system's resolver,
+    and a resolver of our choosing there could vouch for a domain nobody published."""
+    if text is None:
+        return None
+    if deploy_env == "production":
+        raise ConfigError(
+            "COLONY_DNS_RESOLVER names a local DNS stand-in and is refused when"
+            " COLONY_ENV=production; unset it (the system's resolver is used)"
+        )
+    ip, _, port = text.rpartition(":")
+    try:
+        address = ipaddress.ip_address(ip.strip("[]"))
+    except ValueError:
+        address = None
+    if address is None or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ConfigError(f"COLONY_DNS_RESOLVER={text!r} must be <ip>:<port>, e.g. 127.0.0.1:5353")
+    return str(address), int(port)
+
+
+_SPF_INCLUDE = re.compile(r"^(?=.{4,253}$)([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9])?\.)+[a-z]{2,63}$")
+
+
+def spf_include(text: str | None) -> str | None:
+    """``COLONY_SPF_INCLUDE``: the domain an org's SPF record must ``include:`` for our mail
+    to pass SPF (the relay's or provider's SPF domain, e.g. ``_spf.google.com``)."""
+    if text is None:
+        return None
+    value = text.strip().lower().rstrip(".")
+    value = value.removeprefix("include:")
+    if not _SPF_INCLUDE.match(value):
+        raise ConfigError(
+            f"COLONY_SPF_INCLUDE={text!r} must be a domain name, e.g. _spf.google.com"
+        )
+    return value

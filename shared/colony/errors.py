@@ -6,6 +6,7 @@
     │   │   ├── UnknownDomain    a Knowledge Core domain id that is not KC-01..KC-10
     │   │   ├── DimensionMismatch  an embedding of the wrong length
     │   │   └── Unprocessable    well-formed JSON whose content cannot be used (HTTP 422)
+    │   │       └── DomainUnverified  a sending domain whose DNS is not ready: what to publish
     │   ├── OrgScopeError        no org, or an org that is not the caller's (CONST-003)
     │   ├── Forbidden            authenticated, but this person may not do this (HTTP 403)
     │   │   ├── OwnershipUnproven  something outside our database the org has not proved its own
@@ -16,7 +17,10 @@
     │   ├── PayloadTooLarge      a file or body over its size limit (HTTP 413)
     │   └── Conflict             the request clashes with the current state of a row
     │       ├── AlreadyDecided   someone already decided the item otherwise (says who, when)
-    │       └── HandoffRefused   a handoff that is not the next link of its run's chain
+    │       ├── HandoffRefused   a handoff that is not the next link of its run's chain
+    │       ├── CrmConflict      the CRM changed a field since we read it (names both values)
+    │       ├── ConnectionPaused  the org's CRM connection is paused (says why)
+    │       └── BudgetCapped     a spent monthly budget with a hard cap: no new campaign work
     ├── InternalError            our fault: the caller cannot fix it, a fix of ours can
     │   ├── ConfigError          a setting is missing or malformed (names the variable)
     │   ├── TemplateError        a prompt template and its variables disagree (names both)
@@ -27,6 +31,7 @@
         └── ProviderError        an LLM / embedding provider failed (``reason``: its own words)
             ├── ProviderUnavailable  429, 5xx or a timeout: retried with backoff
             │   └── ProviderTimeout  the call outlasted its timeout (the prompt was sent)
+            ├── CrmAccessRefused  the CRM refused the org's token (revoked, uninstalled)
             ├── OutputInvalid        the answer broke its contract, even after one repair
             │   ├── DataMissing      the answer was ``missing_data`` (CONST-004): it names what
             │   └── ToolCallInvalid  a tool call whose arguments are not a JSON object
@@ -81,6 +86,23 @@ class Unprocessable(ValidationFailed):
     """The body parsed, but a field is unknown or a rule cannot work; the message says which."""
 
     code = "unprocessable"
+
+
+class DomainUnverified(Unprocessable):
+    """A sending domain whose DNS does not say what sending from it needs (SPF, DKIM,
+    DMARC): ``detail`` lists each problem and the TXT records to publish, for a person to
+    copy into their DNS before adding the domain again."""
+
+    code = "domain_unverified"
+
+    def __init__(
+        self, domain: str, problems: list[dict[str, str]], publish: list[dict[str, str]]
+    ) -> None:
+        said = "; ".join(p["message"] for p in problems)
+        super().__init__(
+            f"{domain} cannot send yet: {said}. Publish the TXT records listed, then add it again"
+        )
+        self.detail = {"domain": domain, "problems": problems, "publish": publish}
 
 
 class OrgScopeError(CallerError):
@@ -225,6 +247,14 @@ class ToolCallInvalid(OutputInvalid):
     code = "tool_call_invalid"
 
 
+class CrmAccessRefused(ProviderError):
+    """The CRM refused the org's token or refresh token (revoked, the app uninstalled, a
+    scope taken away). Not worth retrying as it is: the connection is paused until an admin
+    reconnects (``colony.flows.crm.connections``)."""
+
+    code = "crm_access_refused"
+
+
 class ResponseTooLarge(ProviderError):
     """A download passed its byte limit (the content, not the vendor, is at fault)."""
 
@@ -272,6 +302,33 @@ class HandoffRefused(Conflict):
     code = "handoff_refused"
 
 
+class CrmConflict(Conflict):
+    """A CRM write refused because the CRM changed a field since we read it (HTTP 409):
+    ``conflicts`` names each field with our value, the value we read and theirs now, so a
+    person can choose (``colony.ports.crm``)."""
+
+    code = "crm_conflict"
+
+    def __init__(self, message: str, *, conflicts: tuple[Any, ...]) -> None:
+        super().__init__(message)
+        self.conflicts = conflicts
+
+
+class ConnectionPaused(Conflict):
+    """The org's CRM connection is paused (its token was refused): nothing is read or
+    written until an admin reconnects; the message says why."""
+
+    code = "connection_paused"
+
+
+class BudgetCapped(Conflict):
+    """New campaign work refused because the org has spent its monthly budget and the budget
+    is a hard cap (``colony.flows.tenants.budget``; HTTP 409): the message says how much of
+    it was spent and when work can resume. Work already started finishes; nothing is lost."""
+
+    code = "budget_capped"
+
+
 class TransportUnavailable(UpstreamError):
     """Pub/Sub or Cloud Tasks failed transiently (unavailable, timed out, throttled); retry."""
 
@@ -311,6 +368,8 @@ def public_body(error: BaseException) -> dict[str, Any]:
         body = error_body(error.code, str(error) or "the request was refused")
         if isinstance(error, AlreadyDecided):  # ids and a time only, meant for the caller
             body["error"]["decided"] = error.detail
+        if isinstance(error, DomainUnverified):  # the org's own DNS names and our public key
+            body["error"]["domain"] = error.detail
         return body
     if isinstance(error, UpstreamError):
         return error_body(error.code, UNAVAILABLE_MESSAGE)

@@ -69,6 +69,7 @@ class Settings:
     llm_provider: EmbeddingProvider = "offline"
     llm_model: str | None = None  # None: the budgets file's default model for the provider
     budgets_file: Path | None = None
+    prices_file: Path | None = None  # COLONY_PRICES_FILE: over colony/registry/prices.json
     openai_api_key: str | None = None
     openai_base_url: str | None = None
     gemini_api_key: str | None = None
@@ -122,6 +123,13 @@ class Settings:
     reply_mailbox_tls: bool = True  # off only for a local server
     reply_mailbox_folder: str = "INBOX"
     unsubscribe_url: str | None = None  # the unsubscribe function's URL
+    # sending domains (issue 39 item 3): what an org's SPF must include (the relay's SPF
+    # domain), whether every send must come from an org's verified domain ("required") or
+    # only those from a domain some org verified ("optional": local, and a deployment's
+    # move to per-org domains), and the DNS server the checks ask (None: the system's)
+    spf_include: str | None = None
+    sending_domains: Literal["required", "optional"] = "optional"  # "required" in production
+    dns_resolver: tuple[str, int] | None = None
     unsubscribe_token_key: str | None = None  # HMAC key of unsubscribe links
     # knowledge webhooks (Drive recordings, Notion sync)
     drive_channel_token: str | None = None  # the token we set on the Drive watch channel
@@ -129,9 +137,16 @@ class Settings:
     notion_signing_secret: str | None = None  # verifies X-Notion-Signature
     notion_base_url: str | None = None  # None: https://api.notion.com (local: a stand-in)
     clerk_webhook_secret: str | None = None  # ``whsec_...``: verifies Clerk's Svix signatures
+    # the team's CRM (issue 36): the HubSpot public app an org connects through OAuth
+    hubspot_base_url: str | None = None  # None: https://api.hubapi.com (local: a stand-in)
+    hubspot_auth_url: str | None = None  # None: https://app.hubspot.com/oauth/authorize
+    hubspot_client_id: str | None = None  # the app's; None: HubSpot cannot be connected
+    hubspot_client_secret: str | None = None
+    hubspot_redirect_uri: str | None = None  # where HubSpot sends the person back (our page)
     recording_parallelism: int = 8  # AGT-006 pass-1 chunks in flight at once
     # The deployed function this process serves (K_SERVICE, which Cloud Run sets on a gen2
-    # function to its name); None locally. Sizes the connection pool (registry.pool_size).
+    # function, and on a function's own service, to its name); None locally. Sizes the
+    # connection pool (registry.pool_size).
     function_name: str | None = None
     # assets (GCS): transcripts, deployment kits
     assets_bucket: str = "colony-assets"
@@ -141,7 +156,8 @@ class Settings:
     research_contact_url: str | None = None
     research_web: ResearchWeb | None = None  # COLONY_RESEARCH_WEB; refused in production
     # COLONY_RESEARCH_BROWSER: the Chromium binary that renders pages needing a browser (the
-    # research job where one is installed); None: such pages are recorded, not rendered
+    # research service's image has one: terraform/browser.tf); None: such pages are
+    # recorded, not rendered
     research_browser: str | None = None
     # Whether the campaign chain researches a contact's company before AGT-003
     # (COLONY_RESEARCH=on|off): on by default where there is a web to read (production, or
@@ -240,6 +256,7 @@ class Settings:
             llm_provider=llm,
             llm_model=get("COLONY_LLM_MODEL"),
             budgets_file=Path(p) if (p := get("COLONY_BUDGETS_FILE")) else None,
+            prices_file=Path(p) if (p := get("COLONY_PRICES_FILE")) else None,
             openai_api_key=get("OPENAI_API_KEY"),  # required on first use: api_key()
             openai_base_url=get("COLONY_OPENAI_BASE_URL"),
             gemini_api_key=get("GEMINI_API_KEY"),
@@ -292,12 +309,27 @@ class Settings:
             == "true",
             reply_mailbox_folder=get("COLONY_REPLY_MAILBOX_FOLDER") or "INBOX",
             unsubscribe_url=get("COLONY_UNSUBSCRIBE_URL"),
+            spf_include=env_values.spf_include(get("COLONY_SPF_INCLUDE")),
+            sending_domains=cast(
+                Literal["required", "optional"],
+                choice(
+                    "COLONY_SENDING_DOMAINS",
+                    ("required", "optional"),
+                    "required" if deploy_env == "production" else "optional",
+                ),
+            ),
+            dns_resolver=env_values.dns_resolver(get("COLONY_DNS_RESOLVER"), deploy_env),
             unsubscribe_token_key=get("COLONY_UNSUBSCRIBE_TOKEN_KEY"),
             drive_channel_token=get("COLONY_DRIVE_CHANNEL_TOKEN"),
             drive_base_url=get("COLONY_DRIVE_BASE_URL"),
             notion_signing_secret=get("COLONY_NOTION_SIGNING_SECRET"),
             notion_base_url=get("COLONY_NOTION_BASE_URL"),
             clerk_webhook_secret=get("COLONY_CLERK_WEBHOOK_SECRET"),
+            hubspot_base_url=get("COLONY_HUBSPOT_BASE_URL"),
+            hubspot_auth_url=get("COLONY_HUBSPOT_AUTH_URL"),
+            hubspot_client_id=get("COLONY_HUBSPOT_CLIENT_ID"),
+            hubspot_client_secret=get("COLONY_HUBSPOT_CLIENT_SECRET"),
+            hubspot_redirect_uri=get("COLONY_HUBSPOT_REDIRECT_URI"),
             recording_parallelism=bounded_int("COLONY_RECORDING_PARALLELISM", 8, 1, 32),
             function_name=get("K_SERVICE"),
             assets_bucket=get("COLONY_ASSETS_BUCKET") or "colony-assets",
@@ -342,7 +374,7 @@ class Settings:
         hidden |= {"langfuse_secret_key", "approval_token_key", "delivery_webhook_secret"}
         hidden |= {"drive_channel_token", "notion_signing_secret"}
         hidden |= {"smtp_password", "unsubscribe_token_key", "clerk_webhook_secret"}
-        hidden |= {"resend_api_key", "reply_mailbox_password"}
+        hidden |= {"resend_api_key", "reply_mailbox_password", "hubspot_client_secret"}
         # sentry_dsn is hidden by its *dsn suffix
         parts = []
         for name in self.__dataclass_fields__:

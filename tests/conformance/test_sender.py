@@ -8,13 +8,15 @@
   stand-in for Resend's REST API (stood in: Resend itself; real: the SDK, its HTTP, ours).
 
 The contract (``colony.ports.Sender``): an accepted message arrives once, as sent (our
-Message-ID, the extra headers, a UTF-8 body); a permanent refusal is ``MailRejected``; a
+Message-ID, the extra headers, a UTF-8 body; DKIM-signed with its key where the sender writes
+the bytes, and the signature verifies); a permanent refusal is ``MailRejected``; a
 transient one, or no server, is ``UpstreamError``; a refusal of our own setup (credentials,
 TLS) is ``ConfigError``. No test double: the real adapter and a real server are both here.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -23,10 +25,12 @@ import pytest
 from colony.adapters.resend_mail import ResendMail
 from colony.adapters.smtp import SmtpSender
 from colony.errors import ConfigError, UpstreamError, ValidationFailed
-from colony.ports import Mail, MailRejected, Sender
+from colony.policy.sending_domains import dkim_record
+from colony.ports import DkimKey, Mail, MailRejected, Sender
+from colony.runtime.dkim_keys import new_key
 from colony.testing.loopback import closed_port
 from colony.testing.resend_server import API_KEY, ResendServer
-from colony.testing.smtp_server import SmtpServer
+from colony.testing.smtp_server import Received, SmtpServer, dkim_verifies
 
 CREDENTIALS = ("colony-relay", "s3cret-relay-password")
 
@@ -98,6 +102,39 @@ def test_an_accepted_message_arrives_once_as_sent(harness: Harness) -> None:
         return
     relay = harness.server.ca_file is not None
     assert (got.tls, got.login) == ((True, CREDENTIALS[0]) if relay else (False, None))
+
+
+KEY = new_key()
+SELECTOR = "colony0a1b2c3d"
+PUBLISHED = {f"{SELECTOR}._domainkey.zoomprop.example": [dkim_record(KEY.public_key)]}
+
+
+def test_a_message_with_a_key_arrives_signed_where_the_sender_writes_its_bytes(
+    harness: Harness,
+) -> None:
+    """SMTP hands over the bytes, so it signs them (issue 39 item 3); Resend's API takes
+    fields and signs with the key of the domain verified at Resend, so ours never travels."""
+    harness.sender.send(mail(dkim=DkimKey("zoomprop.example", SELECTOR, KEY.private_pem)))
+    (got,) = harness.server.received
+    if isinstance(harness.server, ResendServer):
+        assert "DKIM-Signature" not in got.message
+        (call,) = harness.server.requests_to("resend.emails.send")
+        assert "PRIVATE KEY" not in json.dumps(call.body)
+        return
+    assert isinstance(got, Received)
+    signature = " ".join(str(got.message["DKIM-Signature"]).split())
+    assert "d=zoomprop.example;" in signature and f"s={SELECTOR};" in signature
+    assert "c=relaxed/relaxed;" in signature
+    assert dkim_verifies(got.raw, lambda name: PUBLISHED.get(name, [])) is True
+    altered = got.raw.replace(b"Lease costs", b"Lease savings")
+    assert dkim_verifies(altered, lambda name: PUBLISHED.get(name, [])) is False
+    assert got.message["Subject"] == "Lease costs at Granite Peak — a thought"
+    assert "café included ✓" in got.message.get_content()
+
+
+def test_a_key_for_another_domain_than_the_senders_is_refused() -> None:
+    with pytest.raises(ValidationFailed, match="cannot be signed for"):
+        mail(dkim=DkimKey("rival.example", SELECTOR, KEY.private_pem))
 
 
 def test_a_retried_send_reaches_the_recipient_once_where_the_server_can_tell(

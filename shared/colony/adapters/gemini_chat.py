@@ -322,13 +322,16 @@ def _model_response(response: Any, requested_model: str) -> ModelResponse:
     candidates = getattr(response, "candidates", None) or []
     usage = getattr(response, "usage_metadata", None)
     tokens_in = int(getattr(usage, "prompt_token_count", 0) or 0)
+    # The part of the prompt Gemini's context cache served (counted in the prompt as well).
+    cached = int(getattr(usage, "cached_content_token_count", 0) or 0)
     model = getattr(response, "model_version", None) or requested_model
     if not candidates:
         feedback = getattr(response, "prompt_feedback", None)
         reason = getattr(feedback, "block_reason", None)
         if reason:  # the prompt itself was blocked: a refusal, not a fault
             category = f"prompt:{_enum_name(reason)}"
-            return ModelResponse("", Usage(tokens_in, 0), model, finish="refused", refusal=category)
+            usage_in = Usage(tokens_in, 0, cached)
+            return ModelResponse("", usage_in, model, finish="refused", refusal=category)
         raise ProviderError("Gemini returned no candidates")
     finish = _enum_name(getattr(candidates[0], "finish_reason", None))
     if finish == "MALFORMED_FUNCTION_CALL":  # the model's function call did not parse
@@ -344,7 +347,7 @@ def _model_response(response: Any, requested_model: str) -> ModelResponse:
         stopped = "refused"
     return ModelResponse(
         text=text,
-        usage=Usage(tokens_in=tokens_in, tokens_out=tokens_out),
+        usage=Usage(tokens_in=tokens_in, tokens_out=tokens_out, tokens_cached=cached),
         model=model,
         tool_calls=tuple(tool_calls),
         finish=stopped,

@@ -18,13 +18,13 @@ from urllib.parse import urlsplit
 
 from colony.adapters.client import OwnsClient
 from colony.adapters.openai_schema import schema_name, strict_json_schema
-from colony.adapters.openai_stream import StreamedCompletion, tool_arguments
+from colony.adapters.openai_stream import StreamedCompletion, openai_usage, tool_arguments
 from colony.adapters.provider_reason import prompt_text, reason, says_invalid
 from colony.adapters.retry_after import retry_after_seconds
 from colony.adapters.tool_turns import paired
 from colony.deadline import DEFAULT_CALL_SECONDS
 from colony.errors import ProviderError, ProviderTimeout, ProviderUnavailable
-from colony.ports import Message, ModelRequest, ModelResponse, TextSink, ToolCall, Usage
+from colony.ports import Message, ModelRequest, ModelResponse, TextSink, ToolCall
 
 
 def _openai_messages(messages: tuple[Message, ...]) -> list[dict[str, Any]]:
@@ -210,10 +210,7 @@ def _model_response(response: Any, requested_model: str) -> ModelResponse:
         tool_calls.append(ToolCall(name=call.function.name, arguments=arguments, id=call.id))
     return ModelResponse(
         text=message.content or "",
-        usage=Usage(
-            tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
-            tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
-        ),
+        usage=openai_usage(usage),
         model=getattr(response, "model", None) or requested_model,
         tool_calls=tuple(tool_calls),
         finish=finish,

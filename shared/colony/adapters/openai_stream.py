@@ -27,6 +27,18 @@ def tool_arguments(name: str, raw: str | None) -> dict[str, Any]:
     return arguments
 
 
+def openai_usage(usage: Any) -> Usage:
+    """A completion's ``usage`` (or its stream's last chunk's) as ours: the part of the prompt
+    OpenAI's cache served is ``prompt_tokens_details.cached_tokens`` (0 where a server sends
+    no details, as OpenAI-compatible ones without a cache do)."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    return Usage(
+        tokens_in=int(getattr(usage, "prompt_tokens", 0) or 0),
+        tokens_out=int(getattr(usage, "completion_tokens", 0) or 0),
+        tokens_cached=int(getattr(details, "cached_tokens", 0) or 0),
+    )
+
+
 class StreamedCompletion:
     """A ``chat.completion`` rebuilt from its ``chat.completion.chunk`` stream."""
 
@@ -36,15 +48,14 @@ class StreamedCompletion:
         self.refusal = False
         self.finish_reason: str | None = None
         self.calls: dict[int, dict[str, Any]] = {}  # by the delta's index, in first-seen order
-        self.tokens_in = self.tokens_out = 0
+        self.usage = Usage(0, 0)
         self.sink_error: BaseException | None = None
 
     def add(self, chunk: Any, on_text: TextSink) -> None:
         self.model = getattr(chunk, "model", None) or self.model
         usage = getattr(chunk, "usage", None)
         if usage is not None:  # the last chunk (include_usage), with no choices
-            self.tokens_in = int(getattr(usage, "prompt_tokens", 0) or 0)
-            self.tokens_out = int(getattr(usage, "completion_tokens", 0) or 0)
+            self.usage = openai_usage(usage)
         for choice in getattr(chunk, "choices", None) or []:
             if getattr(choice, "index", 0) != 0:
                 continue
@@ -87,7 +98,7 @@ class StreamedCompletion:
             finish = "length"
         return ModelResponse(
             text="".join(self.text),
-            usage=Usage(self.tokens_in, self.tokens_out),
+            usage=self.usage,
             model=self.model,
             tool_calls=tool_calls,
             finish=finish,

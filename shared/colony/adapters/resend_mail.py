@@ -9,6 +9,8 @@ module state is this instance's. Each send carries our Message-ID as its header 
 answered with the first send's result for 24 hours instead of a second message. ``tags``
 (``org_id``, ``outbox_id``) come back in every delivery event; Resend allows only ASCII
 letters, digits, ``_`` and ``-`` in a tag, so other values travel encoded (``colony.webhooks``).
+``Mail.dkim`` is not sent: the API takes fields, not the bytes a signature covers, and Resend
+signs with the key of the domain verified in Resend (docs/deploy.md, "Sending domains").
 
 Errors, sorted as the port asks:
 

@@ -7,6 +7,10 @@ required unless explicitly turned off (the local server only): credentials and b
 cross the network in clear. The server's certificate is verified (system roots, or
 ``ca_file``).
 
+A message with a ``DkimKey`` (its org's verified sending domain) is signed over the bytes
+that go on the wire (``colony.adapters.dkim``), so what the server receives is exactly what
+was signed.
+
 Refusals are sorted the way SMTP sorts them: a 5xx reply is permanent (``MailRejected``: do
 not retry), a 4xx reply or a broken connection is transient (``UpstreamError``: retry), and a
 refused login is our configuration's fault (``ConfigError``).
@@ -16,10 +20,13 @@ from __future__ import annotations
 
 import smtplib
 import ssl
+from email.generator import BytesGenerator
 from email.message import EmailMessage
 from email.policy import SMTP
-from email.utils import formatdate
+from email.utils import formatdate, parseaddr
+from io import BytesIO
 
+from colony.adapters.dkim import signed
 from colony.errors import ConfigError, UpstreamError
 from colony.ports import Mail, MailRejected
 from colony.settings import Settings
@@ -62,7 +69,9 @@ class SmtpSender:
         self._tls = ssl.create_default_context(cafile=ca_file) if starttls else None
 
     def send(self, mail: Mail) -> None:
-        message = _message(mail)
+        sender, recipient = parseaddr(mail.sender)[1], parseaddr(mail.to)[1]
+        international = not (sender + recipient).isascii()  # RFC 6531 addresses
+        raw = _wire(mail, international)
         try:
             with smtplib.SMTP(self._host, self._port, timeout=self._timeout) as smtp:
                 smtp.ehlo()
@@ -71,7 +80,12 @@ class SmtpSender:
                     smtp.ehlo()
                 if self._username:
                     smtp.login(self._username, self._password or "")
-                smtp.send_message(message)
+                options: tuple[str, ...] = ()
+                if international:
+                    if not smtp.has_extn("smtputf8"):
+                        raise MailRejected("the SMTP server cannot carry this address (SMTPUTF8)")
+                    options = ("SMTPUTF8", "BODY=8BITMIME")
+                smtp.sendmail(sender, [recipient], raw, options)
         except smtplib.SMTPNotSupportedError:
             raise ConfigError(f"the SMTP server {self._host} does not offer STARTTLS") from None
         except smtplib.SMTPAuthenticationError as error:
@@ -102,9 +116,21 @@ def _refused(code: int, what: str) -> None:
     raise UpstreamError(f"the SMTP server refused {what} for now ({code}); retry later")
 
 
+def _wire(mail: Mail, international: bool) -> bytes:
+    """The message's bytes as ``send_message`` would write them, signed when it has a key:
+    signed before the connection opens, so a key that cannot sign fails before any SMTP."""
+    message = _message(mail)
+    policy = _INTERNATIONAL if international else _POLICY
+    with BytesIO() as out:
+        BytesGenerator(out, policy=policy).flatten(message, linesep="\r\n")
+        raw = out.getvalue()
+    return raw if mail.dkim is None else signed(raw, mail.dkim)
+
+
 # RFC 5322 allows 998 characters a line: no folding of our one-line headers (Python folds a
 # long Subject before its first word, which a reader then sees as a leading space).
 _POLICY = SMTP.clone(max_line_length=998)
+_INTERNATIONAL = _POLICY.clone(utf8=True)  # RFC 6531: headers in UTF-8, as SMTPUTF8 carries
 
 
 def _message(mail: Mail) -> EmailMessage:

@@ -25,7 +25,11 @@ Routes (JSON; ``Authorization: Bearer <Clerk session JWT>``):
   audited); ``GET /orgs/{org}/drive/channels``.
 - ``/orgs/{org}/imports…``: prospect and deal imports (``colony.admin.imports``);
 - ``/orgs/{org}/research…``: research a company's website now, and read what was kept
-  (``colony.admin.research``).
+  (``colony.admin.research``);
+- ``GET``/``POST /orgs/{org}/sending-domains``: the org's sending domains, and adding one,
+  which checks its SPF, DKIM and DMARC in DNS (``colony.admin.sending_domains``).
+- ``/orgs/{org}/crm/hubspot…``: connect HubSpot through OAuth, its status, disconnect it
+  (``colony.admin.crm``).
 
 A replace body with an unknown field, or a rule that cannot work, is a 422 naming it.
 
@@ -43,7 +47,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from colony.admin import imports, research
+from colony.admin import crm, imports, research, sending_domains
 from colony.contracts.admin import (
     DriveWatch,
     IcpReplace,
@@ -190,6 +194,14 @@ def handle(deps: Deps, request: JsonRequest) -> tuple[dict[str, Any], int] | dic
         org = match["org"]
         principal = _admin_of(deps, request, org)
         return research.handle(deps, request, principal, org, match["domain"])
+    if match := sending_domains.SENDING_DOMAINS.match(path):
+        org = match["org"]
+        principal = _admin_of(deps, request, org)
+        return sending_domains.handle(deps, request, principal, org)
+    if match := crm.CRM.match(path):
+        org = match["org"]
+        principal = _admin_of(deps, request, org)
+        return crm.handle(deps, request, principal, org, match["what"])
     if match := imports.IMPORTS.match(path):
         org = match["org"]
         principal = _admin_of(deps, request, org)
@@ -203,7 +215,7 @@ def _notion_connect(
     """Connect a workspace, proving it with a client that reads with the token given."""
     # lazy: Secret Manager's client and httpx load with the first connect
     from colony.adapters.notion import notion_for_token
-    from colony.runtime.notion_clients import secret_store
+    from colony.runtime.org_secrets import secret_store
 
     body = _replacement(request, NotionConnect)
     notion = notion_for_token(deps.settings, body.token.get_secret_value())

@@ -30,6 +30,11 @@
                                     the new counts), or ``reload`` when the stream fell behind
     GET  /audit[?item_id=&limit=]   the org's audit log, newest first
     GET  /imports                   the org's five newest import jobs (counts and status)
+    GET  /alerts                    what needs a person now: each paused sending domain, why,
+                                    and the TXT records that mend it
+    GET  /usage[?month=YYYY-MM]     what the org spent on model calls in a month (UTC): in all,
+                                    by agent, campaign and day, unpriced calls, and for the
+                                    current month the budget's standing (the page's banner)
     GET  /explain/<output id>       the model calls behind an approval item, a chat turn or
                                     a brief, and what their context was built from (the
                                     card's "Why?" panel; ``colony explain`` prints the same)
@@ -69,7 +74,9 @@ from colony.flows.chat import events as ev
 from colony.flows.deps import FlowDeps
 from colony.flows.insights.explain import explain
 from colony.flows.insights.workbench import funnels, pipeline
+from colony.flows.outbound.sending_domains import alerts
 from colony.flows.tenants.import_progress import recent as recent_imports
+from colony.flows.tenants.usage import report as usage_report
 from colony.runtime.auth import verify_bearer
 from colony.runtime.edge import JsonRequest, MethodNotAllowed, error_response
 
@@ -125,6 +132,12 @@ def handle(deps: FlowDeps, request: JsonRequest) -> Any:
     if path == "/imports":
         _allow(method, "GET")
         return {"imports": recent_imports(deps, who.org_id, limit=5)}
+    if path == "/alerts":
+        _allow(method, "GET")
+        return alerts(deps, who.org_id)
+    if path == "/usage":
+        _allow(method, "GET")
+        return usage_report(deps, who.org_id, request.args.get("month"))
     why = _EXPLAIN.match(path)
     if why:
         _allow(method, "GET")

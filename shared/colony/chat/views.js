@@ -1,6 +1,7 @@
 // The /overview views people look at rather than read (issue 20 item 2): the pipeline as a
 // chart, each recent campaign as a funnel that moves live, the daily brief in its five
-// sections, and tool results in the conversation as tables. Served by the chat function at
+// sections, tool results in the conversation as tables, and what the org spends on model
+// calls this month, with its budget's banner (issue 38). Served by the chat function at
 // /overview/views.js (same origin, so the page's CSP admits it) and drawn here, by hand, as
 // inline SVG: no library, no request anywhere but the chat function.
 //
@@ -179,6 +180,90 @@ window.ColonyViews = (() => {
     }
   }
 
+  // ---- What the org spends: this month's cost, its budget, and the banner ------------------
+  const usd = (n) => "$" + Number(n).toLocaleString("en-US", { minimumFractionDigits: 2, maximumFractionDigits: n > 0 && n < 0.01 ? 6 : 2 });
+  const BANNERS = {
+    alert: (b) => "Spend alert: " + usd(b.spent_usd) + " of this month's " + usd(b.monthly_usd) + " budget spent (" + Math.round(b.share * 100) + "%).",
+    over: (b) => "Over budget: " + usd(b.spent_usd) + " of " + usd(b.monthly_usd) + " spent this month. There is no hard cap: campaign work goes on.",
+    capped: (b) => "Budget reached: " + b.reason + (b.held ? " (" + plural(b.held, "campaign step") + " waiting)" : "") + ".",
+  };
+
+  function banner(budget) {
+    const node = $("budget-banner");
+    const say = budget && BANNERS[budget.state];
+    node.hidden = !say;
+    node.dataset.state = budget ? budget.state : "none";
+    node.textContent = say ? say(budget) : "";
+  }
+
+  // A slot per day of the month, its bar as tall as the day's cost; the tables that follow
+  // say the same in words (the chart is hidden from screen readers).
+  function dayChart(month, days) {
+    const [year, mon] = month.split("-").map(Number), count = new Date(Date.UTC(year, mon, 0)).getUTCDate();
+    const width = 600, height = 70, step = width / count, most = Math.max(0, ...days.map((d) => d.cost_usd));
+    const chart = svg("svg", { viewBox: `0 0 ${width} ${height + 16}`, class: "chart", "aria-hidden": "true", focusable: "false" });
+    chart.appendChild(svg("line", { x1: 0, y1: height + 0.5, x2: width, y2: height + 0.5, stroke: "#d9dee5" }));
+    for (const d of days) {
+      const slot = Number(d.day.slice(8, 10)) - 1;
+      const h = most > 0 ? Math.max(d.cost_usd > 0 ? 2 : 0, (d.cost_usd / most) * height) : 0;
+      chart.appendChild(svg("rect", { x: (slot * step + 1).toFixed(1), y: (height - h).toFixed(1), width: Math.max(1, step - 2).toFixed(1),
+        height: h.toFixed(1), fill: "#1f5fbf", "data-day": d.day }));
+    }
+    chart.appendChild(svg("text", { x: 0, y: height + 14, class: "chart-label" }, month + "-01"));
+    chart.appendChild(svg("text", { x: width, y: height + 14, "text-anchor": "end", class: "chart-label" }, month + "-" + String(count).padStart(2, "0")));
+    return chart;
+  }
+
+  function spendTable(caption, rows, name, extra) {
+    const box = el("table", "view-table");
+    box.appendChild(el("caption", "hint", caption));
+    const head = el("tr");
+    for (const title of [name, "Calls", "Tokens in (cached)", "Tokens out", "Cost"].concat(extra ? [extra.title] : [])) {
+      const th = el("th", null, title); th.scope = "col"; head.appendChild(th);
+    }
+    box.appendChild(el("thead")).appendChild(head);
+    const body = box.appendChild(el("tbody"));
+    for (const r of rows) {
+      const tr = el("tr");
+      const th = el("th", null, r.label); th.scope = "row"; tr.appendChild(th);
+      tr.append(el("td", "num", number(r.calls) + (r.unpriced_calls ? " (" + number(r.unpriced_calls) + " unpriced)" : "")),
+        el("td", "num", number(r.tokens_in) + " (" + number(r.tokens_cached) + ")"), el("td", "num", number(r.tokens_out)),
+        el("td", "num cost", usd(r.cost_usd)));
+      if (extra) tr.appendChild(el("td", "num", extra.value(r)));
+      body.appendChild(tr);
+    }
+    return box;
+  }
+
+  function renderUsage(data) {
+    const box = $("usage");
+    box.textContent = "";
+    banner(data.budget);
+    const total = data.total, b = data.budget;
+    box.appendChild(el("p", "view-total", data.month + " (UTC): " + usd(total.cost_usd) + " on " + plural(total.calls, "model call")));
+    if (b && b.monthly_usd !== null) {
+      const bar = el("progress", "run-progress");
+      bar.max = b.monthly_usd; bar.value = Math.min(b.spent_usd, b.monthly_usd);
+      bar.setAttribute("aria-label", "Share of the monthly budget spent");
+      box.append(bar, el("p", "qmeta", Math.round(b.share * 100) + "% of the " + usd(b.monthly_usd) + " monthly budget · alert at "
+        + Math.round(b.alert_share * 100) + "% · " + (b.hard_cap ? "hard cap: campaign work waits when it is spent" : "no hard cap")));
+    } else if (b) box.appendChild(el("p", "qmeta", "No monthly budget is set."));
+    if (total.unpriced_calls) {
+      box.appendChild(el("p", "gap", plural(total.unpriced_calls, "call") + " of models without a price (" + data.unpriced.map((u) => u.model).join(", ")
+        + "): their cost is unknown and not in the total."));
+    }
+    if (!total.calls) { box.appendChild(el("p", "hint", "No model calls this month yet.")); return; }
+    box.appendChild(dayChart(data.month, data.days));
+    box.appendChild(spendTable("By agent", data.by_agent.map((a) => Object.assign({ label: a.agent_id + (a.agent ? " " + a.agent : "") }, a)), "Agent"));
+    box.appendChild(spendTable("By campaign", data.by_campaign.map((c) => Object.assign({ label: c.name || "No campaign (chat, brief, recordings…)" }, c)), "Campaign",
+      { title: "Waiting", value: (r) => number(r.held || 0) }));
+  }
+
+  async function loadUsage() {
+    try { renderUsage(await ctx.api("/usage")); }
+    catch (error) { $("usage").textContent = "Could not load this month's spend: " + error.message; }
+  }
+
   // ---- The daily brief, section by section -----------------------------------------------
   function brief(node, data) {
     node.textContent = "";
@@ -311,10 +396,11 @@ window.ColonyViews = (() => {
   // and one that is waiting to reconnect tries at once with the new sign-in.
   function start(page) {
     ctx.api = page.api; ctx.headers = page.headers; ctx.readEvents = page.readEvents;
-    loadPipeline();
+    loadPipeline(); loadUsage();
     if (ctx.started) { if (ctx.kick) ctx.kick(); return; }
     ctx.started = true;
     $("pipeline-refresh").addEventListener("click", loadPipeline);
+    $("usage-refresh").addEventListener("click", loadUsage);
     followFunnels();
   }
 

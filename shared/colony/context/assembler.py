@@ -16,8 +16,9 @@ the text cannot end its block. What the detector flags in that text comes back a
 
 Each section must fit its budget. Over budget, in this order of what gives way:
   entity   non-essential fields (raw enrichment HTML, full transcript text) are stripped,
-           then the weakest of the contact's signals (``colony.context.signals``: lowest
-           confidence, then oldest), never below one;
+           then the weakest stored pages, the weakest of the contact's signals (lowest
+           confidence, then oldest; never below one), the oldest steps of a sequence's
+           thread (never below the newest) (``colony.context.entity_section``);
   kc       the least similar exemplars are dropped, never below one;
   history  the oldest turns are dropped (the caller folds them into a summary, seed §6.3);
            the call's own tool rounds (sent after the task) are kept first;
@@ -32,10 +33,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from colony.context import provenance, templates, untrusted
-from colony.context import signals as signal_view
+from colony.context import entity_section, provenance, templates, untrusted
 from colony.context.budgets import Budget, BudgetBook
-from colony.context.serialize import NON_ESSENTIAL, compact, dumps
+from colony.context.serialize import compact, dumps
 from colony.context.system_prompt import system_message
 from colony.contracts import AgentContextBundle, Exemplar, OrgContext, ToolDefinition
 from colony.errors import ContextBudgetExceeded, ValidationFailed
@@ -46,10 +46,22 @@ _COMPUTED = frozenset({"task_json"})
 # Agents whose job is to read raw enrichment (AGT-003 reads ENT-002 raw): they get the
 # non-essential fields while the budget allows. Everyone else never sees them.
 RAW_READERS = frozenset({"AGT-003"})
-# Task fields our own code (or the signed-in person, for AGT-001's message) sets: rendered as
-# they are. Every other task value is data.
+# Task fields our own code (or the signed-in person, for AGT-001's message) sets, and a
+# sequence step's guidance, which the org's admins wrote as an instruction (like the ICP in the
+# system message): rendered as they are. Every other task value is data.
 TRUSTED_TASK_FIELDS = frozenset(
-    {"angle", "tier", "step", "segment_label", "today", "brief_date", "format", "message"}
+    {
+        "angle",
+        "tier",
+        "step",
+        "channel",
+        "guidance",
+        "segment_label",
+        "today",
+        "brief_date",
+        "format",
+        "message",
+    }
 )
 
 
@@ -82,6 +94,10 @@ class AssemblyRequest:
     # text), best first: rendered as the ``sources`` entity, the weakest cut first, before
     # any signal
     sources: Sequence[Mapping[str, Any]] = ()
+    # the steps of a sequence the contact already got (``colony.flows.outbound.sequences``:
+    # id, step, channel, subject, text, outcome, on), oldest first: rendered as the
+    # ``thread`` entity, the oldest cut first, never below the newest
+    thread: Sequence[Mapping[str, Any]] = ()
     # the daily brief the context carries (its row id): recorded in the call's provenance
     brief_id: str | None = None
 
@@ -140,24 +156,6 @@ def _kc_block(exemplars: Sequence[Exemplar], boundary: str) -> str:
             )
         )
     return "\n".join(parts)
-
-
-def _entity_block(entities: Mapping[str, Any], strip: frozenset[str], boundary: str) -> str:
-    if not entities:
-        return ""
-    lines = ["ENTITY DATA:"]
-    lines += [
-        untrusted.block(boundary, dumps(compact(value, strip=strip)), source="entity", name=name)
-        for name, value in entities.items()
-    ]
-    return "\n".join(lines)
-
-
-def _with_lists(
-    entities: Mapping[str, Any], signals: Sequence[Any], sources: Sequence[Any]
-) -> Mapping[str, Any]:
-    lists = {"signals": list(signals), "sources": list(sources)}
-    return {**entities, **{k: v for k, v in lists.items() if v}}
 
 
 def _history_turn(turn: Message, boundary: str) -> Message:
@@ -220,6 +218,7 @@ def _untrusted_texts(
     texts += [dumps(compact(v)) for v in req.entities.values()]
     texts += [dumps(compact(dict(s))) for s in req.signals]
     texts += [str(s.get("text") or "") for s in req.sources]  # pages from the open web
+    texts += [dumps(compact(dict(t))) for t in req.thread]  # what the contact already got
     texts += [t.content for t in history if t.role in ("tool", "system") or t.name == "summary"]
     texts += [
         v if isinstance(v, str) else dumps(compact(v))
@@ -245,6 +244,7 @@ def assemble(
         "exemplars_dropped": 0,
         "signals_dropped": 0,
         "sources_dropped": 0,
+        "thread_dropped": 0,
         "history_dropped": 0,
         "task_fields_stripped": 0,
     }
@@ -262,29 +262,23 @@ def assemble(
     _check("kc", count(kc), budget, f"{len(kept)} exemplar(s) left")
     trimmed["exemplars_dropped"] = len(req.exemplars) - len(kept)
 
-    # entity: compact; non-essential fields go first when over budget (or when unused), then
-    # the weakest sources, then the weakest signals, never below one.
-    keep_raw = agent_id in RAW_READERS
-    strip = frozenset() if keep_raw else NON_ESSENTIAL
-    signals = [signal_view.view(s) for s in signal_view.ranked(req.signals)]
-    sources = [dict(s) for s in req.sources]
-
-    def entity_block() -> str:
-        return _entity_block(_with_lists(req.entities, signals, sources), strip, boundary)
-
-    entity = entity_block()
-    if keep_raw and count(entity) > budget.entity:
-        strip = NON_ESSENTIAL
-        entity = entity_block()
-        trimmed["entity_fields_stripped"] = 1
-    while sources and count(entity) > budget.entity:
-        sources.pop()
-        entity = entity_block()
-    while len(signals) > 1 and count(entity) > budget.entity:
-        signals.pop()
-        entity = entity_block()
+    # entity: compact, fitted by what gives way first (colony.context.entity_section)
+    deal = {"deal": {"stage": req.org.deal_stage}} if req.org.deal_stage else {}
+    section = entity_section.fit(
+        {**req.entities, **deal},
+        signals=req.signals,
+        sources=req.sources,
+        thread=req.thread,
+        keep_raw=agent_id in RAW_READERS,
+        boundary=boundary,
+        count=count,
+        budget=budget.entity,
+    )
+    entity, signals, sources = section.text, section.signals, section.sources
+    trimmed["entity_fields_stripped"] = int(section.stripped)
     trimmed["signals_dropped"] = len(req.signals) - len(signals)
     trimmed["sources_dropped"] = len(req.sources) - len(sources)
+    trimmed["thread_dropped"] = len(req.thread) - len(section.thread)
     _check("entity", count(entity), budget, "after stripping non-essential fields and signals")
 
     # history: this call's tool rounds, then earlier turns, newest first, until the budget
@@ -350,7 +344,7 @@ def assemble(
             agent_id=agent_id,
             template=template,
             exemplars=kept,
-            entities=req.entities,
+            entities={**req.entities, "thread": section.thread},
             history=req.history[len(req.history) - len(history) :],
             trimmed=trimmed,
             signals=signals,

@@ -6,15 +6,24 @@ rule semantics (operators and their values) are checked by ``colony.policy.anti_
 
 from __future__ import annotations
 
+from email.utils import parseaddr
 from itertools import pairwise
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, SecretStr, StringConstraints, model_validator
 
-from colony.contracts.common import TIERS, OutboundAngle, SequenceTier, Strict
+from colony.contracts.common import TIERS, OutboundAngle, SequenceChannel, SequenceTier, Strict
 
-Channel = Literal["email", "linkedin", "call"]
+Channel = SequenceChannel
 Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=4000)]
+# A step's guidance is an instruction in AGT-005's task section (300 tokens, SPEC §5), which it
+# shares with the template and the org's competitor list: this many characters of it fit that
+# budget beside three competitor names, even counted with an estimate's 10% margin
+# (tests/test_sequence_steps.py).
+GUIDANCE_CHARS = 300
+Guidance = Annotated[
+    str, StringConstraints(strip_whitespace=True, min_length=1, max_length=GUIDANCE_CHARS)
+]
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=120)]
 SCORE_POINTS = 100  # a contact's ICP score is out of 100 (contacts.icp_score)
 
@@ -74,9 +83,13 @@ class IcpReplace(Strict):
 
 
 class SequenceStepIn(Strict):
+    """One step as its org writes it: how it reaches the contact (an email we send; a
+    LinkedIn message or a call, which are tasks for a person), how many days after the step
+    before it (the first: after the campaign reaches the contact), and what to say."""
+
     channel: Channel
-    delay_days: int = Field(ge=0, le=365)  # after the previous step (the first: after start)
-    guidance: Text
+    delay_days: int = Field(ge=0, le=365)
+    guidance: Guidance
 
 
 class SequenceIn(Strict):
@@ -111,11 +124,19 @@ class SendingLimits(Strict):
     # Who approves a sequence's later steps: a person, each one ("each_step"), or the person
     # who approved step 1, for the whole sequence ("once"; a flagged draft still waits).
     sequence_approval: Literal["each_step", "once"] = "each_step"
+    # Who the org's mail is from ("Ada Lovelace <ada@acme.com>"), on one of its sending
+    # domains (issue 39 item 3); None: the deployment's COLONY_MAIL_FROM.
+    mail_from: str | None = Field(default=None, min_length=3, max_length=320)
 
     @model_validator(mode="after")
     def _possible(self) -> SendingLimits:
         if self.per_domain_hourly > self.daily_cap:
             raise ValueError("sending: per_domain_hourly cannot exceed daily_cap")
+        if self.mail_from is not None:
+            address = parseaddr(self.mail_from)[1]
+            local, _, domain = address.rpartition("@")
+            if not local or "." not in domain or any(c in self.mail_from for c in "\r\n"):
+                raise ValueError("sending.mail_from: not an address (Name <name@example.com>)")
         return self
 
 
@@ -125,10 +146,29 @@ class ResearchSettings(Strict):
     enabled: bool = True
 
 
+class SendingDomainAdd(Strict):
+    """A domain an org's mail is to be sent from (issue 39 item 3); whether it is a domain
+    name, and what its DNS says, is the flow's to judge (``flows.outbound.sending_domains``)."""
+
+    domain: str = Field(min_length=1, max_length=300)
+
+
+class BudgetSettings(Strict):
+    """What the org may spend on model calls in a calendar month (UTC), in USD (issue 38):
+    none (``monthly_usd`` null), or an alert once the month's spend reaches ``alert_share``
+    of it and, with ``hard_cap``, no new campaign work once it reaches the whole
+    (``colony.flows.tenants.budget``; docs/costs.md)."""
+
+    monthly_usd: float | None = Field(default=None, gt=0, le=10_000_000)
+    alert_share: float = Field(default=0.8, gt=0, le=1)
+    hard_cap: bool = True
+
+
 class OrgSettingsReplace(Strict):
     competitors: list[Name] = Field(max_length=200)  # CONST-006: never named in outbound
     sending: SendingLimits
     research: ResearchSettings = Field(default_factory=ResearchSettings)
+    budget: BudgetSettings = Field(default_factory=BudgetSettings)
 
     @model_validator(mode="after")
     def _unique(self) -> OrgSettingsReplace:
@@ -167,3 +207,12 @@ class DriveWatch(Strict):
     folder_id: Annotated[
         str, StringConstraints(strip_whitespace=True, pattern=r"^[A-Za-z0-9_-]{1,200}$")
     ]
+
+
+class CrmCallback(Strict):
+    """What HubSpot's redirect handed the person's browser, posted back by our page with
+    the person's own session: the authorization ``code`` and the ``state`` our connect began
+    (both credentials of a kind: never echoed or logged)."""
+
+    code: SecretStr = Field(min_length=1, max_length=512)
+    state: SecretStr = Field(min_length=1, max_length=200)

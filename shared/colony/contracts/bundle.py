@@ -6,7 +6,13 @@ from typing import Any
 
 from pydantic import Field
 
-from colony.contracts.common import KcDomainId, OutboundAngle, SequenceTier, Strict
+from colony.contracts.common import (
+    KcDomainId,
+    OutboundAngle,
+    SequenceChannel,
+    SequenceTier,
+    Strict,
+)
 
 
 class Exemplar(Strict):
@@ -29,14 +35,21 @@ class IcpDefinition(Strict):
 
 
 class SequenceStep(Strict):
+    """One step of the org's sequence library (ENT-004) as a call's org context carries it."""
+
     angle: OutboundAngle
     tier: SequenceTier
     step: int = Field(ge=1)
     guidance: str
+    channel: SequenceChannel = "email"
+    delay_days: int = Field(default=0, ge=0)  # after the step before it
 
 
 class OrgContext(Strict):
-    """Layer 2 context: the org's ICP definition, sequence library and deal state."""
+    """Layer 2 context: the org's ICP definition, sequence library and deal state.
+
+    ``sequence_library`` is the sequence the call works in (its angle x tier, every step),
+    ``deal_stage`` the stage of the contact's deal when there is one (ENT-003)."""
 
     org_name: str | None = None
     product_description: str = (

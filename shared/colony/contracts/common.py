@@ -8,8 +8,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 OutboundAngle = Literal["Signal", "Pain", "Referral", "PatternBreak", "Insight"]
 SequenceTier = Literal["T1", "T2", "T3", "T4", "T5"]
+# How a sequence step reaches the contact: an email we send, or a task for a person
+# (a LinkedIn message or a call) with the talking points AGT-005 drafted.
+SequenceChannel = Literal["email", "linkedin", "call"]
 ANGLES: tuple[str, ...] = get_args(OutboundAngle)
 TIERS: tuple[str, ...] = get_args(SequenceTier)
+CHANNELS: tuple[str, ...] = get_args(SequenceChannel)
 KcDomainId = Literal[
     "KC-01", "KC-02", "KC-03", "KC-04", "KC-05", "KC-06", "KC-07", "KC-08", "KC-09", "KC-10"
 ]

@@ -7,6 +7,8 @@
 - ``ScheduleRun``: a Cloud Scheduler job's body (and its next page's task): fan a schedule
   out to the orgs it serves (``colony.flows.tenants.schedules``);
 - ``RepliesPoll``: read the deployment's reply mailbox once;
+- ``ResearchSweep``: wake one org's research passes whose tasks were lost;
+- ``DomainCheck``: check one org's sending domains in DNS again (the daily schedule's share);
 - ``KcTierTask``: the Cloud Tasks body that moves one org's Knowledge Core to its own
   partition (``colony.knowledge.tiering``);
 - ``RetentionUpdate``: an admin's new retention periods, in days per data class.
@@ -41,6 +43,13 @@ class DriveRenewal(Strict):
     org_id: str = Field(min_length=1, max_length=200)
 
 
+class ResearchSweep(Strict):
+    """One org's share of the ``research-sweep`` schedule: its stalled research passes woken."""
+
+    kind: Literal["research.sweep"] = "research.sweep"
+    org_id: str = Field(min_length=1, max_length=200)
+
+
 class ImportTask(Strict):
     kind: Literal["import"] = "import"
     org_id: str = Field(min_length=1, max_length=200)
@@ -49,7 +58,14 @@ class ImportTask(Strict):
 
 # colony.registry.schedules.SCHEDULES by name (tests/test_schedules.py holds the two equal)
 ScheduleName = Literal[
-    "daily-brief", "retention", "notion-reconcile", "drive-renew", "replies-poll"
+    "daily-brief",
+    "retention",
+    "notion-reconcile",
+    "drive-renew",
+    "budget-release",
+    "domain-check",
+    "replies-poll",
+    "research-sweep",
 ]
 
 
@@ -67,13 +83,28 @@ class RepliesPoll(Strict):
     kind: Literal["replies.poll"] = "replies.poll"
 
 
+class DomainCheck(Strict):
+    """One org's share of the ``domain-check`` schedule: its sending domains checked again."""
+
+    kind: Literal["domains.check"] = "domains.check"
+    org_id: str = Field(min_length=1, max_length=200)
+
+
 class KcTierTask(Strict):
     kind: Literal["kc.tier"] = "kc.tier"
     org_id: str = Field(min_length=1, max_length=200)
 
 
 LifecycleTask = Annotated[
-    ErasureTask | RetentionRun | DriveRenewal | ImportTask | ScheduleRun | RepliesPoll | KcTierTask,
+    ErasureTask
+    | RetentionRun
+    | DriveRenewal
+    | ResearchSweep
+    | ImportTask
+    | ScheduleRun
+    | RepliesPoll
+    | KcTierTask
+    | DomainCheck,
     Field(discriminator="kind"),
 ]
 

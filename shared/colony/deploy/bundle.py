@@ -9,6 +9,12 @@ declare in ``RUNTIME_DATA``, copied from the build environment (``colony.data_fi
 The zip is reproducible: entries sorted, fixed timestamps and modes, fixed compression, so the
 same inputs give the same bytes; it is named by its content hash, which is the source object
 terraform uploads (a code change is a new object and so a new function revision).
+
+A function that runs in an image of our own (``Function.image``, e.g. ``browser``) is served
+from the same bundle directory, built into ``deploy/<image>/Dockerfile``; its image tag is the
+hash of the zip and of that Dockerfile, so a change to either is a new image and a new
+revision. ``images.txt`` lists ``<name> <image> <tag>`` for the pipeline's image step, and
+``sources.tfvars.json`` gives terraform the same tags (``function_images``).
 """
 
 from __future__ import annotations
@@ -34,7 +40,13 @@ from colony.errors import ConfigError
 from colony.registry.functions import FUNCTIONS
 
 ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry can carry
-SOURCES_FILE = "sources.tfvars.json"  # terraform -var-file: function → source object
+SOURCES_FILE = "sources.tfvars.json"  # terraform -var-file: function → source object, image tag
+IMAGES_FILE = "images.txt"  # cloudbuild.yaml's image step: one "<name> <image> <tag>" a line
+
+
+def dockerfile(repo: Path, image: str) -> Path:
+    """The Dockerfile of an image of our own: ``deploy/<image>/Dockerfile``."""
+    return repo / "deploy" / image / "Dockerfile"
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +58,7 @@ class Bundle:
     requirements: tuple[str, ...]
     modules: frozenset[str]  # colony modules its main.py can import
     data: frozenset[tuple[str, str]]  # (distribution, path) files it carries
+    image_tag: str | None = None  # for a function in an image of our own (module docstring)
 
     @property
     def object_name(self) -> str:
@@ -129,9 +142,29 @@ def build_bundles(
         digest = hashlib.sha256(staging.read_bytes()).hexdigest()
         zip_path = out / f"{name}-{digest[:16]}.zip"
         staging.replace(zip_path)
+        tag = _image_tag(repo, FUNCTIONS[name].image, digest)
         bundles.append(
-            Bundle(name, directory, zip_path, digest, tuple(lines), graph.modules, graph.data)
+            Bundle(name, directory, zip_path, digest, tuple(lines), graph.modules, graph.data, tag)
         )
-    manifest = {"function_sources": {b.name: b.object_name for b in bundles}}
+    manifest = {
+        "function_sources": {b.name: b.object_name for b in bundles},
+        "function_images": {b.name: b.image_tag for b in bundles if b.image_tag},
+    }
     (out / SOURCES_FILE).write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
+    (out / IMAGES_FILE).write_text(
+        "".join(
+            f"{b.name} {FUNCTIONS[b.name].image} {b.image_tag}\n" for b in bundles if b.image_tag
+        )
+    )
     return bundles
+
+
+def _image_tag(repo: Path, image: str, digest: str) -> str | None:
+    """The tag of a function's own image: the hash of its zip and of the image's Dockerfile
+    (None for a function Cloud Functions builds from the zip)."""
+    if image == "buildpack":
+        return None
+    recipe = dockerfile(repo, image)
+    if not recipe.is_file():
+        raise ConfigError(f"image {image!r} has no Dockerfile at {recipe}")
+    return hashlib.sha256(digest.encode() + b"\n" + recipe.read_bytes()).hexdigest()[:16]

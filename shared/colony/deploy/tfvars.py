@@ -84,6 +84,7 @@ def _function(function: Function) -> dict[str, Any]:
         "public": function.public,
         "roles": roles,
         "max_delivery_attempts": topic.max_delivery_attempts if topic else 0,
+        "image": function.image,
     }
 
 

@@ -113,7 +113,11 @@ def _failures(report: Mapping[str, Any]) -> str:
             f" {_e(p['detail'])}</li>"
             for p in broken
         )
-        answer = c["output"] if c["output"] is not None else (c["tool_calls"] or c["error"])
+        answer = (
+            c["output"]
+            if c["output"] is not None
+            else (c["tool_calls"] or c.get("error_detail") or c["error"])
+        )
         parts.append(
             f"<details><summary>{_e(c['id'])}: {_e(c['title'])} "
             f"<span class=fail>({_e(c['status'])}, expected {_e(c['expected'])})</span></summary>"

@@ -145,6 +145,7 @@ def _case(r: CaseResult) -> dict[str, Any]:
         "attempts": sum(c.attempts for c in o.calls),
         "calls": len(o.calls),
         "error": o.error,
+        "error_detail": o.error_detail,
         "missing": list(o.missing),
         "tool_calls": o.tool_calls,
         "output": o.output,

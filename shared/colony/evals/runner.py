@@ -7,6 +7,11 @@ slow; the offline one is not), checks its outcome and each expected property
 expected and every property counted holds; a rubric property counts only when the judge is
 trusted (``judge.agreement``).
 
+``call_seconds`` opens a model window (``colony.deadline``) of that many seconds around each
+case, as a function's invocation does: without one every attempt is cut at
+``DEFAULT_CALL_SECONDS``, which a real model on a busy CPU can need more than once per call
+(``make eval-local``).
+
 Each result carries the case's template hash (``template_hash``: every template its agent's
 profiles render plus their budgets and output caps, so two runs can be compared template ×
 model), its model, tokens, latency and cost.
@@ -24,6 +29,7 @@ from typing import Any
 from colony.context.assembler import profile_of
 from colony.context.budgets import BudgetBook
 from colony.context.provenance import template_version
+from colony.deadline import model_window
 from colony.evals import checks, prices
 from colony.evals.cases import Case, CaseSet
 from colony.evals.drive import Env, Outcome, drive
@@ -118,12 +124,14 @@ def run(
     local: bool = False,
     price: tuple[float, float] | None = None,
     progress: Callable[[CaseResult], None] | None = None,
+    call_seconds: float | None = None,
 ) -> list[CaseResult]:
     """Every case of ``cases`` run and graded (the module docstring)."""
     priced = price_of(env, local, price)
 
     def one(case: Case) -> CaseResult:
-        outcome = drive(case, env)
+        with model_window(call_seconds):  # None: no window, as before
+            outcome = drive(case, env)
         props, passed = grade(case, outcome, judge, judge_trusted)
         calls = outcome.calls
         model = calls[0].model if calls else env.llm.model_for(case.agent)

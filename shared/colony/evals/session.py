@@ -91,6 +91,7 @@ def execute(
     gates: Mapping[str, float] | None = None,
     selection: Mapping[str, Any] | None = None,
     progress: Callable[[CaseResult], None] | None = None,
+    call_seconds: float | None = None,
 ) -> tuple[dict[str, Any], Path]:
     """Run ``cases`` against ``target``; the report and the directory it was written to
     (``out/<run id>/report.json`` and ``report.html``)."""
@@ -110,6 +111,7 @@ def execute(
             local=target.local or target.provider == "offline",
             price=price,
             progress=progress,
+            call_seconds=call_seconds,
         )
     finally:
         llm.tracer.shutdown()  # the agents' traces exported (Langfuse, when configured)
@@ -124,6 +126,7 @@ def execute(
         "base_url": target.base_url,
         "sets": cases.digest,
         "selection": dict(selection or {}),
+        "call_seconds": call_seconds,
     }
     built = report.build(
         results, meta, judge=agreed, limits=report.thresholds(agents, provider, gates)

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
         Clock,
         PageRenderer,
         ReceivedMail,
+        SecretStore,
         Sender,
         Transport,
         WebFetcher,
@@ -49,6 +50,8 @@ class FlowDeps(Protocol):
     def blobs(self) -> BlobStore: ...
     @property
     def sender(self) -> Sender: ...
+    @property
+    def secrets(self) -> SecretStore: ...
     @property
     def inbound(self) -> ReceivedMail | None: ...
     @property

@@ -24,6 +24,7 @@ from colony.observability import categories
 from colony.observability.call_records import CallRecorder
 from colony.observability.tracing import NoopTracer, TracedChatModel, tracer_from_settings
 from colony.ports import ChatModel, Counter, ModelRequest, ToolCall, Tracer, Usage
+from colony.registry.prices import load_prices
 from colony.settings import Settings
 from colony.store import Database
 
@@ -169,9 +170,8 @@ def llm_from_settings(settings: Settings, db: Database | None = None) -> LlmDeps
     budgets = load_budgets(settings.budgets_file)
     model = settings.llm_model or budgets.model_for(settings.llm_provider)
     tracer = tracer_from_settings(settings)
-    chat = TracedChatModel(
-        chat_model_from_settings(settings), tracer, CallRecorder(db) if db is not None else None
-    )
+    recorder = CallRecorder(db, load_prices(settings.prices_file)) if db is not None else None
+    chat = TracedChatModel(chat_model_from_settings(settings), tracer, recorder)
     return LlmDeps(
         chat,
         model,

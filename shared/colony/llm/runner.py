@@ -261,15 +261,17 @@ class _Calls:
         self.attempts = 0
         self.tokens_in = 0
         self.tokens_out = 0
+        self.tokens_cached = 0
 
     def add(self, usage: Usage) -> None:
         self.tokens_in += usage.tokens_in
         self.tokens_out += usage.tokens_out
+        self.tokens_cached += usage.tokens_cached
 
     def result(self, output: T | None, response: ModelResponse, *, repaired: bool) -> RunResult[T]:
         return RunResult(
             output=output,
-            usage=Usage(self.tokens_in, self.tokens_out),
+            usage=Usage(self.tokens_in, self.tokens_out, self.tokens_cached),
             model=response.model,
             attempts=self.attempts,
             repaired=repaired,

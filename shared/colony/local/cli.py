@@ -11,11 +11,15 @@ from typing import TYPE_CHECKING, Any
 
 from colony.errors import ColonyError
 from colony.local.cli_admin import add_commands as add_org_data_commands
+from colony.local.cli_crm import add_commands as add_crm_commands
+from colony.local.cli_domains import add_commands as add_domain_commands
 from colony.local.cli_eval import add_commands as add_eval_commands
 from colony.local.cli_explain import add_commands as add_explain_commands
 from colony.local.cli_imports import add_commands as add_import_commands
 from colony.local.cli_research import add_commands as add_research_commands
+from colony.local.cli_usage import add_commands as add_usage_commands
 from colony.settings import Settings
+from colony.testing.lifeline import stopping_on_termination
 
 if TYPE_CHECKING:
     from colony.knowledge import KnowledgeStore, Retrieved
@@ -285,6 +289,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="stop after the scenario instead of serving /overview until Ctrl-C",
     )
     demo.set_defaults(run=cmd_demo)
+    add_crm_commands(sub)
     db = sub.add_parser("db", help="database commands").add_subparsers(dest="db", required=True)
     db.add_parser("migrate", help="apply pending migrations as the owner role").set_defaults(
         run=cmd_db_migrate
@@ -311,6 +316,8 @@ def build_parser() -> argparse.ArgumentParser:
     keep.add_argument("org_id")
     keep.set_defaults(run=cmd_org_retention)
     add_org_data_commands(org)
+    add_domain_commands(org)
+    add_usage_commands(org)
     add_import_commands(sub)
     add_explain_commands(sub)
     add_research_commands(sub)
@@ -357,9 +364,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    try:
-        settings = Settings.from_env()
-        return int(args.run(settings, args))
+    try:  # SIGTERM and SIGHUP stop what a command started as Ctrl-C does
+        with stopping_on_termination():
+            settings = Settings.from_env()
+            return int(args.run(settings, args))
     except ColonyError as error:
         print(f"colony: error: {error}", file=sys.stderr)
         return 2

@@ -17,7 +17,7 @@ from colony.settings import Settings
 WHAT = {
     "icp": "the ICP definition and anti-ICP rules (a replace writes a new version)",
     "sequences": "the sequence library (ENT-004): named sequences of channel steps",
-    "settings": "competitors (CONST-006) and sending limits",
+    "settings": "competitors (CONST-006), sending limits, research and the monthly budget",
 }
 
 

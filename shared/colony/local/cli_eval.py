@@ -4,7 +4,7 @@ runs, list the sets (``colony.evals``; docs/quality.md "Eval sets").
     colony eval run [--agent AGT-004 …] [--tag planted_instruction …] [--per-agent N]
                     [--provider offline|openai|gemini] [--model M] [--base-url URL]
                     [--judge none|offline|openai|gemini|URL] [--judge-model M]
-                    [--min-pass AGT-004=0.9 …] [--jobs N] [--out DIR]
+                    [--min-pass AGT-004=0.9 …] [--jobs N] [--call-seconds S] [--out DIR]
     colony eval compare A B [--fail-on-regression]     (report.json files or run folders)
     colony eval sets
 
@@ -95,6 +95,7 @@ def cmd_run(settings: Settings, args: argparse.Namespace) -> int:
             gates=_pairs(args.min_pass),
             selection=selection,
             progress=progress,
+            call_seconds=args.call_seconds,
         )
     for agent, s in report["agents"].items():
         limit = report["gate"]["thresholds"][agent]["pass_rate"]
@@ -167,6 +168,11 @@ def add_commands(sub: Any) -> None:
     run.add_argument("--judge-model", help="the judge's own model")
     run.add_argument("--min-pass", action="append", help="AGENT=RATE, over gates.json")
     run.add_argument("--jobs", type=int, default=1, help="cases in flight at once")
+    run.add_argument(
+        "--call-seconds",
+        type=float,
+        help="each case's model window (default: none, each attempt cut at the default 100 s)",
+    )
     run.add_argument("--price-in", type=float, help="USD per 1M input tokens (else the table)")
     run.add_argument("--price-out", type=float, default=0.0, help="USD per 1M output tokens")
     run.add_argument("--out", default=".colony/evals", help="where run folders are written")

@@ -12,9 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
+from colony.contracts.admin import SequenceLibrary
+from colony.errors import ValidationFailed, describe_validation
 from colony.knowledge import ChunkIn, KnowledgeStore, chunk_text
 from colony.local.progress import Progress
 from colony.store import Database
+from colony.store.tenants import org_admin
 
 DEMO_DIR = Path(__file__).parent / "demo"
 
@@ -31,12 +36,6 @@ INSERT INTO icp_definitions (org_id, version, description, rubric, anti_icp_rule
 VALUES (%s, 1, %s, %s::jsonb, %s::jsonb, %s::jsonb, true)
 ON CONFLICT (org_id, version) DO UPDATE SET description = EXCLUDED.description,
     rubric = EXCLUDED.rubric, anti_icp_rules = EXCLUDED.anti_icp_rules, tiers = EXCLUDED.tiers
-"""
-_SEQUENCE = """
-INSERT INTO sequences (org_id, angle, tier, step, delay_days, guidance)
-VALUES (%s, %s, %s, %s, %s, %s)
-ON CONFLICT (org_id, angle, tier, step) DO UPDATE SET delay_days = EXCLUDED.delay_days,
-    guidance = EXCLUDED.guidance
 """
 _CONTACT = """
 INSERT INTO contacts (org_id, external_id, name, title, email, company, company_domain,
@@ -108,6 +107,27 @@ def document_chunks(doc: KcDocument) -> list[ChunkIn]:
     return [ChunkIn(doc.domain, piece, title=doc.title, tags=doc.meta) for piece in pieces]
 
 
+def sequence_library(steps: list[dict[str, Any]]) -> SequenceLibrary:
+    """The demo's steps (one row each: angle, tier, step, channel?, delay_days, guidance) as
+    the library an org admin would write, checked by the same contract: a step naming an
+    unknown channel or a negative delay is refused, naming it, before anything is written."""
+    grouped: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for s in sorted(steps, key=lambda s: (s["angle"], s["tier"], s["step"])):
+        grouped.setdefault((s["angle"], s["tier"]), []).append(
+            {k: s.get(k, "email") for k in ("channel", "delay_days", "guidance")}
+        )
+    body = {
+        "sequences": [
+            {"name": f"{angle} {tier}", "angle": angle, "tier": tier, "steps": written}
+            for (angle, tier), written in grouped.items()
+        ]
+    }
+    try:
+        return SequenceLibrary.model_validate(body)
+    except ValidationError as error:
+        raise ValidationFailed(f"demo sequences: {describe_validation(error)}") from None
+
+
 def load_demo(
     db: Database, knowledge: KnowledgeStore, *, say: Callable[[str], None] = print
 ) -> DemoSummary:
@@ -117,6 +137,7 @@ def load_demo(
     contacts = read_json("contacts.json")
     deals = read_json("deals.json")
     sequences = read_json("sequences.json")
+    library = sequence_library(sequences).model_dump(mode="json")["sequences"]
     with db.transaction(org_id) as cur:
         cur.execute(_ORG, (org_id, org["name"]))
         # its prospects were researched by hand (their signals are written in contacts.json):
@@ -132,11 +153,7 @@ def load_demo(
                 json.dumps(icp.get("tiers", [])),
             ),
         )
-        for s in sequences:
-            cur.execute(
-                _SEQUENCE,
-                (org_id, s["angle"], s["tier"], s["step"], s["delay_days"], s["guidance"]),
-            )
+        org_admin.replace_sequences(cur, org_id, library)
         for c in contacts:
             cur.execute(
                 _CONTACT,

@@ -32,6 +32,7 @@ from typing import IO
 
 from colony.errors import ConfigError
 from colony.registry.functions import FUNCTIONS
+from colony.testing.lifeline import PARENT_DEATH
 from colony.testing.loopback import HOST, accepts, reserve
 
 REPO = Path(__file__).resolve().parents[3]
@@ -42,11 +43,12 @@ _TAIL = 4000  # characters of a dead server's output quoted in the error
 
 # gunicorn's systemd socket activation (gunicorn/systemd.py): it serves the sockets from fd 3
 # on when LISTEN_FDS counts them and LISTEN_PID is its own pid, and binds nothing itself. The
-# socket arrives at the fd number given first (pass_fds keeps numbers) and is moved to 3; exec
-# keeps the pid. Python, not sh: dash cannot redirect from an fd above 9.
-_ACTIVATE = (
-    "import os, sys; fd = int(sys.argv[1]); os.dup2(fd, 3); fd == 3 or os.close(fd); "
-    "os.execve(sys.argv[2], sys.argv[2:], "
+# socket arrives at the fd number given second (pass_fds keeps numbers) and is moved to 3; exec
+# keeps the pid. Python, not sh: dash cannot redirect from an fd above 9. First the lifeline
+# (argv[1], this process's pid): SIGINT, gunicorn's quick shutdown, when the starter dies.
+_ACTIVATE = PARENT_DEATH % signal.SIGINT + (
+    "fd = int(sys.argv[2]); os.dup2(fd, 3); fd == 3 or os.close(fd); "
+    "os.execve(sys.argv[3], sys.argv[3:], "
     "{**os.environ, 'LISTEN_PID': str(os.getpid()), 'LISTEN_FDS': '1'})"
 )
 
@@ -137,7 +139,7 @@ class FunctionServers:
             with sock:  # the server holds its own copy from here
                 self._processes[name] = subprocess.Popen(
                     [
-                        *(python, "-c", _ACTIVATE, str(sock.fileno())),
+                        *(python, "-c", _ACTIVATE, str(os.getpid()), str(sock.fileno())),
                         *launcher,
                         *("--source", source, "--target", function.entry_point),
                         *("--host", HOST, "--port", port, "--signature-type", signature),

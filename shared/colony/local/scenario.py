@@ -46,6 +46,7 @@ def demo_requests(
         contacts = orgdata.contacts(cur)
         deals = orgdata.deals(cur)
         name = orgdata.org_name(cur)
+        library = orgdata.sequence_steps(cur, "Signal", "T1")
     icp = IcpDefinition(**icp_row) if icp_row else None
     org = OrgContext(org_name=name, icp=icp)
     contact = next(c for c in contacts if c["external_id"] == "P-001")
@@ -112,7 +113,14 @@ def demo_requests(
         "AGT-005": grounded(
             "AGT-005",
             entities={"contact": contact},
-            task={"angle": "Signal", "tier": "T1", "step": 1, "competitors": list(COMPETITORS)},
+            task={
+                "angle": "Signal",
+                "tier": "T1",
+                "step": 1,
+                "channel": library[0]["channel"] if library else "email",
+                "guidance": library[0]["guidance"] if library else "(none)",
+                "competitors": list(COMPETITORS),
+            },
         ),
         "AGT-006/pass1": req(
             "AGT-006/pass1",

@@ -2,9 +2,11 @@
 ``CallRecorder``, or held (``deferred_records``) for the caller's next one.
 
 ``TracedChatModel`` (``colony.observability.tracing``) hands every successful call's
-``LlmCallRecord`` to a ``CallRecorder``. Both ways a row is written (``store_records``, and
-``record_row`` for the chat turn's one statement) pass the record through
-``trace_schema.check_record`` first, so what is kept can be analysed by agent and section.
+``LlmCallRecord`` to a ``CallRecorder``, which prices it (``cost_usd``, from the price table:
+``colony.registry.prices``; None for a model the table does not name) before it is kept or
+held. Both ways a row is written (``store_records``, and ``record_row`` for the chat turn's one
+statement) pass the record through ``trace_schema.check_record`` first, so what is kept can be
+analysed by agent and section.
 """
 
 from __future__ import annotations
@@ -12,10 +14,12 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from colony.observability.trace_schema import check_record
 from colony.ports import LlmCallRecord
+from colony.registry.prices import PriceTable, load_prices
 from colony.store import llm_calls
 
 if TYPE_CHECKING:
@@ -54,6 +58,9 @@ def record_row(record: LlmCallRecord) -> dict[str, Any]:
         "latency_ms": record.latency_ms,
         "call_id": record.call_id,
         "provenance": dict(record.provenance),
+        "tokens_cached": record.tokens_cached,
+        # a string: the database reads it as numeric, exactly as priced
+        "cost_usd": None if record.cost_usd is None else str(record.cost_usd),
     }
 
 
@@ -74,17 +81,29 @@ def store_records(cur: Any, records: Sequence[LlmCallRecord]) -> None:
             latency_ms=record.latency_ms,
             call_id=record.call_id,
             provenance=record.provenance,
+            tokens_cached=record.tokens_cached,
+            cost_usd=record.cost_usd,
         )
 
 
 class CallRecorder:
-    """Keeps each call's record in ``llm_calls``, in its own org-scoped transaction (or, in
-    ``deferred_records``, in the caller's next one)."""
+    """Prices each call's record and keeps it in ``llm_calls``, in its own org-scoped
+    transaction (or, in ``deferred_records``, in the caller's next one). ``prices``: the
+    deployment's table (``load_prices(settings.prices_file)``); the packaged one by default."""
 
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, prices: PriceTable | None = None) -> None:
         self._db = db
+        self._prices = prices if prices is not None else load_prices()
+
+    def priced(self, record: LlmCallRecord) -> LlmCallRecord:
+        """``record`` with its cost in USD (None: the table has no price for its model)."""
+        cost = self._prices.cost(
+            record.model, record.tokens_in, record.tokens_cached, record.tokens_out
+        )
+        return replace(record, cost_usd=cost)
 
     def record(self, record: LlmCallRecord) -> None:
+        record = self.priced(record)
         deferred = _DEFERRED.get()
         if deferred is not None:
             deferred.append(record)

@@ -6,7 +6,8 @@
   the sign-off block ("Best," / "Marcus" / "Marcus, ZoomProp") are not counted; the sentence
   counter does not split on abbreviations ("e.g.", "Dr.", "U.S."), initials or decimals
   ("18.5%", "$3.1M"), and semicolons do not end sentences;
-- subject: at most 8 words;
+- subject: at most 8 words, not counting a leading "Re:" (a later step of a sequence
+  threads under the first email, and the prefix is the mail client's, not the writer's);
 - exactly one signal: ``signal_referenced`` matches exactly one of the contact's signals
   (normalised containment, or high overlap of key tokens), the body shares that signal's key
   tokens, and the body does not also carry another signal's distinctive tokens;
@@ -89,6 +90,7 @@ _VALEDICTION = re.compile(
     r"(?:\s+[A-Z][\w.'\-]*(?:\s+[A-Z][\w.'\-]*){0,2})?\s*$",
     re.IGNORECASE,
 )
+_REPLY_PREFIX = re.compile(r"^\s*re\s*:\s*", re.IGNORECASE)
 _SIGNATURE_JOINERS = frozenset({"of", "and", "&", "|", "-", "\u2013", "\u2014", "at", "the"})
 
 
@@ -328,7 +330,7 @@ def check_shape(subject: str, body: str, *, tier: str, competitors: Sequence[str
         problems.append("body has no sentences besides the greeting and sign-off")
     elif sentences > limit:
         problems.append(f"body has {sentences} sentences; {tier} allows at most {limit}")
-    words = count_words(subject)
+    words = count_words(_REPLY_PREFIX.sub("", subject, count=1))
     if words > MAX_SUBJECT_WORDS:
         problems.append(f"subject has {words} words; the limit is {MAX_SUBJECT_WORDS}")
     for where, text in (("subject", subject), ("body", body)):

@@ -10,7 +10,10 @@ from what it replaces. One module per capability:
 - ``messaging``: ``Transport`` (topics and queues) and ``RejectionRecorder``;
 - ``storage``: ``BlobStore`` (the assets bucket) and ``SecretStore`` (per-org credentials);
 - ``sources``: Drive and Notion, as the knowledge webhooks read them;
-- ``mail``: ``Sender``, ``ReceivedMail``, ``Mailbox``;
+- ``mail``: ``Sender``, ``ReceivedMail``, ``Mailbox``, and ``DkimKey`` (what signs a message);
+- ``dns``: ``DnsResolver`` (a sending domain's TXT records);
+- ``crm``: ``CrmClient`` (the team's CRM: HubSpot first), ``CrmAuthorizer`` (its OAuth)
+  and ``WriteLedger`` (what was written under an idempotency key);
 - ``clock``: ``Clock``;
 - ``web``: ``WebFetcher`` (the open web, politely and safely) and its ``FetchResult``;
 - ``render``: ``PageRenderer`` (a fetched page shown by a browser kept off the network).
@@ -27,7 +30,36 @@ from colony.lazy import lazy_names
 
 if TYPE_CHECKING:  # the real names, for type checkers
     from colony.ports.clock import Clock
-    from colony.ports.mail import InboundMail, Mail, Mailbox, MailRejected, ReceivedMail, Sender
+    from colony.ports.crm import (
+        CrmAccount,
+        CrmAuthorizer,
+        CrmClient,
+        CrmObjectType,
+        CrmRecord,
+        CrmTokens,
+        Engagement,
+        EngagementKind,
+        EngagementRef,
+        FieldChange,
+        FieldConflict,
+        Pipeline,
+        RateLimit,
+        RecordPage,
+        SearchFilter,
+        SearchQuery,
+        Stage,
+        WriteLedger,
+    )
+    from colony.ports.dns import DnsResolver
+    from colony.ports.mail import (
+        DkimKey,
+        InboundMail,
+        Mail,
+        Mailbox,
+        MailRejected,
+        ReceivedMail,
+        Sender,
+    )
     from colony.ports.messaging import (
         MAX_REJECTION_ID,
         MAX_REJECTION_REASON,
@@ -75,6 +107,26 @@ if TYPE_CHECKING:  # the real names, for type checkers
 
 _HOMES = {
     "Clock": "colony.ports.clock",
+    "CrmAccount": "colony.ports.crm",
+    "CrmAuthorizer": "colony.ports.crm",
+    "CrmClient": "colony.ports.crm",
+    "CrmObjectType": "colony.ports.crm",
+    "CrmRecord": "colony.ports.crm",
+    "CrmTokens": "colony.ports.crm",
+    "Engagement": "colony.ports.crm",
+    "EngagementKind": "colony.ports.crm",
+    "EngagementRef": "colony.ports.crm",
+    "FieldChange": "colony.ports.crm",
+    "FieldConflict": "colony.ports.crm",
+    "Pipeline": "colony.ports.crm",
+    "RateLimit": "colony.ports.crm",
+    "RecordPage": "colony.ports.crm",
+    "SearchFilter": "colony.ports.crm",
+    "SearchQuery": "colony.ports.crm",
+    "Stage": "colony.ports.crm",
+    "WriteLedger": "colony.ports.crm",
+    "DnsResolver": "colony.ports.dns",
+    "DkimKey": "colony.ports.mail",
     "InboundMail": "colony.ports.mail",
     "Mail": "colony.ports.mail",
     "Mailbox": "colony.ports.mail",
@@ -133,14 +185,27 @@ __all__ = [
     "ChatModel",
     "Clock",
     "Counter",
+    "CrmAccount",
+    "CrmAuthorizer",
+    "CrmClient",
+    "CrmObjectType",
+    "CrmRecord",
+    "CrmTokens",
     "DatabasePage",
+    "DkimKey",
+    "DnsResolver",
     "DriveChannels",
     "DriveClient",
     "DriveFile",
     "DriveWatcher",
     "Embedder",
+    "Engagement",
+    "EngagementKind",
+    "EngagementRef",
     "FetchOutcome",
     "FetchResult",
+    "FieldChange",
+    "FieldConflict",
     "Generation",
     "InboundMail",
     "LlmCallRecord",
@@ -157,14 +222,20 @@ __all__ = [
     "NotionWorkspaceClient",
     "PageRenderer",
     "PageText",
+    "Pipeline",
+    "RateLimit",
     "ReceivedMail",
+    "RecordPage",
     "Rejection",
     "RejectionRecorder",
     "RenderOutcome",
     "Rendered",
     "Role",
+    "SearchFilter",
+    "SearchQuery",
     "SecretStore",
     "Sender",
+    "Stage",
     "SubRequest",
     "TextSink",
     "ToolCall",
@@ -174,6 +245,7 @@ __all__ = [
     "Usage",
     "WatchChannel",
     "WebFetcher",
+    "WriteLedger",
     "org_tag",
 ]
 

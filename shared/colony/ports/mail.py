@@ -1,14 +1,28 @@
-"""Mail: a message we send (``Mail``, handed to a ``Sender``), and the replies we receive
-(``InboundMail``, read from a provider's ``ReceivedMail`` or a polled ``Mailbox``)."""
+"""Mail: a message we send (``Mail``, handed to a ``Sender``, signed with its ``DkimKey``), and
+the replies we receive (``InboundMail``, read from a provider's ``ReceivedMail`` or a polled
+``Mailbox``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from email.utils import parseaddr
 from typing import Protocol, runtime_checkable
 
 from colony.errors import ValidationFailed
+
+
+@dataclass(frozen=True, slots=True)
+class DkimKey:
+    """What signs a message for ``domain`` (RFC 6376): the selector its public key is
+    published under (``<selector>._domainkey.<domain>``) and the private key, PEM. The key
+    comes from the secret store for one send and goes nowhere else: never logged, never
+    printed (``repr`` leaves it out), never stored beside the message."""
+
+    domain: str
+    selector: str
+    private_key: str = field(repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +40,9 @@ class Mail:
     # What a provider API echoes back in its events (``org_id``, ``outbox_id``), never a
     # header the recipient sees; SMTP has no such thing and ignores them.
     tags: Mapping[str, str] = field(default_factory=dict)
+    # The org's key for the From address's domain (a verified sending domain): a sender that
+    # hands over the message as bytes signs it (SMTP); None: the message goes unsigned.
+    dkim: DkimKey | None = None
 
     def __post_init__(self) -> None:
         if not (self.message_id.startswith("<") and self.message_id.endswith(">")):
@@ -33,6 +50,14 @@ class Mail:
         for value in (self.sender, self.to, self.subject, *self.headers.values()):
             if "\r" in value or "\n" in value:
                 raise ValidationFailed("header values cannot contain line breaks")
+        if self.dkim is not None:
+            # DMARC passes on DKIM only when d= is the From domain or (relaxed) a parent of it
+            domain = parseaddr(self.sender)[1].rpartition("@")[2].lower()
+            signing = self.dkim.domain.lower()
+            if domain != signing and not domain.endswith(f".{signing}"):
+                raise ValidationFailed(
+                    f"a message from {domain!r} cannot be signed for {self.dkim.domain!r}"
+                )
 
 
 class MailRejected(ValidationFailed):

@@ -96,10 +96,15 @@ class ModelRequest:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Tokens in and out of one answer, as the provider counted them."""
+    """What the provider counted for one call: ``tokens_in`` is the whole prompt, of which
+    ``tokens_cached`` were served by its prompt cache (OpenAI's
+    ``prompt_tokens_details.cached_tokens``, Gemini's ``cachedContentTokenCount``, both part
+    of the prompt count) and billed at the cached rate (``colony.registry.prices``);
+    ``tokens_out`` includes thinking tokens."""
 
     tokens_in: int
     tokens_out: int
+    tokens_cached: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any, Protocol, runtime_checkable
 
 from colony.errors import ValidationFailed
@@ -32,6 +33,10 @@ class LlmCallRecord:
     untrusted_instructions: tuple[str, ...] = ()
     call_id: str | None = None  # one per assembled call; its repair and retries share it
     provenance: Mapping[str, Any] = field(default_factory=dict)  # kept in llm_calls only
+    tokens_cached: int = 0  # of ``tokens_in``, what the provider's prompt cache served
+    # USD, priced by ``CallRecorder`` from the price table (``colony.registry.prices``) as
+    # the record is kept; None until then, and for a model the table does not name
+    cost_usd: Decimal | None = None
 
     def metadata(self) -> dict[str, Any]:
         """The mandatory trace metadata (JSON-ready)."""
@@ -44,6 +49,7 @@ class LlmCallRecord:
             "kc_domains_queried": list(self.kc_domains_queried),
             "tokens_in": self.tokens_in,
             "tokens_out": self.tokens_out,
+            "tokens_cached": self.tokens_cached,
             "context_budget_used": dict(self.context_budget_used),
             "latency_ms": self.latency_ms,
             "untrusted_instructions": list(self.untrusted_instructions),
@@ -127,7 +133,9 @@ class CallContext:
     ) -> LlmCallRecord:
         usage = response.usage
         model = response.model or request.model
-        return self._record(model, usage.tokens_in, usage.tokens_out, latency_ms)
+        return self._record(
+            model, usage.tokens_in, usage.tokens_out, latency_ms, usage.tokens_cached
+        )
 
     def timed_out(self, request: ModelRequest, latency_ms: float) -> LlmCallRecord:
         """The record of a call that outlasted its timeout: no answer, so no usage from the
@@ -138,7 +146,7 @@ class CallContext:
         return self._record(request.model, tokens_in, 0, latency_ms)
 
     def _record(
-        self, model: str, tokens_in: int, tokens_out: int, latency_ms: float
+        self, model: str, tokens_in: int, tokens_out: int, latency_ms: float, cached: int = 0
     ) -> LlmCallRecord:
         return LlmCallRecord(
             org_id=self.org_id,
@@ -153,6 +161,7 @@ class CallContext:
             untrusted_instructions=self.untrusted_instructions,
             call_id=self.call_id,
             provenance=self.provenance,
+            tokens_cached=cached,
         )
 
 

@@ -71,7 +71,7 @@ AGENTS: dict[str, Agent] = {
                 "summarising a prospect's enrichment data and the buying signals it contains"
             ),
             trigger="Pub/Sub handoff",
-            reads=("ENT-002",),
+            reads=("ENT-002", "ENT-003"),  # ENT-003: the stage of the contact's deal, if any
             writes=("ENT-002",),
             kc_domains=("KC-03",),
             constraints=("CONST-003", "CONST-004"),
@@ -84,7 +84,7 @@ AGENTS: dict[str, Agent] = {
             slug="qualification",
             primary_task="scoring prospects against ZoomProp's ICP rubric",
             trigger="Pub/Sub handoff",
-            reads=("ENT-002", "ENT-010"),
+            reads=("ENT-002", "ENT-003", "ENT-010"),
             writes=("ENT-002",),
             kc_domains=("KC-02",),
             constraints=("CONST-002",),
@@ -95,9 +95,13 @@ AGENTS: dict[str, Agent] = {
             id="AGT-005",
             name="Message Generator",
             slug="message-generator",
-            primary_task="writing outbound sequence messages in the requested angle and tier",
+            primary_task=(
+                "writing each step of an outbound sequence (an email, or a LinkedIn note or call"
+                " talking points for a person) in the requested angle and tier"
+            ),
             trigger="Pub/Sub handoff",
-            reads=("ENT-002", "ENT-004"),
+            # the contact, its deal's stage, its sequence's step, what it already got
+            reads=("ENT-002", "ENT-003", "ENT-004", "ENT-012"),
             writes=("ENT-011",),
             kc_domains=("KC-08", "KC-04", "KC-07"),
             constraints=("CONST-001", "CONST-002", "CONST-006"),

@@ -1,6 +1,6 @@
 """What the registry says about one deployed function (``Function``): its trigger, the
 secrets and project roles it is granted (``Grant``), what it publishes and enqueues, and its
-deployment facts."""
+deployment facts, among them the image it runs in (``Image``)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,12 @@ from typing import Literal
 from colony.registry.secrets import RUNTIME_SECRETS
 
 Trigger = Literal["pubsub", "http"]
+# What a function runs in. ``buildpack``: a Cloud Function (gen2) that Cloud Build makes into
+# an image from the source zip with Google's Python buildpack, which can carry no browser.
+# ``browser``: a Cloud Run service from our own image, ``deploy/browser/Dockerfile`` (the same
+# bundle plus Debian's Chromium), built by the pipeline before the deploy (terraform/browser.tf,
+# docs/deploy.md "Functions in an image of our own").
+Image = Literal["buildpack", "browser"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,8 +28,10 @@ class Grant:
 
 @dataclass(frozen=True, slots=True)
 class Function:
-    """One deployed Cloud Function (gen2). The fields after ``entry_point`` are deployment
-    facts: ``terraform/registry.auto.tfvars.json`` is generated from them (colony.deploy)."""
+    """One deployed function: a Cloud Function (gen2), or a Cloud Run service serving the same
+    bundle from an image of our own (``image``). The fields after ``entry_point`` are
+    deployment facts: ``terraform/registry.auto.tfvars.json`` is generated from them
+    (colony.deploy)."""
 
     name: str  # folder under functions/ and the deployed function's name
     trigger: Trigger
@@ -45,3 +53,4 @@ class Function:
     assets: Literal["none", "read", "write"] = "none"  # access to the colony-assets bucket
     public: bool = False  # anyone may invoke: the function authenticates callers itself
     roles: tuple[Grant, ...] = ()  # further project roles, each with its reason
+    image: Image = "buildpack"  # what it runs in (``Image`` above)

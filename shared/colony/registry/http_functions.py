@@ -39,8 +39,9 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         topic=None,
         agent="AGT-002",
         purpose=(
-            "Cloud Tasks target: resume a run, hand a sequence's next step to AGT-005, or put"
-            " a rate-limited event back on its topic"
+            "Cloud Tasks target: resume a run, hand a sequence's next step to AGT-005, put"
+            " a rate-limited event back on its topic, or publish again the campaign work a"
+            " spent budget held"
         ),
         secrets=MODEL_FREE_SECRETS,
         publishes=(ENRICHMENT_TOPIC, MESSAGE_GENERATOR_TOPIC),
@@ -167,6 +168,15 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         # (the connection budget, docs/deploy.md: enrichment gave up an instance for them)
         concurrency=4,
         max_instances=2,
+        # Pages that need JavaScript are rendered by Chromium (docs/research.md), which a
+        # buildpack cannot carry: our own image does. Each render starts a browser of its
+        # own; four at once on a heavy page (a 20,000-paragraph DOM and a canvas) peaked at
+        # 1.45 GiB summed PSS, one at 0.56 GiB, beside the runner's ~0.25 GiB, and the
+        # profiles go to /tmp, which is memory on Cloud Run: 4 GiB leaves room; 2 CPUs keep
+        # four browser starts well inside a render's 30 s deadline.
+        image="browser",
+        memory="4Gi",
+        cpu="2",
     ),
     Function(
         name="daily-brief",
@@ -184,13 +194,27 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         agent=None,
         purpose=(
             "org admin API: erasure requests and reports, retention periods, org data,"
-            " imports, Notion workspace connections, Drive folder watches, company research"
+            " imports, Notion workspace connections, Drive folder watches, company research,"
+            " HubSpot connections"
         ),
-        # the Drive channel token signs the token of a folder watch it creates
-        secrets=(*MODEL_FREE_SECRETS, *JWT_SECRETS, "COLONY_DRIVE_CHANNEL_TOKEN"),
+        # the Drive channel token signs the token of a folder watch it creates; the HubSpot
+        # app's secret exchanges an org's OAuth code (and revokes its token on disconnect)
+        secrets=(
+            *MODEL_FREE_SECRETS,
+            *JWT_SECRETS,
+            "COLONY_DRIVE_CHANNEL_TOKEN",
+            "COLONY_HUBSPOT_CLIENT_SECRET",
+        ),
         # a connected workspace's backfill starts on the re-embed queue; its token is
         # written to its own secret (colony-notion-*, terraform/secrets.tf)
-        enqueues=(ERASURE_QUEUE, NOTION_REEMBED_QUEUE, IMPORT_QUEUE, RESEARCH_QUEUE),
+        # a budget raised past what was spent queues the release of the campaign work it held
+        enqueues=(
+            ERASURE_QUEUE,
+            NOTION_REEMBED_QUEUE,
+            IMPORT_QUEUE,
+            RESEARCH_QUEUE,
+            CAMPAIGN_RESUME_QUEUE,
+        ),
         # signs upload URLs under imports/<org>/ (a signed PUT acts as its signer, so it
         # needs object create) and reads an upload's size before queueing it
         assets="write",
@@ -217,8 +241,8 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         agent=None,
         purpose=(
             "Cloud Tasks target: erasure and import jobs, Knowledge Core tiering, an"
-            " org's retention and Drive renewal, the reply mailbox poll; Cloud Scheduler"
-            " target: every schedule"
+            " org's retention, Drive renewal and stalled research, the reply mailbox poll;"
+            " Cloud Scheduler target: every schedule"
         ),
         # the Langfuse keys delete an erased org's traces; no model is called; the Drive
         # channel token signs a renewed channel's token; the reply mailbox is polled, and
@@ -233,8 +257,16 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         ),
         # every schedule fans out from here to its target's queue (colony.registry.schedules);
         # the daily retention run queues the org's Knowledge Core move if it outgrew the
-        # shared partition by any path (approvals, imports), not only by Notion pages
-        enqueues=(LIFECYCLE_QUEUE, DAILY_BRIEF_QUEUE, NOTION_REEMBED_QUEUE, KC_TIER_QUEUE),
+        # shared partition by any path (approvals, imports), not only by Notion pages; the
+        # research sweep hands a stalled pass to a new research task
+        enqueues=(
+            LIFECYCLE_QUEUE,
+            DAILY_BRIEF_QUEUE,
+            NOTION_REEMBED_QUEUE,
+            KC_TIER_QUEUE,
+            RESEARCH_QUEUE,
+            CAMPAIGN_RESUME_QUEUE,  # the budget-release schedule's tasks
+        ),
         assets="write",  # deletes transcripts, kits and imports
         timeout_seconds=540,
         concurrency=1,

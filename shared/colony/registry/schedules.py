@@ -17,11 +17,18 @@ from dataclasses import dataclass
 from typing import Literal
 
 from colony.errors import ValidationFailed
-from colony.registry.functions import DAILY_BRIEF_QUEUE, LIFECYCLE_QUEUE, NOTION_REEMBED_QUEUE
+from colony.registry.functions import (
+    CAMPAIGN_RESUME_QUEUE,
+    DAILY_BRIEF_QUEUE,
+    LIFECYCLE_QUEUE,
+    NOTION_REEMBED_QUEUE,
+)
 
 # Which orgs a schedule serves: every live org, those with a connected Notion workspace,
-# those with an active Drive channel, or none (one task for the deployment).
-Serves = Literal["orgs", "notion", "drive", "deployment"]
+# those with an active Drive channel, those with a sending domain that passed its DNS check
+# once, those with a stalled research pass, those with campaign work held by a spent budget,
+# or none (one task for the deployment).
+Serves = Literal["orgs", "notion", "drive", "sending_domains", "research", "held", "deployment"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +67,34 @@ SCHEDULES: dict[str, Schedule] = {
             LIFECYCLE_QUEUE,
             "drive",
             "Drive watch channels renewed before they expire",
+        ),
+        # a research pass whose tasks were lost (retries spent, a queue purged) would wait for
+        # the next request for its company; its contacts cannot wait that long
+        Schedule(
+            "research-sweep",
+            "20 * * * *",
+            LIFECYCLE_QUEUE,
+            "research",
+            "research passes no task has touched for half an hour, woken",
+        ),
+        # a domain that passed once and broke since (a record removed, a key replaced) pauses
+        # its mail until it passes again (colony.flows.outbound.sending_domains)
+        Schedule(
+            "domain-check",
+            "45 5 * * *",
+            LIFECYCLE_QUEUE,
+            "sending_domains",
+            "each org's sending domains checked again in DNS (SPF, DKIM, DMARC)",
+        ),
+        # just after midnight UTC, so on the 1st the month has turned: an org whose budget
+        # allows campaign work again (a new month, or a raise that queued no release) has
+        # what it held published again (colony.flows.tenants.budget)
+        Schedule(
+            "budget-release",
+            "5 0 * * *",
+            CAMPAIGN_RESUME_QUEUE,
+            "held",
+            "campaign work held by a spent budget resumed once the budget allows it",
         ),
         # an SMTP relay's replies land in one mailbox (COLONY_REPLY_MAILBOX_*); each reply
         # names the message, and so the org, it answers

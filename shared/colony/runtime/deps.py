@@ -34,6 +34,7 @@ if TYPE_CHECKING:
         PageRenderer,
         ReceivedMail,
         RejectionRecorder,
+        SecretStore,
         Sender,
         Transport,
         WebFetcher,
@@ -55,6 +56,8 @@ class Parts:
     knowledge: Callable[[Settings, Database], KnowledgeStore] | None = None
     blobs: Callable[[Settings], BlobStore] | None = None
     sender: Callable[[Settings], Sender] | None = None
+    # per-org credentials (the send function: each org's DKIM keys)
+    secrets: Callable[[Settings], SecretStore] | None = None
     # None from the builder: the deployment has no reader of received mail (its inbound
     # events are then held: colony.flows.outbound.held_mail)
     inbound: Callable[[Settings], ReceivedMail | None] | None = None
@@ -81,6 +84,7 @@ class Deps:
     knowledge_store: KnowledgeStore | None = None
     blob_store: BlobStore | None = None
     mail_sender: Sender | None = None
+    secret_store: SecretStore | None = None
     inbound_mail: ReceivedMail | None = None
     web_fetcher: WebFetcher | None = None
     page_renderer: PageRenderer | None = None
@@ -128,6 +132,14 @@ class Deps:
         return self._builder("sender")(self.settings)
 
     @cached_property
+    def secrets(self) -> SecretStore:
+        """Per-org credentials (Secret Manager); built on first use, by the functions that
+        read them in a flow (send: the DKIM key of the org's sending domain)."""
+        if self.secret_store is not None:
+            return self.secret_store
+        return self._builder("secrets")(self.settings)
+
+    @cached_property
     def web(self) -> WebFetcher:
         """The open web, politely and safely (research only); built on first use."""
         if self.web_fetcher is not None:
@@ -171,6 +183,7 @@ def build_deps(
     clock: Clock | None = None,
     blobs: BlobStore | None = None,
     sender: Sender | None = None,
+    secrets: SecretStore | None = None,
     inbound: ReceivedMail | None = None,
     web: WebFetcher | None = None,
     renderer: PageRenderer | None = None,
@@ -204,6 +217,7 @@ def build_deps(
         knowledge_store=knowledge,
         blob_store=blobs,
         mail_sender=sender,
+        secret_store=secrets,
         inbound_mail=inbound,
         web_fetcher=web,
         page_renderer=renderer,

@@ -13,32 +13,12 @@ import time
 from collections.abc import Callable
 
 from colony.adapters.notion import notion_for_token
-from colony.adapters.secrets import secrets_from_settings
 from colony.flows.knowledge.notion_workspaces import Workspace
 from colony.ports import NotionWorkspaceClient, SecretStore
+from colony.runtime.org_secrets import secret_store as secret_store  # its callers' old home
 from colony.settings import Settings
 
 TOKEN_TTL_SECONDS = 300.0
-
-# Keyed by what decides the store (not the Settings object's id, which Python reuses once
-# an object is freed: a new Settings could get a store pointing at another endpoint).
-_stores: dict[tuple[str, str, str, str], SecretStore] = {}
-_stores_lock = threading.Lock()
-
-
-def secret_store(settings: Settings) -> SecretStore:
-    """This process's ``SecretStore`` for ``settings`` (built once)."""
-    with _stores_lock:
-        key = (
-            settings.secret_manager_endpoint or "",
-            settings.env,
-            settings.gcp_project,
-            str(settings.data_dir),
-        )
-        store = _stores.get(key)
-        if store is None:
-            store = _stores[key] = secrets_from_settings(settings)
-        return store
 
 
 class WorkspaceClients:

@@ -42,6 +42,11 @@ RETURNING org_id
 """
 UNPROBE = "SELECT set_config('app.claim_probe', '', true)"
 HELD = "SELECT 1 FROM resource_claims WHERE kind = %s AND resource_id = %s"
+PROBE = "SELECT set_config('app.claim_probe', %s, true)"
+ELSEWHERE = """
+SELECT 1 FROM resource_claims WHERE kind = %s AND resource_id = %s AND org_id <> %s
+"""
+RELEASE = "DELETE FROM resource_claims WHERE kind = %s AND resource_id = %s"
 
 
 def _probe(kind: str, resource_id: str) -> str:
@@ -62,6 +67,22 @@ def claim(cur: Any, org_id: str, kind: str, resource_id: str, method: str, actor
     return Claim.OURS if held(cur, kind, resource_id) else Claim.ELSEWHERE
 
 
+def claimed_elsewhere(cur: Any, org_id: str, kind: str, resource_id: str) -> bool:
+    """Whether another org holds ``resource_id`` (which org, it does not say), read through
+    the same probe as ``claim`` and cleared before returning."""
+    cur.execute(PROBE, (_probe(kind, resource_id),))
+    try:
+        return fetch_one(cur, ELSEWHERE, (kind, resource_id, org_id)) is not None
+    finally:
+        cur.execute(UNPROBE)
+
+
 def held(cur: Any, kind: str, resource_id: str) -> bool:
     """Whether the transaction's org holds ``resource_id``."""
     return fetch_one(cur, HELD, (kind, resource_id)) is not None
+
+
+def release(cur: Any, kind: str, resource_id: str) -> None:
+    """The org lets ``resource_id`` go (a disconnected CRM account): another org may claim
+    it from now on. RLS limits the delete to the transaction's own org."""
+    cur.execute(RELEASE, (kind, resource_id))

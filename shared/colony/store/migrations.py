@@ -80,6 +80,13 @@ ORG_SCOPED_TABLES: tuple[str, ...] = (
     "research_jobs",
     "research_sources",
     "research_passages",
+    "crm_connections",
+    "crm_oauth_states",
+    "crm_writes",
+    "sending_domains",
+    "llm_usage_daily",
+    "budget_alerts",
+    "budget_holds",
 )
 
 _SQL = Path(__file__).with_name("sql")
@@ -358,4 +365,30 @@ def migrations(dim: int) -> list[Migration]:
         # Issue 33 item 4: a page that needs a browser, rendered: its screenshot's name and
         # hash, and what the render came to.
         Migration("0043_research_screenshots", _sql("0043_research_screenshots")),
+        # Issue 33: the research-sweep schedule serves the orgs with a stalled research pass.
+        Migration("0044_research_sweep", _sql("0044_research_sweep")),
+        # Issue 39 item 3: an org's sending domains, their DKIM selector and public key (the
+        # private key is in the secret store, by name here), what their last DNS check found,
+        # and whether mail may go from them; the org's From address (org settings); and the
+        # daily re-check's audience for the schedules' fan-out (0026's function, replaced).
+        Migration("0045_sending_domains", _sql("0045_sending_domains") + _rls("sending_domains")),
+        # Issue 36: an org's CRM connection (HubSpot through OAuth; tokens in Secret Manager),
+        # the OAuth flows in progress (state bound to org and person), and what was written
+        # to the CRM under an idempotency key.
+        Migration(
+            "0046_crm_connections",
+            _sql("0046_crm_connections")
+            + "".join(_rls(t) for t in ("crm_connections", "crm_oauth_states", "crm_writes")),
+        ),
+        # Issue 39 item 1: sequence steps as written: LinkedIn and call steps are tasks for a
+        # person ('sequence_task' items), the tier whose library sequence a contact walks, and
+        # no negative delay.
+        Migration("0047_sequence_steps", _sql("0047_sequence_steps")),
+        # Issue 38 item 2: each call's cost, cached tokens and campaign; an org's spend per
+        # day, its budget, the alerts it raised and the campaign work held while it is spent.
+        Migration(
+            "0048_costs_and_budgets",
+            _sql("0048_costs_and_budgets")
+            + "".join(_rls(t) for t in ("llm_usage_daily", "budget_alerts", "budget_holds")),
+        ),
     ]

@@ -34,8 +34,12 @@ FROM deals d LEFT JOIN contacts c ON c.id = d.contact_id
 ORDER BY d.external_id NULLS LAST, d.id
 """
 SEQUENCE_STEPS = """
-SELECT angle, tier, step, delay_days, guidance FROM sequences
+SELECT angle, tier, step, channel, delay_days, guidance FROM sequences
 WHERE angle = %s AND tier = %s ORDER BY step
+"""
+# The stage of the contact's deal (its most recently updated one, when it has several).
+DEAL_STAGE = """
+SELECT stage FROM deals WHERE contact_id = %s ORDER BY updated_at DESC, id LIMIT 1
 """
 ORG_NAME = "SELECT name FROM organizations"
 ORG = "SELECT id FROM organizations WHERE id = %s"
@@ -67,4 +71,11 @@ def deals(cur: pg8000.dbapi.Cursor) -> list[Row]:
 
 
 def sequence_steps(cur: pg8000.dbapi.Cursor, angle: str, tier: str) -> list[Row]:
+    """The library's sequence for ``angle`` x ``tier``, step by step (empty: none)."""
     return fetch_all(cur, SEQUENCE_STEPS, (angle, tier))
+
+
+def deal_stage(cur: pg8000.dbapi.Cursor, contact_id: str) -> str | None:
+    """The stage of the contact's deal (None: the contact has no deal)."""
+    row = fetch_one(cur, DEAL_STAGE, (contact_id,))
+    return str(row["stage"]) if row else None

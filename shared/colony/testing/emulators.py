@@ -8,11 +8,13 @@
 - ``storage_emulator()``: ``gcp-storage-emulator`` from PyPI (in-memory), ready when its
   health endpoint answers; yields the URL for ``STORAGE_EMULATOR_HOST``.
 
-Each starts on a free loopback port in a new process group (``run_watched``), waits for
-readiness by polling with a bounded deadline, yields ``host:port``, and on exit stops the
-whole group and reaps it. The start is watched, not waited out: an emulator that exits fails
-at once with its output, unless another process holds its port, which is a clash, not a
-fault (``colony.testing.loopback``): then it is stopped and started again on a new port.
+Each starts on a free loopback port in a session of its own (``run_watched``), led by a
+lifeline that stops the session when the process that started it dies
+(``colony.testing.lifeline``); waits for readiness by polling with a bounded deadline, yields
+``host:port``, and on exit stops the whole session and reaps it. The start is watched, not
+waited out: an emulator that exits fails at once with its output, unless another process
+holds its port, which is a clash, not a fault (``colony.testing.loopback``): then it is
+stopped and started again on a new port.
 A missing tool raises ``EmulatorUnavailable`` naming what to install.
 """
 
@@ -32,6 +34,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import IO
 
+from colony.testing.lifeline import session_members, tethered
 from colony.testing.loopback import (
     ATTEMPTS,
     HOST,
@@ -56,53 +59,38 @@ class EmulatorFailed(RuntimeError):
     """The emulator exited, or did not become ready before its deadline."""
 
 
-def _group_members(pgid: int) -> Iterator[int]:
-    """Pids in process group ``pgid`` (Linux /proc; none where there is none), read lazily:
-    the readiness watch only needs them once something listens on the port."""
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            continue
-        if int(fields[2]) == pgid and fields[0] != "Z":
-            yield int(entry)
-
-
-def _signal(pid: int, sig: int, *, group: bool = False) -> None:
+def _signal(pid: int, sig: int) -> None:
     with suppress(ProcessLookupError, PermissionError):
-        (os.killpg if group else os.kill)(pid, sig)
+        os.kill(pid, sig)
 
 
-def stop_process_group(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
-    """Stop ``proc`` and everything in its process group, and reap ``proc``.
+def stop_session(proc: subprocess.Popen[bytes], grace: float = 10.0) -> None:
+    """Stop ``proc`` and everything in its session (it was started in a new one), and reap
+    ``proc``.
 
-    The leader's children are asked first (so the leader, e.g. the ``gcloud`` wrapper, reaps
-    them and exits by itself); then the leader; then anything left is killed.
+    The leader's descendants are asked first (so the leader, the lifeline, reaps the tool and
+    exits by itself); then the leader; then anything left is killed. By session, not process
+    group: ``gcloud`` makes a group of its own for itself and its Java.
     """
-    pgid = proc.pid
+    sid = proc.pid
     if proc.poll() is None:
-        children = [pid for pid in _group_members(pgid) if pid != pgid]
+        children = [pid for pid in session_members(sid) if pid != sid]
         for pid in children:
             _signal(pid, signal.SIGTERM)
         if not children:
-            _signal(pgid, signal.SIGTERM, group=True)
+            _signal(sid, signal.SIGTERM)
         try:
             proc.wait(grace)
         except subprocess.TimeoutExpired:
-            _signal(pgid, signal.SIGTERM, group=True)
+            for pid in session_members(sid):
+                _signal(pid, signal.SIGTERM)
             try:
                 proc.wait(grace)
             except subprocess.TimeoutExpired:
-                _signal(pgid, signal.SIGKILL, group=True)
+                for pid in session_members(sid):
+                    _signal(pid, signal.SIGKILL)
                 proc.wait()
-    for pid in _group_members(pgid):  # orphans the leader did not take with it
+    for pid in session_members(sid):  # orphans the leader did not take with it
         _signal(pid, signal.SIGKILL)
 
 
@@ -123,13 +111,13 @@ def run_watched(
     ports: Callable[[], int] = closed_port,
     attempts: int = ATTEMPTS,
 ) -> Iterator[int]:
-    """Run ``command(port)`` in a new process group until ``ready(port)``; yield the port.
+    """Run ``command(port)`` in a session of its own until ``ready(port)``; yield the port.
 
     ``ports`` picks each port (free when picked). Another process may take it before the tool
     binds it; the tool then exits or, as gcp-storage-emulator and gcloud-tasks-emulator do,
     runs on without listening, while a probe may be answered by the other process. So each
-    poll asks whether a process outside the group listens there, and an exit counts as a
-    clash when the port is held: either way the group is stopped and started again on a new
+    poll asks whether a process outside the session listens there, and an exit counts as a
+    clash when the port is held: either way the session is stopped and started again on a new
     port, ``attempts`` times at most. Any other exit fails at once with the tool's output, and
     so does an attempt that is not ready within ``timeout`` seconds. (These tools bind their
     port themselves and take no socket, so it cannot be held for them as ``FunctionServers``
@@ -141,7 +129,7 @@ def run_watched(
         with tempfile.TemporaryFile() as log:
             started = time.monotonic()
             proc = subprocess.Popen(
-                list(command(port)),
+                tethered(command(port)),  # it dies with us
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -154,7 +142,7 @@ def run_watched(
                     yield port
                     return
             finally:
-                stop_process_group(proc)
+                stop_session(proc)
         taken.append(port)
     raise EmulatorFailed(
         f"{name}: another process held its port on each of {attempts} attempts (ports {taken})"
@@ -169,7 +157,7 @@ def _came_up(
     log: IO[bytes],
     timeout: float,
 ) -> bool:
-    """True once ``proc``'s group serves ``port``; False once another process holds it."""
+    """True once ``proc``'s session serves ``port``; False once another process holds it."""
     deadline = time.monotonic() + timeout
     while True:
         if proc.poll() is not None:
@@ -179,7 +167,7 @@ def _came_up(
                 f"{name} exited with code {proc.returncode} before it was ready:\n{_tail(log)}"
             )
         answered = ready(port)  # maybe by another process: asked next
-        if foreign_listener(port, _group_members(proc.pid)):
+        if foreign_listener(port, session_members(proc.pid)):
             return False
         if answered:
             return True

@@ -29,7 +29,15 @@ from colony.flows.deps import FlowDeps
 from colony.flows.handlers import PUBSUB_HANDLERS
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import LlmDeps
-from colony.ports import BlobStore, Clock, ReceivedMail, Sender, Transport, WebFetcher
+from colony.ports import (
+    BlobStore,
+    Clock,
+    ReceivedMail,
+    SecretStore,
+    Sender,
+    Transport,
+    WebFetcher,
+)
 from colony.ports.render import PageRenderer
 from colony.registry.functions import FUNCTIONS
 from colony.runtime import delivery
@@ -143,6 +151,7 @@ def local_deps(
     *,
     blobs: BlobStore | None = None,
     sender: Sender | None = None,
+    secrets: SecretStore | None = None,
     inbound: ReceivedMail | None = None,
     web: WebFetcher | None = None,
     renderer: PageRenderer | None = None,
@@ -154,7 +163,8 @@ def local_deps(
 
     Unlike production it runs on ``fixed_clock`` and injects no faults unless given them
     (``COLONY_INJECT_FAULTS`` is not read). Rejections are recorded in ``db``, as in
-    production. A part left out (``llm``, ``knowledge``, ``blobs``, ``sender``, ``web``) raises
+    production. A part left out (``llm``, ``knowledge``, ``blobs``, ``sender``, ``secrets``,
+    ``web``) raises
     ``ConfigError`` on use, naming it; no ``renderer`` is none (pages that need a browser are
     recorded, not rendered). ``Deps`` is frozen: change a part with
     ``dataclasses.replace``.
@@ -167,6 +177,7 @@ def local_deps(
         knowledge=knowledge,
         blobs=blobs,
         sender=sender,
+        secrets=secrets,
         inbound=inbound,
         web=web,
         renderer=renderer,

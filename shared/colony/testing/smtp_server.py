@@ -4,7 +4,10 @@ It speaks SMTP as a relay would: EHLO, optional STARTTLS (with a self-signed cer
 written for it, so a client can verify it), optional AUTH LOGIN/PLAIN, and replies 550 to a
 recipient whose mailbox starts with ``bounce`` and 451 to one that starts with ``defer``
 (scripted permanent and transient refusals). Every accepted message is kept as received:
-envelope, raw bytes and the parsed message.
+envelope, raw bytes and the parsed message. Given a way to read DNS (``dkim_dns``: the TXT
+records at a name, e.g. ``DnsPythonResolver(...).txt`` pointed at
+``colony.testing.dns_server``), it verifies each message's DKIM signature with ``dkimpy`` as
+a receiving server does, and keeps the verdict (``Received.dkim``).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import socket
 import ssl
 import tempfile
 import threading
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from email import message_from_bytes
 from email.message import EmailMessage
@@ -23,6 +26,7 @@ from email.policy import default
 from pathlib import Path
 from typing import Any, Self
 
+import dkim
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
 
@@ -38,6 +42,8 @@ class Received:
     message: EmailMessage
     tls: bool
     login: str | None
+    # the DKIM verdict (None: the server was given no DNS to verify with, or no signature)
+    dkim: bool | None = None
 
 
 class _Handler:
@@ -66,6 +72,7 @@ class _Handler:
             parsed,  # policy=default parses to EmailMessage
             session.ssl is not None,
             login,
+            self._server._verify(raw, parsed),
         )
         self._server._keep(received)
         return "250 2.0.0 accepted"
@@ -93,7 +100,14 @@ class SmtpServer:
 
     host = HOST
 
-    def __init__(self, *, starttls: bool = False, credentials: tuple[str, str] | None = None):
+    def __init__(
+        self,
+        *,
+        starttls: bool = False,
+        credentials: tuple[str, str] | None = None,
+        dkim_dns: Callable[[str], list[str]] | None = None,
+    ):
+        self._dkim_dns = dkim_dns
         self._lock = threading.Lock()
         self._received: list[Received] = []
         self._credentials = credentials
@@ -125,6 +139,11 @@ class SmtpServer:
         if given != self._credentials:
             return AuthResult(success=False, handled=False)  # aiosmtpd answers 535
         return AuthResult(success=True, auth_data=auth_data)
+
+    def _verify(self, raw: bytes, parsed: EmailMessage) -> bool | None:
+        if self._dkim_dns is None or "DKIM-Signature" not in parsed:
+            return None
+        return dkim_verifies(raw, self._dkim_dns)
 
     def _keep(self, received: Received) -> None:
         with self._lock:
@@ -168,6 +187,17 @@ class SmtpServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def dkim_verifies(raw: bytes, lookup: Callable[[str], list[str]]) -> bool:
+    """Whether the message's (first) DKIM signature verifies against what ``lookup`` (the
+    TXT records at a name) publishes, as a receiving server checks it (dkimpy)."""
+
+    def txt(name: bytes, timeout: int = 5) -> bytes | None:
+        records = lookup(name.decode("ascii").rstrip("."))
+        return records[0].encode() if records else None
+
+    return bool(dkim.verify(raw, dnsfunc=txt))
 
 
 def _certificate(root: Path) -> tuple[str, ssl.SSLContext]:

@@ -20,7 +20,7 @@ from typing import Any, cast
 from colony.context import untrusted
 from colony.context.assembler import AssemblyRequest
 from colony.contracts import Exemplar, IcpDefinition, OrgContext
-from colony.errors import ColonyError, DataMissing, error_summary
+from colony.errors import ColonyError, DataMissing, OutputInvalid, error_summary
 from colony.evals import numbers
 from colony.evals.cases import Case
 from colony.flows.deps import FlowDeps
@@ -38,6 +38,7 @@ from colony.store import Database
 
 ORG_NAME = "ZoomProp"
 RETRIEVED = 6  # chunks a case's retrieval returns at most
+DETAIL_CHARS = 1000  # of an invalid answer's problems, in the report
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,9 @@ class Outcome:
     missing: tuple[str, ...] = ()
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     error: str | None = None
+    # why an answer was invalid (the runner's list of problems): kept in the local report
+    # beside the output it judges, never logged (the problems may quote the answer)
+    error_detail: str | None = None
     calls: list[CallStat] = field(default_factory=list)
     untrusted: tuple[str, ...] = ()  # what the assembler's detector flagged, over every call
     facts: dict[str, Any] = field(default_factory=dict)  # per agent: quotes dropped, snapshot…
@@ -77,6 +81,8 @@ class Outcome:
 
     def fail(self, error: BaseException) -> Outcome:
         self.status, self.error = "error", error_summary(error)
+        if isinstance(error, OutputInvalid):
+            self.error_detail = str(error)[:DETAIL_CHARS]
         return self
 
 

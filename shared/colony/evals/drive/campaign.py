@@ -6,8 +6,10 @@
   and ``one_per_event``. What the flow dropped is ``quotes_dropped``.
 - AGT-004: the contact and its signals, the ICP rubric as an entity, ``today``; policy
   (``tiering.decide_tier``) turns the proposed score into the tier and outcome.
-- AGT-005: the contact and its signals, angle, tier, step, competitors (and the earlier
-  steps), checked by ``policy.outbound.check_outbound`` as the flow checks it (one repair).
+- AGT-005: the contact and its signals, angle, tier, step, the step's channel and guidance
+  (email and none unless the case gives them), competitors, and the ``thread`` of earlier
+  steps (a case's ``earlier_steps``, each an email unless it names its channel), checked by
+  ``policy.outbound.check_outbound`` as the flow checks it (one repair).
 
 Each request is an ``AssemblyRequest`` with the fields ``specialist.assembly_request`` gives
 it: the agent's KC domains queried, the case's documents as what retrieval returned.
@@ -108,12 +110,15 @@ def write(case: Case, env: Env) -> Outcome:
         "angle": inputs["angle"],
         "tier": tier,
         "step": int(inputs.get("step") or 1),
+        "channel": str(inputs.get("channel") or "email"),
+        "guidance": str(inputs.get("guidance") or "(none)"),
         "competitors": competitors,
     }
-    if inputs.get("earlier_steps"):
-        task["earlier_steps"] = list(inputs["earlier_steps"])
+    thread = tuple(
+        {"channel": "email", **step} for step in inputs.get("earlier_steps") or () if step
+    )
     contact = {k: v for k, v in contact_of(case).items() if k != "signals"}
-    built = request(case, env, {"contact": contact}, task, signals=tuple(signals))
+    built = request(case, env, {"contact": contact}, task, signals=tuple(signals), thread=thread)
 
     def problems(message: Any) -> list[str]:
         return check_outbound(

@@ -180,22 +180,31 @@ def _decide(
             link_nonce=actor.link_nonce,
         )
         audit.append(cur, org_id, entry)
-        if kind == "outbound_message":  # a sequence's step: a rejection stops it
-            sequences.decided(cur, payload, status, actor.user_id)
         if status == "applied":
             with _guard(item_id):
                 _apply(deps, cur, org_id, item_id, kind, payload)
-            effect = audit.Entry(
-                "effect",
-                actor.user_id,
-                actor.channel,
-                spec.effect,
-                approval_item_id=item_id,
-                item_kind=kind,
-                detail={"subject_id": item["subject_id"], "run_id": item["run_id"]},
-            )
-            audit.append(cur, org_id, effect)
+            applied = {"subject_id": item["subject_id"], "run_id": item["run_id"]}
+            audit.append(cur, org_id, _effect(actor, spec.effect, item_id, kind, applied))
+        if kind in sequences.STEP_KINDS:  # a sequence's step: see sequences.decided
+            moved = sequences.decided(deps, cur, org_id, kind, payload, status, actor.user_id)
+            if moved is not None:  # a task done or skipped moved the sequence on
+                action_name = str(moved.pop("action"))
+                audit.append(cur, org_id, _effect(actor, action_name, item_id, kind, moved))
     return {"id": item_id, "status": status, "changed": True}
+
+
+def _effect(
+    actor: Actor, action: str, item_id: str, kind: str, detail: Mapping[str, Any]
+) -> audit.Entry:
+    return audit.Entry(
+        "effect",
+        actor.user_id,
+        actor.channel,
+        action,
+        approval_item_id=item_id,
+        item_kind=kind,
+        detail=dict(detail),
+    )
 
 
 def _contact_signals(cur: Any, kind: str, contact_id: Any) -> list[str]:

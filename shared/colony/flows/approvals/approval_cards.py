@@ -15,6 +15,11 @@ and returns the card's ``detail``:
                                   quoted); a signal read from a web page also gets its
                                   stored copy (a signed link) and fetch day
                                   (``approval_queue``)
+    sequence_task                 a LinkedIn or call step, for a person: channel, step, the
+                                  step's guidance, the drafted talking points (subject,
+                                  body), and what an outbound message shows besides
+                                  (prospect, tier, angle, signals, exemplars, checks); no
+                                  ``to``: nothing is sent
     deal_update                   the deal, and a diff {field, from, to} against it now
     kc_update_candidate           content, target domain, confidence
     content_piece                 title, format, body
@@ -23,8 +28,9 @@ and returns the card's ``detail``:
     missing_data                  title, the agent, the prospect and ``missing_data``: the
                                   fields the agent said it lacked (CONST-004); dismiss only
 
-plus, for every kind, ``editable`` (the fields an edit may replace:
-``colony.flows.approvals.editable``) and ``missing``: what the card would show but the item
+plus, for every kind, ``editable`` (the fields an edit may replace) and ``labels`` (what
+approving and rejecting it mean to the person: "Done" and "Skip" for a task), both from
+``colony.flows.approvals.editable``, and ``missing``: what the card would show but the item
 does not carry, so a reviewer sees a gap as a gap rather than as nothing. The CONST checks
 are run now, against the draft as it stands and the contact's current signals (the same
 ``policy.outbound`` rules the drafting call had to pass), so a card never claims a check the
@@ -36,11 +42,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from colony.flows.approvals.editable import EDITABLE
+from colony.flows.approvals.editable import APPROVE_REJECT, EDITABLE, LABELS
 from colony.policy.outbound import check_outbound, check_shape
 from colony.store.campaigns.signals import own as own_signals
 
 MESSAGE_KINDS = ("outbound_message", "follow_up")
+TASK_KIND = "sequence_task"
+# Drafts AGT-005 wrote for a contact (checked against the whole of CONST-006, one signal too).
+CONTACT_DRAFTS = ("outbound_message", TASK_KIND)
+# Kinds whose cards run the CONST-006 checks (and so need the org's competitors).
+CHECKED_KINDS = (*MESSAGE_KINDS, TASK_KIND)
 # What the card shows of each of the contact's signals: where it came from and how sure.
 SIGNAL_FIELDS = ("detail", "quote", "source", "confidence", "observed_on")
 
@@ -49,9 +60,17 @@ def detail(row: Mapping[str, Any], competitors: Sequence[str]) -> dict[str, Any]
     kind = str(row["kind"])
     payload: Mapping[str, Any] = row.get("payload") or {}
     shown: dict[str, Any] = {"editable": sorted(EDITABLE.get(kind, ()))}
+    if kind in EDITABLE:
+        approve, reject = LABELS.get(kind, APPROVE_REJECT)
+        shown["labels"] = {"approve": approve, "reject": reject}
     missing: list[str] = []
     if kind in MESSAGE_KINDS:
         shown.update(_message(row, payload, competitors, missing))
+    elif kind == TASK_KIND:
+        shown.update(_message(row, payload, competitors, missing))
+        del shown["to"]  # nothing is sent: a person reaches them on the step's channel
+        shown.update(_pick(payload, ("channel",), missing))
+        shown["guidance"] = payload.get("guidance")
     elif kind == "deal_update":
         shown.update(_deal(row, payload, missing))
     elif kind == "kc_update_candidate":
@@ -100,7 +119,7 @@ def _message(
     else:
         missing.append("exemplars")
     for field, value in (("tier", shown["tier"]), ("angle", shown["angle"])):
-        if not value and row["kind"] == "outbound_message":
+        if not value and row["kind"] in CONTACT_DRAFTS:
             missing.append(field)
     shown["checks"] = _checks(row["kind"], payload, signals, competitors)
     return shown
@@ -125,7 +144,7 @@ def _checks(
     if not isinstance(subject, str) or not isinstance(body, str):
         return []
     tier = str(payload.get("tier") or "T3")
-    if kind == "outbound_message" and isinstance(payload.get("signal_referenced"), str):
+    if kind in CONTACT_DRAFTS and isinstance(payload.get("signal_referenced"), str):
         from colony.contracts import OutboundMessage  # lazy: pydantic, only for this kind
 
         try:

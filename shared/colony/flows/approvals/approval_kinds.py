@@ -29,7 +29,7 @@ from colony.contracts import (
 from colony.contracts.chat import LaunchCampaignArgs, ResearchCompanyArgs
 from colony.contracts.deals import parse_update
 from colony.errors import ValidationFailed, describe_validation
-from colony.flows.approvals.editable import EDITABLE
+from colony.flows.approvals.editable import APPROVE_REJECT, EDITABLE, LABELS
 from colony.policy.outbound import check_outbound, check_shape
 
 Payload = Mapping[str, Any]
@@ -91,6 +91,9 @@ class ItemKind:
     editable: frozenset[str]  # top-level payload fields a person may replace
     check: Check | None = None  # validates an edited payload
     approvable: bool = True  # False: a notice a person can only dismiss (reject)
+    # What approving and rejecting an item of this kind mean to the person deciding it (the
+    # labels of its card's buttons): a task for a person is done or skipped, not approved.
+    labels: tuple[str, str] = APPROVE_REJECT
 
 
 def _model(model: type[BaseModel], fields: tuple[str, ...], payload: Payload) -> None:
@@ -160,7 +163,8 @@ def _tool_action(before: Payload, after: Payload, policy: Policy) -> None:
     tool_arguments(name, tool.args, arguments)
 
 
-# (effect, the check an edit passes, approvable); what may be edited is ``EDITABLE``'s
+# (effect, the check an edit passes, approvable); what may be edited, and the buttons'
+# labels, are ``colony.flows.approvals.editable``'s
 _KINDS: dict[str, tuple[str, Check | None, bool]] = {
     "outbound_message": ("message_queued", _message, True),
     "follow_up": ("message_queued", _follow_up, True),
@@ -170,9 +174,10 @@ _KINDS: dict[str, tuple[str, Check | None, bool]] = {
     "deployment_kit": ("kit_released", None, True),
     "tool_action": ("tool_run", _tool_action, True),
     "missing_data": ("dismissed", None, False),  # CONST-004: dismissed, never approved
+    "sequence_task": ("task_done", None, True),  # a person's task: done (approve) or skipped
 }
 KINDS: dict[str, ItemKind] = {
-    kind: ItemKind(effect, EDITABLE[kind], check, approvable)
+    kind: ItemKind(effect, EDITABLE[kind], check, approvable, LABELS.get(kind, APPROVE_REJECT))
     for kind, (effect, check, approvable) in _KINDS.items()
 }
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from colony.errors import UpstreamError, error_summary
 from colony.flows.approvals import approval_cards
-from colony.flows.approvals.approval_cards import MESSAGE_KINDS
+from colony.flows.approvals.approval_cards import CHECKED_KINDS
 from colony.flows.approvals.links import signed_link
 from colony.flows.research import copies as research
 from colony.store.approvals import approvals, audit
@@ -75,7 +75,7 @@ def pending_cards(
         rows = approvals.pending_detailed(cur, kind=kind, campaign_id=campaign_id, limit=limit)
         total = approvals.pending_count(cur)
         facets = approvals.pending_facets(cur)
-    names = _competitors(deps, org_id) if any(r["kind"] in MESSAGE_KINDS for r in rows) else []
+    names = _competitors(deps, org_id) if any(r["kind"] in CHECKED_KINDS for r in rows) else []
     items = []
     for row in rows:
         shown = card(deps, row)

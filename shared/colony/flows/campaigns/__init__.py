@@ -7,5 +7,6 @@ checkpoints), the specialists AGT-003 ``enrichment``, AGT-004 ``qualification`` 
 
 Offers each agent module's handler to ``flows.handlers`` (the functions' dispatch table).
 Uses below it: approvals (queue a draft), outbound (sequences, the send queue), tenants
-(the org's ICP, sequences and settings).
+(the org's ICP, sequences and settings, and its budget: a launch refused, a step held while
+it is spent).
 """

@@ -28,6 +28,7 @@ from colony.contracts.events import CampaignResume, CampaignStart, Handoff
 from colony.errors import NotFound, ValidationFailed
 from colony.flows.deps import FlowDeps
 from colony.flows.outbound.sending import schedule_send
+from colony.flows.tenants import budget
 from colony.policy.anti_icp import match_rules
 from colony.registry.agents import AGENTS
 from colony.registry.functions import AGENT_TOPICS, CAMPAIGN_TOPIC
@@ -102,7 +103,9 @@ def create_campaign(
 
 
 def launch(deps: FlowDeps, org_id: str, campaign_id: str) -> str:
-    """Publish a start event for a new run of ``campaign_id``; return the run id."""
+    """Publish a start event for a new run of ``campaign_id``; return the run id. Refused
+    (``BudgetCapped``, saying why) while the org's spent budget holds campaign work back."""
+    budget.check_launch(deps, org_id)
     run_id = f"run-{uuid.uuid4().hex[:16]}"
     event = CampaignStart(org_id=org_id, campaign_id=campaign_id, run_id=run_id)
     publish(deps.transport, CAMPAIGN_TOPIC, event)

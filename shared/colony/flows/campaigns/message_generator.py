@@ -1,15 +1,22 @@
-"""AGT-005 Message Generator: draft each step of a contact's sequence, checked by the outbound
-policy, and queue it for approval.
+"""AGT-005 Message Generator: draft each step of a contact's sequence as the org wrote it,
+checked by the outbound policy, and queue it for approval.
 
 Step 1 comes from the campaign run's handoff (the contact's chain ends with it, and the
 contact is enrolled in its sequence: ``colony.flows.outbound.sequences``); each later step comes
-from its ``SequenceStep`` task once the step before was sent, and is written knowing steps 1..n-1
-(their subjects and how each fared).
+from its ``SequenceStep`` task once the step before was done, and is written knowing steps
+1..n-1 (what each said, how each fared: the prompt's ``thread``).
+
+What a step is comes from the library: its channel and the org's guidance go into the task.
+It is written in the tier AGT-004 decided for the contact (the campaign's tier is only the
+default, for a contact without a decision). An email step is an ``outbound_message`` item; a
+later email takes the first email's subject ("Re: …") so it threads under it. A LinkedIn or
+call step is a ``sequence_task`` item: the talking points for a person, never sent by us.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from colony.contracts import HandoffEnvelope
@@ -27,12 +34,14 @@ from colony.flows.campaigns.specialist import (
 )
 from colony.flows.deps import FlowDeps
 from colony.flows.outbound import sequences
-from colony.flows.tenants import org_admin
+from colony.flows.tenants import budget, org_admin
 from colony.llm.agent_call import call_agent
 from colony.policy.outbound import check_outbound
 from colony.registry.agents import AGENTS
+from colony.registry.functions import AGENT_TOPICS
 from colony.runtime import idempotency
 from colony.runtime.steps import step
+from colony.store import steps as run_steps
 from colony.store.approvals import approvals
 from colony.store.campaigns import signals
 from colony.store.db import Row
@@ -40,6 +49,21 @@ from colony.store.outbound import sequences as enrollments
 
 DEFAULT_COMPETITORS = org_admin.DEFAULT_COMPETITORS
 SEQUENCE_HANDLER = "message-generator.sequence"
+NO_GUIDANCE = "(none)"
+
+
+@dataclass(frozen=True)
+class Draft:
+    """What one step's draft is written from: the contact and its signals
+    (``known_signals``), the step as the library wrote it, the sequence it belongs to, what
+    the contact already got and, for a later email, the subject it threads under."""
+
+    contact: Row
+    known: list[Row]
+    step: sequences.Step
+    library: sequences.Library
+    thread: list[dict[str, Any]] = field(default_factory=list)
+    reply_subject: str | None = None
 
 
 def write_message(deps: FlowDeps, event: Any, event_id: str) -> dict[str, Any]:
@@ -57,16 +81,28 @@ def _message(
     if missing:  # CONST-004: never guess; the contact ends with missing data, shown on a card
         fields = [f"contact.{f}" for f in missing]
         return missing_data_done(deps, org, campaign, run_id, contact_id, "AGT-005", fields)
+    with deps.db.transaction(org) as cur:
+        tier = decided_tier(cur, run_id, contact_id) or envelope.tier
+        walked = sequences.library(cur, envelope.angle, tier, envelope.tier)
+    envelope = envelope.model_copy(update={"tier": tier})
 
     def enroll(cur: Any) -> None:
-        sequences.enroll(
-            cur, org, campaign["id"], contact_id, run_id, envelope.angle, envelope.tier
-        )
+        sequences.enroll(cur, org, campaign["id"], contact_id, run_id, tier, walked)
 
     key = step_key("AGT-005", contact_id)
-    _draft(deps, org, campaign["id"], run_id, key, (contact, known), envelope, 1, [], enroll)
+    draft = Draft(contact, known, walked.step(1), walked)
+    _draft(deps, org, campaign["id"], run_id, key, draft, envelope, enroll)
     contact_done(deps, org, run_id, contact_id, "message_queued")
     return "message_queued"
+
+
+def decided_tier(cur: Any, run_id: str, contact_id: str) -> str | None:
+    """The tier policy decided for the contact when AGT-004 scored it in this run (None: no
+    decision on record, so the campaign's tier stands)."""
+    scored = run_steps.get(cur, run_id, step_key("AGT-004", contact_id))
+    output = scored["output"] if scored and scored["status"] == "done" else None
+    tier = output.get("tier") if isinstance(output, Mapping) else None
+    return str(tier) if tier else None
 
 
 def write_step(deps: FlowDeps, event: SequenceStep, event_id: str) -> dict[str, Any]:
@@ -76,8 +112,12 @@ def write_step(deps: FlowDeps, event: SequenceStep, event_id: str) -> dict[str, 
         return {"duplicate": True}
     with deps.db.transaction(org) as cur:
         standing = sequences.standing(cur, event)
-    if isinstance(standing, str):  # stopped, or drafted already
-        idempotency.mark(deps.db, org, SEQUENCE_HANDLER, event_id, detail=standing[:200])
+        if isinstance(standing, str):  # stopped, or drafted already
+            walked = None
+        else:  # the library's sequence the contact was enrolled in
+            walked = sequences.library(cur, standing[0]["angle"], standing[0]["sequence_tier"])
+    if isinstance(standing, str) or walked is None:
+        idempotency.mark(deps.db, org, SEQUENCE_HANDLER, event_id, detail=str(standing)[:200])
         return {"skipped": standing, "step": n}
     enrollment, earlier = standing
     contact, known = known_signals(deps, org, load_contact(deps, org, event.contact_id))
@@ -99,22 +139,46 @@ def write_step(deps: FlowDeps, event: SequenceStep, event_id: str) -> dict[str, 
     def advance(cur: Any) -> None:
         enrollments.advance(cur, event.campaign_id, event.contact_id, n)
 
+    plan = walked.step(n)
+    reply = None if plan.task else sequences.reply_subject(earlier)
+    draft = Draft(contact, known, plan, walked, sequences.thread(earlier), reply)
     key = f"message:{event.contact_id}:{n}"
-    history = sequences.history(earlier)
-    drafted = (contact, known)
-    _draft(deps, org, event.campaign_id, run_id, key, drafted, envelope, n, history, advance)
+    waits = _held(deps, event, run_id, key)
+    if waits is not None:
+        idempotency.mark(deps.db, org, SEQUENCE_HANDLER, event_id, detail="held: budget")
+        return {"held": waits, "step": n}
+    _draft(deps, org, event.campaign_id, run_id, key, draft, envelope, advance)
     idempotency.mark(deps.db, org, SEQUENCE_HANDLER, event_id)
-    return {"drafted": n, **_covered(deps, org, event, run_id)}
+    if plan.task:  # a person does it (or skips it): no approval covers a task
+        return {"drafted": n, "channel": plan.channel, "approval": "a person does the task"}
+    return {"drafted": n, "channel": plan.channel, **_covered(deps, org, event, run_id)}
+
+
+def _held(deps: FlowDeps, event: SequenceStep, run_id: str, key: str) -> str | None:
+    """Hold the step while the org's budget holds campaign work back, unless it has started
+    already (a redelivery of a step in flight, or done): why it waits, or None."""
+    with deps.db.transaction(event.org_id) as cur:
+        if run_steps.get(cur, run_id, key) is not None:
+            return None
+        return budget.hold_if_capped(
+            cur,
+            event.org_id,
+            run_id=run_id,
+            step_key=key,
+            campaign_id=event.campaign_id,
+            topic=AGENT_TOPICS["AGT-005"],
+            event=event.model_dump(mode="json"),
+        )
 
 
 def _covered(deps: FlowDeps, org: str, event: SequenceStep, run_id: str) -> dict[str, Any]:
-    """Approve the drafted step on behalf of the person who approved step 1, when the org's
-    settings say one approval covers the sequence and nothing in the draft is flagged."""
+    """Approve the drafted email step on behalf of the person who approved step 1, when the
+    org's settings say one approval covers the sequence and nothing in the draft is flagged."""
     with deps.db.transaction(org) as cur:
         enrollment = enrollments.get(cur, event.campaign_id, event.contact_id)
         approver = sequences.covering_approver(cur, enrollment) if enrollment else None
         item = enrollments.step_item(cur, run_id, event.campaign_id, event.contact_id, event.step)
-    if approver is None or item is None:
+    if approver is None or item is None or item["kind"] != "outbound_message":
         return {"approval": "a person decides"}
     if item["payload"].get(flags.KEY):  # flagged: a person looks at it
         return {"approval": "flagged: a person decides"}
@@ -139,34 +203,40 @@ def _draft(
     campaign_id: str,
     run_id: str,
     key: str,
-    drafted: tuple[Row, list[Row]],
+    draft: Draft,
     envelope: HandoffEnvelope,
-    n: int,
-    history: list[dict[str, Any]],
     also: Callable[[Any], None],
 ) -> None:
-    """Step ``n`` of the contact's sequence as a durable step ``key`` of ``run_id``: drafted,
-    checked and queued for approval (``also`` runs in the same transaction). ``drafted`` is
-    the contact and its signals (``known_signals``)."""
-    contact, known = drafted
+    """Step ``draft.step`` of the contact's sequence as a durable step ``key`` of ``run_id``:
+    drafted, checked and queued for approval, a message or a task for a person (``also``
+    runs in the same transaction)."""
+    contact, plan = draft.contact, draft.step
     contact_id = str(contact["id"])
-    details = signals.details(known)
+    details = signals.details(draft.known)
     competitors = org_admin.competitors(deps, org, DEFAULT_COMPETITORS)
     tier = envelope.tier
     # The competitor list is in the prompt: a model can only avoid the names it is given.
     task: dict[str, Any] = {
         "angle": envelope.angle,
         "tier": tier,
-        "step": n,
+        "step": plan.number,
+        "channel": plan.channel,
+        "guidance": plan.guidance or NO_GUIDANCE,
         "competitors": list(competitors),
     }
-    if history:
-        task["earlier_steps"] = history
 
     def compute() -> dict[str, Any]:
-        entities = {"contact": contact}
         request = assembly_request(
-            deps, org, run_id, "AGT-005", envelope, entities, task, signals=known
+            deps,
+            org,
+            run_id,
+            "AGT-005",
+            envelope,
+            {"contact": contact},
+            task,
+            signals=draft.known,
+            sequence=draft.library.as_context(),
+            thread=draft.thread,
         )
 
         def problems(m: Any) -> list[str]:
@@ -175,6 +245,8 @@ def _draft(
         result = call_agent(deps.llm, request, check=problems)
         assert isinstance(result.output, OutboundMessage)
         output = result.output.model_dump(mode="json")
+        if draft.reply_subject:  # threads under the first email in the recipient's client
+            output["subject"] = draft.reply_subject
         to = str(contact.get("email") or "")
         own = [str(contact.get("company_domain") or "")]
         found = flags.of_draft(result, output, allowed=[to], own_domains=own)
@@ -201,13 +273,16 @@ def _draft(
             "tier": tier,
             "angle": envelope.angle,
             "persona": _persona(contact),
-            "to": contact.get("email"),
-            "sequence_step": n,
+            "to": None if plan.task else contact.get("email"),
+            "sequence_step": plan.number,
+            "channel": plan.channel,
+            "guidance": plan.guidance,
         }
+        kind = sequences.TASK_KIND if plan.task else "outbound_message"
         approvals.add(
             cur,
             org,
-            "outbound_message",
+            kind,
             "AGT-005",
             payload,
             subject_id=contact_id,

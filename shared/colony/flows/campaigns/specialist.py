@@ -12,7 +12,13 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from colony.context.assembler import AssemblyRequest
-from colony.contracts import Exemplar, HandoffEnvelope, IcpDefinition, OrgContext
+from colony.contracts import (
+    Exemplar,
+    HandoffEnvelope,
+    IcpDefinition,
+    OrgContext,
+    SequenceStep,
+)
 from colony.contracts.events import Handoff
 from colony.errors import (
     CallerError,
@@ -26,8 +32,10 @@ from colony.errors import (
 )
 from colony.flows.campaigns.campaign import contact_done, done_key, previous_step_key, step_key
 from colony.flows.deps import FlowDeps
+from colony.flows.tenants import budget
 from colony.knowledge.exemplars import hinted_domains, picked_exemplars, to_exemplars
 from colony.registry.agents import AGENTS, agent_by_slug
+from colony.registry.functions import AGENT_TOPICS
 from colony.runtime import delivery, idempotency
 from colony.runtime.steps import step
 from colony.store import orgdata
@@ -54,6 +62,10 @@ def handle_handoff(
     is done in the run (and whose chain is not already counted). Anything else is
     ``HandoffRefused`` before any step is claimed or model called, and the run's count is
     untouched: a forged handoff cannot finish a run or draft for a stranger.
+
+    A contact whose step has not started waits while the org's budget is spent and capped:
+    its handoff is held (``flows.tenants.budget``) and published again when the budget
+    allows; one whose step is running or done goes on.
     """
     if not isinstance(event, Handoff):
         raise ValidationFailed(f"expected a handoff, got {type(event).__name__}")
@@ -71,13 +83,17 @@ def handle_handoff(
         raise NotFound(f"run {run_id!r} or its campaign does not exist in this org")
     if run["campaign_id"] != campaign["id"]:
         raise HandoffRefused(f"run {run_id!r} is not a run of campaign {campaign['id']!r}")
-    _check_chain(deps, org, campaign["id"], run_id, agent_id, envelope.entity_ids)
+    fresh = _check_chain(deps, org, campaign["id"], run_id, agent_id, envelope.entity_ids)
     if run["status"] != "running":
         # Paused (CONST-005) or finished: no new work. Resume re-dispatches what is left.
         idempotency.mark(deps.db, org, handler, event_id, detail=f"skipped: run {run['status']}")
         return {"skipped": run["status"]}
+    held = _held(deps, event, agent_id, fresh)
     results = []
     for contact_id in envelope.entity_ids:
+        if contact_id in held:
+            results.append("held:budget")
+            continue
         try:
             results.append(work(deps, org, campaign, run_id, contact_id, envelope))
         except (CallerError, OutputInvalid) as error:
@@ -102,8 +118,34 @@ def handle_handoff(
             gave_up(deps, org, run_id, contact_id, error)
             raise
         deps.faults.check(f"{handler}.after_step", event_id)
-    idempotency.mark(deps.db, org, handler, event_id)
-    return {"results": results}
+    idempotency.mark(deps.db, org, handler, event_id, detail="held: budget" if held else None)
+    return {"results": results, **({"held": held[next(iter(held))]} if held else {})}
+
+
+def _held(deps: FlowDeps, event: Handoff, agent_id: str, fresh: Sequence[str]) -> dict[str, str]:
+    """Hold each of ``fresh`` (contacts whose ``agent_id`` step has not started) while the
+    org's budget holds campaign work back: contact → why it waits. Each is held as a handoff
+    of its own, so it is released, and runs, on its own."""
+    waiting: dict[str, str] = {}
+    if not fresh:
+        return waiting
+    org, envelope = event.org_id, event.envelope
+    with deps.db.transaction(org) as cur:
+        for contact_id in fresh:
+            alone = envelope.model_copy(update={"entity_ids": [contact_id]})
+            reason = budget.hold_if_capped(
+                cur,
+                org,
+                run_id=envelope.parent_run_id,
+                step_key=step_key(agent_id, contact_id),
+                campaign_id=event.campaign_id,
+                topic=AGENT_TOPICS[agent_id],
+                event=event.model_copy(update={"envelope": alone}).model_dump(mode="json"),
+            )
+            if reason is None:
+                break  # the budget allows it: it allows the others too
+            waiting[contact_id] = reason
+    return waiting
 
 
 def gave_up(deps: FlowDeps, org: str, run_id: str, contact_id: str, error: Exception) -> None:
@@ -164,7 +206,10 @@ def missing_data_done(
 
 def _check_chain(
     deps: FlowDeps, org: str, campaign_id: str, run_id: str, agent_id: str, contacts: list[str]
-) -> None:
+) -> list[str]:
+    """Refuse a handoff that is not the next link of the run's chain; the contacts whose
+    ``agent_id`` step has not started yet."""
+    fresh: list[str] = []
     with deps.db.transaction(org) as cur:
         for contact_id in contacts:
             shown = repr(contact_id[:64])
@@ -185,6 +230,9 @@ def _check_chain(
                 )
             if standing["finished"] == "done" and standing["own"] != "done":
                 raise HandoffRefused(f"contact {shown} has already finished this run")
+            if standing["own"] is None:
+                fresh.append(contact_id)
+    return fresh
 
 
 def load_contact(deps: FlowDeps, org: str, contact_id: str) -> Row:
@@ -215,17 +263,28 @@ def assembly_request(
     *,
     signals: Sequence[Mapping[str, Any]] = (),
     sources: Sequence[Mapping[str, Any]] = (),
+    sequence: Sequence[Mapping[str, Any]] = (),
+    thread: Sequence[Mapping[str, Any]] = (),
 ) -> Any:
     """``agent_id``'s request: its grounding, the org's ICP, ``entities`` and ``task``, the
-    contact's ``signals`` (``known_signals``) and its company's stored ``sources``
-    (``flows.research.passages_for``) as the assembler's own sections of them."""
+    contact's ``signals`` (``known_signals``), its company's stored ``sources``
+    (``flows.research.passages_for``) and the ``thread`` of its sequence (what it already
+    got) as the assembler's own lists. The org context carries the ``sequence`` the call
+    works in (the library's steps) and the stage of the contact's deal, when it has one."""
+    contact_id = (entities.get("contact") or {}).get("id")
     with deps.db.transaction(org) as cur:
         icp = orgdata.active_icp(cur)
         name = orgdata.org_name(cur)
+        stage = orgdata.deal_stage(cur, str(contact_id)) if contact_id else None
     domains = hinted_domains(AGENTS[agent_id].kc_domains, envelope.kc_bucket_hints)
     query = " ".join(str(v) for v in (entities.get("contact") or {}).values() if isinstance(v, str))
     exemplars = grounding(deps, org, query or agent_id, domains, envelope)
-    org_context = OrgContext(org_name=name, icp=IcpDefinition(**icp) if icp else None)
+    org_context = OrgContext(
+        org_name=name,
+        icp=IcpDefinition(**icp) if icp else None,
+        sequence_library=[SequenceStep(**s) for s in sequence],
+        deal_stage=stage,
+    )
     return AssemblyRequest(
         agent_id,
         org,
@@ -238,6 +297,7 @@ def assembly_request(
         kc_queried=domains,
         signals=tuple(signals),
         sources=tuple(sources),
+        thread=tuple(thread),
     )
 
 

@@ -2,6 +2,7 @@
 
     tool                 gated  what it does
     launch_campaign      yes    creates the campaign and its run row, dispatches AGT-002
+                                (refused, saying why, while the org's budget is spent)
     research_company     yes    asks for a company's research (``colony.flows.research``,
                                 requested by the person who approved it)
     pipeline_snapshot    no     SQL aggregates (deals by stage, runs, queue, outbox)
@@ -52,6 +53,7 @@ from colony.flows.approvals.approval_kinds import HELD_TOOLS, tool_arguments
 from colony.flows.approvals.approval_queue import pending_cards
 from colony.flows.deps import FlowDeps
 from colony.flows.research import requests as research
+from colony.flows.tenants import budget
 from colony.knowledge.exemplars import to_exemplars
 from colony.registry.functions import CAMPAIGN_TOPIC, CONTENT_TOPIC
 from colony.runtime.transport import publish
@@ -126,6 +128,7 @@ def launch_campaign(ctx: ToolContext, args: LaunchCampaignArgs) -> dict[str, Any
     # lazy: event models (~15 ms of pydantic) load when a tool publishes
     from colony.contracts.events import CampaignStart
 
+    budget.check_launch(ctx.deps, ctx.org_id)  # the model is told why, and says so
     campaign_id = _stable_id("cmp", ctx.org_id, ctx.call_id)
     run_id = _stable_id("run", ctx.org_id, ctx.call_id)
     wanted = args.contact_external_ids
@@ -376,6 +379,19 @@ def run(tool: Tool, ctx: ToolContext, args: BaseModel) -> dict[str, Any]:
         return {"ok": True, "result": tool.run(ctx, args)}
     except CallerError as error:
         return {"ok": False, "error": {"code": error.code, "message": str(error)}}
+
+
+def refusal(tool: Tool, deps: FlowDeps, org_id: str) -> dict[str, Any] | None:
+    """What a gated tool would answer now, when it is sure to be refused, so no person is
+    asked to approve it (a launch while the org's spent budget holds campaign work back);
+    None: ask."""
+    if tool.name != "launch_campaign":
+        return None
+    try:
+        budget.check_launch(deps, org_id)
+    except CallerError as error:
+        return {"ok": False, "error": {"code": error.code, "message": str(error)}}
+    return None
 
 
 def new_call_id() -> str:

@@ -219,10 +219,11 @@ def _tool_call(io: TurnIO, call: ToolCall) -> str:
         )
         io.tool_results.append({"name": call.name, "ok": False, "error": problem})
         return "error"
-    if tool.gated:
+    refused = tools.refusal(tool, io.deps, io.org_id) if tool.gated else None
+    if tool.gated and refused is None:
         return _pause(io, call_id, tool, args, call_row, announce)
     io.announce([announce])  # stored with its result (or with the turn's error)
-    outcome = tools.run(tool, tool_context(io, call_id), args)
+    outcome = refused or tools.run(tool, tool_context(io, call_id), args)
     record_result(io, call_id, tool.name, outcome, call_row)
     return "ran"
 

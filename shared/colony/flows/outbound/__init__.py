@@ -1,12 +1,16 @@
 """Outbound: approved messages out, and everything that comes back (issue 18; ENT-012).
 
-Owns sending (``sending``: once, within limits, never to a suppressed address; the
-unsubscribe link), sequences (``sequences``: step by step, stopped by any sign the contact
-does not want it), delivery events and the circuit breaker (``delivery``, CONST-005), replies
+Owns sending (``sending``: once, within limits, never to a suppressed address, from a
+verified domain of the org; the unsubscribe link), sending domains (``sending_domains``:
+checked in DNS, keyed, bound to one org, re-checked daily, paused when broken), sequences
+(``sequences``: step by step as the org wrote them, email steps sent and LinkedIn or call
+steps left to a person as tasks, stopped by any sign the contact does not want it), delivery
+events and the circuit breaker (``delivery``, CONST-005), replies
 (``replies``), the mail provider's webhook (``mail_events``) and inbound mail held until it
 can be read (``held_mail``).
 
 Offers ``sending`` (``schedule_send``, ``queue_approved``, the ``outbound_message`` applier's
-first half) and ``sequences`` to campaigns and approvals; the rest is reached only through
+first half) and ``sequences`` to campaigns and approvals, ``sending_domains`` to the admin
+API, the CLI, /overview's alerts and the daily schedule; the rest is reached only through
 its functions (``send``, ``delivery-events``, ``data-lifecycle``'s reply poll).
 """

@@ -2,7 +2,14 @@
 
     approval applied ─► outbox ``queued`` ─► send(outbox id), once per delivery of its task
         ─► claim: ``queued`` → ``sending`` (a lease; the Message-ID fixed) ─► suppressed?
-        ─► Sender.send ─► ``sent``  (a permanent refusal: ``bounced``, address suppressed)
+        ─► written in the tier decided for its contact? (else refused, and why)
+        ─► From's domain (``sending_domains.sender``): the org's verified domain, or refused
+           (another org's, or unverified where verification is required), or paused (waits)
+        ─► over a cap? (waits) ─► Sender.send, DKIM-signed with the domain's key
+        ─► ``sent``  (a permanent refusal: ``bounced``, address suppressed)
+
+Only email steps reach the outbox: a LinkedIn or call step is a task for a person
+(``sequence_task``), and an approved message that names another channel is never queued.
 
 Exactly once as far as mail allows. The claim is one conditional UPDATE, so of duplicate
 deliveries one sends and the others find the row ``sending`` (``SendInProgress``: retried
@@ -11,6 +18,12 @@ crash between the server's acceptance and our commit of ``sent``: the row stays 
 until its lease lapses, and the retry sends again under the same Message-ID, so the
 recipient's mail system sees the same message twice and can tell. A transient refusal
 (``UpstreamError``) leaves the lease to lapse the same way.
+
+A message refused for its From address, or because it was written in another tier than the
+one decided for its contact (issue 39; its sequence stops there too), is ``suppressed`` with
+``send_error`` saying why (``refused: …``) and a ``message_refused`` entry on the audit log:
+it never leaves, and is not retried. One waiting for a paused domain, or a cap, is handed
+back to the queue and its task scheduled again: nothing waiting is dropped.
 
 The suppression list is read at send time, not only when the message was drafted: an
 address unsubscribed or bounced after the approval is never mailed. Every message carries
@@ -28,7 +41,7 @@ from urllib.parse import quote
 
 from colony.errors import ConfigError, Conflict, NotFound, ValidationFailed
 from colony.flows.deps import FlowDeps
-from colony.flows.outbound import sequences
+from colony.flows.outbound import sending_domains, sequences
 from colony.ports import Mail, MailRejected
 from colony.registry.functions import SEND_QUEUE
 from colony.runtime import signed
@@ -40,6 +53,7 @@ from colony.store.tenants import org_admin
 
 DAILY_CAP, DOMAIN_HOURLY_CAP = 200, 5  # an org without settings (store.tenants.org_admin defaults)
 DOMAIN_RETRY_SECONDS = 900
+PAUSED_DOMAIN_RETRY_SECONDS = 3600  # a paused sending domain is re-checked daily, or on demand
 LEASE_SECONDS = 300  # longer than one SMTP exchange can take (the sender's timeout is 20 s)
 UNSUBSCRIBE_DAYS = 90  # RFC 8058 asks links to keep working for a long while
 _DOMAIN = b"colony-unsubscribe-v1."
@@ -88,6 +102,9 @@ def queue_approved(
     """An approved ``outbound_message`` → its outbox row, handed to the send queue (the
     ``outbound_message`` applier, inside the decision's transaction). A message of a paused
     campaign is kept ``blocked``: it is handed over when the campaign resumes."""
+    channel = payload.get("channel") or sequences.EMAIL
+    if channel != sequences.EMAIL:  # a task's talking points are never emailed
+        raise ValidationFailed(f"a {channel} step is a task for a person; it is never emailed")
     campaign_id = payload.get("campaign_id")
     paused = False
     if campaign_id:
@@ -108,12 +125,11 @@ def queue_approved(
         schedule_send(deps, org_id, outbox_id)
 
 
-def _over_cap(cur: Any, address: str, now: datetime) -> tuple[str, float] | None:
+def _over_cap(cur: Any, limits: Any, address: str, now: datetime) -> tuple[str, float] | None:
     """Why this message must wait, and how long (None: it may go now). The org's daily cap
     waits for the next UTC day; the per-recipient-domain hourly cap for a quarter of an hour.
     Checked per send, so concurrent sends may pass a cap by at most the function's
     concurrency: a soft limit that protects the sender's reputation, not an invoice."""
-    limits = org_admin.settings(cur)
     daily = int(limits["daily_send_cap"]) if limits else DAILY_CAP
     hourly = int(limits["per_domain_hourly_cap"]) if limits else DOMAIN_HOURLY_CAP
     counts = outbox.sent_counts(cur, address.rpartition("@")[2])
@@ -145,18 +161,43 @@ def send(deps: FlowDeps, org_id: str, outbox_id: str) -> dict[str, Any]:
         if stop is not None:
             outbox.finish_send(cur, outbox_id, "suppressed", stop)
             return {"outbox_id": outbox_id, "status": "suppressed", "reason": stop}
+        wrong = sequences.wrong_tier(cur, row)  # refused before it leaves, and recorded
+        if wrong is not None:
+            outbox.finish_send(cur, outbox_id, "suppressed", f"refused: {wrong}")
+            sequences.refused(cur, row, "tier")
+            _record(cur, org_id, row, "message_refused", {"reason": wrong})
+            return {"outbox_id": outbox_id, "status": "refused", "reason": wrong}
+        limits = org_admin.settings(cur)
+        mail_from = (limits["mail_from"] if limits else None) or settings.mail_from
+        domain = sending_domains.sender(cur, org_id, mail_from, settings.sending_domains)
+        if domain.action == "refuse":  # recorded, never sent, never retried
+            outbox.finish_send(cur, outbox_id, "suppressed", f"refused: {domain.reason}")
+            _record(cur, org_id, row, "message_refused", {"reason": domain.reason})
+            return {"outbox_id": outbox_id, "status": "refused", "reason": domain.reason}
         thread = sequences.thread_headers(cur, row)
-        wait = _over_cap(cur, address, deps.clock())
+        wait = (
+            (domain.reason, PAUSED_DOMAIN_RETRY_SECONDS)
+            if domain.action == "wait"
+            else _over_cap(cur, limits, address, deps.clock())
+        )
         if wait is not None:  # deferred, never dropped: back to the queue, sent later
             reason, delay = wait
             outbox.release(cur, outbox_id)
             due = int(deps.clock().timestamp() + delay)
             schedule_send(deps, org_id, outbox_id, attempt=f"deferred-{due}", delay=delay)
             return {"outbox_id": outbox_id, "status": "deferred", "reason": reason}
+    dkim = None
+    if domain.action == "sign":
+        try:
+            dkim = sending_domains.signing_key(deps.secrets, domain)
+        except Exception:  # no key now: the message goes back to the queue, the task retries
+            with deps.db.transaction(org_id) as cur:
+                outbox.release(cur, outbox_id)
+            raise
     link = _link(deps, base, key, org_id, address)
     mail = Mail(
         message_id=row["message_id"],
-        sender=settings.mail_from,
+        sender=mail_from,
         to=address,
         subject=row["subject"],
         text=f"{row['body']}\n\n--\nTo stop receiving these emails: {link}\n",
@@ -166,6 +207,7 @@ def send(deps: FlowDeps, org_id: str, outbox_id: str) -> dict[str, Any]:
             **thread,
         },
         tags={"org_id": org_id, "outbox_id": outbox_id},  # a provider's events name it back
+        dkim=dkim,
     )
     try:
         sender.send(mail)  # UpstreamError propagates: the task retries after the lease

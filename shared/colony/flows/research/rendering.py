@@ -2,11 +2,12 @@
 33 item 4).
 
 The reader says when a page shows (almost) no text without JavaScript (``needs_browser``).
-Where the research runs with a browser (``deps.renderer``: the research job with Chromium,
-``COLONY_RESEARCH_BROWSER``), such a page is handed to it with the bytes already fetched; the
-browser never fetches the page, and what its scripts ask for goes through the same polite,
-safe fetcher (``ports.render``). The rendered DOM is read like any page (its main text, the
-links its scripts wrote); where that finds no main text, the text a person is shown is kept.
+Where the research runs with a browser (``deps.renderer``: the research service's image
+carries Chromium, ``COLONY_RESEARCH_BROWSER``), such a page is handed to it with the bytes
+already fetched; the browser never fetches the page, and what its scripts ask for goes
+through the same polite, safe fetcher (``ports.render``). The rendered DOM is read like any
+page (its main text, the links its scripts wrote); where that finds no main text, the text a
+person is shown is kept.
 That text replaces the raw page's empty one, and is stored, cut into passages and embedded
 like any text; the screenshot is kept beside it, a PNG named by its sha256. A render that ran
 out of time or failed is recorded on the row (``render_outcome``, ``render_detail``) and the

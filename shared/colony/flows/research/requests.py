@@ -1,7 +1,8 @@
 """Asking for a company's research (issue 33 item 1): ``request`` starts a pass (or joins the
 running one, or answers ``ready`` when a pass ended within ``FRESH_DAYS``: research again
 fetches nothing) and schedules the ``research`` function's task (``runner`` works it);
-``status`` is what was kept, as the CLI and the admin API show it.
+``status`` is what was kept, as the CLI and the admin API show it; ``wake_stalled`` is the
+research-sweep schedule's share for an org (a pass whose tasks were lost).
 
 Apart from the runner so that what only asks (the campaign chain, the admin API) does not
 carry the reader and its parsers in its bundle (``colony.deploy.imports``).
@@ -23,6 +24,7 @@ from colony.runtime.transport import enqueue
 from colony.store.research import jobs, sources
 
 FRESH_DAYS = 7  # a company researched this recently is not fetched again
+SWEEP_PAGE = 200  # stalled passes one sweep task wakes (each is one task to enqueue)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +76,20 @@ def request(
     if dispatch:
         schedule(deps, org_id, domain, pass_no, 0, 0.0)
     return "started"
+
+
+def wake_stalled(deps: FlowDeps, org_id: str) -> dict[str, Any]:
+    """The research-sweep schedule's share for ``org_id``: each stalled pass (no task has
+    held or touched it for ``jobs.STALLED_AFTER``) handed to a new task, so the contacts
+    waiting on it are not left waiting for a request that may never come. ``SWEEP_PAGE``
+    at most each run; the next run takes the rest."""
+    with deps.db.transaction(org_id) as cur:
+        found = jobs.stalled(cur, SWEEP_PAGE)
+        woken = [(d, p, jobs.wake(cur, d, p)) for d, p in found]
+    for domain, pass_no, wake in woken:
+        if wake is not None:  # it ended between the two statements otherwise
+            schedule(deps, org_id, domain, pass_no, wake, 0.0)
+    return {"org_id": org_id, "woken": sum(w is not None for _, _, w in woken)}
 
 
 def status(deps: FlowDeps, org_id: str, company: str) -> dict[str, Any]:

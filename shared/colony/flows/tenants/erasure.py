@@ -8,8 +8,9 @@ simply finds less to do. It ends with a verification report, stored on the job a
 Org phases, in order:
 
 0. ``connections``: the org's Drive watch channels stopped at Drive (``channels.stop``; a
-   disabled org must stop receiving notifications first) and its Notion workspaces' tokens
-   deleted from Secret Manager (``OrgConnections``; None: nothing outside to undo);
+   disabled org must stop receiving notifications first), and its Notion workspaces' and
+   CRM connection's tokens and its sending domains' DKIM private keys deleted from Secret
+   Manager (``OrgConnections``; None: nothing outside to undo);
 1. ``traces``: every Langfuse trace tagged ``org:<org>`` (``ports.TraceArchive``) deleted;
 2. ``objects``: every object under the org's folders (``ORG_PREFIXES``) and every object an
    org row names (transcript URIs, kit objects), deleted;
@@ -41,7 +42,9 @@ from colony.flows.deps import FlowDeps
 from colony.knowledge.indexes import check_org_literal, existing_org_indexes
 from colony.ports import SecretStore, TraceArchive, org_tag
 from colony.registry.functions import ERASURE_QUEUE, QUEUES
+from colony.store.crm import connections as crm_connections
 from colony.store.knowledge import notion_workspaces
+from colony.store.outbound import sending_domains
 from colony.store.research import sources as research_sources
 from colony.store.tenants import erasure, erasure_contact
 
@@ -51,7 +54,8 @@ class OrgConnections:
     """What an org connected outside our database, and how to undo it: what stops its Drive
     channels (given by the composition: ``flows.recordings.drive_channels.stop_org`` bound to
     a Drive client, so erasing an org does not depend on the recordings capability), and the
-    secret store that holds its Notion tokens."""
+    secret store that holds its Notion tokens, its CRM connection's and its sending domains'
+    DKIM keys."""
 
     stop_drive_channels: Callable[[str], int] | None = None
     secrets: SecretStore | None = None
@@ -167,7 +171,12 @@ def _org_phases(
             connections.stop_drive_channels(org)
         if connections.secrets is not None:
             with deps.db.transaction(org) as cur:
-                names = notion_workspaces.secret_names(cur)
+                # Notion tokens, CRM tokens (issue 36) and DKIM private keys (issue 39 item 3)
+                names = (
+                    notion_workspaces.secret_names(cur)
+                    + crm_connections.secret_names(cur)
+                    + sending_domains.secret_names(cur)
+                )
             for name in names:
                 connections.secrets.delete(name)
 

@@ -1,19 +1,23 @@
 """An org's admins read and replace what shapes its outbound: the ICP definition (ENT-010),
 the sequence library (ENT-004) and the org's settings (competitors for CONST-006, sending
-limits). Called by the admin API and the CLI alike, with a body already parsed into its
-contract (``colony.contracts.admin``); the caller has checked who may.
+limits, research, the monthly budget). Called by the admin API and the CLI alike, with a body
+already parsed into its contract (``colony.contracts.admin``); the caller has checked who may.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from email.utils import parseaddr
 from typing import Any
 
 from colony.contracts.admin import IcpReplace, OrgSettingsReplace, SequenceLibrary
 from colony.errors import NotFound, Unprocessable, ValidationFailed
 from colony.flows.deps import FlowDeps
+from colony.flows.tenants import budget
+from colony.flows.tenants.budget import money
 from colony.policy.anti_icp import validate_rules
 from colony.store import orgdata
+from colony.store.outbound import sending_domains
 from colony.store.tenants import org_admin
 
 # What an org without an ``org_settings`` row has (the column defaults of migration 0018).
@@ -21,6 +25,7 @@ DEFAULT_SETTINGS: dict[str, Any] = {
     "competitors": [],
     "sending": {"daily_cap": 200, "per_domain_hourly": 5, "sequence_approval": "each_step"},
     "research": {"enabled": True},
+    "budget": {"monthly_usd": None, "alert_share": 0.8, "hard_cap": True},
 }
 
 
@@ -88,20 +93,40 @@ def settings(deps: FlowDeps, org_id: str) -> dict[str, Any]:
         row = org_admin.settings(cur)
     if row is None:
         return dict(DEFAULT_SETTINGS)
+    sending = {
+        "daily_cap": row["daily_send_cap"],
+        "per_domain_hourly": row["per_domain_hourly_cap"],
+        "sequence_approval": row["sequence_approval"],
+    }
+    if row["mail_from"]:
+        sending["mail_from"] = row["mail_from"]
     return {
         "competitors": list(row["competitors"]),
-        "sending": {
-            "daily_cap": row["daily_send_cap"],
-            "per_domain_hourly": row["per_domain_hourly_cap"],
-            "sequence_approval": row["sequence_approval"],
-        },
+        "sending": sending,
         "research": {"enabled": bool(row["research_enabled"])},
+        "budget": {
+            "monthly_usd": money(row["budget_monthly_usd"]),
+            "alert_share": float(row["budget_alert_share"]),
+            "hard_cap": bool(row["budget_hard_cap"]),
+        },
     }
 
 
 def replace_settings(deps: FlowDeps, org_id: str, update: OrgSettingsReplace) -> dict[str, Any]:
+    """Replace the org's settings; a From address must be on one of the org's sending
+    domains (added, if not yet passing: a send from it waits or is refused until it does);
+    a budget that no longer holds campaign work back has what it held published again
+    (``budget.release_soon``)."""
+    mail_from, spend = update.sending.mail_from, update.budget
     with deps.db.transaction(org_id) as cur:
         _org(cur, org_id)
+        if mail_from is not None:
+            domain = parseaddr(mail_from)[1].rpartition("@")[2].lower().rstrip(".")
+            if sending_domains.get(cur, domain) is None:
+                raise Unprocessable(
+                    f"sending.mail_from: {domain} is not one of this organisation's sending"
+                    " domains; add it first (POST /orgs/{org}/sending-domains)"
+                )
         org_admin.replace_settings(
             cur,
             org_id,
@@ -110,8 +135,11 @@ def replace_settings(deps: FlowDeps, org_id: str, update: OrgSettingsReplace) ->
             update.sending.per_domain_hourly,
             update.sending.sequence_approval,
             update.research.enabled,
+            mail_from,
+            budget=(spend.monthly_usd, spend.alert_share, spend.hard_cap),
         )
-    return update.model_dump(mode="json")
+    budget.release_soon(deps, org_id)
+    return settings(deps, org_id)  # as kept (the budget in cents)
 
 
 # The demo org's competitors: what CONST-006 keeps out when an org has named none itself.

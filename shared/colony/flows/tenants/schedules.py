@@ -18,14 +18,16 @@ from typing import Any
 
 from colony.contracts.common import Strict
 from colony.contracts.lifecycle import (
+    DomainCheck,
     DriveRenewal,
     LifecycleBody,
     RepliesPoll,
+    ResearchSweep,
     RetentionRun,
     ScheduleRun,
 )
 from colony.contracts.reembed import NotionReconcile
-from colony.contracts.tasks import BriefRequest
+from colony.contracts.tasks import BriefRequest, BudgetRelease
 from colony.errors import ValidationFailed
 from colony.flows.deps import FlowDeps
 from colony.registry.functions import LIFECYCLE_QUEUE
@@ -61,6 +63,12 @@ def _org_task(name: str, org_id: str, slot: datetime) -> Strict:
         return LifecycleBody(task=DriveRenewal(org_id=org_id))
     if name == "notion-reconcile":
         return NotionReconcile(org_id=org_id)
+    if name == "research-sweep":
+        return LifecycleBody(task=ResearchSweep(org_id=org_id))
+    if name == "domain-check":
+        return LifecycleBody(task=DomainCheck(org_id=org_id))
+    if name == "budget-release":
+        return BudgetRelease(org_id=org_id, run=slot.strftime("%Y%m%dT%H%M"))
     raise ValidationFailed(f"schedule {name!r} has no per-org task")
 
 

@@ -1,7 +1,8 @@
 """The research function's parts: the open web (politely and safely), the assets bucket its
 pages are kept in, the Knowledge Core's embedder for their passages, and a browser for the
-pages that need one where ``COLONY_RESEARCH_BROWSER`` names it (the research job with
-Chromium; never the function, which has none). No chat model."""
+pages that need one where ``COLONY_RESEARCH_BROWSER`` names it (deployed, the research
+function is a Cloud Run service whose image carries Chromium: terraform/browser.tf). No chat
+model."""
 
 from __future__ import annotations
 

@@ -4,8 +4,10 @@ campaigns has come, counted per contact in one statement.
     contacts   the campaign's contacts
     qualified  of those, the ones whose ICP recommendation now is ``qualify`` (AGT-004's
                score as policy decided it; a contact's standing, shared by its campaigns)
-    drafted    contacts with an outbound message drafted in this campaign (any status)
-    approved   contacts whose drafted message a person approved (``approved`` / ``applied``)
+    drafted    contacts with a sequence step drafted in this campaign (any status): an
+               outbound message, or a LinkedIn or call task for a person
+    approved   contacts whose drafted step a person approved (``approved`` / ``applied``;
+               a task: done)
     sent       contacts with a message of this campaign that left the outbox
     replied    contacts who replied to one (the outbox row says so, or a reply is on record)
 
@@ -41,7 +43,8 @@ WITH recent AS (
            count(DISTINCT a.payload->>'contact_id')
                FILTER (WHERE a.status IN ('approved', 'applied')) AS approved
     FROM approval_items a
-    WHERE a.kind = 'outbound_message' AND a.payload->>'campaign_id' IN (SELECT id FROM recent)
+    WHERE a.kind IN ('outbound_message', 'sequence_task')
+      AND a.payload->>'campaign_id' IN (SELECT id FROM recent)
     GROUP BY 1
 ), mail AS (
     SELECT o.campaign_id,

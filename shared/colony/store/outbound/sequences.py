@@ -3,6 +3,10 @@
 One row per (campaign, contact): the steps its sequence has, the latest one drafted, and
 whether it is still ``active``. Every later step's task, draft and send reads it first, so a
 stop (reply, bounce, complaint, unsubscribe) holds at once for tasks already scheduled.
+
+What a contact already got is read from two places: the outbox (an email step: what was sent
+and how it fared) and the approval queue (a LinkedIn or call step is a ``sequence_task`` item:
+its talking points, and whether a person did it or skipped it).
 """
 
 from __future__ import annotations
@@ -13,12 +17,14 @@ from typing import Any
 from colony.store.db import Row, fetch_all, fetch_one
 
 ENROLL = """
-INSERT INTO sequence_enrollments (org_id, campaign_id, contact_id, run_id, angle, tier, steps)
-VALUES (%s, %s, %s, %s, %s, %s, %s)
+INSERT INTO sequence_enrollments
+    (org_id, campaign_id, contact_id, run_id, angle, tier, sequence_tier, steps)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
 ON CONFLICT (org_id, campaign_id, contact_id) DO NOTHING
 """
 GET = """
-SELECT campaign_id, contact_id, run_id, angle, tier, steps, step, status, stop_reason,
+SELECT campaign_id, contact_id, run_id, angle, tier,
+       COALESCE(sequence_tier, tier) AS sequence_tier, steps, step, status, stop_reason,
        approved_by, next_due_at
 FROM sequence_enrollments WHERE campaign_id = %s AND contact_id = %s
 """
@@ -53,15 +59,38 @@ WHERE campaign_id = %s AND contact_id = %s AND status = 'active'
 """
 TIMEZONE = "SELECT timezone FROM contacts WHERE id = %s"
 STEP_ITEM = """
-SELECT id, payload FROM approval_items
-WHERE kind = 'outbound_message' AND status = 'pending' AND run_id = %s AND subject_id = %s
-  AND payload->>'campaign_id' = %s AND (payload->>'sequence_step')::int = %s
+SELECT id, kind, payload FROM approval_items
+WHERE kind IN ('outbound_message', 'sequence_task') AND status = 'pending' AND run_id = %s
+  AND subject_id = %s AND payload->>'campaign_id' = %s
+  AND (payload->>'sequence_step')::int = %s
 """
 CONTACTS_AT = "SELECT id FROM contacts WHERE lower(email) = %s"
-SENT_STEPS = """
-SELECT sequence_step AS step, subject, status, message_id, sent_at FROM outbox
-WHERE campaign_id = %s AND contact_id = %s AND sequence_step < %s
-ORDER BY sequence_step, created_at
+# Steps 1..n-1 as the contact got them: email steps from the outbox, LinkedIn and call steps
+# from their task items (done: a person did it; skipped: a person chose not to).
+EARLIER_STEPS = """
+SELECT id, sequence_step AS step, 'email' AS channel, subject, body AS text, status,
+       message_id, sent_at AS at, created_at
+FROM outbox WHERE campaign_id = %s AND contact_id = %s AND sequence_step < %s
+UNION ALL
+SELECT id, (payload->>'sequence_step')::int, payload->>'channel', payload->>'subject',
+       payload->>'body',
+       CASE status WHEN 'applied' THEN 'done' WHEN 'rejected' THEN 'skipped' ELSE status END,
+       NULL, decided_at, created_at
+FROM approval_items
+WHERE kind = 'sequence_task' AND subject_id = %s AND payload->>'campaign_id' = %s
+  AND (payload->>'sequence_step')::int < %s
+ORDER BY step, created_at
+"""
+# The tier an approved message was written in, and the tier decided for its contact: the
+# one its sequence was enrolled in (AGT-004's decision when step 1 was drafted), else the
+# contact's own (``contacts.icp_tier``, AGT-004's latest).
+MESSAGE_TIERS = """
+SELECT a.payload->>'tier' AS written, COALESCE(e.tier, c.icp_tier) AS decided
+FROM approval_items a
+LEFT JOIN sequence_enrollments e
+    ON e.campaign_id = a.payload->>'campaign_id' AND e.contact_id = a.subject_id
+LEFT JOIN contacts c ON c.id = a.subject_id
+WHERE a.id = %s AND a.kind = 'outbound_message'
 """
 
 
@@ -75,9 +104,13 @@ def enroll(
     angle: str,
     tier: str,
     steps: int,
+    sequence_tier: str | None = None,
 ) -> None:
-    """Enroll the contact at step 1 (a second enrollment in the campaign changes nothing)."""
-    cur.execute(ENROLL, (org_id, campaign_id, contact_id, run_id, angle, tier, steps))
+    """Enroll the contact at step 1 (a second enrollment in the campaign changes nothing):
+    messages written in ``tier``, the steps of the library's ``angle`` x ``sequence_tier``
+    sequence (None: ``tier``'s own)."""
+    params = (org_id, campaign_id, contact_id, run_id, angle, tier, sequence_tier, steps)
+    cur.execute(ENROLL, params)
 
 
 def get(cur: Any, campaign_id: str, contact_id: str, *, share: bool = False) -> Row | None:
@@ -115,9 +148,18 @@ def contacts_at(cur: Any, address: str) -> list[str]:
 
 
 def earlier_steps(cur: Any, campaign_id: str, contact_id: str, before: int) -> list[Row]:
-    """The contact's messages of steps 1..before-1 in the campaign (what was sent, and how
-    it fared), in step order."""
-    return fetch_all(cur, SENT_STEPS, (campaign_id, contact_id, before))
+    """Steps 1..before-1 of the contact's sequence in the campaign, in step order: each with
+    its ``channel``, ``subject``, ``text`` (the email's body, a task's talking points),
+    ``status`` (an email's delivery status; a task's ``done``, ``skipped`` or ``pending``),
+    ``message_id`` (emails) and ``at`` (sent, or decided)."""
+    params = (campaign_id, contact_id, before, contact_id, campaign_id, before)
+    return fetch_all(cur, EARLIER_STEPS, params)
+
+
+def message_tiers(cur: Any, approval_item_id: str) -> Row | None:
+    """``written`` (the tier an outbound message was drafted in) and ``decided`` (its
+    contact's; see ``MESSAGE_TIERS``); None for an item that is not an outbound message."""
+    return fetch_one(cur, MESSAGE_TIERS, (approval_item_id,))
 
 
 def stop_in(cur: Any, campaign_id: str, contact_id: str, reason: str) -> None:
@@ -132,5 +174,6 @@ def timezone(cur: Any, contact_id: str) -> str | None:
 
 
 def step_item(cur: Any, run_id: str, campaign_id: str, contact_id: str, step: int) -> Row | None:
-    """The pending approval item drafted for this step (None: none pending)."""
+    """The pending approval item drafted for this step, a message or a task (None: none
+    pending)."""
     return fetch_one(cur, STEP_ITEM, (run_id, contact_id, campaign_id, step))

@@ -17,12 +17,18 @@ from typing import Any
 
 from colony.store.db import Row, fetch_one
 
-STALLED_AFTER = 1800  # seconds a running pass may go untouched before a request wakes it
+STALLED_AFTER = 1800  # seconds a running pass may go untouched before it is woken
+# A running pass no task holds or has touched for STALLED_AFTER: its tasks' retries ran out
+# or a queue was purged (a request for the company or the research-sweep schedule wakes it).
+IS_STALLED = f"""status = 'running' AND (lease_until IS NULL OR lease_until < now())
+        AND touched_at < now() - interval '{STALLED_AFTER} seconds'"""
 GET = f"""
 SELECT *, (status = 'done' AND finished_at > now() - make_interval(secs => %s)) AS fresh,
-       (status = 'running' AND (lease_until IS NULL OR lease_until < now())
-        AND touched_at < now() - interval '{STALLED_AFTER} seconds') AS stalled
+       ({IS_STALLED}) AS stalled
 FROM research_jobs WHERE domain = %s
+"""
+STALLED = f"""
+SELECT domain, pass FROM research_jobs WHERE {IS_STALLED} ORDER BY touched_at, domain LIMIT %s
 """
 # A new pass: the row created, or a finished one started again (fresh frontier, pass + 1).
 # A running pass is left as it is (the caller adds its waiter to it).
@@ -76,6 +82,12 @@ def get(cur: Any, domain: str, fresh_seconds: float) -> Row | None:
     """The company's job, with ``fresh`` (a pass finished within ``fresh_seconds``) and
     ``stalled`` (a running pass no task has claimed, saved or woken for ``STALLED_AFTER``)."""
     return fetch_one(cur, GET, (fresh_seconds, domain))
+
+
+def stalled(cur: Any, limit: int) -> list[tuple[str, int]]:
+    """The org's stalled passes, longest untouched first: (domain, pass) each."""
+    cur.execute(STALLED, (limit,))
+    return [(str(domain), int(pass_no)) for domain, pass_no in cur.fetchall()]
 
 
 def start(

@@ -3,7 +3,9 @@
 What a contact leaves behind, by the schema:
 
 - ``contacts`` (the row: name, email, enrichment, signals), ``campaign_contacts``,
-  ``sequence_enrollments``, ``contact_signals`` (AGT-003's, quoting its data);
+  ``sequence_enrollments``, ``contact_signals`` (AGT-003's, quoting its data), and its
+  campaign work waiting for the org's budget (``budget_holds``: a handoff naming it, or its
+  sequence step);
 - its messages: ``outbox`` rows to it, ``approval_items`` about it (``subject_id``, or
   ``payload.contact_id``: outbound drafts, follow-ups), and their ``run_steps`` outputs; an
   item that merely mentions it among others (a campaign launch) is redacted, not deleted;
@@ -81,6 +83,12 @@ DELETES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
         ("contact",),
     ),
     ("contact_signals", "DELETE FROM contact_signals WHERE contact_id = %s", ("contact",)),
+    (
+        "budget_holds",
+        "DELETE FROM budget_holds WHERE event->'envelope'->'entity_ids' ? %s"
+        " OR event->>'contact_id' = %s",
+        ("contact", "contact"),
+    ),
     ("deals", "UPDATE deals SET contact_id = NULL WHERE contact_id = %s", ("contact",)),
 )
 DELETE_CONTACT = "DELETE FROM contacts WHERE id = %s"

@@ -12,6 +12,9 @@ from typing import Any
 
 from colony.store.db import Row, fetch_all, fetch_one
 
+# An org's budget as the settings keep it: (monthly USD or None, alert share, hard cap).
+Budget = tuple[float | None, float, bool]
+
 ICP = """
 SELECT version, description, rubric, anti_icp_rules, tiers, created_at
 FROM icp_definitions WHERE active
@@ -36,19 +39,23 @@ VALUES (%s, %s, %s, %s, %s, %s, %s, %s)
 """
 SETTINGS = """
 SELECT competitors, daily_send_cap, per_domain_hourly_cap, sequence_approval,
-       research_enabled, updated_at
+       research_enabled, mail_from, budget_monthly_usd, budget_alert_share, budget_hard_cap,
+       updated_at
 FROM org_settings
 """
 UPSERT_SETTINGS = """
 INSERT INTO org_settings
     (org_id, competitors, daily_send_cap, per_domain_hourly_cap, sequence_approval,
-     research_enabled)
-VALUES (%s, %s::jsonb, %s, %s, %s, %s)
+     research_enabled, mail_from, budget_monthly_usd, budget_alert_share, budget_hard_cap)
+VALUES (%s, %s::jsonb, %s, %s, %s, %s, %s, %s::numeric, %s::numeric, %s)
 ON CONFLICT (org_id) DO UPDATE SET competitors = EXCLUDED.competitors,
     daily_send_cap = EXCLUDED.daily_send_cap,
     per_domain_hourly_cap = EXCLUDED.per_domain_hourly_cap,
     sequence_approval = EXCLUDED.sequence_approval,
-    research_enabled = EXCLUDED.research_enabled, updated_at = now()
+    research_enabled = EXCLUDED.research_enabled, mail_from = EXCLUDED.mail_from,
+    budget_monthly_usd = EXCLUDED.budget_monthly_usd,
+    budget_alert_share = EXCLUDED.budget_alert_share,
+    budget_hard_cap = EXCLUDED.budget_hard_cap, updated_at = now()
 """
 
 
@@ -110,7 +117,11 @@ def replace_settings(
     per_domain_hourly: int,
     sequence_approval: str = "each_step",
     research_enabled: bool = True,
+    mail_from: str | None = None,
+    budget: Budget = (None, 0.8, True),
 ) -> None:
+    """``budget``: (monthly USD or None for none, alert share, hard cap)."""
+    monthly, share, hard_cap = budget
     params = (
         org_id,
         json.dumps(competitors),
@@ -118,6 +129,10 @@ def replace_settings(
         per_domain_hourly,
         sequence_approval,
         research_enabled,
+        mail_from,
+        None if monthly is None else str(monthly),
+        str(share),
+        hard_cap,
     )
     cur.execute(UPSERT_SETTINGS, params)
 

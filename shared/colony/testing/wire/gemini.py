@@ -49,16 +49,31 @@ def gemini_batch_embed_contents(request: RecordedRequest) -> Reply:
     return Reply(200, {"embeddings": embeddings})
 
 
+def _usage(prompt: int, candidates: int, cached: int) -> dict[str, Any]:
+    """``usageMetadata`` as Gemini sends it: ``cachedContentTokenCount`` (only when a cache
+    served part of the prompt) is counted in ``promptTokenCount`` too."""
+    usage = {
+        "promptTokenCount": prompt,
+        "candidatesTokenCount": candidates,
+        "totalTokenCount": prompt + candidates,
+    }
+    if cached:
+        usage["cachedContentTokenCount"] = cached
+    return usage
+
+
 def gemini_content_reply(
     text: str | None,
     *,
     model_version: str = "gemini-test",
     prompt_tokens: int = 0,
     candidates_tokens: int | None = None,
+    cached_tokens: int = 0,
     function_calls: Iterable[tuple[str, Mapping[str, Any]]] = (),
     finish_reason: str = "STOP",
 ) -> Reply:
-    """A ``GenerateContentResponse`` answering with ``text`` and/or ``(name, args)`` calls."""
+    """A ``GenerateContentResponse`` answering with ``text`` and/or ``(name, args)`` calls;
+    ``cached_tokens`` of the prompt served by a context cache (``cachedContentTokenCount``)."""
     parts: list[dict[str, Any]] = []
     if text is not None:
         parts.append({"text": text})
@@ -74,11 +89,7 @@ def gemini_content_reply(
                     "index": 0,
                 }
             ],
-            "usageMetadata": {
-                "promptTokenCount": prompt_tokens,
-                "candidatesTokenCount": candidates,
-                "totalTokenCount": prompt_tokens + candidates,
-            },
+            "usageMetadata": _usage(prompt_tokens, candidates, cached_tokens),
             "modelVersion": model_version,
             "responseId": "wire-response",
         },
@@ -91,6 +102,7 @@ def gemini_content_stream(
     model_version: str = "gemini-test",
     prompt_tokens: int = 0,
     candidates_tokens: int | None = None,
+    cached_tokens: int = 0,
     function_calls: Iterable[tuple[str, Mapping[str, Any]]] = (),
     finish_reason: str = "STOP",
     piece: int = 5,
@@ -116,11 +128,7 @@ def gemini_content_stream(
         chunks.append(
             {
                 "candidates": [candidate],
-                "usageMetadata": {
-                    "promptTokenCount": prompt_tokens,
-                    "candidatesTokenCount": so_far,
-                    "totalTokenCount": prompt_tokens + so_far,
-                },
+                "usageMetadata": _usage(prompt_tokens, so_far, cached_tokens),
                 "modelVersion": model_version,
                 "responseId": "wire-response",
             }

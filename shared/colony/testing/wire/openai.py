@@ -57,19 +57,32 @@ def openai_embeddings(request: RecordedRequest) -> Reply:
     )
 
 
+def _usage(prompt: int, completion: int, cached: int) -> dict[str, Any]:
+    """A completion's ``usage`` as OpenAI sends it: the cached part of the prompt is counted in
+    ``prompt_tokens`` and again in ``prompt_tokens_details.cached_tokens``."""
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": cached, "audio_tokens": 0},
+    }
+
+
 def openai_chat_reply(
     content: str | None,
     *,
     model: str = "gpt-test",
     prompt_tokens: int = 0,
     completion_tokens: int | None = None,
+    cached_tokens: int = 0,
     tool_calls: Iterable[tuple[str, Mapping[str, Any]]] = (),
     finish_reason: str | None = None,
     refusal: str | None = None,
 ) -> Reply:
     """A ``chat.completion`` object answering with ``content`` and/or ``(name, args)`` calls;
     with ``refusal``, a structured-output refusal (``content`` null, as OpenAI sends it);
-    ``finish_reason="length"`` for an answer cut at its token cap."""
+    ``finish_reason="length"`` for an answer cut at its token cap; ``cached_tokens`` of the
+    prompt served by OpenAI's prompt cache (``usage.prompt_tokens_details``)."""
     calls = [
         {
             "id": f"call_{i}",
@@ -97,11 +110,7 @@ def openai_chat_reply(
                     "finish_reason": finish_reason or ("tool_calls" if calls else "stop"),
                 }
             ],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion,
-                "total_tokens": prompt_tokens + completion,
-            },
+            "usage": _usage(prompt_tokens, completion, cached_tokens),
         },
     )
 
@@ -112,6 +121,7 @@ def openai_chat_stream(
     model: str = "gpt-test",
     prompt_tokens: int = 0,
     completion_tokens: int | None = None,
+    cached_tokens: int = 0,
     tool_calls: Iterable[tuple[str, Mapping[str, Any]]] = (),
     finish_reason: str | None = None,
     refusal: str | None = None,
@@ -151,12 +161,7 @@ def openai_chat_stream(
             chunks.append(chunk({"tool_calls": [{"index": i, "function": {"arguments": p}}]}))
     chunks.append(chunk({}, finish_reason or ("tool_calls" if calls else "stop")))
     completion = word_count(content) if completion_tokens is None else completion_tokens
-    usage = {
-        "prompt_tokens": prompt_tokens,
-        "completion_tokens": completion,
-        "total_tokens": prompt_tokens + completion,
-    }
-    last = {**chunk({}), "choices": [], "usage": usage}
+    last = {**chunk({}), "choices": [], "usage": _usage(prompt_tokens, completion, cached_tokens)}
     return Reply(200, events=sse_events([*chunks, last], done="[DONE]"))
 
 
