@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from colony.adapters.notion import notion_for_token
-from colony.contracts.events import NotionReembed
+from colony.contracts.reembed import NotionReembed
 from colony.flows.knowledge import notion_reembed
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings

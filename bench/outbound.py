@@ -48,7 +48,8 @@ from urllib.parse import parse_qs, urlparse
 
 from colony.adapters.embedding import OfflineHashEmbedder
 from colony.adapters.smtp import SmtpSender
-from colony.contracts.events import SendMessage, SequenceStep
+from colony.contracts.events import SequenceStep
+from colony.contracts.tasks import SendMessage
 from colony.errors import ColonyError
 from colony.flows.approvals import approval
 from colony.flows.campaigns import campaign

@@ -49,7 +49,7 @@ from colony.local.campaign_demo import function_env
 from colony.local.demo import load_demo
 from colony.local.functions import FunctionServers
 from colony.local.queue_seed import seed_queue
-from colony.runtime.auth import mint_local_token
+from colony.local.tokens import mint_local_token
 from colony.settings import Settings
 from colony.store import Database, connect_factory, fetch_value
 

@@ -15,7 +15,7 @@ from colony.adapters.embedding import OfflineHashEmbedder
 from colony.knowledge import KnowledgeStore
 from colony.local.demo import load_demo
 from colony.local.functions import REPO, FunctionServers
-from colony.runtime.auth import mint_local_token
+from colony.local.tokens import mint_local_token
 from colony.store import Database
 from tests.conftest import APP_ROLE, PgDB
 

@@ -22,9 +22,9 @@ from colony.admin import api as admin_api
 from colony.admin import crm as admin_crm
 from colony.admin import imports as admin_imports
 from colony.admin import research as admin_research
+from colony.local.tokens import ensure_local_keys, mint_local_token
 from colony.ports import BlobStore, org_tag
 from colony.registry.functions import ERASURE_QUEUE
-from colony.runtime.auth import ensure_local_keys, mint_local_token
 from colony.runtime.compose import lifecycle
 from colony.runtime.deps import set_deps_for_tests
 from colony.runtime.faults import Faults

@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from colony.local.functions import FunctionServers
-from colony.runtime.auth import mint_local_token
+from colony.local.tokens import mint_local_token
 from tests.conftest import APP_ROLE, Gcs, PgDB, wait_for
 
 ALPHA, BETA = "org_alpha_imp", "org_beta_imp"

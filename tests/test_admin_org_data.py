@@ -16,7 +16,7 @@ import jwt
 import pytest
 
 from colony.local.demo import read_json
-from colony.runtime.auth import ensure_local_keys
+from colony.local.tokens import ensure_local_keys
 from colony.runtime.deps import set_deps_for_tests
 from colony.settings import Settings
 from colony.testing.inline import InlineTransport, local_deps

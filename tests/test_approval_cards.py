@@ -9,6 +9,8 @@ from decimal import Decimal
 from colony.chat.hub import RECENT_ITEMS, Hub
 from colony.errors import AlreadyDecided, public_body
 from colony.flows.approvals.approval_cards import detail
+from colony.flows.approvals.approval_kinds import KINDS
+from colony.flows.approvals.editable import EDITABLE
 
 SIGNAL = "Opened a second ambulatory campus in Dayton"
 DRAFT = {
@@ -154,3 +156,14 @@ def test_the_hub_keeps_each_orgs_announced_items_and_says_when_some_were_dropped
     assert not hub.items_after("org_a", 3)[2]
     ids, latest, complete = hub.items_after("org_a", 4)
     assert complete and latest == hub.approvals_seq("org_a") and len(ids) == RECENT_ITEMS
+
+
+def test_a_card_offers_to_edit_what_a_decision_lets_a_person_edit() -> None:
+    """The cards read what may be edited from ``editable`` and decisions enforce it through
+    ``approval_kinds``: one table, every kind a decision knows."""
+    assert set(EDITABLE) == set(KINDS)
+    for kind, spec in KINDS.items():
+        assert spec.editable == EDITABLE[kind]
+        shown = detail({"kind": kind, "payload": {}}, [])["editable"]
+        assert shown == sorted(spec.editable)
+    assert KINDS["outbound_message"].check is not None and not KINDS["missing_data"].approvable

@@ -26,13 +26,11 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from colony.errors import ConfigError, Unauthorized, UpstreamError, ValidationFailed
+from colony.local.tokens import ensure_local_keys, mint_local_token, mint_token_command
 from colony.runtime import auth
 from colony.runtime.auth import (
     ApprovalClaim,
     Principal,
-    ensure_local_keys,
-    mint_local_token,
-    mint_token_command,
     sign_approval_token,
     verify_approval_token,
     verify_bearer,

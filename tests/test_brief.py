@@ -11,7 +11,8 @@ import pytest
 
 from colony.adapters.embedding import OfflineHashEmbedder
 from colony.errors import NotFound, ValidationFailed
-from colony.flows.insights.brief import MAX_WORDS, SECTIONS, daily_brief, word_count
+from colony.flows.insights.brief import MAX_WORDS, daily_brief
+from colony.flows.insights.brief_text import SECTIONS, word_count
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
 from colony.local.demo import load_demo

@@ -22,7 +22,7 @@ from colony.local.chat_demo import SseEvent, answer_text, follow, post_turn, rea
 from colony.local.db import connect_factory
 from colony.local.demo import load_demo
 from colony.local.functions import FunctionServers
-from colony.runtime.auth import mint_local_token
+from colony.local.tokens import mint_local_token
 from colony.runtime.deps import Deps
 from colony.settings import Settings
 from colony.store import Database, ensure_app_role_grants, fetch_all

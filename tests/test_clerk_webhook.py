@@ -20,8 +20,8 @@ import httpx
 import pytest
 
 from colony.local.functions import FunctionServers
+from colony.local.tokens import mint_local_token
 from colony.registry.functions import ERASURE_QUEUE
-from colony.runtime.auth import mint_local_token
 from colony.runtime.deps import set_deps_for_tests
 from colony.settings import Settings
 from colony.store import fetch_all

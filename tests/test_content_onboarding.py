@@ -30,8 +30,8 @@ from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
 from colony.local.demo import load_demo
 from colony.local.functions import FunctionServers
+from colony.local.tokens import mint_local_token
 from colony.policy.outbound import competitor_mentions
-from colony.runtime.auth import mint_local_token
 from colony.runtime.deps import Deps
 from colony.settings import Settings
 from colony.store import fetch_all, fetch_one

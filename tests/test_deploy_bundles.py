@@ -28,9 +28,9 @@ import pytest
 
 from colony.deploy.bundle import IMAGES_FILE, SOURCES_FILE, Bundle, build_bundles, dockerfile
 from colony.deploy.imports import read_pins
+from colony.local.tokens import mint_local_token
 from colony.registry.functions import FUNCTIONS
 from colony.runtime import secret_manager
-from colony.runtime.auth import mint_local_token
 from colony.store import fetch_one, fetch_value
 from colony.testing.wire import Reply, Route, WireServer
 from tests.conftest import APP_ROLE, PgDB
@@ -191,13 +191,13 @@ def test_requirements_are_pinned_and_only_what_the_function_imports(bundles) -> 
         with zipfile.ZipFile(bundle.zip_path) as archive:
             names = set(archive.namelist())
         assert {f"colony/_data/{d}/{path}" for d, path in bundle.data} <= names
-    # PyJWT verifies Clerk JWTs and, at every internal function, the invoker's Google OIDC
-    # token (colony.runtime.edge.invoker, reached through the edge package, so every bundle
-    # carries the small pure-Python wheel; cryptography was there already). It is imported
-    # on a request that checks a token, never at cold start (tests/test_lazy_imports.py).
+    # Clerk JWTs and, at every internal function, the invoker's Google OIDC token are
+    # verified on cryptography's RSA alone (colony.runtime.rs256; cryptography travels with
+    # every bundle): PyJWT, which would load every algorithm it knows on the first request,
+    # only signs local tokens (colony.local.tokens) and is deployed nowhere.
     internal = [n for n, f in FUNCTIONS.items() if not f.public]
-    assert internal and all("pyjwt" in by_name[n] for n in internal)
-    assert "pyjwt" in by_name["approval"]
+    assert internal and all("cryptography" in by_name[n] for n in internal)
+    assert not any("pyjwt" in names for names in by_name.values())
 
 
 def test_each_bundle_installs_cleanly_and_imports_its_whole_graph(bundles, venvs) -> None:

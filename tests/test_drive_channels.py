@@ -23,7 +23,7 @@ import pytest
 from colony.adapters.drive import drive_from_settings
 from colony.adapters.secrets import FileSecrets
 from colony.flows.tenants import erasure
-from colony.runtime.auth import ensure_local_keys
+from colony.local.tokens import ensure_local_keys
 from colony.runtime.deps import Deps, set_deps_for_tests
 from colony.settings import Settings
 from colony.store import fetch_all

@@ -495,7 +495,7 @@ def test_recording_over_real_functions(testdb: PgDB, gcs, tmp_path: Path) -> Non
     """drive-webhook → recording-intelligence → follow-up as functions-framework servers,
     the local transport pushing Pub/Sub envelopes between them; then approve the follow-up."""
     from colony.local.functions import FunctionServers
-    from colony.runtime.auth import mint_local_token
+    from colony.local.tokens import mint_local_token
     from tests.conftest import APP_ROLE, wait_for
 
     db = testdb.app()

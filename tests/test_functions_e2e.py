@@ -24,7 +24,7 @@ from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
 from colony.local.demo import load_demo
 from colony.local.functions import FunctionServers
-from colony.runtime.auth import mint_local_token
+from colony.local.tokens import mint_local_token
 from colony.runtime.deps import Deps
 from colony.settings import Settings
 from colony.store import fetch_all, fetch_one

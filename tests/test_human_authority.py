@@ -17,12 +17,13 @@ import pg8000.dbapi
 import pytest
 
 from colony.errors import Forbidden, ValidationFailed
-from colony.flows.approvals import approval
+from colony.flows.approvals import approval, approval_queue
 from colony.flows.approvals.approval_kinds import HELD_TOOLS, edit
 from colony.flows.chat import create_session, tools
 from colony.flows.pipeline import deals
 from colony.local.functions import FunctionServers
-from colony.runtime.auth import mint_local_token, sign_approval_token
+from colony.local.tokens import mint_local_token
+from colony.runtime.auth import sign_approval_token
 from colony.runtime.deps import Deps
 from colony.store import chat_events, connect_factory, fetch_all, fetch_one
 from tests.conftest import APP_ROLE, PgDB
@@ -52,7 +53,7 @@ def status(deps: Deps, item_id: str) -> str:
 
 
 def trail(deps: Deps, item_id: str | None = None) -> list[dict[str, Any]]:
-    return list(reversed(approval.audit_trail(deps, ORG, item_id=item_id, limit=200)))
+    return list(reversed(approval_queue.audit_trail(deps, ORG, item_id=item_id, limit=200)))
 
 
 LAUNCH = {

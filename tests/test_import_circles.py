@@ -193,4 +193,4 @@ def test_the_graph_reads_the_whole_package() -> None:
     """Tools count too: a circle in the local demo is still a circle."""
     graph = import_graph(SHARED)
     assert "colony.local.campaign_demo" in graph
-    assert "colony.flows.chat.tools" in graph["colony.flows.chat"]
+    assert "colony.flows.chat.tools" in graph["colony.flows.chat.resume"]

@@ -367,7 +367,7 @@ def test_migration_0023_keeps_every_chunk_and_drops_the_old_org_indexes(
 
     from colony.store.migrations import migrations
 
-    migrate_module = importlib.import_module("colony.store.migrate")
+    migrate_module = importlib.import_module("colony.store.migrator")
 
     testdb = make_db(dim=DIM, migrated=False)
     conn = testdb.owner_connection()

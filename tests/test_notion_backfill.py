@@ -28,12 +28,12 @@ import pytest
 
 from colony.adapters.notion import notion_for_token
 from colony.contracts.admin import NotionConnect
-from colony.contracts.events import NotionSyncStep
+from colony.contracts.reembed import NotionSyncStep
 from colony.errors import OrgScopeError
 from colony.flows.knowledge import notion_backfill, notion_webhook, notion_workspaces
 from colony.knowledge import KnowledgeStore
+from colony.local.tokens import ensure_local_keys
 from colony.registry.functions import NOTION_REEMBED_QUEUE
-from colony.runtime.auth import ensure_local_keys
 from colony.runtime.deps import Deps, set_deps_for_tests
 from colony.runtime.notion_clients import WorkspaceClients, secret_store
 from colony.settings import Settings

@@ -18,7 +18,7 @@ import pytest
 
 from colony.adapters.notion import HttpNotion
 from colony.adapters.rest import RestClient
-from colony.contracts.events import NotionReembed
+from colony.contracts.reembed import NotionReembed
 from colony.errors import DatabaseError, OrgScopeError, Unauthorized
 from colony.flows.knowledge import notion_reembed, notion_webhook
 from colony.knowledge import KnowledgeStore

@@ -27,7 +27,7 @@ OWN_KEYS = "0033_org_keys"
 def test_the_rekeying_keeps_every_row_and_refuses_a_reference_across_orgs(
     make_db: Callable[..., PgDB], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    migrate_module = importlib.import_module("colony.store.migrate")
+    migrate_module = importlib.import_module("colony.store.migrator")
     names = [m.name for m in migrations(DIM)]
     before_0033 = names.index(OWN_KEYS)
     testdb = make_db(dim=DIM, migrated=False)

@@ -21,7 +21,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import WebDriverWait
 
-from colony.flows.insights.brief import SECTIONS, render
+from colony.flows.insights.brief_text import SECTIONS, render
 from colony.store import fetch_all
 from colony.store.campaigns import campaigns
 from tests.axe import serious_violations

@@ -12,6 +12,8 @@ import os
 import shutil
 import socket
 import struct
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -30,6 +32,7 @@ from colony.adapters.devtools import DevTools
 from colony.adapters.polite_web import fetch_waiting
 from colony.errors import ConfigError
 from colony.ports import FetchResult
+from colony.runtime.compose.research import parts as research_parts
 from colony.settings import Settings
 from colony.testing.web.cases import JS_TEXT
 from colony.testing.web.scripted import ANOTHER_SITE, HOSTILE_JS_TEXT
@@ -215,6 +218,25 @@ def test_the_renderer_is_configured_by_colony_research_browser(
     for bad in ("chromium", "/nonexistent/chromium", str(plain)):
         with pytest.raises(ConfigError, match="COLONY_RESEARCH_BROWSER"):
             Settings.from_env({"COLONY_RESEARCH_BROWSER": bad})
+
+
+def test_the_research_function_loads_no_browser_where_it_has_none(testdb: PgDB) -> None:
+    """Composed without ``COLONY_RESEARCH_BROWSER`` (the deployed function), the research
+    function has no renderer and never loads the browser's adapter (issue 32 item 4); with
+    one, its renderer is Chromium's. A fresh interpreter, since this file loads the adapter."""
+    found = research_parts().renderer
+    assert found is not None and found(Settings.from_env({}), testdb.app()) is None
+    browser = Settings.from_env({"COLONY_RESEARCH_BROWSER": chromium()})
+    assert isinstance(found(browser, testdb.app()), ChromiumRenderer)
+    probe = (
+        "import sys\n"
+        "from colony.runtime.compose.research import parts\n"
+        "from colony.settings import Settings\n"
+        "assert parts().renderer(Settings.from_env({}), None) is None\n"
+        "print(*(f'colony.adapters.{m}' in sys.modules for m in ('chromium', 'devtools')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "False"]
 
 
 def _processes_naming(text: str) -> list[int]:

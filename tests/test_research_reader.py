@@ -7,6 +7,9 @@ sitemap and press release, the three job boards, and the hard cases that reach a
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
 from collections.abc import Iterator
 from datetime import date
 
@@ -201,3 +204,33 @@ def test_planted_instructions_are_kept_as_text_but_hidden_copies_are_not(
     planted = fetched(fetcher, article)
     assert INJECTION.split("\n\n")[0] in planted.text
     assert planted.published_at == date(2026, 11, 5)
+
+
+def test_feedparser_and_pypdf_load_with_the_first_feed_and_pdf() -> None:
+    """A pass that reads pages only never loads the feed and PDF parsers (the research
+    function's first request, issue 32 item 4): each loads with the first document that
+    needs it. A fresh interpreter, since other tests here load both."""
+    probe = textwrap.dedent(
+        """
+        import sys
+        from datetime import date
+        from colony.research import read
+
+        def loaded():
+            return [m for m in ("feedparser", "pypdf") if m in sys.modules]
+
+        day = date(2026, 12, 3)
+        page = "<html><head><title>A</title></head><body><p>Mercy Ridge opens.</p></body></html>"
+        rss = '<rss version="2.0"><channel><title>News</title></channel></rss>'
+        seen = [loaded()]
+        assert read("https://a.test/", "text/html", page.encode(), page, today=day).kind == "page"
+        seen.append(loaded())
+        assert read("https://a.test/f", "application/rss+xml", rss.encode(), rss, today=day)
+        seen.append(loaded())
+        assert read("https://a.test/a.pdf", "application/pdf", b"%PDF-1.4", None, today=day)
+        seen.append(loaded())
+        print(seen)
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == str([[], [], ["feedparser"], ["feedparser", "pypdf"]])

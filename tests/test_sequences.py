@@ -20,7 +20,8 @@ import pytest
 
 from colony.adapters.embedding import OfflineHashEmbedder
 from colony.adapters.smtp import SmtpSender
-from colony.contracts.events import SendMessage, SequenceStep
+from colony.contracts.events import SequenceStep
+from colony.contracts.tasks import SendMessage
 from colony.errors import HandoffRefused
 from colony.flows.approvals import approval
 from colony.flows.campaigns import campaign, message_generator

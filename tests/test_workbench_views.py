@@ -2,7 +2,7 @@
 role: the pipeline by stage (``store.insights.pipeline.by_stage``), each campaign's funnel
 counted in one statement (``store.insights.funnels``), the notification that moves a funnel live
 (migration 0038's triggers, heard on a real ``LISTEN`` connection) and the hub's count of them,
-and the brief's five sections (``flows.insights.brief.sections_of``). Every read is scoped to
+and the brief's five sections (``flows.insights.brief_text.sections_of``). Every read is scoped to
 the org.
 
 The page itself, in Chromium, is ``tests/test_overview_views_browser.py``."""
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from colony.chat.hub import Hub
-from colony.flows.insights.brief import SECTIONS, render, sections_of
+from colony.flows.insights.brief_text import SECTIONS, render, sections_of
 from colony.store import chat_events
 from colony.store.approvals import approvals
 from colony.store.campaigns import campaigns

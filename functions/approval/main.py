@@ -20,7 +20,7 @@ from colony.runtime.edge import JsonRequest, http_json
 @functions_framework.http
 @http_json
 def handle(request: JsonRequest) -> dict[str, Any]:
-    # lazy: the flow and its auth (PyJWT, cryptography) load on the first request
+    # lazy: the flow and its auth (cryptography's RSA) load on the first request
     from colony.errors import Forbidden, Unauthorized
     from colony.flows.approvals.approval import Actor, decide, refuse
     from colony.runtime.approvals import ApprovalRequest, authorise

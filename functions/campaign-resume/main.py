@@ -19,7 +19,8 @@ from colony.runtime.edge.invoker import invoker_only
 @http_json(caller=invoker_only("campaign-resume"))  # Cloud Tasks / Scheduler, by OIDC
 def handle(request: JsonRequest) -> dict[str, Any]:
     # lazy: the flows and their task models load on the first request
-    from colony.contracts.events import BudgetRelease, CampaignResume, Redeliver, SequenceStep
+    from colony.contracts.events import CampaignResume, SequenceStep
+    from colony.contracts.tasks import BudgetRelease, Redeliver
     from colony.flows.campaigns import campaign
     from colony.flows.outbound import sequences
     from colony.flows.tenants import budget

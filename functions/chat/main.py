@@ -1,12 +1,13 @@
 """AGT-001 GTM Orchestrator chat: streamed turns (SSE), session event replay, the /overview
 page, and inline approval decisions. Authenticated by a bearer JWT carrying the org.
 
-The routes and the chat flow are imported here, at instance start, not on the first request:
-this function serves the page people open first thing (/overview, then /approvals), and
-functions-framework imports ``main`` before its server listens, so the import (about 0.7 s
-of the first load's 1.07 s, issue 20) is paid before the instance takes traffic instead of
-by the first person to open the page. Importing it needs no database or settings: those are
-still built by ``deps()`` on the first request.
+The routes are imported here, at instance start, not on the first request: this function
+serves the page people open first thing (/overview, then /approvals), and functions-framework
+imports ``main`` before its server listens, so the import (about 0.7 s of the first load's
+1.07 s, issue 20) is paid before the instance takes traffic instead of by the first person
+to open the page. Importing it needs no database or settings: those are still built by
+``deps()`` on the first request. What the page and its views never use loads with its own
+first use, later: a turn (the model stack), a decision (each kind's edit rules).
 """
 
 from __future__ import annotations

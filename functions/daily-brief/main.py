@@ -22,7 +22,7 @@ from colony.runtime.edge.invoker import invoker_only
 @http_json(caller=invoker_only("daily-brief"))  # Cloud Tasks, by OIDC
 def handle(request: JsonRequest) -> dict[str, Any]:
     # lazy: the flow load on the first request
-    from colony.contracts.events import BriefRequest
+    from colony.contracts.tasks import BriefRequest
     from colony.flows.insights.brief import daily_brief
 
     d = deps(parts)

@@ -39,7 +39,7 @@ _drive: HttpDrive | None = None
 @functions_framework.http
 @http_json
 def handle(request: JsonRequest) -> dict[str, Any]:
-    # lazy: the task model and OIDC (PyJWT) load on the first request; each task's flow and
+    # lazy: the task model and OIDC (RSA) load on the first request; each task's flow and
     # clients (Drive and Notion over httpx, IMAP) with the first task of its kind
     from colony.contracts.lifecycle import (
         DomainCheck,

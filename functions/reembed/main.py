@@ -1,7 +1,7 @@
 """Cloud Tasks target of the re-embed queue: page re-embeds, sync steps, and each org's share
 of the daily notion-reconcile schedule (OIDC in production).
 
-Bodies (``contracts.events.NotionTaskBody``): ``notion.reembed`` (one page, from the webhook),
+Bodies (``contracts.reembed.NotionTaskBody``): ``notion.reembed`` (one page, from the webhook),
 ``notion.sync`` (one step of a backfill or reconciliation run), ``notion.reconcile`` with an
 ``org_id`` (prove each of the org's connected workspaces again with its stored token, release
 any it no longer proves, and start the day's reconciliation of the others).
@@ -28,7 +28,7 @@ _clients: WorkspaceClients | None = None
 @http_json(caller=invoker_only("reembed"))  # Cloud Tasks / Scheduler, by OIDC
 def handle(request: JsonRequest) -> dict[str, Any]:
     # lazy: the Notion clients (httpx), Secret Manager and the flows load on the first request
-    from colony.contracts.events import NotionReconcile, NotionSyncStep, NotionTaskBody
+    from colony.contracts.reembed import NotionReconcile, NotionSyncStep, NotionTaskBody
     from colony.flows.knowledge.notion_backfill import reconcile, step
     from colony.flows.knowledge.notion_reembed import reembed
     from colony.runtime.notion_clients import WorkspaceClients, secret_store

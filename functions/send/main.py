@@ -20,7 +20,7 @@ from colony.runtime.edge.invoker import invoker_only
 @http_json(caller=invoker_only("send"))  # Cloud Tasks, by OIDC
 def handle(request: JsonRequest) -> dict[str, Any]:
     # lazy: the flow, the task model and smtplib load on the first request
-    from colony.contracts.events import SendMessage
+    from colony.contracts.tasks import SendMessage
     from colony.flows.outbound.sending import send
 
     task = request.parse(SendMessage)

@@ -44,8 +44,13 @@ RETENTION_MAX_DAYS: dict[str, int] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
+# repr=False: ``__repr__`` below hides the secrets. eq=False: a process has one, compared by
+# identity; generating ``__eq__`` and ``__hash__`` over eighty fields was a fifth of what the
+# class costs to create at every cold start (bench/cold_start.py)
+@dataclass(frozen=True, slots=True, repr=False, eq=False)
 class Settings:
+    """Every setting of one process, from ``from_env`` (tests build one directly)."""
+
     env: Literal["local", "production"] = "local"
     data_dir: Path = Path(".colony")
     db_mode: DbMode = "embedded"

@@ -61,16 +61,12 @@ from typing import Any
 import flask
 
 from colony.chat.hub import hub_for
-from colony.contracts.chat import DecisionRequest, TurnRequest
 from colony.errors import NotFound, ValidationFailed, error_summary
-from colony.flows.approvals.approval import Actor, audit_trail, decide
-from colony.flows.approvals.approval_queue import pending_cards, queue_changes
+from colony.flows.approvals.approval_queue import audit_trail, pending_cards, queue_changes
 from colony.flows.chat import (
     check_message,
     create_session,
-    proposed,
     require_session,
-    run_turn,
     today_brief,
     transcript,
 )
@@ -185,6 +181,11 @@ def _script() -> flask.Response:
 
 
 def _turn(deps: FlowDeps, org_id: str, user_id: str, request: JsonRequest) -> flask.Response:
+    # lazy: the turn (hydration, tools, the model stack) loads with the first one; the page
+    # and its views load without it when the instance starts (issue 32 item 4)
+    from colony.contracts.chat import TurnRequest
+    from colony.flows.chat import run_turn
+
     body = request.parse(TurnRequest)
     message = check_message(deps, body.message)
     if body.session_id is None:
@@ -277,9 +278,17 @@ def _approvals(deps: FlowDeps, org_id: str, user_id: str, request: JsonRequest) 
         return pending_cards(
             deps, org_id, kind=kind, campaign_id=campaign, limit=int(raw), detail=True
         )
+    # lazy: deciding (each kind's edit rules and the contracts they check) loads with the
+    # first decision; the page, its queue and the audit log load without it (issue 32 item 4)
+    from colony.contracts.chat import DecisionRequest
+    from colony.flows.approvals.approval import Actor, decide
+
     body = request.parse(DecisionRequest)
     actor = Actor(user_id, "ui")
     if body.proposal is not None:
+        # lazy: the chat's tools load with the first proposal a person confirms (as the turn)
+        from colony.flows.chat import proposed
+
         p = body.proposal
         if body.edited is not None or not proposed(
             deps, org_id, p.session_id, p.call_id, body.item_id, body.action

@@ -2,8 +2,9 @@
 
 Pure: given the agent profile, retrieved exemplars, entities, history and the task, it renders
 the four-section system prompt (role, domain grounding with ICP and anti-ICP, behavioural
-constraints, the data policy), a context message and the task message, and returns them with
-a per-section token account counted by the target model's tokenizer.
+constraints, the data policy: ``colony.context.system_prompt``), a context message and the
+task message, and returns them with a per-section token account counted by the target
+model's tokenizer.
 
 Untrusted text stays data (``colony.context.untrusted``): the system message holds only our
 instructions, the org admins' ICP and the policy; Knowledge Core exemplars and entities go in
@@ -35,10 +36,11 @@ from typing import Any
 from colony.context import entity_section, provenance, templates, untrusted
 from colony.context.budgets import Budget, BudgetBook
 from colony.context.serialize import compact, dumps
+from colony.context.system_prompt import system_message
 from colony.contracts import AgentContextBundle, Exemplar, OrgContext, ToolDefinition
 from colony.errors import ContextBudgetExceeded, ValidationFailed
 from colony.ports import Counter, Message
-from colony.registry.agents import AGENTS, PROFILES, agent
+from colony.registry.agents import PROFILES, agent
 
 _COMPUTED = frozenset({"task_json"})
 # Agents whose job is to read raw enrichment (AGT-003 reads ENT-002 raw): they get the
@@ -65,6 +67,9 @@ TRUSTED_TASK_FIELDS = frozenset(
 
 @dataclass(frozen=True)
 class AssemblyRequest:
+    """What one model call is assembled from: the profile, the org, the retrieved exemplars,
+    the entities, the history and the task."""
+
     profile: str  # "AGT-005", or a pass such as "AGT-006/pass1"
     org_id: str
     run_id: str
@@ -99,6 +104,9 @@ class AssemblyRequest:
 
 @dataclass(frozen=True)
 class AssembledContext:
+    """The assembled call: its bundle and messages, the per-section token account against the
+    budget, what was trimmed, and what the context was built from."""
+
     bundle: AgentContextBundle
     messages: tuple[Message, ...]
     account: dict[str, int]
@@ -134,50 +142,6 @@ def _check(section: str, tokens: int, budget: Budget, what: str) -> None:
             tokens=tokens,
             budget=limit,
         )
-
-
-def _system(req: AssemblyRequest, agent_id: str, boundary: str) -> str:
-    a = AGENTS[agent_id]
-    icp = req.org.icp
-    rules = icp.anti_icp_rules if icp else []
-    anti = "\n".join(_rule_text(r) for r in rules)
-    constraints = "\n".join(templates.load(f"constraints/{c}").strip() for c in a.constraints)
-    return templates.render(
-        "system",
-        {
-            "agent_name": a.name,
-            "primary_task": a.primary_task,
-            "product_description": req.org.product_description,
-            "icp_definition": icp.description if icp else "(no ICP definition on record)",
-            "anti_icp_list": anti or "- (none on record)",
-            "org_id": req.org_id,
-            "agent_constraints": constraints,
-            "data_policy": untrusted.policy(boundary),
-        },
-    )
-
-
-_OPS = {
-    "eq": "=",
-    "neq": "≠",
-    "lt": "<",
-    "lte": "≤",
-    "gt": ">",
-    "gte": "≥",
-    "in": "in",
-    "not_in": "not in",
-    "contains": "contains",
-}
-
-
-def _rule_text(rule: Mapping[str, Any]) -> str:
-    """An anti-ICP rule as its condition: denser and more exact than its prose reason."""
-    field, op = rule.get("field", "?"), rule.get("op", "?")
-    if op == "missing":
-        condition = f"{field} is missing"
-    else:
-        condition = f"{field} {_OPS.get(op, op)} {dumps(rule.get('value'))}"
-    return f"- {rule.get('id', '?')}: {condition}"
 
 
 def _kc_block(exemplars: Sequence[Exemplar], boundary: str) -> str:
@@ -286,7 +250,7 @@ def assemble(
     }
     count = counter.count
 
-    system = _system(req, agent_id, boundary)
+    system = system_message(req.org, req.org_id, agent_id, boundary)
     _check("system", count(system), budget, "role, grounding and constraints are never cut")
 
     # kc: drop the least similar exemplars; never below one while the budget allows any.

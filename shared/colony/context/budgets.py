@@ -15,6 +15,8 @@ SECTIONS: tuple[str, ...] = ("system", "kc", "entity", "history", "task")
 
 @dataclass(frozen=True, slots=True)
 class Budget:
+    """One profile's token budget per context section."""
+
     system: int
     kc: int
     entity: int
@@ -42,6 +44,9 @@ class CallLimits:
 
 @dataclass(frozen=True)
 class BudgetBook:
+    """Every profile's budget, each provider's default model and each call's limits (read
+    from ``budgets.json``)."""
+
     budgets: dict[str, Budget]
     models: dict[str, str]
     calls: dict[str, CallLimits] = field(default_factory=dict)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 OutboundAngle = Literal["Signal", "Pain", "Referral", "PatternBreak", "Insight"]
 SequenceTier = Literal["T1", "T2", "T3", "T4", "T5"]
@@ -17,6 +17,9 @@ CHANNELS: tuple[str, ...] = get_args(SequenceChannel)
 KcDomainId = Literal[
     "KC-01", "KC-02", "KC-03", "KC-04", "KC-05", "KC-06", "KC-07", "KC-08", "KC-09", "KC-10"
 ]
+
+# An id carried in a body: never empty, never long.
+ID = Field(min_length=1, max_length=200)
 
 
 class Strict(BaseModel):

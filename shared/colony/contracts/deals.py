@@ -26,9 +26,10 @@ class DealChanges(Strict):
 
 
 class DealUpdate(BaseModel):
-    """The payload; other top-level keys (a rationale, say) are kept but not applied."""
+    """The payload; other top-level keys (a rationale, say) are kept but not applied. Built on
+    first use, as every contract is (``Strict``)."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, defer_build=True)
 
     deal_id: str = Field(min_length=1, max_length=200)
     changes: DealChanges

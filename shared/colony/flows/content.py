@@ -20,7 +20,7 @@ from pydantic import ValidationError
 from colony.context.assembler import AssemblyRequest
 from colony.contracts import IcpDefinition, OrgContext
 from colony.contracts.events import ContentRequest
-from colony.contracts.outputs import ContentPiece
+from colony.contracts.outputs.documents import ContentPiece
 from colony.errors import ValidationFailed
 from colony.flows import call_link
 from colony.flows.approvals import flags
@@ -92,7 +92,7 @@ def write_piece(deps: FlowDeps, event: ContentRequest, event_id: str) -> dict[st
             return [f"the piece names a competitor: {', '.join(named)}"] if named else []
 
         result = call_agent(deps.llm, request, check=no_competitor)
-        assert result.output is not None
+        assert isinstance(result.output, ContentPiece)
         grounding = [{"domain": e.domain, "title": e.title} for e in exemplars]
         piece = result.output.model_dump(mode="json")
         return call_link.carry(

@@ -80,6 +80,8 @@ SELECT DISTINCT tags->>%s AS value FROM kc_chunks WHERE org_id = %s AND domain =
 
 @dataclass(frozen=True, slots=True)
 class Retrieved:
+    """One chunk a retrieval returned, with where it came from and how close it was."""
+
     id: int
     domain: str
     source: str

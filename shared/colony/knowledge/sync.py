@@ -84,6 +84,9 @@ class ChunkIn:
 
 @dataclass(frozen=True, slots=True)
 class SyncResult:
+    """What syncing a document's chunks did: embedded, unchanged, deleted, and whether the org
+    outgrew the shared partition."""
+
     embedded: int
     unchanged: int
     deleted: int

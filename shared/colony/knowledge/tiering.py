@@ -84,6 +84,8 @@ _CUTOVER = "SELECT colony_kc_cutover(%s, %s)"
 
 @dataclass(frozen=True, slots=True)
 class Promotion:
+    """What moving an org to its own partition did, and how long each stage took."""
+
     org_id: str
     moved: bool  # False: it already had its own partition
     copied: int = 0

@@ -31,6 +31,9 @@ from colony.store import Database
 
 @dataclass(frozen=True)
 class LlmDeps:
+    """The model side of a flow's dependencies: the traced chat model, its budgets, the
+    structured runner and the target model's tokenizer."""
+
     chat: ChatModel  # already wrapped by tracing
     model: str  # the default model; a profile may name its own (budgets.json "calls")
     budgets: BudgetBook
@@ -53,6 +56,9 @@ class LlmDeps:
 
 @dataclass(frozen=True)
 class AgentResult:
+    """One agent call's outcome: the assembled context, the validated output (or tool calls),
+    usage, the model and how many attempts it took."""
+
     assembled: AssembledContext
     output: BaseModel | None
     usage: Usage

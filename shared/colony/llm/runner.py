@@ -50,7 +50,7 @@ from typing import Generic, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from colony.contracts.outputs import MissingData
+from colony.contracts.outputs.common import MissingData
 from colony.deadline import MIN_CALL_SECONDS, call_timeout, time_left
 from colony.errors import (
     DataMissing,

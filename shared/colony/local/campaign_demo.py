@@ -60,7 +60,7 @@ def demo_functions(
     a local JWT for the demo org; both recorded in ``.colony/stack.json``. ``extra_env``
     points the functions at local stand-ins (Drive, Notion); ``bundles`` serves functions
     from their deployment bundles (the bundle test)."""
-    from colony.runtime.auth import mint_local_token
+    from colony.local.tokens import mint_local_token
 
     logs = settings.data_dir / "logs"
     logs.mkdir(parents=True, exist_ok=True)

@@ -143,7 +143,7 @@ def cmd_graph(settings: Settings, args: argparse.Namespace) -> int:
 def cmd_token(settings: Settings, args: argparse.Namespace) -> int:
     """Print a local bearer token (the chat and approval functions accept it locally)."""
     from colony.local.demo import read_json
-    from colony.runtime.auth import mint_token_command
+    from colony.local.tokens import mint_token_command
 
     print(mint_token_command(settings, args.org or read_json("org.json")["id"]))
     return 0

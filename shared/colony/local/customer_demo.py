@@ -122,7 +122,7 @@ def run_new_customer_demo(
 ) -> NewCustomer:
     """Run the scene; ``clerk_secret`` is the ``whsec_`` the clerk-webhook was given when it
     is not the local stack's own (``local_secrets``)."""
-    from colony.runtime.auth import mint_local_token
+    from colony.local.tokens import mint_local_token
 
     say, urls = demo.say, demo.servers.urls
     org = HARBOR["org"]

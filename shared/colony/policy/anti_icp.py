@@ -41,6 +41,8 @@ _ABSENT = object()
 
 @dataclass(frozen=True, slots=True)
 class RuleMatch:
+    """An anti-ICP rule that matched, and why."""
+
     rule_id: str
     reason: str
 

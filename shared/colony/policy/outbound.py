@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from colony.errors import ValidationFailed
 
 if TYPE_CHECKING:
-    from colony.contracts.outputs import OutboundMessage
+    from colony.contracts.outputs.campaigns import OutboundMessage
 
 MAX_SENTENCES = {"T1": 3, "T2": 3, "T3": 5, "T4": 5, "T5": 5}
 MAX_SUBJECT_WORDS = 8

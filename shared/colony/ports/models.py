@@ -41,6 +41,8 @@ Role = Literal["system", "user", "assistant", "tool"]
 
 @dataclass(frozen=True, slots=True)
 class ToolCall:
+    """A tool the model asked to run, with its arguments."""
+
     name: str
     arguments: Mapping[str, Any]
     id: str | None = None

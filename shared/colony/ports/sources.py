@@ -13,6 +13,8 @@ from typing import Literal, Protocol, runtime_checkable
 
 @dataclass(frozen=True, slots=True)
 class DriveFile:
+    """A file of a Drive folder, as the Drive API lists it."""
+
     id: str
     name: str
     mime_type: str
@@ -65,6 +67,8 @@ class DriveWatcher(DriveClient, DriveChannels, Protocol):
 
 @dataclass(frozen=True, slots=True)
 class NotionPage:
+    """A Notion page's metadata: its id, title, last edit, parent and whether it is gone."""
+
     id: str
     title: str
     last_edited_time: str

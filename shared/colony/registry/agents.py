@@ -13,6 +13,9 @@ from colony.errors import ValidationFailed
 
 @dataclass(frozen=True, slots=True)
 class Agent:
+    """One agent of the registry (AGT-xxx): what it does, what triggers it, what it reads and
+    writes, its output contract and its prompt template."""
+
     id: str
     name: str
     slug: str  # the HandoffEnvelope.downstream_agent name

@@ -13,6 +13,8 @@ Origin = Literal["notion", "approved_output"]
 
 @dataclass(frozen=True, slots=True)
 class Domain:
+    """One Knowledge Core domain (KC-xx) and where its knowledge comes from."""
+
     id: str
     name: str
     origin: Origin

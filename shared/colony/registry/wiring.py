@@ -15,6 +15,8 @@ from colony.errors import ValidationFailed
 
 @dataclass(frozen=True, slots=True)
 class Topic:
+    """A Pub/Sub topic: its name, what it carries and its delivery attempts."""
+
     name: str
     purpose: str
     max_delivery_attempts: int = 5  # then the message goes to the dead-letter topic
@@ -22,6 +24,8 @@ class Topic:
 
 @dataclass(frozen=True, slots=True)
 class Queue:
+    """A Cloud Tasks queue: its name, the function its tasks call and its limits."""
+
     name: str
     target: str  # the HTTP function its tasks call
     purpose: str

@@ -20,16 +20,12 @@ import re
 from datetime import date
 from typing import Any
 
-import feedparser
-from feedparser.exceptions import CharacterEncodingOverride, NonXMLContentType
-
 from colony.research import dates
 from colony.research.document import MAX_ITEM_TEXT, MAX_TITLE, Document, Item, listing, one_line
 from colony.research.markup import html_text
 from colony.research.urls import normalise
 
 _PROLOG = re.compile(r"^\s*<\?xml[^>]*\?>")
-_HARMLESS = (CharacterEncodingOverride, NonXMLContentType)  # bozo for reasons that cost nothing
 JSON_FEED = "https://jsonfeed.org/version/"
 
 
@@ -74,6 +70,12 @@ def _item(entry: Any, base: str, today: date) -> Item | None:
 
 def read_feed(url: str, xml: str, today: date) -> Document:
     """An RSS, RDF or Atom feed at ``url`` whose decoded text is ``xml``."""
+    # lazy: feedparser loads with the first RSS, RDF or Atom feed a pass reads (a site that
+    # declares none never needs it; a JSON Feed is read without it)
+    import feedparser
+    from feedparser.exceptions import CharacterEncodingOverride, NonXMLContentType
+
+    harmless = (CharacterEncodingOverride, NonXMLContentType)  # bozo for reasons that cost nothing
     # The text is already decoded: drop the prolog, whose encoding no longer applies.
     data = _PROLOG.sub("", xml, count=1).encode("utf-8")
     parsed = feedparser.parse(
@@ -90,7 +92,7 @@ def read_feed(url: str, xml: str, today: date) -> Document:
     own = None
     for key in ("updated", "published"):
         own = own or dates.published(dates.parse(_raw(feed, key)), today)
-    malformed = _raw(parsed, "bozo") and not isinstance(_raw(parsed, "bozo_exception"), _HARMLESS)
+    malformed = _raw(parsed, "bozo") and not isinstance(_raw(parsed, "bozo_exception"), harmless)
     return listing(
         "feed",
         url,

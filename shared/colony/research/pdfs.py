@@ -31,12 +31,13 @@ import zlib
 from dataclasses import replace
 from datetime import date
 from itertools import islice
-from typing import Any
-
-import pypdf
+from typing import TYPE_CHECKING, Any
 
 from colony.research import dates
 from colony.research.document import MAX_TEXT, MAX_TITLE, Document, one_line, paragraphs
+
+if TYPE_CHECKING:
+    import pypdf
 
 MAX_PAGES = 30
 SECONDS = 5.0
@@ -169,6 +170,10 @@ def _pages(reader: pypdf.PdfReader, deadline: float) -> tuple[str, bool]:
 
 def read_pdf(url: str, content: bytes, today: date) -> Document:
     """The PDF at ``url`` whose bytes are ``content``."""
+    # lazy: pypdf (the research function's costliest import) loads with the first PDF a
+    # pass reads, not on every request: a pass reads one only where an article links it
+    import pypdf
+
     with pypdf.apply_configuration(**LIMITS):
         try:
             reader = pypdf.PdfReader(io.BytesIO(content), strict=False)

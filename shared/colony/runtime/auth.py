@@ -14,35 +14,33 @@
   cached per process like Clerk's (not once per request). Locally (``COLONY_ENV=local``)
   those callers carry none, and none is needed.
 
+Tokens are verified by ``colony.runtime.rs256`` (RSA alone, not PyJWT: cold start); the
+local key pair and the tokens it signs are ``colony.runtime.local_keys``' (never deployed).
+
 Every failure to authenticate is ``Unauthorized`` (401), a signed token without an org (or
 with two) included: nothing can be done in Colony without one.
 """
 
 from __future__ import annotations
 
-import fcntl
 import functools
-import os
 import re
 import secrets
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
-
-import jwt
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
+from typing import TYPE_CHECKING, Any
 
 from colony.errors import ConfigError, Unauthorized, UpstreamError, ValidationFailed
 from colony.observability import sentry
-from colony.runtime import signed
+from colony.runtime import rs256, signed
 from colony.settings import Settings
 
-ALGORITHMS = ["RS256"]  # never HS* (key confusion) and never "none"
-LEEWAY = timedelta(seconds=30)  # clock skew tolerated on a Google OIDC token's exp / iat
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+LEEWAY_SECONDS = 30  # clock skew tolerated on a Google OIDC token's exp / iat
 PRIVATE_KEY_FILE = "jwt_private.pem"
 PUBLIC_KEY_FILE = "jwt_public.pem"
 LOCAL_ISSUER = "colony-local"
@@ -50,42 +48,44 @@ LOCAL_ISSUER = "colony-local"
 
 @dataclass(frozen=True, slots=True)
 class Principal:
+    """A verified caller: the org its token names, the user, and the token's claims."""
+
     org_id: str
     user_id: str
     claims: Mapping[str, Any]
+
+
+_BEARER_ERRORS: dict[type[rs256.TokenError], str] = {
+    rs256.Expired: "the bearer token has expired; sign in again",
+    rs256.NotYetValid: "the bearer token is not valid yet",
+    rs256.WrongIssuer: "the bearer token was issued by someone we do not trust",
+    rs256.BadSignature: "the bearer token's signature does not verify",
+    rs256.UnknownKey: "the bearer token was signed by an unknown key",
+}
 
 
 def verify_bearer(header_value: str | None, settings: Settings) -> Principal:
     """Verify ``Authorization: Bearer <JWT>`` and return who is calling, for which org."""
     token = _bearer_token(header_value)
     try:
-        header = jwt.get_unverified_header(token)
-    except jwt.InvalidTokenError:
+        header = rs256.header(token)
+    except rs256.WrongAlgorithm:
+        raise Unauthorized("the bearer token must be signed with RS256") from None
+    except rs256.TokenError:
         raise Unauthorized("the bearer token is malformed") from None
-    if header.get("alg") not in ALGORITHMS:
-        raise Unauthorized("the bearer token must be signed with RS256")
-    key = _verification_key(token, settings)
     try:
-        claims: dict[str, Any] = jwt.decode(
+        claims = rs256.decode(
             token,
-            key,
-            algorithms=ALGORITHMS,
+            _verification_key(header, settings),
+            leeway=settings.jwt_leeway_seconds,
+            require=("exp", "sub"),
             issuer=settings.jwt_issuer,
-            leeway=timedelta(seconds=settings.jwt_leeway_seconds),
-            options={"require": ["exp", "sub"], "verify_aud": False},
         )
-    except jwt.ExpiredSignatureError:
-        raise Unauthorized("the bearer token has expired; sign in again") from None
-    except jwt.ImmatureSignatureError:
-        raise Unauthorized("the bearer token is not valid yet") from None
-    except jwt.InvalidIssuerError:
-        raise Unauthorized("the bearer token was issued by someone we do not trust") from None
-    except jwt.MissingRequiredClaimError as error:
+    except rs256.MissingClaim as error:
         raise Unauthorized(f"the bearer token has no {error.claim!r} claim") from None
-    except jwt.InvalidSignatureError:
-        raise Unauthorized("the bearer token's signature does not verify") from None
-    except jwt.InvalidTokenError:
-        raise Unauthorized("the bearer token is invalid") from None
+    except rs256.TokenError as error:
+        why = _BEARER_ERRORS.get(type(error), "the bearer token is invalid")
+        raise Unauthorized(why) from None
     user = claims.get("sub")
     if not isinstance(user, str) or not user:
         raise Unauthorized("the bearer token names no user")
@@ -126,20 +126,18 @@ def _org_of(claims: Mapping[str, Any]) -> str:
     return org
 
 
-def _verification_key(token: str, settings: Settings) -> Any:
+def _verification_key(header: Mapping[str, Any], settings: Settings) -> rsa.RSAPublicKey:
     if settings.jwt_jwks_url:
         try:
-            return _jwks_client(settings.jwt_jwks_url).get_signing_key_from_jwt(token).key
-        except jwt.PyJWKClientConnectionError as error:
-            raise UpstreamError(f"cannot fetch the JWKS: {type(error).__name__}") from None
-        except (jwt.PyJWKClientError, jwt.InvalidTokenError):
-            raise Unauthorized("the bearer token was signed by an unknown key") from None
+            return rs256.key_set(settings.jwt_jwks_url).key(header.get("kid"))
+        except rs256.KeysUnavailable as error:
+            raise UpstreamError(str(error)) from None
     if settings.jwt_public_key:
-        return _public_key(settings.jwt_public_key)
+        return pem_public_key(settings.jwt_public_key)
     if settings.env == "local":
         path = Path(settings.data_dir) / PUBLIC_KEY_FILE
         try:
-            return _public_key(path.read_text())
+            return pem_public_key(path.read_text())
         except FileNotFoundError:
             raise ConfigError(
                 f"no local JWT key at {str(path)!r}; mint a local token with the colony CLI first"
@@ -147,21 +145,14 @@ def _verification_key(token: str, settings: Settings) -> Any:
     raise ConfigError("COLONY_JWT_JWKS_URL (or COLONY_JWT_PUBLIC_KEY) is required in production")
 
 
-_jwks_lock = threading.Lock()
-_jwks_clients: dict[str, jwt.PyJWKClient] = {}
-
-
-def _jwks_client(url: str) -> jwt.PyJWKClient:
-    with _jwks_lock:
-        client = _jwks_clients.get(url)
-        if client is None:
-            client = jwt.PyJWKClient(url, cache_keys=True, lifespan=3600, timeout=10)
-            _jwks_clients[url] = client
-        return client
-
-
 @functools.lru_cache(maxsize=8)
-def _public_key(pem: str) -> rsa.RSAPublicKey:
+def pem_public_key(pem: str) -> rsa.RSAPublicKey:
+    """The RSA public key in ``pem`` (cached: a configured key is parsed once)."""
+    # lazy: a PEM key is the local (and test) configuration; deployed functions read a JWKS,
+    # and PEM parsing loads the serialisation formats (X.509, SSH) they never need
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
     try:
         key = serialization.load_pem_public_key(pem.strip().encode())
     except ValueError:
@@ -171,107 +162,13 @@ def _public_key(pem: str) -> rsa.RSAPublicKey:
     return key
 
 
-# ----------------------------------------------------------------------------- local tokens
-
-
-@dataclass(frozen=True, slots=True)
-class LocalKeys:
-    private_path: Path
-    public_path: Path
-
-
-def ensure_local_keys(data_dir: Path | str) -> LocalKeys:
-    """Create the local RSA key pair under ``data_dir`` once (private key mode 0600)."""
-    root = Path(data_dir)
-    root.mkdir(parents=True, exist_ok=True, mode=0o700)
-    keys = LocalKeys(root / PRIVATE_KEY_FILE, root / PUBLIC_KEY_FILE)
-    # An exclusive lock, so two processes starting together never write mismatched halves.
-    with open(root / "jwt.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not keys.private_path.exists():
-            private = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-            pem = private.private_bytes(
-                serialization.Encoding.PEM,
-                serialization.PrivateFormat.PKCS8,
-                serialization.NoEncryption(),
-            )
-            _write(keys.private_path, pem, 0o600)
-            keys.public_path.unlink(missing_ok=True)
-        if not keys.public_path.exists():
-            private_key = _private_key(keys.private_path)
-            public = private_key.public_key().public_bytes(
-                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-            )
-            _write(keys.public_path, public, 0o644)
-    return keys
-
-
-def _write(path: Path, data: bytes, mode: int) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
-    with os.fdopen(fd, "wb") as out:
-        out.write(data)
-    os.chmod(tmp, mode)  # the umask may have narrowed it
-    os.replace(tmp, path)
-
-
-def _private_key(path: Path) -> rsa.RSAPrivateKey:
-    key = serialization.load_pem_private_key(path.read_bytes(), password=None)
-    if not isinstance(key, rsa.RSAPrivateKey):
-        raise ConfigError(f"{str(path)!r} is not an RSA private key")
-    return key
-
-
-def mint_local_token(
-    data_dir: Path | str,
-    org_id: str,
-    user_id: str = "local-user",
-    ttl: timedelta = timedelta(hours=12),
-    *,
-    issuer: str | None = None,
-    org_claim: Literal["v1", "v2"] = "v1",
-    now: datetime | None = None,
-) -> str:
-    """A session token for ``org_id`` signed with the local key pair (Clerk v1 or v2 shape)."""
-    if not org_id.strip():
-        raise ValidationFailed("org_id must be a non-empty string")
-    keys = ensure_local_keys(data_dir)
-    issued = now or datetime.now(UTC)
-    claims: dict[str, Any] = {
-        "sub": user_id,
-        "iss": issuer or LOCAL_ISSUER,
-        "iat": int(issued.timestamp()),
-        "nbf": int(issued.timestamp()),
-        "exp": int((issued + ttl).timestamp()),
-    }
-    if org_claim == "v1":
-        claims["org_id"] = org_id
-    else:
-        claims.update(v=2, o={"id": org_id, "rol": "admin"})
-    return jwt.encode(claims, _private_key(keys.private_path), algorithm="RS256")
-
-
-def mint_token_command(settings: Settings, org_id: str) -> str:
-    """``colony token <org>``: a local token that this configuration's functions accept."""
-    if settings.env != "local":
-        raise ConfigError("local tokens exist only with COLONY_ENV=local; sign in through Clerk")
-    if settings.jwt_jwks_url:
-        raise ConfigError("COLONY_JWT_JWKS_URL is set, so a locally signed token would not verify")
-    keys = ensure_local_keys(settings.data_dir)
-    if settings.jwt_public_key and _public_key(settings.jwt_public_key).public_numbers() != (
-        _public_key(keys.public_path.read_text()).public_numbers()
-    ):
-        raise ConfigError(
-            f"COLONY_JWT_PUBLIC_KEY is not the local key {str(keys.public_path)!r}; unset it"
-        )
-    return mint_local_token(settings.data_dir, org_id, issuer=settings.jwt_issuer or LOCAL_ISSUER)
-
-
 # ----------------------------------------------------------------------------- approval links
 
 
 @dataclass(frozen=True, slots=True)
 class ApprovalClaim:
+    """What a verified approval link allows: who may decide which item of which org, how."""
+
     org_id: str
     item_id: str
     action: str
@@ -355,35 +252,31 @@ def verify_google_oidc(
         raise ConfigError("COLONY_INVOKER_SERVICE_ACCOUNT is required to verify OIDC callers")
     token = _bearer_token(header_value)
     try:
-        header = jwt.get_unverified_header(token)
-    except jwt.InvalidTokenError:
-        raise Unauthorized("the OIDC token is malformed") from None
-    if header.get("alg") not in ALGORITHMS:
-        raise Unauthorized("the OIDC token must be signed with RS256")
-    try:
-        key = _jwks_client(settings.google_jwks_url).get_signing_key_from_jwt(token).key
-    except jwt.PyJWKClientConnectionError:
-        raise UpstreamError("cannot fetch Google's token certificates") from None
-    except (jwt.PyJWKClientError, jwt.InvalidTokenError):
-        raise Unauthorized("the OIDC token was signed by an unknown key") from None
-    try:
-        claims: dict[str, Any] = jwt.decode(
+        key = rs256.key_set(settings.google_jwks_url).key(rs256.header(token).get("kid"))
+        claims = rs256.decode(
             token,
             key,
-            algorithms=ALGORITHMS,
-            audience=audience,
+            leeway=LEEWAY_SECONDS,
+            require=("exp", "iat", "aud", "iss"),
             issuer=GOOGLE_ISSUERS,
-            leeway=LEEWAY,
-            options={"require": ["exp", "iat", "aud", "iss"]},
+            audience=audience,
         )
-    except jwt.ExpiredSignatureError:
-        raise Unauthorized("the OIDC token has expired") from None
-    except jwt.InvalidAudienceError:
-        raise Unauthorized("the OIDC token is for another audience") from None
-    except jwt.InvalidIssuerError:
-        raise Unauthorized("the OIDC token was not issued by Google") from None
-    except jwt.InvalidTokenError:
-        raise Unauthorized("the OIDC token does not verify") from None
+    except rs256.KeysUnavailable:
+        raise UpstreamError("cannot fetch Google's token certificates") from None
+    except rs256.TokenError as error:
+        raise Unauthorized(
+            _OIDC_ERRORS.get(type(error), "the OIDC token does not verify")
+        ) from None
     if claims.get("email") != expected or claims.get("email_verified") is not True:
         raise Unauthorized("the OIDC token is not the invoker service account's")
     return claims
+
+
+_OIDC_ERRORS: dict[type[rs256.TokenError], str] = {
+    rs256.Malformed: "the OIDC token is malformed",
+    rs256.WrongAlgorithm: "the OIDC token must be signed with RS256",
+    rs256.UnknownKey: "the OIDC token was signed by an unknown key",
+    rs256.Expired: "the OIDC token has expired",
+    rs256.WrongAudience: "the OIDC token is for another audience",
+    rs256.WrongIssuer: "the OIDC token was not issued by Google",
+}

@@ -32,6 +32,8 @@ log = logging.getLogger("colony.runtime")
 
 @dataclass(frozen=True, slots=True)
 class Attempt:
+    """This delivery's attempt number and the topic's limit (either unknown: None)."""
+
     number: int | None  # Pub/Sub's deliveryAttempt; None when the push did not say
     limit: int | None  # the topic's max_delivery_attempts; None when not a topic's delivery
 

@@ -35,7 +35,7 @@ def worth_deferring(error: BaseException) -> bool:
 def defer(transport: Transport, topic: str, event: Any, event_id: str, wait: float) -> str:
     """Schedule ``event`` back onto ``topic`` after ``wait`` seconds; the task's name."""
     # lazy: the task model loads with the first deferral
-    from colony.contracts.events import Redeliver
+    from colony.contracts.tasks import Redeliver
 
     body = Redeliver(org_id=event.org_id, topic=topic, event=event.model_dump(mode="json"))
     delay = min(max(wait, 0.0), LONGEST_WAIT)

@@ -60,6 +60,8 @@ def _message(error: Exception) -> str:
 
 @dataclass(slots=True)
 class _Pooled:
+    """A pooled connection and when it was opened and last handed back."""
+
     conn: pg8000.dbapi.Connection
     opened: float  # when it was connected (the pool's clock)
     used: float  # when it was last handed back

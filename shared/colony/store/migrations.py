@@ -3,7 +3,7 @@
 Append-only: never edit a migration that has shipped; append a new one. A migration's
 statements are in ``sql/<name>.sql`` beside this module (a change of a line or two stays
 inline), composed here with the row-level security each org-scoped table gets (``_rls``);
-the comment beside an entry says why it exists. ``colony.store.migrate`` applies them, tracked
+the comment beside an entry says why it exists. ``colony.store.migrator`` applies them, tracked
 in ``colony_migrations``, by ``colony db migrate`` (and the local stack and the test fixtures)
 as the owner role, never on a function's cold start.
 
@@ -25,6 +25,8 @@ from colony.errors import ConfigError
 
 @dataclass(frozen=True, slots=True)
 class Migration:
+    """One named migration and its SQL."""
+
     name: str
     sql: str
 
@@ -247,7 +249,7 @@ def migrations(dim: int) -> list[Migration]:
         # 14) must remove it too, and a prospect's erasure must redact them out of it. Only
         # these two owner functions can, each only inside the org's own scope and only while an
         # erasure job of the matching kind is open for it; jobs cannot be deleted by the
-        # application role (its grants, ``store.migrate``), so every removal of audit history
+        # application role (its grants, ``store.migrator``), so every removal of audit history
         # leaves the job that asked for it (who, when) on the record.
         Migration("0017_audit_erasure", _shipped_inline("0017_audit_erasure")),
         # Org settings (issue 17): competitor names CONST-006 keeps out of outbound text and

@@ -37,7 +37,7 @@ from colony.adapters.offline.common import (
     string_list,
 )
 from colony.adapters.offline.prompt import Prompt, PromptLacks
-from colony.contracts.outputs import SignalType
+from colony.contracts.outputs.recordings import SignalType
 from colony.errors import ProviderError, ValidationFailed
 from colony.policy.outbound import (
     MAX_SUBJECT_WORDS,

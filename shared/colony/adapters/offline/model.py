@@ -23,7 +23,8 @@ from pydantic import ValidationError
 from colony.adapters.offline.prompt import PromptLacks, parse
 from colony.adapters.offline.usage import MODEL_NAME, estimate_tokens
 from colony.adapters.text_stream import replay
-from colony.contracts.outputs import OUTPUT_CONTRACTS, MissingData
+from colony.contracts.outputs import OUTPUT_CONTRACTS
+from colony.contracts.outputs.common import MissingData
 from colony.errors import ProviderError
 from colony.ports import ModelRequest, ModelResponse, TextSink, Usage
 

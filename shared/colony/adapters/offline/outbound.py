@@ -44,7 +44,7 @@ from colony.adapters.offline.common import (
 )
 from colony.adapters.offline.prompt import Block, Prompt, PromptLacks
 from colony.contracts.common import ANGLES
-from colony.contracts.outputs import OutboundMessage
+from colony.contracts.outputs.campaigns import OutboundMessage
 from colony.errors import ProviderError, ValidationFailed
 from colony.policy.outbound import (
     MAX_SENTENCES,

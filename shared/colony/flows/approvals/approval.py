@@ -216,15 +216,6 @@ def _contact_signals(cur: Any, kind: str, contact_id: Any) -> list[str]:
     return signals.details(signals.known_for(cur, contact)) if contact else []
 
 
-def audit_trail(
-    deps: FlowDeps, org_id: str, *, item_id: str | None = None, limit: int = 50
-) -> list[dict[str, Any]]:
-    """The org's audit log, newest first (of one item, when given)."""
-    with deps.db.transaction(org_id) as cur:
-        rows = audit.recent(cur, item_id=item_id, limit=limit)
-    return [{**row, "at": row["at"].isoformat()} for row in rows]
-
-
 @contextmanager
 def _guard(item_id: str) -> Iterator[None]:
     token = _applying.set(item_id)

@@ -28,11 +28,11 @@ and returns the card's ``detail``:
     missing_data                  title, the agent, the prospect and ``missing_data``: the
                                   fields the agent said it lacked (CONST-004); dismiss only
 
-plus, for every kind, ``editable`` (the fields an edit may replace, from
-``approval_kinds``), ``labels`` (what approving and rejecting it mean to the person: "Done"
-and "Skip" for a task) and ``missing``: what the card would show but the item does not carry,
-so a reviewer sees a gap as a gap rather than as nothing. The CONST checks are run now,
-against the draft as it stands and the contact's current signals (the same
+plus, for every kind, ``editable`` (the fields an edit may replace) and ``labels`` (what
+approving and rejecting it mean to the person: "Done" and "Skip" for a task), both from
+``colony.flows.approvals.editable``, and ``missing``: what the card would show but the item
+does not carry, so a reviewer sees a gap as a gap rather than as nothing. The CONST checks
+are run now, against the draft as it stands and the contact's current signals (the same
 ``policy.outbound`` rules the drafting call had to pass), so a card never claims a check the
 policy would not make today.
 """
@@ -42,7 +42,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from colony.flows.approvals.approval_kinds import KINDS
+from colony.flows.approvals.editable import APPROVE_REJECT, EDITABLE, LABELS
 from colony.policy.outbound import check_outbound, check_shape
 from colony.store.campaigns.signals import own as own_signals
 
@@ -59,10 +59,10 @@ SIGNAL_FIELDS = ("detail", "quote", "source", "confidence", "observed_on")
 def detail(row: Mapping[str, Any], competitors: Sequence[str]) -> dict[str, Any]:
     kind = str(row["kind"])
     payload: Mapping[str, Any] = row.get("payload") or {}
-    spec = KINDS.get(kind)
-    shown: dict[str, Any] = {"editable": sorted(spec.editable) if spec else []}
-    if spec is not None:
-        shown["labels"] = {"approve": spec.labels[0], "reject": spec.labels[1]}
+    shown: dict[str, Any] = {"editable": sorted(EDITABLE.get(kind, ()))}
+    if kind in EDITABLE:
+        approve, reject = LABELS.get(kind, APPROVE_REJECT)
+        shown["labels"] = {"approve": approve, "reject": reject}
     missing: list[str] = []
     if kind in MESSAGE_KINDS:
         shown.update(_message(row, payload, competitors, missing))

@@ -29,6 +29,7 @@ from colony.contracts import (
 from colony.contracts.chat import LaunchCampaignArgs, ResearchCompanyArgs
 from colony.contracts.deals import parse_update
 from colony.errors import ValidationFailed, describe_validation
+from colony.flows.approvals.editable import APPROVE_REJECT, EDITABLE, LABELS
 from colony.policy.outbound import check_outbound, check_shape
 
 Payload = Mapping[str, Any]
@@ -83,13 +84,16 @@ def tool_arguments(tool_name: str, args: type[BaseModel], arguments: Payload) ->
 
 @dataclass(frozen=True, slots=True)
 class ItemKind:
+    """What an item of one kind allows: its effect's name, its editable fields, the check an
+    edit passes, and whether it can be approved at all."""
+
     effect: str  # what applying an item of this kind did, as the audit log names it
     editable: frozenset[str]  # top-level payload fields a person may replace
     check: Check | None = None  # validates an edited payload
     approvable: bool = True  # False: a notice a person can only dismiss (reject)
     # What approving and rejecting an item of this kind mean to the person deciding it (the
     # labels of its card's buttons): a task for a person is done or skipped, not approved.
-    labels: tuple[str, str] = ("Approve", "Reject")
+    labels: tuple[str, str] = APPROVE_REJECT
 
 
 def _model(model: type[BaseModel], fields: tuple[str, ...], payload: Payload) -> None:
@@ -159,23 +163,22 @@ def _tool_action(before: Payload, after: Payload, policy: Policy) -> None:
     tool_arguments(name, tool.args, arguments)
 
 
+# (effect, the check an edit passes, approvable); what may be edited, and the buttons'
+# labels, are ``colony.flows.approvals.editable``'s
+_KINDS: dict[str, tuple[str, Check | None, bool]] = {
+    "outbound_message": ("message_queued", _message, True),
+    "follow_up": ("message_queued", _follow_up, True),
+    "kc_update_candidate": ("kc_upserted", _kc, True),
+    "deal_update": ("deal_changed", _deal, True),
+    "content_piece": ("content_published", _content, True),
+    "deployment_kit": ("kit_released", None, True),
+    "tool_action": ("tool_run", _tool_action, True),
+    "missing_data": ("dismissed", None, False),  # CONST-004: dismissed, never approved
+    "sequence_task": ("task_done", None, True),  # a person's task: done (approve) or skipped
+}
 KINDS: dict[str, ItemKind] = {
-    "outbound_message": ItemKind("message_queued", frozenset({"subject", "body"}), _message),
-    "follow_up": ItemKind("message_queued", frozenset({"subject", "body"}), _follow_up),
-    "kc_update_candidate": ItemKind("kc_upserted", frozenset({"content"}), _kc),
-    "deal_update": ItemKind("deal_changed", frozenset({"changes"}), _deal),
-    "content_piece": ItemKind("content_published", frozenset({"title", "body"}), _content),
-    # The kit's document is in GCS, written by AGT-009: reject it and ask for another.
-    "deployment_kit": ItemKind("kit_released", frozenset()),
-    # Only the arguments the held tool declares editable (HELD_TOOLS).
-    "tool_action": ItemKind("tool_run", frozenset({"arguments"}), _tool_action),
-    # CONST-004: an agent said what it lacked for a contact; nothing was drafted, so there is
-    # nothing to approve: a person reads which fields are missing and dismisses it.
-    "missing_data": ItemKind("dismissed", frozenset(), approvable=False),
-    # A LinkedIn or call step of a sequence: a task for a person, with the talking points
-    # AGT-005 drafted. Nothing is sent for it; the person does it (approve: done) or chooses
-    # not to (reject: skipped), and either moves the sequence on (flows.outbound.sequences).
-    "sequence_task": ItemKind("task_done", frozenset(), labels=("Done", "Skip")),
+    kind: ItemKind(effect, EDITABLE[kind], check, approvable, LABELS.get(kind, APPROVE_REJECT))
+    for kind, (effect, check, approvable) in _KINDS.items()
 }
 
 

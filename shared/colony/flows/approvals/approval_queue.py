@@ -26,14 +26,14 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
-from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from colony.errors import UpstreamError, error_summary
 from colony.flows.approvals import approval_cards
 from colony.flows.approvals.approval_cards import CHECKED_KINDS
+from colony.flows.approvals.links import signed_link
 from colony.flows.research import copies as research
-from colony.store.approvals import approvals
+from colony.store.approvals import approvals, audit
 
 if TYPE_CHECKING:
     from colony.flows.deps import FlowDeps
@@ -100,6 +100,16 @@ def _stored_copies(deps: FlowDeps, org_id: str, details: list[dict[str, Any]]) -
             signal.update(copies[signal["source"]])
 
 
+def audit_trail(
+    deps: FlowDeps, org_id: str, *, item_id: str | None = None, limit: int = 50
+) -> list[dict[str, Any]]:
+    """The org's audit log as people read it, newest first (of one item, when given):
+    what ``colony.flows.approvals.approval`` appended."""
+    with deps.db.transaction(org_id) as cur:
+        rows = audit.recent(cur, item_id=item_id, limit=limit)
+    return [{**row, "at": row["at"].isoformat()} for row in rows]
+
+
 def queue_changes(deps: FlowDeps, org_id: str, item_ids: list[str]) -> dict[str, Any]:
     """What became of ``item_ids`` (announced as added or decided) and the queue's counts now:
     ``{"pending_total", "kinds", "campaigns", "added": [id], "decided": [{id, status,
@@ -141,18 +151,6 @@ def card(deps: FlowDeps, row: Mapping[str, Any]) -> dict[str, Any]:
     if flags:  # what the detector found behind the draft: the card shows it as a warning
         shown["untrusted_instructions"] = [str(f) for f in flags]
     return shown
-
-
-def signed_link(deps: FlowDeps, name: str) -> dict[str, Any]:
-    """A V4 signed GET URL for object ``name`` in the assets bucket, valid from now for
-    ``COLONY_SIGNED_URL_TTL_SECONDS``, with its expiry."""
-    ttl = deps.settings.signed_url_ttl_seconds
-    now = deps.clock()
-    return {
-        "url": deps.blobs.signed_url(name, ttl),
-        "expires_at": (now + timedelta(seconds=ttl)).isoformat(),
-        "expires_in_seconds": ttl,
-    }
 
 
 def _kit_link(deps: FlowDeps, row: Mapping[str, Any]) -> dict[str, Any]:

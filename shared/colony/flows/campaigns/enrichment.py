@@ -25,6 +25,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from colony.contracts import HandoffEnvelope
+from colony.contracts.outputs.campaigns import ProspectEnrichment
 from colony.flows.campaigns.campaign import handoff, handoff_event, step_key
 from colony.flows.campaigns.specialist import assembly_request, handle_handoff, load_contact
 from colony.flows.deps import FlowDeps
@@ -91,7 +92,7 @@ def _enrich(
             deps, org, run_id, "AGT-003", envelope, entities, task, sources=passages
         )
         result = call_agent(deps.llm, request)
-        assert result.output is not None
+        assert isinstance(result.output, ProspectEnrichment)
         output = result.output.model_dump(mode="json")
         found, dropped = grounded(output.get("signals") or [], contact, passages)
         output["signals"] = one_per_event(found)

@@ -21,6 +21,7 @@ from typing import Any
 
 from colony.contracts import HandoffEnvelope
 from colony.contracts.events import SequenceStep
+from colony.contracts.outputs.campaigns import OutboundMessage
 from colony.flows import call_link
 from colony.flows.approvals import approval, flags
 from colony.flows.campaigns.campaign import HINTS, contact_done, step_key
@@ -242,7 +243,7 @@ def _draft(
             return check_outbound(m, tier=tier, contact_signals=details, competitors=competitors)
 
         result = call_agent(deps.llm, request, check=problems)
-        assert result.output is not None
+        assert isinstance(result.output, OutboundMessage)
         output = result.output.model_dump(mode="json")
         if draft.reply_subject:  # threads under the first email in the recipient's client
             output["subject"] = draft.reply_subject

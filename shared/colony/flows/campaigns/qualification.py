@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from colony.contracts import HandoffEnvelope
+from colony.contracts.outputs.campaigns import QualificationScore
 from colony.flows.campaigns.campaign import contact_done, handoff, step_key
 from colony.flows.campaigns.specialist import (
     assembly_request,
@@ -55,7 +56,7 @@ def _qualify(
             signals=signals,
         )
         result = call_agent(deps.llm, request)
-        assert result.output is not None
+        assert isinstance(result.output, QualificationScore)
         proposed = result.output.model_dump(mode="json")
         decision = decide_tier(proposed["total_score"], icp["tiers"], proposed["disqualifiers"])
         return {

@@ -22,20 +22,43 @@ Each imports only the ones below it in that list, checked by an import contract 
 exported here. ``colony.runtime.appliers`` names ``resume.apply_tool_action``.
 """
 
-from colony.flows.chat.hydration import OrchestratorFailed
-from colony.flows.chat.resume import apply_tool_action
-from colony.flows.chat.session import (
-    EmptyMessage,
-    MessageTooLong,
-    check_message,
-    create_session,
-    require_session,
-    today_brief,
-    transcript,
-)
-from colony.flows.chat.tools import proposed
-from colony.flows.chat.turn import run_turn
-from colony.flows.chat.turn_io import Sink, TurnIO
+from typing import TYPE_CHECKING
+
+from colony.lazy import lazy_names
+
+if TYPE_CHECKING:  # the real names, for type checkers
+    from colony.flows.chat.hydration import OrchestratorFailed
+    from colony.flows.chat.resume import apply_tool_action
+    from colony.flows.chat.session import (
+        EmptyMessage,
+        MessageTooLong,
+        check_message,
+        create_session,
+        require_session,
+        today_brief,
+        transcript,
+    )
+    from colony.flows.chat.tools import proposed
+    from colony.flows.chat.turn import run_turn
+    from colony.flows.chat.turn_io import Sink, TurnIO
+
+# Loaded on first use (PEP 562): the chat function's page routes take what ``session`` offers
+# and load no model stack; the turn (hydration, tools, the model call) loads with the first one.
+_HOMES = {
+    "OrchestratorFailed": "colony.flows.chat.hydration",
+    "apply_tool_action": "colony.flows.chat.resume",
+    "EmptyMessage": "colony.flows.chat.session",
+    "MessageTooLong": "colony.flows.chat.session",
+    "check_message": "colony.flows.chat.session",
+    "create_session": "colony.flows.chat.session",
+    "require_session": "colony.flows.chat.session",
+    "today_brief": "colony.flows.chat.session",
+    "transcript": "colony.flows.chat.session",
+    "proposed": "colony.flows.chat.tools",
+    "run_turn": "colony.flows.chat.turn",
+    "Sink": "colony.flows.chat.turn_io",
+    "TurnIO": "colony.flows.chat.turn_io",
+}
 
 __all__ = [
     "EmptyMessage",
@@ -52,3 +75,6 @@ __all__ = [
     "today_brief",
     "transcript",
 ]
+
+
+__getattr__ = lazy_names(__name__, _HOMES)

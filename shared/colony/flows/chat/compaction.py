@@ -20,8 +20,10 @@ from typing import Any
 
 from colony.context.assembler import AssemblyRequest
 from colony.contracts import IcpDefinition, OrgContext
+from colony.contracts.outputs.documents import ConversationSummary
 from colony.flows.chat import history
-from colony.flows.chat.turn_io import AGENT, Rows, TurnIO, compact_json
+from colony.flows.chat.history import AGENT
+from colony.flows.chat.turn_io import Rows, TurnIO, compact_json
 from colony.llm.agent_call import call_agent
 from colony.observability.call_records import deferred_records
 from colony.store import orgdata
@@ -118,7 +120,7 @@ def _summarise(
     }
     request = AssemblyRequest("AGT-001/summary", io.org_id, io.turn_id, org, task=task)
     result = call_agent(deps.llm, request)
-    assert result.output is not None
+    assert isinstance(result.output, ConversationSummary)
     summary, text = history.fit_summary(
         result.output.model_dump(mode="json"), deps.llm.counter.count
     )

@@ -24,6 +24,7 @@ from typing import Any
 from colony.ports import Message, ToolCall
 from colony.store import chat as chat_store
 
+AGENT = "AGT-001"  # whose history budget sizes the window
 SUMMARY_HEADER = "CONVERSATION SUMMARY (older turns, compacted):"
 SUMMARY_MAX_TOKENS = 300  # seed §6.3
 KEEP_FRACTION = 0.5
@@ -31,6 +32,8 @@ KEEP_FRACTION = 0.5
 
 @dataclass(frozen=True)
 class Row:
+    """One stored turn of a session (``chat_turns``)."""
+
     id: int
     role: str
     content: str

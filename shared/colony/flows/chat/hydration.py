@@ -30,7 +30,8 @@ from colony.errors import OutputInvalid, ValidationFailed
 from colony.flows.approvals import approval_queue
 from colony.flows.chat import history, tools
 from colony.flows.chat.compaction import fold_ahead, pending
-from colony.flows.chat.turn_io import AGENT, AnswerDeltas, TurnIO
+from colony.flows.chat.history import AGENT
+from colony.flows.chat.turn_io import AnswerDeltas, TurnIO
 from colony.knowledge.exemplars import to_exemplars
 from colony.llm.agent_call import call_agent
 from colony.observability.call_records import deferred_records

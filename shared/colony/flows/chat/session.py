@@ -12,9 +12,9 @@ from typing import Any
 
 from colony.errors import NotFound, ValidationFailed
 from colony.flows.chat import history
-from colony.flows.chat.turn_io import AGENT
+from colony.flows.chat.history import AGENT
 from colony.flows.deps import FlowDeps
-from colony.flows.insights.brief import sections_of
+from colony.flows.insights.brief_text import sections_of
 from colony.store import chat as chat_store
 from colony.store import chat_events
 

@@ -67,6 +67,8 @@ SNIPPET_CHARS = 240
 
 @dataclass(frozen=True)
 class ToolContext:
+    """Who runs a tool call, in which session, and the call's id."""
+
     deps: FlowDeps
     org_id: str
     user_id: str
@@ -80,6 +82,9 @@ Runner = Callable[[ToolContext, Any], dict[str, Any]]
 
 @dataclass(frozen=True)
 class Tool:
+    """One of AGT-001's tools: its name and description for the model, its arguments' model
+    and what running it does."""
+
     name: str
     description: str
     args: type[BaseModel]

@@ -30,8 +30,9 @@ from colony.errors import CallerError, UpstreamError, public_body
 from colony.flows.approvals import approval_queue
 from colony.flows.chat import history, tools
 from colony.flows.chat.compaction import compact_if_needed, fold_ahead
+from colony.flows.chat.history import AGENT
 from colony.flows.chat.hydration import model_step
-from colony.flows.chat.turn_io import AGENT, Rows, Sink, TurnIO, compact_json
+from colony.flows.chat.turn_io import Rows, Sink, TurnIO, compact_json
 from colony.flows.deps import FlowDeps
 from colony.knowledge.store import SEARCH_SETTINGS
 from colony.observability import categories, sentry

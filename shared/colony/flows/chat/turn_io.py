@@ -31,7 +31,6 @@ from colony.llm.partial_json import FieldText
 from colony.observability.call_records import record_row, store_records
 from colony.ports import LlmCallRecord
 
-AGENT = "AGT-001"
 log = logging.getLogger("colony.chat")
 
 Sink = Callable[[Sequence[ev.Event]], None]

@@ -28,9 +28,10 @@ from typing import Any
 
 from colony.context.assembler import AssemblyRequest
 from colony.contracts import IcpDefinition, OrgContext
-from colony.contracts.outputs import DailyBrief
+from colony.contracts.outputs.documents import DailyBrief
 from colony.errors import NotFound, ValidationFailed
 from colony.flows.deps import FlowDeps
+from colony.flows.insights.brief_text import render, word_count
 from colony.knowledge.exemplars import to_exemplars
 from colony.llm.agent_call import call_agent
 from colony.ports import Message
@@ -41,13 +42,6 @@ from colony.store.outbound import replies
 
 AGENT = "AGT-010"
 MAX_WORDS = 250
-SECTIONS: tuple[tuple[str, str], ...] = (
-    ("pipeline", "Pipeline"),
-    ("alerts", "Alerts"),
-    ("queue", "Queue"),
-    ("yesterday", "Yesterday"),
-    ("todays_priorities", "Today's Priorities"),
-)
 
 
 def day_window(day: date) -> tuple[datetime, datetime]:
@@ -100,40 +94,6 @@ def recent_replies(cur: Any, day: date) -> list[dict[str, Any]]:
         }
         for r in replies.recent(cur, start, RECENT_REPLIES)
     ]
-
-
-def render(brief: Mapping[str, str]) -> str:
-    """The stored text: one line per section, headed by its name (seed §5.5 order)."""
-    return "\n".join(f"{title}: {brief[key].strip()}" for key, title in SECTIONS)
-
-
-def sections_of(content: str, stored: Mapping[str, Any] | None) -> list[dict[str, str]] | None:
-    """The brief's five sections in order, as ``{key, title, text}`` (the /overview page
-    shows each under its heading): as stored per section, else read back from the stored
-    text's ``Title: …`` lines (``render``'s format). None when neither has all five (a
-    brief written another way is shown as its text)."""
-    if stored and all(isinstance(stored.get(key), str) for key, _ in SECTIONS):
-        found = {key: str(stored[key]).strip() for key, _ in SECTIONS}
-    else:
-        parts: dict[str, list[str]] = {}
-        current: list[str] | None = None
-        for line in content.splitlines():
-            key = next(
-                (k for k, title in SECTIONS if k not in parts and line.startswith(f"{title}:")),
-                None,
-            )
-            if key is not None:
-                current = parts[key] = [line.split(":", 1)[1]]
-            elif current is not None:
-                current.append(line)  # a section's text may run over several lines
-        if len(parts) != len(SECTIONS):
-            return None
-        found = {key: "\n".join(lines).strip() for key, lines in parts.items()}
-    return [{"key": key, "title": title, "text": found[key]} for key, title in SECTIONS]
-
-
-def word_count(text: str) -> int:
-    return len(text.split())
 
 
 def daily_brief(deps: FlowDeps, org_id: str, day: date | None = None) -> dict[str, Any]:

@@ -25,7 +25,7 @@ import hashlib
 from datetime import datetime
 from typing import Any
 
-from colony.contracts.events import NotionSyncStep
+from colony.contracts.reembed import NotionSyncStep
 from colony.errors import NotFound, OrgScopeError, ProviderUnavailable
 from colony.flows.deps import FlowDeps
 from colony.flows.knowledge.notion_reembed import sync_page

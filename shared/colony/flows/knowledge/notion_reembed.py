@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from colony.contracts.events import NotionReembed
+from colony.contracts.reembed import NotionReembed
 from colony.errors import NotFound, ValidationFailed
 from colony.flows.deps import FlowDeps
 from colony.flows.knowledge import kc_tiering

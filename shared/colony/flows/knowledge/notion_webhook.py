@@ -26,7 +26,7 @@ import hashlib
 import json
 from typing import Any
 
-from colony.contracts.events import NotionReembed
+from colony.contracts.reembed import NotionReembed
 from colony.errors import OrgScopeError, RateLimited, ValidationFailed
 from colony.flows.deps import FlowDeps
 from colony.flows.knowledge.notion_pages import domain_for

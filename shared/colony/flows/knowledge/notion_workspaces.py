@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from colony.contracts.admin import NotionConnect
-from colony.contracts.events import NotionSyncStep
+from colony.contracts.reembed import NotionSyncStep
 from colony.errors import NotFound, OrgScopeError, OwnedElsewhere, OwnershipUnproven
 from colony.flows.deps import FlowDeps
 from colony.ports import NotionAccess, NotionWorkspaceClient, SecretStore

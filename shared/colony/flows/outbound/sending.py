@@ -89,7 +89,7 @@ def schedule_send(
     re-applied approval schedules it once; ``attempt`` names a later hand-over: a resume's,
     a deferral's), after ``delay`` seconds."""
     # lazy: the task model loads with the first hand-over (pydantic models, ~15 ms)
-    from colony.contracts.events import SendMessage
+    from colony.contracts.tasks import SendMessage
 
     task = SendMessage(org_id=org_id, outbox_id=outbox_id)
     name = f"send-{outbox_id}" + (f"-{attempt}" if attempt else "")

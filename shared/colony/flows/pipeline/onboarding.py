@@ -28,10 +28,11 @@ from typing import Any
 from colony.context.assembler import AssemblyRequest
 from colony.contracts import IcpDefinition, OrgContext
 from colony.contracts.events import DealClosedWon
+from colony.contracts.outputs.documents import DeploymentKit
 from colony.errors import NotFound, UpstreamError, ValidationFailed
 from colony.flows import call_link
 from colony.flows.approvals import flags
-from colony.flows.approvals.approval_queue import signed_link
+from colony.flows.approvals.links import signed_link
 from colony.flows.deps import FlowDeps
 from colony.knowledge.exemplars import to_exemplars
 from colony.llm.agent_call import call_agent
@@ -165,7 +166,7 @@ def _compose(deps: FlowDeps, org: str, run_id: str, deal: Mapping[str, Any]) -> 
         AGENT, org, run_id, org_context, exemplars, {"deal": facts}, (), {}, kc_queried=tuple(hits)
     )
     result = call_agent(deps.llm, request)
-    assert result.output is not None
+    assert isinstance(result.output, DeploymentKit)
     kit = result.output.model_dump(mode="json")
     found = [flags.of_draft(result, section) for section in kit["sections"]]
     playbooks = sorted({e.title for e in exemplars if e.title})

@@ -18,6 +18,7 @@ from typing import Any
 from colony.context.assembler import AssemblyRequest
 from colony.context.tokens import counter_for
 from colony.contracts.events import RecordingProcessed
+from colony.contracts.outputs.recordings import FollowUpDraft
 from colony.errors import ValidationFailed
 from colony.flows import call_link
 from colony.flows.approvals import flags
@@ -132,7 +133,7 @@ def _draft(
         return check_shape(m.subject, m.body, tier=FOLLOW_UP_TIER, competitors=competitors)
 
     result = call_agent(deps.llm, request, check=const_006)
-    assert result.output is not None
+    assert isinstance(result.output, FollowUpDraft)
     output = result.output.model_dump(mode="json")
     found = flags.of_draft(result, output, allowed=[deal.get("contact_email") or ""])
     return call_link.carry(flags.flagged(output, found), result)

@@ -28,6 +28,7 @@ from colony.context.assembler import AssemblyRequest
 from colony.context.tokens import counter_for
 from colony.contracts import IcpDefinition, OrgContext
 from colony.contracts.events import RecordingProcessed, RecordingReceived
+from colony.contracts.outputs.recordings import CallSignals, CallSummary
 from colony.errors import ContextBudgetExceeded, NotFound, ValidationFailed
 from colony.flows import call_link
 from colony.flows.approvals import flags
@@ -130,7 +131,7 @@ def _two_passes(deps: FlowDeps, org: str, recording: Mapping[str, Any]) -> dict[
                 },
             )
             result = call_agent(deps.llm, request)
-            assert result.output is not None
+            assert isinstance(result.output, CallSignals)
             found = result.output.model_dump(mode="json")["signals"]
             kept, dropped = verbatim(found, chunk.text)  # AGT-006's quotes: verbatim
             deps.llm.annotate(result.call_id, quotes_dropped=dropped)  # on the call's trace
@@ -245,7 +246,7 @@ def _pass2(
             if error.section != "task" or not ranked:
                 raise
             ranked = ranked[: max(0, len(ranked) - max(1, len(ranked) // 8))]
-    assert result.output is not None
+    assert isinstance(result.output, CallSummary)
     output = flags.flagged(
         result.output.model_dump(mode="json"), result.assembled.untrusted_instructions
     )

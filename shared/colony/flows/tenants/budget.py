@@ -34,7 +34,8 @@ from datetime import date
 from decimal import Decimal
 from typing import Any, Literal
 
-from colony.contracts.events import EVENT_ADAPTER, BudgetRelease
+from colony.contracts.events import EVENT_ADAPTER
+from colony.contracts.tasks import BudgetRelease
 from colony.errors import BudgetCapped, ValidationFailed
 from colony.flows.deps import FlowDeps
 from colony.registry.functions import AGENT_TOPICS, CAMPAIGN_RESUME_QUEUE

@@ -17,7 +17,6 @@ from datetime import UTC, datetime
 from typing import Any
 
 from colony.contracts.common import Strict
-from colony.contracts.events import BriefRequest, BudgetRelease, NotionReconcile
 from colony.contracts.lifecycle import (
     DomainCheck,
     DriveRenewal,
@@ -27,6 +26,8 @@ from colony.contracts.lifecycle import (
     RetentionRun,
     ScheduleRun,
 )
+from colony.contracts.reembed import NotionReconcile
+from colony.contracts.tasks import BriefRequest, BudgetRelease
 from colony.errors import ValidationFailed
 from colony.flows.deps import FlowDeps
 from colony.registry.functions import LIFECYCLE_QUEUE

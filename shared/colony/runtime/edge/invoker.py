@@ -7,8 +7,7 @@ audience is the function's URL (``COLONY_FUNCTION_URLS[name]``, the URL terrafor
 Tasks transport put in the token). IAM already refuses other callers; this module refuses them
 again before a body is read or a flow runs, so a mis-set ingress or a stray ``run.invoker``
 grant does not open the function. ``pubsub_handler`` and ``http_json(caller=invoker_only(name))``
-both call ``require_invoker``: one mechanism, not one per function. (Only they import this
-module, so a webhook's bundle does not carry PyJWT.)
+both call ``require_invoker``: one mechanism, not one per function.
 
 Locally (``COLONY_ENV=local``) the emulators and the local transport attach no token, and none
 is needed (``colony.runtime.auth.verify_google_oidc``).
@@ -57,7 +56,7 @@ def require_invoker(name: str, headers: Headers, settings: Settings) -> Mapping[
     """
     if settings.env == "local":
         return None
-    # lazy: PyJWT and cryptography load with the first request, not at cold start
+    # lazy: the verifier (cryptography's RSA) loads with the first request, not at cold start
     from colony.runtime.auth import verify_google_oidc
 
     audience = settings.function_urls.get(name, "")

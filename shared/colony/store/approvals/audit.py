@@ -2,7 +2,7 @@
 decision caused, and every refused attempt to decide, append-only.
 
 The application role may insert and read (RLS scopes it to the transaction's org) but never
-update or delete a row (``store.migrate.ensure_app_role_grants``), so this module has no
+update or delete a row (``store.migrator.ensure_app_role_grants``), so this module has no
 statement that changes one. Each function takes the cursor of a transaction opened under the
 org: a decision and its effects commit with the decision, or not at all; a refusal is
 written in a transaction of its own (the refused attempt rolls back).
