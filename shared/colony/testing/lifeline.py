@@ -99,24 +99,29 @@ def _stop(signum: int, _frame: object) -> None:
     raise _Stop(signum)
 
 
-def _end_session(child: subprocess.Popen[bytes], signum: int) -> None:
-    """Everything in our session but us: ``signum`` each, the grace, then SIGKILL."""
+def _end_session(child: subprocess.Popen[bytes] | None, signum: int) -> None:
+    """Everything in our session but us: ``signum`` each, the grace, then SIGKILL. Signals
+    to us are ignored from here: ending is what they would ask for."""
+    for each in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(each, signal.SIG_IGN)
     me, sid = os.getpid(), os.getsid(0)
     for pid in session_members(sid):
         if pid != me:
             with suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signum)
     deadline = time.monotonic() + GRACE_SECONDS
-    with suppress(subprocess.TimeoutExpired):
-        child.wait(timeout=GRACE_SECONDS)
+    if child is not None:
+        with suppress(subprocess.TimeoutExpired):
+            child.wait(timeout=GRACE_SECONDS)
     while time.monotonic() < deadline and any(p != me for p in session_members(sid)):
         time.sleep(0.05)  # orphans of the child (a wrapper's own children) leaving, bounded
     for pid in session_members(sid):
         if pid != me:
             with suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
-    with suppress(subprocess.TimeoutExpired):
-        child.wait(timeout=GRACE_SECONDS)
+    if child is not None:
+        with suppress(subprocess.TimeoutExpired):
+            child.wait(timeout=GRACE_SECONDS)
 
 
 def main(argv: Sequence[str]) -> int:
@@ -131,11 +136,8 @@ def main(argv: Sequence[str]) -> int:
     try:
         child = subprocess.Popen(command)  # our session, our output
         code = child.wait()
-    except _Stop as stop:
-        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-            signal.signal(signum, signal.SIG_IGN)
-        if child is not None:
-            _end_session(child, stop.signum)
+    except _Stop as stop:  # the child may have started even if Popen had not returned
+        _end_session(child, stop.signum)
         return 128 + stop.signum
     _end_session(child, signal.SIGTERM)  # what the child left behind
     return code if code >= 0 else 128 - code
