@@ -18,7 +18,7 @@ import pytest
 
 from colony.local.cli import main
 from colony.local.functions import FunctionServers
-from colony.runtime.auth import mint_local_token
+from colony.local.tokens import mint_local_token
 from colony.testing.dns_server import DnsServer, publish
 from tests.conftest import APP_ROLE, PgDB
 

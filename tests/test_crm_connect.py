@@ -27,7 +27,7 @@ from colony.adapters.hubspot_oauth import hubspot_oauth
 from colony.errors import ConnectionPaused, NotFound
 from colony.flows.crm import connections
 from colony.flows.tenants import erasure
-from colony.runtime.auth import ensure_local_keys
+from colony.local.tokens import ensure_local_keys
 from colony.runtime.deps import Deps, set_deps_for_tests
 from colony.runtime.notion_clients import secret_store
 from colony.store.crm.writes import DbLedger

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from colony.local.functions import FunctionServers
-from colony.runtime.auth import mint_local_token
+from colony.local.tokens import mint_local_token
 from colony.store import Database
 from colony.store.campaigns import campaigns
 from tests.conftest import APP_ROLE, PgDB
