@@ -56,10 +56,8 @@ def test_the_operator_connects_shows_and_disconnects_hubspot(
                     ORG,
                     "--as",
                     "someone_else",
-                    "--code",
-                    code,
-                    "--state",
-                    state,
+                    f"--code={code}",
+                    f"--state={state}",
                 ]
             )
             == 2
@@ -68,7 +66,8 @@ def test_the_operator_connects_shows_and_disconnects_hubspot(
         assert main(["crm", "hubspot", "connect", ORG, "--as", "user_ops"]) == 0
         url = json.loads(capsys.readouterr().out)["authorize_url"]
         back = parse_qs(urlsplit(httpx.get(url).headers["location"]).query)
-        args = ["--code", back["code"][0], "--state", back["state"][0]]
+        # with "=": an authorization code is opaque and may start with "-"
+        args = [f"--code={back['code'][0]}", f"--state={back['state'][0]}"]
         assert main(["crm", "hubspot", "callback", ORG, "--as", "user_ops", *args]) == 0
         printed = capsys.readouterr().out
         assert json.loads(printed)["status"] == "connected" and back["code"][0] not in printed

@@ -81,7 +81,8 @@ def _redirect_uri(deps: FlowDeps) -> str:
 
 def start(deps: FlowDeps, auth: CrmAuthorizer, org_id: str, user_id: str) -> dict[str, Any]:
     """Begin a connection: the URL to send the person to, valid ``STATE_TTL``."""
-    state = random_tokens.token_urlsafe(32)
+    # hex, not URL-safe base64: a state starting with '-' reads as an option to the CLI
+    state = random_tokens.token_hex(32)
     expires = deps.clock() + STATE_TTL
     redirect = _redirect_uri(deps)
     with deps.db.transaction(org_id) as cur:
