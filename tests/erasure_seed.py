@@ -379,6 +379,14 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
             org,
             f"outbox:{org}",
         )
+    cur.execute("SELECT to_regclass('crm_links') IS NOT NULL")
+    if cur.fetchone()[0]:  # migration 0049: a HubSpot contact linked to the org's contact
+        ex(
+            "INSERT INTO crm_links (org_id, provider, object_type, remote_id, entity_id)"
+            " SELECT org_id, 'hubspot', 'contact', '1001', id FROM contacts WHERE org_id = %s"
+            " ORDER BY id LIMIT 1",
+            org,
+        )
     cur.execute("SELECT to_regclass('research_sources') IS NOT NULL")
     if cur.fetchone()[0]:  # migration 0042: the company's research, a page naming Dana
         ex(

@@ -62,6 +62,7 @@ ENTITY_TABLES = {
     "crm_connections",  # issue 36: an org's CRM account (HubSpot), its token's secret name
     "crm_oauth_states",  # issue 36: OAuth flows in progress, bound to org and person
     "crm_writes",  # issue 36: what was written to the CRM under an idempotency key
+    "crm_links",  # issue 36: which CRM record is which of ours, archived or merged ones
     "sending_domains",  # issue 39: an org's sending domains, their DKIM keys' names, checks
     "llm_usage_daily",  # issue 38: each org's spend per day, agent, campaign and model
     "budget_alerts",  # issue 38: budget alerts, kept until a notification delivers them

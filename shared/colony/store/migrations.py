@@ -83,6 +83,7 @@ ORG_SCOPED_TABLES: tuple[str, ...] = (
     "crm_connections",
     "crm_oauth_states",
     "crm_writes",
+    "crm_links",
     "sending_domains",
     "llm_usage_daily",
     "budget_alerts",
@@ -391,4 +392,7 @@ def migrations(dim: int) -> list[Migration]:
             _sql("0048_costs_and_budgets")
             + "".join(_rls(t) for t in ("llm_usage_daily", "budget_alerts", "budget_holds")),
         ),
+        # Issue 36: which CRM record is which of ours (contacts, companies, deals), the CRM's
+        # updatedAt last applied, and records deleted or merged in the CRM.
+        Migration("0049_crm_links", _sql("0049_crm_links") + _rls("crm_links")),
     ]
