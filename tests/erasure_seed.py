@@ -379,6 +379,15 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
             org,
             f"outbox:{org}",
         )
+    cur.execute("SELECT to_regclass('org_members') IS NOT NULL")
+    if cur.fetchone()[0]:  # migration 0050: a person of the org, with their address
+        ex(
+            "INSERT INTO org_members (org_id, user_id, role, email, name)"
+            " VALUES (%s, 'user_1', 'org:admin', %s, %s)",
+            org,
+            f"{name.split()[0].lower()}@example.com",
+            name,
+        )
     cur.execute("SELECT to_regclass('crm_links') IS NOT NULL")
     if cur.fetchone()[0]:  # migration 0049: a HubSpot contact linked to the org's contact
         ex(

@@ -84,6 +84,7 @@ ORG_SCOPED_TABLES: tuple[str, ...] = (
     "crm_oauth_states",
     "crm_writes",
     "crm_links",
+    "org_members",
     "sending_domains",
     "llm_usage_daily",
     "budget_alerts",
@@ -395,4 +396,7 @@ def migrations(dim: int) -> list[Migration]:
         # Issue 36: which CRM record is which of ours (contacts, companies, deals), the CRM's
         # updatedAt last applied, and records deleted or merged in the CRM.
         Migration("0049_crm_links", _sql("0049_crm_links") + _rls("crm_links")),
+        # Issue 35: the people of an org (from Clerk), their role, their address, and
+        # whether they are still in it.
+        Migration("0050_org_members", _sql("0050_org_members") + _rls("org_members")),
     ]
