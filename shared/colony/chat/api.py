@@ -35,6 +35,8 @@
     GET  /usage[?month=YYYY-MM]     what the org spent on model calls in a month (UTC): in all,
                                     by agent, campaign and day, unpriced calls, and for the
                                     current month the budget's standing (the page's banner)
+    GET|POST|PUT|DELETE /kc…        the Knowledge Core editor (``colony.chat.kc_routes``)
+    GET  /overview/kc.js            the page's Knowledge view (static, same origin)
     GET  /explain/<output id>       the model calls behind an approval item, a chat turn or
                                     a brief, and what their context was built from (the
                                     card's "Why?" panel; ``colony explain`` prints the same)
@@ -86,7 +88,11 @@ HEARTBEAT_SECONDS = 15.0
 APPROVALS_SHOWN = 50
 APPROVALS_MAX = 500
 PAGE = Path(__file__).with_name("overview.html")
-VIEWS = Path(__file__).with_name("views.js")
+# The page's scripts, served from the same origin (the CSP's script-src 'self').
+SCRIPTS = {
+    "/overview/views.js": Path(__file__).with_name("views.js"),
+    "/overview/kc.js": Path(__file__).with_name("kc.js"),
+}
 _SESSION = re.compile(r"^/sessions/([A-Za-z0-9_.:-]{1,200})(/events)?$")
 _EXPLAIN = re.compile(r"^/explain/([A-Za-z0-9_.:-]{1,200})$")
 _STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -98,9 +104,9 @@ def handle(deps: FlowDeps, request: JsonRequest) -> Any:
     if path == "/overview":
         _allow(method, "GET")
         return _page(deps.settings.clerk_frontend_api)
-    if path == "/overview/views.js":
+    if path in SCRIPTS:
         _allow(method, "GET")
-        return _script()
+        return _script(SCRIPTS[path])
     who = verify_bearer(request.authorization, deps.settings)
     if path == "/turns":
         _allow(method, "POST")
@@ -138,6 +144,12 @@ def handle(deps: FlowDeps, request: JsonRequest) -> Any:
     if path == "/usage":
         _allow(method, "GET")
         return usage_report(deps, who.org_id, request.args.get("month"))
+    if path == "/kc" or path.startswith("/kc/"):
+        # lazy: the editor loads the Knowledge Core's store on its first request, not with
+        # the page (issue 32 item 4)
+        from colony.chat import kc_routes
+
+        return kc_routes.handle(deps, who, request)
     why = _EXPLAIN.match(path)
     if why:
         _allow(method, "GET")
@@ -173,8 +185,8 @@ def _page(clerk: str | None) -> flask.Response:
     return response
 
 
-def _script() -> flask.Response:
-    response = flask.Response(VIEWS.read_bytes(), mimetype="text/javascript")
+def _script(source: Path) -> flask.Response:
+    response = flask.Response(source.read_bytes(), mimetype="text/javascript")
     response.headers["X-Content-Type-Options"] = "nosniff"
     response.headers["Cache-Control"] = "no-store"  # as the page: both change together
     return response
