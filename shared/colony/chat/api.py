@@ -36,7 +36,9 @@
                                     by agent, campaign and day, unpriced calls, and for the
                                     current month the budget's standing (the page's banner)
     GET|POST|PUT|DELETE /kc…        the Knowledge Core editor (``colony.chat.kc_routes``)
-    GET  /overview/kc.js            the page's Knowledge view (static, same origin)
+    GET  /prospects[/<id>]          prospects as records (``colony.chat.records_routes``)
+    GET  /overview/kc.js, /overview/records.js
+                                    the page's Knowledge and Prospects views (static)
     GET  /explain/<output id>       the model calls behind an approval item, a chat turn or
                                     a brief, and what their context was built from (the
                                     card's "Why?" panel; ``colony explain`` prints the same)
@@ -92,6 +94,7 @@ PAGE = Path(__file__).with_name("overview.html")
 SCRIPTS = {
     "/overview/views.js": Path(__file__).with_name("views.js"),
     "/overview/kc.js": Path(__file__).with_name("kc.js"),
+    "/overview/records.js": Path(__file__).with_name("records.js"),
 }
 _SESSION = re.compile(r"^/sessions/([A-Za-z0-9_.:-]{1,200})(/events)?$")
 _EXPLAIN = re.compile(r"^/explain/([A-Za-z0-9_.:-]{1,200})$")
@@ -150,6 +153,10 @@ def handle(deps: FlowDeps, request: JsonRequest) -> Any:
         from colony.chat import kc_routes
 
         return kc_routes.handle(deps, who, request)
+    if path == "/prospects" or path.startswith("/prospects/"):
+        from colony.chat import records_routes  # lazy, as the editor's
+
+        return records_routes.handle(deps, who, request)
     why = _EXPLAIN.match(path)
     if why:
         _allow(method, "GET")

@@ -1,0 +1,175 @@
+// /overview's Prospects view (issue 34 item 1): the org's prospects as a list a person filters
+// (paginated on the server: GET /prospects) and one prospect's page (GET /prospects/<id>):
+// fields, ICP score and AGT-004's reasons, signals with their quotes and sources, sequences
+// and the next step, every message sent with the replies under it, and the decisions on it.
+//
+// Names, quotes, messages and replies are the org's or the outside world's text: set as text,
+// never as markup. A signal's source becomes a link only when it is an http(s) address.
+"use strict";
+window.ColonyRecords = (() => {
+  const SIGNALS = ["expansion", "hiring", "leadership_change", "funding", "lease_expiry",
+    "consolidation", "tech_adoption"];
+  const ctx = { api: null, started: false, offset: 0, filters: {}, serial: 0 };
+  const $ = (id) => document.getElementById(id);
+  const el = window.ColonyViews.el;  // views.js loads first
+  const uid = (prefix) => prefix + "-" + (++ctx.serial);
+  const say = (text) => { $("prospects-status").textContent = text; };
+  const when = (iso) => (iso ? new Date(iso).toLocaleString() : "—");
+
+  function filters() {
+    const read = (id) => $(id).value.trim();
+    const f = { q: read("pf-q"), tier: read("pf-tier"), min_score: read("pf-min"),
+      max_score: read("pf-max"), status: read("pf-status"), replied: read("pf-replied"),
+      signal: read("pf-signal") };
+    return Object.fromEntries(Object.entries(f).filter(([, v]) => v));
+  }
+
+  async function load(append) {
+    if (!append) { ctx.offset = 0; ctx.filters = filters(); }
+    const params = new URLSearchParams(Object.assign({ offset: String(ctx.offset) }, ctx.filters));
+    let body;
+    try { body = await ctx.api("/prospects?" + params.toString()); }
+    catch (error) { say("Could not load prospects: " + error.message); return; }
+    const rows = $("prospects-body");
+    if (!append) rows.textContent = "";
+    for (const p of body.prospects) rows.appendChild(row(p));
+    if (!body.total) {
+      const tr = el("tr"), td = el("td", null, "No prospect matches these filters.");
+      td.colSpan = 6; tr.appendChild(td); rows.appendChild(tr);
+    }
+    ctx.offset = body.next_offset || ctx.offset;
+    $("prospects-more").hidden = body.next_offset === null;
+    say(`${rows.querySelectorAll("tr[data-id]").length} of ${body.total} prospects shown`);
+  }
+
+  function row(p) {
+    const tr = el("tr");
+    tr.dataset.id = p.id;
+    const name = el("td");
+    const open = el("button", "kc-open", p.name);
+    open.type = "button";
+    open.addEventListener("click", () => show(p.id));
+    name.appendChild(open);
+    if (p.title) name.appendChild(el("span", "qprov", p.title));
+    tr.appendChild(name);
+    tr.appendChild(el("td", null, p.company));
+    tr.appendChild(el("td", "num", p.icp_score === null ? "—" : p.icp_score));
+    tr.appendChild(el("td", null, p.tier || "—"));
+    tr.appendChild(el("td", null, p.sequence_status + (p.replied ? " · replied" : "")));
+    tr.appendChild(el("td", null, p.signal_types.join(", ") || "—"));
+    return tr;
+  }
+
+  function section(parent, title) {
+    const h = el("h4", null, title);
+    h.id = uid("pr-h");
+    const part = el("div", "pr-part");
+    part.setAttribute("role", "group");
+    part.setAttribute("aria-labelledby", h.id);
+    part.appendChild(h);
+    parent.appendChild(part);
+    return part;
+  }
+  function facts(parent, pairs) {
+    const dl = el("dl");
+    for (const [term, value] of pairs) {
+      if (value === null || value === undefined || value === "") continue;
+      dl.appendChild(el("dt", null, term));
+      dl.appendChild(el("dd", null, value));
+    }
+    parent.appendChild(dl);
+  }
+  function source(text) {
+    if (/^https?:\/\//i.test(text)) {
+      const a = el("a", null, text);
+      a.href = text; a.rel = "noopener noreferrer nofollow"; a.target = "_blank";
+      return a;
+    }
+    return el("span", null, text);
+  }
+
+  async function show(id) {
+    let page;
+    try { page = await ctx.api("/prospects/" + encodeURIComponent(id)); }
+    catch (error) { say("Could not open the prospect: " + error.message); return; }
+    const p = page.prospect, node = $("prospect");
+    node.textContent = "";
+    node.dataset.id = p.id;
+    const h = el("h3", null, p.name);
+    h.tabIndex = -1;
+    node.appendChild(h);
+    facts(node, [["Title", p.title], ["Company", p.company], ["Domain", p.company_domain],
+      ["Email", p.email], ["LinkedIn", p.linkedin_url], ["Time zone", p.timezone]]);
+
+    const icp = section(node, "ICP score");
+    const dimensions = Object.entries(p.icp.dimension_scores || {}).map(([k, v]) => ["  " + k.replace(/_/g, " "), v]);
+    facts(icp, [["Score", p.icp.score === null ? "not scored yet" : `${p.icp.score} / 100`],
+      ...dimensions, ["Tier", p.icp.tier], ["Recommendation", p.icp.recommendation],
+      ["Disqualifiers", (p.icp.disqualifiers || []).join(", ")], ["Why", p.icp.reasoning],
+      ["Tier rule", p.icp.tier_rule], ["Scored", p.icp.scored_at && when(p.icp.scored_at)]]);
+
+    const signals = section(node, `Signals (${page.signals.length})`);
+    const sl = el("ul");
+    for (const s of page.signals) {
+      const li = el("li");
+      li.appendChild(el("strong", null, s.type.replace(/_/g, " ") + ": "));
+      li.appendChild(el("span", null, s.detail));
+      li.appendChild(el("span", "qquote", "“" + s.quote + "”"));
+      const prov = el("span", "qprov", `${s.observed_on || "undated"} · confidence ${s.confidence} · `);
+      prov.appendChild(source(s.source));
+      li.appendChild(prov);
+      sl.appendChild(li);
+    }
+    if (!page.signals.length) sl.appendChild(el("li", null, "None found yet."));
+    signals.appendChild(sl);
+
+    const seq = section(node, "Sequences");
+    const ql = el("ul");
+    for (const s of page.sequences) {
+      const next = s.next_step ? ` · next: step ${s.next_step} of ${s.steps}, due ${when(s.next_due_at)}` : "";
+      ql.appendChild(el("li", null, `${s.campaign} (${s.angle} ${s.tier}): ${s.status}${s.stop_reason ? " — " + s.stop_reason : ""}${next}`));
+    }
+    if (!page.sequences.length) ql.appendChild(el("li", null, "Not in a sequence."));
+    seq.appendChild(ql);
+
+    const thread = section(node, `Messages (${page.messages.length})`);
+    for (const m of page.messages) {
+      const box = el("article", "pr-message");
+      box.setAttribute("aria-label", `Step ${m.sequence_step}: ${m.subject}`);
+      box.appendChild(el("p", "qmeta", `Step ${m.sequence_step} · ${m.status} · ${when(m.sent_at || m.created_at)}`));
+      box.appendChild(el("p", null, m.subject));
+      box.appendChild(el("div", "qtext", m.body));
+      for (const r of m.replies) {
+        const reply = el("div", "pr-reply");
+        reply.appendChild(el("p", "qmeta", `Reply · ${r.sentiment} · ${when(r.received_at)}`));
+        reply.appendChild(el("div", "qtext", r.body));
+        box.appendChild(reply);
+      }
+      thread.appendChild(box);
+    }
+    if (!page.messages.length) thread.appendChild(el("p", null, "Nothing sent yet."));
+
+    const trail = section(node, "Decisions");
+    const tl = el("ul");
+    for (const t of page.trail) {
+      tl.appendChild(el("li", null, `${when(t.at)} · ${t.actor} · ${t.action}${t.reason ? " — " + t.reason : ""}`));
+    }
+    if (!page.trail.length) tl.appendChild(el("li", null, "None on record."));
+    trail.appendChild(tl);
+    h.focus();
+  }
+
+  function start(page) {
+    ctx.api = page.api;
+    if (!ctx.started) {
+      ctx.started = true;
+      const signal = $("pf-signal");
+      for (const s of SIGNALS) { const o = el("option", null, s.replace(/_/g, " ")); o.value = s; signal.appendChild(o); }
+      $("prospect-filters").addEventListener("submit", (e) => { e.preventDefault(); load(false); });
+      $("prospects-more").addEventListener("click", () => load(true));
+    }
+    load(false);
+  }
+
+  return { start, show };
+})();

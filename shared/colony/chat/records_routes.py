@@ -1,0 +1,39 @@
+"""The records' routes on the chat function (issue 34 item 1), for /overview's Prospects view
+(``records.js``); the flow is ``colony.flows.insights.prospects``.
+
+    GET /prospects[?q=&tier=&min_score=&max_score=&status=&campaign=&signal=&replied=&offset=]
+                              a page of the org's prospects (50), best ICP score first, and
+                              how many match in all
+    GET /prospects/<id>       one prospect: fields, ICP score and reasons, signals, sequences
+                              and the next step, messages with their replies, decisions
+
+Reading only, as the page's signed-in person (a verified bearer token of the org).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from colony.errors import NotFound, ValidationFailed
+from colony.flows.deps import FlowDeps
+from colony.flows.insights import prospects
+from colony.runtime.auth import Principal
+from colony.runtime.edge import JsonRequest
+from colony.runtime.edge.responses import MethodNotAllowed
+
+_ONE = re.compile(r"^/prospects/([^/]{1,200})$")
+
+
+def handle(deps: FlowDeps, who: Principal, request: JsonRequest) -> Any:
+    if request.method != "GET":
+        raise MethodNotAllowed("this method is not allowed here", allow=("GET",))
+    if request.path == "/prospects":
+        offset = request.args.get("offset") or "0"
+        if not offset.isdigit() or len(offset) > 9:
+            raise ValidationFailed("offset must be a whole number from 0")
+        filters = prospects.filters_from(request.args)
+        return prospects.listing(deps, who.org_id, filters, int(offset))
+    if match := _ONE.match(request.path):
+        return prospects.prospect(deps, who.org_id, match.group(1))
+    raise NotFound("there is nothing at this path")
