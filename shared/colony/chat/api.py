@@ -36,7 +36,8 @@
                                     by agent, campaign and day, unpriced calls, and for the
                                     current month the budget's standing (the page's banner)
     GET|POST|PUT|DELETE /kc…        the Knowledge Core editor (``colony.chat.kc_routes``)
-    GET  /prospects[/<id>]          prospects as records (``colony.chat.records_routes``)
+    GET  /prospects[/<id>], /calls[/<id>]
+                                    prospects and calls as records (``chat.records_routes``)
     GET  /overview/kc.js, /overview/records.js
                                     the page's Knowledge and Prospects views (static)
     GET  /explain/<output id>       the model calls behind an approval item, a chat turn or
@@ -153,7 +154,7 @@ def handle(deps: FlowDeps, request: JsonRequest) -> Any:
         from colony.chat import kc_routes
 
         return kc_routes.handle(deps, who, request)
-    if path == "/prospects" or path.startswith("/prospects/"):
+    if path in ("/prospects", "/calls") or path.startswith(("/prospects/", "/calls/")):
         from colony.chat import records_routes  # lazy, as the editor's
 
         return records_routes.handle(deps, who, request)

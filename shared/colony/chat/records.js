@@ -1,4 +1,4 @@
-// /overview's Prospects view (issue 34 item 1): the org's prospects as a list a person filters
+// /overview's Prospects and Calls views (issue 34 item 1): the org's prospects as a list a person filters
 // (paginated on the server: GET /prospects) and one prospect's page (GET /prospects/<id>):
 // fields, ICP score and AGT-004's reasons, signals with their quotes and sources, sequences
 // and the next step, every message sent with the replies under it, and the decisions on it.
@@ -159,6 +159,92 @@ window.ColonyRecords = (() => {
     h.focus();
   }
 
+  // ---- Calls: the transcript with its signals marked where they were said --------------------
+  async function loadCalls(append) {
+    if (!append) ctx.callOffset = 0;
+    let body;
+    try { body = await ctx.api("/calls?offset=" + (ctx.callOffset || 0)); }
+    catch (error) { $("calls-status").textContent = "Could not load calls: " + error.message; return; }
+    const rows = $("calls-body");
+    if (!append) rows.textContent = "";
+    for (const c of body.calls) {
+      const tr = el("tr");
+      tr.dataset.id = c.id;
+      const name = el("td");
+      const open = el("button", "kc-open", c.title);
+      open.type = "button";
+      open.addEventListener("click", () => showCall(c.id));
+      name.appendChild(open);
+      tr.appendChild(name);
+      tr.appendChild(el("td", null, c.deal || "—"));
+      tr.appendChild(el("td", null, c.status));
+      tr.appendChild(el("td", "num", c.signals));
+      tr.appendChild(el("td", null, when(c.created_at)));
+      rows.appendChild(tr);
+    }
+    if (!append && !body.calls.length) {
+      const tr = el("tr"), td = el("td", null, "No calls recorded yet.");
+      td.colSpan = 5; tr.appendChild(td); rows.appendChild(tr);
+    }
+    ctx.callOffset = body.next_offset || ctx.callOffset;
+    $("calls-more").hidden = body.next_offset === null;
+    $("calls-status").textContent = `${rows.querySelectorAll("tr[data-id]").length} calls shown`;
+  }
+
+  function transcript(text, signals, marks) {
+    const box = el("div", "qtext call-transcript");
+    let at = 0;
+    for (const m of marks) {
+      if (m.start > at) box.appendChild(document.createTextNode(text.slice(at, m.start)));
+      const s = signals[m.signal];
+      const mark = el("mark", null, text.slice(m.start, m.end));
+      mark.title = `${s.type || "signal"}${s.detail ? ": " + s.detail : ""}`;
+      mark.dataset.signal = String(m.signal);
+      box.appendChild(mark);
+      at = m.end;
+    }
+    box.appendChild(document.createTextNode(text.slice(at)));
+    return box;
+  }
+
+  async function showCall(id) {
+    let page;
+    try { page = await ctx.api("/calls/" + encodeURIComponent(id)); }
+    catch (error) { $("calls-status").textContent = "Could not open the call: " + error.message; return; }
+    const c = page.call, node = $("call");
+    node.textContent = "";
+    node.dataset.id = c.id;
+    const h = el("h3", null, c.title);
+    h.tabIndex = -1;
+    node.appendChild(h);
+    facts(node, [["Deal", c.deal && `${c.deal} (${c.deal_stage})`], ["Status", c.status],
+      ["Problem", c.error], ["Recorded", when(c.created_at)], ["Analysed", c.processed_at && when(c.processed_at)]]);
+    const summary = section(node, "Summary");
+    summary.appendChild(el("p", null, c.summary || "Not summarised yet."));
+    const signals = section(node, `Signals (${page.signals.length}), marked in the transcript`);
+    const sl = el("ul");
+    for (const s of page.signals) {
+      const li = el("li");
+      li.appendChild(el("strong", null, String(s.type || "signal").replace(/_/g, " ") + ": "));
+      li.appendChild(el("span", null, s.detail || ""));
+      li.appendChild(el("span", "qquote", "“" + s.quote + "”"));
+      sl.appendChild(li);
+    }
+    signals.appendChild(sl);
+    const recs = section(node, `Recommendations (${page.recommendations.length})`);
+    const rl = el("ul");
+    for (const r of page.recommendations) {
+      const decided = r.decided_by ? ` by ${r.decided_by} ${when(r.decided_at)}` : "";
+      rl.appendChild(el("li", null, `${r.kind.replace(/_/g, " ")} from ${r.source_agent}: ${r.status}${decided}`));
+    }
+    if (!page.recommendations.length) rl.appendChild(el("li", null, "None."));
+    recs.appendChild(rl);
+    const said = section(node, "Transcript");
+    if (page.transcript === null) said.appendChild(el("p", null, "The transcript is not stored (erased, or never received)."));
+    else said.appendChild(transcript(page.transcript, page.signals, page.marks));
+    h.focus();
+  }
+
   function start(page) {
     ctx.api = page.api;
     if (!ctx.started) {
@@ -167,9 +253,11 @@ window.ColonyRecords = (() => {
       for (const s of SIGNALS) { const o = el("option", null, s.replace(/_/g, " ")); o.value = s; signal.appendChild(o); }
       $("prospect-filters").addEventListener("submit", (e) => { e.preventDefault(); load(false); });
       $("prospects-more").addEventListener("click", () => load(true));
+      $("calls-more").addEventListener("click", () => loadCalls(true));
     }
     load(false);
+    loadCalls(false);
   }
 
-  return { start, show };
+  return { start, show, showCall };
 })();

@@ -86,7 +86,7 @@ def prospect(deps: FlowDeps, org_id: str, contact_id: str) -> dict[str, Any]:
         raise NotFound(f"there is no prospect {contact_id!r}")
     contact, qualified = found["contact"], found["qualified"]
     why = (qualified or {}).get("output") or {}
-    return _plain(
+    return plain(
         {
             "prospect": {
                 **{k: v for k, v in contact.items() if not k.startswith("icp_")},
@@ -134,12 +134,12 @@ def _short(args: Mapping[str, str], name: str) -> str | None:
     return value or None
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
     """Dates and times as ISO text, all the way down (the page reads JSON)."""
     if isinstance(value, datetime | date):
         return value.isoformat()
     if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     return value
