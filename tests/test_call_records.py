@@ -60,7 +60,12 @@ def seed(db: Database, gcs: Gcs) -> dict[str, str]:
             " RETURNING id",
             (ORG,),
         )
-        deal = cur.fetchone()[0]
+        deal = ids["deal"] = cur.fetchone()[0]
+        cur.execute(
+            "INSERT INTO deals (org_id, name, stage, value) VALUES (%s, 'Lakeshore pilot',"
+            " 'closed_won', 12000), (%s, 'Harbor rollout', 'demo', 50000)",
+            (ORG, ORG),
+        )
         cur.execute(
             "INSERT INTO recordings (org_id, deal_id, source_file_id, title, transcript_uri,"
             " status, signals, summary, processed_at) VALUES (%s, %s, 'f1', 'MercyRidge demo',"
@@ -135,6 +140,31 @@ def test_a_call_page_over_http(testdb: PgDB, gcs: Gcs, tmp_path: Path) -> None:
             assert missing.status_code == 404
             assert http.get("/calls", params={"offset": "x"}, headers=mine).status_code == 400
 
+            listed_deals = http.get("/deals", headers=mine)
+            assert listed_deals.status_code == 200, listed_deals.text
+            stages = {s["stage"]: s for s in listed_deals.json()["stages"]}
+            assert list(stages)[:6] == [
+                "discovery",
+                "demo",
+                "proposal",
+                "negotiation",
+                "closed_won",
+                "closed_lost",
+            ]
+            demo = stages["demo"]
+            assert (demo["count"], demo["value"]) == (2, 50000.0)
+            assert [d["name"] for d in demo["deals"]] == ["Harbor rollout", "MercyRidge campus"]
+            assert stages["closed_won"]["count"] == 1 and stages["discovery"]["deals"] == []
+            deal = http.get(f"/deals/{ids['deal']}", headers=mine).json()
+            assert deal["deal"]["name"] == "MercyRidge campus"
+            assert [c["title"] for c in deal["calls"]] == ["MercyRidge demo"]
+            assert sorted(r["kind"] for r in deal["recommendations"]) == [
+                "deal_update",
+                "follow_up",
+            ]
+            assert http.get(f"/deals/{ids['deal']}", headers=theirs).status_code == 404
+            assert all(s["count"] == 0 for s in http.get("/deals", headers=theirs).json()["stages"])
+
 
 def test_a_call_in_the_browser(
     testdb: PgDB, gcs: Gcs, tmp_path: Path, browser: webdriver.Chrome
@@ -163,4 +193,20 @@ def test_a_call_in_the_browser(
         assert "deal update from AGT-006: approved by user_ana" in text
         assert "follow up from AGT-007: pending" in text
         assert serious_violations(browser) == [], "the Calls view"
+
+        # The deal, from the Deals view: its call opens in the Calls view.
+        deal_row = browser.find_element(By.CSS_SELECTOR, f'#deals tr[data-id="{ids["deal"]}"]')
+        deal_row.find_element(By.CSS_SELECTOR, "button").send_keys(Keys.ENTER)
+        deal = wait.until(
+            lambda d: d.find_element(By.CSS_SELECTOR, f'#deal[data-id="{ids["deal"]}"]')
+        )
+        assert browser.switch_to.active_element == deal.find_element(By.TAG_NAME, "h3")
+        said = str(deal.get_attribute("textContent"))
+        assert "Stagedemo" in said and "follow up from AGT-007: pending" in said
+        groups = [
+            h.get_attribute("textContent")
+            for h in browser.find_elements(By.CSS_SELECTOR, "#deals tr.deal-stage th")
+        ]
+        assert groups == ["demo: 2 · $50,000", "closed won: 1 · $12,000"]
+        assert serious_violations(browser) == [], "the Deals view"
         screenshot(browser, "overview-call", browser.find_element(By.ID, "calls-view"))

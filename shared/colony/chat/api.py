@@ -36,8 +36,9 @@
                                     by agent, campaign and day, unpriced calls, and for the
                                     current month the budget's standing (the page's banner)
     GET|POST|PUT|DELETE /kc…        the Knowledge Core editor (``colony.chat.kc_routes``)
-    GET  /prospects[/<id>], /calls[/<id>]
-                                    prospects and calls as records (``chat.records_routes``)
+    GET  /prospects[/<id>], /deals[/<id>], /calls[/<id>]
+                                    prospects, deals and calls as records
+                                    (``colony.chat.records_routes``)
     GET  /overview/kc.js, /overview/records.js
                                     the page's Knowledge and Prospects views (static)
     GET  /explain/<output id>       the model calls behind an approval item, a chat turn or
@@ -97,6 +98,7 @@ SCRIPTS = {
     "/overview/kc.js": Path(__file__).with_name("kc.js"),
     "/overview/records.js": Path(__file__).with_name("records.js"),
 }
+_RECORDS = ("/prospects", "/deals", "/calls")
 _SESSION = re.compile(r"^/sessions/([A-Za-z0-9_.:-]{1,200})(/events)?$")
 _EXPLAIN = re.compile(r"^/explain/([A-Za-z0-9_.:-]{1,200})$")
 _STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -154,7 +156,7 @@ def handle(deps: FlowDeps, request: JsonRequest) -> Any:
         from colony.chat import kc_routes
 
         return kc_routes.handle(deps, who, request)
-    if path in ("/prospects", "/calls") or path.startswith(("/prospects/", "/calls/")):
+    if path in _RECORDS or path.startswith(tuple(f"{r}/" for r in _RECORDS)):
         from colony.chat import records_routes  # lazy, as the editor's
 
         return records_routes.handle(deps, who, request)

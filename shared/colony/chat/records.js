@@ -1,4 +1,4 @@
-// /overview's Prospects and Calls views (issue 34 item 1): the org's prospects as a list a person filters
+// /overview's Prospects, Deals and Calls views (issue 34 item 1): the org's prospects as a list a person filters
 // (paginated on the server: GET /prospects) and one prospect's page (GET /prospects/<id>):
 // fields, ICP score and AGT-004's reasons, signals with their quotes and sources, sequences
 // and the next step, every message sent with the replies under it, and the decisions on it.
@@ -159,6 +159,87 @@ window.ColonyRecords = (() => {
     h.focus();
   }
 
+  // ---- Deals: by stage, and a deal's page --------------------------------------------------
+  const money = (n) => Number(n || 0).toLocaleString("en-US", { style: "currency", currency: "USD", maximumFractionDigits: 0 });
+  async function loadDeals() {
+    let body;
+    try { body = await ctx.api("/deals"); }
+    catch (error) { $("deals-status").textContent = "Could not load deals: " + error.message; return; }
+    const table = $("deals");
+    for (const old of table.querySelectorAll("tbody")) old.remove();
+    let shown = 0;
+    for (const s of body.stages) {
+      if (!s.count) continue;
+      const group = el("tbody");
+      const head = el("tr", "deal-stage");
+      const th = el("th", null, `${s.stage.replace(/_/g, " ")}: ${s.count} · ${money(s.value)}`);
+      th.scope = "rowgroup"; th.colSpan = 4;
+      head.appendChild(th); group.appendChild(head);
+      for (const d of s.deals) {
+        const tr = el("tr");
+        tr.dataset.id = d.id;
+        const name = el("td");
+        const open = el("button", "kc-open", d.name);
+        open.type = "button";
+        open.addEventListener("click", () => showDeal(d.id));
+        name.appendChild(open);
+        tr.appendChild(name);
+        tr.appendChild(el("td", null, d.contact ? `${d.contact}, ${d.company}` : "—"));
+        tr.appendChild(el("td", "num", d.value === null ? "—" : money(d.value)));
+        tr.appendChild(el("td", null, d.next_action || "—"));
+        group.appendChild(tr);
+        shown += 1;
+      }
+      table.appendChild(group);
+    }
+    $("deals-status").textContent = shown ? `${shown} deals` + (body.truncated ? " (the first 1,000)" : "") : "No deals yet.";
+  }
+
+  function changes(item) {
+    const payload = item.edited_payload || item.payload || {};
+    const set = payload.changes || {};
+    return Object.entries(set).map(([k, v]) => `${k.replace(/_/g, " ")} → ${v}`).join("; ");
+  }
+
+  async function showDeal(id) {
+    let page;
+    try { page = await ctx.api("/deals/" + encodeURIComponent(id)); }
+    catch (error) { $("deals-status").textContent = "Could not open the deal: " + error.message; return; }
+    const d = page.deal, node = $("deal");
+    node.textContent = "";
+    node.dataset.id = d.id;
+    const h = el("h3", null, d.name);
+    h.tabIndex = -1;
+    node.appendChild(h);
+    facts(node, [["Stage", d.stage.replace(/_/g, " ")], ["Value", d.value === null ? null : money(d.value)],
+      ["Close date", d.close_date], ["Next action", d.next_action],
+      ["Contact", d.contact && `${d.contact}${d.contact_title ? ", " + d.contact_title : ""} (${d.company})`],
+      ["Email", d.contact_email], ["Changed", when(d.updated_at)]]);
+    const calls = section(node, `Calls (${page.calls.length})`);
+    const cl = el("ul");
+    for (const c of page.calls) {
+      const li = el("li");
+      const open = el("button", "kc-open", c.title);
+      open.type = "button";
+      open.addEventListener("click", () => showCall(c.id));
+      li.appendChild(open);
+      li.appendChild(el("span", "qprov", `${when(c.created_at)} · ${c.status} · ${c.signals} signals`));
+      cl.appendChild(li);
+    }
+    if (!page.calls.length) cl.appendChild(el("li", null, "No calls recorded."));
+    calls.appendChild(cl);
+    const recs = section(node, `Recommendations (${page.recommendations.length})`);
+    const rl = el("ul");
+    for (const r of page.recommendations) {
+      const decided = r.decided_by ? ` by ${r.decided_by} ${when(r.decided_at)}` : "";
+      const what = changes(r);
+      rl.appendChild(el("li", null, `${r.kind.replace(/_/g, " ")} from ${r.source_agent}${what ? " (" + what + ")" : ""}: ${r.status}${decided}`));
+    }
+    if (!page.recommendations.length) rl.appendChild(el("li", null, "None."));
+    recs.appendChild(rl);
+    h.focus();
+  }
+
   // ---- Calls: the transcript with its signals marked where they were said --------------------
   async function loadCalls(append) {
     if (!append) ctx.callOffset = 0;
@@ -254,10 +335,12 @@ window.ColonyRecords = (() => {
       $("prospect-filters").addEventListener("submit", (e) => { e.preventDefault(); load(false); });
       $("prospects-more").addEventListener("click", () => load(true));
       $("calls-more").addEventListener("click", () => loadCalls(true));
+      $("deals-refresh").addEventListener("click", loadDeals);
     }
     load(false);
+    loadDeals();
     loadCalls(false);
   }
 
-  return { start, show, showCall };
+  return { start, show, showDeal, showCall };
 })();

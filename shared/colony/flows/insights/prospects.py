@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import date, datetime
+from decimal import Decimal
 from typing import Any
 
 from colony.contracts.common import TIERS
@@ -135,9 +136,12 @@ def _short(args: Mapping[str, str], name: str) -> str | None:
 
 
 def plain(value: Any) -> Any:
-    """Dates and times as ISO text, all the way down (the page reads JSON)."""
+    """Dates and times as ISO text and numerics (money) as numbers, all the way down: what
+    the page reads is JSON."""
     if isinstance(value, datetime | date):
         return value.isoformat()
+    if isinstance(value, Decimal):
+        return float(value)
     if isinstance(value, Mapping):
         return {k: plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
