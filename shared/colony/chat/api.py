@@ -157,7 +157,8 @@ def handle(deps: FlowDeps, request: JsonRequest) -> Any:
 
         return kc_routes.handle(deps, who, request)
     if path in _RECORDS or path.startswith(tuple(f"{r}/" for r in _RECORDS)):
-        from colony.chat import records_routes  # lazy, as the editor's
+        # lazy: the records' flows load on their first request, not with the page
+        from colony.chat import records_routes
 
         return records_routes.handle(deps, who, request)
     why = _EXPLAIN.match(path)
