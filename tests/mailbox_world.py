@@ -145,6 +145,10 @@ class MailWorld:
     def deferred(self) -> list[Any]:
         return [t for t in self.transport.tasks.values() if "-deferred-" in t.task_id]
 
+    @property
+    def secrets_root(self) -> Path:
+        return self.deps.settings.data_dir / "secrets"
+
     def today(self) -> date:
         return self.now[0].date()
 
