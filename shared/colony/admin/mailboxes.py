@@ -7,8 +7,9 @@ caller first: a verified token of the path's org carrying the admin role):
 - ``POST /orgs/{org}/mailboxes`` (``MailboxAdd``) → 201 with the mailbox; 422 when its
   address is not on one of the org's verified sending domains or the ramp cannot work, 409
   when the org has it already;
-- ``GET`` / ``PATCH /orgs/{org}/mailboxes/{id}`` (``MailboxChange``) → the mailbox; 404 when
-  it is not this org's; ``{"status": "active"}`` hands what waited for it back to the queue;
+- ``GET`` / ``PUT /orgs/{org}/mailboxes/{id}`` (``MailboxChange``: the fields given change)
+  → the mailbox; 404 when it is not this org's; ``{"status": "active"}`` hands what
+  waited for it back to the queue;
 - ``POST /orgs/{org}/mailboxes/{id}/connect`` → 201 ``{"authorize_url", "expires_at"}`` for a
   ``gmail`` / ``graph`` mailbox; ``.../callback`` (``MailboxCallback``: ``code``, ``state``)
   → connected, 403 when the state is not this org's, this person's and this mailbox's, or
@@ -68,7 +69,7 @@ def handle(
             return mailboxes.listing(deps, org)
         return mailboxes.add(deps, org, _parse(request, MailboxAdd), user), 201
     if what is None:
-        _allow(request, "GET", "PATCH")
+        _allow(request, "GET", "PUT")
         if request.method == "GET":
             return mailboxes.get(deps, org, mailbox)
         return mailboxes.change(deps, org, mailbox, _parse(request, MailboxChange), user)
