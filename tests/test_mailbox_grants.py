@@ -10,15 +10,20 @@ when what waited goes; another org's state never connects anything."""
 
 from __future__ import annotations
 
+import dataclasses
+import json
 from datetime import timedelta
 
 import httpx
 import pytest
 from pydantic import SecretStr
 
+from colony.adapters.embedding import OfflineHashEmbedder
 from colony.contracts.mailboxes import MailboxCallback
 from colony.errors import Forbidden, NotFound
+from colony.flows.approvals import approval_queue
 from colony.flows.outbound import mailbox_grants, mailboxes
+from colony.knowledge import KnowledgeStore
 from colony.testing.mail_accounts import redirect_code
 from tests.mailbox_world import ACME, DOMAIN, RIVAL, RIVAL_DOMAIN, SECOND, MailWorld, mail_world
 
@@ -147,6 +152,48 @@ def test_a_revoked_grant_waits_on_the_record_and_resumes_when_reconnected(
     )
     assert w.send(ACME, outbox_id)["status"] == "sent"
     assert [s.mailbox for s in w.gmail.sent] == [ADA]
+
+
+def test_a_pending_cards_says_which_mailbox_and_why_its_send_would_wait(
+    mail_world: MailWorld,
+) -> None:
+    w = mail_world
+    ada = _gmail_mailbox(w)
+    _complete(w, ACME, ada, _consent(w, ACME, ada))
+    campaign = w.campaign(ACME)
+    dana = w.contact(ACME, "dana@gp.example")
+    assert w.send(ACME, w.message(ACME, dana, campaign=campaign))["status"] == "sent"
+    payload = {
+        "subject": "Re: Lease costs",
+        "body": "A follow-up.",
+        "campaign_id": campaign,
+        "contact_id": dana,
+        "sequence_step": 2,
+        "channel": "email",
+    }
+    with w.deps.db.transaction(ACME) as cur:
+        cur.execute(
+            "INSERT INTO approval_items (org_id, kind, source_agent, subject_id, payload)"
+            " VALUES (%s, 'outbound_message', 'AGT-005', %s, %s::jsonb) RETURNING id",
+            (ACME, dana, json.dumps(payload)),
+        )
+        item = cur.fetchone()[0]
+    # the /overview queue's cards (their CONST checks read KC-06 through the Knowledge Core)
+    deps = dataclasses.replace(
+        w.deps, knowledge_store=KnowledgeStore(w.deps.db, OfflineHashEmbedder(dim=w.testdb.dim))
+    )
+    cards = approval_queue.pending_cards(deps, ACME, detail=True)["items"]
+    (card,) = [c for c in cards if c["id"] == item]
+    assert card["detail"]["sender"] == {"from": ADA, "sending": True, "waits_because": None}
+    w.gmail.accounts.revoke(ADA)
+    w.now[0] += timedelta(hours=2)  # the access token lapsed: the next send refreshes, refused
+    waiting = w.send(ACME, w.message(ACME, w.contact(ACME, "erin@gp.example")))
+    assert waiting["status"] == "deferred"
+    cards = approval_queue.pending_cards(deps, ACME, detail=True)["items"]
+    (card,) = [c for c in cards if c["id"] == item]
+    sender = card["detail"]["sender"]
+    assert sender["from"] == ADA and sender["sending"] is False
+    assert "revoked" in sender["waits_because"] and "connect it again" in sender["waits_because"]
 
 
 def test_a_graph_mailbox_sends_mime_and_threads_by_its_headers(mail_world: MailWorld) -> None:

@@ -108,6 +108,33 @@ def choose(deps: FlowDeps, cur: Any, org_id: str, row: Row, limits: Row | None) 
     )
 
 
+def on_cards(cur: Any, drafts: list[Row]) -> dict[str, dict[str, Any]]:
+    """What an email draft's approval card says of the mailbox it will go from, by item id:
+    a later step's (its contact's first mailbox), or rotation over the ready ones; and,
+    when that mailbox cannot send now, why (its send will wait: a revoked grant, a paused
+    domain). Nothing for an org without mailboxes."""
+    if not drafts or not repo.any_mailbox(cur):
+        return {}
+    ready = [m["address"] for m in repo.ready(cur)]
+    shown: dict[str, dict[str, Any]] = {}
+    for draft in drafts:
+        payload = draft.get("payload") or {}
+        campaign, contact = payload.get("campaign_id"), payload.get("contact_id")
+        first = repo.first_of_contact(cur, campaign, contact, "") if campaign and contact else None
+        mailbox = repo.get(cur, first["mailbox_id"]) if first else None
+        if mailbox is not None:
+            why = why_not(mailbox)
+            shown[str(draft["id"])] = {
+                "from": mailbox["address"],
+                "sending": why is None,
+                "waits_because": why,
+            }
+        else:
+            why = None if ready else "no mailbox of this organisation can send now"
+            shown[str(draft["id"])] = {"from": ready, "sending": why is None, "waits_because": why}
+    return shown
+
+
 def pick_mailbox_for_contact(cur: Any, row: Row, rooms: list[rules.Room]) -> rules.Room | None:
     """The mailbox a new contact's first message goes from, among ``rooms`` (the org's ready
     mailboxes and their room today). The seam where "a person's mailbox follows ownership"
