@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import base64
 from dataclasses import replace
-from typing import Any
+from typing import Any, Final
 from urllib.parse import quote, urlencode
 
 from colony.adapters.mail_wire import wire
@@ -30,7 +30,7 @@ SCOPES = ("https://www.googleapis.com/auth/gmail.send", "openid", "email")
 
 
 class GmailApi(MailboxHttp):
-    kind = "gmail"
+    kind: Final = "gmail"
     provider = "Gmail"
     grant_codes = frozenset({"insufficientPermissions", "authError", "UNAUTHENTICATED"})
     busy_codes = frozenset({"rateLimitExceeded", "userRateLimitExceeded", "backendError"})

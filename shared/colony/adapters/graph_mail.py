@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 from dataclasses import replace
+from typing import Final
 from urllib.parse import quote, urlencode
 
 from colony.adapters.mail_wire import wire
@@ -37,7 +38,7 @@ SCOPES = (
 
 
 class GraphMailApi(MailboxHttp):
-    kind = "graph"
+    kind: Final = "graph"
     provider = "Microsoft Graph"
     grant_codes = frozenset({"InvalidAuthenticationToken", "ErrorAccessDenied", "Forbidden"})
     busy_codes = frozenset({"ApplicationThrottled", "MailboxConcurrency", "ErrorServerBusy"})

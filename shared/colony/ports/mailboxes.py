@@ -52,7 +52,10 @@ class SentRef:
 class MailboxApi(Protocol):
     """One provider's mailbox API for one OAuth app."""
 
-    kind: MailboxKind
+    @property
+    def kind(self) -> MailboxKind:
+        """Which mailboxes it serves (``sender_mailboxes.kind``)."""
+        ...
 
     def authorize_url(self, state: str, redirect_uri: str, login_hint: str) -> str:
         """Where to send the person to grant the app their mailbox (``login_hint``: the

@@ -144,7 +144,7 @@ def complete(
         old = repo.lock_one(cur, mailbox_id)
         repo.grant_connected(cur, mailbox_id, name, expires)
         secrets.put(name, _secret(tokens, tokens.refresh_token, expires))  # or nothing connects
-        waiting = repo.waiting(cur, mailbox_id)
+        waiting = repo.waiting(cur)
     if old and old["grant_secret"] and old["grant_secret"] != name:
         secrets.delete(str(old["grant_secret"]))
     _audit(deps, org_id, user_id, "effect", "connect", mailbox_id, None)

@@ -6,7 +6,8 @@ its admins (``colony.admin.mailboxes``, ``colony org mailboxes``).
         already one of its mailboxes (409), with a display name, a daily limit and a
         warm-up ramp whose numbers agree (``policy.mailboxes.check_ramp``); audited
     ``change``: display name, limit, ramp, or ``status`` (``paused``: its contacts' mail
-        waits and new contacts go to the others; ``active`` again: what waited goes); audited
+        waits and new contacts go to the others; ``active`` again: what waited in the org
+        is handed back to the send step); audited
     ``listing``: each with today's limit (from the ramp), what it sent today, and whether
         it takes mail now and, when not, why (paused, its domain paused, its grant not
         connected or revoked)
@@ -177,7 +178,7 @@ def change(
             raise Unprocessable("only warmup_start may be set to null")
         repo.update(cur, mailbox_id, changes)
         _audit(cur, org_id, actor, "mailbox.change", {"mailbox_id": mailbox_id, **_named(changes)})
-        resumed = repo.waiting(cur, mailbox_id) if changes.get("status") == "active" else []
+        resumed = repo.waiting(cur) if changes.get("status") == "active" else []
         row = _mailbox(cur, mailbox_id)
     if resumed:
         stamp = int(deps.clock().timestamp())

@@ -2,7 +2,8 @@
 
     a claimed outbox row ─► the org has no mailbox: its From setting (or the deployment's
         COLONY_MAIL_FROM), judged by ``sending_domains.sender`` as before
-    ─► it was assigned a mailbox by an earlier attempt: that one
+    ─► it was assigned a mailbox by an attempt that may have sent it (a lapsed lease): that
+        one, under the same Message-ID
     ─► a later message to a contact of a campaign: the mailbox of the contact's first
         message (and its Gmail thread), whatever its room today: a sequence never changes
         mailbox; if that mailbox is at its limit the message waits for tomorrow
@@ -16,7 +17,8 @@
 
 Counts hold across instances: the mailbox rows are locked before they are counted, in the
 claim's transaction (``store.outbound.mailboxes``), so a mailbox never passes its limit.
-A message that waits is handed back uncounted.
+A message that waits is handed back uncounted and unbound: it did not leave, so its next
+attempt chooses again (a contact's first message may then go from another mailbox).
 
 Sending: a ``provider`` mailbox goes through the deployment's ``Sender`` (SMTP or Resend),
 DKIM-signed with its domain's key; a ``gmail`` / ``graph`` mailbox through the org's grant
@@ -146,8 +148,9 @@ def pick_mailbox_for_contact(cur: Any, row: Row, rooms: list[rules.Room]) -> rul
 def _rotate(cur: Any, row: Row, now: datetime) -> str | Choice:
     today = now.date()
     ready = repo.ready(cur)
-    if not ready:
-        why = "no mailbox of this organisation can send now (paused, domain or grant)"
+    if not ready:  # say why of each, so the card and the row name what to mend
+        held = "; ".join(f"{m['address']}: {why_not(m)}" for m in repo.listing(cur))
+        why = f"no mailbox of this organisation can send now ({held})"
         return Choice("wait", why, MAILBOX_RETRY_SECONDS)
     ids = [str(m["id"]) for m in ready]
     repo.lock(cur, ids)

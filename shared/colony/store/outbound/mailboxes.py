@@ -58,6 +58,7 @@ WHERE id = %s RETURNING message_id
 FIRST_OF_CONTACT = """
 SELECT mailbox_id, provider_thread FROM outbox
 WHERE campaign_id = %s AND contact_id = %s AND mailbox_id IS NOT NULL AND id <> %s
+  AND status IN ('sending', 'sent', 'delivered', 'bounced', 'complained', 'replied')
 ORDER BY sequence_step, created_at LIMIT 1
 """
 FIX_MESSAGE_ID = """
@@ -65,16 +66,19 @@ UPDATE outbox SET message_id = COALESCE(message_id, %s), wait_reason = NULL
 WHERE id = %s RETURNING message_id
 """
 OF_MESSAGE = "SELECT mailbox_id, provider_thread, send_day FROM outbox WHERE id = %s"
-# Back to the queue, not counted against any day, with why it waits (shown on its card).
+# Back to the queue with why it waits (shown on its card). It did not leave, so nothing of
+# its send is kept: not counted against any day, and its next attempt chooses its mailbox
+# (and so its Message-ID) afresh: a contact's first message may go from another mailbox
+# than the one that could not send it.
 WAIT = """
 UPDATE outbox SET status = 'queued', send_lease_until = NULL, send_day = NULL,
-    wait_reason = %s, updated_at = now()
+    mailbox_id = NULL, message_id = NULL, wait_reason = %s, updated_at = now()
 WHERE id = %s AND status = 'sending'
 """
 SET_THREAD = "UPDATE outbox SET provider_thread = %s WHERE id = %s AND provider_thread IS NULL"
 WAITING = """
-SELECT id FROM outbox WHERE mailbox_id = %s AND status = 'queued' AND wait_reason IS NOT NULL
-ORDER BY created_at
+SELECT id FROM outbox WHERE status = 'queued' AND wait_reason IS NOT NULL
+ORDER BY created_at LIMIT %s
 """
 _EDITABLE = frozenset(
     {"display_name", "daily_limit", "warmup_start", "warmup_days", "warmup_first", "status"}
@@ -179,6 +183,8 @@ def fix_message_id(cur: Any, outbox_id: str, message_id: str) -> str:
 
 
 def first_of_contact(cur: Any, campaign_id: str, contact_id: str, outbox_id: str) -> Row | None:
+    """The mailbox and Gmail thread of the contact's first message in the campaign that
+    left (or is leaving)."""
     return fetch_one(cur, FIRST_OF_CONTACT, (campaign_id, contact_id, outbox_id))
 
 
@@ -196,9 +202,12 @@ def set_thread(cur: Any, outbox_id: str, thread: str) -> None:
     cur.execute(SET_THREAD, (thread[:200], outbox_id))
 
 
-def waiting(cur: Any, mailbox_id: str) -> list[str]:
-    """The messages waiting for this mailbox (its grant, its domain)."""
-    return [str(r["id"]) for r in fetch_all(cur, WAITING, (mailbox_id,))]
+def waiting(cur: Any, limit: int = 1000) -> list[str]:
+    """The org's messages that wait (a mailbox, its grant, its domain, a limit), oldest
+    first: a mailbox that can send again hands them all back to the send step, which sends
+    what may go and defers the rest again (a message is not bound to a mailbox while it
+    waits, so which one it waited for is not kept)."""
+    return [str(r["id"]) for r in fetch_all(cur, WAITING, (limit,))]
 
 
 def lock_one(cur: Any, mailbox_id: str) -> Row | None:
