@@ -154,6 +154,26 @@ def test_a_revoked_grant_waits_on_the_record_and_resumes_when_reconnected(
     assert [s.mailbox for s in w.gmail.sent] == [ADA]
 
 
+def test_a_first_message_whose_mailbox_lost_its_grant_goes_from_another(
+    mail_world: MailWorld,
+) -> None:
+    w = mail_world
+    ada = _gmail_mailbox(w)  # 20 a day: the most room, so rotation picks it
+    _complete(w, ACME, ada, _consent(w, ACME, ada))
+    w.mailbox(ACME, BOB, 5, name="Bob")  # a relay mailbox on the other domain
+    w.gmail.accounts.revoke(ADA)
+    w.gmail.accounts.expire_access()
+    outbox_id = w.message(ACME, w.contact(ACME, "dana@gp.example"))
+    waiting = w.send(ACME, outbox_id)
+    assert waiting["status"] == "deferred" and "grant" in waiting["reason"]
+    assert w.outbox(ACME, outbox_id)["mailbox_id"] is None  # it did not leave: unbound
+    sent = w.send(ACME, outbox_id)  # its retry: ada cannot send, bob can
+    assert sent["status"] == "sent" and sent["message_id"].endswith(f"@{SECOND}>")
+    (got,) = w.smtp.received
+    assert got.mail_from == BOB and got.dkim is True
+    assert w.gmail.sent == []
+
+
 def test_a_pending_cards_says_which_mailbox_and_why_its_send_would_wait(
     mail_world: MailWorld,
 ) -> None:
