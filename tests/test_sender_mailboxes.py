@@ -18,6 +18,7 @@ from colony.errors import NotFound, Unprocessable
 from colony.flows.outbound import mailboxes, replies, sending, sending_domains
 from colony.policy.mailboxes import Ramp, Room, rotate
 from colony.ports import InboundMail
+from colony.settings import Settings
 from colony.store import Database
 from colony.testing.inline import local_deps
 from tests.conftest import PgDB
@@ -36,6 +37,22 @@ def test_the_warm_up_ramp_grows_from_its_start_to_the_limit() -> None:
     chosen = rotate(rooms)  # b and c have 3 left each: c, which sent less
     assert chosen is not None and chosen.mailbox_id == "c"
     assert rotate([Room("a", "a@x", 2, 2)]) is None
+
+
+def test_the_mailbox_apps_secrets_are_never_printed() -> None:
+    settings = Settings.from_env(
+        {
+            "COLONY_GOOGLE_MAIL_CLIENT_ID": "google-app",
+            "COLONY_GOOGLE_MAIL_CLIENT_SECRET": "g-secret-value",
+            "COLONY_MICROSOFT_MAIL_CLIENT_SECRET": "m-secret-value",
+            "COLONY_GOOGLE_OAUTH_URL": "http://127.0.0.1:9",
+        }
+    )
+    apps = settings.mailbox_apps
+    assert apps.google_client_secret == "g-secret-value"
+    assert apps.google_authorize_url == "http://127.0.0.1:9/o/oauth2/v2/auth"
+    assert apps.graph_api_url == "https://graph.microsoft.com"  # the real one unless told
+    assert "secret-value" not in repr(settings) and "google-app" in repr(settings)
 
 
 def test_a_mailbox_is_refused_off_the_orgs_verified_domains(mail_world: MailWorld) -> None:
