@@ -64,6 +64,8 @@ ENTITY_TABLES = {
     "crm_writes",  # issue 36: what was written to the CRM under an idempotency key
     "crm_links",  # issue 36: which CRM record is which of ours, archived or merged ones
     "org_members",  # issue 35: an org's people from Clerk, their role and address
+    "org_team",  # issue 35: time zone, brief time, backup, escalation, assignment rules
+    "assignment_cursors",  # issue 35: round robin's place in each pool of people
     "sending_domains",  # issue 39: an org's sending domains, their DKIM keys' names, checks
     "llm_usage_daily",  # issue 38: each org's spend per day, agent, campaign and model
     "budget_alerts",  # issue 38: budget alerts, kept until a notification delivers them

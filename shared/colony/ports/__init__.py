@@ -14,6 +14,7 @@ from what it replaces. One module per capability:
 - ``dns``: ``DnsResolver`` (a sending domain's TXT records);
 - ``crm``: ``CrmClient`` (the team's CRM: HubSpot first), ``CrmAuthorizer`` (its OAuth)
   and ``WriteLedger`` (what was written under an idempotency key);
+- ``people``: ``ClerkDirectory`` (an org's memberships as Clerk lists them);
 - ``clock``: ``Clock``;
 - ``web``: ``WebFetcher`` (the open web, politely and safely) and its ``FetchResult``;
 - ``render``: ``PageRenderer`` (a fetched page shown by a browser kept off the network).
@@ -79,6 +80,7 @@ if TYPE_CHECKING:  # the real names, for type checkers
         ToolCall,
         Usage,
     )
+    from colony.ports.people import ClerkDirectory
     from colony.ports.render import PageRenderer, Rendered, RenderOutcome, SubRequest
     from colony.ports.sources import (
         DatabasePage,
@@ -148,6 +150,7 @@ _HOMES = {
     "TextSink": "colony.ports.models",
     "ToolCall": "colony.ports.models",
     "Usage": "colony.ports.models",
+    "ClerkDirectory": "colony.ports.people",
     "PageRenderer": "colony.ports.render",
     "Rendered": "colony.ports.render",
     "RenderOutcome": "colony.ports.render",
@@ -183,6 +186,7 @@ __all__ = [
     "BlobStore",
     "CallContext",
     "ChatModel",
+    "ClerkDirectory",
     "Clock",
     "Counter",
     "CrmAccount",

@@ -195,15 +195,17 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         purpose=(
             "org admin API: erasure requests and reports, retention periods, org data,"
             " imports, Notion workspace connections, Drive folder watches, company research,"
-            " HubSpot connections"
+            " HubSpot connections, the team (owners, backup, time zone, people from Clerk)"
         ),
         # the Drive channel token signs the token of a folder watch it creates; the HubSpot
-        # app's secret exchanges an org's OAuth code (and revokes its token on disconnect)
+        # app's secret exchanges an org's OAuth code (and revokes its token on disconnect);
+        # Clerk's secret key reads an org's people when an admin resyncs them
         secrets=(
             *MODEL_FREE_SECRETS,
             *JWT_SECRETS,
             "COLONY_DRIVE_CHANNEL_TOKEN",
             "COLONY_HUBSPOT_CLIENT_SECRET",
+            "COLONY_CLERK_SECRET_KEY",
         ),
         # a connected workspace's backfill starts on the re-embed queue; its token is
         # written to its own secret (colony-notion-*, terraform/secrets.tf)

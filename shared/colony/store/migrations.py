@@ -85,6 +85,8 @@ ORG_SCOPED_TABLES: tuple[str, ...] = (
     "crm_writes",
     "crm_links",
     "org_members",
+    "org_team",
+    "assignment_cursors",
     "sending_domains",
     "llm_usage_daily",
     "budget_alerts",
@@ -399,4 +401,11 @@ def migrations(dim: int) -> list[Migration]:
         # Issue 35: the people of an org (from Clerk), their role, their address, and
         # whether they are still in it.
         Migration("0050_org_members", _sql("0050_org_members") + _rls("org_members")),
+        # Issue 35: owners of prospects and deals, whose queue an item waits in, the org's
+        # time zone, backup and assignment rules, and the local-time brief and escalation
+        # schedules' audiences.
+        Migration(
+            "0051_ownership",
+            _sql("0051_ownership") + _rls("org_team") + _rls("assignment_cursors"),
+        ),
     ]
