@@ -53,7 +53,8 @@ ins AS (
 SELECT id, pg_notify(%s, org_id || ':' || id) FROM ins
 """
 FOR_UPDATE = """
-SELECT id, kind, status, payload, edited_payload, run_id, subject_id, decided_by, decided_at
+SELECT id, kind, status, payload, edited_payload, run_id, subject_id, decided_by, decided_at,
+       assignee, assignee_role
 FROM approval_items WHERE id = %s FOR UPDATE
 """
 DECIDE = """

@@ -25,6 +25,10 @@ WHERE a.status = 'pending' AND (a.assignee = %s OR (a.assignee_role = 'admin' AN
     SELECT 1 FROM org_members m WHERE m.user_id = %s AND m.status = 'active'
       AND m.role IN ('org:admin', 'admin'))))
 """
+IS_ADMIN = """
+SELECT EXISTS (SELECT 1 FROM org_members m WHERE m.user_id = %s AND m.status = 'active'
+               AND m.role IN ('org:admin', 'admin'))
+"""
 HAND_OVER = """
 WITH moved AS (
     UPDATE approval_items SET assignee = %s, routed_at = now()
@@ -73,6 +77,11 @@ def waiting_for(cur: Any, user_id: str) -> int:
     admins when they are an active admin of the org. What a person's brief and digest count
     first (issue 35 item 4)."""
     return int(fetch_value(cur, WAITING_FOR, (user_id, user_id)))
+
+
+def is_admin(cur: Any, user_id: str) -> bool:
+    """Whether ``user_id`` is an active admin of the org (the admins' queue is theirs)."""
+    return bool(fetch_value(cur, IS_ADMIN, (user_id,)))
 
 
 def hand_over(cur: Any, from_user: str, to_user: str | None) -> int:

@@ -67,27 +67,34 @@ ALTER TABLE audit_log DROP CONSTRAINT audit_log_event_check;
 ALTER TABLE audit_log ADD CONSTRAINT audit_log_event_check
     CHECK (event IN ('decision', 'effect', 'refusal', 'assignment'));
 
--- Whether the org's brief is due at ``at``: its local brief time has passed on its local day,
--- and no brief is stored for that day. An org with no team row has the defaults.
-CREATE FUNCTION colony_brief_due(org text, at timestamptz) RETURNS boolean
-LANGUAGE sql STABLE SET search_path = public, pg_catalog AS $$
-    SELECT (at AT TIME ZONE coalesce(t.time_zone, 'Etc/UTC'))::time
-               >= coalesce(t.brief_time, time '06:00')
-       AND NOT EXISTS (SELECT 1 FROM daily_briefs b WHERE b.org_id = org
-                       AND b.brief_date = (at AT TIME ZONE coalesce(t.time_zone, 'Etc/UTC'))::date)
-    FROM (SELECT org) o LEFT JOIN org_team t ON t.org_id = o.org
+-- The hourly daily-brief schedule's audience, at the run's slot ``at`` (not now(): a retried
+-- run, or one that starts late, serves the same orgs): each org whose local brief time has
+-- passed on its local day at ``at`` and whose brief for that day is not stored, with that
+-- local day. An org with no team row has the defaults (UTC, 06:00). Owner-run, as 0026's.
+CREATE FUNCTION colony_brief_due_orgs(after text, page integer, at timestamptz)
+RETURNS TABLE (org_id text, local_day date)
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public, pg_catalog AS $$
+    SELECT o.id, (at AT TIME ZONE coalesce(t.time_zone, 'Etc/UTC'))::date
+    FROM organizations o LEFT JOIN org_team t ON t.org_id = o.id
+    WHERE o.id > coalesce(after, '')
+      AND NOT EXISTS (SELECT 1 FROM erasure_jobs j WHERE j.target_org = o.id
+                      AND j.contact_id IS NULL AND j.status = 'pending')
+      AND (at AT TIME ZONE coalesce(t.time_zone, 'Etc/UTC'))::time
+          >= coalesce(t.brief_time, time '06:00')
+      AND NOT EXISTS (SELECT 1 FROM daily_briefs b WHERE b.org_id = o.id
+                      AND b.brief_date = (at AT TIME ZONE coalesce(t.time_zone, 'Etc/UTC'))::date)
+    ORDER BY o.id
+    LIMIT least(greatest(page, 1), 1000)
 $$;
 
--- The schedules' lister (0048's, every audience kept) with two more: 'brief_due' (the hourly
--- daily-brief schedule: orgs whose local brief time has passed and whose brief for their local
--- day is not written) and 'escalation' (orgs with an item undecided past their escalation
--- window and a backup to hand it to).
+-- The schedules' lister (0048's, every audience kept) with one more: 'escalation' (orgs with
+-- an item undecided past their escalation window and an active backup to hand it to).
 CREATE OR REPLACE FUNCTION colony_scheduled_orgs(serves text, after text, page integer)
 RETURNS SETOF text
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = public, pg_catalog AS $$
 BEGIN
     IF serves NOT IN ('orgs', 'notion', 'drive', 'research', 'sending_domains', 'held',
-                      'brief_due', 'escalation') THEN
+                      'escalation') THEN
         RAISE EXCEPTION 'unknown schedule audience %', serves USING ERRCODE = '22023';
     END IF;
     RETURN QUERY
@@ -108,11 +115,12 @@ BEGIN
                    WHERE d.org_id = o.id AND d.status IN ('verified', 'paused')))
                OR (serves = 'held' AND EXISTS (SELECT 1 FROM budget_holds h
                    WHERE h.org_id = o.id AND h.released_at IS NULL))
-               OR (serves = 'brief_due' AND colony_brief_due(o.id, now()))
                OR (serves = 'escalation' AND EXISTS (SELECT 1 FROM org_team t
                    JOIN approval_items a ON a.org_id = t.org_id AND a.status = 'pending'
-                   WHERE t.org_id = o.id AND t.backup_user_id IS NOT NULL
-                     AND t.escalate_after_hours IS NOT NULL AND a.escalated_at IS NULL
+                   JOIN org_members m ON m.org_id = t.org_id AND m.user_id = t.backup_user_id
+                        AND m.status = 'active'
+                   WHERE t.org_id = o.id AND t.escalate_after_hours IS NOT NULL
+                     AND a.escalated_at IS NULL
                      AND a.assignee IS DISTINCT FROM t.backup_user_id
                      AND a.routed_at < now() - make_interval(hours => t.escalate_after_hours))))
         ORDER BY o.id
