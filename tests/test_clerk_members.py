@@ -26,7 +26,7 @@ from colony.store.approvals import approvals
 from colony.testing.clerk_memberships import signed
 from colony.testing.clerk_server import ClerkFrontendServer
 from colony.testing.inline import InlineTransport, local_deps
-from tests.apps import org_settings, registered_app
+from tests.apps import org_settings, registered_app, session_token
 from tests.conftest import PgDB
 
 pytestmark = pytest.mark.covers("fn:clerk-webhook")
@@ -284,3 +284,25 @@ def test_resync_reads_clerks_backend_api_and_hands_over_who_clerk_no_longer_list
     with pytest.raises(NotFound):
         list(clerk_backend_from_settings(d.settings).memberships(OTHER))
     assert json.dumps(result)  # plain JSON, as the admin route answers it
+
+
+def test_an_admin_resyncs_through_the_admin_api_and_another_org_cannot(
+    hook: Hook, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    clerk = hook.clerk.orgs
+    hook.deliver(clerk.org(ORG, "Team Alpha"))
+    clerk.join(ORG, "user_admin", "org:admin")
+    clerk.join(ORG, "user_new")
+    admin = registered_app("admin", monkeypatch)
+    data_dir = hook.deps.settings.data_dir
+
+    def sync(org_of_token: str) -> Any:
+        token = session_token(data_dir, org_of_token, "user_admin")
+        return admin.post(f"/orgs/{ORG}/members/sync", headers={"Authorization": f"Bearer {token}"})
+
+    stranger = sync(OTHER)
+    assert stranger.status_code == 403 and hook.people() == {}
+    answer = sync(ORG)
+    assert answer.status_code == 200, answer.get_json()
+    assert answer.get_json()["listed"] == 2
+    assert set(hook.people()) == {"user_admin", "user_new"}

@@ -17,6 +17,7 @@ from colony.local.cli_eval import add_commands as add_eval_commands
 from colony.local.cli_explain import add_commands as add_explain_commands
 from colony.local.cli_imports import add_commands as add_import_commands
 from colony.local.cli_research import add_commands as add_research_commands
+from colony.local.cli_team import add_commands as add_team_commands
 from colony.local.cli_usage import add_commands as add_usage_commands
 from colony.settings import Settings
 from colony.testing.lifeline import stopping_on_termination
@@ -318,6 +319,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_org_data_commands(org)
     add_domain_commands(org)
     add_usage_commands(org)
+    add_team_commands(org)
     add_import_commands(sub)
     add_explain_commands(sub)
     add_research_commands(sub)
