@@ -103,6 +103,6 @@ def pool_key(pool: Sequence[str]) -> str:
 def next_in(pool: Sequence[str], last: str | None) -> str:
     """Round robin: the person after ``last`` in ``pool`` (the first when ``last`` is not in
     it)."""
-    if last in pool:
+    if last is not None and last in pool:
         return pool[(list(pool).index(last) + 1) % len(pool)]
     return pool[0]

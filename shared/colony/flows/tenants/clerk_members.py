@@ -64,7 +64,7 @@ def parse(data: Any, event_at: Any = None) -> Membership:
     if not isinstance(user, dict) or not _text(user.get("user_id"), 128):
         raise ValidationFailed("data.public_user_data.user_id: a membership names its user")
     role = data.get("role")
-    if not _text(role, 64):
+    if not isinstance(role, str) or not _text(role, 64):
         raise ValidationFailed("data.role: a membership has a role")
     identifier = user.get("identifier")
     email = identifier if isinstance(identifier, str) and "@" in identifier else None
@@ -73,7 +73,8 @@ def parse(data: Any, event_at: Any = None) -> Membership:
     parts = [user.get("first_name"), user.get("last_name")]
     name = " ".join(p.strip() for p in parts if isinstance(p, str) and p.strip())[:MAX_TEXT]
     org_name = org.get("name") if isinstance(org.get("name"), str) else None
-    stamps = [t for t in (data.get("updated_at"), data.get("created_at"), event_at) if _ms(t)]
+    candidates = (data.get("updated_at"), data.get("created_at"), event_at)
+    stamps = [t for t in candidates if isinstance(t, int) and _ms(t)]
     if not stamps:
         raise ValidationFailed("data.updated_at: a membership has Clerk's time")
     at = datetime.fromtimestamp(max(stamps) / 1000, tz=UTC)

@@ -89,8 +89,9 @@ def run(deps: FlowDeps, request: ScheduleRun, *, scheduled: str | None = None) -
         enqueue(deps.transport, spec.queue, body, task_id=task_id, delay_seconds=0)
         return {"schedule": spec.name, "slot": slot.isoformat(), "enqueued": 1, "next_page": None}
     with deps.db.transaction(None) as cur:
+        due: list[tuple[str, date | None]]
         if spec.serves == "brief_due":  # due at the slot, in each org's own time zone
-            due = schedules.brief_due_page(cur, request.after, PAGE, slot)
+            due = list(schedules.brief_due_page(cur, request.after, PAGE, slot))
         else:
             due = [
                 (org_id, None)
