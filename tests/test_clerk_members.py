@@ -306,3 +306,31 @@ def test_an_admin_resyncs_through_the_admin_api_and_another_org_cannot(
     assert answer.status_code == 200, answer.get_json()
     assert answer.get_json()["listed"] == 2
     assert set(hook.people()) == {"user_admin", "user_new"}
+
+
+def test_clerk_delivers_over_http_to_the_running_function(testdb: PgDB, tmp_path: Path) -> None:
+    """The real server (a functions-framework process): the stand-in's signed deliveries
+    over HTTP make the org and its people; a forged one is a 401 that changes nothing."""
+    from colony.local.functions import FunctionServers
+    from colony.testing.clerk_memberships import ClerkOrgs, deliver
+    from tests.conftest import APP_ROLE
+
+    env = {
+        "COLONY_DB_MODE": "dsn",
+        "COLONY_DB_DSN": testdb.dsn(APP_ROLE),
+        "COLONY_EMBEDDING_DIM": str(testdb.dim),
+        "COLONY_DATA_DIR": str(tmp_path),
+        "COLONY_CLERK_WEBHOOK_SECRET": SECRET,
+    }
+    clerk = ClerkOrgs()
+    with FunctionServers(env, ["clerk-webhook"], log_dir=tmp_path / "logs") as servers:
+        url = servers.urls["clerk-webhook"]
+        created = deliver(url, clerk.org(ORG, "Team Alpha", time_zone="Europe/Berlin"), SECRET)
+        assert created.status_code == 200, created.text
+        joined = deliver(url, clerk.join(ORG, "user_ana", "org:admin"), SECRET)
+        assert joined.status_code == 200 and joined.json()["status"] == "applied"
+        forged = deliver(url, clerk.join(ORG, "user_mallory", "org:admin"), "whsec_" + "A" * 44)
+        assert forged.status_code == 401 and forged.json()["error"]["code"]
+    people = testdb.owner_rows("SELECT user_id, role, status FROM org_members")
+    assert people == [{"user_id": "user_ana", "role": "org:admin", "status": "active"}]
+    assert testdb.owner_rows("SELECT time_zone FROM org_team") == [{"time_zone": "Europe/Berlin"}]

@@ -152,6 +152,16 @@ def _permissions(role: str) -> list[str]:
     return base
 
 
+def deliver(url: str, event: dict[str, Any], secret: str, msg_id: str | None = None) -> Any:
+    """POST the event to a webhook endpoint over HTTP, signed, as Svix delivers it; the
+    ``httpx.Response``."""
+    import httpx  # lazy: only the tests that deliver over HTTP need a client
+
+    body, headers = signed(event, secret, msg_id)
+    with httpx.Client(timeout=30) as http:
+        return http.post(url, content=body, headers=headers)
+
+
 def signed(event: dict[str, Any], secret: str, msg_id: str | None = None) -> tuple[bytes, dict]:
     """The event's body and the Svix headers Clerk's delivery carries, signed with the
     endpoint's ``whsec_`` secret."""
