@@ -170,6 +170,25 @@ def test_the_chat_queue_says_whose_each_card_is_and_filters_mine(world: World) -
     }
 
 
+def test_the_chats_list_approvals_tool_filters_the_askers_own(world: World) -> None:
+    """AGT-001's ``list_approvals`` with ``mine``: the asker's own items, each card saying
+    whose it is."""
+    from colony.contracts.chat import ListApprovalsArgs
+    from colony.flows.chat import tools
+
+    ctx = tools.ToolContext(world.deps, ALPHA, "user_cy", "session-1", "call-1")
+    listed = tools.run(tools.TOOLS["list_approvals"], ctx, ListApprovalsArgs(mine=True))
+    assert listed["ok"], listed
+    result = listed["result"]
+    assert result["pending_total"] == 5 and result["pending_mine"] == 2
+    assert sorted(c["id"] for c in result["items"]) == sorted(
+        [world.ids["update"], world.ids["tool"]]
+    )
+    assert all(c["queue"]["mine"] and c["queue"]["assignee"] == "user_cy" for c in result["items"])
+    everyone = tools.run(tools.TOOLS["list_approvals"], ctx, ListApprovalsArgs())
+    assert len(everyone["result"]["items"]) == 5
+
+
 def test_a_reassigned_prospects_items_follow_it(world: World) -> None:
     moved = owners.reassign(world.deps, ALPHA, "contact", "c_ben", "user_ana", "user_ana")
     assert moved["items"] == 1

@@ -84,8 +84,7 @@ def pending_cards(
         else:
             rows = approvals.pending(cur, kind=kind, limit=limit, mine=own)
         total = approvals.pending_count(cur)
-        yours = routing.waiting_for(cur, viewer) if viewer else None
-        admin = viewer is not None and routing.is_admin(cur, viewer)
+        yours, admin = routing.standing(cur, viewer) if viewer else (None, False)
     counts = {"pending_total": total} | ({"pending_mine": yours} if viewer else {})
     if not detail:
         return {**counts, "items": [card(deps, row, viewer, admin) for row in rows]}
