@@ -32,6 +32,9 @@ Routes (JSON; ``Authorization: Bearer <Clerk session JWT>``):
   connecting a Google Workspace or Microsoft 365 mailbox (``colony.admin.mailboxes``).
 - ``/orgs/{org}/crm/hubspot…``: connect HubSpot through OAuth, its status, disconnect it
   (``colony.admin.crm``).
+- ``/orgs/{org}/team``, ``/members…``, ``/owners…``: the team's settings (time zone, brief
+  time, backup, escalation, assignment rules), its people (and a resync from Clerk), and
+  who owns which prospect or deal (``colony.admin.team``).
 
 A replace body with an unknown field, or a rule that cannot work, is a 422 naming it.
 
@@ -49,7 +52,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from colony.admin import crm, imports, mailboxes, research, sending_domains
+from colony.admin import crm, imports, mailboxes, research, sending_domains, team
 from colony.contracts.admin import (
     DriveWatch,
     IcpReplace,
@@ -208,6 +211,10 @@ def handle(deps: Deps, request: JsonRequest) -> tuple[dict[str, Any], int] | dic
         org = match["org"]
         principal = _admin_of(deps, request, org)
         return crm.handle(deps, request, principal, org, match["what"])
+    if match := team.TEAM.match(path):
+        org = match["org"]
+        principal = _admin_of(deps, request, org)
+        return team.handle(deps, request, principal, org, match["what"])
     if match := imports.IMPORTS.match(path):
         org = match["org"]
         principal = _admin_of(deps, request, org)

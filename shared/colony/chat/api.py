@@ -16,10 +16,12 @@
                                     drafted → approved → sent → replied
     GET  /campaigns/events          SSE: ``funnels`` (the same) on connect and again whenever
                                     a count changes (the hub's ``colony_campaigns``)
-    GET  /approvals[?kind=&campaign=&limit=]
+    GET  /approvals[?kind=&campaign=&limit=&mine=1]
                                     pending approval items as detailed cards, newest first
                                     (``pending_cards``; at most 500; a deployment kit's link
-                                    is signed afresh), with counts per kind and campaign
+                                    is signed afresh), with counts per kind and campaign,
+                                    each card saying whose queue it is in (``mine=1``: only
+                                    the signed-in person's, and ``pending_mine`` counted)
     POST /approvals                 {"item_id", "action", "reason"?, "edited"?, "proposal"?}
                                     → the approval flow, as the page's signed-in person
                                     (channel ``ui``, or ``chat-confirmed`` confirming a
@@ -298,8 +300,18 @@ def _approvals(deps: FlowDeps, org_id: str, user_id: str, request: JsonRequest) 
         raw = request.args.get("limit") or str(APPROVALS_SHOWN)
         if not raw.isdigit() or not 1 <= int(raw) <= APPROVALS_MAX:
             raise ValidationFailed(f"limit must be an integer in 1..{APPROVALS_MAX}")
+        mine = request.args.get("mine") or "0"
+        if mine not in ("0", "1"):
+            raise ValidationFailed("mine must be 0 or 1")
         return pending_cards(
-            deps, org_id, kind=kind, campaign_id=campaign, limit=int(raw), detail=True
+            deps,
+            org_id,
+            kind=kind,
+            campaign_id=campaign,
+            limit=int(raw),
+            detail=True,
+            viewer=user_id,
+            mine=mine == "1",
         )
     # lazy: deciding (each kind's edit rules and the contracts they check) loads with the
     # first decision; the page, its queue and the audit log load without it (issue 32 item 4)

@@ -15,6 +15,7 @@ from what it replaces. One module per capability:
 - ``dns``: ``DnsResolver`` (a sending domain's TXT records);
 - ``crm``: ``CrmClient`` (the team's CRM: HubSpot first), ``CrmAuthorizer`` (its OAuth)
   and ``WriteLedger`` (what was written under an idempotency key);
+- ``people``: ``ClerkDirectory`` (an org's memberships as Clerk lists them);
 - ``clock``: ``Clock``;
 - ``web``: ``WebFetcher`` (the open web, politely and safely) and its ``FetchResult``;
 - ``render``: ``PageRenderer`` (a fetched page shown by a browser kept off the network).
@@ -81,6 +82,7 @@ if TYPE_CHECKING:  # the real names, for type checkers
         ToolCall,
         Usage,
     )
+    from colony.ports.people import ClerkDirectory
     from colony.ports.render import PageRenderer, Rendered, RenderOutcome, SubRequest
     from colony.ports.sources import (
         DatabasePage,
@@ -154,6 +156,7 @@ _HOMES = {
     "TextSink": "colony.ports.models",
     "ToolCall": "colony.ports.models",
     "Usage": "colony.ports.models",
+    "ClerkDirectory": "colony.ports.people",
     "PageRenderer": "colony.ports.render",
     "Rendered": "colony.ports.render",
     "RenderOutcome": "colony.ports.render",
@@ -189,6 +192,7 @@ __all__ = [
     "BlobStore",
     "CallContext",
     "ChatModel",
+    "ClerkDirectory",
     "Clock",
     "Counter",
     "CrmAccount",

@@ -202,16 +202,19 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         purpose=(
             "org admin API: erasure requests and reports, retention periods, org data,"
             " imports, Notion workspace connections, Drive folder watches, company research,"
-            " HubSpot connections, sender mailboxes and their grants"
+            " HubSpot connections, sender mailboxes and their grants, the team (owners, backup,"
+            " time zone, people from Clerk)"
         ),
         # the Drive channel token signs the token of a folder watch it creates; the HubSpot
-        # app's secret exchanges an org's OAuth code (and revokes its token on disconnect)
+        # app's secret exchanges an org's OAuth code (and revokes its token on disconnect);
+        # Clerk's secret key reads an org's people when an admin resyncs them
         secrets=(
             *MODEL_FREE_SECRETS,
             *JWT_SECRETS,
             "COLONY_DRIVE_CHANNEL_TOKEN",
             "COLONY_HUBSPOT_CLIENT_SECRET",
             *MAILBOX_APP_SECRETS,  # a mailbox's OAuth code exchanged, its grant given back
+            "COLONY_CLERK_SECRET_KEY",
         ),
         # a connected workspace's backfill starts on the re-embed queue; its token is
         # written to its own secret (colony-notion-*, terraform/secrets.tf)
@@ -237,7 +240,7 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         trigger="http",
         topic=None,
         agent=None,
-        purpose="Clerk organization events → org rows and defaults, or org erasure",
+        purpose="Clerk organization and membership events → orgs, their people, or erasure",
         secrets=(*MODEL_FREE_SECRETS, "COLONY_CLERK_WEBHOOK_SECRET"),
         enqueues=(ERASURE_QUEUE,),  # organization.deleted opens the org's erasure job
         public=True,  # it verifies Svix's signature of every delivery itself

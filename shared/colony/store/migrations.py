@@ -349,4 +349,11 @@ def migrations(dim: int) -> list[Migration]:
             "0052_sender_mailboxes",
             _sql("0052_sender_mailboxes") + _rls("sender_mailboxes") + _rls("mailbox_oauth_states"),
         ),
+        # Issue 35: owners of prospects and deals, whose queue an item waits in, the org's
+        # time zone, backup and assignment rules, and the local-time brief and escalation
+        # schedules' audiences.
+        Migration(
+            "0053_ownership",
+            _sql("0053_ownership") + _rls("org_team") + _rls("assignment_cursors"),
+        ),
     ]
