@@ -64,6 +64,12 @@ ENTITY_TABLES = {
     "crm_writes",  # issue 36: what was written to the CRM under an idempotency key
     "crm_links",  # issue 36: which CRM record is which of ours, archived or merged ones
     "org_members",  # issue 35: an org's people from Clerk, their role and address
+    "notify_settings",  # issue 35: an org's brief time and Slack workspace
+    "notification_prefs",  # issue 35: each person's channel per kind
+    "slack_users",  # issue 35: who a person is in Slack, as they set it
+    "notification_events",  # issue 35: facts worth telling, from the flows' tables
+    "notifications",  # issue 35: what is sent, once each
+    "notification_items",  # issue 35: which event a notification carries for whom
     "sending_domains",  # issue 39: an org's sending domains, their DKIM keys' names, checks
     "llm_usage_daily",  # issue 38: each org's spend per day, agent, campaign and model
     "budget_alerts",  # issue 38: budget alerts, kept until a notification delivers them

@@ -11,6 +11,7 @@ from what it replaces. One module per capability:
 - ``storage``: ``BlobStore`` (the assets bucket) and ``SecretStore`` (per-org credentials);
 - ``sources``: Drive and Notion, as the knowledge webhooks read them;
 - ``mail``: ``Sender``, ``ReceivedMail``, ``Mailbox``, and ``DkimKey`` (what signs a message);
+- ``slack``: ``Slack`` (a message posted for a person: the org's bot or their webhook);
 - ``dns``: ``DnsResolver`` (a sending domain's TXT records);
 - ``crm``: ``CrmClient`` (the team's CRM: HubSpot first), ``CrmAuthorizer`` (its OAuth)
   and ``WriteLedger`` (what was written under an idempotency key);
@@ -80,6 +81,13 @@ if TYPE_CHECKING:  # the real names, for type checkers
         Usage,
     )
     from colony.ports.render import PageRenderer, Rendered, RenderOutcome, SubRequest
+    from colony.ports.slack import (
+        Slack,
+        SlackMessage,
+        SlackRefused,
+        SlackRetryLater,
+        SlackTokenRevoked,
+    )
     from colony.ports.sources import (
         DatabasePage,
         DriveChannels,
@@ -172,6 +180,11 @@ _HOMES = {
     "TraceArchive": "colony.ports.traces",
     "Tracer": "colony.ports.traces",
     "org_tag": "colony.ports.traces",
+    "Slack": "colony.ports.slack",
+    "SlackMessage": "colony.ports.slack",
+    "SlackRefused": "colony.ports.slack",
+    "SlackRetryLater": "colony.ports.slack",
+    "SlackTokenRevoked": "colony.ports.slack",
     "FetchOutcome": "colony.ports.web",
     "FetchResult": "colony.ports.web",
     "WebFetcher": "colony.ports.web",
@@ -235,6 +248,11 @@ __all__ = [
     "SearchQuery",
     "SecretStore",
     "Sender",
+    "Slack",
+    "SlackMessage",
+    "SlackRefused",
+    "SlackRetryLater",
+    "SlackTokenRevoked",
     "Stage",
     "SubRequest",
     "TextSink",

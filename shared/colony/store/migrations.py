@@ -53,6 +53,16 @@ _RLS_0003: tuple[str, ...] = (
     "llm_calls",
 )
 
+# Migration 0051's tables (issue 35 item 3: notifications), each under row-level security.
+_NOTIFICATIONS_0051: tuple[str, ...] = (
+    "notify_settings",
+    "notification_prefs",
+    "slack_users",
+    "notification_events",
+    "notifications",
+    "notification_items",
+)
+
 # Every table whose rows belong to exactly one org through its ``org_id`` column
 # (``organizations`` is scoped on its own ``id``); a schema test keeps this complete, and
 # another holds each one ready to be distributed by org: ``org_id`` in its primary key and
@@ -85,6 +95,7 @@ ORG_SCOPED_TABLES: tuple[str, ...] = (
     "crm_writes",
     "crm_links",
     "org_members",
+    *_NOTIFICATIONS_0051,
     "sending_domains",
     "llm_usage_daily",
     "budget_alerts",
@@ -399,4 +410,12 @@ def migrations(dim: int) -> list[Migration]:
         # Issue 35: the people of an org (from Clerk), their role, their address, and
         # whether they are still in it.
         Migration("0050_org_members", _sql("0050_org_members") + _rls("org_members")),
+        # Issue 35 item 3: notifications where people are: each person's choice per kind,
+        # their Slack identity, the org's brief time and Slack workspace, the events the
+        # flows' own tables record (triggers), the notifications sent once each, and the
+        # ``notify`` schedule's audience (0048's lister, every audience kept).
+        Migration(
+            "0051_notifications",
+            _sql("0051_notifications") + "".join(_rls(t) for t in _NOTIFICATIONS_0051),
+        ),
     ]
