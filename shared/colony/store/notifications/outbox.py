@@ -17,17 +17,19 @@ SELECT %s, u.user_id, %s, %s, u.key, %s
 FROM unnest(%s::text[], %s::text[]) AS u(user_id, key)
 ON CONFLICT DO NOTHING
 """
-# A digest's earliest time: an hour after the person's last digest was due or sent.
+# A digest's earliest time: an hour after the person's last digest that left (or is leaving)
+# was due or sent; one dropped (nothing left to tell) does not count.
 OPEN_DIGESTS = """
 INSERT INTO notifications (org_id, user_id, channel, kind, dedupe_key, due_at)
-SELECT %(org)s, u, 'email', 'digest', 'digest:' || u || ':' || extract(epoch FROM due)::bigint,
+SELECT %s, u, 'email', 'digest', 'digest:' || u || ':' || extract(epoch FROM due)::bigint,
        due
-FROM unnest(%(users)s::text[]) AS u
+FROM unnest(%s::text[]) AS u
 CROSS JOIN LATERAL (
-    SELECT greatest(%(now)s::timestamptz,
+    SELECT greatest(%s::timestamptz,
                     (SELECT max(greatest(n.due_at, coalesce(n.sent_at, n.due_at)))
                      FROM notifications n
-                     WHERE n.user_id = u AND n.channel = 'email' AND n.kind = 'digest')
+                     WHERE n.user_id = u AND n.channel = 'email' AND n.kind = 'digest'
+                       AND n.status IN ('sending', 'sent'))
                     + interval '1 hour') AS due
 ) AS d
 WHERE NOT EXISTS (SELECT 1 FROM notifications n WHERE n.user_id = u AND n.channel = 'email'
@@ -80,7 +82,7 @@ WHERE id = %s
 """
 HOLD_SLACK = """
 UPDATE notifications SET status = 'held', error = left(%s, 500), lease_until = NULL
-WHERE channel = 'slack' AND status IN ('pending', 'sending') AND id <> %s
+WHERE channel = 'slack' AND status IN ('pending', 'sending')
 """
 RELEASE_SLACK = """
 UPDATE notifications SET status = 'pending', due_at = %s, error = NULL
@@ -114,12 +116,16 @@ def add(
     return [int(r["id"]) for r in fetch_all(cur, BY_KEYS, (keys,))]
 
 
-def open_digests(cur: Any, org_id: str, users: Sequence[str], now: datetime) -> list[int]:
-    """Each person's open email digest (made when they have none), locked; their ids."""
-    if not users:
-        return []
-    cur.execute(OPEN_DIGESTS, {"org": org_id, "users": list(users), "now": now})
-    return [int(r["id"]) for r in fetch_all(cur, LOCK_DIGESTS, (list(users),))]
+def open_digests(cur: Any, org_id: str, users: Sequence[str], now: datetime) -> None:
+    """Open an email digest for each of these people who has none open."""
+    if users:
+        cur.execute(OPEN_DIGESTS, (org_id, list(users), now))
+
+
+def locked_digests(cur: Any, users: Sequence[str]) -> list[Row]:
+    """The open digests of these people (``id, user_id``), locked until the transaction
+    ends, so a claim cannot take one between an item's insert and its commit."""
+    return fetch_all(cur, LOCK_DIGESTS, (list(users),))
 
 
 def carry(cur: Any, event_id: int, kind: str, notification_ids: Sequence[int]) -> None:
@@ -153,9 +159,9 @@ def retry(cur: Any, notification_id: int, at: datetime, error: str) -> None:
     cur.execute(RETRY, (at, error, notification_id))
 
 
-def hold_slack(cur: Any, reason: str, except_id: int = 0) -> None:
-    """Hold the org's other Slack notifications while Slack is paused."""
-    cur.execute(HOLD_SLACK, (reason, except_id))
+def hold_slack(cur: Any, reason: str) -> None:
+    """Hold the org's Slack notifications while Slack is paused."""
+    cur.execute(HOLD_SLACK, (reason,))
 
 
 def release_slack(cur: Any, now: datetime) -> None:
