@@ -86,8 +86,8 @@ def deliver(deps: FlowDeps, slack: Slack, org_id: str, notification_id: int, now
     """Claim, send and mark one notification; its outcome."""
     with deps.db.transaction(org_id) as cur:
         claimed = outbox.claim(cur, notification_id, now, now + timedelta(seconds=LEASE_SECONDS))
-        if claimed is None:
-            return "busy"
+        if claimed is None:  # another run has it, or it was held or finished meanwhile
+            return "skipped"
         ready = _prepare(deps, cur, org_id, claimed, now)
     if isinstance(ready, str):
         return ready
