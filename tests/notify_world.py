@@ -71,11 +71,13 @@ class World:
 
     def slack_user(self, user_id: str, slack_user_id: str, org_id: str = ORG) -> None:
         body = SlackIdentity(slack_user_id=slack_user_id)
-        notify.set_slack_identity(self.deps, org_id, user_id, body)
+        notify.set_slack_identity(self.deps, self.deps.secrets, org_id, user_id, body)
 
     def connect_slack(self, org_id: str = ORG, team: str = TEAM) -> str:
         token = self.slack_server.bot_token(team)
-        notify.connect_slack(self.deps, org_id, SlackConnect(team_id=team, bot_token=token))
+        notify.connect_slack(
+            self.deps, self.deps.secrets, org_id, SlackConnect(team_id=team, bot_token=token)
+        )
         self.tokens[org_id] = token
         return token
 
@@ -129,7 +131,9 @@ class World:
         return [m for m in self.smtp.received if address in m.rcpt_tos]
 
 
-def make_world(db: Database, tmp_path: Path, smtp: SmtpServer, slack: SlackServer) -> World:
+def make_world(
+    db: Database, tmp_path: Path, smtp: SmtpServer, slack: SlackServer, **env: str
+) -> World:
     clock = Clock()
     for org_id, name in ((ORG, "Alpha"), (OTHER, "Beta")):
         with db.transaction(org_id) as cur:
@@ -143,7 +147,7 @@ def make_world(db: Database, tmp_path: Path, smtp: SmtpServer, slack: SlackServe
     with db.transaction(OTHER) as cur:
         members.join(cur, OTHER, "user_mallory", "org:admin", "mallory@beta.example", "Mal")
     deps = local_deps(
-        Settings.from_env(SETTINGS),
+        Settings.from_env({**SETTINGS, **env}),
         db,
         InlineTransport(),
         sender=SmtpSender(smtp.host, smtp.port, starttls=False, timeout=10),

@@ -56,7 +56,7 @@ def test_a_429_is_retried_at_its_retry_after(world: World) -> None:
 def test_a_webhook_answering_404_is_retried_then_the_person_is_told(world: World) -> None:
     hook = world.slack_server.webhook_url("T0ALPHA")
     body = SlackIdentity(webhook_url=hook)
-    notify.set_slack_identity(world.deps, ORG, "user_bob", body)
+    notify.set_slack_identity(world.deps, world.deps.secrets, ORG, "user_bob", body)
     world.choose("user_bob", positive_reply="slack")
     world.slack_server.remove_webhook(hook)  # the person deleted the webhook in Slack
     contact = world.contact()

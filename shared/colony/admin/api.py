@@ -30,6 +30,8 @@ Routes (JSON; ``Authorization: Bearer <Clerk session JWT>``):
   which checks its SPF, DKIM and DMARC in DNS (``colony.admin.sending_domains``).
 - ``/orgs/{org}/crm/hubspot…``: connect HubSpot through OAuth, its status, disconnect it
   (``colony.admin.crm``).
+- ``PUT /orgs/{org}/notifications/slack|brief``: the org's Slack workspace and bot token, the
+  brief's local time (``colony.admin.notifications``).
 
 A replace body with an unknown field, or a rule that cannot work, is a 422 naming it.
 
@@ -47,7 +49,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from colony.admin import crm, imports, research, sending_domains
+from colony.admin import crm, imports, notifications, research, sending_domains
 from colony.contracts.admin import (
     DriveWatch,
     IcpReplace,
@@ -202,6 +204,9 @@ def handle(deps: Deps, request: JsonRequest) -> tuple[dict[str, Any], int] | dic
         org = match["org"]
         principal = _admin_of(deps, request, org)
         return crm.handle(deps, request, principal, org, match["what"])
+    if match := notifications.NOTIFICATIONS.match(path):
+        _admin_of(deps, request, match["org"])
+        return notifications.handle(deps, request, match["org"], match["what"])
     if match := imports.IMPORTS.match(path):
         org = match["org"]
         principal = _admin_of(deps, request, org)

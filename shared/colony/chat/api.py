@@ -35,6 +35,9 @@
     GET  /usage[?month=YYYY-MM]     what the org spent on model calls in a month (UTC): in all,
                                     by agent, campaign and day, unpriced calls, and for the
                                     current month the budget's standing (the page's banner)
+    GET|PUT /notifications[/slack]  the person's own notification settings; POST
+                                    /slack/interactions: Slack's Approve / Reject clicks
+                                    (``colony.chat.notify_routes``)
     GET  /explain/<output id>       the model calls behind an approval item, a chat turn or
                                     a brief, and what their context was built from (the
                                     card's "Why?" panel; ``colony explain`` prints the same)
@@ -60,6 +63,7 @@ from typing import Any
 
 import flask
 
+from colony.chat import notify_routes
 from colony.chat.hub import hub_for
 from colony.errors import NotFound, ValidationFailed, error_summary
 from colony.flows.approvals.approval_queue import audit_trail, pending_cards, queue_changes
@@ -101,7 +105,11 @@ def handle(deps: FlowDeps, request: JsonRequest) -> Any:
     if path == "/overview/views.js":
         _allow(method, "GET")
         return _script()
+    if path == notify_routes.INTERACTIONS:  # Slack-signed, no bearer
+        return notify_routes.interactions(deps, request)
     who = verify_bearer(request.authorization, deps.settings)
+    if path.startswith("/notifications"):
+        return notify_routes.handle(deps, who, request)
     if path == "/turns":
         _allow(method, "POST")
         return _turn(deps, who.org_id, who.user_id, request)

@@ -66,6 +66,7 @@ ScheduleName = Literal[
     "domain-check",
     "replies-poll",
     "research-sweep",
+    "notify",
 ]
 
 

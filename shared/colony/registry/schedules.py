@@ -22,13 +22,17 @@ from colony.registry.functions import (
     DAILY_BRIEF_QUEUE,
     LIFECYCLE_QUEUE,
     NOTION_REEMBED_QUEUE,
+    SEND_QUEUE,
 )
 
 # Which orgs a schedule serves: every live org, those with a connected Notion workspace,
 # those with an active Drive channel, those with a sending domain that passed its DNS check
 # once, those with a stalled research pass, those with campaign work held by a spent budget,
-# or none (one task for the deployment).
-Serves = Literal["orgs", "notion", "drive", "sending_domains", "research", "held", "deployment"]
+# those with a notification to fan out or send or a brief due, or none (one task for the
+# deployment).
+Serves = Literal[
+    "orgs", "notion", "drive", "sending_domains", "research", "held", "notify", "deployment"
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +99,16 @@ SCHEDULES: dict[str, Schedule] = {
             CAMPAIGN_RESUME_QUEUE,
             "held",
             "campaign work held by a spent budget resumed once the budget allows it",
+        ),
+        # each minute, the orgs with an event to tell, a notification due or a brief whose
+        # local time has come (migration 0051's audience): the median event waits about
+        # half a minute (colony.flows.notifications; bench/notify.py measures it)
+        Schedule(
+            "notify",
+            "* * * * *",
+            SEND_QUEUE,
+            "notify",
+            "notifications fanned out and sent, and the brief at each org's local time",
         ),
         # an SMTP relay's replies land in one mailbox (COLONY_REPLY_MAILBOX_*); each reply
         # names the message, and so the org, it answers

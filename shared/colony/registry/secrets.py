@@ -30,6 +30,7 @@ SECRETS: dict[str, str] = {
     "COLONY_NOTION_SIGNING_SECRET": "colony-notion-signing-secret",
     "COLONY_CLERK_WEBHOOK_SECRET": "colony-clerk-webhook-secret",
     "COLONY_HUBSPOT_CLIENT_SECRET": "colony-hubspot-client-secret",
+    "COLONY_SLACK_SIGNING_SECRET": "colony-slack-signing-secret",
 }
 
 # The sets of them a function is granted (``Function.secrets``, colony.registry.functions):

@@ -14,6 +14,7 @@ from colony.errors import Conflict, Forbidden
 from colony.flows.deps import FlowDeps
 from colony.flows.notifications.kinds import KINDS, channel_for
 from colony.flows.notifications.local_time import next_at, org_time_zone
+from colony.ports import SecretStore
 from colony.store.notifications import org, outbox, prefs
 from colony.store.tenants import members
 
@@ -98,14 +99,14 @@ def _schedule_brief(deps: FlowDeps, cur: Any, org_id: str, *, again: bool = Fals
 
 
 def set_slack_identity(
-    deps: FlowDeps, org_id: str, user_id: str, body: SlackIdentity
+    deps: FlowDeps, secrets: SecretStore, org_id: str, user_id: str, body: SlackIdentity
 ) -> dict[str, Any]:
     """Set (or clear) who the person is in Slack; a member id someone else in the org set
     already is a conflict (one person per Slack user, or a click would decide for two)."""
     hook = None
     if body.webhook_url is not None:
         hook = secret_name("hook", org_id, user_id)
-        deps.secrets.put(hook, body.webhook_url)
+        secrets.put(hook, body.webhook_url)
     with deps.db.transaction(org_id) as cur:
         _member(cur, user_id)
         if body.slack_user_id is not None:
@@ -116,11 +117,13 @@ def set_slack_identity(
     return preferences(deps, org_id, user_id)
 
 
-def connect_slack(deps: FlowDeps, org_id: str, body: SlackConnect) -> dict[str, Any]:
+def connect_slack(
+    deps: FlowDeps, secrets: SecretStore, org_id: str, body: SlackConnect
+) -> dict[str, Any]:
     """Connect the org's Slack (an admin's act, checked by the admin edge); un-pauses Slack
     and puts back what it held."""
     name = secret_name("bot", org_id)
-    deps.secrets.put(name, body.bot_token)
+    secrets.put(name, body.bot_token)
     with deps.db.transaction(org_id) as cur:
         org.ensure(cur, org_id)
         org.set_slack(cur, body.team_id, name)

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from colony.store.db import Row, fetch_all, fetch_value
 
 Event = Literal["decision", "effect", "refusal"]
-Channel = Literal["ui", "link", "chat-confirmed", "system", "sequence", "admin"]
+Channel = Literal["ui", "link", "chat-confirmed", "system", "sequence", "admin", "slack"]
 
 APPEND = """
 INSERT INTO audit_log (org_id, event, approval_item_id, item_kind, actor, channel, action,
