@@ -21,7 +21,7 @@ their acceptance and our commit; the lease then lapses and the retry sends it ag
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from email.utils import parseaddr
@@ -164,8 +164,16 @@ def _prepare(
         return "dropped"
     base = deps.settings.function_urls.get("chat", "")
     kind, attempts = str(claimed["kind"]), int(claimed["attempts"])
-    alerts = tuple(int(e["event_key"]) for e in live if e["kind"] == "budget")
-    common = {"notification_id": nid, "kind": kind, "attempts": attempts, "budget_alerts": alerts}
+    # a budget event is keyed by its alert's id (migration 0051's trigger)
+    alerts = tuple(
+        int(e["event_key"]) for e in live if e["kind"] == "budget" and e["event_key"].isdigit()
+    )
+    common: dict[str, Any] = {
+        "notification_id": nid,
+        "kind": kind,
+        "attempts": attempts,
+        "budget_alerts": alerts,
+    }
     brief = _brief_lines(cur, user_id, live[0]) if kind == "brief" else None
     if claimed["channel"] == "email":
         return _email(deps, cur, org_id, person, base, live, brief, now, common)
@@ -213,7 +221,7 @@ def _email(
     org_id: str,
     person: members.Member,
     base: str,
-    live: list[Mapping[str, Any]],
+    live: Sequence[Mapping[str, Any]],
     brief: list[str] | None,
     now: datetime,
     common: dict[str, Any],

@@ -16,7 +16,7 @@ the active people, and gets nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -27,7 +27,7 @@ from colony.store.notifications import events, outbox, prefs
 BATCH = 500  # events one transaction fans out
 
 
-def takers(people: list[Mapping[str, Any]], kind: str, channel: str) -> list[str]:
+def takers(people: Sequence[Mapping[str, Any]], kind: str, channel: str) -> list[str]:
     """The people whose channel for ``kind`` is ``channel`` (and who can be reached by it:
     an email needs an address; Slack is tried and, when it cannot reach them, says so)."""
     chosen = [p for p in people if channel_for(kind, str(p["role"]), p["prefs"] or {}) == channel]
@@ -74,7 +74,7 @@ def _one(
     cur: Any,
     org_id: str,
     event: Mapping[str, Any],
-    people: list[Mapping[str, Any]],
+    people: Sequence[Mapping[str, Any]],
     digests: Mapping[str, int],
     now: datetime,
 ) -> int:

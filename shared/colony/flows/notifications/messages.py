@@ -108,7 +108,7 @@ def slack_event(base: str, org_id: str, event: Mapping[str, Any], *, buttons: bo
             _button("reject", "Reject", value, "danger"),
             open_button,
         ]
-    blocks = [
+    blocks: list[dict[str, Any]] = [
         {"type": "section", "text": section},
         {"type": "actions", "block_id": "decide", "elements": elements},
     ]
@@ -118,7 +118,7 @@ def slack_event(base: str, org_id: str, event: Mapping[str, Any], *, buttons: bo
 def slack_brief(base: str, day: str, lines: Sequence[str]) -> SlackMessage:
     text = "\n".join(slack_escape(line) for line in lines)
     url = link(base, "/overview#brief")
-    blocks = [
+    blocks: list[dict[str, Any]] = [
         {"type": "header", "text": {"type": "plain_text", "text": f"Your brief for {day}"}},
         {"type": "section", "text": {"type": "mrkdwn", "text": text}},
         {"type": "context", "elements": [{"type": "mrkdwn", "text": f"<{url}|The brief>"}]},
