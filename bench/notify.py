@@ -117,7 +117,9 @@ def people_of(org: int, count: int) -> list[dict[str, Any]]:
     return out
 
 
-def setup(deps: Deps, slack: SlackServer, orgs: int, count: int) -> dict[str, Any]:
+def setup(
+    deps: Deps, slack: SlackServer, adapter: SlackAdapter, orgs: int, count: int
+) -> dict[str, Any]:
     """The orgs, their people and their choices; what each person should get, by kind."""
     takers: dict[str, dict[str, list[tuple[str, str]]]] = {}
     secrets = deps.secrets
@@ -128,7 +130,8 @@ def setup(deps: Deps, slack: SlackServer, orgs: int, count: int) -> dict[str, An
             for p in people_of(o, count):
                 members.join(cur, org_id, p["user_id"], p["role"], p["email"], p["user_id"])
         token = slack.bot_token(team)
-        notify.connect_slack(deps, secrets, org_id, SlackConnect(team_id=team, bot_token=token))
+        body = SlackConnect(team_id=team, bot_token=token)
+        notify.connect_slack(deps, secrets, adapter, org_id, body, f"user_{o}_0")
         notify.set_brief_time(deps, org_id, BriefTime(brief_at="08:00"))
         wants: dict[str, list[tuple[str, str]]] = defaultdict(list)
         for p in people_of(o, count):
@@ -206,7 +209,7 @@ def measure(
     orgs = [f"org_{o:02d}" for o in range(args.orgs)]
     zones = {org: ZoneInfo(ZONES[i % len(ZONES)]) for i, org in enumerate(orgs)}
     slack = SlackAdapter(slack_server.api_url, timeout=10)
-    takers = setup(deps, slack_server, args.orgs, args.members)
+    takers = setup(deps, slack_server, slack, args.orgs, args.members)
     # the events' hour: minute ticks until an hour after the last event (digests' window)
     start = clock.now
     planned = plan_events(args.orgs, args.events, start, rng)

@@ -75,9 +75,9 @@ class World:
 
     def connect_slack(self, org_id: str = ORG, team: str = TEAM) -> str:
         token = self.slack_server.bot_token(team)
-        notify.connect_slack(
-            self.deps, self.deps.secrets, org_id, SlackConnect(team_id=team, bot_token=token)
-        )
+        body = SlackConnect(team_id=team, bot_token=token)
+        actor = "user_alice" if org_id == ORG else "user_mallory"
+        notify.connect_slack(self.deps, self.deps.secrets, self.slack, org_id, body, actor)
         self.tokens[org_id] = token
         return token
 

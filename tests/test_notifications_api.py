@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from colony.flows.notifications import settings as notify
 from colony.local.tokens import mint_local_token
 from colony.runtime.deps import set_deps_for_tests
 from colony.testing.slack_server import SIGNING_SECRET, SlackServer
@@ -186,3 +187,33 @@ def test_a_user_of_another_orgs_workspace_is_refused(outside: Outside) -> None:
     assert outside.item(item)["status"] == "pending"
     (refusal,) = outside.audit()
     assert refusal["actor"] == "slack:T0BETA:U0ALICE" and refusal["event"] == "refusal"
+
+
+def test_an_org_connects_only_a_slack_workspace_it_holds_and_no_other_orgs(
+    outside: Outside,
+) -> None:
+    """The Slack workspace is the org-named external thing: org_beta's admin, naming alpha's
+    workspace with a token of beta's own, or with a token of alpha's workspace once alpha
+    connected it, is refused and recorded; nothing of alpha's changes."""
+    from colony.contracts.notifications import SlackConnect
+    from colony.errors import OwnedElsewhere, OwnershipUnproven
+
+    world = outside.world
+    world.connect_slack()  # alpha holds T0ALPHA
+    secrets = world.deps.secrets
+    betas = world.slack_server.bot_token("T0BETA")
+    with pytest.raises(OwnershipUnproven):
+        body = SlackConnect(team_id="T0ALPHA", bot_token=betas)
+        notify.connect_slack(world.deps, secrets, world.slack, OTHER, body, "user_mallory")
+    alphas_too = world.slack_server.bot_token("T0ALPHA")  # mallory is in alpha's Slack too
+    with pytest.raises(OwnedElsewhere):
+        body = SlackConnect(team_id="T0ALPHA", bot_token=alphas_too)
+        notify.connect_slack(world.deps, secrets, world.slack, OTHER, body, "user_mallory")
+    refusals = world.rows(
+        "SELECT action, reason FROM audit_log WHERE event = 'refusal' ORDER BY id", org_id=OTHER
+    )
+    assert [r["action"] for r in refusals] == ["slack.connect", "slack.connect"]
+    assert "another organisation" in refusals[1]["reason"]
+    assert world.rows("SELECT slack_team_id FROM notify_settings", org_id=OTHER) == []
+    alpha = notify.preferences(world.deps, ORG, "user_alice")["slack"]
+    assert alpha == {"connected": True, "team_id": "T0ALPHA", "paused": False, "reason": None}

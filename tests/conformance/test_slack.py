@@ -69,6 +69,7 @@ def harness(request: pytest.FixtureRequest, no_ambient_config: None) -> Iterator
 def test_it_is_a_slack(harness: Harness) -> None:
     token, hook = harness.world.bot_token(TEAM), harness.world.webhook_url(TEAM)
     with exercised(Slack, harness.slack) as slack:
+        assert slack.team_of(token) == TEAM
         assert slack.post(token, "U0DANA", MESSAGE)
         assert slack.post_webhook(hook, MESSAGE) == ""
     posted = harness.posted()
@@ -103,6 +104,10 @@ def test_a_revoked_or_unknown_token_is_revoked(harness: Harness) -> None:
         harness.slack.post(token, "U0DANA", MESSAGE)
     with pytest.raises(SlackTokenRevoked, match="invalid_auth"):
         harness.slack.post("xoxb-never-issued", "U0DANA", MESSAGE)
+    with pytest.raises(SlackTokenRevoked, match="token_revoked"):
+        harness.slack.team_of(token)
+    with pytest.raises(SlackTokenRevoked, match="invalid_auth"):
+        harness.slack.team_of("xoxb-never-issued")
     assert harness.posted() == []
 
 

@@ -71,6 +71,28 @@ class SlackAdapter:
             raise SlackRetryLater(f"Slack could not be reached ({type(error).__name__})") from None
         return str(answer.get("ts") or "")
 
+    def team_of(self, token: str) -> str:
+        client = WebClient(
+            token=token, base_url=self.api_url, timeout=self.timeout, retry_handlers=[]
+        )
+        try:
+            answer = client.auth_test()
+        except SlackApiError as error:
+            response = error.response
+            code = str(response.get("error") or "") if isinstance(response.data, dict) else ""
+            if int(response.status_code) == 429:
+                raise SlackRetryLater(
+                    "Slack asked us to wait (429)", _retry_after(response.headers)
+                ) from None
+            if code in REVOKED:
+                raise SlackTokenRevoked(f"Slack refused the bot token ({code})") from None
+            raise SlackRetryLater(
+                f"Slack answered auth.test with {code or response.status_code}"
+            ) from None
+        except (SlackRequestError, urllib.error.URLError, OSError) as error:
+            raise SlackRetryLater(f"Slack could not be reached ({type(error).__name__})") from None
+        return str(answer.get("team_id") or "")
+
     def post_webhook(self, url: str, message: SlackMessage) -> str:
         client = WebhookClient(url, timeout=self.timeout, retry_handlers=[])
         try:

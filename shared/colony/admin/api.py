@@ -205,8 +205,9 @@ def handle(deps: Deps, request: JsonRequest) -> tuple[dict[str, Any], int] | dic
         principal = _admin_of(deps, request, org)
         return crm.handle(deps, request, principal, org, match["what"])
     if match := notifications.NOTIFICATIONS.match(path):
-        _admin_of(deps, request, match["org"])
-        return notifications.handle(deps, request, match["org"], match["what"])
+        principal = _admin_of(deps, request, match["org"])
+        what = match["what"]
+        return notifications.handle(deps, request, match["org"], what, principal.user_id)
     if match := imports.IMPORTS.match(path):
         org = match["org"]
         principal = _admin_of(deps, request, org)

@@ -2,7 +2,10 @@
 the local time its brief goes out at (``colony.flows.notifications.settings``).
 
 - ``PUT /orgs/{org}/notifications/slack`` (``SlackConnect``: ``team_id``, ``bot_token``):
-  connect Slack (the token goes to the secret store); un-pauses Slack after a revoked token;
+  connect Slack: the token must be of that workspace (Slack's ``auth.test``; else 403
+  ``ownership_unproven``) and the workspace no other org's (else 403
+  ``owned_by_another_org``), both on the audit log; the token goes to the secret store;
+  un-pauses Slack after a revoked token;
 - ``PUT /orgs/{org}/notifications/brief`` (``BriefTime``: ``brief_at``, ``HH:MM`` local).
 """
 
@@ -23,7 +26,7 @@ NOTIFICATIONS = re.compile(
 )
 
 
-def handle(deps: Deps, request: JsonRequest, org: str, what: str) -> dict[str, Any]:
+def handle(deps: Deps, request: JsonRequest, org: str, what: str, actor: str) -> dict[str, Any]:
     """One route, for an admin of ``org`` (the caller checked)."""
     if request.method != "PUT":
         raise MethodNotAllowed("this method is not allowed here", allow=("PUT",))
@@ -33,7 +36,9 @@ def handle(deps: Deps, request: JsonRequest, org: str, what: str) -> dict[str, A
         body = request.parse(SlackConnect)
     except ValidationFailed as error:
         raise Unprocessable(str(error)) from None
-    # lazy: Secret Manager's client loads with the first connect
+    # lazy: Secret Manager's client and slack_sdk load with the first connect
+    from colony.adapters.slack import SlackAdapter
     from colony.runtime.org_secrets import secret_store
 
-    return settings.connect_slack(deps, secret_store(deps.settings), org, body)
+    slack = SlackAdapter(deps.settings.slack_api_url)
+    return settings.connect_slack(deps, secret_store(deps.settings), slack, org, body, actor)

@@ -3,6 +3,7 @@
 
 The contract (``tests/conformance/test_slack.py`` holds the adapter and the fake to it):
 
+- ``team_of`` answers the workspace a bot token was issued in;
 - a message is ``text`` (what a notification shows) and Block Kit ``blocks``; the post
   answers the message's ``ts`` (a webhook has none: ``""``);
 - Slack asking us to wait (429, with ``Retry-After``), a webhook that is gone or not found
@@ -64,4 +65,10 @@ class Slack(Protocol):
 
     def post_webhook(self, url: str, message: SlackMessage) -> str:
         """The message through an incoming webhook (the URL is a secret); ``""``."""
+        ...
+
+    def team_of(self, token: str) -> str:
+        """The workspace (team id) a bot token belongs to (``auth.test``): what proves an
+        org's Slack is the workspace it names. A token Slack refuses is
+        ``SlackTokenRevoked``."""
         ...

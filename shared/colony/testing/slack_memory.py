@@ -16,13 +16,22 @@ from colony.testing.slack_server import blocks_problem
 class MemorySlack:
     posted: list[tuple[str, SlackMessage]] = field(default_factory=list)
     _tokens: dict[str, bool] = field(default_factory=dict)  # token → revoked
+    _teams: dict[str, str] = field(default_factory=dict)  # token → team
     _hooks: set[str] = field(default_factory=set)
     _limits: deque[int] = field(default_factory=deque)
 
     def bot_token(self, team_id: str) -> str:
         token = f"xoxb-{team_id}-{random.token_hex(12)}"
         self._tokens[token] = False
+        self._teams[token] = team_id
         return token
+
+    def team_of(self, token: str) -> str:
+        revoked = self._tokens.get(token)
+        if revoked is None or revoked:
+            code = "invalid_auth" if revoked is None else "token_revoked"
+            raise SlackTokenRevoked(f"Slack refused the bot token ({code})")
+        return self._teams[token]
 
     def revoke(self, token: str) -> None:
         self._tokens[token] = True

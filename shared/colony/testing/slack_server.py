@@ -97,6 +97,7 @@ class SlackServer(ProviderServer):
         super().__init__(
             routes=[
                 Route.of("slack.chat.postMessage", "POST", r"/api/chat\.postMessage", self._post),
+                Route.of("slack.auth.test", "POST", r"/api/auth\.test", self._auth_test),
                 Route.of("slack.webhook", "POST", r"/services/(?P<hook>[A-Za-z0-9/]+)", self._hook),
             ]
         )
@@ -170,6 +171,17 @@ class SlackServer(ProviderServer):
                 Posted(channel, str(body.get("text") or ""), list(body.get("blocks") or []), team)
             )
         return Reply(200, {"ok": True, "channel": channel, "ts": ts, "message": {"ts": ts}})
+
+    def _auth_test(self, request: RecordedRequest) -> Reply:
+        auth = request.header("authorization") or ""
+        with self._lock:
+            known = self._tokens.get(auth.removeprefix("Bearer ")) if auth else None
+        if known is None:
+            return Reply(200, {"ok": False, "error": "invalid_auth"})
+        team, revoked = known
+        if revoked:
+            return Reply(200, {"ok": False, "error": "token_revoked"})
+        return Reply(200, {"ok": True, "team_id": team, "team": team.lower(), "bot_id": "B0BOT"})
 
     def _hook(self, request: RecordedRequest) -> Reply:
         path = request.params["hook"]

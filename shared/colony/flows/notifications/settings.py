@@ -10,13 +10,17 @@ from datetime import time
 from typing import Any
 
 from colony.contracts.notifications import BriefTime, PreferencesUpdate, SlackConnect, SlackIdentity
-from colony.errors import Conflict, Forbidden
+from colony.errors import Conflict, Forbidden, OwnedElsewhere, OwnershipUnproven
 from colony.flows.deps import FlowDeps
 from colony.flows.notifications.kinds import KINDS, channel_for
 from colony.flows.notifications.local_time import next_at, org_time_zone
-from colony.ports import SecretStore
+from colony.ports import SecretStore, Slack, SlackTokenRevoked
+from colony.store import claims
+from colony.store.approvals import audit
 from colony.store.notifications import org, outbox, prefs
 from colony.store.tenants import members
+
+CLAIM_KIND = "slack_team"  # resource_claims: one org per Slack workspace
 
 
 def _member(cur: Any, user_id: str) -> members.Member:
@@ -118,10 +122,32 @@ def set_slack_identity(
 
 
 def connect_slack(
-    deps: FlowDeps, secrets: SecretStore, org_id: str, body: SlackConnect
+    deps: FlowDeps,
+    secrets: SecretStore,
+    slack: Slack,
+    org_id: str,
+    body: SlackConnect,
+    actor: str,
 ) -> dict[str, Any]:
-    """Connect the org's Slack (an admin's act, checked by the admin edge); un-pauses Slack
-    and puts back what it held."""
+    """Connect the org's Slack (an admin's act, checked by the admin edge): the token must
+    be of the workspace named (Slack's ``auth.test``) and the workspace no other org's (one
+    org per workspace: a click is trusted for the org whose workspace it comes from). Then
+    the token goes to the secret store, Slack is un-paused and what it held goes again. A
+    refusal is on the org's audit log."""
+    try:
+        team = slack.team_of(body.bot_token)
+    except SlackTokenRevoked:
+        team = None
+    if team != body.team_id:
+        why = f"the bot token is not one of Slack workspace {body.team_id}"
+        _refused(deps, org_id, actor, body.team_id, why)
+        raise OwnershipUnproven(why)
+    with deps.db.transaction(org_id) as cur:
+        won = claims.claim(cur, org_id, CLAIM_KIND, body.team_id, "auth.test", actor)
+    if won is claims.Claim.ELSEWHERE:
+        why = f"Slack workspace {body.team_id} is connected to another organisation"
+        _refused(deps, org_id, actor, body.team_id, why)
+        raise OwnedElsewhere(why)
     name = secret_name("bot", org_id)
     secrets.put(name, body.bot_token)
     with deps.db.transaction(org_id) as cur:
@@ -129,6 +155,14 @@ def connect_slack(
         org.set_slack(cur, body.team_id, name)
         outbox.release_slack(cur, deps.clock())
         return _slack_state(org.get(cur))
+
+
+def _refused(deps: FlowDeps, org_id: str, actor: str, team: str, why: str) -> None:
+    entry = audit.Entry(
+        "refusal", actor, "admin", "slack.connect", reason=why, detail={"team_id": team}
+    )
+    with deps.db.transaction(org_id) as cur:
+        audit.append(cur, org_id, entry)
 
 
 def set_brief_time(deps: FlowDeps, org_id: str, body: BriefTime) -> dict[str, Any]:
