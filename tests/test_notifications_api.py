@@ -217,3 +217,17 @@ def test_an_org_connects_only_a_slack_workspace_it_holds_and_no_other_orgs(
     assert world.rows("SELECT slack_team_id FROM notify_settings", org_id=OTHER) == []
     alpha = notify.preferences(world.deps, ORG, "user_alice")["slack"]
     assert alpha == {"connected": True, "team_id": "T0ALPHA", "paused": False, "reason": None}
+
+
+def test_a_person_who_left_decides_nothing_from_slack(outside: Outside) -> None:
+    world = outside.world
+    world.connect_slack()
+    world.slack_user("user_bob", "U0BOB")
+    item = world.item("Lease costs", world.contact())
+    world.sql("UPDATE org_members SET status = 'left', left_at = now() WHERE user_id = 'user_bob'")
+    answer = outside.click("T0ALPHA", "U0BOB", "approve", f"{ORG}:{item}")
+    assert answer.status_code == 403
+    assert "no longer a member" in answer.get_json()["error"]["message"]
+    assert outside.item(item)["status"] == "pending"
+    (refusal,) = outside.audit()
+    assert refusal["event"] == "refusal" and refusal["actor"] == "slack:T0ALPHA:U0BOB"
