@@ -64,6 +64,8 @@ ENTITY_TABLES = {
     "crm_writes",  # issue 36: what was written to the CRM under an idempotency key
     "crm_links",  # issue 36: which CRM record is which of ours, archived or merged ones
     "org_members",  # issue 35: an org's people from Clerk, their role and address
+    "crm_pushes",  # issue 36: what is written to an org's CRM, and what became of it
+    "crm_stage_map",  # issue 36: our deal stages as the org's CRM names them
     "sending_domains",  # issue 39: an org's sending domains, their DKIM keys' names, checks
     "sender_mailboxes",  # issue 39: the mailboxes an org sends from, limits, ramps, grants
     "mailbox_oauth_states",  # issue 39: a mailbox's OAuth flow in progress (state hash)

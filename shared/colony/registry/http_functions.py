@@ -18,6 +18,7 @@ from colony.registry.wiring import (
     CAMPAIGN_RESUME_QUEUE,
     CAMPAIGN_TOPIC,
     CONTENT_TOPIC,
+    CRM_QUEUE,
     DAILY_BRIEF_QUEUE,
     ENRICHMENT_TOPIC,
     ERASURE_QUEUE,
@@ -57,8 +58,9 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         secrets=(*RUNTIME_SECRETS, *JWT_SECRETS, "COLONY_APPROVAL_TOKEN_KEY"),
         # an approved chat tool resumes its turn here (launch, content request, research)
         publishes=(ONBOARDING_TOPIC, CAMPAIGN_TOPIC, CONTENT_TOPIC),
-        # an approved message is handed to the send step; approved research is queued
-        enqueues=(SEND_QUEUE, RESEARCH_QUEUE),
+        # an approved message is handed to the send step; approved research is queued; an
+        # approved deal update is written back to HubSpot (and a conflict's choice)
+        enqueues=(SEND_QUEUE, RESEARCH_QUEUE, CRM_QUEUE),
         public=True,
         max_instances=3,
     ),
@@ -74,7 +76,7 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
             "COLONY_UNSUBSCRIBE_TOKEN_KEY",
             "COLONY_RESEND_API_KEY",  # reads back the replies Resend's inbound webhook names
         ),
-        enqueues=(CAMPAIGN_RESUME_QUEUE,),
+        enqueues=(CAMPAIGN_RESUME_QUEUE, CRM_QUEUE),  # a reply is logged in the org's HubSpot
         public=True,
         max_instances=2,
     ),
@@ -95,8 +97,9 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
             "COLONY_UNSUBSCRIBE_TOKEN_KEY",
             *MAILBOX_APP_SECRETS,
         ),
-        # a sent step schedules the sequence's next one; a deferred message its own retry
-        enqueues=(SEQUENCE_QUEUE, SEND_QUEUE),
+        # a sent step schedules the sequence's next one; a deferred message its own retry;
+        # a sent message is logged in the org's HubSpot
+        enqueues=(SEQUENCE_QUEUE, SEND_QUEUE, CRM_QUEUE),
         concurrency=4,
         max_instances=1,
     ),
@@ -109,7 +112,7 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         secrets=(*RUNTIME_SECRETS, *JWT_SECRETS),
         # it decides approval items too, so it publishes and enqueues what their appliers do
         publishes=(CAMPAIGN_TOPIC, CONTENT_TOPIC, ONBOARDING_TOPIC),
-        enqueues=(SEND_QUEUE, RESEARCH_QUEUE),
+        enqueues=(SEND_QUEUE, RESEARCH_QUEUE, CRM_QUEUE),
         # its approval cards sign deployment-kit links (colony.flows.approvals.approval_queue)
         assets="read",
         public=True,
@@ -224,6 +227,7 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
             RESEARCH_QUEUE,
             CAMPAIGN_RESUME_QUEUE,
             SEND_QUEUE,
+            CRM_QUEUE,  # a HubSpot reconnect queues again the pushes that waited
         ),
         # signs upload URLs under imports/<org>/ (a signed PUT acts as its signer, so it
         # needs object create) and reads an upload's size before queueing it
@@ -251,7 +255,8 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         agent=None,
         purpose=(
             "Cloud Tasks target: erasure and import jobs, Knowledge Core tiering, an"
-            " org's retention, Drive renewal and stalled research, the reply mailbox poll;"
+            " org's retention, Drive renewal and stalled research, the reply mailbox poll,"
+            " writes to an org's HubSpot;"
             " Cloud Scheduler target: every schedule"
         ),
         # the Langfuse keys delete an erased org's traces; no model is called; the Drive
@@ -264,6 +269,7 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
             "COLONY_DRIVE_CHANNEL_TOKEN",
             "COLONY_REPLY_MAILBOX_PASSWORD",
             "COLONY_RESEND_API_KEY",
+            "COLONY_HUBSPOT_CLIENT_SECRET",  # refreshes an org's token for its CRM pushes
         ),
         # every schedule fans out from here to its target's queue (colony.registry.schedules);
         # the daily retention run queues the org's Knowledge Core move if it outgrew the
@@ -276,6 +282,7 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
             KC_TIER_QUEUE,
             RESEARCH_QUEUE,
             CAMPAIGN_RESUME_QUEUE,  # the budget-release schedule's tasks
+            CRM_QUEUE,  # a polled reply is logged in the org's HubSpot
         ),
         assets="write",  # deletes transcripts, kits and imports
         timeout_seconds=540,

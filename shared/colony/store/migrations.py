@@ -349,4 +349,6 @@ def migrations(dim: int) -> list[Migration]:
             "0052_sender_mailboxes",
             _sql("0052_sender_mailboxes") + _rls("sender_mailboxes") + _rls("mailbox_oauth_states"),
         ),
+        # Issue 36: CRM pushes and their outcomes, the stage mapping, the conflict card.
+        Migration("0053_crm_write_back", _sql("0053_crm_write_back")),  # RLS in its file
     ]

@@ -58,6 +58,8 @@ ORG_SCOPED_TABLES: tuple[str, ...] = (
     "crm_writes",
     "crm_links",
     "org_members",
+    "crm_pushes",
+    "crm_stage_map",
     "sending_domains",
     "sender_mailboxes",
     "mailbox_oauth_states",
