@@ -3,7 +3,7 @@ PostgreSQL, the HubSpot stand-in over HTTP (its OAuth and CRM API, read and writ
 the official client), each org connected through the real OAuth flow
 (``connections.start`` → the stand-in's authorize page → ``outgoing.complete``), its
 deal and contact linked as the inbound sync would link them (``store.crm.links.link``), and
-the CRM queue's tasks run by posting them to the real data-lifecycle function.
+the CRM queue's tasks run by posting them to the real crm function.
 
 ``org_alpha`` is on portal 101, ``org_beta`` on portal 202; both worlds are seeded alike, so
 the same HubSpot ids (deal 9001, contact 1001) exist in both and only the token decides
@@ -29,6 +29,7 @@ from colony.adapters.hubspot_oauth import hubspot_oauth
 from colony.contracts.admin import CrmCallback
 from colony.flows.crm import connections, outgoing
 from colony.knowledge import KnowledgeStore
+from colony.local.crm_demo import STAGES  # our stages as HubSpot's default pipeline names them
 from colony.local.tokens import ensure_local_keys
 from colony.runtime.deps import Deps, set_deps_for_tests
 from colony.runtime.org_secrets import secret_store
@@ -43,15 +44,6 @@ from tests.test_crm_connect import Clock, hubspot_env
 
 ALPHA, BETA = "org_alpha", "org_beta"
 PORTALS = {ALPHA: "101", BETA: "202"}
-# Our stages as HubSpot's default pipeline names them (the org's mapping).
-STAGES = {
-    "discovery": "appointmentscheduled",
-    "demo": "presentationscheduled",
-    "proposal": "decisionmakerboughtin",
-    "negotiation": "contractsent",
-    "closed_won": "closedwon",
-    "closed_lost": "closedlost",
-}
 
 
 @dataclass
@@ -62,7 +54,7 @@ class CrmWorld:
     portals: dict[str, HubSpotWorld]
     deps: Deps
     transport: InlineTransport
-    lifecycle: Any
+    crm_function: Any
     monkeypatch: pytest.MonkeyPatch
     done: set[str] = field(default_factory=set)
 
@@ -127,7 +119,7 @@ class CrmWorld:
         ]
 
     def run_tasks(self) -> list[dict[str, Any]]:
-        """Every CRM task not yet run, posted to the data-lifecycle function (and those they
+        """Every CRM task not yet run, posted to the crm function (and those they
         queue), as Cloud Tasks would; their answers."""
         answers = []
         while pending := [
@@ -141,7 +133,9 @@ class CrmWorld:
         return answers
 
     def post(self, body: bytes) -> dict[str, Any]:
-        answer = self.lifecycle.post("/", data=body, headers={"Content-Type": "application/json"})
+        answer = self.crm_function.post(
+            "/", data=body, headers={"Content-Type": "application/json"}
+        )
         assert answer.status_code in (200, 404), answer.get_json()
         return {"status_code": answer.status_code, **answer.get_json()}
 
@@ -190,9 +184,9 @@ def crm_world(
         deps = local_deps(settings, db, transport, knowledge=knowledge, clock=Clock())
         set_deps_for_tests(deps)
         try:
-            lifecycle = registered_app("data-lifecycle", monkeypatch)
+            crm_function = registered_app("crm", monkeypatch)
             yield CrmWorld(
-                testdb, tmp_path, hubspot, portals, deps, transport, lifecycle, monkeypatch
+                testdb, tmp_path, hubspot, portals, deps, transport, crm_function, monkeypatch
             )
         finally:
             set_deps_for_tests(None)

@@ -1,7 +1,7 @@
 """Sent messages, replies and call summaries logged as engagements in the org's HubSpot
 (issue 36 item 3): the real send flow mails the real SMTP stand-in, a reply is ingested as
 the mailbox poll and the inbound webhook ingest it, and the CRM queue's tasks run in the
-real data-lifecycle function, logging through the official client on the HubSpot stand-in.
+real crm function, logging through the official client on the HubSpot stand-in.
 
 Each is logged once on the linked contact and deal, however often its task is delivered or
 its event redelivered; its text goes to HubSpot and to no log line; an org without HubSpot
@@ -26,7 +26,7 @@ from colony.store import fetch_one
 from colony.testing.smtp_server import SmtpServer
 from tests.crm_world import ALPHA, BETA, CrmWorld, crm_world  # noqa: F401  (the fixture)
 
-pytestmark = pytest.mark.covers("fn:data-lifecycle", "fn:send")
+pytestmark = pytest.mark.covers("fn:crm", "fn:send")
 
 PERSON = approval.Actor("user_1", "ui")
 BODY = "Hi Person,\nA thought on your theatre utilisation."

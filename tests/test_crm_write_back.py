@@ -1,6 +1,6 @@
 """Approved deal updates written back to HubSpot (issue 36 item 3), from outside: a person
 decides through the real approval function, the CRM queue's tasks run in the real
-data-lifecycle function, the HubSpot stand-in is read and written through the official
+crm function, the HubSpot stand-in is read and written through the official
 client with the org's own OAuth token, and every outcome is a row of the real PostgreSQL.
 
 Nothing reaches HubSpot inside the decision (the world is unchanged until the task runs); a
@@ -22,7 +22,7 @@ from colony.flows.pipeline import deals
 from colony.store.approvals import approvals
 from tests.crm_world import ALPHA, BETA, CrmWorld, crm_world  # noqa: F401  (the fixture)
 
-pytestmark = pytest.mark.covers("fn:data-lifecycle", "fn:approval")
+pytestmark = pytest.mark.covers("fn:crm", "fn:approval")
 
 
 @pytest.fixture
@@ -223,3 +223,16 @@ def test_another_org_never_reaches_this_orgs_portal(world: CrmWorld) -> None:
     assert _hubspot_deal(world, BETA, "9001")["amount"] == "4242.00"
     assert _hubspot_deal(world, ALPHA, "9001")["amount"] == "31337.00"  # alpha's own task
     assert [p["remote_id"] for p in world.pushes(BETA)] == ["9001"]
+
+
+def test_a_read_delivered_before_its_card_commits_is_retried_not_dropped(world: CrmWorld) -> None:
+    """Cloud Tasks can deliver the card's read before the transaction that queued it commits:
+    it answers 404 (retried), and the read lands once the card is there."""
+    world.connect(ALPHA)
+    _, deal = world.seed(ALPHA, 0)
+    early = {"task": {"kind": "crm.read", "org_id": ALPHA, "item_id": "not-committed-yet"}}
+    answer = world.post(json.dumps(early).encode())
+    assert answer["status_code"] == 404 and answer["error"]["code"] == "crm_push_not_yet"
+    item = deals.propose_deal_update(world.deps, ALPHA, deal, {"value": 1})
+    (read,) = world.run_tasks()
+    assert read["status"] == "read" and "crm_read" in world.payload(item)

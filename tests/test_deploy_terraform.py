@@ -275,6 +275,7 @@ def test_every_secret_exists_and_is_granted_only_to_the_functions_that_read_it()
         "data-lifecycle",
         "send",
         "clerk-webhook",
+        "crm",
     }
     assert readers["COLONY_SMTP_PASSWORD"] == {"send"}  # only the sender logs in to the relay
     assert readers["COLONY_UNSUBSCRIBE_TOKEN_KEY"] == {"send", "delivery-events"}
@@ -332,10 +333,10 @@ def test_notion_tokens_are_reached_by_the_admin_reembed_and_lifecycle_functions_
     }
 
 
-def test_crm_tokens_are_reached_by_the_admin_and_lifecycle_functions_only() -> None:
+def test_crm_tokens_are_reached_by_the_admin_lifecycle_and_crm_functions_only() -> None:
     """Each org's CRM tokens (``colony-crm-*``, issue 36): the admin function writes,
-    refreshes and deletes them; the data lifecycle deletes them when the org is erased, and
-    reads (and refreshes) them for the CRM queue's pushes."""
+    refreshes and deletes them; the data lifecycle deletes them when the org is erased; the
+    crm function reads (and refreshes) them for the CRM queue's pushes."""
     grants = _grants_on('resource.name.startsWith(\\"${local.crm_secret_prefix}\\")')
     member = 'serviceAccount:${google_service_account.function["%s"].email}'
     assert grants == {
@@ -344,12 +345,12 @@ def test_crm_tokens_are_reached_by_the_admin_and_lifecycle_functions_only() -> N
             member % "data-lifecycle",
             "${google_project_iam_custom_role.notion_secret_deleter.id}",
         ),
-        "lifecycle_crm_secret_read": (
-            member % "data-lifecycle",
+        "crm_secret_read": (
+            member % "crm",
             "roles/secretmanager.secretAccessor",
         ),
-        "lifecycle_crm_secret_refresh": (
-            member % "data-lifecycle",
+        "crm_secret_refresh": (
+            member % "crm",
             "roles/secretmanager.secretVersionAdder",
         ),
     }

@@ -14,10 +14,7 @@ Body: ``{"task": {"kind": ..., ...}}`` (``colony.contracts.lifecycle.LifecycleBo
 - ``replies.poll``: read the deployment's reply mailbox once, and the inbound mail events held
   while no reader of received mail was configured (``colony.flows.outbound.held_mail``);
 - ``domains.check`` (``org_id``): the org's sending domains checked again in DNS; one that
-  broke is paused (``colony.flows.outbound.sending_domains``);
-- ``crm.push`` (``org_id``, ``push_id``): one approved deal update written back, or one
-  engagement logged, in the org's HubSpot (``colony.flows.crm.outgoing``); ``crm.read``
-  (``org_id``, ``item_id``): the HubSpot deal a pending deal update's card shows beside ours.
+  broke is paused (``colony.flows.outbound.sending_domains``).
 """
 
 from __future__ import annotations
@@ -33,7 +30,7 @@ from colony.runtime.edge import JsonRequest, http_json
 
 if TYPE_CHECKING:
     from colony.adapters.drive import HttpDrive
-    from colony.contracts.lifecycle import CrmCardRead, CrmPush, DriveRenewal, ErasureTask
+    from colony.contracts.lifecycle import DriveRenewal, ErasureTask
     from colony.runtime.deps import Deps
 
 _drive: HttpDrive | None = None
@@ -45,8 +42,6 @@ def handle(request: JsonRequest) -> dict[str, Any]:
     # lazy: the task model and OIDC (RSA) load on the first request; each task's flow and
     # clients (Drive and Notion over httpx, IMAP) with the first task of its kind
     from colony.contracts.lifecycle import (
-        CrmCardRead,
-        CrmPush,
         DomainCheck,
         DriveRenewal,
         ErasureTask,
@@ -64,8 +59,6 @@ def handle(request: JsonRequest) -> dict[str, Any]:
         request.authorization, d.settings.function_urls.get("data-lifecycle", ""), d.settings
     )
     task = request.parse(LifecycleBody).task
-    if isinstance(task, CrmPush | CrmCardRead):
-        return _crm(d, task)
     if isinstance(task, ScheduleRun):
         from colony.flows.tenants import schedules  # lazy: (as above)
 
@@ -105,18 +98,6 @@ def handle(request: JsonRequest) -> dict[str, Any]:
     from colony.flows.tenants import retention  # lazy: (as above)
 
     return {**retention.enforce(d, task.org_id), "kc_tier": kc_tiering.check(d, task.org_id)}
-
-
-def _crm(d: Deps, task: CrmPush | CrmCardRead) -> dict[str, Any]:
-    """A push to an org's CRM, or a card's read of it, with the org's own token."""
-    # lazy: the HubSpot SDK and these flows load with the first CRM task
-    from colony.contracts.lifecycle import CrmPush
-    from colony.flows.crm import deal_writes, outgoing
-    from colony.runtime.crm_clients import crm_parts
-
-    if isinstance(task, CrmPush):
-        return outgoing.run(d, crm_parts(d), task.org_id, task.push_id)
-    return deal_writes.read_card(d, crm_parts(d), task.org_id, task.item_id)
 
 
 def _with_drive(d: Deps, task: ErasureTask | DriveRenewal) -> dict[str, Any]:

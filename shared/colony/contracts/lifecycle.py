@@ -11,9 +11,6 @@
 - ``DomainCheck``: check one org's sending domains in DNS again (the daily schedule's share);
 - ``KcTierTask``: the Cloud Tasks body that moves one org's Knowledge Core to its own
   partition (``colony.knowledge.tiering``);
-- ``CrmPush``: write one push to the org's CRM (an approved deal update, an engagement:
-  ``colony.flows.crm.pushes``); ``CrmCardRead``: read the HubSpot deal a pending deal
-  update's card will show beside ours;
 - ``RetentionUpdate``: an admin's new retention periods, in days per data class.
 """
 
@@ -98,18 +95,6 @@ class KcTierTask(Strict):
     org_id: str = Field(min_length=1, max_length=200)
 
 
-class CrmPush(Strict):
-    kind: Literal["crm.push"] = "crm.push"
-    org_id: str = Field(min_length=1, max_length=200)
-    push_id: str = Field(min_length=1, max_length=200)
-
-
-class CrmCardRead(Strict):
-    kind: Literal["crm.read"] = "crm.read"
-    org_id: str = Field(min_length=1, max_length=200)
-    item_id: str = Field(min_length=1, max_length=200)
-
-
 LifecycleTask = Annotated[
     ErasureTask
     | RetentionRun
@@ -119,9 +104,7 @@ LifecycleTask = Annotated[
     | ScheduleRun
     | RepliesPoll
     | KcTierTask
-    | DomainCheck
-    | CrmPush
-    | CrmCardRead,
+    | DomainCheck,
     Field(discriminator="kind"),
 ]
 

@@ -189,6 +189,24 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         cpu="2",
     ),
     Function(
+        name="crm",
+        trigger="http",
+        topic=None,
+        agent=None,
+        purpose=(
+            "Cloud Tasks target: write an approved deal update back to an org's HubSpot, log"
+            " a sent message, reply or call summary there, read the deal a card shows"
+        ),
+        # reads (and refreshes) each org's token from its own secret (colony-crm-*,
+        # terraform/secrets.tf); the app's secret refreshes it
+        secrets=(*MODEL_FREE_SECRETS, "COLONY_HUBSPOT_CLIENT_SECRET"),
+        # the only bundle with the HubSpot SDK (about 50 MB installed: docs/crm.md)
+        # one task at a time: a write is one or two HubSpot calls, the queue dispatches 5 a
+        # second, and the connection budget has room for one more connection, not four
+        concurrency=1,
+        max_instances=1,
+    ),
+    Function(
         name="daily-brief",
         trigger="http",
         topic=None,
@@ -255,8 +273,7 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         agent=None,
         purpose=(
             "Cloud Tasks target: erasure and import jobs, Knowledge Core tiering, an"
-            " org's retention, Drive renewal and stalled research, the reply mailbox poll,"
-            " writes to an org's HubSpot;"
+            " org's retention, Drive renewal and stalled research, the reply mailbox poll;"
             " Cloud Scheduler target: every schedule"
         ),
         # the Langfuse keys delete an erased org's traces; no model is called; the Drive
@@ -269,7 +286,6 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
             "COLONY_DRIVE_CHANNEL_TOKEN",
             "COLONY_REPLY_MAILBOX_PASSWORD",
             "COLONY_RESEND_API_KEY",
-            "COLONY_HUBSPOT_CLIENT_SECRET",  # refreshes an org's token for its CRM pushes
         ),
         # every schedule fans out from here to its target's queue (colony.registry.schedules);
         # the daily retention run queues the org's Knowledge Core move if it outgrew the

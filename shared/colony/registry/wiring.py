@@ -178,7 +178,7 @@ QUEUES: dict[str, Queue] = {
         # HubSpot allows 110 requests per 10 s per portal: this stays well under it.
         Queue(
             CRM_QUEUE,
-            target="data-lifecycle",
+            target="crm",
             purpose="write one approved deal update or log one engagement in an org's CRM",
             max_attempts=10,
             max_dispatches_per_second=5.0,

@@ -30,7 +30,14 @@ from typing import Any
 
 from colony.contracts.deals import parse_update
 from colony.errors import CrmConflict, NotFound, ValidationFailed
-from colony.flows.crm.pushes import PROVIDER, CrmParts, Unavailable, queue, with_client
+from colony.flows.crm.pushes import (
+    PROVIDER,
+    CrmParts,
+    PushNotYet,
+    Unavailable,
+    queue,
+    with_client,
+)
 from colony.flows.deps import FlowDeps
 from colony.ports import FieldChange, FieldConflict
 from colony.registry.functions import CRM_QUEUE
@@ -106,9 +113,9 @@ def read_later(deps: FlowDeps, cur: Any, org_id: str, item_id: str, deal_id: str
     if row is None or row["status"] != "connected" or _linked_deal(cur, deal_id) is None:
         return False
     # lazy: the task model loads with the first read (pydantic models)
-    from colony.contracts.lifecycle import CrmCardRead, LifecycleBody
+    from colony.contracts.tasks import CrmCardRead, CrmTaskBody
 
-    body = LifecycleBody(task=CrmCardRead(org_id=org_id, item_id=item_id))
+    body = CrmTaskBody(task=CrmCardRead(org_id=org_id, item_id=item_id))
     enqueue(deps.transport, CRM_QUEUE, body, task_id=f"crm-read-{item_id}", delay_seconds=0)
     return True
 
@@ -118,7 +125,9 @@ def read_card(deps: FlowDeps, parts: CrmParts, org_id: str, item_id: str) -> dic
     A card decided meanwhile is left as it was decided."""
     with deps.db.transaction(org_id) as cur:
         item = approvals.lock(cur, item_id)
-        if item is None or item["kind"] != "deal_update" or item["status"] != "pending":
+        if item is None:  # queued in a transaction whose commit is not visible yet
+            raise PushNotYet(f"approval item {item_id!r} is not in this org (yet)")
+        if item["kind"] != "deal_update" or item["status"] != "pending":
             return {"item_id": item_id, "status": "skipped"}
         update = parse_update(item["payload"])
         remote = _linked_deal(cur, update.deal_id)
@@ -219,7 +228,10 @@ def _conflict_card(
         payload |= {"keep": "ours", "fields": fields}
         item_id = approvals.add(cur, org_id, CONFLICT_KIND, "crm", payload, subject_id=deal_id)
         named = ", ".join(f["field"] for f in fields)
-        outcome = f"HubSpot changed {named} since the card read it: a person chooses"
+        if any(change.read_at for _, change in changes):
+            outcome = f"HubSpot changed {named} since the card read it: a person chooses"
+        else:  # approved before its read landed, or linked after the card was made
+            outcome = f"HubSpot holds a {named} the card never read: a person chooses"
         repo.settle(cur, push_id, "conflict", outcome, conflict_item_id=item_id)
     return item_id
 

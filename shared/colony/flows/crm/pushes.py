@@ -57,7 +57,8 @@ class CrmParts:
 
 
 class PushNotYet(NotFound):
-    """The push is not visible yet (the act that queued it has not committed): retried."""
+    """The push (or the card to read) is not visible yet: the act that queued it has not
+    committed. Answered 404, which Cloud Tasks retries."""
 
     code = "crm_push_not_yet"
     expected = True
@@ -100,9 +101,9 @@ def queue(
 def schedule(deps: FlowDeps, org_id: str, push_id: str, *, attempt: str = "") -> str:
     """The push's task (named by the row; ``attempt`` names a later hand-over: a resume)."""
     # lazy: the task model loads with the first push (pydantic models)
-    from colony.contracts.lifecycle import CrmPush, LifecycleBody
+    from colony.contracts.tasks import CrmPush, CrmTaskBody
 
-    body = LifecycleBody(task=CrmPush(org_id=org_id, push_id=push_id))
+    body = CrmTaskBody(task=CrmPush(org_id=org_id, push_id=push_id))
     name = f"crm-{push_id}" + (f"-{attempt}" if attempt else "")
     return enqueue(deps.transport, CRM_QUEUE, body, task_id=name, delay_seconds=0)
 
