@@ -19,7 +19,6 @@ import pytest
 
 from colony.adapters.smtp import SmtpSender
 from colony.flows.approvals import approval
-from colony.flows.crm import engagements
 from colony.flows.outbound import replies, sending
 from colony.ports import InboundMail
 from colony.store import fetch_one
@@ -97,8 +96,8 @@ def test_a_sent_message_a_reply_and_a_call_are_logged_once_on_the_contact_and_de
     assert inbound is not None and inbound.properties["hs_email_direction"] == "INCOMING_EMAIL"
     assert inbound.properties["hs_email_text"] == REPLY
 
-    # the call's summary (AGT-006 pushes it where it stores it: flows.recordings.recording;
-    # here the recording is stored as that step leaves it, and pushed the same way)
+    # the call's summary: AGT-006's words, logged once a person approves the call's
+    # follow-up (the recording stored as AGT-006 leaves it; the card as AGT-007 queues it)
     conn = world.db.owner_connection()
     conn.cursor().execute(
         "INSERT INTO recordings (id, org_id, deal_id, title, status, summary, processed_at)"
@@ -107,8 +106,17 @@ def test_a_sent_message_a_reply_and_a_call_are_logged_once_on_the_contact_and_de
     )
     conn.commit()
     conn.close()
+    recap = {"subject": "Our call", "body": "Thanks for the time.", "recording_id": "rec-1"}
+    recap |= {"deal_id": deal, "contact_id": contact, "to": "person0@mercy0.example"}
     with world.deps.db.transaction(ALPHA) as cur:
-        engagements.log_later(world.deps, cur, ALPHA, "call", "rec-1")
+        follow_up = fetch_one(
+            cur,
+            "INSERT INTO approval_items (org_id, kind, source_agent, payload)"
+            " VALUES (%s, 'follow_up', 'AGT-007', %s::jsonb) RETURNING id",
+            (ALPHA, json.dumps(recap)),
+        )["id"]
+    assert world.crm_tasks() == []  # a model's summary alone reaches nothing
+    approval.decide(world.deps, ALPHA, follow_up, "approve", actor=PERSON)
     (call,) = world.run_tasks()
     logged = portal.get("calls", call["remote_id"])
     assert logged is not None and logged.properties["hs_call_body"].startswith("They want")

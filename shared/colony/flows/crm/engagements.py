@@ -3,7 +3,8 @@ and a call's summary, each an engagement on the HubSpot contact and deal linked 
 
     the send is confirmed (``flows.outbound.sending``) ─► ``log_later(…, "email", outbox id)``
     a reply is stored (``flows.outbound.replies``)     ─► ``log_later(…, "reply", reply id)``
-    a call is summarised (``flows.recordings.recording``) ─► ``log_later(…, "call", rec. id)``
+    a call's follow-up is approved (``flows.recordings.follow_up``)
+                                                   ─► ``log_later(…, "call", recording id)``
         each in the transaction that recorded it: a push (``flows.crm.pushes``), for an org
         with a live HubSpot connection only
     the task ─► ``log``: the text read from our row ─► the linked contact and deal
@@ -11,9 +12,11 @@ and a call's summary, each an engagement on the HubSpot contact and deal linked 
            ``call:<recording id>``): a retried task finds the key in ``crm_writes`` and logs
            nothing twice
 
-A reply is an email with direction inbound; a call is a call engagement whose body is the
-summary. With neither the contact nor the deal linked there is nothing to log it on:
-``unlinked``. The text goes to the org's own CRM only: no log line carries it.
+A reply is an email with direction inbound; a call is a call engagement whose body is
+AGT-006's summary: a model's words, so it leaves only with a person's act on that call (the
+approval of its follow-up), never when the summary is made. With neither the contact nor
+the deal linked there is nothing to log it on: ``unlinked``. The text goes to the org's own
+CRM only: no log line carries it.
 """
 
 from __future__ import annotations
