@@ -39,16 +39,23 @@ def world(crm_world: CrmWorld, smtp: SmtpServer) -> Iterator[CrmWorld]:  # noqa:
     yield crm_world
 
 
+def _queued(world: CrmWorld, org: str, kind: str, agent: str, payload: dict[str, str]) -> str:
+    """An approval item as its agent queues it; its id."""
+    with world.deps.db.transaction(org) as cur:
+        return str(
+            fetch_one(
+                cur,
+                "INSERT INTO approval_items (org_id, kind, source_agent, payload)"
+                " VALUES (%s, %s, %s, %s::jsonb) RETURNING id",
+                (org, kind, agent, json.dumps(payload)),
+            )["id"]
+        )
+
+
 def _send(world: CrmWorld, org: str, contact: str) -> str:
     """A message to ``contact`` approved by a person and sent; its outbox id."""
     payload = {"subject": "Theatre utilisation", "body": BODY, "contact_id": contact}
-    with world.deps.db.transaction(org) as cur:
-        item = fetch_one(
-            cur,
-            "INSERT INTO approval_items (org_id, kind, source_agent, payload)"
-            " VALUES (%s, 'outbound_message', 'AGT-005', %s::jsonb) RETURNING id",
-            (org, json.dumps(payload)),
-        )["id"]
+    item = _queued(world, org, "outbound_message", "AGT-005", payload)
     approval.decide(world.deps, org, item, "approve", actor=PERSON)
     with world.deps.db.transaction(org) as cur:
         outbox_id = str(
@@ -108,13 +115,7 @@ def test_a_sent_message_a_reply_and_a_call_are_logged_once_on_the_contact_and_de
     conn.close()
     recap = {"subject": "Our call", "body": "Thanks for the time.", "recording_id": "rec-1"}
     recap |= {"deal_id": deal, "contact_id": contact, "to": "person0@mercy0.example"}
-    with world.deps.db.transaction(ALPHA) as cur:
-        follow_up = fetch_one(
-            cur,
-            "INSERT INTO approval_items (org_id, kind, source_agent, payload)"
-            " VALUES (%s, 'follow_up', 'AGT-007', %s::jsonb) RETURNING id",
-            (ALPHA, json.dumps(recap)),
-        )["id"]
+    follow_up = _queued(world, ALPHA, "follow_up", "AGT-007", recap)
     assert world.crm_tasks() == []  # a model's summary alone reaches nothing
     approval.decide(world.deps, ALPHA, follow_up, "approve", actor=PERSON)
     (call,) = world.run_tasks()
