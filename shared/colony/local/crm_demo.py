@@ -117,7 +117,11 @@ def run_crm_demo(demo: DemoContext, hubspot: HubSpotServer) -> None:
     """What the campaign's sends logged in HubSpot; then a deal update approved and written."""
     world, say = hubspot.worlds[PORTAL], demo.say
     emails = list(world.live("emails"))
-    say(f"HubSpot now holds {len(emails)} logged email(s) from the campaign's sends")
+    replies = sum(e.properties.get("hs_email_direction") == "INCOMING_EMAIL" for e in emails)
+    say(
+        f"HubSpot now holds {len(emails)} logged email(s): {len(emails) - replies} the campaign"
+        f" sent, {replies} repl{'y' if replies == 1 else 'ies'} received"
+    )
     for email in emails[-2:]:
         to = sorted(world.linked("emails", email.id, "contacts"))
         deals = sorted(world.linked("emails", email.id, "deals"))
