@@ -464,6 +464,19 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
             " ORDER BY id LIMIT 1",
             org,
         )
+    cur.execute("SELECT to_regclass('crm_pushes') IS NOT NULL")
+    if cur.fetchone()[0]:  # migration 0053: a sent email logged in HubSpot, a stage mapped
+        ex(
+            "INSERT INTO crm_pushes (org_id, provider, kind, source_id, status, remote_id)"
+            " VALUES (%s, 'hubspot', 'email', %s, 'written', '70001')",
+            org,
+            f"outbox-{org}",
+        )
+        ex(
+            "INSERT INTO crm_stage_map (org_id, provider, stage, pipeline_id, stage_id)"
+            " VALUES (%s, 'hubspot', 'demo', 'default', 'presentationscheduled')",
+            org,
+        )
     cur.execute("SELECT to_regclass('research_sources') IS NOT NULL")
     if cur.fetchone()[0]:  # migration 0042: the company's research, a page naming Dana
         ex(

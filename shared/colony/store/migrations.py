@@ -364,4 +364,6 @@ def migrations(dim: int) -> list[Migration]:
             "0054_notifications",
             _sql("0054_notifications") + "".join(_rls(t) for t in NOTIFICATIONS_0054),
         ),
+        # Issue 36: CRM pushes and their outcomes, the stage mapping, the conflict card.
+        Migration("0055_crm_write_back", _sql("0055_crm_write_back")),  # RLS in its file
     ]

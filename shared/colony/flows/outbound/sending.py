@@ -11,6 +11,7 @@
         ─► sent: the relay (``Sender``), DKIM-signed with the domain's key, or the org's own
            Gmail / Microsoft 365 mailbox through its grant (a refused grant: waits)
         ─► ``sent``  (a permanent refusal: ``bounced``, address suppressed)
+        ─► logged on the contact in the org's HubSpot, if connected (``flows.crm``)
 
 Only email steps reach the outbox: a LinkedIn or call step is a task for a person
 (``sequence_task``), and an approved message that names another channel is never queued.
@@ -43,6 +44,7 @@ from typing import Any
 from urllib.parse import quote
 
 from colony.errors import ConfigError, Conflict, GrantRefused, NotFound, ValidationFailed
+from colony.flows.crm import engagements
 from colony.flows.deps import FlowDeps
 from colony.flows.outbound import senders, sending_domains, sequences
 from colony.flows.outbound.send_queue import schedule_send
@@ -199,6 +201,7 @@ def send(deps: FlowDeps, org_id: str, outbox_id: str) -> dict[str, Any]:
         outbox.finish_send(cur, outbox_id, "sent")
         senders.sent(cur, outbox_id, ref)
         _record(cur, org_id, row, "message_sent", {"message_id": choice.message_id})
+        engagements.log_later(deps, cur, org_id, "email", outbox_id)  # on the HubSpot contact
         following = sequences.after_sent(deps, cur, org_id, row)
     return {"outbox_id": outbox_id, "status": "sent", "message_id": choice.message_id, **following}
 
