@@ -399,4 +399,6 @@ def migrations(dim: int) -> list[Migration]:
         # Issue 35: the people of an org (from Clerk), their role, their address, and
         # whether they are still in it.
         Migration("0050_org_members", _sql("0050_org_members") + _rls("org_members")),
+        # Issue 38 item 1: each shared limit, its AIMD factor and each waiting org's share.
+        Migration("0051_rate_limits", _sql("0051_rate_limits")),
     ]
