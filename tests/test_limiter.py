@@ -3,7 +3,7 @@ instances, fair weighted shares, a 429 slowing every org, refused work booked (n
 and no org starved.
 
 Real parts: PostgreSQL (each "instance" its own pool and connections), the limiter's SQL.
-Time is a clock the test moves (``Clock``), shared by every instance as the database's clock
+Time is a clock the test moves (``SimClock``), shared by every instance as the database's clock
 is in production: nothing sleeps, and every figure is exact for the times the test chose.
 """
 
@@ -15,20 +15,15 @@ from collections import Counter
 import pytest
 
 from colony.errors import ValidationFailed
-from colony.runtime.limiter import ACTIVE_GRACE, USE, Limit, Limiter, RateWait
+from colony.registry.limits import LimitTable, Rate
+from colony.runtime.limiter import ACTIVE_GRACE, USE, Limit, Limiter, RateWait, sending_limits
+from colony.testing.quota_model import SimClock
 from tests.conftest import PgDB
 
 MODEL = Limit("model:gpt-4o-mini", per_minute=600, tokens_per_minute=200_000)
 
 
-class Clock:
-    """Seconds, moved by the test."""
-
-    def __init__(self, now: float = 1_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
+START = 1_000.0  # the seconds the clock starts at, as if the database had run for a while
 
 
 def granted(
@@ -42,7 +37,7 @@ def granted(
 
 
 def test_two_instances_share_one_limit(testdb: PgDB) -> None:
-    clock = Clock()
+    clock = SimClock(START)
     instances = [Limiter(testdb.app(), clock), Limiter(testdb.app(), clock)]
     wins: Counter[int] = Counter()
     start = threading.Barrier(2)
@@ -65,7 +60,7 @@ def test_two_instances_share_one_limit(testdb: PgDB) -> None:
 
 
 def test_tokens_are_reserved_then_settled(testdb: PgDB) -> None:
-    clock = Clock()
+    clock = SimClock(START)
     limiter = Limiter(testdb.app(), clock)
     limit = Limit("model:tokens", per_minute=6_000, tokens_per_minute=60_000)  # burst 3,000
     first = limiter.acquire(limit, "org_a", tokens=2_000)
@@ -77,7 +72,7 @@ def test_tokens_are_reserved_then_settled(testdb: PgDB) -> None:
 
 
 def shares(
-    limiter: Limiter, clock: Clock, weights: dict[str, float], seconds: float
+    limiter: Limiter, clock: SimClock, weights: dict[str, float], seconds: float
 ) -> Counter[str]:
     """Every org asks for all it can every 50 ms for ``seconds``; grants per org."""
     wins: Counter[str] = Counter()
@@ -91,7 +86,7 @@ def shares(
 
 
 def test_weighted_fair_shares_between_three_orgs(testdb: PgDB) -> None:
-    clock = Clock()
+    clock = SimClock(START)
     limiter = Limiter(testdb.app(), clock)
     weights = {"org_a": 1.0, "org_b": 2.0, "org_c": 3.0}
     shares(limiter, clock, weights, 5.0)  # past the first burst
@@ -103,7 +98,7 @@ def test_weighted_fair_shares_between_three_orgs(testdb: PgDB) -> None:
 
 
 def test_unused_share_flows_to_the_org_with_work(testdb: PgDB) -> None:
-    clock = Clock()
+    clock = SimClock(START)
     limiter = Limiter(testdb.app(), clock)
     assert granted(limiter, MODEL, "org_idle")  # it had work once
     clock.now += ACTIVE_GRACE + 1  # and none since: its share is not held for it
@@ -113,7 +108,7 @@ def test_unused_share_flows_to_the_org_with_work(testdb: PgDB) -> None:
 
 
 def test_a_429_halves_everyones_rate_then_it_recovers(testdb: PgDB) -> None:
-    clock = Clock()
+    clock = SimClock(START)
     limiter = Limiter(testdb.app(), clock)
     weights = {"org_a": 1.0, "org_b": 1.0}
     shares(limiter, clock, weights, 5.0)  # past the first burst
@@ -138,7 +133,7 @@ def test_a_429_halves_everyones_rate_then_it_recovers(testdb: PgDB) -> None:
 
 
 def test_refused_work_is_booked_as_a_stream_not_a_herd(testdb: PgDB) -> None:
-    clock = Clock()
+    clock = SimClock(START)
     limiter = Limiter(testdb.app(), clock)
     waits = []
     for _ in range(100):  # a launch: 100 contacts at once
@@ -155,7 +150,7 @@ def test_refused_work_is_booked_as_a_stream_not_a_herd(testdb: PgDB) -> None:
 def test_no_org_starves_behind_a_large_backlog(testdb: PgDB) -> None:
     """A large org with thousands booked, a small one arriving later: each retry comes back at
     the time it was booked for, as Cloud Tasks would bring it."""
-    clock = Clock()
+    clock = SimClock(START)
     limiter = Limiter(testdb.app(), clock)
     due: list[tuple[float, int, str]] = [(clock.now, n, "org_big") for n in range(3_000)]
     due += [(clock.now + 10.0, 10_000 + n, "org_small") for n in range(40)]
@@ -178,8 +173,26 @@ def test_no_org_starves_behind_a_large_backlog(testdb: PgDB) -> None:
 
 
 def test_bad_limits_and_weights_are_refused(testdb: PgDB) -> None:
-    limiter = Limiter(testdb.app(), Clock())
+    limiter = Limiter(testdb.app(), SimClock(START))
     with pytest.raises(ValidationFailed, match="more than nothing"):
         Limit("model:x", per_minute=0)
     with pytest.raises(ValidationFailed, match="weight"):
         limiter.acquire(MODEL, "org_a", weight=0)
+
+
+def test_a_message_goes_under_its_mailbox_and_its_domain_or_under_neither(testdb: PgDB) -> None:
+    clock = SimClock(START)
+    limiter = Limiter(testdb.app(), clock)
+    table = LimitTable(sending={"mailbox": Rate(6), "domain": Rate(60)})  # bursts of 1 and 3
+    first = sending_limits(table, mailbox="mbx_1", domain="Acme.example")
+    assert [limit.key for limit in first] == ["mailbox:mbx_1", "domain:acme.example"]
+    assert len(limiter.acquire_all(first, "org_a")) == 2
+    with pytest.raises(RateWait) as waited:  # the mailbox's pace: one message per 10.5 s
+        limiter.acquire_all(first, "org_a")
+    assert waited.value.key == "mailbox:mbx_1"
+    assert waited.value.retry_after == pytest.approx(60 / (6 * USE), rel=0.01)
+    domain = limiter.state(first[1])
+    assert domain is not None and domain["granted"] == 1  # the refused message took no turn
+    second = sending_limits(table, mailbox="mbx_2", domain="acme.example")
+    assert len(limiter.acquire_all(second, "org_a")) == 2  # another mailbox, the same domain
+    assert sending_limits(LimitTable(), mailbox="mbx_1", domain="acme.example") == []

@@ -27,7 +27,9 @@ The semantics are Inngest's ``throttle`` with a ``key`` (``limit`` per ``period`
   whole limit could serve them (an org whose competitors finish is not held to its old share).
 * Tokens are reserved before a call (the prompt's count plus the output cap) and settled
   with the usage the provider reported; a bucket may run into debt for one large call, which
-  later refills repay.
+  later refills repay. Bookings are spaced by what calls really use (``usage_ratio``, the
+  running share of a reservation settled), not by the reservation: a cap of 1,000 output
+  tokens on answers of 200 would otherwise book half the limit's worth of retries.
 * A 429 halves the factor (at most once per ``DECREASE_GAP``: the answers to one burst are
   one signal) and empties the shared bucket for the provider's ``Retry-After``; each quiet
   ``INCREASE_EVERY`` seconds adds ``INCREASE_STEP`` back, up to 1.
@@ -40,11 +42,12 @@ is given one (``clock``; a benchmark's simulated clock, shared with its provider
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from colony.errors import UpstreamError, ValidationFailed
+from colony.registry.limits import LimitTable
 from colony.store import rate_limits
 from colony.store.db import Database
 
@@ -56,6 +59,7 @@ INCREASE_EVERY = 10.0  # seconds without a 429 that add INCREASE_STEP to the fac
 INCREASE_STEP = 0.05
 FLOOR = 0.05  # the factor never falls below this
 LONGEST_BOOKING = 3600.0  # a retry is never booked further ahead (redelivery's LONGEST_WAIT)
+RATIO_WEIGHT = 0.1  # of each settled call in the running share of its reservation used
 EPS = 1e-9
 
 
@@ -115,20 +119,46 @@ class Limiter:
 
     def acquire(self, limit: Limit, org_id: str, *, tokens: int = 0, weight: float = 1.0) -> Grant:
         """Admit one request of ``org_id`` reserving ``tokens``, or raise ``RateWait``."""
+        return self.acquire_all([limit], org_id, tokens=tokens, weight=weight)[0]
+
+    def acquire_all(
+        self, limits: Sequence[Limit], org_id: str, *, tokens: int = 0, weight: float = 1.0
+    ) -> list[Grant]:
+        """Admit one request under every one of ``limits`` at once (a message: its mailbox's
+        pace and its domain's), or none: ``RateWait`` until the latest of their bookings.
+
+        The rows are locked in key order, so two callers of overlapping limits cannot
+        deadlock. A refusal keeps what the refusing limits booked; the limits that would have
+        granted are left as they were, so a refused message uses no mailbox's turn."""
         if weight <= 0:
             raise ValidationFailed(f"an org's weight must be positive, not {weight!r}")
+        ordered = sorted(limits, key=lambda limit: limit.key)
+        if len({limit.key for limit in ordered}) != len(ordered):
+            raise ValidationFailed("each limit may be named once")
+        grants: list[Grant] = []
+        refused: list[tuple[Limit, float]] = []
         with self._db.transaction(None) as cur:
-            state, now = self._lock(cur, limit)
-            granted, own, retry_at = decide(state, limit, org_id, tokens, weight, now)
-            rate_limits.save(cur, limit.key, state)
-        if not granted:
-            wait = max(retry_at - now, 0.0)
+            decided = []
+            for limit in ordered:
+                state, now = self._lock(cur, limit)
+                granted, own, retry_at = decide(state, limit, org_id, tokens, weight, now)
+                decided.append((limit, state, granted))
+                if granted:
+                    grants.append(Grant(limit, org_id, tokens, own, now))
+                else:
+                    refused.append((limit, retry_at - now))
+            for limit, state, granted in decided:
+                if not refused or not granted:
+                    rate_limits.save(cur, limit.key, state)
+        if refused:
+            limit, wait = max(refused, key=lambda pair: pair[1])
+            wait = max(wait, 0.0)
             raise RateWait(
                 f"{limit.key} is over this org's share now; retry in {wait:.2f} s",
                 key=limit.key,
                 retry_after=wait,
             )
-        return Grant(limit, org_id, tokens, own, now)
+        return grants
 
     def settle(self, grant: Grant, tokens_used: int) -> None:
         """Correct the reservation of ``grant`` to the ``tokens_used`` the provider reported."""
@@ -139,6 +169,11 @@ class Limiter:
             state, now = self._lock(cur, grant.limit)
             forward(state, grant.limit, now)
             state["tokens"] = min(state["tokens"] + change, burst(state, grant.limit)[1])
+            if grant.tokens > 0:  # how much of a reservation calls use, for the bookings
+                used = max(tokens_used, 1) / grant.tokens
+                state["usage_ratio"] = (1 - RATIO_WEIGHT) * state[
+                    "usage_ratio"
+                ] + RATIO_WEIGHT * used
             org = state["orgs"].get(grant.org_id)
             if grant.own and org is not None:
                 org["t"] += change
@@ -178,6 +213,17 @@ class Limiter:
         state["per_minute"] = limit.per_minute  # the configuration may have changed
         state["tokens_per_minute"] = limit.tokens_per_minute
         return state, now
+
+
+def sending_limits(table: LimitTable, *, mailbox: str, domain: str) -> list[Limit]:
+    """The limits one message is sent under: its mailbox's pace and its domain's (where the
+    limits file sets them; ``colony.registry.limits``). Mail counts requests, not tokens."""
+    limits = []
+    for kind, name in (("mailbox", mailbox), ("domain", domain.lower())):
+        rate = table.sending.get(kind)
+        if rate is not None:
+            limits.append(Limit(f"{kind}:{name}", rate.per_minute))
+    return limits
 
 
 def rates(state: Mapping[str, Any], limit: Limit) -> tuple[float, float]:
@@ -278,9 +324,9 @@ def decide(
         waits.append((own_tokens - asker["t"]) / (per_token * share))
     wait = max(0.0, min(max(waits), LONGEST_BOOKING))
     retry_at = min(max(now + wait, asker["slot"]), now + LONGEST_BOOKING)
-    spacing = 1 / per_request
+    spacing = 1 / per_request  # a stream as fast as the whole limit, in what calls really use
     if counted and per_token > 0:
-        spacing = max(spacing, tokens / per_token)
+        spacing = max(spacing, tokens * min(float(state["usage_ratio"]), 1.0) / per_token)
     asker["slot"] = retry_at + spacing
     asker["until"] = max(asker["until"], retry_at + ACTIVE_GRACE)
     state["waited"] += 1

@@ -24,7 +24,7 @@ ON CONFLICT (key) DO NOTHING
 """
 LOCK = """
 SELECT key, per_minute, tokens_per_minute, factor, requests, tokens, at, decreased_at,
-       increased_at, throttled, granted, waited, orgs,
+       increased_at, throttled, granted, waited, usage_ratio, orgs,
        extract(epoch FROM clock_timestamp())::float8 AS db_now
 FROM rate_limits WHERE key = %s FOR UPDATE
 """
@@ -32,12 +32,12 @@ SAVE = """
 UPDATE rate_limits
 SET per_minute = %s, tokens_per_minute = %s, factor = %s, requests = %s, tokens = %s, at = %s,
     decreased_at = %s, increased_at = %s, throttled = %s, granted = %s, waited = %s,
-    orgs = %s::jsonb
+    usage_ratio = %s, orgs = %s::jsonb
 WHERE key = %s
 """
 READ = """
 SELECT key, per_minute, tokens_per_minute, factor, requests, tokens, at, decreased_at,
-       increased_at, throttled, granted, waited, orgs
+       increased_at, throttled, granted, waited, usage_ratio, orgs
 FROM rate_limits WHERE key = %s
 """
 
@@ -54,8 +54,10 @@ def lock(
 ) -> Row:
     """The key's row, locked until the transaction ends (created full if it is new), with
     ``db_now``: the database's clock, epoch seconds (``now`` None: the row starts then)."""
-    cur.execute(CREATE, (key, per_minute, tokens_per_minute, requests, tokens, now))
     row = fetch_one(cur, LOCK, (key,))
+    if row is None:  # the first use of this key anywhere (or a racing first use: both fine)
+        cur.execute(CREATE, (key, per_minute, tokens_per_minute, requests, tokens, now))
+        row = fetch_one(cur, LOCK, (key,))
     assert row is not None  # inserted above, or already there; never deleted
     return row
 
@@ -76,6 +78,7 @@ def save(cur: Any, key: str, state: Mapping[str, Any]) -> None:
             state["throttled"],
             state["granted"],
             state["waited"],
+            state["usage_ratio"],
             json.dumps(state["orgs"]),
             key,
         ),

@@ -24,5 +24,7 @@ CREATE TABLE rate_limits (
     throttled         bigint NOT NULL DEFAULT 0,  -- 429s reported by callers
     granted           bigint NOT NULL DEFAULT 0,
     waited            bigint NOT NULL DEFAULT 0,  -- refusals answered with a booked retry
+    usage_ratio       double precision NOT NULL DEFAULT 1  -- tokens used / reserved (EWMA)
+        CHECK (usage_ratio > 0),
     orgs              jsonb NOT NULL DEFAULT '{}'::jsonb
 );
