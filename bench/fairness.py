@@ -215,9 +215,11 @@ def main() -> None:
         )
         # the four small orgs' work at the whole limit: no scheduler finishes the last sooner
         floor_s = max(small_calls / PER_MINUTE, small_tokens / TOKENS_PER_MINUTE) * 60
-    small = []
+    small: list[dict[str, Any]] = []
+    ratios: list[float] = []
     for mine, solo in zip(together[1:], alone, strict=True):
         wall, solo_wall = mine.finished - mine.started, solo.finished - solo.started
+        ratios.append(wall / solo_wall)
         small.append(
             {
                 "org": mine.org_id,
@@ -259,7 +261,7 @@ def main() -> None:
         "targets": TARGETS,
         "met": {
             "refused_share": summary["refused_429"] / max(calls, 1) <= TARGETS["refused_share"],
-            "small_ratio": all(s["ratio"] <= TARGETS["small_ratio"] for s in small),
+            "small_ratio": max(ratios) <= TARGETS["small_ratio"],
             "large_use": used["org"] >= TARGETS["large_use"],
             "costs_equal": equal,
         },

@@ -19,7 +19,7 @@ import pytest
 
 from colony.adapters.embedding import OfflineHashEmbedder
 from colony.contracts.events import EVENT_ADAPTER
-from colony.errors import ConfigError
+from colony.errors import ConfigError, DatabaseError
 from colony.flows.campaigns import campaign
 from colony.flows.handlers import PUBSUB_HANDLERS
 from colony.knowledge import KnowledgeStore
@@ -29,6 +29,7 @@ from colony.local.demo import load_demo
 from colony.ports import Message, ModelRequest
 from colony.registry.functions import FUNCTIONS, REDELIVER_QUEUE
 from colony.registry.limits import load_limits
+from colony.runtime import delivery
 from colony.runtime.deps import set_deps_for_tests
 from colony.runtime.limiter import USE, Limit, Limiter, RateWait
 from colony.settings import Settings
@@ -192,3 +193,14 @@ def test_a_limits_file_that_does_not_fit_names_the_entry(tmp_path: Path) -> None
     with pytest.raises(ConfigError, match="unknown kinds 'fax'"):
         load_limits(path)
     assert load_limits(None).models == {}
+
+
+def test_a_wait_on_the_last_delivery_attempt_gives_nothing_up() -> None:
+    """The edge puts a waiting event back on its topic (a new message, attempt 1), so a flow
+    must not count its contact as failed even when the wait came on the topic's last attempt."""
+    waiting = RateWait("over its share", key="model:gpt-4o", retry_after=3.0)
+    with delivery.attempt(5, 5):
+        assert delivery.final_reason(waiting) is None
+        assert delivery.final_reason(DatabaseError("down")) == (
+            "gave up after 5 delivery attempts: DatabaseError (database_error)"
+        )
