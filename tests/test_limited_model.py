@@ -31,6 +31,7 @@ from colony.registry.functions import FUNCTIONS, REDELIVER_QUEUE
 from colony.registry.limits import load_limits
 from colony.runtime import delivery
 from colony.runtime.deps import set_deps_for_tests
+from colony.runtime.edge.responses import error_reply
 from colony.runtime.limiter import USE, Limit, Limiter, RateWait
 from colony.settings import Settings
 from colony.store import fetch_all, fetch_value
@@ -204,3 +205,9 @@ def test_a_wait_on_the_last_delivery_attempt_gives_nothing_up() -> None:
         assert delivery.final_reason(DatabaseError("down")) == (
             "gave up after 5 delivery attempts: DatabaseError (database_error)"
         )
+
+
+def test_an_http_function_answers_a_wait_503_with_its_retry_after() -> None:
+    reply = error_reply(RateWait("over its share", key="model:gpt-4o", retry_after=2.2))
+    assert reply.status_code == 503 and reply.headers["Retry-After"] == "3"
+    assert reply.get_json()["error"]["code"] == "rate_wait"
