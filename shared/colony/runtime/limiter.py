@@ -9,8 +9,9 @@ in PostgreSQL so every function instance keeps one limit (issue 38 item 1; docs/
     the call ─► settle(grant, tokens used)  the reservation corrected to the real usage
     a provider's 429 ─► throttled(limit, retry_after)  every org's rate halved (AIMD)
 
-The semantics are Inngest's ``throttle`` with a ``key`` (``limit`` per ``period`` with a
-``burst``: a GCRA-like bucket) and its fairness between keys, here between orgs:
+The shared bucket is Inngest's account-scoped ``throttle`` (a GCRA-like bucket: ``limit`` per
+``period`` with a ``burst``; work over it waits, never dropped). Per org, instead of a fixed
+allowance (``key: org``), each org gets a share of that one limit (docs/limits.md says why):
 
 * The shared bucket refills at ``use`` (95 %) of the configured rate times the AIMD
   ``factor`` and holds at most the other 5 % of a minute's limit (the burst), so no 60-second
