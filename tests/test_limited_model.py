@@ -157,6 +157,28 @@ def test_a_429_becomes_a_wait_and_slows_every_org(testdb: PgDB, tmp_path: Path) 
     assert state is not None and state["factor"] == 0.5 and state["throttled"] == 1
 
 
+def test_a_chat_turn_is_answered_over_its_orgs_share(testdb: PgDB, tmp_path: Path) -> None:
+    db = testdb.app()
+    orgs(testdb, "org_a")
+    with WireServer() as wire:
+        llm = llm_from_settings(openai_settings(wire, limits_file(tmp_path, 60)), db)
+        request = ModelRequest(
+            model="gpt-4o",
+            messages=(Message("user", "hello"),),
+            output_name="missing_data",
+            output_schema={"type": "object", "properties": {"kind": {"type": "string"}}},
+            metadata={"org_id": "org_a", "agent_id": "AGT-001"},
+        )
+        for _ in range(3):  # the burst of 3 a minute's 60 allows
+            llm.chat.request(request)
+        with pytest.raises(RateWait):  # an agent's call waits its turn
+            llm.chat.request(request)
+        fragments: list[str] = []
+        answered = llm.chat.stream(request, fragments.append)  # a person is waiting: answered
+        assert answered.text and "".join(fragments) == answered.text
+    assert len(wire.requests_to("openai.chat.completions")) == 4
+
+
 def test_an_answered_call_settles_its_reservation(testdb: PgDB, tmp_path: Path) -> None:
     db = testdb.app()
     orgs(testdb, "org_a")

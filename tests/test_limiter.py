@@ -204,3 +204,19 @@ def test_a_message_goes_under_its_mailbox_and_its_domain_or_under_neither(testdb
     second = sending_limits(table, mailbox="mbx_2", domain="acme.example")
     assert len(limiter.acquire_all(second, "org_a")) == 2  # another mailbox, the same domain
     assert sending_limits(LimitTable(), mailbox="mbx_1", domain="acme.example") == []
+
+
+def test_a_person_waiting_is_admitted_and_their_org_pays_for_it(testdb: PgDB) -> None:
+    clock = SimClock(START)
+    limiter = Limiter(testdb.app(), clock)
+    while granted(limiter, MODEL, "org_busy"):  # its campaign took the whole burst
+        pass
+    with pytest.raises(RateWait) as before:
+        limiter.acquire(MODEL, "org_busy")
+    limiter.acquire(MODEL, "org_busy", urgent=True)  # its chat turn: admitted all the same
+    with pytest.raises(RateWait) as after:
+        limiter.acquire(MODEL, "org_busy")
+    # the turn is charged to the org: its own next request is booked later than before it
+    assert after.value.retry_after > before.value.retry_after
+    clock.now += 1.0  # a second's refill: another org finds its own share whole
+    assert sum(granted(limiter, MODEL, "org_other") for _ in range(8)) == 8

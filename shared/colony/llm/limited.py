@@ -7,6 +7,9 @@ its org's turn first (``colony.runtime.limiter``; docs/limits.md).
                                                 └─ 429 ─► throttled: every org slowed (AIMD),
                                                           and the call waits as RateWait
 
+A streamed call (the chat's turn: a person is waiting) is never refused: it is admitted and
+charged to its org's share, so the org's campaign work waits a little longer instead.
+
 A call whose model the limits file does not name, or that carries no org (``metadata``'s
 ``org_id``), goes through unlimited. A 429 becomes a ``RateWait`` rather than the runner's
 sleep-and-retry: the limiter has just emptied everyone's bucket for the provider's
@@ -43,10 +46,12 @@ class LimitedChatModel:
         self._counter = counter
 
     def request(self, request: ModelRequest) -> ModelResponse:
-        return self._limited(request, self._inner.request)
+        return self._limited(request, self._inner.request, urgent=False)
 
     def stream(self, request: ModelRequest, on_text: TextSink) -> ModelResponse:
-        return self._limited(request, lambda r: self._inner.stream(r, on_text))
+        """The chat's turn (the one agent answered as a stream): a person is waiting, so it is
+        admitted whatever the org's share holds, and charged to it (``Limiter.acquire``)."""
+        return self._limited(request, lambda r: self._inner.stream(r, on_text), urgent=True)
 
     def estimate(self, request: ModelRequest) -> int:
         """The tokens a call may use: its prompt's count and everything it may answer."""
@@ -54,15 +59,20 @@ class LimitedChatModel:
         return prompt + request.max_output_tokens + request.thinking_budget
 
     def _limited(
-        self, request: ModelRequest, call: Callable[[ModelRequest], ModelResponse]
+        self,
+        request: ModelRequest,
+        call: Callable[[ModelRequest], ModelResponse],
+        *,
+        urgent: bool,
     ) -> ModelResponse:
         rate = self._limits.models.get(request.model)
         org_id = request.metadata.get("org_id")
         if rate is None or not isinstance(org_id, str) or not org_id:
             return call(request)
         limit = Limit(model_key(request.model), rate.per_minute, rate.tokens_per_minute)
+        weight = self._limits.weight(org_id)
         grant = self._limiter.acquire(
-            limit, org_id, tokens=self.estimate(request), weight=self._limits.weight(org_id)
+            limit, org_id, tokens=self.estimate(request), weight=weight, urgent=urgent
         )
         try:
             response = call(request)

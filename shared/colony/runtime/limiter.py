@@ -124,12 +124,27 @@ class Limiter:
         self._db = db
         self._clock = clock
 
-    def acquire(self, limit: Limit, org_id: str, *, tokens: int = 0, weight: float = 1.0) -> Grant:
-        """Admit one request of ``org_id`` reserving ``tokens``, or raise ``RateWait``."""
-        return self.acquire_all([limit], org_id, tokens=tokens, weight=weight)[0]
+    def acquire(
+        self,
+        limit: Limit,
+        org_id: str,
+        *,
+        tokens: int = 0,
+        weight: float = 1.0,
+        urgent: bool = False,
+    ) -> Grant:
+        """Admit one request of ``org_id`` reserving ``tokens``, or raise ``RateWait``;
+        ``urgent`` (a person waiting) is always admitted, charged to the org (``decide``)."""
+        return self.acquire_all([limit], org_id, tokens=tokens, weight=weight, urgent=urgent)[0]
 
     def acquire_all(
-        self, limits: Sequence[Limit], org_id: str, *, tokens: int = 0, weight: float = 1.0
+        self,
+        limits: Sequence[Limit],
+        org_id: str,
+        *,
+        tokens: int = 0,
+        weight: float = 1.0,
+        urgent: bool = False,
     ) -> list[Grant]:
         """Admit one request under every one of ``limits`` at once (a message: its mailbox's
         pace and its domain's), or none: ``RateWait`` until the latest of their bookings.
@@ -148,7 +163,9 @@ class Limiter:
             decided = []
             for limit in ordered:
                 state, now = self._lock(cur, limit)
-                granted, own, retry_at = decide(state, limit, org_id, tokens, weight, now)
+                granted, own, retry_at = decide(
+                    state, limit, org_id, tokens, weight, now, urgent=urgent
+                )
                 decided.append((limit, state, granted))
                 if granted:
                     grants.append(Grant(limit, org_id, tokens, own, now))
@@ -283,10 +300,22 @@ def decrease(state: dict[str, Any], limit: Limit, now: float, retry_after: float
 
 
 def decide(
-    state: dict[str, Any], limit: Limit, org_id: str, tokens: int, weight: float, now: float
+    state: dict[str, Any],
+    limit: Limit,
+    org_id: str,
+    tokens: int,
+    weight: float,
+    now: float,
+    *,
+    urgent: bool = False,
 ) -> tuple[bool, bool, float]:
     """Whether ``org_id``'s request is granted now, from its own share, and if not when its
-    booked retry is. Changes ``state`` as the decision does (the caller saves it)."""
+    booked retry is. Changes ``state`` as the decision does (the caller saves it).
+
+    ``urgent`` (a person waiting on the answer) is granted whatever the buckets hold, charged
+    to the org's own share and the shared bucket, into debt if need be: the org's waiting
+    work goes later by as much; other orgs keep their shares (the shared bucket's one
+    request is refilled in 1/rate seconds)."""
     forward(state, limit, now)
     orgs: dict[str, dict[str, float]] = state["orgs"]
     for name in [n for n, o in orgs.items() if o["seen"] < now - FORGET_SECONDS]:
@@ -317,7 +346,8 @@ def decide(
     spare = state["requests"] - others_r >= 1 - EPS and (
         not counted or state["tokens"] - others_t >= all_tokens - EPS
     )
-    if fits and (own or spare):
+    if urgent or (fits and (own or spare)):
+        own = own or urgent
         state["requests"] -= 1
         asker["r"] -= 1 if own else 0
         if counted:
