@@ -80,6 +80,7 @@ ENTITY_TABLES = {
     "llm_usage_daily",  # issue 38: each org's spend per day, agent, campaign and model
     "budget_alerts",  # issue 38: budget alerts, kept until a notification delivers them
     "budget_holds",  # issue 38: campaign work waiting while the budget is spent
+    "rate_limits",  # issue 38: each shared limit and each waiting org's share (no org_id)
 }
 
 

@@ -27,9 +27,11 @@
     │   └── ContextBudgetExceeded  our own data overflows a prompt section (names the section)
     └── UpstreamError            something we depend on failed; a retry may help
         ├── DatabaseError        PostgreSQL refused or could not be reached
+        ├── RateWait             over the org's share of a shared limit (runtime.limiter)
         ├── TransportUnavailable  Pub/Sub or Cloud Tasks failed transiently
         └── ProviderError        an LLM / embedding provider failed (``reason``: its own words)
             ├── ProviderUnavailable  429, 5xx or a timeout: retried with backoff
+            │   ├── ProviderRateLimited  a 429: every org's share of the model slows down
             │   └── ProviderTimeout  the call outlasted its timeout (the prompt was sent)
             ├── CrmAccessRefused  the CRM refused the org's token (revoked, uninstalled)
             ├── GrantRefused     Gmail / Graph refused a mailbox's OAuth grant (revoked)
@@ -196,6 +198,11 @@ class ProviderUnavailable(ProviderError):
     ) -> None:
         super().__init__(message, reason=reason)
         self.retry_after = retry_after
+
+
+class ProviderRateLimited(ProviderUnavailable):
+    """A 429: the provider's rate limit, which slows every org's share of the model
+    (``colony.runtime.limiter``: ``RateWait`` is raised there, beside the limiter)."""
 
 
 class ProviderTimeout(ProviderUnavailable):

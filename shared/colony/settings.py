@@ -71,6 +71,7 @@ class Settings:
     llm_model: str | None = None  # None: the budgets file's default model for the provider
     budgets_file: Path | None = None
     prices_file: Path | None = None  # COLONY_PRICES_FILE: over colony/registry/prices.json
+    limits_file: Path | None = None  # COLONY_LIMITS_FILE: providers' and senders' limits
     openai_api_key: str | None = None
     openai_base_url: str | None = None
     gemini_api_key: str | None = None
@@ -265,6 +266,7 @@ class Settings:
             llm_model=get("COLONY_LLM_MODEL"),
             budgets_file=Path(p) if (p := get("COLONY_BUDGETS_FILE")) else None,
             prices_file=Path(p) if (p := get("COLONY_PRICES_FILE")) else None,
+            limits_file=Path(p) if (p := get("COLONY_LIMITS_FILE")) else None,
             openai_api_key=get("OPENAI_API_KEY"),  # required on first use: api_key()
             openai_base_url=get("COLONY_OPENAI_BASE_URL"),
             gemini_api_key=get("GEMINI_API_KEY"),

@@ -366,4 +366,6 @@ def migrations(dim: int) -> list[Migration]:
         ),
         # Issue 36: CRM pushes and their outcomes, the stage mapping, the conflict card.
         Migration("0055_crm_write_back", _sql("0055_crm_write_back")),  # RLS in its file
+        # Issue 38 item 1: each shared limit, its AIMD factor and each waiting org's share.
+        Migration("0056_rate_limits", _sql("0056_rate_limits")),
     ]

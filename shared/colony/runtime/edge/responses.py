@@ -29,7 +29,6 @@ from colony.errors import (
     NotFound,
     OrgScopeError,
     PayloadTooLarge,
-    ProviderUnavailable,
     RateLimited,
     Unauthorized,
     Unprocessable,
@@ -129,8 +128,10 @@ def error_reply(error: BaseException) -> flask.Response:
         headers["Allow"] = ", ".join(error.allow)
     if isinstance(error, RateLimited):
         headers["Retry-After"] = str(max(1, math.ceil(error.retry_after)))
-    if isinstance(error, ProviderUnavailable) and error.retry_after:
-        headers["Retry-After"] = str(max(1, math.ceil(error.retry_after)))
+    # a provider's Retry-After, or the retry a shared limit booked (runtime.limiter.RateWait)
+    wait = getattr(error, "retry_after", None) if isinstance(error, UpstreamError) else None
+    if wait:
+        headers["Retry-After"] = str(max(1, math.ceil(wait)))
     return json_response(body, status, headers)
 
 
