@@ -191,3 +191,17 @@ resource "google_project_iam_member" "lifecycle_crm_secret_delete" {
     expression = "resource.name.startsWith(\"${local.crm_secret_prefix}\")"
   }
 }
+
+# The HubSpot sync (issue 36, inbound) runs in the data lifecycle: it reads an org's tokens
+# from colony-crm-* (secretAccessor) and adds a version when it refreshes the access token
+# (secretVersionAdder), on those secrets only.
+resource "google_project_iam_member" "lifecycle_crm_secret_use" {
+  for_each = toset(["roles/secretmanager.secretAccessor", "roles/secretmanager.secretVersionAdder"])
+  project  = var.project_id
+  role     = each.value
+  member   = "serviceAccount:${google_service_account.function["data-lifecycle"].email}"
+  condition {
+    title      = "colony-crm-secrets-only"
+    expression = "resource.name.startsWith(\"${local.crm_secret_prefix}\")"
+  }
+}

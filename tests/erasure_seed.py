@@ -396,6 +396,18 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
             " ORDER BY id LIMIT 1",
             org,
         )
+    cur.execute("SELECT to_regclass('crm_events') IS NOT NULL")
+    if cur.fetchone()[0]:  # migration 0051: a stage mapping and a webhook event kept
+        ex(
+            "INSERT INTO crm_stage_map (org_id, provider, pipeline_id, stage_id, stage,"
+            " updated_by) VALUES (%s, 'hubspot', 'default', 'closedwon', 'closed_won', 'u1')",
+            org,
+        )
+        ex(
+            "INSERT INTO crm_events (org_id, provider, event_id, object_type, object_id, action,"
+            " occurred_at) VALUES (%s, 'hubspot', '1', 'contact', '1001', 'change', now())",
+            org,
+        )
     cur.execute("SELECT to_regclass('research_sources') IS NOT NULL")
     if cur.fetchone()[0]:  # migration 0042: the company's research, a page naming Dana
         ex(

@@ -112,23 +112,24 @@ def world(
 ) -> Iterator[World]:
     portals = (seeded_world(1, portal_id="101"), seeded_world(2, portal_id="202"))
     with HubSpotServer(*portals) as hubspot:
-        settings = org_settings(
-            testdb,
-            tmp_path,
-            ALPHA,
-            BETA,
-            COLONY_HUBSPOT_BASE_URL=hubspot.url,
-            COLONY_HUBSPOT_AUTH_URL=hubspot.authorize_url,
-            COLONY_HUBSPOT_CLIENT_ID=hubspot.accounts.client_id,
-            COLONY_HUBSPOT_CLIENT_SECRET=hubspot.accounts.client_secret,
-            COLONY_HUBSPOT_REDIRECT_URI=REDIRECT,
-        )
+        settings = org_settings(testdb, tmp_path, ALPHA, BETA, **hubspot_env(hubspot))
         clock = Clock()
         deps = local_deps(settings, testdb.app(), InlineTransport(), clock=clock)
         set_deps_for_tests(deps)
         api = registered_app("admin", monkeypatch)
         yield World(testdb, tmp_path, hubspot, api, deps, clock)
         set_deps_for_tests(None)
+
+
+def hubspot_env(hubspot: HubSpotServer) -> dict[str, str]:
+    """The app's settings for the stand-in."""
+    return {
+        "COLONY_HUBSPOT_BASE_URL": hubspot.url,
+        "COLONY_HUBSPOT_AUTH_URL": hubspot.authorize_url,
+        "COLONY_HUBSPOT_CLIENT_ID": hubspot.accounts.client_id,
+        "COLONY_HUBSPOT_CLIENT_SECRET": hubspot.accounts.client_secret,
+        "COLONY_HUBSPOT_REDIRECT_URI": REDIRECT,
+    }
 
 
 def connect(world: World, org: str, portal: str) -> Any:

@@ -63,6 +63,9 @@ ENTITY_TABLES = {
     "crm_oauth_states",  # issue 36: OAuth flows in progress, bound to org and person
     "crm_writes",  # issue 36: what was written to the CRM under an idempotency key
     "crm_links",  # issue 36: which CRM record is which of ours, archived or merged ones
+    "crm_stage_map",  # issue 36: an org's CRM pipeline stages mapped to our deal stages
+    "crm_events",  # issue 36: CRM webhook events, kept until applied (idempotent on event id)
+    "crm_rate_usage",  # issue 36: HubSpot's limits per portal across instances (no org)
     "org_members",  # issue 35: an org's people from Clerk, their role and address
     "sending_domains",  # issue 39: an org's sending domains, their DKIM keys' names, checks
     "llm_usage_daily",  # issue 38: each org's spend per day, agent, campaign and model

@@ -223,6 +223,18 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         max_instances=1,
     ),
     Function(
+        name="hubspot-webhook",
+        trigger="http",
+        topic=None,
+        agent=None,
+        purpose="HubSpot CRM events (v3-signed) → kept per org, applied by a data-lifecycle task",
+        secrets=(*MODEL_FREE_SECRETS, "COLONY_HUBSPOT_CLIENT_SECRET"),
+        enqueues=(IMPORT_QUEUE,),  # one drain task per org and burst window
+        public=True,  # it verifies HubSpot's v3 signature of every delivery itself
+        concurrency=1,  # it only keeps events and queues a task: one at a time is plenty
+        max_instances=1,
+    ),
+    Function(
         name="clerk-webhook",
         trigger="http",
         topic=None,
@@ -254,6 +266,8 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
             "COLONY_DRIVE_CHANNEL_TOKEN",
             "COLONY_REPLY_MAILBOX_PASSWORD",
             "COLONY_RESEND_API_KEY",
+            # an org's HubSpot token is refreshed with the app's secret during its sync
+            "COLONY_HUBSPOT_CLIENT_SECRET",
         ),
         # every schedule fans out from here to its target's queue (colony.registry.schedules);
         # the daily retention run queues the org's Knowledge Core move if it outgrew the
@@ -266,6 +280,7 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
             KC_TIER_QUEUE,
             RESEARCH_QUEUE,
             CAMPAIGN_RESUME_QUEUE,  # the budget-release schedule's tasks
+            IMPORT_QUEUE,  # a HubSpot backfill's continuation, a drain after HubSpot's wait
         ),
         assets="write",  # deletes transcripts, kits and imports
         timeout_seconds=540,

@@ -84,6 +84,8 @@ ORG_SCOPED_TABLES: tuple[str, ...] = (
     "crm_oauth_states",
     "crm_writes",
     "crm_links",
+    "crm_stage_map",
+    "crm_events",
     "org_members",
     "sending_domains",
     "llm_usage_daily",
@@ -399,4 +401,6 @@ def migrations(dim: int) -> list[Migration]:
         # Issue 35: the people of an org (from Clerk), their role, their address, and
         # whether they are still in it.
         Migration("0050_org_members", _sql("0050_org_members") + _rls("org_members")),
+        # Issue 36 inbound: stage mapping, backfill jobs, webhook events, limits (see its file).
+        Migration("0051_crm_sync", _sql("0051_crm_sync")),  # its RLS is in its file
     ]

@@ -35,7 +35,7 @@ ON CONFLICT (org_id, provider) DO UPDATE SET account_id = EXCLUDED.account_id,
     connected_by = EXCLUDED.connected_by, connected_at = now(), updated_at = now()
 """
 _COLUMNS = """org_id, provider, account_id, status, secret_name, scopes, access_expires_at,
-    paused_reason, connected_by, connected_at, updated_at"""
+    paused_reason, connected_by, connected_at, updated_at, synced_through"""
 GET = f"SELECT {_COLUMNS} FROM crm_connections WHERE provider = %s"
 # The refresh takes the row's lock: two instances that find the token near its expiry take
 # turns, and the second finds it fresh.

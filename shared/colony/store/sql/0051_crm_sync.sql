@@ -1,0 +1,91 @@
+-- Migration 0051 (issue 36, the inbound half): HubSpot's records kept in step with ours. Never
+-- edit once shipped: append a new migration.
+--
+-- crm_stage_map: an org's editable mapping from a CRM pipeline and stage to our deal stage.
+-- A deal in a stage with no row here is kept (its link holds what we read, ``held``) and
+-- flagged for a person (``unmapped_stage``), never dropped; mapping the stage releases it.
+CREATE TABLE crm_stage_map (
+    org_id      text NOT NULL REFERENCES organizations(id),
+    provider    text NOT NULL CHECK (provider IN ('hubspot')),
+    pipeline_id text NOT NULL CHECK (length(pipeline_id) BETWEEN 1 AND 64),
+    stage_id    text NOT NULL CHECK (length(stage_id) BETWEEN 1 AND 64),
+    stage       text NOT NULL CHECK (stage IN ('discovery', 'demo', 'proposal', 'negotiation',
+                                                'closed_won', 'closed_lost')),
+    updated_by  text NOT NULL,
+    updated_at  timestamptz NOT NULL DEFAULT now(),
+    PRIMARY KEY (org_id, provider, pipeline_id, stage_id)
+);
+-- What the sync last read of a record (the fields it maps: a company's name and domain, which
+-- have no table of ours; a held deal's whole shape), and a deal's unmapped 'pipeline/stage'.
+ALTER TABLE crm_links ADD COLUMN properties jsonb NOT NULL DEFAULT '{}'::jsonb;
+ALTER TABLE crm_links ADD COLUMN unmapped_stage text
+    CHECK (unmapped_stage IS NULL OR length(unmapped_stage) BETWEEN 1 AND 129);
+CREATE INDEX crm_links_unmapped ON crm_links (org_id, provider, unmapped_stage)
+    WHERE unmapped_stage IS NOT NULL;
+-- A CRM backfill is an import job with no file: its position is ``cursor`` (the object type
+-- and HubSpot's paging cursor), checkpointed with each page.
+ALTER TABLE import_jobs DROP CONSTRAINT import_jobs_kind_check;
+ALTER TABLE import_jobs ADD CONSTRAINT import_jobs_kind_check
+    CHECK (kind IN ('prospects', 'deals', 'crm'));
+ALTER TABLE import_jobs DROP CONSTRAINT import_jobs_format_check;
+ALTER TABLE import_jobs ADD CONSTRAINT import_jobs_format_check
+    CHECK (format IN ('csv', 'jsonl', 'hubspot'));
+ALTER TABLE import_jobs ALTER COLUMN object_name DROP NOT NULL;
+ALTER TABLE import_jobs ALTER COLUMN declared_bytes DROP NOT NULL;
+ALTER TABLE import_jobs ADD CONSTRAINT import_jobs_file_check
+    CHECK (kind = 'crm' OR (object_name IS NOT NULL AND declared_bytes IS NOT NULL));
+ALTER TABLE import_jobs ADD COLUMN cursor jsonb;
+-- A backfill stops as 'paused' when the org's connection is paused (its token refused) and
+-- resumes from its cursor when an admin starts it again after reconnecting.
+ALTER TABLE import_jobs DROP CONSTRAINT import_jobs_status_check;
+ALTER TABLE import_jobs ADD CONSTRAINT import_jobs_status_check
+    CHECK (status IN ('awaiting_upload', 'queued', 'running', 'completed', 'failed', 'paused'));
+CREATE UNIQUE INDEX import_jobs_one_crm_backfill ON import_jobs (org_id)
+    WHERE kind = 'crm' AND status IN ('queued', 'running', 'paused');
+-- Webhook events, kept before they are applied (idempotent on the CRM's event id): one the
+-- sync could not apply yet (the connection paused, a limit reached) waits here for the next
+-- delivery or the daily reconciliation, never lost.
+CREATE TABLE crm_events (
+    org_id       text NOT NULL REFERENCES organizations(id),
+    provider     text NOT NULL CHECK (provider IN ('hubspot')),
+    event_id     text NOT NULL CHECK (length(event_id) BETWEEN 1 AND 64),
+    object_type  text NOT NULL CHECK (object_type IN ('contact', 'company', 'deal')),
+    object_id    text NOT NULL CHECK (length(object_id) BETWEEN 1 AND 64),
+    action       text NOT NULL CHECK (action IN ('change', 'deletion', 'merge')),
+    merged_ids   jsonb NOT NULL DEFAULT '[]'::jsonb,
+    occurred_at  timestamptz NOT NULL,
+    received_at  timestamptz NOT NULL DEFAULT now(),
+    applied_at   timestamptz,
+    outcome      text,
+    PRIMARY KEY (org_id, provider, event_id)
+);
+CREATE INDEX crm_events_pending ON crm_events (org_id, provider, occurred_at)
+    WHERE applied_at IS NULL;
+-- The reconciliation's watermark: every change up to here was applied.
+ALTER TABLE crm_connections ADD COLUMN synced_through timestamptz;
+-- HubSpot's limits per portal, shared by every instance: the calls of each second of the
+-- rolling window and of each day. Keyed by the portal (a portal is one org's: resource_claims),
+-- not by org, so it carries no RLS: it names no record, only counts.
+CREATE TABLE crm_rate_usage (
+    provider   text NOT NULL CHECK (provider IN ('hubspot')),
+    account_id text NOT NULL CHECK (length(account_id) BETWEEN 1 AND 64),
+    bucket     bigint NOT NULL,
+    daily      boolean NOT NULL,
+    calls      integer NOT NULL CHECK (calls >= 0),
+    PRIMARY KEY (provider, account_id, daily, bucket)
+);
+-- A contact or deal whose CRM record was deleted (or merged away) is archived, never kept as
+-- live: readers that must not act on it filter on ``archived_at IS NULL``.
+ALTER TABLE contacts ADD COLUMN archived_at timestamptz;
+ALTER TABLE deals ADD COLUMN archived_at timestamptz;
+-- Row-level security of the two org tables (as ``migrations._rls`` writes it).
+ALTER TABLE crm_stage_map ENABLE ROW LEVEL SECURITY;
+ALTER TABLE crm_stage_map FORCE ROW LEVEL SECURITY;
+CREATE POLICY org_isolation ON crm_stage_map
+    USING (org_id = current_setting('app.org_id', true))
+    WITH CHECK (org_id = current_setting('app.org_id', true));
+ALTER TABLE crm_events ENABLE ROW LEVEL SECURITY;
+ALTER TABLE crm_events FORCE ROW LEVEL SECURITY;
+CREATE POLICY org_isolation ON crm_events
+    USING (org_id = current_setting('app.org_id', true))
+    WITH CHECK (org_id = current_setting('app.org_id', true));
