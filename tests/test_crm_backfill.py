@@ -72,10 +72,11 @@ class Sync(World):
         return int(self.rows(sql)[0]["n"])
 
 
-@pytest.fixture
-def sync(
+@pytest.fixture(name="sync")
+def sync_fixture(
     testdb: PgDB, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_ambient_config: None
 ) -> Iterator[Sync]:
+    """Two orgs, two portals of the stand-in, the admin and data-lifecycle functions."""
     alpha = seeded_world(1, companies=30, contacts=250, deals=40, portal_id="101")
     beta = seeded_world(2, portal_id="202")
     with HubSpotServer(alpha, beta) as hubspot:
