@@ -6,7 +6,8 @@ Body: ``{"task": {"kind": ..., ...}}`` (``colony.contracts.lifecycle.LifecycleBo
 - ``import`` (``org_id``, ``job_id``): run an import job, resumed from its checkpoint;
 - ``crm.backfill`` (``org_id``, ``job_id``): run an org's HubSpot backfill for a while from
   its cursor (it queues its own continuation); ``crm.events``: apply the org's HubSpot
-  webhook events kept by the webhook (``colony.flows.crm``);
+  webhook events kept by the webhook; ``crm.reconcile``: the org's daily search for what the
+  webhooks missed (``colony.flows.crm``);
 - ``kc.tier`` (``org_id``): move the org's Knowledge Core to its own partition (idempotent);
 - ``schedule`` (``name``): what every Cloud Scheduler job posts: fan the schedule out to the
   orgs it serves, one task each (``colony.flows.tenants.schedules``);
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from colony.contracts.lifecycle import (
         CrmBackfillTask,
         CrmEventsTask,
+        CrmReconcile,
         DriveRenewal,
         ErasureTask,
     )
@@ -54,6 +56,7 @@ def handle(request: JsonRequest) -> dict[str, Any]:
     from colony.contracts.lifecycle import (
         CrmBackfillTask,
         CrmEventsTask,
+        CrmReconcile,
         DomainCheck,
         DriveRenewal,
         ErasureTask,
@@ -97,7 +100,7 @@ def handle(request: JsonRequest) -> dict[str, Any]:
         from colony.flows.outbound import sending_domains
 
         return sending_domains.recheck(d, resolver_from_settings(d.settings), task.org_id)
-    if isinstance(task, CrmBackfillTask | CrmEventsTask):
+    if isinstance(task, CrmBackfillTask | CrmEventsTask | CrmReconcile):
         return _crm(d, task)
     if isinstance(task, ImportTask):
         from colony.flows.tenants import imports  # lazy: (as above)
@@ -114,11 +117,12 @@ def handle(request: JsonRequest) -> dict[str, Any]:
     return {**retention.enforce(d, task.org_id), "kc_tier": kc_tiering.check(d, task.org_id)}
 
 
-def _crm(d: Deps, task: CrmBackfillTask | CrmEventsTask) -> dict[str, Any]:
-    """An org's HubSpot sync: the backfill's next pages, or the webhook's events applied."""
+def _crm(d: Deps, task: CrmBackfillTask | CrmEventsTask | CrmReconcile) -> dict[str, Any]:
+    """An org's HubSpot sync: the backfill's next pages, the webhook's events applied, or
+    the daily reconciliation."""
     # lazy: the HubSpot SDK (18.6 MB) loads with the first CRM task, not at cold start
-    from colony.contracts.lifecycle import CrmBackfillTask
-    from colony.flows.crm import backfill, events
+    from colony.contracts.lifecycle import CrmBackfillTask, CrmEventsTask
+    from colony.flows.crm import backfill, events, reconcile
     from colony.runtime.crm_access import HubSpotAccess
 
     global _hubspot
@@ -126,7 +130,9 @@ def _crm(d: Deps, task: CrmBackfillTask | CrmEventsTask) -> dict[str, Any]:
         _hubspot = HubSpotAccess(d)
     if isinstance(task, CrmBackfillTask):
         return backfill.run_job(d, _hubspot, task.org_id, task.job_id)
-    return events.drain(d, _hubspot, task.org_id)
+    if isinstance(task, CrmEventsTask):
+        return events.drain(d, _hubspot, task.org_id)
+    return reconcile.run(d, _hubspot, task.org_id)
 
 
 def _with_drive(d: Deps, task: ErasureTask | DriveRenewal) -> dict[str, Any]:

@@ -73,6 +73,13 @@ class CrmEventsTask(Strict):
     org_id: str = Field(min_length=1, max_length=200)
 
 
+class CrmReconcile(Strict):
+    """One org's share of the ``crm-reconcile`` schedule (``colony.flows.crm.reconcile``)."""
+
+    kind: Literal["crm.reconcile"] = "crm.reconcile"
+    org_id: str = Field(min_length=1, max_length=200)
+
+
 # colony.registry.schedules.SCHEDULES by name (tests/test_schedules.py holds the two equal)
 ScheduleName = Literal[
     "daily-brief",
@@ -83,6 +90,7 @@ ScheduleName = Literal[
     "domain-check",
     "replies-poll",
     "research-sweep",
+    "crm-reconcile",
 ]
 
 
@@ -120,6 +128,7 @@ LifecycleTask = Annotated[
     | ImportTask
     | CrmBackfillTask
     | CrmEventsTask
+    | CrmReconcile
     | ScheduleRun
     | RepliesPoll
     | KcTierTask

@@ -20,6 +20,7 @@ from colony.errors import ValidationFailed
 from colony.registry.functions import (
     CAMPAIGN_RESUME_QUEUE,
     DAILY_BRIEF_QUEUE,
+    IMPORT_QUEUE,
     LIFECYCLE_QUEUE,
     NOTION_REEMBED_QUEUE,
 )
@@ -27,8 +28,10 @@ from colony.registry.functions import (
 # Which orgs a schedule serves: every live org, those with a connected Notion workspace,
 # those with an active Drive channel, those with a sending domain that passed its DNS check
 # once, those with a stalled research pass, those with campaign work held by a spent budget,
-# or none (one task for the deployment).
-Serves = Literal["orgs", "notion", "drive", "sending_domains", "research", "held", "deployment"]
+# those with a connected CRM (HubSpot), or none (one task for the deployment).
+Serves = Literal[
+    "orgs", "notion", "drive", "sending_domains", "research", "held", "crm", "deployment"
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +98,16 @@ SCHEDULES: dict[str, Schedule] = {
             CAMPAIGN_RESUME_QUEUE,
             "held",
             "campaign work held by a spent budget resumed once the budget allows it",
+        ),
+        # HubSpot's webhooks are at-least-once but not always: what they missed (a delivery
+        # HubSpot gave up on, events kept while the connection was paused) is found by
+        # searching what changed since the last run (colony.flows.crm.reconcile)
+        Schedule(
+            "crm-reconcile",
+            "50 4 * * *",
+            IMPORT_QUEUE,
+            "crm",
+            "each connected HubSpot searched for what changed since the last sync",
         ),
         # an SMTP relay's replies land in one mailbox (COLONY_REPLY_MAILBOX_*); each reply
         # names the message, and so the org, it answers

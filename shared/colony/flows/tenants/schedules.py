@@ -18,6 +18,7 @@ from typing import Any
 
 from colony.contracts.common import Strict
 from colony.contracts.lifecycle import (
+    CrmReconcile,
     DomainCheck,
     DriveRenewal,
     LifecycleBody,
@@ -65,6 +66,8 @@ def _org_task(name: str, org_id: str, slot: datetime) -> Strict:
         return NotionReconcile(org_id=org_id)
     if name == "research-sweep":
         return LifecycleBody(task=ResearchSweep(org_id=org_id))
+    if name == "crm-reconcile":
+        return LifecycleBody(task=CrmReconcile(org_id=org_id))
     if name == "domain-check":
         return LifecycleBody(task=DomainCheck(org_id=org_id))
     if name == "budget-release":

@@ -55,6 +55,11 @@ UPDATE crm_connections SET status = 'disconnected', access_expires_at = NULL,
 WHERE provider = %s AND status <> 'disconnected'
 RETURNING account_id, secret_name
 """
+# The reconciliation's watermark moves forward only (a slow run never moves it back).
+SYNCED = """
+UPDATE crm_connections SET synced_through = greatest(synced_through, %s), updated_at = now()
+WHERE provider = %s
+"""
 SECRET_NAMES = "SELECT secret_name FROM crm_connections ORDER BY provider"
 
 
@@ -107,6 +112,11 @@ def pause(cur: Any, provider: str, reason: str) -> bool:
 def disconnect(cur: Any, provider: str) -> Row | None:
     """Mark it disconnected; its account and secret name (None: nothing to disconnect)."""
     return fetch_one(cur, DISCONNECT, (provider,))
+
+
+def synced(cur: Any, provider: str, through: datetime) -> None:
+    """Every change of the CRM up to ``through`` (the CRM's own clock) is applied."""
+    cur.execute(SYNCED, (through, provider))
 
 
 def secret_names(cur: Any) -> list[str]:

@@ -91,6 +91,7 @@ UPDATE crm_links SET entity_id = %s
 WHERE provider = %s AND object_type = %s AND remote_id = %s AND entity_id IS NULL
 """
 REPOINT_DEALS = "UPDATE deals SET contact_id = %s WHERE contact_id = %s"
+LAST_APPLIED = "SELECT max(remote_updated_at) AS at FROM crm_links WHERE provider = %s"
 HELD = """
 SELECT remote_id, remote_updated_at, properties FROM crm_links
 WHERE provider = %s AND object_type = 'deal' AND unmapped_stage = ANY(%s::text[])
@@ -185,6 +186,12 @@ def merge(
     if object_type == "contact" and survivor["entity_id"]:
         cur.execute(REPOINT_DEALS, (survivor["entity_id"], entity))
     cur.execute(ARCHIVE_CONTACT if object_type == "contact" else ARCHIVE_DEAL, (when, entity))
+
+
+def last_applied(cur: Any, provider: str) -> datetime | None:
+    """The CRM's newest ``updatedAt`` the sync has applied (its clock, not ours)."""
+    row = fetch_one(cur, LAST_APPLIED, (provider,))
+    return row["at"] if row else None
 
 
 def held_deals(cur: Any, provider: str, stages: Sequence[str]) -> list[Row]:

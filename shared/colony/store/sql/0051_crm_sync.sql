@@ -89,3 +89,37 @@ ALTER TABLE crm_events FORCE ROW LEVEL SECURITY;
 CREATE POLICY org_isolation ON crm_events
     USING (org_id = current_setting('app.org_id', true))
     WITH CHECK (org_id = current_setting('app.org_id', true));
+-- The daily reconciliation's audience ('crm': orgs with a connected HubSpot), added to the
+-- schedules' fan-out. Every audience of 0048's definition is kept as it was.
+CREATE OR REPLACE FUNCTION colony_scheduled_orgs(serves text, after text, page integer)
+RETURNS SETOF text
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = public, pg_catalog AS $$
+BEGIN
+    IF serves NOT IN ('orgs', 'notion', 'drive', 'research', 'sending_domains', 'held',
+                      'crm') THEN
+        RAISE EXCEPTION 'unknown schedule audience %', serves USING ERRCODE = '22023';
+    END IF;
+    RETURN QUERY
+        SELECT o.id FROM organizations o
+        WHERE o.id > coalesce(after, '')
+          AND NOT EXISTS (SELECT 1 FROM erasure_jobs j WHERE j.target_org = o.id
+                          AND j.contact_id IS NULL AND j.status = 'pending')
+          AND (serves = 'orgs'
+               OR (serves = 'notion' AND EXISTS (SELECT 1 FROM notion_workspaces w
+                   WHERE w.org_id = o.id AND w.status = 'connected'))
+               OR (serves = 'drive' AND EXISTS (SELECT 1 FROM drive_channels c
+                   WHERE c.org_id = o.id AND c.status = 'active'))
+               OR (serves = 'research' AND EXISTS (SELECT 1 FROM research_jobs r
+                   WHERE r.org_id = o.id AND r.status = 'running'
+                     AND (r.lease_until IS NULL OR r.lease_until < now())
+                     AND r.touched_at < now() - interval '1800 seconds'))
+               OR (serves = 'sending_domains' AND EXISTS (SELECT 1 FROM sending_domains d
+                   WHERE d.org_id = o.id AND d.status IN ('verified', 'paused')))
+               OR (serves = 'held' AND EXISTS (SELECT 1 FROM budget_holds h
+                   WHERE h.org_id = o.id AND h.released_at IS NULL))
+               OR (serves = 'crm' AND EXISTS (SELECT 1 FROM crm_connections c
+                   WHERE c.org_id = o.id AND c.status = 'connected')))
+        ORDER BY o.id
+        LIMIT least(greatest(page, 1), 1000);
+END
+$$;
