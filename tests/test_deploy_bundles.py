@@ -18,6 +18,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,6 +33,7 @@ from colony.local.tokens import mint_local_token
 from colony.registry.functions import FUNCTIONS
 from colony.runtime import secret_manager
 from colony.store import fetch_one, fetch_value
+from colony.testing import hubspot_webhooks
 from colony.testing.wire import Reply, Route, WireServer
 from tests.conftest import APP_ROLE, PgDB
 from tests.test_clerk_webhook import SECRET as CLERK_SECRET
@@ -257,6 +259,7 @@ def test_bundles_stay_small_installed(bundles, venvs) -> None:
         ), bundle.name
 
 
+HUBSPOT_SECRET = "bundle-hubspot-app-secret"  # the HubSpot app's client secret (signs webhooks)
 DELIVERY_SECRET = (
     "whsec_YnVuZGxlLWRlbGl2ZXJ5LXNlY3JldC0tLS0t"  # served only by the Secret Manager stand-in
 )
@@ -318,6 +321,11 @@ EVIDENCE: dict[str, tuple[str, tuple[Any, ...]]] = {
         "SELECT count(*) FROM research_sources WHERE outcome = 'ok' AND text_object IS NOT NULL",
         (),
     ),
+    "hubspot-webhook": (
+        "SELECT count(*) FROM rejected_deliveries WHERE function = %s"
+        " AND reason LIKE 'unknown_portal%%'",
+        ("hubspot-webhook",),
+    ),
     "clerk-webhook": (
         "SELECT count(*) FROM processed_events WHERE handler = %s",
         ("clerk-webhook",),
@@ -369,6 +377,7 @@ def test_every_bundle_runs_the_demo_scenario_from_its_own_virtualenv(
         "COLONY_GCP_PROJECT": "colony-bundle-test",
         "COLONY_SECRET_MANAGER_ENDPOINT": secret_store.base_url,
         "COLONY_CLERK_WEBHOOK_SECRET": CLERK_SECRET,
+        "COLONY_HUBSPOT_CLIENT_SECRET": HUBSPOT_SECRET,
         "HOME": str(tmp_path),
     }
     with (
@@ -456,6 +465,15 @@ def test_every_bundle_runs_the_demo_scenario_from_its_own_virtualenv(
         clerk = {**svix_headers(renamed, "msg_bundle_1"), "Content-Type": "application/json"}
         applied = http.post(servers.urls["clerk-webhook"], content=renamed, headers=clerk)
         assert applied.status_code == 200, applied.text
+        # HubSpot signs a batch for a portal no org connected: verified, refused, recorded
+        hubspot_url = servers.urls["hubspot-webhook"].rstrip("/") + "/"
+        event = {"eventId": 1, "portalId": 999999, "occurredAt": int(time.time() * 1000)}
+        event |= {"subscriptionType": "contact.creation", "objectId": 1001}
+        body, signed = hubspot_webhooks.signed(
+            HUBSPOT_SECRET, hubspot_url, [event], int(time.time() * 1000)
+        )
+        stranger = http.post(hubspot_url, content=body, headers=signed)
+        assert stranger.status_code == 403, stranger.text
     assert set(EVIDENCE) | {"campaign-resume", "data-lifecycle"} == set(FUNCTIONS)
     missing = []
     with db.transaction(org_id) as cur:

@@ -22,6 +22,7 @@ its cursor.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any, TypeVar
 
 from colony.contracts.lifecycle import CrmBackfillTask, LifecycleBody
@@ -142,7 +143,7 @@ def run_job(
         phase: CrmObjectType = cursor["phase"]
         try:
             records, linked, after = access(
-                org_id, lambda client, p=phase, a=cursor["after"]: _read(client, p, a)
+                org_id, partial(_read, object_type=phase, after=cursor["after"])
             )
         except ConnectionPaused as paused:
             with deps.db.transaction(org_id) as cur:

@@ -19,6 +19,7 @@ whose webhook was lost is not found here (docs/crm.md says what would).
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from colony.errors import ConnectionPaused, ProviderUnavailable
@@ -62,9 +63,8 @@ def run(deps: FlowDeps, access: CrmAccess, org_id: str) -> dict[str, Any]:
     newest = since
     try:
         for object_type in ORDER:
-            outcome, seen = access(
-                org_id, lambda client, t=object_type: _type(deps, client, org_id, t, since)
-            )
+            read = partial(_type, deps=deps, org_id=org_id, object_type=object_type, since=since)
+            outcome, seen = access(org_id, read)
             found.add(outcome)
             newest = max(newest, seen)
     except ConnectionPaused:
@@ -87,7 +87,7 @@ def run(deps: FlowDeps, access: CrmAccess, org_id: str) -> dict[str, Any]:
 
 
 def _type(
-    deps: FlowDeps, client: CrmClient, org_id: str, object_type: CrmObjectType, since: datetime
+    client: CrmClient, deps: FlowDeps, org_id: str, object_type: CrmObjectType, since: datetime
 ) -> tuple[Outcome, datetime]:
     """Every record of a type changed at or after ``since``, applied page by page."""
     prop, total, newest = MODIFIED[object_type], Outcome(), since
