@@ -70,12 +70,16 @@ def _sync(deps: Any, args: argparse.Namespace) -> Any:
     import time
 
     from colony.contracts.admin import CrmStageMapping
+    from colony.errors import ValidationFailed
     from colony.flows.crm import backfill, stages
 
     if args.action == "stages":
         return stages.view(deps, args.org_id)
     if args.action == "map":
         ours = None if args.ours == "none" else args.ours
+        if ours is not None and ours not in stages.OUR_STAGES:
+            known = ", ".join((*stages.OUR_STAGES, "none"))
+            raise ValidationFailed(f"{ours!r} is not a deal stage of ours: one of {known}")
         entry = {"pipeline_id": args.pipeline, "stage_id": args.stage, "stage": ours}
         edit = CrmStageMapping.model_validate({"stages": [entry]})
         return stages.put(deps, args.org_id, edit, args.actor)
