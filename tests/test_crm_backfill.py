@@ -253,6 +253,19 @@ def test_a_revoked_token_pauses_the_backfill_and_reconnecting_resumes_it(sync: S
     assert sync.count("SELECT count(*) AS n FROM contacts") == 250
 
 
+def test_a_backfill_of_an_org_that_disconnected_stops_and_is_not_retried(sync: Sync) -> None:
+    assert connect(sync, ALPHA, "101").status_code == 200
+    sync.map_default(ALPHA)
+    assert sync.as_admin("POST", "/backfill", ALPHA, {}).status_code == 202
+    off = sync.call("POST", f"/orgs/{ALPHA}/crm/hubspot/disconnect", sync.token(ALPHA), {})
+    assert off.status_code == 200
+    (answer,) = sync.run_tasks()  # the queued task runs after the disconnect
+    assert answer.status_code == 200, answer.get_json()  # done with: no retry
+    job = answer.get_json()
+    assert job["status"] == "paused" and "not connected" in job["failure"]
+    assert sync.count("SELECT count(*) AS n FROM contacts") == 0
+
+
 def test_hubspots_limit_reschedules_the_task_instead_of_sleeping(
     sync: Sync, monkeypatch: pytest.MonkeyPatch
 ) -> None:

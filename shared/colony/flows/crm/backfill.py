@@ -145,9 +145,14 @@ def run_job(
             records, linked, after = access(
                 org_id, partial(_read, object_type=phase, after=cursor["after"])
             )
-        except ConnectionPaused as paused:
+        except (ConnectionPaused, NotFound) as stopped:
+            # paused, or disconnected since it began: kept where it is, resumed by ``start``
+            # once the org connects again (a task that failed here would be retried forever)
+            reason = str(stopped)
+            if isinstance(stopped, NotFound):
+                reason += ": connect it, then start the backfill again"
             with deps.db.transaction(org_id) as cur:
-                jobs.pause(cur, job_id, str(paused))
+                jobs.pause(cur, job_id, reason)
             return _view(deps, org_id, job_id)
         except ProviderUnavailable as limited:
             if schedule:

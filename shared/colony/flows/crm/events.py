@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from colony.contracts.lifecycle import CrmEventsTask, LifecycleBody
-from colony.errors import ConnectionPaused, ProviderUnavailable
+from colony.errors import ConnectionPaused, NotFound, ProviderUnavailable
 from colony.flows.crm.apply import ASSOCIATED, PROPERTIES, PROVIDER, SINGULAR, Outcome, apply
 from colony.flows.crm.backfill import DEFAULT_WAIT, CrmAccess
 from colony.flows.deps import FlowDeps
@@ -102,7 +102,7 @@ def drain(
         wanted[PLURAL[str(event["object_type"])]].add(str(event["object_id"]))
     try:
         read = access(org_id, lambda client: fetch(client, wanted))
-    except ConnectionPaused:
+    except (ConnectionPaused, NotFound):  # paused or disconnected: kept, applied once back
         return {"status": "paused", "pending": len(pending)}
     except ProviderUnavailable as limited:
         wait = limited.retry_after if limited.retry_after is not None else DEFAULT_WAIT
