@@ -54,7 +54,7 @@ from colony.testing.inline import InlineTransport, local_deps
 
 ORG, PORTAL = "org_bench_crm", "62515"
 REDIRECT = "https://colony.example/overview/crm/hubspot/callback"
-URL = "https://hubspot-webhook.colony.example/"
+URL = "https://crm-sync.colony.example/"
 TARGETS = {"peak_rss_mb": 300, "lost": 0, "duplicated": 0, "differences": 0}
 STAGES = {
     "appointmentscheduled": "discovery",

@@ -192,14 +192,14 @@ resource "google_project_iam_member" "lifecycle_crm_secret_delete" {
   }
 }
 
-# The HubSpot sync (issue 36, inbound) runs in the data lifecycle: it reads an org's tokens
-# from colony-crm-* (secretAccessor) and adds a version when it refreshes the access token
-# (secretVersionAdder), on those secrets only.
-resource "google_project_iam_member" "lifecycle_crm_secret_use" {
+# The HubSpot sync (issue 36, inbound) runs in the crm-sync function: it reads an org's
+# tokens from colony-crm-* (secretAccessor) and adds a version when it refreshes the access
+# token (secretVersionAdder), on those secrets only.
+resource "google_project_iam_member" "crm_sync_secret_use" {
   for_each = toset(["roles/secretmanager.secretAccessor", "roles/secretmanager.secretVersionAdder"])
   project  = var.project_id
   role     = each.value
-  member   = "serviceAccount:${google_service_account.function["data-lifecycle"].email}"
+  member   = "serviceAccount:${google_service_account.function["crm-sync"].email}"
   condition {
     title      = "colony-crm-secrets-only"
     expression = "resource.name.startsWith(\"${local.crm_secret_prefix}\")"

@@ -1,5 +1,5 @@
 """The HubSpot backfill and the stage mapping (issue 36, inbound), from outside: the admin and
-data-lifecycle functions loaded from their real ``main.py``, the real PostgreSQL, the HubSpot
+crm-sync functions loaded from their real ``main.py``, the real PostgreSQL, the HubSpot
 stand-in over HTTP through the official client, orgs connected through OAuth.
 
 Alpha holds portal 101 (30 companies, 250 contacts: 8 without email, 40 deals: 2 in the
@@ -29,7 +29,7 @@ from tests.apps import org_settings, registered_app
 from tests.conftest import PgDB
 from tests.test_crm_connect import ALPHA, BETA, Clock, World, connect, hubspot_env
 
-pytestmark = pytest.mark.covers("fn:admin", "fn:data-lifecycle")
+pytestmark = pytest.mark.covers("fn:admin", "fn:crm-sync")
 
 DEFAULT_STAGES = [
     ("appointmentscheduled", "discovery"),
@@ -44,7 +44,8 @@ DEFAULT_STAGES = [
 
 @dataclass
 class Sync(World):
-    lifecycle: Any
+    lifecycle: Any  # the data-lifecycle function (the schedules' fan-out)
+    crm: Any  # the crm-sync function (HubSpot's webhook and the sync's tasks)
     transport: InlineTransport
 
     def as_admin(self, method: str, path: str, org: str, body: Any = None) -> Any:
@@ -58,14 +59,15 @@ class Sync(World):
         assert answer.status_code == 200, answer.get_json()
 
     def run_tasks(self) -> list[Any]:
-        """Deliver every queued task to the data-lifecycle function (as Cloud Tasks does),
-        until none is left; the answers."""
+        """Deliver every queued task to its function (as Cloud Tasks does), until none is
+        left; the answers."""
         answers, done = [], set()
         while pending := [n for n in self.transport.tasks if n not in done]:
             for name in pending:
                 done.add(name)
-                body = self.transport.tasks[name].body
-                answers.append(self.lifecycle.post("/", data=body, content_type="application/json"))
+                task = self.transport.tasks[name]
+                app = self.crm if task.target == "crm-sync" else self.lifecycle
+                answers.append(app.post("/", data=task.body, content_type="application/json"))
         return answers
 
     def count(self, sql: str) -> int:
@@ -86,7 +88,8 @@ def sync_fixture(
         set_deps_for_tests(deps)
         api = registered_app("admin", monkeypatch)
         lifecycle = registered_app("data-lifecycle", monkeypatch)
-        yield Sync(testdb, tmp_path, hubspot, api, deps, clock, lifecycle, transport)
+        crm = registered_app("crm-sync", monkeypatch)
+        yield Sync(testdb, tmp_path, hubspot, api, deps, clock, lifecycle, crm, transport)
         set_deps_for_tests(None)
 
 

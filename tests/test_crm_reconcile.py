@@ -18,7 +18,7 @@ from tests.test_crm_backfill import Sync, sync_fixture  # noqa: F401 (fixture)
 from tests.test_crm_connect import ALPHA
 from tests.test_crm_webhook import backfilled, changes, differences
 
-pytestmark = pytest.mark.covers("fn:data-lifecycle")
+pytestmark = pytest.mark.covers("fn:data-lifecycle", "fn:crm-sync")
 
 
 def schedule(sync: Sync) -> Any:

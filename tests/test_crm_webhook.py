@@ -1,6 +1,7 @@
 """HubSpot's webhook (issue 36, inbound), from outside: the stand-in's world journals its
-changes as HubSpot's v3 events, signed and delivered in batches to the hubspot-webhook
-function loaded from its real ``main.py``; the drain runs in the real data-lifecycle function
+changes as HubSpot's v3 events, signed and delivered in batches to the admin function's
+``/crm/hubspot/webhook``, loaded from its real ``main.py``; the drain runs in the crm-sync
+function, as Cloud Tasks would call it,
 against the real PostgreSQL, reading each record back through the official client.
 
 Alpha holds portal 101, beta portal 202. A batch naming beta's portal lands in beta's events
@@ -20,26 +21,26 @@ from colony.flows.crm import backfill, events
 from colony.runtime.crm_access import HubSpotAccess
 from colony.testing import hubspot_webhooks
 from colony.testing.hubspot_world import HubSpotWorld
-from tests.apps import registered_app
 from tests.test_crm_backfill import DEFAULT_STAGES, Sync, sync_fixture  # noqa: F401 (fixture)
 from tests.test_crm_connect import ALPHA, BETA, connect
 
-pytestmark = pytest.mark.covers("fn:hubspot-webhook", "fn:data-lifecycle")
+pytestmark = pytest.mark.covers("fn:admin", "fn:crm-sync")
 
-URL = "http://localhost/"  # what the test client calls, and so what HubSpot signs
+PATH = "/crm/hubspot/webhook"  # on the admin function
+URL = f"http://localhost{PATH}"  # what the test client calls, and so what HubSpot signs
 STAGES = {("default", s): ours for s, ours in DEFAULT_STAGES}
 
 
 @pytest.fixture
 def hook(sync: Sync, monkeypatch: pytest.MonkeyPatch) -> Any:
-    return registered_app("hubspot-webhook", monkeypatch)
+    return sync.api
 
 
 def deliver(sync: Sync, hook: Any, batch: list[dict[str, Any]], **changes: Any) -> Any:
     secret = changes.get("secret", sync.hubspot.accounts.client_secret)
     stamp = changes.get("stamp", int(sync.clock.now.timestamp() * 1000))
     body, headers = hubspot_webhooks.signed(secret, URL, batch, stamp)
-    return hook.post("/", data=body, headers=headers)
+    return hook.post(PATH, data=body, headers=headers)
 
 
 def backfilled(sync: Sync, org: str = ALPHA, portal: str = "101") -> HubSpotWorld:
@@ -152,17 +153,17 @@ def test_a_bad_signature_or_an_old_timestamp_is_a_recorded_401(sync: Sync, hook:
     body, headers = hubspot_webhooks.signed(
         sync.hubspot.accounts.client_secret, URL, batch, int(sync.clock.now.timestamp() * 1000)
     )
-    tampered = hook.post("/", data=body.replace(b"1003", b"1004"), headers=headers)
-    unsigned = hook.post("/", data=body, headers={"Content-Type": "application/json"})
+    tampered = hook.post(PATH, data=body.replace(b"1003", b"1004"), headers=headers)
+    unsigned = hook.post(PATH, data=body, headers={"Content-Type": "application/json"})
     assert [a.status_code for a in (forged, old, tampered, unsigned)] == [401] * 4
     reasons = sync.rows(
-        "SELECT reason FROM rejected_deliveries WHERE function = 'hubspot-webhook' ORDER BY id"
+        "SELECT reason FROM rejected_deliveries WHERE function = 'admin' ORDER BY id"
     )
     assert [r["reason"] for r in reasons] == [
-        "bad_signature",
-        "stale_timestamp",
-        "bad_signature",
-        "unsigned",
+        "hubspot_bad_signature",
+        "hubspot_stale_timestamp",
+        "hubspot_bad_signature",
+        "hubspot_unsigned",
     ]
     assert sync.count("SELECT count(*) AS n FROM crm_events") == 0
     assert sync.transport.tasks == {}
@@ -173,7 +174,7 @@ def test_a_bad_signature_or_an_old_timestamp_is_a_recorded_401(sync: Sync, hook:
         headers = hubspot_webhooks.sign(
             sync.hubspot.accounts.client_secret, "POST", URL, bad, stamp
         )
-        assert hook.post("/", data=bad, headers=headers).status_code == 400, bad
+        assert hook.post(PATH, data=bad, headers=headers).status_code == 400, bad
 
 
 def test_a_portal_is_routed_only_to_the_org_that_holds_it(sync: Sync, hook: Any) -> None:
@@ -192,9 +193,12 @@ def test_a_portal_is_routed_only_to_the_org_that_holds_it(sync: Sync, hook: Any)
     refused = deliver(sync, hook, list(stranger.journal))
     assert refused.status_code == 403 and refused.get_json()["error"]["code"] == "org_scope"
     (rejection,) = sync.rows(
-        "SELECT reason, claimed_org_id FROM rejected_deliveries WHERE function = 'hubspot-webhook'"
+        "SELECT reason, claimed_org_id FROM rejected_deliveries WHERE function = 'admin'"
     )
-    assert rejection["reason"].startswith("unknown_portal") and rejection["claimed_org_id"] is None
+    assert (
+        rejection["reason"].startswith("hubspot_unknown_portal")
+        and rejection["claimed_org_id"] is None
+    )
     assert sync.count("SELECT count(*) AS n FROM crm_events") == 1
     # after beta disconnects, its portal's events are no longer taken
     off = sync.call("POST", f"/orgs/{BETA}/crm/hubspot/disconnect", sync.token(BETA), {})

@@ -217,6 +217,9 @@ def test_each_bundle_installs_cleanly_and_imports_its_whole_graph(bundles, venvs
 
 
 MODEL_FREE_MB = 60  # a function that calls no model or embedder (issue 12)
+# a model-free function that carries a CRM vendor's SDK (crm-sync: hubspot-api-client is
+# 18.6 MB installed, loaded with its first sync task, never on a webhook delivery)
+CRM_SDK_MB = 80
 ANY_BUNDLE_MB = 160
 
 
@@ -246,11 +249,13 @@ def test_bundles_stay_small_installed(bundles, venvs) -> None:
         "notion-webhook",
         "clerk-webhook",
     } <= model_free
-    too_big = {
-        n: round(mb, 1)
-        for n, mb in sizes.items()
-        if mb > (MODEL_FREE_MB if n in model_free else ANY_BUNDLE_MB)
+    crm_sdk = {
+        b.name for b in bundles if any(r.startswith("hubspot-api-client==") for r in b.requirements)
     }
+    assert crm_sdk == {"crm-sync"}  # the data lifecycle and the webhooks stay without it
+    limit = {n: MODEL_FREE_MB if n in model_free else ANY_BUNDLE_MB for n in sizes}
+    limit |= dict.fromkeys(crm_sdk, CRM_SDK_MB)
+    too_big = {n: round(mb, 1) for n, mb in sizes.items() if mb > limit[n]}
     assert too_big == {}, f"installed MB over the limit: {too_big} (all: {sizes})"
     for bundle in bundles:
         assert not any(
@@ -320,11 +325,6 @@ EVIDENCE: dict[str, tuple[str, tuple[Any, ...]]] = {
     "research": (
         "SELECT count(*) FROM research_sources WHERE outcome = 'ok' AND text_object IS NOT NULL",
         (),
-    ),
-    "hubspot-webhook": (
-        "SELECT count(*) FROM rejected_deliveries WHERE function = %s"
-        " AND reason LIKE 'unknown_portal%%'",
-        ("hubspot-webhook",),
     ),
     "clerk-webhook": (
         "SELECT count(*) FROM processed_events WHERE handler = %s",
@@ -466,7 +466,8 @@ def test_every_bundle_runs_the_demo_scenario_from_its_own_virtualenv(
         applied = http.post(servers.urls["clerk-webhook"], content=renamed, headers=clerk)
         assert applied.status_code == 200, applied.text
         # HubSpot signs a batch for a portal no org connected: verified, refused, recorded
-        hubspot_url = servers.urls["hubspot-webhook"].rstrip("/") + "/"
+        # (the admin bundle serves HubSpot's webhook)
+        hubspot_url = servers.urls["admin"].rstrip("/") + "/crm/hubspot/webhook"
         event = {"eventId": 1, "portalId": 999999, "occurredAt": int(time.time() * 1000)}
         event |= {"subscriptionType": "contact.creation", "objectId": 1001}
         body, signed = hubspot_webhooks.signed(
@@ -474,7 +475,13 @@ def test_every_bundle_runs_the_demo_scenario_from_its_own_virtualenv(
         )
         stranger = http.post(hubspot_url, content=body, headers=signed)
         assert stranger.status_code == 403, stranger.text
-    assert set(EVIDENCE) | {"campaign-resume", "data-lifecycle"} == set(FUNCTIONS)
+        # the crm-sync bundle (HubSpot's SDK) takes a task: the demo org has no HubSpot
+        crm_task = {"task": {"kind": "crm.reconcile", "org_id": org_id}}
+        reconciled = http.post(servers.urls["crm-sync"], json=crm_task)
+        assert reconciled.status_code == 200 and reconciled.json()["status"] == "skipped"
+    # (crm-sync's work needs a HubSpot portal: the task above shows its bundle serving, and
+    # tests/test_crm_*.py run it from its real main.py against the stand-in)
+    assert set(EVIDENCE) | {"campaign-resume", "data-lifecycle", "crm-sync"} == set(FUNCTIONS)
     missing = []
     with db.transaction(org_id) as cur:
         for name, (sql, params) in EVIDENCE.items():

@@ -20,7 +20,6 @@ from colony.deploy import tfvars
 from colony.registry.functions import (
     DEAD_LETTER_TOPIC,
     FUNCTIONS,
-    IMPORT_QUEUE,
     INVOKER_ACCOUNT,
     KC_TIER_QUEUE,
     LIFECYCLE_QUEUE,
@@ -262,9 +261,9 @@ def test_every_secret_exists_and_is_granted_only_to_the_functions_that_read_it()
     assert readers["COLONY_DB_OWNER_PASSWORD"] == set()  # migrations only (the deployer)
     assert readers["COLONY_DELIVERY_WEBHOOK_SECRET"] == {"delivery-events"}
     assert readers["COLONY_CLERK_WEBHOOK_SECRET"] == {"clerk-webhook"}
-    # the HubSpot app's secret: connecting (admin), refreshing during the sync (data
-    # lifecycle) and verifying the webhook's v3 signature (hubspot-webhook)
-    assert readers["COLONY_HUBSPOT_CLIENT_SECRET"] == {"admin", "data-lifecycle", "hubspot-webhook"}
+    # the HubSpot app's secret: connecting (admin), verifying the webhook's v3 signature and
+    # refreshing an org's token during its sync (crm-sync)
+    assert readers["COLONY_HUBSPOT_CLIENT_SECRET"] == {"admin", "crm-sync"}
     assert "COLONY_APPROVAL_TOKEN_KEY" not in spec["functions"]["enrichment"]["secrets"]
     # the model provider keys: only functions that build a model client or an embedder (the
     # internet-facing webhooks and the resume target never do, and start without them)
@@ -278,7 +277,7 @@ def test_every_secret_exists_and_is_granted_only_to_the_functions_that_read_it()
         "data-lifecycle",
         "send",
         "clerk-webhook",
-        "hubspot-webhook",
+        "crm-sync",
     }
     assert readers["COLONY_SMTP_PASSWORD"] == {"send"}  # only the sender logs in to the relay
     assert readers["COLONY_UNSUBSCRIBE_TOKEN_KEY"] == {"send", "delivery-events"}
@@ -338,8 +337,8 @@ def test_notion_tokens_are_reached_by_the_admin_reembed_and_lifecycle_functions_
 
 def test_crm_tokens_are_reached_by_the_admin_and_lifecycle_functions_only() -> None:
     """Each org's CRM tokens (``colony-crm-*``, issue 36): the admin function writes,
-    refreshes and deletes them; the data lifecycle reads and refreshes them for the sync,
-    and deletes them when the org is erased."""
+    refreshes and deletes them; crm-sync reads and refreshes them for the sync; the data
+    lifecycle deletes them when the org is erased."""
     grants = _grants_on('resource.name.startsWith(\\"${local.crm_secret_prefix}\\")')
     member = 'serviceAccount:${google_service_account.function["%s"].email}'
     assert grants == {
@@ -348,9 +347,9 @@ def test_crm_tokens_are_reached_by_the_admin_and_lifecycle_functions_only() -> N
             member % "data-lifecycle",
             "${google_project_iam_custom_role.notion_secret_deleter.id}",
         ),
-        "lifecycle_crm_secret_use": (member % "data-lifecycle", "${each.value}"),
+        "crm_sync_secret_use": (member % "crm-sync", "${each.value}"),
     }
-    use = parsed()["google_project_iam_member"]["lifecycle_crm_secret_use"]
+    use = parsed()["google_project_iam_member"]["crm_sync_secret_use"]
     assert use["for_each"] == (
         '${toset(["roles/secretmanager.secretAccessor", "roles/secretmanager.secretVersionAdder"])}'
     )
@@ -459,8 +458,7 @@ def test_one_scheduler_job_per_registered_schedule_calls_data_lifecycle_with_oid
     # Knowledge Core moves, and the research tasks the research sweep wakes), and to no other
     fanned = {s.queue for s in SCHEDULES.values()} | {LIFECYCLE_QUEUE}
     enqueues = set(generated["functions"]["data-lifecycle"]["enqueues"])
-    # (and the import queue: a HubSpot backfill's continuation, a drain after HubSpot's wait)
-    assert enqueues == fanned | {KC_TIER_QUEUE, RESEARCH_QUEUE, IMPORT_QUEUE}
+    assert enqueues == fanned | {KC_TIER_QUEUE, RESEARCH_QUEUE}
     for queue in fanned:  # and each queue's target is a function that takes the task
         assert FUNCTIONS[QUEUES[queue].target].trigger == "http"
 

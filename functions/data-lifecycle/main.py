@@ -4,10 +4,6 @@ Body: ``{"task": {"kind": ..., ...}}`` (``colony.contracts.lifecycle.LifecycleBo
 - ``erasure`` (``job_id``): run or resume one erasure job; a failed attempt raises, so Cloud
   Tasks retries it, and the retry resumes after the last finished phase;
 - ``import`` (``org_id``, ``job_id``): run an import job, resumed from its checkpoint;
-- ``crm.backfill`` (``org_id``, ``job_id``): run an org's HubSpot backfill for a while from
-  its cursor (it queues its own continuation); ``crm.events``: apply the org's HubSpot
-  webhook events kept by the webhook; ``crm.reconcile``: the org's daily search for what the
-  webhooks missed (``colony.flows.crm``);
 - ``kc.tier`` (``org_id``): move the org's Knowledge Core to its own partition (idempotent);
 - ``schedule`` (``name``): what every Cloud Scheduler job posts: fan the schedule out to the
   orgs it serves, one task each (``colony.flows.tenants.schedules``);
@@ -34,18 +30,10 @@ from colony.runtime.edge import JsonRequest, http_json
 
 if TYPE_CHECKING:
     from colony.adapters.drive import HttpDrive
-    from colony.contracts.lifecycle import (
-        CrmBackfillTask,
-        CrmEventsTask,
-        CrmReconcile,
-        DriveRenewal,
-        ErasureTask,
-    )
-    from colony.runtime.crm_access import HubSpotAccess
+    from colony.contracts.lifecycle import DriveRenewal, ErasureTask
     from colony.runtime.deps import Deps
 
 _drive: HttpDrive | None = None
-_hubspot: HubSpotAccess | None = None
 
 
 @functions_framework.http
@@ -54,9 +42,6 @@ def handle(request: JsonRequest) -> dict[str, Any]:
     # lazy: the task model and OIDC (RSA) load on the first request; each task's flow and
     # clients (Drive and Notion over httpx, IMAP) with the first task of its kind
     from colony.contracts.lifecycle import (
-        CrmBackfillTask,
-        CrmEventsTask,
-        CrmReconcile,
         DomainCheck,
         DriveRenewal,
         ErasureTask,
@@ -100,8 +85,6 @@ def handle(request: JsonRequest) -> dict[str, Any]:
         from colony.flows.outbound import sending_domains
 
         return sending_domains.recheck(d, resolver_from_settings(d.settings), task.org_id)
-    if isinstance(task, CrmBackfillTask | CrmEventsTask | CrmReconcile):
-        return _crm(d, task)
     if isinstance(task, ImportTask):
         from colony.flows.tenants import imports  # lazy: (as above)
 
@@ -115,24 +98,6 @@ def handle(request: JsonRequest) -> dict[str, Any]:
     from colony.flows.tenants import retention  # lazy: (as above)
 
     return {**retention.enforce(d, task.org_id), "kc_tier": kc_tiering.check(d, task.org_id)}
-
-
-def _crm(d: Deps, task: CrmBackfillTask | CrmEventsTask | CrmReconcile) -> dict[str, Any]:
-    """An org's HubSpot sync: the backfill's next pages, the webhook's events applied, or
-    the daily reconciliation."""
-    # lazy: the HubSpot SDK (18.6 MB) loads with the first CRM task, not at cold start
-    from colony.contracts.lifecycle import CrmBackfillTask, CrmEventsTask
-    from colony.flows.crm import backfill, events, reconcile
-    from colony.runtime.crm_access import HubSpotAccess
-
-    global _hubspot
-    if _hubspot is None:
-        _hubspot = HubSpotAccess(d)
-    if isinstance(task, CrmBackfillTask):
-        return backfill.run_job(d, _hubspot, task.org_id, task.job_id)
-    if isinstance(task, CrmEventsTask):
-        return events.drain(d, _hubspot, task.org_id)
-    return reconcile.run(d, _hubspot, task.org_id)
 
 
 def _with_drive(d: Deps, task: ErasureTask | DriveRenewal) -> dict[str, Any]:

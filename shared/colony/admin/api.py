@@ -28,8 +28,10 @@ Routes (JSON; ``Authorization: Bearer <Clerk session JWT>``):
   (``colony.admin.research``);
 - ``GET``/``POST /orgs/{org}/sending-domains``: the org's sending domains, and adding one,
   which checks its SPF, DKIM and DMARC in DNS (``colony.admin.sending_domains``).
-- ``/orgs/{org}/crm/hubspot…``: connect HubSpot through OAuth, its status, disconnect it
-  (``colony.admin.crm``).
+- ``/orgs/{org}/crm/hubspot…``: connect HubSpot through OAuth, its status, disconnect it,
+  the stage mapping and the backfill (``colony.admin.crm``);
+- ``POST /crm/hubspot/webhook``: HubSpot's webhook, authenticated by HubSpot's v3 signature
+  instead of a bearer token (``colony.admin.crm.webhook``).
 
 A replace body with an unknown field, or a rule that cannot work, is a 422 naming it.
 
@@ -133,6 +135,8 @@ _ORG_DATA: dict[str, tuple[Any, Any, type[Any]]] = {
 
 def handle(deps: Deps, request: JsonRequest) -> tuple[dict[str, Any], int] | dict[str, Any]:
     path = request.path
+    if path == crm.WEBHOOK:  # signed by HubSpot, not by a person: no bearer token
+        return crm.webhook(deps, request)
     if match := ORG_ERASURE.match(path):
         _method(request, "POST")
         org = match["org"]

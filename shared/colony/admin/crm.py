@@ -15,7 +15,9 @@ verified token of the path's org carrying the admin role):
   wait in; ``PUT`` (``CrmStageMapping``) edits it and releases the deals it maps
   (``colony.flows.crm.stages``);
 - ``POST /orgs/{org}/crm/hubspot/backfill`` → 202, the backfill job (one at a time; a paused
-  one resumed); ``GET`` → the org's backfill job now or last (``colony.flows.crm.backfill``).
+  one resumed); ``GET`` → the org's backfill job now or last (``colony.flows.crm.backfill``);
+- ``POST /crm/hubspot/webhook`` (no bearer token: HubSpot's v3 signature instead): HubSpot's
+  events, kept for the org that holds their portal (``colony.flows.crm.webhook``).
 
 The flows are ``colony.flows.crm.connections``; the OAuth client (httpx, not the HubSpot
 SDK: ``colony.adapters.hubspot_oauth``) and Secret Manager are built on the first CRM call.
@@ -38,6 +40,7 @@ from colony.runtime.edge.responses import MethodNotAllowed
 
 _ID = r"[A-Za-z0-9_.:-]{1,128}"
 M = TypeVar("M", bound=BaseModel)
+WEBHOOK = "/crm/hubspot/webhook"
 _WHAT = "connect|callback|disconnect|stages|backfill"
 CRM = re.compile(rf"^/orgs/(?P<org>{_ID})/crm/hubspot(?:/(?P<what>{_WHAT}))?$")
 ALLOWED = {None: ("GET",), "stages": ("GET", "PUT"), "backfill": ("GET", "POST")}
@@ -75,6 +78,29 @@ def handle(
         return connections.complete(deps, secrets, auth, org, principal.user_id, body)
     finally:
         auth.close()
+
+
+def webhook(deps: Deps, request: JsonRequest) -> Any:
+    """HubSpot's webhook (``colony.flows.crm.webhook``): v3-signed batches of CRM events."""
+    if request.method != "POST":
+        raise MethodNotAllowed("this method is not allowed here", allow=("POST",))
+    from colony.flows.crm.webhook import receive  # lazy: with the first delivery
+
+    raw = request.raw
+    # HubSpot signs the URL it called: our public URL (Cloud Run terminates TLS, so the
+    # request's own URL says http://), with the path and query as received
+    uri, public = raw.url, deps.settings.function_urls.get("admin")
+    if public:
+        query = raw.query_string.decode("latin-1")
+        uri = public.rstrip("/") + raw.path + (f"?{query}" if query else "")
+    return receive(
+        deps,
+        raw.get_data(cache=True),
+        method=request.method,
+        uri=uri,
+        signature_v3=request.headers.get("X-HubSpot-Signature-v3"),
+        timestamp=request.headers.get("X-HubSpot-Request-Timestamp"),
+    )
 
 
 def _parse(request: JsonRequest, model: type[M]) -> M:

@@ -4,8 +4,6 @@
 - ``RetentionRun``: the task that enforces one org's retention today (the daily schedule's
   share for that org);
 - ``ImportTask``: the Cloud Tasks body that runs (or resumes) one import job;
-- ``CrmBackfillTask``: the same for one org's HubSpot backfill (``colony.flows.crm.backfill``);
-- ``CrmEventsTask``: apply one org's HubSpot webhook events (``colony.flows.crm.events``);
 - ``ScheduleRun``: a Cloud Scheduler job's body (and its next page's task): fan a schedule
   out to the orgs it serves (``colony.flows.tenants.schedules``);
 - ``RepliesPoll``: read the deployment's reply mailbox once;
@@ -58,28 +56,6 @@ class ImportTask(Strict):
     job_id: str = Field(min_length=1, max_length=200)
 
 
-class CrmBackfillTask(Strict):
-    """Run (or resume, from its cursor) one org's HubSpot backfill job for a while."""
-
-    kind: Literal["crm.backfill"] = "crm.backfill"
-    org_id: str = Field(min_length=1, max_length=200)
-    job_id: str = Field(min_length=1, max_length=200)
-
-
-class CrmEventsTask(Strict):
-    """Apply one org's HubSpot webhook events that the webhook kept (``crm_events``)."""
-
-    kind: Literal["crm.events"] = "crm.events"
-    org_id: str = Field(min_length=1, max_length=200)
-
-
-class CrmReconcile(Strict):
-    """One org's share of the ``crm-reconcile`` schedule (``colony.flows.crm.reconcile``)."""
-
-    kind: Literal["crm.reconcile"] = "crm.reconcile"
-    org_id: str = Field(min_length=1, max_length=200)
-
-
 # colony.registry.schedules.SCHEDULES by name (tests/test_schedules.py holds the two equal)
 ScheduleName = Literal[
     "daily-brief",
@@ -126,9 +102,6 @@ LifecycleTask = Annotated[
     | DriveRenewal
     | ResearchSweep
     | ImportTask
-    | CrmBackfillTask
-    | CrmEventsTask
-    | CrmReconcile
     | ScheduleRun
     | RepliesPoll
     | KcTierTask

@@ -17,6 +17,7 @@ from colony.registry.wiring import (
     CAMPAIGN_RESUME_QUEUE,
     CAMPAIGN_TOPIC,
     CONTENT_TOPIC,
+    CRM_QUEUE,
     DAILY_BRIEF_QUEUE,
     ENRICHMENT_TOPIC,
     ERASURE_QUEUE,
@@ -195,7 +196,7 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         purpose=(
             "org admin API: erasure requests and reports, retention periods, org data,"
             " imports, Notion workspace connections, Drive folder watches, company research,"
-            " HubSpot connections"
+            " HubSpot connections, stage mapping and backfills, and HubSpot's webhook"
         ),
         # the Drive channel token signs the token of a folder watch it creates; the HubSpot
         # app's secret exchanges an org's OAuth code (and revokes its token on disconnect)
@@ -214,6 +215,7 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
             IMPORT_QUEUE,
             RESEARCH_QUEUE,
             CAMPAIGN_RESUME_QUEUE,
+            CRM_QUEUE,  # HubSpot's webhook (POST /crm/hubspot/webhook): a drain per org
         ),
         # signs upload URLs under imports/<org>/ (a signed PUT acts as its signer, so it
         # needs object create) and reads an upload's size before queueing it
@@ -223,15 +225,23 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         max_instances=1,
     ),
     Function(
-        name="hubspot-webhook",
+        name="crm-sync",
         trigger="http",
         topic=None,
         agent=None,
-        purpose="HubSpot CRM events (v3-signed) → kept per org, applied by a data-lifecycle task",
+        purpose=(
+            "Cloud Tasks target of an org's HubSpot sync: backfill pages, the webhook's"
+            " events applied (each record read back), the daily reconciliation"
+        ),
+        # the app's secret refreshes an org's token; each org's tokens are read from its
+        # own secret (colony-crm-*, terraform/secrets.tf)
         secrets=(*MODEL_FREE_SECRETS, "COLONY_HUBSPOT_CLIENT_SECRET"),
-        enqueues=(IMPORT_QUEUE,),  # one drain task per org and burst window
-        public=True,  # it verifies HubSpot's v3 signature of every delivery itself
-        concurrency=1,  # it only keeps events and queues a task: one at a time is plenty
+        # a backfill queues its continuation, a drain itself after HubSpot's wait
+        enqueues=(CRM_QUEUE,),
+        timeout_seconds=540,
+        # one sync task at a time (the connection budget, docs/deploy.md): a portal's own
+        # limit, 10 calls a second, is the pace anyway
+        concurrency=1,
         max_instances=1,
     ),
     Function(
@@ -266,8 +276,6 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
             "COLONY_DRIVE_CHANNEL_TOKEN",
             "COLONY_REPLY_MAILBOX_PASSWORD",
             "COLONY_RESEND_API_KEY",
-            # an org's HubSpot token is refreshed with the app's secret during its sync
-            "COLONY_HUBSPOT_CLIENT_SECRET",
         ),
         # every schedule fans out from here to its target's queue (colony.registry.schedules);
         # the daily retention run queues the org's Knowledge Core move if it outgrew the
@@ -280,7 +288,7 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
             KC_TIER_QUEUE,
             RESEARCH_QUEUE,
             CAMPAIGN_RESUME_QUEUE,  # the budget-release schedule's tasks
-            IMPORT_QUEUE,  # a HubSpot backfill's continuation, a drain after HubSpot's wait
+            CRM_QUEUE,  # the crm-reconcile schedule's tasks
         ),
         assets="write",  # deletes transcripts, kits and imports
         timeout_seconds=540,

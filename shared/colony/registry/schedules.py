@@ -19,8 +19,8 @@ from typing import Literal
 from colony.errors import ValidationFailed
 from colony.registry.functions import (
     CAMPAIGN_RESUME_QUEUE,
+    CRM_QUEUE,
     DAILY_BRIEF_QUEUE,
-    IMPORT_QUEUE,
     LIFECYCLE_QUEUE,
     NOTION_REEMBED_QUEUE,
 )
@@ -105,7 +105,7 @@ SCHEDULES: dict[str, Schedule] = {
         Schedule(
             "crm-reconcile",
             "50 4 * * *",
-            IMPORT_QUEUE,
+            CRM_QUEUE,
             "crm",
             "each connected HubSpot searched for what changed since the last sync",
         ),

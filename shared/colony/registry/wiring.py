@@ -56,6 +56,7 @@ DAILY_BRIEF_QUEUE = "colony-daily-brief"
 REDELIVER_QUEUE = "colony-redeliver"
 KC_TIER_QUEUE = "colony-kc-tiering"
 RESEARCH_QUEUE = "colony-research"
+CRM_QUEUE = "colony-crm"
 
 # The one service account whose Google OIDC tokens Pub/Sub push, Cloud Tasks and Cloud
 # Scheduler present to the functions not marked ``public`` (terraform creates it from this id;
@@ -128,6 +129,15 @@ QUEUES: dict[str, Queue] = {
             purpose="prospect and deal import jobs (named by job id)",
             max_attempts=20,
             max_dispatches_per_second=1.0,
+        ),
+        # An org's HubSpot sync (issue 36): a backfill's next pages, the webhook's events
+        # applied, the daily reconciliation. HubSpot's limit, not the queue, sets the pace
+        # (colony.flows.crm.limits); a task that meets it queues itself after the wait.
+        Queue(
+            CRM_QUEUE,
+            target="crm-sync",
+            purpose="an org's HubSpot backfill, webhook events and reconciliation",
+            max_attempts=20,
         ),
         # A scheduled run's share for one org (retention, Drive renewal), the reply mailbox
         # poll, and the run's next page of orgs (colony.flows.tenants.schedules).

@@ -25,13 +25,13 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any, TypeVar
 
-from colony.contracts.lifecycle import CrmBackfillTask, LifecycleBody
+from colony.contracts.crm_tasks import CrmBackfillTask, CrmTaskBody
 from colony.errors import ConnectionPaused, NotFound, ProviderUnavailable, UpstreamError
 from colony.flows.crm.apply import ASSOCIATED, PROPERTIES, Outcome, apply
 from colony.flows.crm.connections import PROVIDER, status
 from colony.flows.deps import FlowDeps
 from colony.ports import CrmClient, CrmObjectType, CrmRecord
-from colony.registry.functions import IMPORT_QUEUE
+from colony.registry.functions import CRM_QUEUE
 from colony.runtime.transport import enqueue
 from colony.store.crm import backfill as jobs
 from colony.store.crm import stages
@@ -101,10 +101,10 @@ def latest(deps: FlowDeps, org_id: str) -> dict[str, Any]:
 
 def _continue(deps: FlowDeps, org_id: str, job_id: str, done: int, delay: float) -> None:
     """Queue the job's next run; named by how far it got, so a retried run queues it once."""
-    task = LifecycleBody(task=CrmBackfillTask(org_id=org_id, job_id=job_id))
+    task = CrmTaskBody(task=CrmBackfillTask(org_id=org_id, job_id=job_id))
     enqueue(
         deps.transport,
-        IMPORT_QUEUE,
+        CRM_QUEUE,
         task,
         task_id=f"crm-backfill-{job_id}-{done}-{int(delay)}",
         delay_seconds=delay,

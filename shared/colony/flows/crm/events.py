@@ -19,14 +19,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from colony.contracts.lifecycle import CrmEventsTask, LifecycleBody
+from colony.contracts.crm_tasks import CrmEventsTask, CrmTaskBody
 from colony.errors import ConnectionPaused, NotFound, ProviderUnavailable
 from colony.flows.crm.apply import ASSOCIATED, PROPERTIES, PROVIDER, SINGULAR, Outcome, apply
 from colony.flows.crm.backfill import DEFAULT_WAIT, CrmAccess
 from colony.flows.deps import FlowDeps
 from colony.ports import CrmClient, CrmObjectType, CrmRecord
 from colony.ports.crm import MAX_BATCH
-from colony.registry.functions import IMPORT_QUEUE
+from colony.registry.functions import CRM_QUEUE
 from colony.runtime.transport import enqueue
 from colony.store.crm import events as inbox
 from colony.store.crm import records, stages
@@ -44,8 +44,8 @@ def schedule_drain(deps: FlowDeps, org_id: str, delay: float = 1.0) -> str:
     window = int(deps.clock().timestamp() + delay) // BURST_SECONDS
     return enqueue(
         deps.transport,
-        IMPORT_QUEUE,
-        LifecycleBody(task=CrmEventsTask(org_id=org_id)),
+        CRM_QUEUE,
+        CrmTaskBody(task=CrmEventsTask(org_id=org_id)),
         task_id=f"crm-events-{org_id}-{window}",
         delay_seconds=delay,
     )

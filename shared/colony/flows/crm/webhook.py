@@ -10,7 +10,8 @@ by a task (``colony.flows.crm.events.drain``).
         ─► one drain task per org and burst window
 
 Refusals: a bad or missing signature, or an old timestamp, is 401 and recorded in
-``rejected_deliveries`` (by reason only: never a body). An event naming a portal no org holds
+``rejected_deliveries`` (function ``admin``, which serves it; reason ``hubspot_<why>``; never
+a body). An event naming a portal no org holds
 is recorded and dropped from the batch (a portal that was disconnected: its org asked us to
 stop); a batch with nothing else is 403 ``org_scope``. Events of a portal go only to the
 org that holds it. A malformed body is 400. Nothing here calls HubSpot: the answer is quick,
@@ -36,7 +37,7 @@ from colony.store import claims
 from colony.store.crm import events as inbox
 from colony.store.rejections import DbRejections
 
-HANDLER = "hubspot-webhook"
+HANDLER = "admin"  # the function that serves it (rejected_deliveries.function)
 WINDOW_MS = 5 * 60 * 1000
 MAX_EVENTS = 100
 ACTIONS = {
@@ -118,7 +119,7 @@ def receive(
     secret = deps.settings.hubspot_client_secret
     refused_why = refusal(secret, method, uri, raw, signature_v3, timestamp, now_ms)
     if refused_why is not None:
-        DbRejections(deps.db).record(HANDLER, None, None, refused_why)
+        DbRejections(deps.db).record(HANDLER, None, None, f"hubspot_{refused_why}")
         raise Unauthorized(REFUSALS[refused_why])
     by_portal = _parse(raw)
     accepted, new, refused = 0, 0, 0
@@ -127,7 +128,7 @@ def receive(
             org = claims.owner(cur, KIND, portal)
         if org is None:
             refused += len(events)
-            reason = f"unknown_portal: HubSpot portal {portal[:20]!r} is held by no org"
+            reason = f"hubspot_unknown_portal: portal {portal[:20]!r} is held by no org"
             DbRejections(deps.db).record(HANDLER, events[0]["event_id"], None, reason)
             continue
         with deps.db.transaction(org) as cur:

@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from colony.contracts.common import Strict
+from colony.contracts.crm_tasks import CrmReconcile, CrmTaskBody
 from colony.contracts.lifecycle import (
-    CrmReconcile,
     DomainCheck,
     DriveRenewal,
     LifecycleBody,
@@ -67,7 +67,7 @@ def _org_task(name: str, org_id: str, slot: datetime) -> Strict:
     if name == "research-sweep":
         return LifecycleBody(task=ResearchSweep(org_id=org_id))
     if name == "crm-reconcile":
-        return LifecycleBody(task=CrmReconcile(org_id=org_id))
+        return CrmTaskBody(task=CrmReconcile(org_id=org_id))
     if name == "domain-check":
         return LifecycleBody(task=DomainCheck(org_id=org_id))
     if name == "budget-release":
