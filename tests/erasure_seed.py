@@ -358,6 +358,25 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
             "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA" + "b" * 300,
             f"colony-dkim-{org}",
         )
+    cur.execute("SELECT to_regclass('sender_mailboxes') IS NOT NULL")
+    if cur.fetchone()[0]:  # migration 0052: a connected Gmail mailbox, a grant flow begun
+        ex(
+            "INSERT INTO sender_mailboxes (org_id, id, address, domain, display_name, kind,"
+            " daily_limit, grant_status, grant_secret, created_by) VALUES (%s, %s, %s, %s,"
+            " 'Ada', 'gmail', 40, 'connected', %s, 'user_1')",
+            org,
+            f"mb-{org}",
+            f"ada@{org.replace('_', '-')}.example",
+            f"{org.replace('_', '-')}.example",
+            f"colony-mailbox-{org}",
+        )
+        ex(
+            "INSERT INTO mailbox_oauth_states (org_id, state_hash, mailbox_id, user_id,"
+            " expires_at) VALUES (%s, %s, %s, 'user_1', now() + interval '10 minutes')",
+            org,
+            "1" * 64,
+            f"mb-{org}",
+        )
     cur.execute("SELECT to_regclass('crm_connections') IS NOT NULL")
     if cur.fetchone()[0]:  # migration 0046: a HubSpot connection, a flow begun, a logged email
         ex(
@@ -387,6 +406,20 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
             org,
             f"{name.split()[0].lower()}@example.com",
             name,
+        )
+    cur.execute("SELECT to_regclass('org_team') IS NOT NULL")
+    if cur.fetchone()[0]:  # migration 0053: owners, the team's settings, round robin's place
+        ex("UPDATE contacts SET owner_id = 'user_1' WHERE org_id = %s", org)
+        ex("UPDATE deals SET owner_id = 'user_1' WHERE org_id = %s", org)
+        ex(
+            "INSERT INTO org_team (org_id, time_zone, backup_user_id) VALUES (%s,"
+            " 'Europe/Berlin', 'user_1')",
+            org,
+        )
+        ex(
+            "INSERT INTO assignment_cursors (org_id, pool, last_user_id) VALUES (%s, 'pool:x',"
+            " 'user_1')",
+            org,
         )
     cur.execute("SELECT to_regclass('crm_links') IS NOT NULL")
     if cur.fetchone()[0]:  # migration 0049: a HubSpot contact linked to the org's contact

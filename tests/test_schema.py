@@ -67,7 +67,11 @@ ENTITY_TABLES = {
     "crm_events",  # issue 36: CRM webhook events, kept until applied (idempotent on event id)
     "crm_rate_usage",  # issue 36: HubSpot's limits per portal across instances (no org)
     "org_members",  # issue 35: an org's people from Clerk, their role and address
+    "org_team",  # issue 35: time zone, brief time, backup, escalation, assignment rules
+    "assignment_cursors",  # issue 35: round robin's place in each pool of people
     "sending_domains",  # issue 39: an org's sending domains, their DKIM keys' names, checks
+    "sender_mailboxes",  # issue 39: the mailboxes an org sends from, limits, ramps, grants
+    "mailbox_oauth_states",  # issue 39: a mailbox's OAuth flow in progress (state hash)
     "llm_usage_daily",  # issue 38: each org's spend per day, agent, campaign and model
     "budget_alerts",  # issue 38: budget alerts, kept until a notification delivers them
     "budget_holds",  # issue 38: campaign work waiting while the budget is spent

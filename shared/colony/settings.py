@@ -21,6 +21,7 @@ from typing import Literal, cast
 from colony import env_values
 from colony.env_values import ResearchWeb
 from colony.errors import ConfigError
+from colony.settings_mailboxes import MailboxApps
 
 DbMode = Literal["embedded", "dsn", "cloudsql"]
 EmbeddingProvider = Literal["offline", "openai", "gemini"]
@@ -137,12 +138,15 @@ class Settings:
     notion_signing_secret: str | None = None  # verifies X-Notion-Signature
     notion_base_url: str | None = None  # None: https://api.notion.com (local: a stand-in)
     clerk_webhook_secret: str | None = None  # ``whsec_...``: verifies Clerk's Svix signatures
+    clerk_secret_key: str | None = None  # ``sk_...``: reads an org's people (Backend API)
+    clerk_api_url: str | None = None  # None: https://api.clerk.com (local: the stand-in)
     # the team's CRM (issue 36): the HubSpot public app an org connects through OAuth
     hubspot_base_url: str | None = None  # None: https://api.hubapi.com (local: a stand-in)
     hubspot_auth_url: str | None = None  # None: https://app.hubspot.com/oauth/authorize
     hubspot_client_id: str | None = None  # the app's; None: HubSpot cannot be connected
     hubspot_client_secret: str | None = None
     hubspot_redirect_uri: str | None = None  # where HubSpot sends the person back (our page)
+    mailbox_apps: MailboxApps = field(default_factory=MailboxApps)  # issue 39: Gmail, Graph
     recording_parallelism: int = 8  # AGT-006 pass-1 chunks in flight at once
     # The deployed function this process serves (K_SERVICE, which Cloud Run sets on a gen2
     # function, and on a function's own service, to its name); None locally. Sizes the
@@ -325,11 +329,14 @@ class Settings:
             notion_signing_secret=get("COLONY_NOTION_SIGNING_SECRET"),
             notion_base_url=get("COLONY_NOTION_BASE_URL"),
             clerk_webhook_secret=get("COLONY_CLERK_WEBHOOK_SECRET"),
+            clerk_secret_key=get("COLONY_CLERK_SECRET_KEY"),
+            clerk_api_url=get("COLONY_CLERK_API_URL"),
             hubspot_base_url=get("COLONY_HUBSPOT_BASE_URL"),
             hubspot_auth_url=get("COLONY_HUBSPOT_AUTH_URL"),
             hubspot_client_id=get("COLONY_HUBSPOT_CLIENT_ID"),
             hubspot_client_secret=get("COLONY_HUBSPOT_CLIENT_SECRET"),
             hubspot_redirect_uri=get("COLONY_HUBSPOT_REDIRECT_URI"),
+            mailbox_apps=MailboxApps.from_env(get),
             recording_parallelism=bounded_int("COLONY_RECORDING_PARALLELISM", 8, 1, 32),
             function_name=get("K_SERVICE"),
             assets_bucket=get("COLONY_ASSETS_BUCKET") or "colony-assets",
@@ -374,6 +381,7 @@ class Settings:
         hidden |= {"langfuse_secret_key", "approval_token_key", "delivery_webhook_secret"}
         hidden |= {"drive_channel_token", "notion_signing_secret"}
         hidden |= {"smtp_password", "unsubscribe_token_key", "clerk_webhook_secret"}
+        hidden |= {"clerk_secret_key"}
         hidden |= {"resend_api_key", "reply_mailbox_password", "hubspot_client_secret"}
         # sentry_dsn is hidden by its *dsn suffix
         parts = []

@@ -28,10 +28,15 @@ Routes (JSON; ``Authorization: Bearer <Clerk session JWT>``):
   (``colony.admin.research``);
 - ``GET``/``POST /orgs/{org}/sending-domains``: the org's sending domains, and adding one,
   which checks its SPF, DKIM and DMARC in DNS (``colony.admin.sending_domains``).
+- ``/orgs/{org}/mailboxes…``: the org's sender mailboxes, their limits and warm-up, and
+  connecting a Google Workspace or Microsoft 365 mailbox (``colony.admin.mailboxes``).
 - ``/orgs/{org}/crm/hubspot…``: connect HubSpot through OAuth, its status, disconnect it,
   the stage mapping and the backfill (``colony.admin.crm``);
 - ``POST /crm/hubspot/webhook``: HubSpot's webhook, authenticated by HubSpot's v3 signature
   instead of a bearer token (``colony.admin.crm.webhook``).
+- ``/orgs/{org}/team``, ``/members…``, ``/owners…``: the team's settings (time zone, brief
+  time, backup, escalation, assignment rules), its people (and a resync from Clerk), and
+  who owns which prospect or deal (``colony.admin.team``).
 
 A replace body with an unknown field, or a rule that cannot work, is a 422 naming it.
 
@@ -49,7 +54,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from colony.admin import crm, imports, research, sending_domains
+from colony.admin import crm, imports, mailboxes, research, sending_domains, team
 from colony.contracts.admin import (
     DriveWatch,
     IcpReplace,
@@ -202,10 +207,18 @@ def handle(deps: Deps, request: JsonRequest) -> tuple[dict[str, Any], int] | dic
         org = match["org"]
         principal = _admin_of(deps, request, org)
         return sending_domains.handle(deps, request, principal, org)
+    if match := mailboxes.MAILBOXES.match(path):
+        org = match["org"]
+        principal = _admin_of(deps, request, org)
+        return mailboxes.handle(deps, request, principal, org, match["id"], match["what"])
     if match := crm.CRM.match(path):
         org = match["org"]
         principal = _admin_of(deps, request, org)
         return crm.handle(deps, request, principal, org, match["what"])
+    if match := team.TEAM.match(path):
+        org = match["org"]
+        principal = _admin_of(deps, request, org)
+        return team.handle(deps, request, principal, org, match["what"])
     if match := imports.IMPORTS.match(path):
         org = match["org"]
         principal = _admin_of(deps, request, org)

@@ -16,10 +16,12 @@
                                     drafted → approved → sent → replied
     GET  /campaigns/events          SSE: ``funnels`` (the same) on connect and again whenever
                                     a count changes (the hub's ``colony_campaigns``)
-    GET  /approvals[?kind=&campaign=&limit=]
+    GET  /approvals[?kind=&campaign=&limit=&mine=1]
                                     pending approval items as detailed cards, newest first
                                     (``pending_cards``; at most 500; a deployment kit's link
-                                    is signed afresh), with counts per kind and campaign
+                                    is signed afresh), with counts per kind and campaign,
+                                    each card saying whose queue it is in (``mine=1``: only
+                                    the signed-in person's, and ``pending_mine`` counted)
     POST /approvals                 {"item_id", "action", "reason"?, "edited"?, "proposal"?}
                                     → the approval flow, as the page's signed-in person
                                     (channel ``ui``, or ``chat-confirmed`` confirming a
@@ -35,6 +37,12 @@
     GET  /usage[?month=YYYY-MM]     what the org spent on model calls in a month (UTC): in all,
                                     by agent, campaign and day, unpriced calls, and for the
                                     current month the budget's standing (the page's banner)
+    GET|POST|PUT|DELETE /kc…        the Knowledge Core editor (``colony.chat.kc_routes``)
+    GET  /prospects[/<id>], /deals[/<id>], /calls[/<id>]
+                                    prospects, deals and calls as records
+                                    (``colony.chat.records_routes``)
+    GET  /overview/kc.js, /overview/records.js
+                                    the page's Knowledge and Prospects views (static)
     GET  /explain/<output id>       the model calls behind an approval item, a chat turn or
                                     a brief, and what their context was built from (the
                                     card's "Why?" panel; ``colony explain`` prints the same)
@@ -86,7 +94,13 @@ HEARTBEAT_SECONDS = 15.0
 APPROVALS_SHOWN = 50
 APPROVALS_MAX = 500
 PAGE = Path(__file__).with_name("overview.html")
-VIEWS = Path(__file__).with_name("views.js")
+# The page's scripts, served from the same origin (the CSP's script-src 'self').
+SCRIPTS = {
+    "/overview/views.js": Path(__file__).with_name("views.js"),
+    "/overview/kc.js": Path(__file__).with_name("kc.js"),
+    "/overview/records.js": Path(__file__).with_name("records.js"),
+}
+_RECORDS = ("/prospects", "/deals", "/calls")
 _SESSION = re.compile(r"^/sessions/([A-Za-z0-9_.:-]{1,200})(/events)?$")
 _EXPLAIN = re.compile(r"^/explain/([A-Za-z0-9_.:-]{1,200})$")
 _STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -98,9 +112,9 @@ def handle(deps: FlowDeps, request: JsonRequest) -> Any:
     if path == "/overview":
         _allow(method, "GET")
         return _page(deps.settings.clerk_frontend_api)
-    if path == "/overview/views.js":
+    if path in SCRIPTS:
         _allow(method, "GET")
-        return _script()
+        return _script(SCRIPTS[path])
     who = verify_bearer(request.authorization, deps.settings)
     if path == "/turns":
         _allow(method, "POST")
@@ -138,6 +152,17 @@ def handle(deps: FlowDeps, request: JsonRequest) -> Any:
     if path == "/usage":
         _allow(method, "GET")
         return usage_report(deps, who.org_id, request.args.get("month"))
+    if path == "/kc" or path.startswith("/kc/"):
+        # lazy: the editor loads the Knowledge Core's store on its first request, not with
+        # the page (issue 32 item 4)
+        from colony.chat import kc_routes
+
+        return kc_routes.handle(deps, who, request)
+    if path in _RECORDS or path.startswith(tuple(f"{r}/" for r in _RECORDS)):
+        # lazy: the records' flows load on their first request, not with the page
+        from colony.chat import records_routes
+
+        return records_routes.handle(deps, who, request)
     why = _EXPLAIN.match(path)
     if why:
         _allow(method, "GET")
@@ -173,8 +198,8 @@ def _page(clerk: str | None) -> flask.Response:
     return response
 
 
-def _script() -> flask.Response:
-    response = flask.Response(VIEWS.read_bytes(), mimetype="text/javascript")
+def _script(source: Path) -> flask.Response:
+    response = flask.Response(source.read_bytes(), mimetype="text/javascript")
     response.headers["X-Content-Type-Options"] = "nosniff"
     response.headers["Cache-Control"] = "no-store"  # as the page: both change together
     return response
@@ -275,8 +300,18 @@ def _approvals(deps: FlowDeps, org_id: str, user_id: str, request: JsonRequest) 
         raw = request.args.get("limit") or str(APPROVALS_SHOWN)
         if not raw.isdigit() or not 1 <= int(raw) <= APPROVALS_MAX:
             raise ValidationFailed(f"limit must be an integer in 1..{APPROVALS_MAX}")
+        mine = request.args.get("mine") or "0"
+        if mine not in ("0", "1"):
+            raise ValidationFailed("mine must be 0 or 1")
         return pending_cards(
-            deps, org_id, kind=kind, campaign_id=campaign, limit=int(raw), detail=True
+            deps,
+            org_id,
+            kind=kind,
+            campaign_id=campaign,
+            limit=int(raw),
+            detail=True,
+            viewer=user_id,
+            mine=mine == "1",
         )
     # lazy: deciding (each kind's edit rules and the contracts they check) loads with the
     # first decision; the page, its queue and the audit log load without it (issue 32 item 4)

@@ -11,9 +11,11 @@ from what it replaces. One module per capability:
 - ``storage``: ``BlobStore`` (the assets bucket) and ``SecretStore`` (per-org credentials);
 - ``sources``: Drive and Notion, as the knowledge webhooks read them;
 - ``mail``: ``Sender``, ``ReceivedMail``, ``Mailbox``, and ``DkimKey`` (what signs a message);
+- ``mailboxes``: ``MailboxApi`` (an org's own Gmail or Microsoft 365 mailbox, its OAuth grant);
 - ``dns``: ``DnsResolver`` (a sending domain's TXT records);
 - ``crm``: ``CrmClient`` (the team's CRM: HubSpot first), ``CrmAuthorizer`` (its OAuth)
   and ``WriteLedger`` (what was written under an idempotency key);
+- ``people``: ``ClerkDirectory`` (an org's memberships as Clerk lists them);
 - ``clock``: ``Clock``;
 - ``web``: ``WebFetcher`` (the open web, politely and safely) and its ``FetchResult``;
 - ``render``: ``PageRenderer`` (a fetched page shown by a browser kept off the network).
@@ -60,6 +62,7 @@ if TYPE_CHECKING:  # the real names, for type checkers
         ReceivedMail,
         Sender,
     )
+    from colony.ports.mailboxes import MailboxApi, MailboxApis, MailboxTokens, SentRef
     from colony.ports.messaging import (
         MAX_REJECTION_ID,
         MAX_REJECTION_REASON,
@@ -79,6 +82,7 @@ if TYPE_CHECKING:  # the real names, for type checkers
         ToolCall,
         Usage,
     )
+    from colony.ports.people import ClerkDirectory
     from colony.ports.render import PageRenderer, Rendered, RenderOutcome, SubRequest
     from colony.ports.sources import (
         DatabasePage,
@@ -133,6 +137,10 @@ _HOMES = {
     "MailRejected": "colony.ports.mail",
     "ReceivedMail": "colony.ports.mail",
     "Sender": "colony.ports.mail",
+    "MailboxApi": "colony.ports.mailboxes",
+    "MailboxApis": "colony.ports.mailboxes",
+    "MailboxTokens": "colony.ports.mailboxes",
+    "SentRef": "colony.ports.mailboxes",
     "MAX_REJECTION_ID": "colony.ports.messaging",
     "MAX_REJECTION_REASON": "colony.ports.messaging",
     "Rejection": "colony.ports.messaging",
@@ -148,6 +156,7 @@ _HOMES = {
     "TextSink": "colony.ports.models",
     "ToolCall": "colony.ports.models",
     "Usage": "colony.ports.models",
+    "ClerkDirectory": "colony.ports.people",
     "PageRenderer": "colony.ports.render",
     "Rendered": "colony.ports.render",
     "RenderOutcome": "colony.ports.render",
@@ -183,6 +192,7 @@ __all__ = [
     "BlobStore",
     "CallContext",
     "ChatModel",
+    "ClerkDirectory",
     "Clock",
     "Counter",
     "CrmAccount",
@@ -212,6 +222,9 @@ __all__ = [
     "Mail",
     "MailRejected",
     "Mailbox",
+    "MailboxApi",
+    "MailboxApis",
+    "MailboxTokens",
     "Message",
     "ModelRequest",
     "ModelResponse",
@@ -235,6 +248,7 @@ __all__ = [
     "SearchQuery",
     "SecretStore",
     "Sender",
+    "SentRef",
     "Stage",
     "SubRequest",
     "TextSink",

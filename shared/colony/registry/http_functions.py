@@ -9,6 +9,7 @@ from colony.registry.function_spec import Function
 from colony.registry.secrets import (
     EMBEDDING_SECRETS,
     JWT_SECRETS,
+    MAILBOX_APP_SECRETS,
     MODEL_FREE_SECRETS,
     RUNTIME_SECRETS,
     TRACING_SECRETS,
@@ -83,14 +84,20 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         trigger="http",
         topic=None,
         agent=None,
-        purpose="Cloud Tasks target: send one approved message (SMTP relay or Resend)",
+        purpose=(
+            "Cloud Tasks target: send one approved message (SMTP relay or Resend, or the"
+            " org's own Gmail / Microsoft 365 mailbox)"
+        ),
+        # the mailbox apps' secrets refresh an org's mailbox grant before it sends
         secrets=(
             *MODEL_FREE_SECRETS,
             "COLONY_SMTP_PASSWORD",
             "COLONY_RESEND_API_KEY",
             "COLONY_UNSUBSCRIBE_TOKEN_KEY",
+            *MAILBOX_APP_SECRETS,
         ),
-        enqueues=(SEQUENCE_QUEUE,),  # a sent step schedules the sequence's next one
+        # a sent step schedules the sequence's next one; a deferred message its own retry
+        enqueues=(SEQUENCE_QUEUE, SEND_QUEUE),
         concurrency=4,
         max_instances=1,
     ),
@@ -196,25 +203,32 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         purpose=(
             "org admin API: erasure requests and reports, retention periods, org data,"
             " imports, Notion workspace connections, Drive folder watches, company research,"
-            " HubSpot connections, stage mapping and backfills, and HubSpot's webhook"
+            " HubSpot connections, stage mapping, backfills and HubSpot's webhook, sender"
+            " mailboxes and their grants, the team (owners, backup, time zone, people from"
+            " Clerk)"
         ),
         # the Drive channel token signs the token of a folder watch it creates; the HubSpot
-        # app's secret exchanges an org's OAuth code (and revokes its token on disconnect)
+        # app's secret exchanges an org's OAuth code (and revokes its token on disconnect);
+        # Clerk's secret key reads an org's people when an admin resyncs them
         secrets=(
             *MODEL_FREE_SECRETS,
             *JWT_SECRETS,
             "COLONY_DRIVE_CHANNEL_TOKEN",
             "COLONY_HUBSPOT_CLIENT_SECRET",
+            *MAILBOX_APP_SECRETS,  # a mailbox's OAuth code exchanged, its grant given back
+            "COLONY_CLERK_SECRET_KEY",
         ),
         # a connected workspace's backfill starts on the re-embed queue; its token is
         # written to its own secret (colony-notion-*, terraform/secrets.tf)
-        # a budget raised past what was spent queues the release of the campaign work it held
+        # a budget raised past what was spent queues the release of the campaign work it held;
+        # a mailbox connected again (or resumed) hands what waited for it to the send queue
         enqueues=(
             ERASURE_QUEUE,
             NOTION_REEMBED_QUEUE,
             IMPORT_QUEUE,
             RESEARCH_QUEUE,
             CAMPAIGN_RESUME_QUEUE,
+            SEND_QUEUE,
             CRM_QUEUE,  # HubSpot's webhook (POST /crm/hubspot/webhook): a drain per org
         ),
         # signs upload URLs under imports/<org>/ (a signed PUT acts as its signer, so it
@@ -249,7 +263,7 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         trigger="http",
         topic=None,
         agent=None,
-        purpose="Clerk organization events → org rows and defaults, or org erasure",
+        purpose="Clerk organization and membership events → orgs, their people, or erasure",
         secrets=(*MODEL_FREE_SECRETS, "COLONY_CLERK_WEBHOOK_SECRET"),
         enqueues=(ERASURE_QUEUE,),  # organization.deleted opens the org's erasure job
         public=True,  # it verifies Svix's signature of every delivery itself

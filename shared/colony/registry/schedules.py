@@ -28,9 +28,20 @@ from colony.registry.functions import (
 # Which orgs a schedule serves: every live org, those with a connected Notion workspace,
 # those with an active Drive channel, those with a sending domain that passed its DNS check
 # once, those with a stalled research pass, those with campaign work held by a spent budget,
-# those with a connected CRM (HubSpot), or none (one task for the deployment).
+# those whose daily brief is due in their own time zone, those with an approval item undecided
+# past their escalation window, those with a connected CRM (HubSpot), or none (one task for
+# the deployment).
 Serves = Literal[
-    "orgs", "notion", "drive", "sending_domains", "research", "held", "crm", "deployment"
+    "orgs",
+    "notion",
+    "drive",
+    "sending_domains",
+    "research",
+    "held",
+    "brief_due",
+    "escalation",
+    "crm",
+    "deployment",
 ]
 
 
@@ -47,7 +58,23 @@ class Schedule:
 SCHEDULES: dict[str, Schedule] = {
     s.name: s
     for s in (
-        Schedule("daily-brief", "0 6 * * *", DAILY_BRIEF_QUEUE, "orgs", "AGT-010's daily brief"),
+        # every hour, the orgs whose local brief time has passed and whose brief for their
+        # local day is not written (issue 35: the brief is the team's morning, not UTC's)
+        Schedule(
+            "daily-brief",
+            "0 * * * *",
+            DAILY_BRIEF_QUEUE,
+            "brief_due",
+            "AGT-010's daily brief, at each org's local brief time",
+        ),
+        # an item left undecided past the org's window goes to its named backup
+        Schedule(
+            "approval-escalation",
+            "*/15 * * * *",
+            LIFECYCLE_QUEUE,
+            "escalation",
+            "approval items undecided past the org's window escalated to its backup",
+        ),
         Schedule(
             "retention",
             "30 3 * * *",

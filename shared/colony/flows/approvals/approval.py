@@ -176,7 +176,7 @@ def _decide(
             approval_item_id=item_id,
             item_kind=kind,
             reason=reason,
-            detail={"diff": diff} if diff else None,
+            detail=_detail(diff, item),
             link_nonce=actor.link_nonce,
         )
         audit.append(cur, org_id, entry)
@@ -231,3 +231,12 @@ def _apply(
     apply = deps.applier(kind)
     if apply is not None:
         apply(deps, cur, org_id, item_id, payload)
+
+
+def _detail(diff: Mapping[str, Any], item: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What the decision's audit entry keeps beside it: the edit's diff, and whose queue the
+    item was in (issue 35: anyone with the role may take it; the record says whose it was)."""
+    detail: dict[str, Any] = {"diff": dict(diff)} if diff else {}
+    if item.get("assignee") or item.get("assignee_role"):
+        detail["queue"] = {"assignee": item.get("assignee"), "role": item.get("assignee_role")}
+    return detail or None

@@ -18,7 +18,9 @@ from typing import Any, Literal
 
 from colony.store.db import Row, fetch_all, fetch_value
 
-Event = Literal["decision", "effect", "refusal"]
+# 'assignment': a change of owner or queue (a reassignment, a leaver's hand-over, an
+# escalation; issue 35, migration 0053).
+Event = Literal["decision", "effect", "refusal", "assignment"]
 Channel = Literal["ui", "link", "chat-confirmed", "system", "sequence", "admin"]
 
 APPEND = """

@@ -6,7 +6,8 @@ org's rows without filtering on org themselves. ``daily_briefs`` is unique on (o
 ``store`` keeps the first brief of a day and reports whether it was this one.
 
 What each number means is the brief's own rule (``colony.flows.insights.brief``); the windows passed
-in are [start, end) in UTC.
+in are [start, end) between two instants: the org's local-day boundaries (its local midnights,
+``colony.policy.local_day``), so a day is 23 or 25 hours across a daylight-saving change.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
--- Migration 0051 (issue 36, the inbound half): HubSpot's records kept in step with ours. Never
+-- Migration 0054 (issue 36, the inbound half): HubSpot's records kept in step with ours. Never
 -- edit once shipped: append a new migration.
 --
 -- crm_stage_map: an org's editable mapping from a CRM pipeline and stage to our deal stage.
@@ -90,13 +90,14 @@ CREATE POLICY org_isolation ON crm_events
     USING (org_id = current_setting('app.org_id', true))
     WITH CHECK (org_id = current_setting('app.org_id', true));
 -- The daily reconciliation's audience ('crm': orgs with a connected HubSpot), added to the
--- schedules' fan-out. Every audience of 0048's definition is kept as it was.
+-- schedules' fan-out. Every audience of the latest definition (0053_ownership's) is kept as
+-- it was.
 CREATE OR REPLACE FUNCTION colony_scheduled_orgs(serves text, after text, page integer)
 RETURNS SETOF text
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = public, pg_catalog AS $$
 BEGIN
     IF serves NOT IN ('orgs', 'notion', 'drive', 'research', 'sending_domains', 'held',
-                      'crm') THEN
+                      'escalation', 'crm') THEN
         RAISE EXCEPTION 'unknown schedule audience %', serves USING ERRCODE = '22023';
     END IF;
     RETURN QUERY
@@ -117,6 +118,14 @@ BEGIN
                    WHERE d.org_id = o.id AND d.status IN ('verified', 'paused')))
                OR (serves = 'held' AND EXISTS (SELECT 1 FROM budget_holds h
                    WHERE h.org_id = o.id AND h.released_at IS NULL))
+               OR (serves = 'escalation' AND EXISTS (SELECT 1 FROM org_team t
+                   JOIN approval_items a ON a.org_id = t.org_id AND a.status = 'pending'
+                   JOIN org_members m ON m.org_id = t.org_id AND m.user_id = t.backup_user_id
+                        AND m.status = 'active'
+                   WHERE t.org_id = o.id AND t.escalate_after_hours IS NOT NULL
+                     AND a.escalated_at IS NULL
+                     AND a.assignee IS DISTINCT FROM t.backup_user_id
+                     AND a.routed_at < now() - make_interval(hours => t.escalate_after_hours)))
                OR (serves = 'crm' AND EXISTS (SELECT 1 FROM crm_connections c
                    WHERE c.org_id = o.id AND c.status = 'connected')))
         ORDER BY o.id
