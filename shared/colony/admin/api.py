@@ -37,6 +37,8 @@ Routes (JSON; ``Authorization: Bearer <Clerk session JWT>``):
 - ``/orgs/{org}/team``, ``/members…``, ``/owners…``: the team's settings (time zone, brief
   time, backup, escalation, assignment rules), its people (and a resync from Clerk), and
   who owns which prospect or deal (``colony.admin.team``).
+- ``PUT /orgs/{org}/notifications/slack|brief``: the org's Slack workspace and bot token, the
+  brief's local time (``colony.admin.notifications``).
 
 A replace body with an unknown field, or a rule that cannot work, is a 422 naming it.
 
@@ -54,7 +56,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from colony.admin import crm, imports, mailboxes, research, sending_domains, team
+from colony.admin import crm, imports, mailboxes, notifications, research, sending_domains, team
 from colony.contracts.admin import (
     DriveWatch,
     IcpReplace,
@@ -219,6 +221,10 @@ def handle(deps: Deps, request: JsonRequest) -> tuple[dict[str, Any], int] | dic
         org = match["org"]
         principal = _admin_of(deps, request, org)
         return team.handle(deps, request, principal, org, match["what"])
+    if match := notifications.NOTIFICATIONS.match(path):
+        principal = _admin_of(deps, request, match["org"])
+        what = match["what"]
+        return notifications.handle(deps, request, match["org"], what, principal.user_id)
     if match := imports.IMPORTS.match(path):
         org = match["org"]
         principal = _admin_of(deps, request, org)

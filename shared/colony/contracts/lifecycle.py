@@ -67,6 +67,7 @@ ScheduleName = Literal[
     "replies-poll",
     "research-sweep",
     "approval-escalation",
+    "notify",
     "crm-reconcile",
 ]
 

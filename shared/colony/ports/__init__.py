@@ -12,6 +12,7 @@ from what it replaces. One module per capability:
 - ``sources``: Drive and Notion, as the knowledge webhooks read them;
 - ``mail``: ``Sender``, ``ReceivedMail``, ``Mailbox``, and ``DkimKey`` (what signs a message);
 - ``mailboxes``: ``MailboxApi`` (an org's own Gmail or Microsoft 365 mailbox, its OAuth grant);
+- ``slack``: ``Slack`` (a message posted for a person: the org's bot or their webhook);
 - ``dns``: ``DnsResolver`` (a sending domain's TXT records);
 - ``crm``: ``CrmClient`` (the team's CRM: HubSpot first), ``CrmAuthorizer`` (its OAuth)
   and ``WriteLedger`` (what was written under an idempotency key);
@@ -84,6 +85,13 @@ if TYPE_CHECKING:  # the real names, for type checkers
     )
     from colony.ports.people import ClerkDirectory
     from colony.ports.render import PageRenderer, Rendered, RenderOutcome, SubRequest
+    from colony.ports.slack import (
+        Slack,
+        SlackMessage,
+        SlackRefused,
+        SlackRetryLater,
+        SlackTokenRevoked,
+    )
     from colony.ports.sources import (
         DatabasePage,
         DriveChannels,
@@ -181,6 +189,11 @@ _HOMES = {
     "TraceArchive": "colony.ports.traces",
     "Tracer": "colony.ports.traces",
     "org_tag": "colony.ports.traces",
+    "Slack": "colony.ports.slack",
+    "SlackMessage": "colony.ports.slack",
+    "SlackRefused": "colony.ports.slack",
+    "SlackRetryLater": "colony.ports.slack",
+    "SlackTokenRevoked": "colony.ports.slack",
     "FetchOutcome": "colony.ports.web",
     "FetchResult": "colony.ports.web",
     "WebFetcher": "colony.ports.web",
@@ -249,6 +262,11 @@ __all__ = [
     "SecretStore",
     "Sender",
     "SentRef",
+    "Slack",
+    "SlackMessage",
+    "SlackRefused",
+    "SlackRetryLater",
+    "SlackTokenRevoked",
     "Stage",
     "SubRequest",
     "TextSink",

@@ -107,7 +107,8 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         topic=None,
         agent="AGT-001",
         purpose="GTM orchestrator chat (SSE) and /overview",
-        secrets=(*RUNTIME_SECRETS, *JWT_SECRETS),
+        # the Slack app's signing secret: its Approve / Reject clicks arrive here
+        secrets=(*RUNTIME_SECRETS, *JWT_SECRETS, "COLONY_SLACK_SIGNING_SECRET"),
         # it decides approval items too, so it publishes and enqueues what their appliers do
         publishes=(CAMPAIGN_TOPIC, CONTENT_TOPIC, ONBOARDING_TOPIC),
         enqueues=(SEND_QUEUE, RESEARCH_QUEUE),
@@ -302,6 +303,7 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
             KC_TIER_QUEUE,
             RESEARCH_QUEUE,
             CAMPAIGN_RESUME_QUEUE,  # the budget-release schedule's tasks
+            SEND_QUEUE,  # the notify schedule's tasks (the send function runs them)
             CRM_QUEUE,  # the crm-reconcile schedule's tasks
         ),
         assets="write",  # deletes transcripts, kits and imports

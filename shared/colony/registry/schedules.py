@@ -23,14 +23,15 @@ from colony.registry.functions import (
     DAILY_BRIEF_QUEUE,
     LIFECYCLE_QUEUE,
     NOTION_REEMBED_QUEUE,
+    SEND_QUEUE,
 )
 
 # Which orgs a schedule serves: every live org, those with a connected Notion workspace,
 # those with an active Drive channel, those with a sending domain that passed its DNS check
 # once, those with a stalled research pass, those with campaign work held by a spent budget,
 # those whose daily brief is due in their own time zone, those with an approval item undecided
-# past their escalation window, those with a connected CRM (HubSpot), or none (one task for
-# the deployment).
+# past their escalation window, those with a notification to fan out or send or a brief to
+# deliver, those with a connected CRM (HubSpot), or none (one task for the deployment).
 Serves = Literal[
     "orgs",
     "notion",
@@ -40,6 +41,7 @@ Serves = Literal[
     "held",
     "brief_due",
     "escalation",
+    "notify",
     "crm",
     "deployment",
 ]
@@ -125,6 +127,16 @@ SCHEDULES: dict[str, Schedule] = {
             CAMPAIGN_RESUME_QUEUE,
             "held",
             "campaign work held by a spent budget resumed once the budget allows it",
+        ),
+        # each minute, the orgs with an event to tell, a notification due or a brief whose
+        # local time has come (migration 0054's audience): the median event waits about
+        # half a minute (colony.flows.notifications; bench/notify.py measures it)
+        Schedule(
+            "notify",
+            "* * * * *",
+            SEND_QUEUE,
+            "notify",
+            "notifications fanned out and sent, and the brief at each org's local time",
         ),
         # HubSpot's webhooks are at-least-once but not always: what they missed (a delivery
         # HubSpot gave up on, events kept while the connection was paused) is found by

@@ -34,6 +34,7 @@ SECRETS: dict[str, str] = {
     # the OAuth apps an org's own mailboxes are connected through (issue 39 item 2)
     "COLONY_GOOGLE_MAIL_CLIENT_SECRET": "colony-google-mail-client-secret",
     "COLONY_MICROSOFT_MAIL_CLIENT_SECRET": "colony-microsoft-mail-client-secret",
+    "COLONY_SLACK_SIGNING_SECRET": "colony-slack-signing-secret",
 }
 MAILBOX_APP_SECRETS: tuple[str, ...] = (
     "COLONY_GOOGLE_MAIL_CLIENT_SECRET",

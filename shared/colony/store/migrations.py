@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from colony.errors import ConfigError
-from colony.store.org_tables import ORG_SCOPED_TABLES, RLS_0003
+from colony.store.org_tables import NOTIFICATIONS_0054, ORG_SCOPED_TABLES, RLS_0003
 
 __all__ = ["ORG_SCOPED_TABLES", "Migration", "migrations"]
 
@@ -356,6 +356,14 @@ def migrations(dim: int) -> list[Migration]:
             "0053_ownership",
             _sql("0053_ownership") + _rls("org_team") + _rls("assignment_cursors"),
         ),
+        # Issue 35 item 3: notifications where people are: each person's choice per kind,
+        # their Slack identity, the org's brief time and Slack workspace, the events the
+        # flows' own tables record (triggers), the notifications sent once each, and the
+        # ``notify`` schedule's audience (0048's lister, every audience kept).
+        Migration(
+            "0054_notifications",
+            _sql("0054_notifications") + "".join(_rls(t) for t in NOTIFICATIONS_0054),
+        ),
         # Issue 36 inbound: stage mapping, backfill jobs, webhook events, limits (see its file).
-        Migration("0054_crm_sync", _sql("0054_crm_sync")),  # its RLS is in its file
+        Migration("0055_crm_sync", _sql("0055_crm_sync")),  # its RLS is in its file
     ]

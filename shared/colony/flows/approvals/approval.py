@@ -45,7 +45,9 @@ from colony.store.campaigns import campaigns, signals
 Action = Literal["approve", "reject", "edit"]
 # "sequence": a later step of a sequence, approved by the person whose approval of step 1
 # covers the sequence (an org setting; only ``colony.flows.campaigns.message_generator`` uses it).
-Channel = Literal["ui", "link", "chat-confirmed", "sequence"]
+# "slack": a person's click on an item's Slack message, verified as Slack's and mapped to the
+# member who set that Slack user as theirs (``colony.flows.notifications.slack_actions``).
+Channel = Literal["ui", "link", "chat-confirmed", "sequence", "slack"]
 
 logger = logging.getLogger("colony.flows")
 

@@ -29,7 +29,7 @@ from colony.contracts.lifecycle import (
     ScheduleRun,
 )
 from colony.contracts.reembed import NotionReconcile
-from colony.contracts.tasks import BriefRequest, BudgetRelease
+from colony.contracts.tasks import BriefRequest, BudgetRelease, NotifyRun
 from colony.errors import ValidationFailed
 from colony.flows.deps import FlowDeps
 from colony.registry.functions import LIFECYCLE_QUEUE
@@ -75,6 +75,8 @@ def _org_task(name: str, org_id: str, slot: datetime, day: date | None = None) -
         return LifecycleBody(task=DomainCheck(org_id=org_id))
     if name == "budget-release":
         return BudgetRelease(org_id=org_id, run=slot.strftime("%Y%m%dT%H%M"))
+    if name == "notify":
+        return NotifyRun(org_id=org_id, run=slot.strftime("%Y%m%dT%H%M"))
     raise ValidationFailed(f"schedule {name!r} has no per-org task")
 
 

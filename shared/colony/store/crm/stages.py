@@ -1,5 +1,5 @@
 """An org's mapping from CRM pipeline stages to our deal stages (``crm_stage_map``, migration
-0054), edited by its admins. Every function takes a cursor from
+0055), edited by its admins. Every function takes a cursor from
 ``Database.transaction(org_id)``: RLS scopes it."""
 
 from __future__ import annotations

@@ -99,3 +99,13 @@ def _count(cur: Any, sql: str, params: tuple[Any, ...] = ()) -> int:
     row = fetch_one(cur, sql, params)
     assert row is not None  # an aggregate always returns a row
     return int(row["n"])
+
+
+LATEST = """
+SELECT brief_date, data_snapshot FROM daily_briefs ORDER BY brief_date DESC LIMIT 1
+"""
+
+
+def latest(cur: Any) -> Row | None:
+    """The org's newest brief's day and numbers (``data_snapshot``: SQL aggregates only)."""
+    return fetch_one(cur, LATEST)

@@ -1,4 +1,4 @@
--- Migration 0054 (issue 36, the inbound half): HubSpot's records kept in step with ours. Never
+-- Migration 0055 (issue 36, the inbound half): HubSpot's records kept in step with ours. Never
 -- edit once shipped: append a new migration.
 --
 -- crm_stage_map: an org's editable mapping from a CRM pipeline and stage to our deal stage.
@@ -90,14 +90,14 @@ CREATE POLICY org_isolation ON crm_events
     USING (org_id = current_setting('app.org_id', true))
     WITH CHECK (org_id = current_setting('app.org_id', true));
 -- The daily reconciliation's audience ('crm': orgs with a connected HubSpot), added to the
--- schedules' fan-out. Every audience of the latest definition (0053_ownership's) is kept as
--- it was.
+-- schedules' fan-out. Every audience of the latest definition (0054_notifications') is kept
+-- as it was.
 CREATE OR REPLACE FUNCTION colony_scheduled_orgs(serves text, after text, page integer)
 RETURNS SETOF text
 LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path = public, pg_catalog AS $$
 BEGIN
     IF serves NOT IN ('orgs', 'notion', 'drive', 'research', 'sending_domains', 'held',
-                      'escalation', 'crm') THEN
+                      'escalation', 'notify', 'crm') THEN
         RAISE EXCEPTION 'unknown schedule audience %', serves USING ERRCODE = '22023';
     END IF;
     RETURN QUERY
@@ -126,6 +126,15 @@ BEGIN
                      AND a.escalated_at IS NULL
                      AND a.assignee IS DISTINCT FROM t.backup_user_id
                      AND a.routed_at < now() - make_interval(hours => t.escalate_after_hours)))
+               OR (serves = 'notify' AND (
+                   EXISTS (SELECT 1 FROM notification_events e
+                           WHERE e.org_id = o.id AND e.dispatched_at IS NULL)
+                   OR EXISTS (SELECT 1 FROM notifications n
+                              WHERE n.org_id = o.id AND n.status IN ('pending', 'sending')
+                                AND n.due_at <= now()
+                                AND (n.lease_until IS NULL OR n.lease_until < now()))
+                   OR EXISTS (SELECT 1 FROM notify_settings s
+                              WHERE s.org_id = o.id AND s.brief_next_at <= now())))
                OR (serves = 'crm' AND EXISTS (SELECT 1 FROM crm_connections c
                    WHERE c.org_id = o.id AND c.status = 'connected')))
         ORDER BY o.id
