@@ -30,8 +30,10 @@ Routes (JSON; ``Authorization: Bearer <Clerk session JWT>``):
   which checks its SPF, DKIM and DMARC in DNS (``colony.admin.sending_domains``).
 - ``/orgs/{org}/mailboxes…``: the org's sender mailboxes, their limits and warm-up, and
   connecting a Google Workspace or Microsoft 365 mailbox (``colony.admin.mailboxes``).
-- ``/orgs/{org}/crm/hubspot…``: connect HubSpot through OAuth, its status, disconnect it
-  (``colony.admin.crm``).
+- ``/orgs/{org}/crm/hubspot…``: connect HubSpot through OAuth, its status, disconnect it,
+  the stage mapping and the backfill (``colony.admin.crm``);
+- ``POST /crm/hubspot/webhook``: HubSpot's webhook, authenticated by HubSpot's v3 signature
+  instead of a bearer token (``colony.admin.crm.webhook``).
 - ``/orgs/{org}/team``, ``/members…``, ``/owners…``: the team's settings (time zone, brief
   time, backup, escalation, assignment rules), its people (and a resync from Clerk), and
   who owns which prospect or deal (``colony.admin.team``).
@@ -140,6 +142,8 @@ _ORG_DATA: dict[str, tuple[Any, Any, type[Any]]] = {
 
 def handle(deps: Deps, request: JsonRequest) -> tuple[dict[str, Any], int] | dict[str, Any]:
     path = request.path
+    if path == crm.WEBHOOK:  # signed by HubSpot, not by a person: no bearer token
+        return crm.webhook(deps, request)
     if match := ORG_ERASURE.match(path):
         _method(request, "POST")
         org = match["org"]
