@@ -17,6 +17,7 @@ from typing import Any
 import hcl2
 
 from colony.deploy import tfvars
+from colony.env_values import RETENTION_MAX_DAYS
 from colony.registry.functions import (
     CRM_QUEUE,
     DEAD_LETTER_TOPIC,
@@ -31,7 +32,7 @@ from colony.registry.functions import (
 )
 from colony.registry.schedules import SCHEDULES
 from colony.registry.secrets import SECRETS
-from colony.settings import RETENTION_MAX_DAYS, Settings
+from colony.settings import Settings
 
 REPO = Path(__file__).resolve().parents[1]
 TF = REPO / "terraform"

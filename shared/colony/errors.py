@@ -364,33 +364,6 @@ def error_summary(error: BaseException) -> str:
     return f"{name} ({error.code}): {reason}" if reason else f"{name} ({error.code})"
 
 
-INTERNAL_MESSAGE = "an unexpected error occurred; it has been logged"
-UNAVAILABLE_MESSAGE = "a service we depend on is unavailable; please retry shortly"
-
-
-def error_body(code: str, message: str) -> dict[str, Any]:
-    """The one error shape callers see: ``{"error": {"code", "message"}}`` (SPEC §10)."""
-    return {"error": {"code": code, "message": message}}
-
-
-def public_body(error: BaseException) -> dict[str, Any]:
-    """``error`` as the caller may see it: a ``CallerError``'s own sentence (written for
-    them); a fixed sentence for our faults, upstream failures and bugs, so a provider's reply,
-    a setting or a stack trace never leaks."""
-    if not isinstance(error, ColonyError):
-        return error_body("internal", INTERNAL_MESSAGE)
-    if isinstance(error, CallerError):
-        body = error_body(error.code, str(error) or "the request was refused")
-        if isinstance(error, AlreadyDecided):  # ids and a time only, meant for the caller
-            body["error"]["decided"] = error.detail
-        if isinstance(error, DomainUnverified):  # the org's own DNS names and our public key
-            body["error"]["domain"] = error.detail
-        return body
-    if isinstance(error, UpstreamError):
-        return error_body(error.code, UNAVAILABLE_MESSAGE)
-    return error_body(error.code, INTERNAL_MESSAGE)
-
-
 def describe_validation(error: pydantic.ValidationError, limit: int = 3) -> str:
     """Field locations and messages of a validation error, without the input values.
 

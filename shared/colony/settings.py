@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Literal, cast
 
 from colony import env_values
-from colony.env_values import ResearchWeb
+from colony.env_values import RETENTION_MAX_DAYS, ResearchWeb
 from colony.errors import ConfigError
 from colony.settings_mailboxes import MailboxApps
 
@@ -33,16 +33,6 @@ DEFAULT_EMBEDDING_MODELS: dict[str, str] = {
 }
 _ROLE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 GOOGLE_JWKS_URL = "https://www.googleapis.com/oauth2/v3/certs"
-# The longest any org may keep each data class (days); an org may choose less, never more
-# (``COLONY_RETENTION_MAX_DAYS``). ``transcripts`` must match terraform's bucket lifecycle
-# rule (``var.transcript_retention_days``), which deletes what the daily job did not.
-RETENTION_MAX_DAYS: dict[str, int] = {
-    "transcripts": 365,
-    "chat_events": 90,
-    "llm_calls": 180,
-    "outbox_bodies": 365,
-    "research": 180,  # stored pages of prospects' companies (issue 33)
-}
 
 
 # repr=False: ``__repr__`` below hides the secrets. eq=False: a process has one, compared by

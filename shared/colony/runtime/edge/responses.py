@@ -19,8 +19,8 @@ from functions_framework import event_conversion
 from werkzeug.exceptions import ClientDisconnected, HTTPException, RequestEntityTooLarge
 from werkzeug.wrappers import Response as WerkzeugResponse
 
+from colony.error_bodies import INTERNAL_MESSAGE, error_body, public_body
 from colony.errors import (
-    INTERNAL_MESSAGE,
     CallerError,
     ColonyError,
     Conflict,
@@ -34,9 +34,7 @@ from colony.errors import (
     Unprocessable,
     UpstreamError,
     ValidationFailed,
-    error_body,
     error_summary,
-    public_body,
 )
 from colony.observability import logs
 from colony.observability.sentry import report
