@@ -57,4 +57,6 @@ def test_a_call_over_the_limit_is_not_made(testdb: PgDB) -> None:
     world.journal = []
     with pytest.raises(ProviderUnavailable):
         client.update_deal("9001", [])
+    with pytest.raises(ProviderUnavailable):  # write-back's read of a deal's fields too
+        client.deal_fields("9001", ["dealstage"])
     assert world.journal == []  # nothing reached the CRM

@@ -25,6 +25,7 @@ from colony.ports import (
     Engagement,
     EngagementRef,
     FieldChange,
+    FieldVersion,
     Pipeline,
     RateLimit,
     RecordPage,
@@ -114,6 +115,9 @@ class LimitedCrm:
 
     def pipelines(self) -> list[Pipeline]:
         return self._call(self._client.pipelines)
+
+    def deal_fields(self, deal_id: str, names: Sequence[str]) -> dict[str, FieldVersion]:
+        return self._call(self._client.deal_fields, deal_id, names)
 
     def update_deal(self, deal_id: str, changes: Sequence[FieldChange]) -> CrmRecord:
         return self._call(self._client.update_deal, deal_id, changes)
