@@ -388,6 +388,15 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
             f"{name.split()[0].lower()}@example.com",
             name,
         )
+    cur.execute("SELECT to_regclass('sender_pauses') IS NOT NULL")
+    if cur.fetchone()[0]:  # migration 0051: a sending domain the breaker paused
+        ex(
+            "INSERT INTO sender_pauses (org_id, scope, sender, status, reason, judged,"
+            " bounce_rate, complaint_rate, paused_at) VALUES (%s, 'domain', %s, 'paused',"
+            " 'bounce rate over threshold', 100, 0.09, 0, now())",
+            org,
+            f"{org.replace('_', '-')}.example",
+        )
     cur.execute("SELECT to_regclass('crm_links') IS NOT NULL")
     if cur.fetchone()[0]:  # migration 0049: a HubSpot contact linked to the org's contact
         ex(

@@ -68,6 +68,7 @@ ENTITY_TABLES = {
     "llm_usage_daily",  # issue 38: each org's spend per day, agent, campaign and model
     "budget_alerts",  # issue 38: budget alerts, kept until a notification delivers them
     "budget_holds",  # issue 38: campaign work waiting while the budget is spent
+    "sender_pauses",  # issue 39: mailboxes and domains the breaker paused, until resumed
 }
 
 

@@ -10,7 +10,7 @@ from datetime import datetime
 from email.utils import parseaddr
 from typing import Protocol, runtime_checkable
 
-from colony.errors import ValidationFailed
+from colony.errors import UpstreamError, ValidationFailed
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,9 +62,27 @@ class Mail:
 
 class MailRejected(ValidationFailed):
     """The mail server refused this message for good (an unknown mailbox, a policy block):
-    sending it again cannot succeed. A transient refusal is ``UpstreamError`` instead."""
+    sending it again cannot succeed. A transient refusal is ``MailDeferred`` instead.
+    ``smtp`` and ``status`` are the server's reply code and enhanced status code (RFC 3463)
+    where it gave them (``colony.policy.bounces`` classifies them); never its reply text."""
 
     code = "mail_rejected"
+
+    def __init__(self, message: str, *, smtp: int | None = None, status: str | None = None):
+        super().__init__(message)
+        self.smtp, self.status = smtp, status
+
+
+class MailDeferred(UpstreamError):
+    """The mail server refused this message for now (421, 451, a full mailbox: a 4xx about
+    the message or its recipient, not an unreachable server): it is tried again later, and
+    an address that keeps refusing is suppressed. ``smtp`` / ``status`` as ``MailRejected``."""
+
+    code = "mail_deferred"
+
+    def __init__(self, message: str, *, smtp: int | None = None, status: str | None = None):
+        super().__init__(message)
+        self.smtp, self.status = smtp, status
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +123,7 @@ class Mailbox(Protocol):
 class Sender(Protocol):
     """Hands one message to a mail server. Returns when the server has accepted it (the only
     moment we know it will be delivered or bounced by someone else); raises ``MailRejected``
-    for a permanent refusal and ``UpstreamError`` for a transient one (retry later)."""
+    for a permanent refusal, ``MailDeferred`` for a transient refusal of this message, and
+    ``UpstreamError`` when the server cannot be reached (retry later)."""
 
     def send(self, mail: Mail) -> None: ...

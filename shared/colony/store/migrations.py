@@ -89,6 +89,7 @@ ORG_SCOPED_TABLES: tuple[str, ...] = (
     "llm_usage_daily",
     "budget_alerts",
     "budget_holds",
+    "sender_pauses",
 )
 
 _SQL = Path(__file__).with_name("sql")
@@ -399,4 +400,8 @@ def migrations(dim: int) -> list[Migration]:
         # Issue 35: the people of an org (from Clerk), their role, their address, and
         # whether they are still in it.
         Migration("0050_org_members", _sql("0050_org_members") + _rls("org_members")),
+        # Issue 39 item 4: bounces recorded as codes and classes, soft bounces counted,
+        # rates per sending mailbox and domain, the breaker per sender, a campaign's pause
+        # waiting for a person, and the org's postal address for the footer.
+        Migration("0051_deliverability", _sql("0051_deliverability") + _rls("sender_pauses")),
     ]

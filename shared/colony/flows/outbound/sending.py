@@ -5,8 +5,11 @@
         ─► written in the tier decided for its contact? (else refused, and why)
         ─► From's domain (``sending_domains.sender``): the org's verified domain, or refused
            (another org's, or unverified where verification is required), or paused (waits)
+        ─► its mailbox or domain paused by the breaker, or a campaign message and the org
+           has no postal address? (waits: ``breaker``, ``postal_address``)
         ─► over a cap? (waits) ─► Sender.send, DKIM-signed with the domain's key
-        ─► ``sent``  (a permanent refusal: ``bounced``, address suppressed)
+        ─► ``sent``  (a refusal: ``bounces.refused``, by its codes: for good ─► ``bounced``,
+           address suppressed; for now ─► back to the queue, tried again with back-off)
 
 Only email steps reach the outbox: a LinkedIn or call step is a task for a person
 (``sequence_task``), and an approved message that names another channel is never queued.
@@ -28,7 +31,8 @@ back to the queue and its task scheduled again: nothing waiting is dropped.
 The suppression list is read at send time, not only when the message was drafted: an
 address unsubscribed or bounced after the approval is never mailed. Every message carries
 ``List-Unsubscribe`` (an expiring signed link) with ``List-Unsubscribe-Post:
-List-Unsubscribe=One-Click`` (RFC 8058), and the same link in its footer.
+List-Unsubscribe=One-Click`` (RFC 8058), and the same link in its footer, under the org's
+postal address (CAN-SPAM).
 """
 
 from __future__ import annotations
@@ -41,12 +45,12 @@ from urllib.parse import quote
 
 from colony.errors import ConfigError, Conflict, NotFound, ValidationFailed
 from colony.flows.deps import FlowDeps
-from colony.flows.outbound import sending_domains, sequences
-from colony.ports import Mail, MailRejected
+from colony.flows.outbound import bounces, breaker, postal_address, sending_domains, sequences
+from colony.flows.outbound.bounces import effect as _record  # the send's audit entries
+from colony.ports import Mail, MailDeferred, MailRejected
 from colony.registry.functions import SEND_QUEUE
 from colony.runtime import signed
 from colony.runtime.transport import enqueue
-from colony.store.approvals import audit
 from colony.store.campaigns import campaigns
 from colony.store.outbound import outbox, suppressions
 from colony.store.tenants import org_admin
@@ -108,6 +112,7 @@ def queue_approved(
     campaign_id = payload.get("campaign_id")
     paused = False
     if campaign_id:
+        postal_address.require_for(cur, org_id)  # campaign email carries the org's address
         # Share-locked: a breaker pause cannot commit between this read and the outbox insert.
         paused = campaigns.status_for_share(cur, campaign_id) == "paused"
     outbox_id = outbox.queue(
@@ -175,9 +180,15 @@ def send(deps: FlowDeps, org_id: str, outbox_id: str) -> dict[str, Any]:
             _record(cur, org_id, row, "message_refused", {"reason": domain.reason})
             return {"outbox_id": outbox_id, "status": "refused", "reason": domain.reason}
         thread = sequences.thread_headers(cur, row)
+        from_address = parseaddr(mail_from)[1].lower()
+        bounces.sending_from(cur, outbox_id, from_address)  # its mailbox's and domain's rates
+        postal = postal_address.for_footer(cur, row)
+        held = breaker.held_by(cur, from_address) or postal.waiting
         wait = (
             (domain.reason, PAUSED_DOMAIN_RETRY_SECONDS)
             if domain.action == "wait"
+            else (held, PAUSED_DOMAIN_RETRY_SECONDS)
+            if held
             else _over_cap(cur, limits, address, deps.clock())
         )
         if wait is not None:  # deferred, never dropped: back to the queue, sent later
@@ -200,7 +211,7 @@ def send(deps: FlowDeps, org_id: str, outbox_id: str) -> dict[str, Any]:
         sender=mail_from,
         to=address,
         subject=row["subject"],
-        text=f"{row['body']}\n\n--\nTo stop receiving these emails: {link}\n",
+        text=f"{row['body']}\n\n--\n{postal.footer}To stop receiving these emails: {link}\n",
         headers={
             "List-Unsubscribe": f"<{link}>",
             "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
@@ -211,12 +222,13 @@ def send(deps: FlowDeps, org_id: str, outbox_id: str) -> dict[str, Any]:
     )
     try:
         sender.send(mail)  # UpstreamError propagates: the task retries after the lease
-    except MailRejected as error:
-        with deps.db.transaction(org_id) as cur:
-            outbox.finish_send(cur, outbox_id, "bounced", str(error))
-            suppressions.add(cur, org_id, address, "bounced")
-            _record(cur, org_id, row, "message_bounced", {"error": str(error)})
-        return {"outbox_id": outbox_id, "status": "bounced"}
+    except (MailRejected, MailDeferred) as error:  # the server's answer, by its codes
+        outcome = bounces.refused(deps, org_id, row, error, from_address)
+        if "retry_in" in outcome:  # refused for now: tried again later, never dropped
+            retry = outcome.pop("retry_in")
+            due = int(deps.clock().timestamp() + retry)
+            schedule_send(deps, org_id, outbox_id, attempt=f"soft-{due}", delay=retry)
+        return outcome
     with deps.db.transaction(org_id) as cur:
         outbox.finish_send(cur, outbox_id, "sent")
         _record(cur, org_id, row, "message_sent", {"message_id": row["message_id"]})
@@ -233,19 +245,6 @@ def _not_claimed(cur: Any, outbox_id: str) -> dict[str, Any]:
     if state["status"] == "blocked":  # its campaign is paused: the resume re-queues it
         return {"outbox_id": outbox_id, "status": "blocked", "deferred": True}
     return {"outbox_id": outbox_id, "status": state["status"], "duplicate": True}
-
-
-def _record(cur: Any, org_id: str, row: Any, action: str, detail: dict[str, Any]) -> None:
-    entry = audit.Entry(
-        "effect",
-        "system",
-        "system",
-        action,
-        approval_item_id=row["approval_item_id"],
-        item_kind="outbound_message",
-        detail={"outbox_id": row["id"], **detail},
-    )
-    audit.append(cur, org_id, entry)
 
 
 # ─── unsubscribe ─────────────────────────────────────────────────────────────────────────
