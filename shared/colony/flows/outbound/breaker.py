@@ -166,6 +166,7 @@ def resume(
             CAMPAIGN_RESUME_QUEUE,
             CampaignResume(org_id=org_id, campaign_id=target),
             task_id=f"resume-{target}-{paused_at}",
+            delay_seconds=0,
         )
     return {"kind": kind, "target": target, "status": "resumed", "resumed_by": actor}
 
