@@ -4,13 +4,17 @@ Owns sending (``sending``: once, within limits, never to a suppressed address, f
 verified domain of the org; the unsubscribe link), sending domains (``sending_domains``:
 checked in DNS, keyed, bound to one org, re-checked daily, paused when broken), sequences
 (``sequences``: step by step as the org wrote them, email steps sent and LinkedIn or call
-steps left to a person as tasks, stopped by any sign the contact does not want it), delivery
-events and the circuit breaker (``delivery``, CONST-005), replies
+steps left to a person as tasks, stopped by any sign the contact does not want it), bounces
+by their codes (``bounces``: retried with back-off or suppressed), delivery events
+(``delivery``), the circuit breaker per campaign, mailbox and domain, resumed only by a person
+(``breaker``, CONST-005), the org's postal address in every footer (``postal_address``), replies
 (``replies``), the mail provider's webhook (``mail_events``) and inbound mail held until it
 can be read (``held_mail``).
 
 Offers ``sending`` (``schedule_send``, ``queue_approved``, the ``outbound_message`` applier's
 first half) and ``sequences`` to campaigns and approvals, ``sending_domains`` to the admin
-API, the CLI, /overview's alerts and the daily schedule; the rest is reached only through
-its functions (``send``, ``delivery-events``, ``data-lifecycle``'s reply poll).
+API, the CLI, /overview's alerts and the daily schedule, ``breaker`` (alerts, a person's
+resume) to /overview and the admin API, ``postal_address`` to them and to a launch; the
+rest is reached only through its functions (``send``, ``delivery-events``,
+``data-lifecycle``'s reply poll).
 """
