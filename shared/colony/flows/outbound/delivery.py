@@ -30,7 +30,6 @@ from colony.store.outbound import outbox, suppressions
 
 DeliveryEvent = Literal["delivered", "bounced", "complained", "replied"]
 EVENTS: tuple[str, ...] = ("delivered", "bounced", "complained", "replied")
-MIN_SAMPLE = breaker.MIN_SAMPLE
 HANDLER = "delivery-events"
 
 
