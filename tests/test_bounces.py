@@ -1,8 +1,9 @@
 """Bounces as their codes say (issue 39 item 4): the classification on its own, then the send
 path on real PostgreSQL against the real SMTP server answering scripted codes per recipient
 (421 / 451 retried with back-off, 452 4.2.2 exhausted into a suppression, 550 5.1.1 and
-5.7.1 suppressed at once), and a provider's transient reports counted until the address is
-suppressed. Only codes are kept, never a server's words."""
+5.7.1 suppressed at once), a provider's transient reports counted until the address is
+suppressed, and bounces returned by mail (DSNs, read over IMAP from the stand-in) filed by
+their codes, never as replies. Only codes are kept, never a server's words."""
 
 from __future__ import annotations
 
@@ -10,12 +11,15 @@ from datetime import timedelta
 
 import pytest
 
-from colony.flows.outbound import delivery, sending
+from colony.adapters.imap_mailbox import ImapMailbox, inbound
+from colony.flows.outbound import delivery, replies, sending
 from colony.policy import bounces
+from colony.ports import DeliveryReport
 from colony.registry.functions import SEND_QUEUE
 from colony.runtime.deps import Deps
 from colony.store import fetch_all, fetch_one
 from colony.store.outbound import suppressions
+from colony.testing.imap_server import ImapServer
 from colony.testing.smtp_server import SmtpServer
 from tests.test_sending import ORG, approved_message, outbox_row
 from tests.test_sending import deps as deps  # the fixture: an org with a postal address
@@ -180,3 +184,77 @@ def test_a_providers_transient_reports_suppress_the_address_once_exhausted(
     assert [outbox_row(deps, i)["status"] for i in sent] == ["sent", "bounced", "sent"]
     again = approved_message(deps, address, "Later")
     assert sending.send(deps, ORG, again)["status"] == "suppressed"
+
+
+def dsn(original: str, recipient: str, action: str, status: str, message_id: str) -> bytes:
+    """A delivery status notification as an MTA returns one (RFC 3464), with an
+    In-Reply-To as some (Exchange) set it: it must still never pass for a reply."""
+    text = f"""From: MAILER-DAEMON@mx.granitepeak.example
+To: outreach@zoomprop.example
+Subject: Undelivered Mail Returned to Sender
+Message-ID: {message_id}
+In-Reply-To: {original}
+MIME-Version: 1.0
+Content-Type: multipart/report; report-type=delivery-status; boundary="B"
+
+--B
+Content-Type: text/plain
+
+I'm sorry to have to inform you that your message to {recipient} could not be delivered.
+--B
+Content-Type: message/delivery-status
+
+Reporting-MTA: dns; mx.granitepeak.example
+
+Final-Recipient: rfc822; {recipient}
+Action: {action}
+Status: {status}
+Diagnostic-Code: smtp; {"550" if status.startswith("5") else "452"} {status} <{recipient}>
+
+--B
+Content-Type: text/rfc822-headers
+
+Message-ID: {original}
+From: ZoomProp <outreach@zoomprop.example>
+Subject: Lease costs
+
+--B--
+"""
+    return text.replace("\n", "\r\n").encode()
+
+
+def test_a_bounce_returned_by_mail_is_filed_by_its_codes_and_never_as_a_reply(
+    deps: Deps, smtp: SmtpServer
+) -> None:
+    hard, soft = "dana@granitepeak.example", "lee@granitepeak.example"
+    sent = {a: approved_message(deps, a) for a in (hard, soft)}
+    assert {sending.send(deps, ORG, i)["status"] for i in sent.values()} == {"sent"}
+    ids = {a: f"<{i}@zoomprop.example>" for a, i in sent.items()}
+    returned = dsn(ids[hard], hard, "failed", "5.1.1", "<dsn-1@mx>")
+    report = inbound(returned).report
+    assert report == DeliveryReport("failed", "5.1.1", 550, ids[hard])
+    with ImapServer() as server:
+        server.deliver(returned)
+        server.deliver(dsn(ids[soft], soft, "delayed", "4.2.2", "<dsn-2@mx>"))
+        server.deliver(dsn("<nobody@zoomprop.example>", hard, "failed", "5.1.1", "<dsn-3@mx>"))
+        box = ImapMailbox(
+            server.host,
+            server.port,
+            username=server.username,
+            password=server.password,
+            tls=False,
+            timeout=5,
+        )
+        counts = replies.poll(deps, deps.rejections, box, ORG)
+        assert counts == {"stored": 0, "duplicate": 0, "rejected": 1, "bounce": 2}
+        assert server.seen == [1, 2, 3]
+    assert outbox_row(deps, sent[hard])["status"] == "bounced"
+    assert outbox_row(deps, sent[soft])["status"] == "sent"  # delayed: a soft bounce, counted
+    with deps.db.transaction(ORG) as cur:
+        assert suppressions.reason_for(cur, hard) == "bounced"
+        assert suppressions.reason_for(cur, soft) is None
+        assert fetch_all(cur, "SELECT id FROM replies") == []  # never a reply
+        kept = fetch_all(
+            cur, "SELECT bounce_status, soft_bounces FROM outbox ORDER BY bounce_status"
+        )
+    assert [(r["bounce_status"], r["soft_bounces"]) for r in kept] == [("4.2.2", 1), ("5.1.1", 0)]

@@ -52,6 +52,7 @@ if TYPE_CHECKING:  # the real names, for type checkers
     )
     from colony.ports.dns import DnsResolver
     from colony.ports.mail import (
+        DeliveryReport,
         DkimKey,
         InboundMail,
         Mail,
@@ -127,6 +128,7 @@ _HOMES = {
     "Stage": "colony.ports.crm",
     "WriteLedger": "colony.ports.crm",
     "DnsResolver": "colony.ports.dns",
+    "DeliveryReport": "colony.ports.mail",
     "DkimKey": "colony.ports.mail",
     "InboundMail": "colony.ports.mail",
     "Mail": "colony.ports.mail",
@@ -194,6 +196,7 @@ __all__ = [
     "CrmRecord",
     "CrmTokens",
     "DatabasePage",
+    "DeliveryReport",
     "DkimKey",
     "DnsResolver",
     "DriveChannels",

@@ -86,10 +86,26 @@ class MailDeferred(UpstreamError):
 
 
 @dataclass(frozen=True, slots=True)
+class DeliveryReport:
+    """What a delivery status notification (RFC 3464, ``multipart/report;
+    report-type=delivery-status``) says of the message it returns: its first recipient's
+    ``action`` (``failed``, ``delayed``, ``delivered``…), the enhanced ``status`` and the
+    reply code from its ``Diagnostic-Code`` (codes only, never the text), and the returned
+    message's Message-ID (from its headers, when the report carries them)."""
+
+    action: str
+    status: str | None = None
+    smtp: int | None = None
+    original_message_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class InboundMail:
     """A message someone sent us (a reply, we hope): untrusted from header to body. ``text``
     is the plain-text body as received, quoted history included; ``in_reply_to`` and
-    ``references`` are the Message-IDs it answers (``<local@domain>``, as written)."""
+    ``references`` are the Message-IDs it answers (``<local@domain>``, as written).
+    ``report``: set when the message is a delivery status notification (a bounce returned by
+    mail), which is never a reply."""
 
     message_id: str
     sender: str
@@ -98,6 +114,7 @@ class InboundMail:
     in_reply_to: str | None = None
     references: tuple[str, ...] = ()
     received_at: datetime | None = None
+    report: DeliveryReport | None = None
 
 
 @runtime_checkable
