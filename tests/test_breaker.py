@@ -145,6 +145,9 @@ def test_campaign_email_from_an_org_without_a_postal_address_is_refused_where_a_
     waiting = sending.send(deps, ORG, queued)  # approved before: waits, is not sent bare
     assert waiting["status"] == "deferred" and "no postal address" in waiting["reason"]
     assert sending.send(deps, ORG, one_off)["status"] == "sent"  # not campaign email
+    (alert,) = postal_address.alerts(deps, ORG)  # /overview says what waits, and why
+    assert alert["kind"] == "postal_address_missing"
+    assert alert["message"].startswith("1 campaign message(s) wait")
     assert [r.rcpt_tos for r in smtp.received] == [("bo@granitepeak.example",)]
 
     with pytest.raises(Unprocessable, match="street"):
@@ -157,6 +160,7 @@ def test_campaign_email_from_an_org_without_a_postal_address_is_refused_where_a_
         deps, ORG, " ZoomProp Inc.\n100  Congress Ave\nAustin, TX 78701 ", "user_founder"
     )
     assert set_to == {"postal_address": POSTAL}
+    assert postal_address.alerts(deps, ORG) == []
     assert sending.send(deps, ORG, queued)["status"] == "sent"
     footer = smtp.received[-1].message.get_content()
     assert f"{POSTAL}\r\nTo stop receiving these emails: " in footer

@@ -32,7 +32,8 @@
     GET  /imports                   the org's five newest import jobs (counts and status)
     GET  /alerts                    what needs a person now: each paused sending domain, why,
                                     and the TXT records that mend it; each campaign, mailbox
-                                    or domain the circuit breaker paused, and what resumes it
+                                    or domain the circuit breaker paused, and what resumes it;
+                                    campaign mail waiting for the org's postal address
     POST /alerts/resume             {"kind", "target"}: an org admin resumes what the breaker
                                     paused (audited; 403 for anyone else)
     GET  /usage[?month=YYYY-MM]     what the org spent on model calls in a month (UTC): in all,
@@ -78,7 +79,7 @@ from colony.flows.chat import events as ev
 from colony.flows.deps import FlowDeps
 from colony.flows.insights.explain import explain
 from colony.flows.insights.workbench import funnels, pipeline
-from colony.flows.outbound import breaker
+from colony.flows.outbound import breaker, postal_address
 from colony.flows.outbound.sending_domains import alerts
 from colony.flows.tenants.import_progress import recent as recent_imports
 from colony.flows.tenants.usage import report as usage_report
@@ -139,7 +140,8 @@ def handle(deps: FlowDeps, request: JsonRequest) -> Any:
         return {"imports": recent_imports(deps, who.org_id, limit=5)}
     if path == "/alerts":
         _allow(method, "GET")
-        return {"alerts": alerts(deps, who.org_id)["alerts"] + breaker.alerts(deps, who.org_id)}
+        found = alerts(deps, who.org_id)["alerts"] + breaker.alerts(deps, who.org_id)
+        return {"alerts": found + postal_address.alerts(deps, who.org_id)}
     if path == "/alerts/resume":
         _allow(method, "POST")
         if not is_org_admin(who.claims):  # a person with the authority: the org's admin

@@ -9,7 +9,7 @@ person acts, never by a silent send:
         (``PostalAddressMissing``, 409, saying where to set it)
     approving a campaign's message ─► ``require_for``: the approval is refused the same way
     a campaign message already queued (approved before the address was removed) ─► waits at
-        send (``for_footer(...).waiting``), tried again hourly, raised on /overview
+        send (``for_footer(...).waiting``), tried again hourly, raised on /overview (``alerts``)
 
 A message outside a campaign (a person's own one-off) still goes, with the footer it can
 have: the rule is the brief's, "campaign email".
@@ -67,6 +67,24 @@ def require(deps: FlowDeps, org_id: str) -> None:
     """Refuse a campaign launch from an org without a postal address."""
     with deps.db.transaction(org_id) as cur:
         require_for(cur, org_id)
+
+
+def alerts(deps: FlowDeps, org_id: str) -> list[dict[str, Any]]:
+    """/overview's alert while the org has no postal address and campaign mail waits for it."""
+    with deps.db.transaction(org_id) as cur:
+        if repo.get(cur) is not None:
+            return []
+        waiting = repo.campaign_mail_waiting(cur)
+    if not waiting:
+        return []
+    return [
+        {
+            "kind": "postal_address_missing",
+            "message": f"{waiting} campaign message(s) wait for the organisation's postal"
+            " address, which every campaign email must carry: an admin sets it in the admin"
+            " API (PUT /orgs/{org}/postal-address).".replace("{org}", org_id),
+        }
+    ]
 
 
 def get(deps: FlowDeps, org_id: str) -> dict[str, Any]:

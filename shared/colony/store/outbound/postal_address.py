@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from colony.store.db import fetch_one
+from colony.store.db import fetch_one, fetch_value
 
 GET = "SELECT postal_address FROM org_settings"
+# Campaign mail approved and not yet sent: what waits while the org has no postal address.
+WAITING = "SELECT count(*) FROM outbox WHERE campaign_id IS NOT NULL AND status = 'queued'"
 SET = """
 INSERT INTO org_settings (org_id, postal_address) VALUES (%s, %s)
 ON CONFLICT (org_id) DO UPDATE SET postal_address = EXCLUDED.postal_address, updated_at = now()
@@ -22,3 +24,7 @@ def get(cur: Any) -> str | None:
 
 def set_address(cur: Any, org_id: str, address: str) -> None:
     cur.execute(SET, (org_id, address))
+
+
+def campaign_mail_waiting(cur: Any) -> int:
+    return int(fetch_value(cur, WAITING) or 0)
