@@ -389,7 +389,7 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
             name,
         )
     cur.execute("SELECT to_regclass('sender_pauses') IS NOT NULL")
-    if cur.fetchone()[0]:  # migration 0051: a sending domain the breaker paused
+    if cur.fetchone()[0]:  # migration 0052: a sending domain the breaker paused
         ex(
             "INSERT INTO sender_pauses (org_id, scope, sender, status, reason, judged,"
             " bounce_rate, complaint_rate, paused_at) VALUES (%s, 'domain', %s, 'paused',"

@@ -39,6 +39,12 @@
     GET  /usage[?month=YYYY-MM]     what the org spent on model calls in a month (UTC): in all,
                                     by agent, campaign and day, unpriced calls, and for the
                                     current month the budget's standing (the page's banner)
+    GET|POST|PUT|DELETE /kc…        the Knowledge Core editor (``colony.chat.kc_routes``)
+    GET  /prospects[/<id>], /deals[/<id>], /calls[/<id>]
+                                    prospects, deals and calls as records
+                                    (``colony.chat.records_routes``)
+    GET  /overview/kc.js, /overview/records.js
+                                    the page's Knowledge and Prospects views (static)
     GET  /explain/<output id>       the model calls behind an approval item, a chat turn or
                                     a brief, and what their context was built from (the
                                     card's "Why?" panel; ``colony explain`` prints the same)
@@ -79,8 +85,8 @@ from colony.flows.chat import events as ev
 from colony.flows.deps import FlowDeps
 from colony.flows.insights.explain import explain
 from colony.flows.insights.workbench import funnels, pipeline
-from colony.flows.outbound import breaker, postal_address
-from colony.flows.outbound.sending_domains import alerts
+from colony.flows.outbound import breaker
+from colony.flows.outbound.alerts import alerts
 from colony.flows.tenants.import_progress import recent as recent_imports
 from colony.flows.tenants.usage import report as usage_report
 from colony.runtime.auth import is_org_admin, verify_bearer
@@ -92,7 +98,13 @@ HEARTBEAT_SECONDS = 15.0
 APPROVALS_SHOWN = 50
 APPROVALS_MAX = 500
 PAGE = Path(__file__).with_name("overview.html")
-VIEWS = Path(__file__).with_name("views.js")
+# The page's scripts, served from the same origin (the CSP's script-src 'self').
+SCRIPTS = {
+    "/overview/views.js": Path(__file__).with_name("views.js"),
+    "/overview/kc.js": Path(__file__).with_name("kc.js"),
+    "/overview/records.js": Path(__file__).with_name("records.js"),
+}
+_RECORDS = ("/prospects", "/deals", "/calls")
 _SESSION = re.compile(r"^/sessions/([A-Za-z0-9_.:-]{1,200})(/events)?$")
 _EXPLAIN = re.compile(r"^/explain/([A-Za-z0-9_.:-]{1,200})$")
 _STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -104,9 +116,9 @@ def handle(deps: FlowDeps, request: JsonRequest) -> Any:
     if path == "/overview":
         _allow(method, "GET")
         return _page(deps.settings.clerk_frontend_api)
-    if path == "/overview/views.js":
+    if path in SCRIPTS:
         _allow(method, "GET")
-        return _script()
+        return _script(SCRIPTS[path])
     who = verify_bearer(request.authorization, deps.settings)
     if path == "/turns":
         _allow(method, "POST")
@@ -140,8 +152,7 @@ def handle(deps: FlowDeps, request: JsonRequest) -> Any:
         return {"imports": recent_imports(deps, who.org_id, limit=5)}
     if path == "/alerts":
         _allow(method, "GET")
-        found = alerts(deps, who.org_id)["alerts"] + breaker.alerts(deps, who.org_id)
-        return {"alerts": found + postal_address.alerts(deps, who.org_id)}
+        return alerts(deps, who.org_id)
     if path == "/alerts/resume":
         _allow(method, "POST")
         if not is_org_admin(who.claims):  # a person with the authority: the org's admin
@@ -151,6 +162,16 @@ def handle(deps: FlowDeps, request: JsonRequest) -> Any:
     if path == "/usage":
         _allow(method, "GET")
         return usage_report(deps, who.org_id, request.args.get("month"))
+    if path == "/kc" or path.startswith("/kc/"):
+        # lazy: the editor loads the Knowledge Core's store on its first request, not with
+        # the page (issue 32 item 4)
+        from colony.chat import kc_routes
+
+        return kc_routes.handle(deps, who, request)
+    if path in _RECORDS or path.startswith(tuple(f"{r}/" for r in _RECORDS)):
+        from colony.chat import records_routes  # lazy, as the editor's
+
+        return records_routes.handle(deps, who, request)
     why = _EXPLAIN.match(path)
     if why:
         _allow(method, "GET")
@@ -186,8 +207,8 @@ def _page(clerk: str | None) -> flask.Response:
     return response
 
 
-def _script() -> flask.Response:
-    response = flask.Response(VIEWS.read_bytes(), mimetype="text/javascript")
+def _script(source: Path) -> flask.Response:
+    response = flask.Response(source.read_bytes(), mimetype="text/javascript")
     response.headers["X-Content-Type-Options"] = "nosniff"
     response.headers["Cache-Control"] = "no-store"  # as the page: both change together
     return response

@@ -404,5 +404,5 @@ window.ColonyViews = (() => {
     followFunnels();
   }
 
-  return { start, brief, toolResult, value };
+  return { start, brief, toolResult, value, el };  // el: kc.js builds its view with it too
 })();

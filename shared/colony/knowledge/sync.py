@@ -23,8 +23,10 @@ from colony.registry import check_domains
 from colony.store.db import fetch_all
 from colony.vectors import sql_text
 
-Source = Literal["notion", "approval", "seed"]
-SOURCES: tuple[str, ...] = ("notion", "approval", "seed")
+# Where a document comes from: a Notion page, approved agent output, the demo's seed, or a
+# person writing in the Knowledge Core editor (``flows.knowledge.kc_editor``).
+Source = Literal["notion", "approval", "seed", "editor"]
+SOURCES: tuple[str, ...] = ("notion", "approval", "seed", "editor")
 MAX_CHUNK_CHARS = 20_000
 
 _EXISTING = """

@@ -21,6 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from colony.errors import ConfigError
+from colony.store.org_tables import ORG_SCOPED_TABLES, RLS_0003
+
+__all__ = ["ORG_SCOPED_TABLES", "Migration", "migrations"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,67 +33,6 @@ class Migration:
     name: str
     sql: str
 
-
-# Tables put under row-level security by migration 0003. Frozen: a migration's SQL must never
-# change once it has run, so later tables get their policy in their own migration.
-_RLS_0003: tuple[str, ...] = (
-    "icp_definitions",
-    "contacts",
-    "deals",
-    "sequences",
-    "campaigns",
-    "campaign_contacts",
-    "campaign_runs",
-    "run_steps",
-    "recordings",
-    "kc_chunks",
-    "chat_sessions",
-    "chat_turns",
-    "daily_briefs",
-    "approval_items",
-    "outbox",
-    "processed_events",
-    "llm_calls",
-)
-
-# Every table whose rows belong to exactly one org through its ``org_id`` column
-# (``organizations`` is scoped on its own ``id``); a schema test keeps this complete, and
-# another holds each one ready to be distributed by org: ``org_id`` in its primary key and
-# unique constraints, and in every foreign key to another of these tables (migration 0033).
-ORG_SCOPED_TABLES: tuple[str, ...] = (
-    *_RLS_0003,
-    "dead_letters",
-    "chat_events",
-    "published_content",
-    "deployment_kits",
-    "audit_log",
-    "suppressions",
-    "org_retention",
-    "org_settings",
-    "sequence_enrollments",
-    "replies",
-    "notion_workspaces",
-    "notion_syncs",
-    "drive_channels",
-    "import_jobs",
-    "import_errors",
-    "contact_signals",
-    "kc_chunk_credits",
-    "resource_claims",
-    "research_jobs",
-    "research_sources",
-    "research_passages",
-    "crm_connections",
-    "crm_oauth_states",
-    "crm_writes",
-    "crm_links",
-    "org_members",
-    "sending_domains",
-    "llm_usage_daily",
-    "budget_alerts",
-    "budget_holds",
-    "sender_pauses",
-)
 
 _SQL = Path(__file__).with_name("sql")
 
@@ -148,7 +90,7 @@ def migrations(dim: int) -> list[Migration]:
         ),
         Migration(
             "0003_row_level_security",
-            _rls("organizations", key="id") + "".join(_rls(t) for t in _RLS_0003),
+            _rls("organizations", key="id") + "".join(_rls(t) for t in RLS_0003),
         ),
         Migration(
             "0004_icp_tiers",
@@ -400,8 +342,10 @@ def migrations(dim: int) -> list[Migration]:
         # Issue 35: the people of an org (from Clerk), their role, their address, and
         # whether they are still in it.
         Migration("0050_org_members", _sql("0050_org_members") + _rls("org_members")),
+        # Issue 34 item 2: documents a person writes in the Knowledge Core editor.
+        Migration("0051_kc_editor", _sql("0051_kc_editor")),
         # Issue 39 item 4: bounces recorded as codes and classes, soft bounces counted,
         # rates per sending mailbox and domain, the breaker per sender, a campaign's pause
         # waiting for a person, and the org's postal address for the footer.
-        Migration("0051_deliverability", _sql("0051_deliverability") + _rls("sender_pauses")),
+        Migration("0052_deliverability", _sql("0052_deliverability") + _rls("sender_pauses")),
     ]

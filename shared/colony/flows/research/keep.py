@@ -25,10 +25,11 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+from colony import research
 from colony.flows.deps import FlowDeps
 from colony.flows.research import rendering
 from colony.ports.web import FetchResult
-from colony.research import Document, read
+from colony.research.document import Document
 from colony.store.db import Row
 from colony.store.research import sources
 
@@ -92,7 +93,7 @@ def keep(
             else:
                 sources.save(cur, org_id, row)
         return Kept(sid, None, downloaded=False)
-    doc = read(result.final_url, result.content_type, result.content, result.text)
+    doc = research.read(result.final_url, result.content_type, result.content, result.text)
     content_hash = hashlib.sha256(result.content).hexdigest()
     prefix = f"{object_prefix(org_id)}{sid}/"
     raw_object = f"{prefix}{content_hash}{_EXT.get(doc.kind, '.bin')}"
@@ -204,4 +205,4 @@ def _reread(deps: FlowDeps, previous: Row) -> Document:
     raw = deps.blobs.get(previous["raw_object"])
     charset = previous["charset"]
     text = raw.decode(charset, errors="replace") if charset else None
-    return read(previous["final_url"], previous["content_type"], raw, text)
+    return research.read(previous["final_url"], previous["content_type"], raw, text)

@@ -24,10 +24,10 @@ import hashlib
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from colony import research
 from colony.flows.deps import FlowDeps
 from colony.ports.web import FetchResult
-from colony.research import Document, read
-from colony.research.document import paragraphs
+from colony.research.document import Document, paragraphs
 from colony.store.db import Row
 
 MAX_TEXT = 200_000  # characters of a rendered page's visible text kept, as the reader keeps
@@ -65,7 +65,7 @@ def show(
     }
     if rendered.outcome != "rendered":
         return Shown(doc, fields)
-    dom = read(result.final_url, "text/html", rendered.html.encode(), rendered.html)
+    dom = research.read(result.final_url, "text/html", rendered.html.encode(), rendered.html)
     text = dom.text or paragraphs(rendered.text, MAX_TEXT)
     seen = replace(
         dom,
