@@ -358,6 +358,25 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
             "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA" + "b" * 300,
             f"colony-dkim-{org}",
         )
+    cur.execute("SELECT to_regclass('sender_mailboxes') IS NOT NULL")
+    if cur.fetchone()[0]:  # migration 0051: a connected Gmail mailbox, a grant flow begun
+        ex(
+            "INSERT INTO sender_mailboxes (org_id, id, address, domain, display_name, kind,"
+            " daily_limit, grant_status, grant_secret, created_by) VALUES (%s, %s, %s, %s,"
+            " 'Ada', 'gmail', 40, 'connected', %s, 'user_1')",
+            org,
+            f"mb-{org}",
+            f"ada@{org.replace('_', '-')}.example",
+            f"{org.replace('_', '-')}.example",
+            f"colony-mailbox-{org}",
+        )
+        ex(
+            "INSERT INTO mailbox_oauth_states (org_id, state_hash, mailbox_id, user_id,"
+            " expires_at) VALUES (%s, %s, %s, 'user_1', now() + interval '10 minutes')",
+            org,
+            "1" * 64,
+            f"mb-{org}",
+        )
     cur.execute("SELECT to_regclass('crm_connections') IS NOT NULL")
     if cur.fetchone()[0]:  # migration 0046: a HubSpot connection, a flow begun, a logged email
         ex(
@@ -389,7 +408,7 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
             name,
         )
     cur.execute("SELECT to_regclass('sender_pauses') IS NOT NULL")
-    if cur.fetchone()[0]:  # migration 0052: a sending domain the breaker paused
+    if cur.fetchone()[0]:  # migration 0053: a sending domain the breaker paused
         ex(
             "INSERT INTO sender_pauses (org_id, scope, sender, status, reason, judged,"
             " bounce_rate, complaint_rate, paused_at) VALUES (%s, 'domain', %s, 'paused',"

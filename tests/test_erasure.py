@@ -138,7 +138,10 @@ def test_erasing_an_org_deletes_its_keys_and_tokens_from_the_secret_store(
     world: World, tmp_path: Path
 ) -> None:
     secrets = FileSecrets(tmp_path / "secrets")
-    names = {org: (f"colony-dkim-{org}", f"colony-notion-{org}") for org in (ALPHA, BETA)}
+    names = {
+        org: (f"colony-dkim-{org}", f"colony-notion-{org}", f"colony-mailbox-{org}")
+        for org in (ALPHA, BETA)
+    }
     for org, held in names.items():
         for name in held:
             secrets.put(name, f"private material of {org}")
@@ -149,7 +152,7 @@ def test_erasing_an_org_deletes_its_keys_and_tokens_from_the_secret_store(
     for name in names[ALPHA]:
         with pytest.raises(NotFound):
             secrets.get(name)
-    assert [secrets.get(name) for name in names[BETA]] == [f"private material of {BETA}"] * 2
+    assert [secrets.get(name) for name in names[BETA]] == [f"private material of {BETA}"] * 3
 
 
 def test_a_crash_in_any_phase_is_resumed_by_the_next_attempt(world: World) -> None:

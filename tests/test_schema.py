@@ -65,6 +65,8 @@ ENTITY_TABLES = {
     "crm_links",  # issue 36: which CRM record is which of ours, archived or merged ones
     "org_members",  # issue 35: an org's people from Clerk, their role and address
     "sending_domains",  # issue 39: an org's sending domains, their DKIM keys' names, checks
+    "sender_mailboxes",  # issue 39: the mailboxes an org sends from, limits, ramps, grants
+    "mailbox_oauth_states",  # issue 39: a mailbox's OAuth flow in progress (state hash)
     "llm_usage_daily",  # issue 38: each org's spend per day, agent, campaign and model
     "budget_alerts",  # issue 38: budget alerts, kept until a notification delivers them
     "budget_holds",  # issue 38: campaign work waiting while the budget is spent

@@ -32,6 +32,7 @@
             ├── ProviderUnavailable  429, 5xx or a timeout: retried with backoff
             │   └── ProviderTimeout  the call outlasted its timeout (the prompt was sent)
             ├── CrmAccessRefused  the CRM refused the org's token (revoked, uninstalled)
+            ├── GrantRefused     Gmail / Graph refused a mailbox's OAuth grant (revoked)
             ├── OutputInvalid        the answer broke its contract, even after one repair
             │   ├── DataMissing      the answer was ``missing_data`` (CONST-004): it names what
             │   └── ToolCallInvalid  a tool call whose arguments are not a JSON object
@@ -253,6 +254,13 @@ class CrmAccessRefused(ProviderError):
     reconnects (``colony.flows.crm.connections``)."""
 
     code = "crm_access_refused"
+
+
+class GrantRefused(ProviderError):
+    """Gmail or Graph refused a sender mailbox's grant (revoked, expired, the app removed):
+    its mail waits until an admin connects it again (``flows.outbound.mailbox_grants``)."""
+
+    code = "grant_refused"
 
 
 class ResponseTooLarge(ProviderError):

@@ -21,6 +21,7 @@ from typing import Literal, cast
 from colony import env_values
 from colony.env_values import ResearchWeb
 from colony.errors import ConfigError
+from colony.settings_mailboxes import MailboxApps
 
 DbMode = Literal["embedded", "dsn", "cloudsql"]
 EmbeddingProvider = Literal["offline", "openai", "gemini"]
@@ -143,6 +144,7 @@ class Settings:
     hubspot_client_id: str | None = None  # the app's; None: HubSpot cannot be connected
     hubspot_client_secret: str | None = None
     hubspot_redirect_uri: str | None = None  # where HubSpot sends the person back (our page)
+    mailbox_apps: MailboxApps = field(default_factory=MailboxApps)  # issue 39: Gmail, Graph
     recording_parallelism: int = 8  # AGT-006 pass-1 chunks in flight at once
     # The deployed function this process serves (K_SERVICE, which Cloud Run sets on a gen2
     # function, and on a function's own service, to its name); None locally. Sizes the
@@ -330,6 +332,7 @@ class Settings:
             hubspot_client_id=get("COLONY_HUBSPOT_CLIENT_ID"),
             hubspot_client_secret=get("COLONY_HUBSPOT_CLIENT_SECRET"),
             hubspot_redirect_uri=get("COLONY_HUBSPOT_REDIRECT_URI"),
+            mailbox_apps=MailboxApps.from_env(get),
             recording_parallelism=bounded_int("COLONY_RECORDING_PARALLELISM", 8, 1, 32),
             function_name=get("K_SERVICE"),
             assets_bucket=get("COLONY_ASSETS_BUCKET") or "colony-assets",

@@ -23,13 +23,9 @@ from __future__ import annotations
 
 import smtplib
 import ssl
-from email.generator import BytesGenerator
-from email.message import EmailMessage
-from email.policy import SMTP
-from email.utils import formatdate, parseaddr
-from io import BytesIO
+from email.utils import parseaddr
 
-from colony.adapters.dkim import signed
+from colony.adapters.mail_wire import wire
 from colony.errors import ConfigError, UpstreamError
 from colony.policy.bounces import parse
 from colony.ports import Mail, MailDeferred, MailRejected
@@ -75,7 +71,7 @@ class SmtpSender:
     def send(self, mail: Mail) -> None:
         sender, recipient = parseaddr(mail.sender)[1], parseaddr(mail.to)[1]
         international = not (sender + recipient).isascii()  # RFC 6531 addresses
-        raw = _wire(mail, international)
+        raw = wire(mail, international=international)
         try:
             with smtplib.SMTP(self._host, self._port, timeout=self._timeout) as smtp:
                 smtp.ehlo()
@@ -129,33 +125,3 @@ def _refused(code: int, reply: bytes | str, what: str) -> None:
             status=status,
         )
     raise UpstreamError(f"the SMTP server answered {what} with {code}; retry later")
-
-
-def _wire(mail: Mail, international: bool) -> bytes:
-    """The message's bytes as ``send_message`` would write them, signed when it has a key:
-    signed before the connection opens, so a key that cannot sign fails before any SMTP."""
-    message = _message(mail)
-    policy = _INTERNATIONAL if international else _POLICY
-    with BytesIO() as out:
-        BytesGenerator(out, policy=policy).flatten(message, linesep="\r\n")
-        raw = out.getvalue()
-    return raw if mail.dkim is None else signed(raw, mail.dkim)
-
-
-# RFC 5322 allows 998 characters a line: no folding of our one-line headers (Python folds a
-# long Subject before its first word, which a reader then sees as a leading space).
-_POLICY = SMTP.clone(max_line_length=998)
-_INTERNATIONAL = _POLICY.clone(utf8=True)  # RFC 6531: headers in UTF-8, as SMTPUTF8 carries
-
-
-def _message(mail: Mail) -> EmailMessage:
-    message = EmailMessage(policy=_POLICY)
-    message["Message-ID"] = mail.message_id
-    message["Date"] = formatdate(usegmt=True)
-    message["From"] = mail.sender
-    message["To"] = mail.to
-    message["Subject"] = mail.subject
-    for name, value in mail.headers.items():
-        message[name] = value
-    message.set_content(mail.text)
-    return message

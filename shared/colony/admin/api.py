@@ -28,6 +28,8 @@ Routes (JSON; ``Authorization: Bearer <Clerk session JWT>``):
   (``colony.admin.research``);
 - ``GET``/``POST /orgs/{org}/sending-domains``: the org's sending domains, and adding one,
   which checks its SPF, DKIM and DMARC in DNS (``colony.admin.sending_domains``).
+- ``/orgs/{org}/mailboxes…``: the org's sender mailboxes, their limits and warm-up, and
+  connecting a Google Workspace or Microsoft 365 mailbox (``colony.admin.mailboxes``).
 - ``/orgs/{org}/crm/hubspot…``: connect HubSpot through OAuth, its status, disconnect it
   (``colony.admin.crm``).
 - ``GET``/``PUT /orgs/{org}/postal-address`` and ``POST /orgs/{org}/sending/resume``: the
@@ -49,7 +51,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from colony.admin import crm, deliverability, imports, research, sending_domains
+from colony.admin import crm, deliverability, imports, mailboxes, research, sending_domains
 from colony.contracts.admin import (
     DriveWatch,
     IcpReplace,
@@ -190,6 +192,10 @@ def handle(deps: Deps, request: JsonRequest) -> tuple[dict[str, Any], int] | dic
         org = match["org"]
         principal = _admin_of(deps, request, org)
         return sending_domains.handle(deps, request, principal, org)
+    if match := mailboxes.MAILBOXES.match(path):
+        org = match["org"]
+        principal = _admin_of(deps, request, org)
+        return mailboxes.handle(deps, request, principal, org, match["id"], match["what"])
     if match := crm.CRM.match(path):
         org = match["org"]
         principal = _admin_of(deps, request, org)

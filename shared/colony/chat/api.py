@@ -30,10 +30,9 @@
                                     the new counts), or ``reload`` when the stream fell behind
     GET  /audit[?item_id=&limit=]   the org's audit log, newest first
     GET  /imports                   the org's five newest import jobs (counts and status)
-    GET  /alerts                    what needs a person now: each paused sending domain, why,
-                                    and the TXT records that mend it; each campaign, mailbox
-                                    or domain the circuit breaker paused, and what resumes it;
-                                    campaign mail waiting for the org's postal address
+    GET  /alerts                    what needs a person now (``flows.outbound.alerts``): a
+                                    paused sending domain and the TXT records that mend it,
+                                    what the breaker paused, mail waiting for a postal address
     POST /alerts/resume             {"kind", "target"}: an org admin resumes what the breaker
                                     paused (audited; 403 for anyone else)
     GET  /usage[?month=YYYY-MM]     what the org spent on model calls in a month (UTC): in all,
@@ -169,7 +168,8 @@ def handle(deps: FlowDeps, request: JsonRequest) -> Any:
 
         return kc_routes.handle(deps, who, request)
     if path in _RECORDS or path.startswith(tuple(f"{r}/" for r in _RECORDS)):
-        from colony.chat import records_routes  # lazy, as the editor's
+        # lazy: the records' flows load on their first request, not with the page
+        from colony.chat import records_routes
 
         return records_routes.handle(deps, who, request)
     why = _EXPLAIN.match(path)

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from colony.ports import (
         BlobStore,
         Clock,
+        MailboxApis,
         PageRenderer,
         ReceivedMail,
         SecretStore,
@@ -52,6 +53,8 @@ class FlowDeps(Protocol):
     def sender(self) -> Sender: ...
     @property
     def secrets(self) -> SecretStore: ...
+    @property
+    def mailbox_apis(self) -> MailboxApis: ...
     @property
     def inbound(self) -> ReceivedMail | None: ...
     @property

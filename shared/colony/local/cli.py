@@ -16,6 +16,7 @@ from colony.local.cli_domains import add_commands as add_domain_commands
 from colony.local.cli_eval import add_commands as add_eval_commands
 from colony.local.cli_explain import add_commands as add_explain_commands
 from colony.local.cli_imports import add_commands as add_import_commands
+from colony.local.cli_mailboxes import add_commands as add_mailbox_commands
 from colony.local.cli_research import add_commands as add_research_commands
 from colony.local.cli_usage import add_commands as add_usage_commands
 from colony.settings import Settings
@@ -317,6 +318,7 @@ def build_parser() -> argparse.ArgumentParser:
     keep.set_defaults(run=cmd_org_retention)
     add_org_data_commands(org)
     add_domain_commands(org)
+    add_mailbox_commands(org)
     add_usage_commands(org)
     add_import_commands(sub)
     add_explain_commands(sub)

@@ -11,6 +11,7 @@ from what it replaces. One module per capability:
 - ``storage``: ``BlobStore`` (the assets bucket) and ``SecretStore`` (per-org credentials);
 - ``sources``: Drive and Notion, as the knowledge webhooks read them;
 - ``mail``: ``Sender``, ``ReceivedMail``, ``Mailbox``, and ``DkimKey`` (what signs a message);
+- ``mailboxes``: ``MailboxApi`` (an org's own Gmail or Microsoft 365 mailbox, its OAuth grant);
 - ``dns``: ``DnsResolver`` (a sending domain's TXT records);
 - ``crm``: ``CrmClient`` (the team's CRM: HubSpot first), ``CrmAuthorizer`` (its OAuth)
   and ``WriteLedger`` (what was written under an idempotency key);
@@ -62,6 +63,7 @@ if TYPE_CHECKING:  # the real names, for type checkers
         ReceivedMail,
         Sender,
     )
+    from colony.ports.mailboxes import MailboxApi, MailboxApis, MailboxTokens, SentRef
     from colony.ports.messaging import (
         MAX_REJECTION_ID,
         MAX_REJECTION_REASON,
@@ -137,6 +139,10 @@ _HOMES = {
     "MailRejected": "colony.ports.mail",
     "ReceivedMail": "colony.ports.mail",
     "Sender": "colony.ports.mail",
+    "MailboxApi": "colony.ports.mailboxes",
+    "MailboxApis": "colony.ports.mailboxes",
+    "MailboxTokens": "colony.ports.mailboxes",
+    "SentRef": "colony.ports.mailboxes",
     "MAX_REJECTION_ID": "colony.ports.messaging",
     "MAX_REJECTION_REASON": "colony.ports.messaging",
     "Rejection": "colony.ports.messaging",
@@ -218,6 +224,9 @@ __all__ = [
     "MailDeferred",
     "MailRejected",
     "Mailbox",
+    "MailboxApi",
+    "MailboxApis",
+    "MailboxTokens",
     "Message",
     "ModelRequest",
     "ModelResponse",
@@ -241,6 +250,7 @@ __all__ = [
     "SearchQuery",
     "SecretStore",
     "Sender",
+    "SentRef",
     "Stage",
     "SubRequest",
     "TextSink",

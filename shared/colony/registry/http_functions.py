@@ -9,6 +9,7 @@ from colony.registry.function_spec import Function
 from colony.registry.secrets import (
     EMBEDDING_SECRETS,
     JWT_SECRETS,
+    MAILBOX_APP_SECRETS,
     MODEL_FREE_SECRETS,
     RUNTIME_SECRETS,
     TRACING_SECRETS,
@@ -82,14 +83,20 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         trigger="http",
         topic=None,
         agent=None,
-        purpose="Cloud Tasks target: send one approved message (SMTP relay or Resend)",
+        purpose=(
+            "Cloud Tasks target: send one approved message (SMTP relay or Resend, or the"
+            " org's own Gmail / Microsoft 365 mailbox)"
+        ),
+        # the mailbox apps' secrets refresh an org's mailbox grant before it sends
         secrets=(
             *MODEL_FREE_SECRETS,
             "COLONY_SMTP_PASSWORD",
             "COLONY_RESEND_API_KEY",
             "COLONY_UNSUBSCRIBE_TOKEN_KEY",
+            *MAILBOX_APP_SECRETS,
         ),
-        enqueues=(SEQUENCE_QUEUE,),  # a sent step schedules the sequence's next one
+        # a sent step schedules the sequence's next one; a deferred message its own retry
+        enqueues=(SEQUENCE_QUEUE, SEND_QUEUE),
         concurrency=4,
         max_instances=1,
     ),
@@ -195,7 +202,7 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         purpose=(
             "org admin API: erasure requests and reports, retention periods, org data,"
             " imports, Notion workspace connections, Drive folder watches, company research,"
-            " HubSpot connections"
+            " HubSpot connections, sender mailboxes and their grants"
         ),
         # the Drive channel token signs the token of a folder watch it creates; the HubSpot
         # app's secret exchanges an org's OAuth code (and revokes its token on disconnect)
@@ -204,16 +211,19 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
             *JWT_SECRETS,
             "COLONY_DRIVE_CHANNEL_TOKEN",
             "COLONY_HUBSPOT_CLIENT_SECRET",
+            *MAILBOX_APP_SECRETS,  # a mailbox's OAuth code exchanged, its grant given back
         ),
         # a connected workspace's backfill starts on the re-embed queue; its token is
         # written to its own secret (colony-notion-*, terraform/secrets.tf)
-        # a budget raised past what was spent queues the release of the campaign work it held
+        # a budget raised past what was spent queues the release of the campaign work it held;
+        # a mailbox connected again (or resumed) hands what waited for it to the send queue
         enqueues=(
             ERASURE_QUEUE,
             NOTION_REEMBED_QUEUE,
             IMPORT_QUEUE,
             RESEARCH_QUEUE,
             CAMPAIGN_RESUME_QUEUE,
+            SEND_QUEUE,
         ),
         # signs upload URLs under imports/<org>/ (a signed PUT acts as its signer, so it
         # needs object create) and reads an upload's size before queueing it

@@ -30,7 +30,14 @@ SECRETS: dict[str, str] = {
     "COLONY_NOTION_SIGNING_SECRET": "colony-notion-signing-secret",
     "COLONY_CLERK_WEBHOOK_SECRET": "colony-clerk-webhook-secret",
     "COLONY_HUBSPOT_CLIENT_SECRET": "colony-hubspot-client-secret",
+    # the OAuth apps an org's own mailboxes are connected through (issue 39 item 2)
+    "COLONY_GOOGLE_MAIL_CLIENT_SECRET": "colony-google-mail-client-secret",
+    "COLONY_MICROSOFT_MAIL_CLIENT_SECRET": "colony-microsoft-mail-client-secret",
 }
+MAILBOX_APP_SECRETS: tuple[str, ...] = (
+    "COLONY_GOOGLE_MAIL_CLIENT_SECRET",
+    "COLONY_MICROSOFT_MAIL_CLIENT_SECRET",
+)
 
 # The sets of them a function is granted (``Function.secrets``, colony.registry.functions):
 # what its composition root (colony.runtime.deps) reads. Every function reads the

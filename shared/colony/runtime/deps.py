@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from colony.ports import (
         BlobStore,
         Clock,
+        MailboxApis,
         PageRenderer,
         ReceivedMail,
         RejectionRecorder,
@@ -58,6 +59,8 @@ class Parts:
     sender: Callable[[Settings], Sender] | None = None
     # per-org credentials (the send function: each org's DKIM keys)
     secrets: Callable[[Settings], SecretStore] | None = None
+    # the Gmail and Graph APIs an org's own mailboxes send through (issue 39 item 2)
+    mailbox_apis: Callable[[Settings], MailboxApis] | None = None
     # None from the builder: the deployment has no reader of received mail (its inbound
     # events are then held: colony.flows.outbound.held_mail)
     inbound: Callable[[Settings], ReceivedMail | None] | None = None
@@ -85,6 +88,7 @@ class Deps:
     blob_store: BlobStore | None = None
     mail_sender: Sender | None = None
     secret_store: SecretStore | None = None
+    mailbox_api_table: MailboxApis | None = None
     inbound_mail: ReceivedMail | None = None
     web_fetcher: WebFetcher | None = None
     page_renderer: PageRenderer | None = None
@@ -140,6 +144,14 @@ class Deps:
         return self._builder("secrets")(self.settings)
 
     @cached_property
+    def mailbox_apis(self) -> MailboxApis:
+        """The Gmail and Graph APIs, by mailbox kind (those whose app is configured); built
+        on first use, by the functions that send or connect mailboxes."""
+        if self.mailbox_api_table is not None:
+            return self.mailbox_api_table
+        return self._builder("mailbox_apis")(self.settings)
+
+    @cached_property
     def web(self) -> WebFetcher:
         """The open web, politely and safely (research only); built on first use."""
         if self.web_fetcher is not None:
@@ -184,6 +196,7 @@ def build_deps(
     blobs: BlobStore | None = None,
     sender: Sender | None = None,
     secrets: SecretStore | None = None,
+    mailbox_apis: MailboxApis | None = None,
     inbound: ReceivedMail | None = None,
     web: WebFetcher | None = None,
     renderer: PageRenderer | None = None,
@@ -218,6 +231,7 @@ def build_deps(
         blob_store=blobs,
         mail_sender=sender,
         secret_store=secrets,
+        mailbox_api_table=mailbox_apis,
         inbound_mail=inbound,
         web_fetcher=web,
         page_renderer=renderer,

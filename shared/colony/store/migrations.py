@@ -344,8 +344,13 @@ def migrations(dim: int) -> list[Migration]:
         Migration("0050_org_members", _sql("0050_org_members") + _rls("org_members")),
         # Issue 34 item 2: documents a person writes in the Knowledge Core editor.
         Migration("0051_kc_editor", _sql("0051_kc_editor")),
+        # Issue 39 item 2: sender mailboxes, their OAuth flows, each message's mailbox and day.
+        Migration(
+            "0052_sender_mailboxes",
+            _sql("0052_sender_mailboxes") + _rls("sender_mailboxes") + _rls("mailbox_oauth_states"),
+        ),
         # Issue 39 item 4: bounces recorded as codes and classes, soft bounces counted,
         # rates per sending mailbox and domain, the breaker per sender, a campaign's pause
         # waiting for a person, and the org's postal address for the footer.
-        Migration("0052_deliverability", _sql("0052_deliverability") + _rls("sender_pauses")),
+        Migration("0053_deliverability", _sql("0053_deliverability") + _rls("sender_pauses")),
     ]

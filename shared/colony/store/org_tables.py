@@ -59,6 +59,8 @@ ORG_SCOPED_TABLES: tuple[str, ...] = (
     "crm_links",
     "org_members",
     "sending_domains",
+    "sender_mailboxes",
+    "mailbox_oauth_states",
     "llm_usage_daily",
     "budget_alerts",
     "budget_holds",

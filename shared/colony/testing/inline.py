@@ -32,6 +32,7 @@ from colony.llm.agent_call import LlmDeps
 from colony.ports import (
     BlobStore,
     Clock,
+    MailboxApis,
     ReceivedMail,
     SecretStore,
     Sender,
@@ -152,6 +153,7 @@ def local_deps(
     blobs: BlobStore | None = None,
     sender: Sender | None = None,
     secrets: SecretStore | None = None,
+    mailbox_apis: MailboxApis | None = None,
     inbound: ReceivedMail | None = None,
     web: WebFetcher | None = None,
     renderer: PageRenderer | None = None,
@@ -178,6 +180,7 @@ def local_deps(
         blobs=blobs,
         sender=sender,
         secrets=secrets,
+        mailbox_apis=mailbox_apis,
         inbound=inbound,
         web=web,
         renderer=renderer,

@@ -32,6 +32,7 @@ from colony.errors import UpstreamError, error_summary
 from colony.flows.approvals import approval_cards
 from colony.flows.approvals.approval_cards import CHECKED_KINDS
 from colony.flows.approvals.links import signed_link
+from colony.flows.outbound import senders
 from colony.flows.research import copies as research
 from colony.store.approvals import approvals, audit
 
@@ -41,6 +42,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("colony.approvals")
 
 SUMMARY_CHARS = 120
+
+
+EMAILED = ("outbound_message", "follow_up")  # the kinds whose approval sends an email
 
 
 def summary(item: Mapping[str, Any]) -> str:
@@ -75,6 +79,8 @@ def pending_cards(
         rows = approvals.pending_detailed(cur, kind=kind, campaign_id=campaign_id, limit=limit)
         total = approvals.pending_count(cur)
         facets = approvals.pending_facets(cur)
+        # which mailbox each email goes from, and why its send would wait (issue 39 item 2)
+        mailboxes = senders.on_cards(cur, [r for r in rows if r["kind"] in EMAILED])
     names = _competitors(deps, org_id) if any(r["kind"] in CHECKED_KINDS for r in rows) else []
     items = []
     for row in rows:
@@ -83,6 +89,8 @@ def pending_cards(
         cid = row.get("campaign_id")
         shown["campaign"] = {"id": cid, "name": row.get("campaign_name")} if cid else None
         shown["detail"] = approval_cards.detail(row, names)
+        if str(row["id"]) in mailboxes:
+            shown["detail"]["sender"] = mailboxes[str(row["id"])]
         items.append(shown)
     _stored_copies(deps, org_id, [i["detail"] for i in items])
     return {"pending_total": total, **facets, "items": items}

@@ -24,7 +24,7 @@ from datetime import timedelta
 from typing import Any
 
 from colony.flows.deps import FlowDeps
-from colony.flows.outbound import breaker, sequences
+from colony.flows.outbound import breaker, senders, sequences
 from colony.policy import bounces as policy
 from colony.ports import MailDeferred, MailRejected
 from colony.store.approvals import audit
@@ -48,8 +48,8 @@ def refused(
         kept = _keep(cur, outbox_id, bounce)
         exhausted = bounce.klass == "transient" and _exhausted(cur, address)
         detail = {"code": bounce.code, "class": bounce.klass, "label": bounce.label}
-        if bounce.klass == "transient" and not exhausted:
-            outbox.release(cur, outbox_id)
+        if bounce.klass == "transient" and not exhausted:  # back to the queue, uncounted
+            senders.wait(cur, outbox_id, f"refused for now ({bounce.code}); tried again later")
             effect(cur, org_id, row, "message_soft_bounced", {**detail, "tries": kept})
             return {
                 "outbox_id": outbox_id,

@@ -3,11 +3,15 @@
     approval applied ─► outbox ``queued`` ─► send(outbox id), once per delivery of its task
         ─► claim: ``queued`` → ``sending`` (a lease; the Message-ID fixed) ─► suppressed?
         ─► written in the tier decided for its contact? (else refused, and why)
-        ─► From's domain (``sending_domains.sender``): the org's verified domain, or refused
-           (another org's, or unverified where verification is required), or paused (waits)
-        ─► its mailbox or domain paused by the breaker, or a campaign message and the org
-           has no postal address? (waits: ``breaker``, ``postal_address``)
-        ─► over a cap? (waits) ─► Sender.send, DKIM-signed with the domain's key
+        ─► over the org's cap? (waits)
+        ─► its mailbox (``senders``: the contact's first message's, else rotation over the
+           org's ready mailboxes within their limits; none: the org's From setting), its
+           domain verified (else refused), paused or at its limit (waits); Message-ID on
+           the mailbox's domain
+        ─► that mailbox or its domain paused by the breaker, or a campaign message and the
+           org has no postal address? (waits: ``breaker``, ``postal_address``)
+        ─► sent: the relay (``Sender``), DKIM-signed with the domain's key, or the org's own
+           Gmail / Microsoft 365 mailbox through its grant (a refused grant: waits)
         ─► ``sent``  (a refusal: ``bounces.refused``, by its codes: for good ─► ``bounced``,
            address suppressed; for now ─► back to the queue, tried again with back-off)
 
@@ -43,21 +47,27 @@ from email.utils import parseaddr
 from typing import Any
 from urllib.parse import quote
 
-from colony.errors import ConfigError, Conflict, NotFound, ValidationFailed
+from colony.errors import ConfigError, Conflict, GrantRefused, NotFound, ValidationFailed
 from colony.flows.deps import FlowDeps
-from colony.flows.outbound import bounces, breaker, postal_address, sending_domains, sequences
+from colony.flows.outbound import (
+    bounces,
+    breaker,
+    postal_address,
+    senders,
+    sending_domains,
+    sequences,
+)
 from colony.flows.outbound.bounces import effect as _record  # the send's audit entries
+from colony.flows.outbound.send_queue import schedule_send
 from colony.ports import Mail, MailDeferred, MailRejected
-from colony.registry.functions import SEND_QUEUE
 from colony.runtime import signed
-from colony.runtime.transport import enqueue
 from colony.store.campaigns import campaigns
 from colony.store.outbound import outbox, suppressions
 from colony.store.tenants import org_admin
 
 DAILY_CAP, DOMAIN_HOURLY_CAP = 200, 5  # an org without settings (store.tenants.org_admin defaults)
 DOMAIN_RETRY_SECONDS = 900
-PAUSED_DOMAIN_RETRY_SECONDS = 3600  # a paused sending domain is re-checked daily, or on demand
+PAUSED_DOMAIN_RETRY_SECONDS = senders.PAUSED_DOMAIN_RETRY_SECONDS
 LEASE_SECONDS = 300  # longer than one SMTP exchange can take (the sender's timeout is 20 s)
 UNSUBSCRIBE_DAYS = 90  # RFC 8058 asks links to keep working for a long while
 _DOMAIN = b"colony-unsubscribe-v1."
@@ -76,28 +86,6 @@ class NotQueuedYet(NotFound):
 
     code = "not_queued"
     expected = True
-
-
-def message_id_for(mail_from: str, outbox_id: str) -> str:
-    """The Message-ID of an outbox row: ours, stable across retries."""
-    domain = parseaddr(mail_from)[1].rpartition("@")[2]
-    if not domain:
-        raise ConfigError(f"COLONY_MAIL_FROM={mail_from!r} has no address to send from")
-    return f"<{outbox_id}@{domain}>"
-
-
-def schedule_send(
-    deps: FlowDeps, org_id: str, outbox_id: str, *, attempt: str = "", delay: float = 0
-) -> str:
-    """Hand an outbox message to the send step (a Cloud Tasks task named by the row, so a
-    re-applied approval schedules it once; ``attempt`` names a later hand-over: a resume's,
-    a deferral's), after ``delay`` seconds."""
-    # lazy: the task model loads with the first hand-over (pydantic models, ~15 ms)
-    from colony.contracts.tasks import SendMessage
-
-    task = SendMessage(org_id=org_id, outbox_id=outbox_id)
-    name = f"send-{outbox_id}" + (f"-{attempt}" if attempt else "")
-    return enqueue(deps.transport, SEND_QUEUE, task, task_id=name, delay_seconds=delay)
 
 
 def queue_approved(
@@ -147,14 +135,13 @@ def _over_cap(cur: Any, limits: Any, address: str, now: datetime) -> tuple[str, 
 
 
 def send(deps: FlowDeps, org_id: str, outbox_id: str) -> dict[str, Any]:
-    settings = deps.settings
     # Everything our configuration must provide is checked before the claim: a ConfigError
     # after it would hold the message under its lease for nothing.
-    message_id = message_id_for(settings.mail_from, outbox_id)
     base, key = _unsubscribe_base(deps), _key(deps)
-    sender = deps.sender
+    relay = deps.sender
     with deps.db.transaction(org_id) as cur:
-        row = outbox.claim_send(cur, outbox_id, message_id=message_id, lease_seconds=LEASE_SECONDS)
+        # The Message-ID is fixed once the mailbox is (its domain's): ``senders.choose``.
+        row = outbox.claim_send(cur, outbox_id, message_id=None, lease_seconds=LEASE_SECONDS)
         if row is None:
             return _not_claimed(cur, outbox_id)
         address = row["to_address"]
@@ -173,42 +160,36 @@ def send(deps: FlowDeps, org_id: str, outbox_id: str) -> dict[str, Any]:
             _record(cur, org_id, row, "message_refused", {"reason": wrong})
             return {"outbox_id": outbox_id, "status": "refused", "reason": wrong}
         limits = org_admin.settings(cur)
-        mail_from = (limits["mail_from"] if limits else None) or settings.mail_from
-        domain = sending_domains.sender(cur, org_id, mail_from, settings.sending_domains)
-        if domain.action == "refuse":  # recorded, never sent, never retried
-            outbox.finish_send(cur, outbox_id, "suppressed", f"refused: {domain.reason}")
-            _record(cur, org_id, row, "message_refused", {"reason": domain.reason})
-            return {"outbox_id": outbox_id, "status": "refused", "reason": domain.reason}
-        thread = sequences.thread_headers(cur, row)
-        from_address = parseaddr(mail_from)[1].lower()
-        bounces.sending_from(cur, outbox_id, from_address)  # its mailbox's and domain's rates
+        wait = _over_cap(cur, limits, address, deps.clock())
+        choice = senders.choose(deps, cur, org_id, row, limits) if wait is None else None
+        if choice is not None and choice.action == "refuse":  # recorded, never sent or retried
+            outbox.finish_send(cur, outbox_id, "suppressed", f"refused: {choice.reason}")
+            _record(cur, org_id, row, "message_refused", {"reason": choice.reason})
+            return {"outbox_id": outbox_id, "status": "refused", "reason": choice.reason}
+        if choice is not None and choice.action == "wait":
+            wait = (choice.reason, choice.delay)
         postal = postal_address.for_footer(cur, row)
-        held = breaker.held_by(cur, from_address) or postal.waiting
-        wait = (
-            (domain.reason, PAUSED_DOMAIN_RETRY_SECONDS)
-            if domain.action == "wait"
-            else (held, PAUSED_DOMAIN_RETRY_SECONDS)
-            if held
-            else _over_cap(cur, limits, address, deps.clock())
-        )
+        from_address = parseaddr(choice.mail_from)[1].lower() if choice is not None else ""
+        held = (breaker.held_by(cur, from_address) if from_address else None) or postal.waiting
+        if wait is None and held:  # the breaker, or the footer's address, holds it
+            wait = (held, PAUSED_DOMAIN_RETRY_SECONDS)
         if wait is not None:  # deferred, never dropped: back to the queue, sent later
-            reason, delay = wait
-            outbox.release(cur, outbox_id)
-            due = int(deps.clock().timestamp() + delay)
-            schedule_send(deps, org_id, outbox_id, attempt=f"deferred-{due}", delay=delay)
-            return {"outbox_id": outbox_id, "status": "deferred", "reason": reason}
+            return _defer(deps, cur, org_id, outbox_id, *wait)
+        assert choice is not None
+        bounces.sending_from(cur, outbox_id, from_address)  # its mailbox's and domain's rates
+        thread = sequences.thread_headers(cur, row)
     dkim = None
-    if domain.action == "sign":
+    if choice.verdict is not None and choice.verdict.action == "sign":
         try:
-            dkim = sending_domains.signing_key(deps.secrets, domain)
+            dkim = sending_domains.signing_key(deps.secrets, choice.verdict)
         except Exception:  # no key now: the message goes back to the queue, the task retries
             with deps.db.transaction(org_id) as cur:
                 outbox.release(cur, outbox_id)
             raise
     link = _link(deps, base, key, org_id, address)
     mail = Mail(
-        message_id=row["message_id"],
-        sender=mail_from,
+        message_id=choice.message_id,
+        sender=choice.mail_from,
         to=address,
         subject=row["subject"],
         text=f"{row['body']}\n\n--\n{postal.footer}To stop receiving these emails: {link}\n",
@@ -221,7 +202,12 @@ def send(deps: FlowDeps, org_id: str, outbox_id: str) -> dict[str, Any]:
         dkim=dkim,
     )
     try:
-        sender.send(mail)  # UpstreamError propagates: the task retries after the lease
+        # UpstreamError propagates: the task retries after the lease
+        ref = senders.deliver(deps, org_id, choice, mail, relay)
+    except GrantRefused as refused:  # recorded as revoked: waits for a person to reconnect
+        with deps.db.transaction(org_id) as cur:
+            why = f"the mailbox's grant was refused ({refused.reason}): connect it again"
+            return _defer(deps, cur, org_id, outbox_id, why, senders.MAILBOX_RETRY_SECONDS)
     except (MailRejected, MailDeferred) as error:  # the server's answer, by its codes
         outcome = bounces.refused(deps, org_id, row, error, from_address)
         if "retry_in" in outcome:  # refused for now: tried again later, never dropped
@@ -231,9 +217,20 @@ def send(deps: FlowDeps, org_id: str, outbox_id: str) -> dict[str, Any]:
         return outcome
     with deps.db.transaction(org_id) as cur:
         outbox.finish_send(cur, outbox_id, "sent")
-        _record(cur, org_id, row, "message_sent", {"message_id": row["message_id"]})
+        senders.sent(cur, outbox_id, ref)
+        _record(cur, org_id, row, "message_sent", {"message_id": choice.message_id})
         following = sequences.after_sent(deps, cur, org_id, row)
-    return {"outbox_id": outbox_id, "status": "sent", "message_id": row["message_id"], **following}
+    return {"outbox_id": outbox_id, "status": "sent", "message_id": choice.message_id, **following}
+
+
+def _defer(
+    deps: FlowDeps, cur: Any, org_id: str, outbox_id: str, reason: str, delay: float
+) -> dict[str, Any]:
+    """Back to the queue (saying why, uncounted) and its task scheduled again."""
+    senders.wait(cur, outbox_id, reason)
+    due = int(deps.clock().timestamp() + delay)
+    schedule_send(deps, org_id, outbox_id, attempt=f"deferred-{due}", delay=delay)
+    return {"outbox_id": outbox_id, "status": "deferred", "reason": reason}
 
 
 def _not_claimed(cur: Any, outbox_id: str) -> dict[str, Any]:

@@ -44,6 +44,7 @@ from colony.ports import SecretStore, TraceArchive, org_tag
 from colony.registry.functions import ERASURE_QUEUE, QUEUES
 from colony.store.crm import connections as crm_connections
 from colony.store.knowledge import notion_workspaces
+from colony.store.outbound import mailboxes as sender_mailboxes
 from colony.store.outbound import sending_domains
 from colony.store.research import sources as research_sources
 from colony.store.tenants import erasure, erasure_contact
@@ -171,11 +172,13 @@ def _org_phases(
             connections.stop_drive_channels(org)
         if connections.secrets is not None:
             with deps.db.transaction(org) as cur:
-                # Notion tokens, CRM tokens (issue 36) and DKIM private keys (issue 39 item 3)
+                # Notion tokens, CRM tokens (issue 36), DKIM private keys (issue 39 item 3)
+                # and mailbox grants (issue 39 item 2)
                 names = (
                     notion_workspaces.secret_names(cur)
                     + crm_connections.secret_names(cur)
                     + sending_domains.secret_names(cur)
+                    + sender_mailboxes.secret_names(cur)
                 )
             for name in names:
                 connections.secrets.delete(name)

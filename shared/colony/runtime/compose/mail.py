@@ -1,7 +1,8 @@
 """The send function's parts: the sender the settings choose (``COLONY_MAIL_PROVIDER``: the
 SMTP relay, ``colony.adapters.smtp``, or Resend, ``colony.adapters.resend_mail``), and the
-secret store its orgs' DKIM keys are read from (cached: one read per key per few minutes, not
-per message), each built on first use."""
+secret store its orgs' DKIM keys and mailbox grants are read from (cached: one read per key
+per few minutes, not per message), and the Gmail and Graph APIs an org's own mailboxes send
+through (issue 39 item 2), each built on first use."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING
 from colony.runtime.deps import Parts
 
 if TYPE_CHECKING:
-    from colony.ports import SecretStore, Sender
+    from colony.ports import MailboxApis, SecretStore, Sender
     from colony.settings import Settings
 
 
@@ -33,5 +34,12 @@ def secrets(settings: Settings) -> SecretStore:
     return cached_store(settings)
 
 
+def mailbox_apis(settings: Settings) -> MailboxApis:
+    # lazy: httpx loads with the first message from an org's own Gmail / Microsoft 365 mailbox
+    from colony.runtime.mailbox_apis import mailbox_apis_from_settings
+
+    return mailbox_apis_from_settings(settings)
+
+
 def parts() -> Parts:
-    return Parts(sender=sender, secrets=secrets)
+    return Parts(sender=sender, secrets=secrets, mailbox_apis=mailbox_apis)

@@ -144,10 +144,16 @@ def rates(cur: Any, campaign_id: str) -> Row | None:
 
 
 def claim_send(
-    cur: Any, outbox_id: str, *, message_id: str, lease_seconds: int, to: str | None = None
+    cur: Any,
+    outbox_id: str,
+    *,
+    message_id: str | None,
+    lease_seconds: int,
+    to: str | None = None,
 ) -> Row | None:
     """Take the message for one send attempt (None: it is not queued, or another attempt
-    holds it); its Message-ID is fixed by the first attempt and kept by every retry."""
+    holds it); its Message-ID is fixed by the first attempt and kept by every retry (None:
+    fixed later in the claim's transaction, once its mailbox is known)."""
     return fetch_one(cur, CLAIM_SEND, (message_id, lease_seconds, to, outbox_id))
 
 
