@@ -6,6 +6,7 @@ import sys
 import textwrap
 import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -74,3 +75,19 @@ def org_settings(db: Any, data_dir: Path, *orgs: str, **env: str) -> Settings:
         "COLONY_DATA_DIR": str(data_dir),
     }
     return Settings.from_env({**base, **env})
+
+
+def session_token(data_dir: Path, org: str, user: str, role: str | None = "org:admin") -> str:
+    """A Clerk v1 session token signed with the local key pair: ``user`` of ``org`` with
+    ``role`` (``org_role``; None: no role claim), valid for an hour."""
+    import jwt  # lazy: only the tests that call functions as a person need it
+
+    from colony.local.tokens import ensure_local_keys
+
+    keys = ensure_local_keys(data_dir)
+    now = datetime.now(UTC)
+    claims: dict[str, Any] = {"sub": user, "org_id": org, "iat": now}
+    claims["exp"] = now + timedelta(hours=1)
+    if role is not None:
+        claims["org_role"] = role
+    return jwt.encode(claims, keys.private_path.read_bytes(), algorithm="RS256")

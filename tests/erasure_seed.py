@@ -359,7 +359,7 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
             f"colony-dkim-{org}",
         )
     cur.execute("SELECT to_regclass('sender_mailboxes') IS NOT NULL")
-    if cur.fetchone()[0]:  # migration 0051: a connected Gmail mailbox, a grant flow begun
+    if cur.fetchone()[0]:  # migration 0052: a connected Gmail mailbox, a grant flow begun
         ex(
             "INSERT INTO sender_mailboxes (org_id, id, address, domain, display_name, kind,"
             " daily_limit, grant_status, grant_secret, created_by) VALUES (%s, %s, %s, %s,"
@@ -407,8 +407,57 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
             f"{name.split()[0].lower()}@example.com",
             name,
         )
+    cur.execute("SELECT to_regclass('org_team') IS NOT NULL")
+    if cur.fetchone()[0]:  # migration 0053: owners, the team's settings, round robin's place
+        ex("UPDATE contacts SET owner_id = 'user_1' WHERE org_id = %s", org)
+        ex("UPDATE deals SET owner_id = 'user_1' WHERE org_id = %s", org)
+        ex(
+            "INSERT INTO org_team (org_id, time_zone, backup_user_id) VALUES (%s,"
+            " 'Europe/Berlin', 'user_1')",
+            org,
+        )
+        ex(
+            "INSERT INTO assignment_cursors (org_id, pool, last_user_id) VALUES (%s, 'pool:x',"
+            " 'user_1')",
+            org,
+        )
+    cur.execute("SELECT to_regclass('notification_items') IS NOT NULL")
+    if cur.fetchone()[0]:  # migration 0054: a person's choices and Slack id, an event told
+        ex(
+            "INSERT INTO notify_settings (org_id, slack_team_id, slack_token_secret)"
+            " VALUES (%s, 'T0SEED', 'slack-seed')",
+            org,
+        )
+        ex(
+            "INSERT INTO notification_prefs (org_id, user_id, kind, channel)"
+            " VALUES (%s, 'user_1', 'positive_reply', 'slack')",
+            org,
+        )
+        ex(
+            "INSERT INTO slack_users (org_id, user_id, slack_user_id)"
+            " VALUES (%s, 'user_1', 'U0SEED')",
+            org,
+        )
+        ex(
+            "INSERT INTO notification_events (org_id, kind, event_key, subject, link, contact_id)"
+            " SELECT org_id, 'positive_reply', 'seed-1', 'Reply: a note for ' || name,"
+            " '/overview#reply-seed', id FROM contacts WHERE org_id = %s ORDER BY id LIMIT 1",
+            org,
+        )
+        ex(
+            "INSERT INTO notifications (org_id, user_id, channel, kind, dedupe_key, due_at)"
+            " VALUES (%s, 'user_1', 'slack', 'positive_reply', 'slack:user_1:seed-1', now())",
+            org,
+        )
+        ex(
+            "INSERT INTO notification_items (org_id, notification_id, event_id, user_id, kind)"
+            " SELECT n.org_id, n.id, e.id, 'user_1', e.kind FROM notifications n"
+            " JOIN notification_events e ON e.org_id = n.org_id AND e.event_key = 'seed-1'"
+            " WHERE n.org_id = %s",
+            org,
+        )
     cur.execute("SELECT to_regclass('sender_pauses') IS NOT NULL")
-    if cur.fetchone()[0]:  # migration 0053: a sending domain the breaker paused
+    if cur.fetchone()[0]:  # migration 0055: a sending domain the breaker paused
         ex(
             "INSERT INTO sender_pauses (org_id, scope, sender, status, reason, judged,"
             " bounce_rate, complaint_rate, paused_at) VALUES (%s, 'domain', %s, 'paused',"

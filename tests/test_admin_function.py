@@ -21,6 +21,7 @@ import pytest
 from colony.admin import api as admin_api
 from colony.admin import crm as admin_crm
 from colony.admin import imports as admin_imports
+from colony.admin import notifications as admin_notifications
 from colony.admin import research as admin_research
 from colony.local.tokens import ensure_local_keys, mint_local_token
 from colony.ports import BlobStore, org_tag
@@ -326,6 +327,12 @@ ROUTES: list[tuple[str, str, Any]] = [
     ("POST", f"/orgs/{ALPHA}/crm/hubspot/connect", {}),
     ("POST", f"/orgs/{ALPHA}/crm/hubspot/callback", {"code": "c", "state": "s"}),
     ("POST", f"/orgs/{ALPHA}/crm/hubspot/disconnect", {}),
+    (
+        "PUT",
+        f"/orgs/{ALPHA}/notifications/slack",
+        {"team_id": "T0ALPHA", "bot_token": "xoxb-alpha-0123456789"},
+    ),
+    ("PUT", f"/orgs/{ALPHA}/notifications/brief", {"brief_at": "07:30"}),
 ]
 
 
@@ -334,6 +341,7 @@ def test_the_route_table_covers_every_admin_route() -> None:
     with another org's id where it takes one (the erasure job route: by job id, further down)."""
     patterns = [v for v in vars(admin_api).values() if isinstance(v, re.Pattern)]
     patterns += [admin_imports.IMPORTS, admin_research.RESEARCH, admin_crm.CRM]
+    patterns += [admin_notifications.NOTIFICATIONS]
     tried = [path for _, path, _ in ROUTES] + [f"/erasures/{ALPHA}_job"]
     assert [p.pattern for p in patterns if not any(p.match(t) for t in tried)] == []
     assert [t for t in tried if not any(p.match(t) for p in patterns)] == []

@@ -298,3 +298,60 @@ def test_a_file_replaced_mid_job_fails_instead_of_resuming_on_other_bytes(
     failed = env.run(job_id, crashing)
     assert failed["status"] == "failed" and "changed after the import started" in failed["failure"]
     assert all(c["name"].startswith("P") for c in env.contacts())
+
+
+@pytest.mark.covers("ENT-002", "ENT-003")
+def test_an_owner_column_sets_owners_an_unknown_owner_is_a_row_error_the_rest_by_rules(
+    env: Env,
+) -> None:
+    """Issue 35: ``Contact owner`` names a person of the org by user id or address (any
+    case); one who is not an active person of the org (left, unknown, another org's) rejects
+    that record, never silently; the records without an owner are assigned by the rules."""
+    from colony.store.tenants import members
+
+    with env.deps.db.transaction(ORG) as cur:
+        members.join(cur, ORG, "user_ana", "org:admin", "ana@imp.example", "Ana")
+        members.join(cur, ORG, "user_ben", "org:member", "ben@imp.example", "Ben")
+        members.join(cur, ORG, "user_gone", "org:member", "gone@imp.example", "Gone")
+        members.leave(cur, "user_gone")
+    with env.deps.db.transaction(OTHER) as cur:
+        members.join(cur, OTHER, "user_zed", "org:admin", "zed@other.example", "Zed")
+    people = _csv(
+        [
+            ["Email", "Name", "Company", "Contact owner"],
+            ["p1@a.org", "P One", "A", "user_ben"],
+            ["p2@a.org", "P Two", "A", "BEN@imp.example"],
+            ["p3@a.org", "P Three", "A", "user_gone"],
+            ["p4@a.org", "P Four", "A", "user_zed"],
+            ["p5@a.org", "P Five", "A", ""],
+            ["p6@a.org", "P Six", "A", "nobody@imp.example"],
+        ]
+    )
+    job = env.run(env.upload(people.encode()))
+    assert (job["rows_created"], job["rows_rejected"]) == (3, 3), job
+    owners = {
+        r["email"]: r["owner_id"] for r in env.db.owner_rows("SELECT email, owner_id FROM contacts")
+    }
+    # P Five had no owner: the rules (round robin) gave it to the first active person
+    assert owners == {"p1@a.org": "user_ben", "p2@a.org": "user_ben", "p5@a.org": "user_ana"}
+    report = list(csv.reader(io.StringIO(imports.error_report(env.deps, ORG, job["id"]))))
+    assert [(r[0], r[2], r[4]) for r in report[1:]] == [
+        ("3", "owner", "user_gone"),
+        ("4", "owner", "user_zed"),
+        ("6", "owner", "nobody@imp.example"),
+    ]
+    assert "not an active person of this organisation" in report[1][3]
+    deals = _csv(
+        [
+            ["Deal Name", "Deal Stage", "Contact Email", "Deal owner"],
+            ["Renewal", "Proposal", "p1@a.org", "user_ana"],
+            ["Pilot", "Lead", "p1@a.org", ""],
+        ]
+    )
+    second = env.run(env.upload(deals.encode(), kind="deals"))
+    assert (second["rows_created"], second["rows_rejected"]) == (2, 0), second
+    deal_owners = {
+        r["name"]: r["owner_id"] for r in env.db.owner_rows("SELECT name, owner_id FROM deals")
+    }
+    # the owner column wins; a deal without one takes its prospect's owner
+    assert deal_owners == {"Renewal": "user_ana", "Pilot": "user_ben"}

@@ -28,6 +28,7 @@ from colony.local.queue_seed import HOSTILE_SUBJECT, seed_queue
 from colony.settings import Settings
 from colony.store import Database, fetch_all, fetch_one, fetch_value
 from colony.store.campaigns import signals
+from colony.store.tenants import members
 from colony.testing.inline import InlineTransport, local_deps
 from tests.axe import serious_violations
 from tests.conftest import PgDB, wait_for
@@ -127,6 +128,12 @@ def test_queue_cards_are_decided_in_place(
     deps = local_deps(Settings.from_env({}), db, InlineTransport())  # the other person's
     seeded = seed_queue(db, ORG, ITEMS, hostile=True)
     plant_signal_objects(db, seeded.outbound[0])
+    with db.transaction(ORG) as cur:  # issue 35: the deal updates wait in the viewer's queue
+        members.join(cur, ORG, "local-user", "org:member", None, "Local User")
+        cur.execute(
+            "UPDATE approval_items SET assignee = 'local-user'"
+            " WHERE kind = 'deal_update' AND status = 'pending'"
+        )
     with overview_stack(testdb, db, tmp_path, ["chat", "send"]) as stack:
         base = stack.base
         page = requests.get(f"{base}/overview", timeout=10)
@@ -246,6 +253,13 @@ def test_queue_cards_are_decided_in_place(
         shown = browser.find_elements(By.CSS_SELECTOR, "#queue .qcard")
         assert shown and {c.get_attribute("data-kind") for c in shown} == {"outbound_message"}
         Select(browser.find_element(By.ID, "filter-campaign")).select_by_value("")
+        # "Mine only": the items routed to the signed-in person, each saying so
+        press(browser, browser.find_element(By.ID, "filter-mine"))
+        shown = browser.find_elements(By.CSS_SELECTOR, "#queue .qcard")
+        assert shown and {c.get_attribute("data-kind") for c in shown} == {"deal_update"}
+        assert all("for you" in words(c) for c in shown)
+        press(browser, browser.find_element(By.ID, "filter-mine"))
+        assert len(browser.find_elements(By.CSS_SELECTOR, "#queue .qcard")) > len(shown)
 
         # Bulk: three selected, one confirmation, three decisions on record.
         picked = [

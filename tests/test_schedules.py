@@ -48,6 +48,8 @@ from tests.test_sending import ORG, SETTINGS, approved_message
 
 PLAIN, NOTION, DRIVE, ERASING = "org_plain", "org_notion", "org_drive", "org_erasing"
 SLOT = "2026-11-30T03:30:00Z"  # before FIXED_NOW (09:00), as a run is
+# the hourly daily-brief run at 06:00 UTC: the default brief time of an org in UTC
+BRIEF_SLOT = "2026-11-30T06:00:00Z"
 
 
 @dataclass
@@ -158,8 +160,9 @@ def test_each_schedule_reaches_the_orgs_it_serves_once_per_run(env: Env) -> None
     assert len(env.tasks()) == 6
 
     env.transport.tasks.clear()
-    for name in ("notion-reconcile", "drive-renew", "daily-brief"):
+    for name in ("notion-reconcile", "drive-renew"):
         assert env.fire(name).status_code == 200
+    assert env.fire("daily-brief", BRIEF_SLOT).status_code == 200
     assert bodies(env.tasks(SCHEDULES["notion-reconcile"].queue)) == [
         {"kind": "notion.reconcile", "org_id": NOTION}
     ]
@@ -171,8 +174,9 @@ def test_each_schedule_reaches_the_orgs_it_serves_once_per_run(env: Env) -> None
 
 
 def test_every_org_task_is_one_its_target_function_accepts(env: Env) -> None:
-    for name in ("retention", "notion-reconcile", "drive-renew", "daily-brief"):
+    for name in ("retention", "notion-reconcile", "drive-renew"):
         env.fire(name)
+    env.fire("daily-brief", BRIEF_SLOT)
     fanned_out = env.tasks()
     assert len(fanned_out) == 3 + 1 + 1 + 3
     for task in fanned_out:
@@ -194,7 +198,7 @@ def test_an_org_created_through_clerk_is_served_from_its_first_run(env: Env) -> 
         "/", data=created, content_type="application/json", headers=svix_headers(created, "m1")
     )
     assert hook.status_code == 200, hook.get_json()
-    env.fire("daily-brief")
+    env.fire("daily-brief", BRIEF_SLOT)
     assert {json.loads(t.body)["org_id"] for t in env.tasks()} == {
         DRIVE,
         NOTION,

@@ -64,6 +64,14 @@ ENTITY_TABLES = {
     "crm_writes",  # issue 36: what was written to the CRM under an idempotency key
     "crm_links",  # issue 36: which CRM record is which of ours, archived or merged ones
     "org_members",  # issue 35: an org's people from Clerk, their role and address
+    "org_team",  # issue 35: time zone, brief time, backup, escalation, assignment rules
+    "assignment_cursors",  # issue 35: round robin's place in each pool of people
+    "notify_settings",  # issue 35: an org's brief time and Slack workspace
+    "notification_prefs",  # issue 35: each person's channel per kind
+    "slack_users",  # issue 35: who a person is in Slack, as they set it
+    "notification_events",  # issue 35: facts worth telling, from the flows' tables
+    "notifications",  # issue 35: what is sent, once each
+    "notification_items",  # issue 35: which event a notification carries for whom
     "sending_domains",  # issue 39: an org's sending domains, their DKIM keys' names, checks
     "sender_mailboxes",  # issue 39: the mailboxes an org sends from, limits, ramps, grants
     "mailbox_oauth_states",  # issue 39: a mailbox's OAuth flow in progress (state hash)

@@ -23,6 +23,6 @@ from colony.runtime.edge import JsonRequest, http_json
 
 
 @functions_framework.http
-@http_json(methods=("GET", "POST", "PUT", "DELETE"), paths=None)
+@http_json(methods=("GET", "POST", "PUT", "DELETE"), paths=None, forms=("/slack/interactions",))
 def handle(request: JsonRequest) -> Any:  # a JSON value, a status pair or an SSE stream
     return route(deps(parts), request)

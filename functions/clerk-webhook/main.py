@@ -1,5 +1,6 @@
 """Clerk webhook: signed ``organization.*`` events → the org's row and defaults, or its
-erasure. Authenticated by Svix's signature headers. See ``colony.flows.tenants.clerk_orgs``."""
+erasure; ``organizationMembership.*`` → the org's people (a leaver's work handed on).
+Authenticated by Svix's signature headers. See ``colony.flows.tenants.clerk_orgs``."""
 
 from __future__ import annotations
 

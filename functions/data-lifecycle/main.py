@@ -14,7 +14,9 @@ Body: ``{"task": {"kind": ..., ...}}`` (``colony.contracts.lifecycle.LifecycleBo
 - ``replies.poll``: read the deployment's reply mailbox once, and the inbound mail events held
   while no reader of received mail was configured (``colony.flows.outbound.held_mail``);
 - ``domains.check`` (``org_id``): the org's sending domains checked again in DNS; one that
-  broke is paused (``colony.flows.outbound.sending_domains``).
+  broke is paused (``colony.flows.outbound.sending_domains``);
+- ``approvals.escalate`` (``org_id``): the org's approval items undecided past its window
+  handed to its backup (``colony.flows.approvals.escalation``).
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ def handle(request: JsonRequest) -> dict[str, Any]:
         DomainCheck,
         DriveRenewal,
         ErasureTask,
+        EscalationRun,
         ImportTask,
         KcTierTask,
         LifecycleBody,
@@ -85,6 +88,10 @@ def handle(request: JsonRequest) -> dict[str, Any]:
         from colony.flows.outbound import sending_domains
 
         return sending_domains.recheck(d, resolver_from_settings(d.settings), task.org_id)
+    if isinstance(task, EscalationRun):
+        from colony.flows.approvals import escalation  # lazy: (as above)
+
+        return escalation.escalate(d, task.org_id)
     if isinstance(task, ImportTask):
         from colony.flows.tenants import imports  # lazy: (as above)
 

@@ -138,6 +138,12 @@ class Settings:
     notion_signing_secret: str | None = None  # verifies X-Notion-Signature
     notion_base_url: str | None = None  # None: https://api.notion.com (local: a stand-in)
     clerk_webhook_secret: str | None = None  # ``whsec_...``: verifies Clerk's Svix signatures
+    clerk_secret_key: str | None = None  # ``sk_...``: reads an org's people (Backend API)
+    clerk_api_url: str | None = None  # None: https://api.clerk.com (local: the stand-in)
+    # notifications in Slack (issue 35): the Slack app's signing secret (verifies its
+    # interactive requests) and the Web API's address (None: https://slack.com/api/)
+    slack_signing_secret: str | None = None
+    slack_api_url: str | None = None
     # the team's CRM (issue 36): the HubSpot public app an org connects through OAuth
     hubspot_base_url: str | None = None  # None: https://api.hubapi.com (local: a stand-in)
     hubspot_auth_url: str | None = None  # None: https://app.hubspot.com/oauth/authorize
@@ -327,6 +333,10 @@ class Settings:
             notion_signing_secret=get("COLONY_NOTION_SIGNING_SECRET"),
             notion_base_url=get("COLONY_NOTION_BASE_URL"),
             clerk_webhook_secret=get("COLONY_CLERK_WEBHOOK_SECRET"),
+            clerk_secret_key=get("COLONY_CLERK_SECRET_KEY"),
+            clerk_api_url=get("COLONY_CLERK_API_URL"),
+            slack_signing_secret=get("COLONY_SLACK_SIGNING_SECRET"),
+            slack_api_url=get("COLONY_SLACK_API_URL"),
             hubspot_base_url=get("COLONY_HUBSPOT_BASE_URL"),
             hubspot_auth_url=get("COLONY_HUBSPOT_AUTH_URL"),
             hubspot_client_id=get("COLONY_HUBSPOT_CLIENT_ID"),
@@ -377,7 +387,9 @@ class Settings:
         hidden |= {"langfuse_secret_key", "approval_token_key", "delivery_webhook_secret"}
         hidden |= {"drive_channel_token", "notion_signing_secret"}
         hidden |= {"smtp_password", "unsubscribe_token_key", "clerk_webhook_secret"}
+        hidden |= {"clerk_secret_key"}
         hidden |= {"resend_api_key", "reply_mailbox_password", "hubspot_client_secret"}
+        hidden |= {"slack_signing_secret"}
         # sentry_dsn is hidden by its *dsn suffix
         parts = []
         for name in self.__dataclass_fields__:

@@ -32,6 +32,11 @@ Routes (JSON; ``Authorization: Bearer <Clerk session JWT>``):
   connecting a Google Workspace or Microsoft 365 mailbox (``colony.admin.mailboxes``).
 - ``/orgs/{org}/crm/hubspot…``: connect HubSpot through OAuth, its status, disconnect it
   (``colony.admin.crm``).
+- ``/orgs/{org}/team``, ``/members…``, ``/owners…``: the team's settings (time zone, brief
+  time, backup, escalation, assignment rules), its people (and a resync from Clerk), and
+  who owns which prospect or deal (``colony.admin.team``).
+- ``PUT /orgs/{org}/notifications/slack|brief``: the org's Slack workspace and bot token, the
+  brief's local time (``colony.admin.notifications``).
 - ``GET``/``PUT /orgs/{org}/postal-address`` and ``POST /orgs/{org}/sending/resume``: the
   postal address mail's footer prints, and resuming what the circuit breaker paused
   (``colony.admin.deliverability``).
@@ -51,7 +56,16 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from colony.admin import crm, deliverability, imports, mailboxes, research, sending_domains
+from colony.admin import (
+    crm,
+    deliverability,
+    imports,
+    mailboxes,
+    notifications,
+    research,
+    sending_domains,
+    team,
+)
 from colony.contracts.admin import (
     DriveWatch,
     IcpReplace,
@@ -204,6 +218,14 @@ def handle(deps: Deps, request: JsonRequest) -> tuple[dict[str, Any], int] | dic
         org = match["org"]
         principal = _admin_of(deps, request, org)
         return deliverability.handle(deps, request, principal, org, match["what"])
+    if match := team.TEAM.match(path):
+        org = match["org"]
+        principal = _admin_of(deps, request, org)
+        return team.handle(deps, request, principal, org, match["what"])
+    if match := notifications.NOTIFICATIONS.match(path):
+        principal = _admin_of(deps, request, match["org"])
+        what = match["what"]
+        return notifications.handle(deps, request, match["org"], what, principal.user_id)
     if match := imports.IMPORTS.match(path):
         org = match["org"]
         principal = _admin_of(deps, request, org)

@@ -16,10 +16,12 @@
                                     drafted → approved → sent → replied
     GET  /campaigns/events          SSE: ``funnels`` (the same) on connect and again whenever
                                     a count changes (the hub's ``colony_campaigns``)
-    GET  /approvals[?kind=&campaign=&limit=]
+    GET  /approvals[?kind=&campaign=&limit=&mine=1]
                                     pending approval items as detailed cards, newest first
                                     (``pending_cards``; at most 500; a deployment kit's link
-                                    is signed afresh), with counts per kind and campaign
+                                    is signed afresh), with counts per kind and campaign,
+                                    each card saying whose queue it is in (``mine=1``: only
+                                    the signed-in person's, and ``pending_mine`` counted)
     POST /approvals                 {"item_id", "action", "reason"?, "edited"?, "proposal"?}
                                     → the approval flow, as the page's signed-in person
                                     (channel ``ui``, or ``chat-confirmed`` confirming a
@@ -44,6 +46,9 @@
                                     (``colony.chat.records_routes``)
     GET  /overview/kc.js, /overview/records.js
                                     the page's Knowledge and Prospects views (static)
+    GET|PUT /notifications[/slack]  the person's own notification settings; POST
+                                    /slack/interactions: Slack's Approve / Reject clicks
+                                    (``colony.chat.notify_routes``)
     GET  /explain/<output id>       the model calls behind an approval item, a chat turn or
                                     a brief, and what their context was built from (the
                                     card's "Why?" panel; ``colony explain`` prints the same)
@@ -57,18 +62,18 @@ disconnects, and the response only relays its events.
 from __future__ import annotations
 
 import contextvars
-import html
+import importlib
 import json
 import logging
 import queue
 import re
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import flask
 
+from colony.chat import notify_routes, page
 from colony.chat.hub import hub_for
 from colony.contracts.deliverability import SendingResume
 from colony.errors import Forbidden, NotFound, ValidationFailed, error_summary
@@ -96,14 +101,17 @@ log = logging.getLogger("colony.chat")
 HEARTBEAT_SECONDS = 15.0
 APPROVALS_SHOWN = 50
 APPROVALS_MAX = 500
-PAGE = Path(__file__).with_name("overview.html")
-# The page's scripts, served from the same origin (the CSP's script-src 'self').
-SCRIPTS = {
-    "/overview/views.js": Path(__file__).with_name("views.js"),
-    "/overview/kc.js": Path(__file__).with_name("kc.js"),
-    "/overview/records.js": Path(__file__).with_name("records.js"),
+# Route groups in modules of their own, each loaded on its group's first request rather than
+# with the page (issue 32 item 4): the path's first segment → the module whose
+# ``handle(deps, who, request)`` serves it and everything under it.
+_RECORDS = "colony.chat.records_routes"
+_GROUPS = {
+    "/kc": "colony.chat.kc_routes",
+    "/prospects": _RECORDS,
+    "/deals": _RECORDS,
+    "/calls": _RECORDS,
+    "/notifications": "colony.chat.notify_routes",
 }
-_RECORDS = ("/prospects", "/deals", "/calls")
 _SESSION = re.compile(r"^/sessions/([A-Za-z0-9_.:-]{1,200})(/events)?$")
 _EXPLAIN = re.compile(r"^/explain/([A-Za-z0-9_.:-]{1,200})$")
 _STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -114,11 +122,15 @@ def handle(deps: FlowDeps, request: JsonRequest) -> Any:
     path, method = request.path, request.method
     if path == "/overview":
         _allow(method, "GET")
-        return _page(deps.settings.clerk_frontend_api)
-    if path in SCRIPTS:
+        return page.page(deps.settings.clerk_frontend_api)
+    if path in page.SCRIPTS:
         _allow(method, "GET")
-        return _script(SCRIPTS[path])
+        return page.script(page.SCRIPTS[path])
+    if path == notify_routes.INTERACTIONS:  # Slack-signed, no bearer
+        return notify_routes.interactions(deps, request)
     who = verify_bearer(request.authorization, deps.settings)
+    if group := _GROUPS.get("/" + path.split("/", 2)[1]):
+        return importlib.import_module(group).handle(deps, who, request)
     if path == "/turns":
         _allow(method, "POST")
         return _turn(deps, who.org_id, who.user_id, request)
@@ -161,17 +173,6 @@ def handle(deps: FlowDeps, request: JsonRequest) -> Any:
     if path == "/usage":
         _allow(method, "GET")
         return usage_report(deps, who.org_id, request.args.get("month"))
-    if path == "/kc" or path.startswith("/kc/"):
-        # lazy: the editor loads the Knowledge Core's store on its first request, not with
-        # the page (issue 32 item 4)
-        from colony.chat import kc_routes
-
-        return kc_routes.handle(deps, who, request)
-    if path in _RECORDS or path.startswith(tuple(f"{r}/" for r in _RECORDS)):
-        # lazy: the records' flows load on their first request, not with the page
-        from colony.chat import records_routes
-
-        return records_routes.handle(deps, who, request)
     why = _EXPLAIN.match(path)
     if why:
         _allow(method, "GET")
@@ -188,30 +189,6 @@ def handle(deps: FlowDeps, request: JsonRequest) -> Any:
 def _allow(method: str, *allowed: str) -> None:
     if method not in allowed:
         raise MethodNotAllowed("this method is not allowed here", allow=allowed)
-
-
-def _page(clerk: str | None) -> flask.Response:
-    page = PAGE.read_bytes()
-    connect = "'self'"
-    if clerk:  # an origin (settings check it); the page refreshes session tokens there
-        attribute = f'<body data-clerk-frontend-api="{html.escape(clerk, quote=True)}">'
-        page = page.replace(b"<body>", attribute.encode(), 1)
-        connect += " " + clerk
-    response = flask.Response(page, mimetype="text/html")
-    # The page makes no request anywhere but here and Clerk (SPEC: the machines have no network).
-    response.headers["Content-Security-Policy"] = (
-        "default-src 'self'; script-src 'self' 'unsafe-inline'; "
-        f"style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src {connect}"
-    )
-    response.headers["Cache-Control"] = "no-store"
-    return response
-
-
-def _script(source: Path) -> flask.Response:
-    response = flask.Response(source.read_bytes(), mimetype="text/javascript")
-    response.headers["X-Content-Type-Options"] = "nosniff"
-    response.headers["Cache-Control"] = "no-store"  # as the page: both change together
-    return response
 
 
 def _turn(deps: FlowDeps, org_id: str, user_id: str, request: JsonRequest) -> flask.Response:
@@ -309,8 +286,18 @@ def _approvals(deps: FlowDeps, org_id: str, user_id: str, request: JsonRequest) 
         raw = request.args.get("limit") or str(APPROVALS_SHOWN)
         if not raw.isdigit() or not 1 <= int(raw) <= APPROVALS_MAX:
             raise ValidationFailed(f"limit must be an integer in 1..{APPROVALS_MAX}")
+        mine = request.args.get("mine") or "0"
+        if mine not in ("0", "1"):
+            raise ValidationFailed("mine must be 0 or 1")
         return pending_cards(
-            deps, org_id, kind=kind, campaign_id=campaign, limit=int(raw), detail=True
+            deps,
+            org_id,
+            kind=kind,
+            campaign_id=campaign,
+            limit=int(raw),
+            detail=True,
+            viewer=user_id,
+            mine=mine == "1",
         )
     # lazy: deciding (each kind's edit rules and the contracts they check) loads with the
     # first decision; the page, its queue and the audit log load without it (issue 32 item 4)

@@ -119,6 +119,7 @@ class ContactSignalsArgs(Strict):
 class ListApprovalsArgs(Strict):
     kind: str | None = Field(default=None, max_length=40)
     limit: int = Field(default=10, ge=1, le=20)
+    mine: bool = False  # only the asker's own queue (issue 35: items routed to them)
 
 
 class AskContentArgs(Strict):

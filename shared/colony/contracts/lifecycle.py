@@ -66,6 +66,8 @@ ScheduleName = Literal[
     "domain-check",
     "replies-poll",
     "research-sweep",
+    "approval-escalation",
+    "notify",
 ]
 
 
@@ -90,6 +92,14 @@ class DomainCheck(Strict):
     org_id: str = Field(min_length=1, max_length=200)
 
 
+class EscalationRun(Strict):
+    """One org's share of the ``approval-escalation`` schedule: its overdue items escalated
+    to its backup (``colony.flows.approvals.escalation``)."""
+
+    kind: Literal["approvals.escalate"] = "approvals.escalate"
+    org_id: str = Field(min_length=1, max_length=200)
+
+
 class KcTierTask(Strict):
     kind: Literal["kc.tier"] = "kc.tier"
     org_id: str = Field(min_length=1, max_length=200)
@@ -104,7 +114,8 @@ LifecycleTask = Annotated[
     | ScheduleRun
     | RepliesPoll
     | KcTierTask
-    | DomainCheck,
+    | DomainCheck
+    | EscalationRun,
     Field(discriminator="kind"),
 ]
 

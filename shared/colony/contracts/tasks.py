@@ -35,6 +35,16 @@ class Redeliver(Strict):
     event: dict[str, Any]
 
 
+class NotifyRun(Strict):
+    """One org's turn of the ``notify`` schedule (``colony.flows.notifications.run``): the
+    brief when due, events fanned out, due notifications sent; on the send queue, whose
+    function holds the mail sender and the secret store. ``run`` names the minute."""
+
+    kind: Literal["notify.run"] = "notify.run"
+    org_id: str = ID
+    run: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.-]+$")
+
+
 class BudgetRelease(Strict):
     """The Cloud Tasks body that publishes again the campaign work an org's spent budget held
     (``colony.flows.tenants.budget.release``), once the budget allows: queued when an admin

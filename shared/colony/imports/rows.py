@@ -21,6 +21,19 @@ from colony.imports.reading import FileRejected
 
 MAX_CELL = 500  # longest value any imported column keeps
 
+# Who owns the record (issue 35): a person of the org, by user id or address; CRMs name the
+# column after the record ("Contact owner", "Deal owner").
+OWNER_ALIASES = (
+    "owner",
+    "owner id",
+    "owner email",
+    "contact owner",
+    "deal owner",
+    "account owner",
+    "record owner",
+    "assigned to",
+    "sales rep",
+)
 PROSPECT_ALIASES: dict[str, tuple[str, ...]] = {
     "external_id": ("record id", "id", "external id", "contact id", "crm id", "lead id"),
     "email": (
@@ -52,6 +65,7 @@ PROSPECT_ALIASES: dict[str, tuple[str, ...]] = {
         "linkedin profile url",
         "person linkedin url",
     ),
+    "owner_id": OWNER_ALIASES,
 }
 DEAL_ALIASES: dict[str, tuple[str, ...]] = {
     "external_id": ("record id", "deal id", "opportunity id", "id", "external id"),
@@ -61,6 +75,7 @@ DEAL_ALIASES: dict[str, tuple[str, ...]] = {
     "close_date": ("close date", "expected close date", "closedate"),
     "next_action": ("next step", "next action", "next steps"),
     "contact_email": ("contact email", "associated contact email", "primary contact email"),
+    "owner_id": OWNER_ALIASES,
 }
 ALIASES = {"prospects": PROSPECT_ALIASES, "deals": DEAL_ALIASES}
 _BY_ALIAS = {
@@ -86,6 +101,7 @@ class Prospect:
     title: str | None
     linkedin_url: str | None
     external_id: str | None
+    owner_id: str | None = None  # as written (a user id or an address) until the job resolves it
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +113,7 @@ class Deal:
     next_action: str | None
     contact_email: str | None
     external_id: str | None
+    owner_id: str | None = None  # as written (a user id or an address) until the job resolves it
 
 
 def _key(header: str) -> str:
@@ -216,6 +233,7 @@ def prospect(cells: Mapping[str, str], columns: Mapping[str, str]) -> Prospect |
             title=_get(cells, columns, "title"),
             linkedin_url=linkedin,
             external_id=external_id,
+            owner_id=_get(cells, columns, "owner_id"),
         )
     except _Bad as bad:
         return bad.rejection
@@ -270,6 +288,7 @@ def deal(cells: Mapping[str, str], columns: Mapping[str, str]) -> Deal | Rejecti
             next_action=_get(cells, columns, "next_action"),
             contact_email=_email(_get(cells, columns, "contact_email"), "contact_email"),
             external_id=_get(cells, columns, "external_id"),
+            owner_id=_get(cells, columns, "owner_id"),
         )
     except _Bad as bad:
         return bad.rejection

@@ -18,6 +18,7 @@ from colony.local.cli_explain import add_commands as add_explain_commands
 from colony.local.cli_imports import add_commands as add_import_commands
 from colony.local.cli_mailboxes import add_commands as add_mailbox_commands
 from colony.local.cli_research import add_commands as add_research_commands
+from colony.local.cli_team import add_commands as add_team_commands
 from colony.local.cli_usage import add_commands as add_usage_commands
 from colony.settings import Settings
 from colony.testing.lifeline import stopping_on_termination
@@ -320,6 +321,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_domain_commands(org)
     add_mailbox_commands(org)
     add_usage_commands(org)
+    add_team_commands(org)
     add_import_commands(sub)
     add_explain_commands(sub)
     add_research_commands(sub)

@@ -12,9 +12,11 @@ from what it replaces. One module per capability:
 - ``sources``: Drive and Notion, as the knowledge webhooks read them;
 - ``mail``: ``Sender``, ``ReceivedMail``, ``Mailbox``, and ``DkimKey`` (what signs a message);
 - ``mailboxes``: ``MailboxApi`` (an org's own Gmail or Microsoft 365 mailbox, its OAuth grant);
+- ``slack``: ``Slack`` (a message posted for a person: the org's bot or their webhook);
 - ``dns``: ``DnsResolver`` (a sending domain's TXT records);
 - ``crm``: ``CrmClient`` (the team's CRM: HubSpot first), ``CrmAuthorizer`` (its OAuth)
   and ``WriteLedger`` (what was written under an idempotency key);
+- ``people``: ``ClerkDirectory`` (an org's memberships as Clerk lists them);
 - ``clock``: ``Clock``;
 - ``web``: ``WebFetcher`` (the open web, politely and safely) and its ``FetchResult``;
 - ``render``: ``PageRenderer`` (a fetched page shown by a browser kept off the network).
@@ -83,7 +85,15 @@ if TYPE_CHECKING:  # the real names, for type checkers
         ToolCall,
         Usage,
     )
+    from colony.ports.people import ClerkDirectory
     from colony.ports.render import PageRenderer, Rendered, RenderOutcome, SubRequest
+    from colony.ports.slack import (
+        Slack,
+        SlackMessage,
+        SlackRefused,
+        SlackRetryLater,
+        SlackTokenRevoked,
+    )
     from colony.ports.sources import (
         DatabasePage,
         DriveChannels,
@@ -158,6 +168,7 @@ _HOMES = {
     "TextSink": "colony.ports.models",
     "ToolCall": "colony.ports.models",
     "Usage": "colony.ports.models",
+    "ClerkDirectory": "colony.ports.people",
     "PageRenderer": "colony.ports.render",
     "Rendered": "colony.ports.render",
     "RenderOutcome": "colony.ports.render",
@@ -182,6 +193,11 @@ _HOMES = {
     "TraceArchive": "colony.ports.traces",
     "Tracer": "colony.ports.traces",
     "org_tag": "colony.ports.traces",
+    "Slack": "colony.ports.slack",
+    "SlackMessage": "colony.ports.slack",
+    "SlackRefused": "colony.ports.slack",
+    "SlackRetryLater": "colony.ports.slack",
+    "SlackTokenRevoked": "colony.ports.slack",
     "FetchOutcome": "colony.ports.web",
     "FetchResult": "colony.ports.web",
     "WebFetcher": "colony.ports.web",
@@ -193,6 +209,7 @@ __all__ = [
     "BlobStore",
     "CallContext",
     "ChatModel",
+    "ClerkDirectory",
     "Clock",
     "Counter",
     "CrmAccount",
@@ -251,6 +268,11 @@ __all__ = [
     "SecretStore",
     "Sender",
     "SentRef",
+    "Slack",
+    "SlackMessage",
+    "SlackRefused",
+    "SlackRetryLater",
+    "SlackTokenRevoked",
     "Stage",
     "SubRequest",
     "TextSink",

@@ -106,7 +106,8 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         topic=None,
         agent="AGT-001",
         purpose="GTM orchestrator chat (SSE) and /overview",
-        secrets=(*RUNTIME_SECRETS, *JWT_SECRETS),
+        # the Slack app's signing secret: its Approve / Reject clicks arrive here
+        secrets=(*RUNTIME_SECRETS, *JWT_SECRETS, "COLONY_SLACK_SIGNING_SECRET"),
         # it decides approval items too, so it publishes and enqueues what their appliers do
         publishes=(CAMPAIGN_TOPIC, CONTENT_TOPIC, ONBOARDING_TOPIC),
         enqueues=(SEND_QUEUE, RESEARCH_QUEUE),
@@ -202,16 +203,19 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         purpose=(
             "org admin API: erasure requests and reports, retention periods, org data,"
             " imports, Notion workspace connections, Drive folder watches, company research,"
-            " HubSpot connections, sender mailboxes and their grants"
+            " HubSpot connections, sender mailboxes and their grants, the team (owners, backup,"
+            " time zone, people from Clerk)"
         ),
         # the Drive channel token signs the token of a folder watch it creates; the HubSpot
-        # app's secret exchanges an org's OAuth code (and revokes its token on disconnect)
+        # app's secret exchanges an org's OAuth code (and revokes its token on disconnect);
+        # Clerk's secret key reads an org's people when an admin resyncs them
         secrets=(
             *MODEL_FREE_SECRETS,
             *JWT_SECRETS,
             "COLONY_DRIVE_CHANNEL_TOKEN",
             "COLONY_HUBSPOT_CLIENT_SECRET",
             *MAILBOX_APP_SECRETS,  # a mailbox's OAuth code exchanged, its grant given back
+            "COLONY_CLERK_SECRET_KEY",
         ),
         # a connected workspace's backfill starts on the re-embed queue; its token is
         # written to its own secret (colony-notion-*, terraform/secrets.tf)
@@ -237,7 +241,7 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         trigger="http",
         topic=None,
         agent=None,
-        purpose="Clerk organization events → org rows and defaults, or org erasure",
+        purpose="Clerk organization and membership events → orgs, their people, or erasure",
         secrets=(*MODEL_FREE_SECRETS, "COLONY_CLERK_WEBHOOK_SECRET"),
         enqueues=(ERASURE_QUEUE,),  # organization.deleted opens the org's erasure job
         public=True,  # it verifies Svix's signature of every delivery itself
@@ -276,6 +280,7 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
             KC_TIER_QUEUE,
             RESEARCH_QUEUE,
             CAMPAIGN_RESUME_QUEUE,  # the budget-release schedule's tasks
+            SEND_QUEUE,  # the notify schedule's tasks (the send function runs them)
         ),
         assets="write",  # deletes transcripts, kits and imports
         timeout_seconds=540,

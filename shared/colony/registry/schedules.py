@@ -22,13 +22,27 @@ from colony.registry.functions import (
     DAILY_BRIEF_QUEUE,
     LIFECYCLE_QUEUE,
     NOTION_REEMBED_QUEUE,
+    SEND_QUEUE,
 )
 
 # Which orgs a schedule serves: every live org, those with a connected Notion workspace,
 # those with an active Drive channel, those with a sending domain that passed its DNS check
 # once, those with a stalled research pass, those with campaign work held by a spent budget,
-# or none (one task for the deployment).
-Serves = Literal["orgs", "notion", "drive", "sending_domains", "research", "held", "deployment"]
+# those whose daily brief is due in their own time zone, those with an approval item undecided
+# past their escalation window, those with a notification to fan out or send or a brief to
+# deliver, or none (one task for the deployment).
+Serves = Literal[
+    "orgs",
+    "notion",
+    "drive",
+    "sending_domains",
+    "research",
+    "held",
+    "brief_due",
+    "escalation",
+    "notify",
+    "deployment",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +58,23 @@ class Schedule:
 SCHEDULES: dict[str, Schedule] = {
     s.name: s
     for s in (
-        Schedule("daily-brief", "0 6 * * *", DAILY_BRIEF_QUEUE, "orgs", "AGT-010's daily brief"),
+        # every hour, the orgs whose local brief time has passed and whose brief for their
+        # local day is not written (issue 35: the brief is the team's morning, not UTC's)
+        Schedule(
+            "daily-brief",
+            "0 * * * *",
+            DAILY_BRIEF_QUEUE,
+            "brief_due",
+            "AGT-010's daily brief, at each org's local brief time",
+        ),
+        # an item left undecided past the org's window goes to its named backup
+        Schedule(
+            "approval-escalation",
+            "*/15 * * * *",
+            LIFECYCLE_QUEUE,
+            "escalation",
+            "approval items undecided past the org's window escalated to its backup",
+        ),
         Schedule(
             "retention",
             "30 3 * * *",
@@ -95,6 +125,16 @@ SCHEDULES: dict[str, Schedule] = {
             CAMPAIGN_RESUME_QUEUE,
             "held",
             "campaign work held by a spent budget resumed once the budget allows it",
+        ),
+        # each minute, the orgs with an event to tell, a notification due or a brief whose
+        # local time has come (migration 0054's audience): the median event waits about
+        # half a minute (colony.flows.notifications; bench/notify.py measures it)
+        Schedule(
+            "notify",
+            "* * * * *",
+            SEND_QUEUE,
+            "notify",
+            "notifications fanned out and sent, and the brief at each org's local time",
         ),
         # an SMTP relay's replies land in one mailbox (COLONY_REPLY_MAILBOX_*); each reply
         # names the message, and so the org, it answers

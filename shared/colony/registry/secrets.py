@@ -29,10 +29,12 @@ SECRETS: dict[str, str] = {
     "COLONY_DRIVE_CHANNEL_TOKEN": "colony-drive-channel-token",
     "COLONY_NOTION_SIGNING_SECRET": "colony-notion-signing-secret",
     "COLONY_CLERK_WEBHOOK_SECRET": "colony-clerk-webhook-secret",
+    "COLONY_CLERK_SECRET_KEY": "colony-clerk-secret-key",
     "COLONY_HUBSPOT_CLIENT_SECRET": "colony-hubspot-client-secret",
     # the OAuth apps an org's own mailboxes are connected through (issue 39 item 2)
     "COLONY_GOOGLE_MAIL_CLIENT_SECRET": "colony-google-mail-client-secret",
     "COLONY_MICROSOFT_MAIL_CLIENT_SECRET": "colony-microsoft-mail-client-secret",
+    "COLONY_SLACK_SIGNING_SECRET": "colony-slack-signing-secret",
 }
 MAILBOX_APP_SECRETS: tuple[str, ...] = (
     "COLONY_GOOGLE_MAIL_CLIENT_SECRET",

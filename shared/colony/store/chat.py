@@ -136,6 +136,9 @@ def hydrate(
     ``org_name`` and ``awaited`` (approval item id → status)."""
     params = (
         session_id,
+        None,  # the queue's kind: every kind
+        None,
+        None,  # the queue's person: everyone's (approvals.MINE)
         None,
         None,
         approvals_shown,

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from colony.errors import ConfigError
-from colony.store.org_tables import ORG_SCOPED_TABLES, RLS_0003
+from colony.store.org_tables import NOTIFICATIONS_0054, ORG_SCOPED_TABLES, RLS_0003
 
 __all__ = ["ORG_SCOPED_TABLES", "Migration", "migrations"]
 
@@ -349,8 +349,23 @@ def migrations(dim: int) -> list[Migration]:
             "0052_sender_mailboxes",
             _sql("0052_sender_mailboxes") + _rls("sender_mailboxes") + _rls("mailbox_oauth_states"),
         ),
+        # Issue 35: owners of prospects and deals, whose queue an item waits in, the org's
+        # time zone, backup and assignment rules, and the local-time brief and escalation
+        # schedules' audiences.
+        Migration(
+            "0053_ownership",
+            _sql("0053_ownership") + _rls("org_team") + _rls("assignment_cursors"),
+        ),
+        # Issue 35 item 3: notifications where people are: each person's choice per kind,
+        # their Slack identity, the org's brief time and Slack workspace, the events the
+        # flows' own tables record (triggers), the notifications sent once each, and the
+        # ``notify`` schedule's audience (0048's lister, every audience kept).
+        Migration(
+            "0054_notifications",
+            _sql("0054_notifications") + "".join(_rls(t) for t in NOTIFICATIONS_0054),
+        ),
         # Issue 39 item 4: bounces recorded as codes and classes, soft bounces counted,
         # rates per sending mailbox and domain, the breaker per sender, a campaign's pause
         # waiting for a person, and the org's postal address for the footer.
-        Migration("0053_deliverability", _sql("0053_deliverability") + _rls("sender_pauses")),
+        Migration("0055_deliverability", _sql("0055_deliverability") + _rls("sender_pauses")),
     ]

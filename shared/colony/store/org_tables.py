@@ -26,6 +26,16 @@ RLS_0003: tuple[str, ...] = (
     "llm_calls",
 )
 
+# Migration 0054's tables (issue 35 item 3: notifications), each under row-level security.
+NOTIFICATIONS_0054: tuple[str, ...] = (
+    "notify_settings",
+    "notification_prefs",
+    "slack_users",
+    "notification_events",
+    "notifications",
+    "notification_items",
+)
+
 # Every table whose rows belong to exactly one org through its ``org_id`` column
 # (``organizations`` is scoped on its own ``id``); a schema test keeps this complete, and
 # another holds each one ready to be distributed by org: ``org_id`` in its primary key and
@@ -58,6 +68,9 @@ ORG_SCOPED_TABLES: tuple[str, ...] = (
     "crm_writes",
     "crm_links",
     "org_members",
+    "org_team",
+    "assignment_cursors",
+    *NOTIFICATIONS_0054,
     "sending_domains",
     "sender_mailboxes",
     "mailbox_oauth_states",

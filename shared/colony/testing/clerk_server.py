@@ -15,6 +15,12 @@ page's ``Origin``), ``iat``/``nbf``/``exp`` (``ttl_seconds`` apart) and the v2 o
 ``o``. Answers to a cross-origin page carry ``Access-Control-Allow-Origin`` (that origin) and
 ``Access-Control-Allow-Credentials``, as Clerk's do for an allowed origin.
 
+And its Backend API's membership list (``GET /v1/organizations/{org}/memberships``, with
+``limit`` 1..500 and ``offset``): ``{"data": [OrganizationMembership], "total_count"}`` for
+``Authorization: Bearer <secret_key>``; another key is Clerk's 401, an org it does not have
+its 404 (``resource_not_found``). Its orgs and memberships are ``orgs``
+(``colony.testing.clerk_memberships``), whose changes return the webhook events Clerk sends.
+
 Not Clerk's: ``sign_in_url`` stands in for the Account Portal: opening it sets the client
 cookie for a new session and redirects to the page. ``end_sessions`` makes every later
 refresh a 401 (the person signed out elsewhere, or an admin revoked the session).
@@ -32,6 +38,7 @@ from urllib.parse import urlencode
 import jwt
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from colony.testing.clerk_memberships import ClerkOrgs
 from colony.testing.wire import ProviderServer, RecordedRequest, Reply, Route
 
 COOKIE = "__client"
@@ -61,6 +68,8 @@ class ClerkFrontendServer(ProviderServer):
         self._jwks = {"keys": [{**jwk, "kid": KID, "alg": "RS256", "use": "sig"}]}
         self.sessions: dict[str, ClerkSession] = {}
         self.refusals = 0
+        self.secret_key = "sk_test_" + secrets.token_hex(16)
+        self.orgs = ClerkOrgs()
         self._state = threading.Lock()
         super().__init__(
             routes=[
@@ -73,6 +82,12 @@ class ClerkFrontendServer(ProviderServer):
                     self._tokens,
                 ),
                 Route.of("clerk.sign_in", "GET", r"/v1/dev/sign_in", self._sign_in),
+                Route.of(
+                    "clerk.backend.memberships",
+                    "GET",
+                    r"/v1/organizations/(?P<org>[A-Za-z0-9_]+)/memberships",
+                    self._memberships,
+                ),
             ]
         )
 
@@ -141,6 +156,22 @@ class ClerkFrontendServer(ProviderServer):
             return self._cors(request, self.provider_error(401, *self.unauthorised))
         token = self.mint(session, request.header("origin"), via="refresh")
         return self._cors(request, Reply(200, {"object": "token", "jwt": token}))
+
+    def _memberships(self, request: RecordedRequest) -> Reply:
+        if request.header("authorization") != f"Bearer {self.secret_key}":
+            return self.provider_error(401, *self.unauthorised)
+        org = request.params["org"]
+        if org not in self.orgs.orgs:
+            return self.provider_error(404, "resource_not_found", "Not Found")
+        q = {k: v[0] for k, v in request.query.items()}
+        try:
+            limit, offset = int(q.get("limit", "10")), int(q.get("offset", "0"))
+        except ValueError:
+            return self.provider_error(422, "form_param_format_invalid", "limit, offset")
+        if not 1 <= limit <= 500 or offset < 0:
+            return self.provider_error(422, "form_param_value_invalid", "limit, offset")
+        rows = self.orgs.listed(org)
+        return Reply(200, {"data": rows[offset : offset + limit], "total_count": len(rows)})
 
     # -- tokens ---------------------------------------------------------------------------------
 

@@ -45,7 +45,9 @@ from colony.store.campaigns import campaigns, signals
 Action = Literal["approve", "reject", "edit"]
 # "sequence": a later step of a sequence, approved by the person whose approval of step 1
 # covers the sequence (an org setting; only ``colony.flows.campaigns.message_generator`` uses it).
-Channel = Literal["ui", "link", "chat-confirmed", "sequence"]
+# "slack": a person's click on an item's Slack message, verified as Slack's and mapped to the
+# member who set that Slack user as theirs (``colony.flows.notifications.slack_actions``).
+Channel = Literal["ui", "link", "chat-confirmed", "sequence", "slack"]
 
 logger = logging.getLogger("colony.flows")
 
@@ -176,7 +178,7 @@ def _decide(
             approval_item_id=item_id,
             item_kind=kind,
             reason=reason,
-            detail={"diff": diff} if diff else None,
+            detail=_detail(diff, item),
             link_nonce=actor.link_nonce,
         )
         audit.append(cur, org_id, entry)
@@ -231,3 +233,12 @@ def _apply(
     apply = deps.applier(kind)
     if apply is not None:
         apply(deps, cur, org_id, item_id, payload)
+
+
+def _detail(diff: Mapping[str, Any], item: Mapping[str, Any]) -> dict[str, Any] | None:
+    """What the decision's audit entry keeps beside it: the edit's diff, and whose queue the
+    item was in (issue 35: anyone with the role may take it; the record says whose it was)."""
+    detail: dict[str, Any] = {"diff": dict(diff)} if diff else {}
+    if item.get("assignee") or item.get("assignee_role"):
+        detail["queue"] = {"assignee": item.get("assignee"), "role": item.get("assignee_role")}
+    return detail or None

@@ -2,10 +2,15 @@
 place that shows the queue to a person (the chat function's ``GET /approvals`` and the
 /overview page, AGT-001's ``list_approvals`` tool, the local demo).
 
-    card = {"id", "kind", "source_agent", "summary"}
+    card = {"id", "kind", "source_agent", "summary", "queue"}
          + {"link": {"url", "expires_at", "expires_in_seconds"}}   deployment kits
          + {"untrusted_instructions": [...]}                       when the detector found any
          + {"created_at", "campaign": {"id", "name"}|None, "detail"}  with ``detail=True``
+
+``queue`` says whose queue the item waits in (issue 35: ``{"assignee", "assignee_name",
+"role", "escalated_from", "mine"}``; ``role`` is ``"admin"`` for the admins' items, both
+None for the team's): routing puts it there, anyone with the right role may still take it.
+``mine`` (given the person looking) marks their own; ``mine=...`` lists only those.
 
 ``detail=True`` (the /overview page) adds what a person decides from: the draft, the
 prospect, the checks, the diff (``colony.flows.approvals.approval_cards``), and the pending counts
@@ -34,7 +39,7 @@ from colony.flows.approvals.approval_cards import CHECKED_KINDS
 from colony.flows.approvals.links import signed_link
 from colony.flows.outbound import senders
 from colony.flows.research import copies as research
-from colony.store.approvals import approvals, audit
+from colony.store.approvals import approvals, audit, routing
 
 if TYPE_CHECKING:
     from colony.flows.deps import FlowDeps
@@ -67,24 +72,32 @@ def pending_cards(
     limit: int = 50,
     campaign_id: str | None = None,
     detail: bool = False,
+    viewer: str | None = None,
+    mine: bool = False,
 ) -> dict[str, Any]:
-    """The newest ``limit`` pending items (of ``kind`` and ``campaign_id``, if given) as
-    cards, and how many items are pending in all (``detail``: see the module docstring)."""
-    if not detail:
-        with deps.db.transaction(org_id) as cur:
-            rows = approvals.pending(cur, kind=kind, limit=limit)
-            total = approvals.pending_count(cur)
-        return {"pending_total": total, "items": [card(deps, row) for row in rows]}
+    """The newest ``limit`` pending items (of ``kind`` and ``campaign_id``, if given; only
+    ``viewer``'s own with ``mine``) as cards, and how many items are pending in all, and in
+    ``viewer``'s own queue (``detail``: see the module docstring)."""
+    own = viewer if mine else None
     with deps.db.transaction(org_id) as cur:
-        rows = approvals.pending_detailed(cur, kind=kind, campaign_id=campaign_id, limit=limit)
+        if detail:
+            rows = approvals.pending_detailed(
+                cur, kind=kind, campaign_id=campaign_id, limit=limit, mine=own
+            )
+            facets = approvals.pending_facets(cur)
+            # which mailbox each email goes from, and why its send would wait (issue 39 item 2)
+            mailboxes = senders.on_cards(cur, [r for r in rows if r["kind"] in EMAILED])
+        else:
+            rows = approvals.pending(cur, kind=kind, limit=limit, mine=own)
         total = approvals.pending_count(cur)
-        facets = approvals.pending_facets(cur)
-        # which mailbox each email goes from, and why its send would wait (issue 39 item 2)
-        mailboxes = senders.on_cards(cur, [r for r in rows if r["kind"] in EMAILED])
+        yours, admin = routing.standing(cur, viewer) if viewer else (None, False)
+    counts = {"pending_total": total} | ({"pending_mine": yours} if viewer else {})
+    if not detail:
+        return {**counts, "items": [card(deps, row, viewer, admin) for row in rows]}
     names = _competitors(deps, org_id) if any(r["kind"] in CHECKED_KINDS for r in rows) else []
     items = []
     for row in rows:
-        shown = card(deps, row)
+        shown = card(deps, row, viewer, admin)
         shown["created_at"] = row["created_at"].isoformat()
         cid = row.get("campaign_id")
         shown["campaign"] = {"id": cid, "name": row.get("campaign_name")} if cid else None
@@ -93,7 +106,7 @@ def pending_cards(
             shown["detail"]["sender"] = mailboxes[str(row["id"])]
         items.append(shown)
     _stored_copies(deps, org_id, [i["detail"] for i in items])
-    return {"pending_total": total, **facets, "items": items}
+    return {**counts, **facets, "items": items}
 
 
 def _stored_copies(deps: FlowDeps, org_id: str, details: list[dict[str, Any]]) -> None:
@@ -146,12 +159,15 @@ def _competitors(deps: FlowDeps, org_id: str) -> list[str]:
     return org_admin.competitors(deps, org_id, org_admin.DEFAULT_COMPETITORS)
 
 
-def card(deps: FlowDeps, row: Mapping[str, Any]) -> dict[str, Any]:
+def card(
+    deps: FlowDeps, row: Mapping[str, Any], viewer: str | None = None, admin: bool = False
+) -> dict[str, Any]:
     shown: dict[str, Any] = {
         "id": row["id"],
         "kind": row["kind"],
         "source_agent": row["source_agent"],
         "summary": summary(row),
+        "queue": queue_of(row, viewer, admin),
     }
     if row["kind"] == "deployment_kit":
         shown["link"] = _kit_link(deps, row)
@@ -159,6 +175,19 @@ def card(deps: FlowDeps, row: Mapping[str, Any]) -> dict[str, Any]:
     if flags:  # what the detector found behind the draft: the card shows it as a warning
         shown["untrusted_instructions"] = [str(f) for f in flags]
     return shown
+
+
+def queue_of(row: Mapping[str, Any], viewer: str | None, admin: bool) -> dict[str, Any]:
+    """Whose queue the item waits in, and whether that is ``viewer``'s (an ``admin`` viewer
+    holds the admins' items too)."""
+    assignee, role = row.get("assignee"), row.get("assignee_role")
+    return {
+        "assignee": assignee,
+        "assignee_name": row.get("assignee_name") or None,
+        "role": role,
+        "escalated_from": row.get("escalated_from"),
+        "mine": viewer is not None and (assignee == viewer or (role == "admin" and admin)),
+    }
 
 
 def _kit_link(deps: FlowDeps, row: Mapping[str, Any]) -> dict[str, Any]:

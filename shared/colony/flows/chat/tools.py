@@ -253,8 +253,8 @@ def contact_signals(ctx: ToolContext, args: ContactSignalsArgs) -> dict[str, Any
 
 
 def list_approvals(ctx: ToolContext, args: ListApprovalsArgs) -> dict[str, Any]:
-    """The queue as the /overview page shows it (kit links freshly signed)."""
-    return pending_cards(ctx.deps, ctx.org_id, kind=args.kind, limit=args.limit)
+    """The queue as /overview shows it (kit links freshly signed; ``mine``: the asker's own)."""
+    return pending_cards(ctx.deps, ctx.org_id, **args.model_dump(), viewer=ctx.user_id)
 
 
 def propose_decision(ctx: ToolContext, args: ProposeDecisionArgs) -> dict[str, Any]:

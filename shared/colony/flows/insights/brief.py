@@ -5,7 +5,11 @@
 
 One brief per org and day (``daily_briefs`` is unique on both): a second run the same day
 returns the stored brief without calling the model, and two racing runs store one. Days are
-UTC; "yesterday" is the 24 hours before the brief's day began.
+the org's own (issue 35 item 4: its time zone, ``org_team``, UTC when it set none): "today"
+is the date there now, and "yesterday" is the local day before the brief's day, from local
+midnight to local midnight (``colony.policy.local_day``), 23 or 25 hours across a
+daylight-saving change. The hourly ``daily-brief`` schedule asks for the brief of each org
+whose local brief time has passed and whose brief for its local day is not written.
 
 What the numbers mean (each one SQL aggregate in ``colony.store.insights.briefs``):
 - pipeline: deals by stage, now;
@@ -23,7 +27,7 @@ What the numbers mean (each one SQL aggregate in ``colony.store.insights.briefs`
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import date, datetime
 from typing import Any
 
 from colony.context.assembler import AssemblyRequest
@@ -34,25 +38,28 @@ from colony.flows.deps import FlowDeps
 from colony.flows.insights.brief_text import render, word_count
 from colony.knowledge.exemplars import to_exemplars
 from colony.llm.agent_call import call_agent
+from colony.policy import local_day
 from colony.ports import Message
 from colony.store import orgdata
 from colony.store.approvals import approvals
 from colony.store.insights import briefs
 from colony.store.outbound import replies
+from colony.store.tenants import team
 
 AGENT = "AGT-010"
 MAX_WORDS = 250
 
 
-def day_window(day: date) -> tuple[datetime, datetime]:
-    """Yesterday relative to ``day``: [day - 1 at 00:00 UTC, day at 00:00 UTC)."""
-    end = datetime.combine(day, time(0), tzinfo=UTC)
-    return end - timedelta(days=1), end
+def day_window(day: date, zone: str | None = None) -> tuple[datetime, datetime]:
+    """Yesterday relative to ``day`` in ``zone`` (None: UTC): [its local midnight, the next
+    local midnight), as UTC instants."""
+    return local_day.yesterday(day, zone)
 
 
-def snapshot(cur: Any, day: date) -> dict[str, Any]:
-    """The brief's numbers, every one computed by SQL inside the org's transaction."""
-    start, end = day_window(day)
+def snapshot(cur: Any, day: date, zone: str | None = None) -> dict[str, Any]:
+    """The brief's numbers, every one computed by SQL inside the org's transaction, over the
+    org's local yesterday."""
+    start, end = day_window(day, zone)
     stages = briefs.deals_by_stage(cur)
     queue = approvals.pending_count(cur)
     sent = briefs.messages_sent(cur, start, end)
@@ -82,9 +89,9 @@ RECENT_REPLIES = 5
 REPLY_CHARS = 300  # each reply's own text, clipped: the brief needs the gist, not the thread
 
 
-def recent_replies(cur: Any, day: date) -> list[dict[str, Any]]:
+def recent_replies(cur: Any, day: date, zone: str | None = None) -> list[dict[str, Any]]:
     """Yesterday's replies as entity data: who, to which message, the sentiment, the text."""
-    start, _ = day_window(day)
+    start, _ = day_window(day, zone)
     return [
         {
             "from": r["name"] or "a contact",
@@ -97,27 +104,29 @@ def recent_replies(cur: Any, day: date) -> list[dict[str, Any]]:
 
 
 def daily_brief(deps: FlowDeps, org_id: str, day: date | None = None) -> dict[str, Any]:
-    """The org's brief for ``day`` (default: today, UTC), generated once and then stored.
+    """The org's brief for ``day`` (default: today in the org's time zone), generated once
+    and then stored.
 
     Raises ``NotFound`` for an org with no record, ``ValidationFailed`` for a day after today
     (its numbers would be today's, stored under a day that has not happened, and returned
     forever after). An org with no activity still gets a brief: zeros, and it says so.
     """
-    today = deps.clock().astimezone(UTC).date()
-    day = day or today
-    if day > today:
-        raise ValidationFailed(
-            f"brief_date {day.isoformat()} is after today ({today.isoformat()} UTC); a brief is"
-            " written on or after its day"
-        )
     with deps.db.transaction(org_id) as cur:
         if not orgdata.org_exists(cur, org_id):
             raise NotFound(f"organization {org_id!r} has no record; there is nothing to brief")
+        zone = str(team.get(cur)["time_zone"])
+        today = local_day.local_date(deps.clock(), zone)
+        day = day or today
+        if day > today:
+            raise ValidationFailed(
+                f"brief_date {day.isoformat()} is after today ({today.isoformat()} in {zone});"
+                " a brief is written on or after its day"
+            )
         stored = briefs.stored(cur, day)
         if stored is not None:
             return _result(stored, created=False)
-        data = snapshot(cur, day)
-        answered = recent_replies(cur, day)
+        data = snapshot(cur, day, zone)
+        answered = recent_replies(cur, day, zone)
         prior = briefs.prior(cur, day)
         icp = orgdata.active_icp(cur)
         name = orgdata.org_name(cur)

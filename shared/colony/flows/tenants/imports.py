@@ -15,6 +15,10 @@ job reads it record by record and writes it in batches.
    record loses only the batch in flight: the retry resumes after the checkpoint, so the
    counts end as if nothing had happened; a re-run of a finished job changes nothing.
    Dedupe (``colony.imports.merge``) makes a re-import of the same people an update.
+   An owner column (``Owner``, ``Contact owner``, ``Deal owner``…: a person's user id or
+   address) sets the owner; one that is not an active person of the org rejects that record
+   (``owner``: a per-row error, never a silent drop). When the job ends, every prospect and
+   deal still without an owner is assigned by the org's rules (``flows.tenants.owners``).
 
 The uploaded file is deleted once the job ends (it may hold people an erasure must reach);
 the rejected records stay, as the error report (``error_report``: CSV, formula-safe).
@@ -26,12 +30,14 @@ import hashlib
 import json
 import uuid
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from colony.contracts.imports import ImportCreate
 from colony.contracts.lifecycle import ImportTask, LifecycleBody
 from colony.errors import Conflict, NotFound, PayloadTooLarge, UpstreamError
 from colony.flows.deps import FlowDeps
+from colony.flows.tenants import owners
 from colony.flows.tenants.import_progress import recent, view
 from colony.imports import merge, rows
 from colony.imports.reading import (
@@ -44,7 +50,7 @@ from colony.imports.reading import (
 from colony.imports.report import error_report as render_report
 from colony.registry.functions import IMPORT_QUEUE, QUEUES
 from colony.store import orgdata
-from colony.store.tenants import imports
+from colony.store.tenants import imports, members
 
 MAX_IMPORT_BYTES = 50 * 1024 * 1024  # 100,000 CRM rows are ~20 MB; 50 MiB leaves room
 UPLOAD_TTL_SECONDS = 3600
@@ -208,6 +214,7 @@ def run_job(deps: FlowDeps, org_id: str, job_id: str) -> dict[str, Any]:
         imports.finish_job(cur, job_id)
         finished = _job(cur, job_id)
     deps.blobs.delete(row["object_name"])
+    owners.assign_unowned(deps, org_id, f"import:{job_id}")
     return view(finished)
 
 
@@ -252,6 +259,7 @@ def _write(
         if locked is None or int(locked["rows_done"]) != done:
             raise ImportMoved(f"import job {row['id']!r} moved on in another attempt")
         imports.lock_org_imports(cur, org_id)
+        valid = _owned(cur, batch, valid, rejected)
         plan = (
             _plan_prospects(cur, valid) if row["kind"] == "prospects" else _plan_deals(cur, valid)
         )
@@ -265,6 +273,34 @@ def _write(
         after = batch[-1].number
         imports.checkpoint(cur, row["id"], done, after, (plan.created, plan.updated, len(rejected)))
     return after
+
+
+def _owned(
+    cur: Any, batch: Sequence[Record], valid: list[Any], rejected: list[Rejected]
+) -> list[Any]:
+    """Each record's owner as one of the org's active people (named by user id or address,
+    any case); a record naming anyone else is moved to ``rejected`` with the reason."""
+    if not any(record.owner_id for record in valid):
+        return valid
+    people: dict[str, str] = {}
+    for person in members.active(cur):
+        people[person.user_id.casefold()] = person.user_id
+        if person.email:
+            people[person.email.casefold()] = person.user_id
+    # records and their parsed rows are in step: _validate keeps the order, skipping rejects
+    refused = {x[0] for x in rejected}
+    by_record = [r for r in batch if r.number not in refused]
+    kept = []
+    for record, parsed in zip(by_record, valid, strict=True):
+        owner = parsed.owner_id
+        if owner is None:
+            kept.append(parsed)
+        elif owner.casefold() in people:
+            kept.append(replace(parsed, owner_id=people[owner.casefold()]))
+        else:
+            reason = "not an active person of this organisation (a user id or their address)"
+            rejected.append((record.number, record.line, "owner", reason, owner[:200]))
+    return kept
 
 
 def _plan_prospects(cur: Any, valid: list[rows.Prospect]) -> merge.Plan:

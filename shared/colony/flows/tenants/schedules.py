@@ -13,13 +13,14 @@ are 20 short requests rather than one that outlives its timeout.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 from colony.contracts.common import Strict
 from colony.contracts.lifecycle import (
     DomainCheck,
     DriveRenewal,
+    EscalationRun,
     LifecycleBody,
     RepliesPoll,
     ResearchSweep,
@@ -27,7 +28,7 @@ from colony.contracts.lifecycle import (
     ScheduleRun,
 )
 from colony.contracts.reembed import NotionReconcile
-from colony.contracts.tasks import BriefRequest, BudgetRelease
+from colony.contracts.tasks import BriefRequest, BudgetRelease, NotifyRun
 from colony.errors import ValidationFailed
 from colony.flows.deps import FlowDeps
 from colony.registry.functions import LIFECYCLE_QUEUE
@@ -54,9 +55,11 @@ def slot_of(scheduled: str | None, now: datetime) -> datetime:
     return now.astimezone(UTC).replace(second=0, microsecond=0)
 
 
-def _org_task(name: str, org_id: str, slot: datetime) -> Strict:
+def _org_task(name: str, org_id: str, slot: datetime, day: date | None = None) -> Strict:
     if name == "daily-brief":
-        return BriefRequest(org_id=org_id, brief_date=slot.date())
+        return BriefRequest(org_id=org_id, brief_date=day)  # the org's local day
+    if name == "approval-escalation":
+        return LifecycleBody(task=EscalationRun(org_id=org_id))
     if name == "retention":
         return LifecycleBody(task=RetentionRun(org_id=org_id))
     if name == "drive-renew":
@@ -69,6 +72,8 @@ def _org_task(name: str, org_id: str, slot: datetime) -> Strict:
         return LifecycleBody(task=DomainCheck(org_id=org_id))
     if name == "budget-release":
         return BudgetRelease(org_id=org_id, run=slot.strftime("%Y%m%dT%H%M"))
+    if name == "notify":
+        return NotifyRun(org_id=org_id, run=slot.strftime("%Y%m%dT%H%M"))
     raise ValidationFailed(f"schedule {name!r} has no per-org task")
 
 
@@ -86,9 +91,17 @@ def run(deps: FlowDeps, request: ScheduleRun, *, scheduled: str | None = None) -
         enqueue(deps.transport, spec.queue, body, task_id=task_id, delay_seconds=0)
         return {"schedule": spec.name, "slot": slot.isoformat(), "enqueued": 1, "next_page": None}
     with deps.db.transaction(None) as cur:
-        orgs = schedules.org_page(cur, spec.serves, request.after, PAGE)
-    for org_id in orgs:
-        task = _org_task(spec.name, org_id, slot)
+        due: list[tuple[str, date | None]]
+        if spec.serves == "brief_due":  # due at the slot, in each org's own time zone
+            due = list(schedules.brief_due_page(cur, request.after, PAGE, slot))
+        else:
+            due = [
+                (org_id, None)
+                for org_id in schedules.org_page(cur, spec.serves, request.after, PAGE)
+            ]
+    orgs = [org_id for org_id, _ in due]
+    for org_id, day in due:
+        task = _org_task(spec.name, org_id, slot, day)
         task_id = f"{spec.name}-{stamp}-{org_id}"
         enqueue(deps.transport, spec.queue, task, task_id=task_id, delay_seconds=0)
     after = orgs[-1] if len(orgs) == PAGE else None

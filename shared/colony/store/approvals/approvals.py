@@ -20,16 +20,41 @@ from colony.store.db import Row, fetch_all, fetch_one, fetch_value
 
 CHANNEL = "colony_approvals"
 LISTEN = f"LISTEN {CHANNEL}"
+# An item is routed as it is added (issue 35, ``colony.store.approvals.routing``): a KC
+# candidate to the org's admins; a chat's tool action to the person who asked; a deal
+# update to the deal's owner; anything about a prospect to the prospect's owner (a follow-up
+# without one, to its deal's). Only an active person is routed to; otherwise the item is the
+# team's, unassigned, until its escalation hands it to the org's backup.
 ADD = """
-WITH ins AS (
+WITH p AS (SELECT %s::text AS kind, %s::jsonb AS payload),
+route AS (
+    SELECT CASE
+        WHEN p.kind = 'kc_update_candidate' THEN NULL
+        WHEN p.kind = 'tool_action' THEN (
+            SELECT m.user_id FROM org_members m
+            WHERE m.user_id = p.payload->>'requested_by' AND m.status = 'active')
+        ELSE coalesce(
+            (SELECT c.owner_id FROM contacts c JOIN org_members m
+                 ON m.org_id = c.org_id AND m.user_id = c.owner_id AND m.status = 'active'
+             WHERE p.kind <> 'deal_update' AND c.id = p.payload->>'contact_id'),
+            (SELECT d.owner_id FROM deals d JOIN org_members m
+                 ON m.org_id = d.org_id AND m.user_id = d.owner_id AND m.status = 'active'
+             WHERE d.id = p.payload->>'deal_id'))
+    END AS assignee,
+    CASE WHEN p.kind = 'kc_update_candidate' THEN 'admin' END AS assignee_role
+    FROM p
+),
+ins AS (
     INSERT INTO approval_items (org_id, kind, source_agent, run_id, subject_id, payload,
-                                llm_call_id)
-    VALUES (%s, %s, %s, %s, %s, %s::jsonb, %s) RETURNING id, org_id
+                                llm_call_id, assignee, assignee_role)
+    SELECT %s, p.kind, %s, %s, %s, p.payload, %s, route.assignee, route.assignee_role
+    FROM p, route RETURNING id, org_id
 )
 SELECT id, pg_notify(%s, org_id || ':' || id) FROM ins
 """
 FOR_UPDATE = """
-SELECT id, kind, status, payload, edited_payload, run_id, subject_id, decided_by, decided_at
+SELECT id, kind, status, payload, edited_payload, run_id, subject_id, decided_by, decided_at,
+       assignee, assignee_role
 FROM approval_items WHERE id = %s FOR UPDATE
 """
 DECIDE = """
@@ -45,20 +70,27 @@ SELECT id, status, decided_by, decided_at FROM approval_items WHERE id = ANY(%s:
 BY_RUN = "SELECT id, status, payload FROM approval_items WHERE run_id = %s AND kind = %s"
 STATUSES = "SELECT id, status FROM approval_items WHERE id = ANY(%s::text[])"
 KIND = "SELECT kind FROM approval_items WHERE id = %s"
-PENDING = """
+# Whose queue an item is in, for its card; and "mine": a person's own items, and the
+# admins' when they are an active admin (``colony.store.approvals.routing``).
+QUEUE = """a.assignee, a.assignee_role, a.escalated_from,
+       (SELECT m.name FROM org_members m WHERE m.user_id = a.assignee) AS assignee_name"""
+MINE = """(%s::text IS NULL OR a.assignee = %s OR (a.assignee_role = 'admin' AND EXISTS (
+    SELECT 1 FROM org_members m WHERE m.user_id = %s AND m.status = 'active'
+      AND m.role IN ('org:admin', 'admin'))))"""
+PENDING = f"""
 SELECT a.id, a.kind, a.source_agent, a.subject_id, a.payload, a.created_at,
-       k.object_name AS kit_object
+       k.object_name AS kit_object, {QUEUE}
 FROM approval_items a LEFT JOIN deployment_kits k ON k.approval_item_id = a.id
-WHERE a.status = 'pending' AND (%s::text IS NULL OR a.kind = %s)
+WHERE a.status = 'pending' AND (%s::text IS NULL OR a.kind = %s) AND {MINE}
 ORDER BY a.created_at DESC, a.id LIMIT %s
 """
 # The same, with what a person needs beside the payload to decide: the prospect and its
 # signals (the stored ones with their provenance, strongest first, as ``store.campaigns.signals``
 # reads them; and the contact's own list, for a contact never enriched), the campaign, the
 # deal as it stands now (a deal update's diff is against it). One statement for the page.
-PENDING_DETAILED = """
+PENDING_DETAILED = f"""
 SELECT a.id, a.kind, a.source_agent, a.subject_id, a.payload, a.created_at,
-       k.object_name AS kit_object,
+       k.object_name AS kit_object, {QUEUE},
        c.name AS contact_name, c.title AS contact_title, c.company AS contact_company,
        c.signals AS contact_signals, c.enrichment->'research' AS contact_research,
        (SELECT jsonb_agg(jsonb_build_object(
@@ -75,7 +107,7 @@ LEFT JOIN contacts c ON c.id = a.payload->>'contact_id'
 LEFT JOIN campaigns g ON g.id = a.payload->>'campaign_id'
 LEFT JOIN deals d ON a.kind = 'deal_update' AND d.id = a.payload->>'deal_id'
 WHERE a.status = 'pending' AND (%s::text IS NULL OR a.kind = %s)
-  AND (%s::text IS NULL OR a.payload->>'campaign_id' = %s)
+  AND (%s::text IS NULL OR a.payload->>'campaign_id' = %s) AND {MINE}
 ORDER BY a.created_at DESC, a.id LIMIT %s
 """
 PENDING_COUNT = "SELECT count(*) FROM approval_items WHERE status = 'pending'"
@@ -107,7 +139,7 @@ def add(
 ) -> str:
     """Queue one item for a person's decision; returns its id. ``call_id``: the model call
     that drafted it (``AgentResult.call_id``), which ``colony explain`` shows."""
-    params = (org_id, kind, source_agent, run_id, subject_id, _json(payload), call_id, CHANNEL)
+    params = (kind, _json(payload), org_id, source_agent, run_id, subject_id, call_id, CHANNEL)
     return str(fetch_value(cur, ADD, params))
 
 
@@ -134,18 +166,27 @@ def statuses(cur: Any, item_ids: Sequence[str]) -> dict[str, str]:
     return {str(r["id"]): r["status"] for r in fetch_all(cur, STATUSES, (list(item_ids),))}
 
 
-def pending(cur: Any, *, kind: str | None = None, limit: int = 50) -> list[Row]:
-    """The newest ``limit`` pending items (of ``kind``, if given), each with its kit's
-    object name when it is a deployment kit."""
-    return fetch_all(cur, PENDING, (kind, kind, limit))
+def pending(
+    cur: Any, *, kind: str | None = None, limit: int = 50, mine: str | None = None
+) -> list[Row]:
+    """The newest ``limit`` pending items (of ``kind``, if given; in ``mine``'s queue, if
+    given: a user id), each with whose queue it is in and its kit's object name when it is a
+    deployment kit."""
+    return fetch_all(cur, PENDING, (kind, kind, mine, mine, mine, limit))
 
 
 def pending_detailed(
-    cur: Any, *, kind: str | None = None, campaign_id: str | None = None, limit: int = 50
+    cur: Any,
+    *,
+    kind: str | None = None,
+    campaign_id: str | None = None,
+    limit: int = 50,
+    mine: str | None = None,
 ) -> list[Row]:
     """``pending``, with each item's contact (and its signals), campaign and (deal updates)
     current deal."""
-    return fetch_all(cur, PENDING_DETAILED, (kind, kind, campaign_id, campaign_id, limit))
+    params = (kind, kind, campaign_id, campaign_id, mine, mine, mine, limit)
+    return fetch_all(cur, PENDING_DETAILED, params)
 
 
 def pending_count(cur: Any) -> int:

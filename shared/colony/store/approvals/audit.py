@@ -18,8 +18,10 @@ from typing import Any, Literal
 
 from colony.store.db import Row, fetch_all, fetch_value
 
-Event = Literal["decision", "effect", "refusal"]
-Channel = Literal["ui", "link", "chat-confirmed", "system", "sequence", "admin"]
+# 'assignment': a change of owner or queue (a reassignment, a leaver's hand-over, an
+# escalation; issue 35, migration 0053).
+Event = Literal["decision", "effect", "refusal", "assignment"]
+Channel = Literal["ui", "link", "chat-confirmed", "system", "sequence", "admin", "slack"]
 
 APPEND = """
 INSERT INTO audit_log (org_id, event, approval_item_id, item_kind, actor, channel, action,

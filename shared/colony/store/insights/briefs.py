@@ -6,7 +6,8 @@ org's rows without filtering on org themselves. ``daily_briefs`` is unique on (o
 ``store`` keeps the first brief of a day and reports whether it was this one.
 
 What each number means is the brief's own rule (``colony.flows.insights.brief``); the windows passed
-in are [start, end) in UTC.
+in are [start, end) between two instants: the org's local-day boundaries (its local midnights,
+``colony.policy.local_day``), so a day is 23 or 25 hours across a daylight-saving change.
 """
 
 from __future__ import annotations
@@ -98,3 +99,13 @@ def _count(cur: Any, sql: str, params: tuple[Any, ...] = ()) -> int:
     row = fetch_one(cur, sql, params)
     assert row is not None  # an aggregate always returns a row
     return int(row["n"])
+
+
+LATEST = """
+SELECT brief_date, data_snapshot FROM daily_briefs ORDER BY brief_date DESC LIMIT 1
+"""
+
+
+def latest(cur: Any) -> Row | None:
+    """The org's newest brief's day and numbers (``data_snapshot``: SQL aggregates only)."""
+    return fetch_one(cur, LATEST)

@@ -1,4 +1,4 @@
-"""An org's sender mailboxes (``sender_mailboxes``, migration 0051), what each sent on a day,
+"""An org's sender mailboxes (``sender_mailboxes``, migration 0052), what each sent on a day,
 and which mailbox each outbox message goes from.
 
 A mailbox's count for a day is the org's outbox rows assigned to it for that UTC day

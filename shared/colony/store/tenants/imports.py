@@ -80,13 +80,13 @@ WHERE external_id IN (SELECT jsonb_array_elements_text(j -> 'external_ids') FROM
 # as it is, where thousands of array elements would each be escaped in Python.
 CONTACT_RECORD = """
     r(id text, external_id text, name text, title text, email text, company text,
-      company_domain text, linkedin_url text)
+      company_domain text, linkedin_url text, owner_id text)
 """
 INSERT_CONTACTS = f"""
 INSERT INTO contacts (org_id, id, external_id, name, title, email, company, company_domain,
-                      linkedin_url)
+                      linkedin_url, owner_id)
 SELECT %s, r.id, r.external_id, r.name, r.title, r.email, r.company, r.company_domain,
-       r.linkedin_url
+       r.linkedin_url, r.owner_id
 FROM jsonb_to_recordset(%s::jsonb) AS {CONTACT_RECORD}
 """
 # A re-import updates: the file's name and company win; a cell the file leaves empty keeps
@@ -101,6 +101,7 @@ UPDATE contacts c SET
     company = r.company,
     company_domain = coalesce(r.company_domain, c.company_domain),
     linkedin_url = coalesce(r.linkedin_url, c.linkedin_url),
+    owner_id = coalesce(r.owner_id, c.owner_id),
     updated_at = now()
 FROM jsonb_to_recordset(%s::jsonb) AS {CONTACT_RECORD}
 WHERE c.id = r.id
@@ -115,13 +116,13 @@ WHERE lower(email) = ANY(%s::text[]) ORDER BY lower(email), created_at
 """
 DEAL_RECORD = """
     r(id text, external_id text, contact_id text, name text, stage text, value numeric,
-      next_action text, close_date date)
+      next_action text, close_date date, owner_id text)
 """
 INSERT_DEALS = f"""
 INSERT INTO deals (org_id, id, external_id, contact_id, name, stage, value, next_action,
-                   close_date)
+                   close_date, owner_id)
 SELECT %s, r.id, r.external_id, r.contact_id, r.name, r.stage, r.value, r.next_action,
-       r.close_date
+       r.close_date, r.owner_id
 FROM jsonb_to_recordset(%s::jsonb) AS {DEAL_RECORD}
 """
 UPDATE_DEALS = f"""
@@ -133,6 +134,7 @@ UPDATE deals d SET
     value = coalesce(r.value, d.value),
     next_action = coalesce(r.next_action, d.next_action),
     close_date = coalesce(r.close_date, d.close_date),
+    owner_id = coalesce(r.owner_id, d.owner_id),
     updated_at = now()
 FROM jsonb_to_recordset(%s::jsonb) AS {DEAL_RECORD}
 WHERE d.id = r.id
