@@ -116,6 +116,14 @@ def test_a_domain_with_too_many_complaints_is_paused_and_its_mail_waits_for_a_pe
     assert outbox_row(deps, held)["status"] == "queued"  # never dropped
     kinds = sorted(a["kind"] for a in breaker.alerts(deps, ORG))
     assert kinds == ["domain_paused", "mailbox_paused"]
+    with deps.db.transaction(ORG) as cur:  # told to the people who want breaker notices
+        told = fetch_all(
+            cur, "SELECT subject FROM notification_events WHERE kind = 'breaker' ORDER BY id"
+        )
+    assert [t["subject"] for t in told] == [
+        "Sending from outreach@zoomprop.example paused by the circuit breaker",
+        "Sending from zoomprop.example paused by the circuit breaker",
+    ]
 
     breaker.resume(deps, ORG, "mailbox", "outreach@zoomprop.example", "user_founder", "admin")
     still = sending.send(deps, ORG, held)  # the domain is still paused

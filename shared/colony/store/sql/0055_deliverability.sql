@@ -51,3 +51,19 @@ CREATE TABLE sender_pauses (
 -- for one); an org without one cannot launch a campaign nor approve a message to send.
 ALTER TABLE org_settings ADD COLUMN postal_address text
     CHECK (postal_address IS NULL OR length(postal_address) BETWEEN 10 AND 300);
+
+-- A sender the breaker pauses is told to the people who want breaker notifications, as a
+-- paused campaign is (0054's colony_notify_event): once per pause.
+CREATE FUNCTION colony_notify_sender_pause() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM colony_notify_event(
+        NEW.org_id, 'breaker',
+        NEW.scope || ':' || NEW.sender || '@' || extract(epoch FROM NEW.paused_at)::bigint,
+        'Sending from ' || NEW.sender || ' paused by the circuit breaker',
+        '/overview#alerts', NULL, NULL);
+    RETURN NULL;
+END
+$$;
+CREATE TRIGGER sender_pauses_notify AFTER INSERT OR UPDATE OF status, paused_at ON sender_pauses
+    FOR EACH ROW WHEN (NEW.status = 'paused')
+    EXECUTE FUNCTION colony_notify_sender_pause();
