@@ -28,8 +28,8 @@ window), ``brief_expected``, ``brief_delivered``, ``brief_max_late_s`` (how long
 org's chosen local time a brief left, simulated) and ``brief_dst_orgs``. ``ok``: no missed,
 no duplicate, median ≤ 60 s, digests at most hourly, every brief within 5 minutes.
 
-The org's time zone is handed to the flow as ``zone_of`` (org time zones are stored with
-issue 35 item 4; until then ``local_time.org_time_zone`` says UTC for every org).
+The org's time zone is handed to the flow as ``zone_of`` (in production
+``local_time.org_time_zone`` reads the team's setting): the bench's orgs need no team rows.
 
     python bench/notify.py [--orgs 10] [--members 20] [--events 5000]
 """

@@ -191,3 +191,28 @@ resource "google_project_iam_member" "lifecycle_crm_secret_delete" {
     expression = "resource.name.startsWith(\"${local.crm_secret_prefix}\")"
   }
 }
+
+# roles/secretmanager.secretAccessor for the crm function on colony-crm-* only: the CRM
+# queue's tasks write approved deal updates and log engagements with the org's own token
+# (colony.flows.crm.pushes).
+resource "google_project_iam_member" "crm_secret_read" {
+  project = var.project_id
+  role    = "roles/secretmanager.secretAccessor"
+  member  = "serviceAccount:${google_service_account.function["crm"].email}"
+  condition {
+    title      = "colony-crm-secrets-only"
+    expression = "resource.name.startsWith(\"${local.crm_secret_prefix}\")"
+  }
+}
+
+# roles/secretmanager.secretVersionAdder for the crm function on colony-crm-* only: a token
+# near its expiry is refreshed there, and the new one is kept as the secret's next version.
+resource "google_project_iam_member" "crm_secret_refresh" {
+  project = var.project_id
+  role    = "roles/secretmanager.secretVersionAdder"
+  member  = "serviceAccount:${google_service_account.function["crm"].email}"
+  condition {
+    title      = "colony-crm-secrets-only"
+    expression = "resource.name.startsWith(\"${local.crm_secret_prefix}\")"
+  }
+}

@@ -457,7 +457,7 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
             org,
         )
     cur.execute("SELECT to_regclass('sender_pauses') IS NOT NULL")
-    if cur.fetchone()[0]:  # migration 0055: a sending domain the breaker paused
+    if cur.fetchone()[0]:  # migration 0057: a sending domain the breaker paused
         ex(
             "INSERT INTO sender_pauses (org_id, scope, sender, status, reason, judged,"
             " bounce_rate, complaint_rate, paused_at) VALUES (%s, 'domain', %s, 'paused',"
@@ -471,6 +471,19 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
             "INSERT INTO crm_links (org_id, provider, object_type, remote_id, entity_id)"
             " SELECT org_id, 'hubspot', 'contact', '1001', id FROM contacts WHERE org_id = %s"
             " ORDER BY id LIMIT 1",
+            org,
+        )
+    cur.execute("SELECT to_regclass('crm_pushes') IS NOT NULL")
+    if cur.fetchone()[0]:  # migration 0053: a sent email logged in HubSpot, a stage mapped
+        ex(
+            "INSERT INTO crm_pushes (org_id, provider, kind, source_id, status, remote_id)"
+            " VALUES (%s, 'hubspot', 'email', %s, 'written', '70001')",
+            org,
+            f"outbox-{org}",
+        )
+        ex(
+            "INSERT INTO crm_stage_map (org_id, provider, stage, pipeline_id, stage_id)"
+            " VALUES (%s, 'hubspot', 'demo', 'default', 'presentationscheduled')",
             org,
         )
     cur.execute("SELECT to_regclass('research_sources') IS NOT NULL")

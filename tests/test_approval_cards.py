@@ -7,7 +7,8 @@ from datetime import UTC, datetime
 from decimal import Decimal
 
 from colony.chat.hub import RECENT_ITEMS, Hub
-from colony.errors import AlreadyDecided, public_body
+from colony.error_bodies import public_body
+from colony.errors import AlreadyDecided
 from colony.flows.approvals.approval_cards import detail
 from colony.flows.approvals.approval_kinds import KINDS
 from colony.flows.approvals.editable import EDITABLE

@@ -106,6 +106,17 @@ class World:
         return sorted(p.name for p in (self.data_dir / "secrets").glob("*"))
 
 
+def hubspot_env(hubspot: HubSpotServer) -> dict[str, str]:
+    """The HubSpot settings of a deployment whose HubSpot is the stand-in."""
+    return {
+        "COLONY_HUBSPOT_BASE_URL": hubspot.url,
+        "COLONY_HUBSPOT_AUTH_URL": hubspot.authorize_url,
+        "COLONY_HUBSPOT_CLIENT_ID": hubspot.accounts.client_id,
+        "COLONY_HUBSPOT_CLIENT_SECRET": hubspot.accounts.client_secret,
+        "COLONY_HUBSPOT_REDIRECT_URI": REDIRECT,
+    }
+
+
 @pytest.fixture
 def world(
     testdb: PgDB, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_ambient_config: None
@@ -117,11 +128,7 @@ def world(
             tmp_path,
             ALPHA,
             BETA,
-            COLONY_HUBSPOT_BASE_URL=hubspot.url,
-            COLONY_HUBSPOT_AUTH_URL=hubspot.authorize_url,
-            COLONY_HUBSPOT_CLIENT_ID=hubspot.accounts.client_id,
-            COLONY_HUBSPOT_CLIENT_SECRET=hubspot.accounts.client_secret,
-            COLONY_HUBSPOT_REDIRECT_URI=REDIRECT,
+            **hubspot_env(hubspot),
         )
         clock = Clock()
         deps = local_deps(settings, testdb.app(), InlineTransport(), clock=clock)

@@ -17,7 +17,9 @@ from typing import Any
 import hcl2
 
 from colony.deploy import tfvars
+from colony.env_values import RETENTION_MAX_DAYS
 from colony.registry.functions import (
+    CRM_QUEUE,
     DEAD_LETTER_TOPIC,
     FUNCTIONS,
     INVOKER_ACCOUNT,
@@ -30,7 +32,7 @@ from colony.registry.functions import (
 )
 from colony.registry.schedules import SCHEDULES
 from colony.registry.secrets import SECRETS
-from colony.settings import RETENTION_MAX_DAYS, Settings
+from colony.settings import Settings
 
 REPO = Path(__file__).resolve().parents[1]
 TF = REPO / "terraform"
@@ -274,6 +276,7 @@ def test_every_secret_exists_and_is_granted_only_to_the_functions_that_read_it()
         "data-lifecycle",
         "send",
         "clerk-webhook",
+        "crm",
     }
     assert readers["COLONY_SMTP_PASSWORD"] == {"send"}  # only the sender logs in to the relay
     assert readers["COLONY_UNSUBSCRIBE_TOKEN_KEY"] == {"send", "delivery-events"}
@@ -331,9 +334,10 @@ def test_notion_tokens_are_reached_by_the_admin_reembed_and_lifecycle_functions_
     }
 
 
-def test_crm_tokens_are_reached_by_the_admin_and_lifecycle_functions_only() -> None:
+def test_crm_tokens_are_reached_by_the_admin_lifecycle_and_crm_functions_only() -> None:
     """Each org's CRM tokens (``colony-crm-*``, issue 36): the admin function writes,
-    refreshes and deletes them; the data lifecycle deletes them when the org is erased."""
+    refreshes and deletes them; the data lifecycle deletes them when the org is erased; the
+    crm function reads (and refreshes) them for the CRM queue's pushes."""
     grants = _grants_on('resource.name.startsWith(\\"${local.crm_secret_prefix}\\")')
     member = 'serviceAccount:${google_service_account.function["%s"].email}'
     assert grants == {
@@ -341,6 +345,14 @@ def test_crm_tokens_are_reached_by_the_admin_and_lifecycle_functions_only() -> N
         "lifecycle_crm_secret_delete": (
             member % "data-lifecycle",
             "${google_project_iam_custom_role.notion_secret_deleter.id}",
+        ),
+        "crm_secret_read": (
+            member % "crm",
+            "roles/secretmanager.secretAccessor",
+        ),
+        "crm_secret_refresh": (
+            member % "crm",
+            "roles/secretmanager.secretVersionAdder",
         ),
     }
 
@@ -445,10 +457,11 @@ def test_one_scheduler_job_per_registered_schedule_calls_data_lifecycle_with_oid
     generated = registry()
     assert set(generated["schedules"]) == set(SCHEDULES)
     # data-lifecycle may add tasks to every queue a schedule fans out to (and its own
-    # Knowledge Core moves, and the research tasks the research sweep wakes), and to no other
+    # Knowledge Core moves, the research tasks the research sweep wakes, and a polled reply's
+    # CRM push), and to no other
     fanned = {s.queue for s in SCHEDULES.values()} | {LIFECYCLE_QUEUE}
     enqueues = set(generated["functions"]["data-lifecycle"]["enqueues"])
-    assert enqueues == fanned | {KC_TIER_QUEUE, RESEARCH_QUEUE}
+    assert enqueues == fanned | {KC_TIER_QUEUE, RESEARCH_QUEUE, CRM_QUEUE}
     for queue in fanned:  # and each queue's target is a function that takes the task
         assert FUNCTIONS[QUEUES[queue].target].trigger == "http"
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from colony.flows.notifications import settings as notify
+from colony.store.approvals import approvals
 from colony.testing.slack_server import SlackServer
 from colony.testing.smtp_server import SmtpServer
 from tests.conftest import PgDB
@@ -200,3 +201,38 @@ def test_preferences_are_a_persons_own_and_checked(world: World) -> None:
     world.slack_user("user_alice", "U0ALICE")
     with pytest.raises(Conflict):
         world.slack_user("user_bob", "U0ALICE")
+
+
+def test_an_item_waiting_is_told_to_whose_queue_it_is_in(world: World) -> None:
+    """Routing (issue 35 item 2) decides who hears of an item: the prospect's owner for a
+    draft about them, the admins for a KC candidate; nobody else's digest or Slack."""
+    world.connect_slack()
+    world.slack_user("user_alice", "U0ALICE")
+    world.slack_user("user_bob", "U0BOB")
+    for person in ("user_alice", "user_bob"):
+        world.choose(person, items_waiting="slack")
+    dana = world.contact()
+    world.sql("UPDATE contacts SET owner_id = 'user_bob' WHERE id = %s", (dana,))
+    with world.db.transaction(ORG) as cur:
+        draft = approvals.add(
+            cur,
+            ORG,
+            "outbound_message",
+            "AGT-005",
+            {"subject": "Lease costs", "body": "Hi", "contact_id": dana},
+            subject_id=dana,
+        )
+        candidate = approvals.add(
+            cur,
+            ORG,
+            "kc_update_candidate",
+            "AGT-006",
+            {"domain": "KC-09", "title": "New objection", "content": "x"},
+        )
+    queues = dict(world.sql("SELECT id, coalesce(assignee, assignee_role) FROM approval_items"))
+    assert queues == {draft: "user_bob", candidate: "admin"}
+    world.run()
+    bob = [p.text for p in world.slack_posts("U0BOB")]
+    alice = [p.text for p in world.slack_posts("U0ALICE")]
+    assert len(bob) == 1 and "Lease costs" in bob[0]  # the owner's draft, to the owner only
+    assert len(alice) == 1 and "Lease costs" not in alice[0]  # the admins' candidate

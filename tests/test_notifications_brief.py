@@ -78,8 +78,9 @@ def test_the_brief_reaches_those_who_asked_at_their_local_time_once(world: World
     assert answer["next_at"] == "2026-12-01T08:00:00+00:00"  # now is Monday 09:00 UTC
     snapshot(world, "2026-11-30")
     contact = world.contact()
-    for n in range(3):
-        world.item(f"Draft {n}", contact)
+    items = [world.item(f"Draft {n}", contact) for n in range(3)]
+    for item, person in zip(items, ("user_bob", "user_bob", "user_alice"), strict=True):
+        world.sql("UPDATE approval_items SET assignee = %s WHERE id = %s", (person, item))
     world.clock.now = datetime(2026, 12, 1, 7, 59, tzinfo=UTC)
     assert world.run()["brief"] is None
     world.clock.now = datetime(2026, 12, 1, 8, 0, 40, tzinfo=UTC)
@@ -88,15 +89,15 @@ def test_the_brief_reaches_those_who_asked_at_their_local_time_once(world: World
     assert world.run()["brief"] is None  # once a day
     (mail,) = world.mails_to("bob@alpha.example")
     text = mail.message.get_content()
-    assert mail.message["Subject"] == "Colony brief for 2026-12-01: waiting for you: 3 items"
+    assert mail.message["Subject"] == "Colony brief for 2026-12-01: waiting for you: 2 items"
     lines = text.splitlines()
-    assert lines[2] == "Waiting for you: 3 items"  # the person's own count first
+    assert lines[2] == "Waiting for you: 2 items"  # the person's own queue first (routing)
     assert "Yesterday: 12 messages sent, 3 replies (2 positive, 1 negative)" in text
     assert "https://colony.example/overview#brief" in text
     assert "Dana" not in text  # the brief's text (it names prospects) stays on /overview
     (post,) = world.slack_posts("U0ALICE")
     assert post.blocks[0]["text"]["text"] == "Your brief for 2026-12-01"
-    assert post.blocks[1]["text"]["text"].startswith("Waiting for you: 3 items")
+    assert post.blocks[1]["text"]["text"].startswith("Waiting for you: 1 item")
     assert world.mails_to("alice@alpha.example") == []  # she asked for Slack
     world.clock.now = datetime(2026, 12, 2, 8, 1, tzinfo=UTC)
     assert world.run()["brief"] == "2026-12-02"
@@ -106,10 +107,11 @@ def test_the_brief_reaches_those_who_asked_at_their_local_time_once(world: World
 def test_the_brief_follows_the_orgs_time_zone(world: World) -> None:
     world.choose("user_bob", brief="email")
     notify.set_brief_time(world.deps, ORG, BriefTime(brief_at="08:00"))
-    # the org's zone (UTC until org time zones are stored) decides the instant: with Berlin
-    # the calendar is recomputed from the first delivery on
+    # the org's zone (the team's setting, issue 35 item 4) decides the instant: moved to
+    # Berlin, the calendar is recomputed from the next delivery on
+    world.sql("INSERT INTO org_team (org_id, time_zone) VALUES (%s, 'Europe/Berlin')", (ORG,))
     world.clock.now = datetime(2026, 12, 1, 8, 0, tzinfo=UTC)
-    world.run(zone_of=lambda _cur: BERLIN)
+    world.run()
     (row,) = world.rows("SELECT brief_next_at FROM notify_settings")
     assert row["brief_next_at"] == datetime(2026, 12, 2, 7, 0, tzinfo=UTC)  # 08:00 CET
 

@@ -9,10 +9,11 @@ from datetime import timedelta
 
 import pytest
 
+from colony.env_values import RETENTION_MAX_DAYS
 from colony.errors import ConfigError, ValidationFailed
 from colony.flows.tenants import retention
 from colony.ports import BlobStore
-from colony.settings import RETENTION_MAX_DAYS, Settings
+from colony.settings import Settings
 from colony.testing.inline import FIXED_NOW, InlineTransport, local_deps
 from tests.conftest import Gcs, PgDB
 from tests.erasure_seed import dump, seed_org

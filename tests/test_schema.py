@@ -72,12 +72,15 @@ ENTITY_TABLES = {
     "notification_events",  # issue 35: facts worth telling, from the flows' tables
     "notifications",  # issue 35: what is sent, once each
     "notification_items",  # issue 35: which event a notification carries for whom
+    "crm_pushes",  # issue 36: what is written to an org's CRM, and what became of it
+    "crm_stage_map",  # issue 36: our deal stages as the org's CRM names them
     "sending_domains",  # issue 39: an org's sending domains, their DKIM keys' names, checks
     "sender_mailboxes",  # issue 39: the mailboxes an org sends from, limits, ramps, grants
     "mailbox_oauth_states",  # issue 39: a mailbox's OAuth flow in progress (state hash)
     "llm_usage_daily",  # issue 38: each org's spend per day, agent, campaign and model
     "budget_alerts",  # issue 38: budget alerts, kept until a notification delivers them
     "budget_holds",  # issue 38: campaign work waiting while the budget is spent
+    "rate_limits",  # issue 38: each shared limit and each waiting org's share (no org_id)
     "sender_pauses",  # issue 39: mailboxes and domains the breaker paused, until resumed
 }
 

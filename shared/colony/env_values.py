@@ -17,6 +17,17 @@ from urllib.parse import urlsplit
 
 from colony.errors import ConfigError
 
+# The longest any org may keep each data class (days); an org may choose less, never more
+# (``COLONY_RETENTION_MAX_DAYS``). ``transcripts`` must match terraform's bucket lifecycle
+# rule (``var.transcript_retention_days``), which deletes what the daily job did not.
+RETENTION_MAX_DAYS: dict[str, int] = {
+    "transcripts": 365,
+    "chat_events": 90,
+    "llm_calls": 180,
+    "outbox_bodies": 365,
+    "research": 180,  # stored pages of prospects' companies (issue 33)
+}
+
 
 def bounded_int(name: str, text: str | None, default: int, low: int, high: int) -> int:
     """An integer in ``low..high``; ``default`` when unset."""

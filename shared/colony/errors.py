@@ -27,9 +27,11 @@
     │   └── ContextBudgetExceeded  our own data overflows a prompt section (names the section)
     └── UpstreamError            something we depend on failed; a retry may help
         ├── DatabaseError        PostgreSQL refused or could not be reached
+        ├── RateWait             over the org's share of a shared limit (runtime.limiter)
         ├── TransportUnavailable  Pub/Sub or Cloud Tasks failed transiently
         └── ProviderError        an LLM / embedding provider failed (``reason``: its own words)
             ├── ProviderUnavailable  429, 5xx or a timeout: retried with backoff
+            │   ├── ProviderRateLimited  a 429: every org's share of the model slows down
             │   └── ProviderTimeout  the call outlasted its timeout (the prompt was sent)
             ├── CrmAccessRefused  the CRM refused the org's token (revoked, uninstalled)
             ├── GrantRefused     Gmail / Graph refused a mailbox's OAuth grant (revoked)
@@ -198,6 +200,11 @@ class ProviderUnavailable(ProviderError):
         self.retry_after = retry_after
 
 
+class ProviderRateLimited(ProviderUnavailable):
+    """A 429: the provider's rate limit, which slows every org's share of the model
+    (``colony.runtime.limiter``: ``RateWait`` is raised there, beside the limiter)."""
+
+
 class ProviderTimeout(ProviderUnavailable):
     """The call outlasted its timeout. Unlike a refused connection or a 5xx, the prompt
     reached the provider, which may have read (and billed) all of it: the call is recorded
@@ -355,33 +362,6 @@ def error_summary(error: BaseException) -> str:
         return name
     reason = getattr(error, "reason", None) if isinstance(error, ProviderError) else None
     return f"{name} ({error.code}): {reason}" if reason else f"{name} ({error.code})"
-
-
-INTERNAL_MESSAGE = "an unexpected error occurred; it has been logged"
-UNAVAILABLE_MESSAGE = "a service we depend on is unavailable; please retry shortly"
-
-
-def error_body(code: str, message: str) -> dict[str, Any]:
-    """The one error shape callers see: ``{"error": {"code", "message"}}`` (SPEC §10)."""
-    return {"error": {"code": code, "message": message}}
-
-
-def public_body(error: BaseException) -> dict[str, Any]:
-    """``error`` as the caller may see it: a ``CallerError``'s own sentence (written for
-    them); a fixed sentence for our faults, upstream failures and bugs, so a provider's reply,
-    a setting or a stack trace never leaks."""
-    if not isinstance(error, ColonyError):
-        return error_body("internal", INTERNAL_MESSAGE)
-    if isinstance(error, CallerError):
-        body = error_body(error.code, str(error) or "the request was refused")
-        if isinstance(error, AlreadyDecided):  # ids and a time only, meant for the caller
-            body["error"]["decided"] = error.detail
-        if isinstance(error, DomainUnverified):  # the org's own DNS names and our public key
-            body["error"]["domain"] = error.detail
-        return body
-    if isinstance(error, UpstreamError):
-        return error_body(error.code, UNAVAILABLE_MESSAGE)
-    return error_body(error.code, INTERNAL_MESSAGE)
 
 
 def describe_validation(error: pydantic.ValidationError, limit: int = 3) -> str:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Literal, cast
 
 from colony import env_values
-from colony.env_values import ResearchWeb
+from colony.env_values import RETENTION_MAX_DAYS, ResearchWeb
 from colony.errors import ConfigError
 from colony.settings_mailboxes import MailboxApps
 
@@ -33,16 +33,6 @@ DEFAULT_EMBEDDING_MODELS: dict[str, str] = {
 }
 _ROLE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 GOOGLE_JWKS_URL = "https://www.googleapis.com/oauth2/v3/certs"
-# The longest any org may keep each data class (days); an org may choose less, never more
-# (``COLONY_RETENTION_MAX_DAYS``). ``transcripts`` must match terraform's bucket lifecycle
-# rule (``var.transcript_retention_days``), which deletes what the daily job did not.
-RETENTION_MAX_DAYS: dict[str, int] = {
-    "transcripts": 365,
-    "chat_events": 90,
-    "llm_calls": 180,
-    "outbox_bodies": 365,
-    "research": 180,  # stored pages of prospects' companies (issue 33)
-}
 
 
 # repr=False: ``__repr__`` below hides the secrets. eq=False: a process has one, compared by
@@ -71,6 +61,7 @@ class Settings:
     llm_model: str | None = None  # None: the budgets file's default model for the provider
     budgets_file: Path | None = None
     prices_file: Path | None = None  # COLONY_PRICES_FILE: over colony/registry/prices.json
+    limits_file: Path | None = None  # COLONY_LIMITS_FILE: providers' and senders' limits
     openai_api_key: str | None = None
     openai_base_url: str | None = None
     gemini_api_key: str | None = None
@@ -265,6 +256,7 @@ class Settings:
             llm_model=get("COLONY_LLM_MODEL"),
             budgets_file=Path(p) if (p := get("COLONY_BUDGETS_FILE")) else None,
             prices_file=Path(p) if (p := get("COLONY_PRICES_FILE")) else None,
+            limits_file=Path(p) if (p := get("COLONY_LIMITS_FILE")) else None,
             openai_api_key=get("OPENAI_API_KEY"),  # required on first use: api_key()
             openai_base_url=get("COLONY_OPENAI_BASE_URL"),
             gemini_api_key=get("GEMINI_API_KEY"),

@@ -24,6 +24,7 @@ from colony.ports import (
     CrmClient,
     Engagement,
     FieldChange,
+    FieldVersion,
     RateLimit,
     SearchFilter,
     SearchQuery,
@@ -78,8 +79,9 @@ def test_it_is_a_crm_client(crm: Crm) -> None:
         assert found.total == 1 and found.records[0].properties["dealstage"] == UNMAPPED_STAGE
         assert client.associations("deals", ["9001"], "contacts") == {"9001": ("1001",)}
         assert [p.id for p in client.pipelines()] == ["default", "partnerships"]
-        stage, at = _deal_version(crm.world, "9001", "dealstage")
-        change = FieldChange("dealstage", "closedwon", stage, at)
+        read = client.deal_fields("9001", ["dealstage"])["dealstage"]
+        assert (read.value, read.set_at) == _deal_version(crm.world, "9001", "dealstage")
+        change = FieldChange("dealstage", "closedwon", read.value, read.set_at)
         assert client.update_deal("9001", [change]).properties["dealstage"] == "closedwon"
         note = Engagement("note", "k-1", "2026-02-01T10:00:00.000Z", "Called; keen.")
         assert client.log_engagement(note).created is True
@@ -189,6 +191,23 @@ def test_a_deal_update_applies_when_nothing_changed_since_it_was_read(crm: Crm) 
     versions = len(deal.history["dealstage"])
     crm.client.update_deal("9004", changes)
     assert len(deal.history["dealstage"]) == versions
+
+
+def test_a_deal_read_field_by_field_builds_an_update_that_applies(crm: Crm) -> None:
+    """What a card keeps as "what we read": each field's value and when it was set."""
+    read = crm.client.deal_fields("9003", ["dealstage", "amount", "description"])
+    stage, at = _deal_version(crm.world, "9003", "dealstage")
+    assert read["dealstage"] == FieldVersion(stage, at)
+    assert read["description"] == FieldVersion(None, None)  # never had a value
+    changes = [
+        FieldChange(n, v, read[n].value, read[n].set_at)
+        for n, v in (("amount", "4200.00"), ("description", "Colony"))
+    ]
+    assert crm.client.update_deal("9003", changes).properties["amount"] == "4200.00"
+    after = crm.client.deal_fields("9003", ["amount"])["amount"]
+    assert after.value == "4200.00" and str(after.set_at) > str(read["amount"].set_at)
+    with pytest.raises(NotFound):
+        crm.client.deal_fields("9999", ["amount"])
 
 
 def test_a_field_changed_in_hubspot_since_it_was_read_refuses_the_whole_update(crm: Crm) -> None:

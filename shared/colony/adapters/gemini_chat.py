@@ -24,6 +24,7 @@ from colony.adapters.tool_turns import paired
 from colony.deadline import DEFAULT_CALL_SECONDS
 from colony.errors import (
     ProviderError,
+    ProviderRateLimited,
     ProviderTimeout,
     ProviderUnavailable,
     ToolCallInvalid,
@@ -141,7 +142,8 @@ def map_gemini_error(error: Exception, request: ModelRequest) -> ProviderError:
             retry_after = retry_after_seconds(getattr(error.response, "headers", None))
             if retry_after is None:
                 retry_after = _retry_delay_from_details(error.details)
-            return ProviderUnavailable(detail, retry_after=retry_after, reason=said)
+            kind = ProviderRateLimited if code == 429 else ProviderUnavailable
+            return kind(detail, retry_after=retry_after, reason=said)
         return ProviderError(detail, reason=said)
     if isinstance(error, _httpx_errors("TimeoutException")):
         return ProviderTimeout(f"Gemini generate_content failed: {name}")

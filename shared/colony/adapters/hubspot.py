@@ -60,6 +60,7 @@ from urllib3.util.retry import Retry
 
 from colony.adapters.hubspot_records import (
     ENGAGEMENT_LINKS,
+    Latest,
     body_of,
     conflict_error,
     decide,
@@ -81,6 +82,7 @@ from colony.ports import (
     Engagement,
     EngagementRef,
     FieldChange,
+    FieldVersion,
     Pipeline,
     RateLimit,
     RecordPage,
@@ -224,14 +226,18 @@ class HubSpotCrm:
 
     # -- writes --------------------------------------------------------------------------------
 
-    def update_deal(self, deal_id: str, changes: Sequence[FieldChange]) -> CrmRecord:
-        names = [c.name for c in changes]
+    def deal_fields(self, deal_id: str, names: Sequence[str]) -> dict[str, FieldVersion]:
+        _, versions = self._versions(deal_id, names)
+        return {n: FieldVersion(*versions.get(n, (None, None))) for n in names}
+
+    def _versions(self, deal_id: str, names: Sequence[str]) -> tuple[Any, Latest]:
+        """The deal, and each field's newest version (value, when it was set)."""
         deal = self._call(
             self._basic.get_by_id_with_http_info,
             "deals",
             deal_id,
-            properties=names,
-            properties_with_history=names,
+            properties=list(names),
+            properties_with_history=list(names),
         )
         history = deal.properties_with_history or {}
         latest = {
@@ -239,6 +245,10 @@ class HubSpotCrm:
             for name, versions in history.items()
             if versions
         }
+        return deal, latest
+
+    def update_deal(self, deal_id: str, changes: Sequence[FieldChange]) -> CrmRecord:
+        deal, latest = self._versions(deal_id, [c.name for c in changes])
         pending, conflicts = decide(changes, latest)
         if conflicts:
             raise conflict_error(deal_id, conflicts)

@@ -23,7 +23,12 @@ from colony.adapters.provider_reason import prompt_text, reason, says_invalid
 from colony.adapters.retry_after import retry_after_seconds
 from colony.adapters.tool_turns import paired
 from colony.deadline import DEFAULT_CALL_SECONDS
-from colony.errors import ProviderError, ProviderTimeout, ProviderUnavailable
+from colony.errors import (
+    ProviderError,
+    ProviderRateLimited,
+    ProviderTimeout,
+    ProviderUnavailable,
+)
 from colony.ports import Message, ModelRequest, ModelResponse, TextSink, ToolCall
 
 
@@ -96,7 +101,8 @@ def map_openai_error(error: Exception, request: ModelRequest) -> ProviderError:
             detail += ": the body says the request is invalid; not retried"
         elif isinstance(error, openai.RateLimitError) or status == 408 or status >= 500:
             wait = retry_after_seconds(error.response.headers)
-            return ProviderUnavailable(detail, retry_after=wait, reason=said)
+            kind = ProviderRateLimited if status == 429 else ProviderUnavailable
+            return kind(detail, retry_after=wait, reason=said)
         return ProviderError(detail, reason=said)
     return ProviderError(f"OpenAI chat completion failed: {name}")
 

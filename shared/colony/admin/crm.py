@@ -23,7 +23,7 @@ from typing import Any
 
 from colony.contracts.admin import CrmCallback
 from colony.errors import Unprocessable, ValidationFailed
-from colony.flows.crm import connections
+from colony.flows.crm import connections, outgoing
 from colony.runtime.auth import Principal
 from colony.runtime.deps import Deps
 from colony.runtime.edge import JsonRequest
@@ -57,6 +57,7 @@ def handle(
             body = request.parse(CrmCallback)
         except ValidationFailed as error:
             raise Unprocessable(str(error)) from None
-        return connections.complete(deps, secrets, auth, org, principal.user_id, body)
+        # connected, and what waited while it was paused is queued again
+        return outgoing.complete(deps, secrets, auth, org, principal.user_id, body)
     finally:
         auth.close()

@@ -19,12 +19,15 @@ from colony.context.budgets import BudgetBook, load_budgets
 from colony.context.tokens import GeminiTokenCounter, counter_for
 from colony.contracts import OUTPUT_CONTRACTS
 from colony.errors import ToolCallInvalid
+from colony.llm.limited import LimitedChatModel
 from colony.llm.runner import AnswerStream, StructuredRunner
 from colony.observability import categories
 from colony.observability.call_records import CallRecorder
 from colony.observability.tracing import NoopTracer, TracedChatModel, tracer_from_settings
 from colony.ports import ChatModel, Counter, ModelRequest, ToolCall, Tracer, Usage
+from colony.registry.limits import load_limits
 from colony.registry.prices import load_prices
+from colony.runtime.limiter import Limiter
 from colony.settings import Settings
 from colony.store import Database
 
@@ -34,7 +37,7 @@ class LlmDeps:
     """The model side of a flow's dependencies: the traced chat model, its budgets, the
     structured runner and the target model's tokenizer."""
 
-    chat: ChatModel  # already wrapped by tracing
+    chat: ChatModel  # already wrapped by tracing (and by the limiter, where limits are set)
     model: str  # the default model; a profile may name its own (budgets.json "calls")
     budgets: BudgetBook
     runner: StructuredRunner
@@ -171,13 +174,17 @@ def llm_from_settings(settings: Settings, db: Database | None = None) -> LlmDeps
     model = settings.llm_model or budgets.model_for(settings.llm_provider)
     tracer = tracer_from_settings(settings)
     recorder = CallRecorder(db, load_prices(settings.prices_file)) if db is not None else None
-    chat = TracedChatModel(chat_model_from_settings(settings), tracer, recorder)
+    counter = counter_from_settings(settings, model)
+    chat: ChatModel = TracedChatModel(chat_model_from_settings(settings), tracer, recorder)
+    limits = load_limits(settings.limits_file)
+    if db is not None and limits.models:  # the provider's limits, shared by every instance
+        chat = LimitedChatModel(chat, Limiter(db), limits, counter)
     return LlmDeps(
         chat,
         model,
         budgets,
         StructuredRunner(chat),
-        counter_from_settings(settings, model),
+        counter,
         provider=settings.llm_provider,
         pinned=settings.llm_model is not None,
         tracer=tracer,

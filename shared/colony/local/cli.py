@@ -236,6 +236,7 @@ def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
         app_dsn = embedded_dsn(settings, "app")
     from colony.local.brief_demo import local_storage, run_brief_demo
     from colony.local.chat_demo import run_chat_demo
+    from colony.local.crm_demo import connect_hubspot, hubspot_stand_in, run_crm_demo
     from colony.local.customer_demo import run_new_customer_demo
     from colony.local.knowledge_demo import knowledge_stand_ins, run_knowledge_demo
     from colony.local.research_demo import research_web
@@ -246,15 +247,18 @@ def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
         knowledge_stand_ins(settings, org_id) as stand_ins,
         research_web(_say) as web,
         local_mail(_say) as mail,
+        hubspot_stand_in(_say) as (hubspot, crm),
         demo_functions(
-            settings, org_id, app_dsn, _say, extra_env={**stand_ins, **web, **mail.env()}
+            settings, org_id, app_dsn, _say, extra_env={**stand_ins, **web, **mail.env(), **crm}
         ) as (servers, token),
     ):
         demo = DemoContext(settings, db, knowledge, org_id, servers, token, _say, mail)
+        connect_hubspot(demo, hubspot)  # first: what the campaign sends is logged there
         run_demo_campaign(demo)
         run_knowledge_demo(demo)
         run_new_customer_demo(demo)
         run_brief_demo(settings, db, org_id, servers, token, _say)
+        run_crm_demo(demo, hubspot)
         db.close()
         _say(f"the local stack is described in {settings.data_dir / 'stack.json'}")
         run_chat_demo(settings, servers, token, _say, serve=args.serve)

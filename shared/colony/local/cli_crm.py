@@ -26,7 +26,7 @@ def cmd_crm(settings: Settings, args: argparse.Namespace) -> int:
 
     from colony.adapters.hubspot_oauth import hubspot_oauth
     from colony.contracts.admin import CrmCallback
-    from colony.flows.crm import connections
+    from colony.flows.crm import connections, outgoing
     from colony.local.db import connect_factory
     from colony.runtime.deps import build_deps
     from colony.runtime.notion_clients import secret_store
@@ -47,9 +47,7 @@ def cmd_crm(settings: Settings, args: argparse.Namespace) -> int:
                     result = connections.disconnect(deps, secrets, auth, args.org_id, args.actor)
                 else:
                     body = CrmCallback(code=SecretStr(args.code), state=SecretStr(args.state))
-                    result = connections.complete(
-                        deps, secrets, auth, args.org_id, args.actor, body
-                    )
+                    result = outgoing.complete(deps, secrets, auth, args.org_id, args.actor, body)
             finally:
                 auth.close()
     finally:

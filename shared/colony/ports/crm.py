@@ -106,6 +106,15 @@ class FieldChange:
 
 
 @dataclass(frozen=True, slots=True)
+class FieldVersion:
+    """A field of a record as the CRM holds it now: its value and when that value was set
+    (None for both: it never had one). A ``FieldChange`` is built from it."""
+
+    value: str | None
+    set_at: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class FieldConflict:
     """A field the CRM changed since we read it: ours, what we read, and theirs now."""
 
@@ -184,6 +193,11 @@ class CrmClient(Protocol):
 
     def pipelines(self) -> list[Pipeline]:
         """The deal pipelines with their stages, in display order."""
+        ...
+
+    def deal_fields(self, deal_id: str, names: Sequence[str]) -> dict[str, FieldVersion]:
+        """Each of ``names`` on the deal as it is now, with when it was set (what a card
+        keeps as "what we read"); ``NotFound`` for a deal that is not there."""
         ...
 
     def update_deal(self, deal_id: str, changes: Sequence[FieldChange]) -> CrmRecord:

@@ -18,6 +18,7 @@ from colony.registry.wiring import (
     CAMPAIGN_RESUME_QUEUE,
     CAMPAIGN_TOPIC,
     CONTENT_TOPIC,
+    CRM_QUEUE,
     DAILY_BRIEF_QUEUE,
     ENRICHMENT_TOPIC,
     ERASURE_QUEUE,
@@ -57,8 +58,9 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         secrets=(*RUNTIME_SECRETS, *JWT_SECRETS, "COLONY_APPROVAL_TOKEN_KEY"),
         # an approved chat tool resumes its turn here (launch, content request, research)
         publishes=(ONBOARDING_TOPIC, CAMPAIGN_TOPIC, CONTENT_TOPIC),
-        # an approved message is handed to the send step; approved research is queued
-        enqueues=(SEND_QUEUE, RESEARCH_QUEUE),
+        # an approved message is handed to the send step; approved research is queued; an
+        # approved deal update is written back to HubSpot (and a conflict's choice)
+        enqueues=(SEND_QUEUE, RESEARCH_QUEUE, CRM_QUEUE),
         public=True,
         max_instances=3,
     ),
@@ -74,7 +76,7 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
             "COLONY_UNSUBSCRIBE_TOKEN_KEY",
             "COLONY_RESEND_API_KEY",  # reads back the replies Resend's inbound webhook names
         ),
-        enqueues=(CAMPAIGN_RESUME_QUEUE,),
+        enqueues=(CAMPAIGN_RESUME_QUEUE, CRM_QUEUE),  # a reply is logged in the org's HubSpot
         public=True,
         max_instances=2,
     ),
@@ -95,8 +97,9 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
             "COLONY_UNSUBSCRIBE_TOKEN_KEY",
             *MAILBOX_APP_SECRETS,
         ),
-        # a sent step schedules the sequence's next one; a deferred message its own retry
-        enqueues=(SEQUENCE_QUEUE, SEND_QUEUE),
+        # a sent step schedules the sequence's next one; a deferred message its own retry;
+        # a sent message is logged in the org's HubSpot
+        enqueues=(SEQUENCE_QUEUE, SEND_QUEUE, CRM_QUEUE),
         concurrency=4,
         max_instances=1,
     ),
@@ -110,7 +113,7 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         secrets=(*RUNTIME_SECRETS, *JWT_SECRETS, "COLONY_SLACK_SIGNING_SECRET"),
         # it decides approval items too, so it publishes and enqueues what their appliers do
         publishes=(CAMPAIGN_TOPIC, CONTENT_TOPIC, ONBOARDING_TOPIC),
-        enqueues=(SEND_QUEUE, RESEARCH_QUEUE),
+        enqueues=(SEND_QUEUE, RESEARCH_QUEUE, CRM_QUEUE),
         # its approval cards sign deployment-kit links (colony.flows.approvals.approval_queue)
         assets="read",
         public=True,
@@ -187,6 +190,24 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         cpu="2",
     ),
     Function(
+        name="crm",
+        trigger="http",
+        topic=None,
+        agent=None,
+        purpose=(
+            "Cloud Tasks target: write an approved deal update back to an org's HubSpot, log"
+            " a sent message, reply or call summary there, read the deal a card shows"
+        ),
+        # reads (and refreshes) each org's token from its own secret (colony-crm-*,
+        # terraform/secrets.tf); the app's secret refreshes it
+        secrets=(*MODEL_FREE_SECRETS, "COLONY_HUBSPOT_CLIENT_SECRET"),
+        # the only bundle with the HubSpot SDK (about 50 MB installed: docs/crm.md)
+        # one task at a time: a write is one or two HubSpot calls, the queue dispatches 5 a
+        # second, and the connection budget has room for one more connection, not four
+        concurrency=1,
+        max_instances=1,
+    ),
+    Function(
         name="daily-brief",
         trigger="http",
         topic=None,
@@ -228,6 +249,7 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
             RESEARCH_QUEUE,
             CAMPAIGN_RESUME_QUEUE,
             SEND_QUEUE,
+            CRM_QUEUE,  # a HubSpot reconnect queues again the pushes that waited
         ),
         # signs upload URLs under imports/<org>/ (a signed PUT acts as its signer, so it
         # needs object create) and reads an upload's size before queueing it
@@ -281,6 +303,7 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
             RESEARCH_QUEUE,
             CAMPAIGN_RESUME_QUEUE,  # the budget-release schedule's tasks
             SEND_QUEUE,  # the notify schedule's tasks (the send function runs them)
+            CRM_QUEUE,  # a polled reply is logged in the org's HubSpot
         ),
         assets="write",  # deletes transcripts, kits and imports
         timeout_seconds=540,

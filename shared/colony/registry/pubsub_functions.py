@@ -10,6 +10,7 @@ from colony.registry.secrets import MODEL_FREE_SECRETS
 from colony.registry.wiring import (
     CAMPAIGN_TOPIC,
     CONTENT_TOPIC,
+    CRM_QUEUE,
     ENRICHMENT_TOPIC,
     FOLLOW_UP_TOPIC,
     MESSAGE_GENERATOR_TOPIC,
@@ -60,7 +61,7 @@ PUBSUB_FUNCTIONS: tuple[Function, ...] = (
         # A later sequence step the person's approval of step 1 covers (org setting) is
         # decided here, so it holds what deciding needs: the appliers' topics and queues.
         publishes=(ONBOARDING_TOPIC, CAMPAIGN_TOPIC, CONTENT_TOPIC),
-        enqueues=(SEND_QUEUE, RESEARCH_QUEUE),
+        enqueues=(SEND_QUEUE, RESEARCH_QUEUE, CRM_QUEUE),
         max_instances=4,
     ),
     Function(
@@ -73,6 +74,8 @@ PUBSUB_FUNCTIONS: tuple[Function, ...] = (
         timeout_seconds=540,
         assets="read",
         publishes=(FOLLOW_UP_TOPIC,),
+        # the call's summary is logged in the org's HubSpot; its deal update's card reads it
+        enqueues=(CRM_QUEUE,),
         # each recording fans out to recording_parallelism pass-1 calls: few per instance
         concurrency=2,
         max_instances=3,

@@ -56,6 +56,7 @@ DAILY_BRIEF_QUEUE = "colony-daily-brief"
 REDELIVER_QUEUE = "colony-redeliver"
 KC_TIER_QUEUE = "colony-kc-tiering"
 RESEARCH_QUEUE = "colony-research"
+CRM_QUEUE = "colony-crm"
 
 # The one service account whose Google OIDC tokens Pub/Sub push, Cloud Tasks and Cloud
 # Scheduler present to the functions not marked ``public`` (terraform creates it from this id;
@@ -170,6 +171,17 @@ QUEUES: dict[str, Queue] = {
             purpose="research one company's website, feeds, job board and PDFs for an org",
             max_attempts=20,
             max_dispatches_per_second=20.0,
+        ),
+        # One task per push to an org's CRM (named by the push row: an approved deal update
+        # or an engagement) and per card whose HubSpot deal is read; a paused connection's
+        # pushes wait in PostgreSQL (crm_pushes), not here, until an admin reconnects.
+        # HubSpot allows 110 requests per 10 s per portal: this stays well under it.
+        Queue(
+            CRM_QUEUE,
+            target="crm",
+            purpose="write one approved deal update or log one engagement in an org's CRM",
+            max_attempts=10,
+            max_dispatches_per_second=5.0,
         ),
     )
 }

@@ -36,6 +36,10 @@ def applier(kind: str) -> Applier | None:
         from colony.flows.pipeline.deals import apply_deal_update  # lazy: (see above)
 
         return apply_deal_update
+    if kind == "crm_conflict":  # a person keeps ours (written again) or HubSpot's
+        from colony.flows.crm.deal_writes import apply_conflict  # lazy: (see above)
+
+        return apply_conflict
     if kind == "content_piece":
         from colony.flows.content import apply_content_piece  # lazy: (see above)
 

@@ -10,7 +10,9 @@ for good, ``record(reason)`` runs first, then the error propagates unchanged, so
 still rejects or nacks it and the message is still dead-lettered for inspection and replay.
 
 An error ends the delivery for good when it is a caller error (the edge acknowledges it and
-never retries) or when this is the last attempt. An ``InternalError`` (ours to fix: a missing
+never retries) or when this is the last attempt, unless the edge defers it (a shared limit's
+``RateWait``, a provider's long ``Retry-After``: ``colony.runtime.redelivery``), which
+publishes the same event again later. An ``InternalError`` (ours to fix: a missing
 key, a broken template) is retried like an upstream failure, so it is final only on the last
 attempt. ``pubsub_handler`` sets the attempt from the push body; the inline test transport
 sets it the same way. With no attempt set (a subscription without a dead-letter policy, a
@@ -26,6 +28,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 
 from colony.errors import CallerError, error_summary
+from colony.runtime.redelivery import worth_deferring
 
 log = logging.getLogger("colony.runtime")
 
@@ -65,6 +68,8 @@ def final_reason(error: BaseException) -> str | None:
     or None when the delivery will be retried."""
     if isinstance(error, CallerError):
         return f"rejected, not retried: {error_summary(error)}"
+    if worth_deferring(error):  # the edge puts the event back for later: not the end of it
+        return None
     now = _current.get()
     if now is not None and now.last:
         return f"gave up after {now.number} delivery attempts: {error_summary(error)}"

@@ -1,10 +1,11 @@
-"""A Pub/Sub event whose model call the provider rate-limited for longer than a short wait:
-put back on its topic after the provider's ``Retry-After`` instead of sleeping through the
-function's time, or being redelivered by Pub/Sub on a back-off that knows nothing of it.
+"""A Pub/Sub event whose model call the provider rate-limited for longer than a short wait,
+or that the shared limiter told to wait its org's turn: put back on its topic after the
+provider's ``Retry-After`` (or at the retry the limiter booked) instead of sleeping through
+the function's time, or being redelivered by Pub/Sub on a back-off that knows nothing of it.
 
-    push ─► flow ─► ProviderUnavailable(retry_after > SHORT_WAIT)
+    push ─► flow ─► ProviderUnavailable(retry_after > SHORT_WAIT) | RateWait(retry_after)
         ─► a ``colony-redeliver`` task (named by the event id, due after Retry-After)
-        ─► the push is acknowledged
+        ─► the push is acknowledged: not a failure, never a dead letter
     task ─► campaign-resume ─► the same event published again on its topic
 
 The work is durable (run steps), so the redelivered event repeats nothing that finished.
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from colony.errors import ProviderUnavailable, ValidationFailed
 from colony.registry.functions import FUNCTIONS, QUEUES, REDELIVER_QUEUE
+from colony.runtime.limiter import RateWait
 from colony.runtime.transport import enqueue, publish
 
 if TYPE_CHECKING:
@@ -28,6 +30,10 @@ LONGEST_WAIT = 3600.0  # a longer Retry-After is held to an hour
 
 
 def worth_deferring(error: BaseException) -> bool:
+    """A limiter's wait always is (its retry is booked: sooner would be refused again); a
+    provider's only past what the runner would sleep itself."""
+    if isinstance(error, RateWait):
+        return True
     wait = getattr(error, "retry_after", None)
     return isinstance(error, ProviderUnavailable) and wait is not None and wait > SHORT_WAIT
 

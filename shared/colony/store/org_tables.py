@@ -71,6 +71,8 @@ ORG_SCOPED_TABLES: tuple[str, ...] = (
     "org_team",
     "assignment_cursors",
     *NOTIFICATIONS_0054,
+    "crm_pushes",
+    "crm_stage_map",
     "sending_domains",
     "sender_mailboxes",
     "mailbox_oauth_states",

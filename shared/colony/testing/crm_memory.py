@@ -25,6 +25,7 @@ from colony.ports import (
     Engagement,
     EngagementRef,
     FieldChange,
+    FieldVersion,
     Pipeline,
     RateLimit,
     RecordPage,
@@ -140,10 +141,23 @@ class MemoryCrm:
             for p in sorted(self.world.pipelines, key=lambda p: (p["displayOrder"], p["id"]))
         ]
 
-    def update_deal(self, deal_id: str, changes: Sequence[FieldChange]) -> CrmRecord:
+    def deal_fields(self, deal_id: str, names: Sequence[str]) -> dict[str, FieldVersion]:
+        deal = self._deal(deal_id)
+        return {
+            n: FieldVersion(v[0].value, v[0].timestamp)
+            if (v := deal.history.get(n))
+            else FieldVersion(None, None)
+            for n in names
+        }
+
+    def _deal(self, deal_id: str) -> Obj:
         deal = self.world.get("deals", deal_id)
         if deal is None:
             raise NotFound("HubSpot has no such record")
+        return deal
+
+    def update_deal(self, deal_id: str, changes: Sequence[FieldChange]) -> CrmRecord:
+        deal = self._deal(deal_id)
         latest = {
             c.name: (versions[0].value, versions[0].timestamp)
             for c in changes

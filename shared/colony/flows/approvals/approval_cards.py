@@ -20,7 +20,12 @@ and returns the card's ``detail``:
                                   body), and what an outbound message shows besides
                                   (prospect, tier, angle, signals, exemplars, checks); no
                                   ``to``: nothing is sent
-    deal_update                   the deal, and a diff {field, from, to} against it now
+    deal_update                   the deal, and a diff {field, from, to} against it now;
+                                  for a deal linked to HubSpot, what the card read there
+                                  (``crm_read``: each field's value and when it was set)
+    crm_conflict                  HubSpot changed a field since its card read it: per field
+                                  ours, what we read (and when), HubSpot's now (and when),
+                                  and which side ``keep`` chooses (ours or theirs)
     kc_update_candidate           content, target domain, confidence
     content_piece                 title, format, body
     tool_action                   tool and arguments
@@ -73,6 +78,8 @@ def detail(row: Mapping[str, Any], competitors: Sequence[str]) -> dict[str, Any]
         shown["guidance"] = payload.get("guidance")
     elif kind == "deal_update":
         shown.update(_deal(row, payload, missing))
+    elif kind == "crm_conflict":
+        shown.update(_crm_conflict(row, payload, missing))
     elif kind == "kc_update_candidate":
         shown.update(_pick(payload, ("content", "domain", "confidence"), missing))
     elif kind == "content_piece":
@@ -178,7 +185,30 @@ def _deal(row: Mapping[str, Any], payload: Mapping[str, Any], missing: list[str]
     shown["diff"] = diff
     if isinstance(payload.get("rationale"), str):
         shown["rationale"] = payload["rationale"]
+    read = payload.get("crm_read")
+    if isinstance(read, Mapping):  # what HubSpot held when the card was built
+        shown["crm_read"] = {k: read.get(k) for k in ("provider", "deal", "read_at", "fields")}
     return shown
+
+
+def _crm_conflict(
+    row: Mapping[str, Any], payload: Mapping[str, Any], missing: list[str]
+) -> dict[str, Any]:
+    if row.get("deal_name") is None:
+        missing.append("deal")
+    keys = ("field", "ours", "read", "read_at", "theirs", "theirs_ours", "changed_at")
+    fields = [
+        {k: f.get(k) for k in keys}
+        for f in _as_list(payload.get("fields"))
+        if isinstance(f, Mapping)
+    ]
+    return {
+        "deal": {"id": payload.get("deal_id"), "name": row.get("deal_name")},
+        "crm_deal": payload.get("crm_deal"),
+        "fields": fields,
+        "keep": payload.get("keep"),
+        "choices": ["ours", "theirs"],
+    }
 
 
 def _pick(payload: Mapping[str, Any], fields: Sequence[str], missing: list[str]) -> dict[str, Any]:

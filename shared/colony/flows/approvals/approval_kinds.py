@@ -139,6 +139,11 @@ def _deal(before: Payload, after: Payload, policy: Policy) -> None:
     parse_update(after)
 
 
+def _crm_conflict(before: Payload, after: Payload, policy: Policy) -> None:
+    if after.get("keep") not in ("ours", "theirs"):
+        raise ValidationFailed("keep must be 'ours' or 'theirs'")
+
+
 def _content(before: Payload, after: Payload, policy: Policy) -> None:
     _model(ContentPiece, ("title", "format", "body"), after)
 
@@ -175,6 +180,7 @@ _KINDS: dict[str, tuple[str, Check | None, bool]] = {
     "tool_action": ("tool_run", _tool_action, True),
     "missing_data": ("dismissed", None, False),  # CONST-004: dismissed, never approved
     "sequence_task": ("task_done", None, True),  # a person's task: done (approve) or skipped
+    "crm_conflict": ("crm_conflict_resolved", _crm_conflict, True),  # ours or HubSpot's
 }
 KINDS: dict[str, ItemKind] = {
     kind: ItemKind(effect, EDITABLE[kind], check, approvable, LABELS.get(kind, APPROVE_REJECT))

@@ -23,9 +23,15 @@ EDITABLE: dict[str, frozenset[str]] = {
     # AGT-005 drafted. Nothing is sent for it; the person does it (approve: done) or chooses
     # not to (reject: skipped), and either moves the sequence on (flows.outbound.sequences).
     "sequence_task": frozenset(),
+    # HubSpot changed a deal field since the card that changed it read it (issue 36): a
+    # person keeps ours (written again) or HubSpot's (our deal takes it); nothing else.
+    "crm_conflict": frozenset({"keep"}),
 }
 
 APPROVE_REJECT = ("Approve", "Reject")
 # What approving and rejecting an item of a kind mean to the person deciding it (the labels
 # of its card's buttons), where not APPROVE_REJECT: a task for a person is done or skipped.
-LABELS: dict[str, tuple[str, str]] = {"sequence_task": ("Done", "Skip")}
+LABELS: dict[str, tuple[str, str]] = {
+    "sequence_task": ("Done", "Skip"),
+    "crm_conflict": ("Keep the chosen values", "Leave both as they are"),
+}

@@ -26,7 +26,8 @@ import uuid
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from colony.errors import CallerError, UpstreamError, public_body
+from colony.error_bodies import public_body
+from colony.errors import CallerError, UpstreamError
 from colony.flows.approvals import approval_queue
 from colony.flows.chat import history, tools
 from colony.flows.chat.compaction import compact_if_needed, fold_ahead

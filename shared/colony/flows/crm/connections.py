@@ -21,8 +21,9 @@ Tokens. The secret holds the access and refresh tokens and the access token's ex
 else refreshes it first under the row's lock (two instances take turns; the second finds it
 fresh). A refresh token HubSpot refuses (revoked, the app uninstalled) pauses the
 connection (``pause``): status ``paused`` with the reason, on the audit log, nothing deleted,
-and every later call answers ``ConnectionPaused`` until an admin reconnects.
-``with_client`` does the same for a CRM call whose token HubSpot refuses.
+and every later call answers ``ConnectionPaused`` until an admin reconnects (``outgoing.complete``
+then queues again what waited meanwhile). ``with_client`` does the same for a CRM call
+whose token HubSpot refuses.
 
 Disconnect revokes the refresh token at HubSpot, deletes the secret, releases the portal and
 marks the row ``disconnected``; what it did is in its answer (``stopped``).

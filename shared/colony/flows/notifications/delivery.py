@@ -40,7 +40,7 @@ from colony.ports import (
     SlackRetryLater,
     SlackTokenRevoked,
 )
-from colony.store.approvals import approvals
+from colony.store.approvals import approvals, routing
 from colony.store.insights import briefs
 from colony.store.notifications import org, outbox, prefs
 from colony.store.tenants import members
@@ -206,11 +206,10 @@ def _prepare(
 
 
 def _brief_lines(cur: Any, user_id: str, event: Mapping[str, Any]) -> list[str]:
-    # Each person's own waiting count comes with issue 35 item 2 (routing: a
-    # ``waiting_for(cur, user_id)`` in colony.store.approvals); until then every item is
-    # everyone's, so a person's count is the org's.
+    # the person's own queue first (routed to them, or to the admins they are one of), then
+    # the org's
     waiting = approvals.pending_count(cur)
-    mine = waiting
+    mine = routing.waiting_for(cur, user_id)
     latest = briefs.latest(cur)
     return messages.brief_lines(mine, waiting, latest["data_snapshot"] if latest else None)
 

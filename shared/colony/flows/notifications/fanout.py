@@ -22,6 +22,7 @@ from typing import Any
 
 from colony.flows.deps import FlowDeps
 from colony.flows.notifications.kinds import channel_for
+from colony.store.approvals import routing
 from colony.store.notifications import events, outbox, prefs
 
 BATCH = 500  # events one transaction fans out
@@ -43,12 +44,19 @@ def fan_out(deps: FlowDeps, org_id: str, now: datetime, limit: int = BATCH) -> d
         waiting = events.waiting(cur, limit)
         if not waiting:
             return counts
-        people = prefs.people(cur)
+        everyone = prefs.people(cur)
+        # an item waiting is told to whose queue it waits in (issue 35 item 2), the rest to all
+        audience = {
+            e["id"]: routing.in_queue(cur, str(e["event_key"]), everyone)
+            if e["kind"] == "items_waiting"
+            else everyone
+            for e in waiting
+        }
         digest_users = {
             u
             for e in waiting
             if e["kind"] != "brief" and not e["erased"]
-            for u in takers(people, e["kind"], "email")
+            for u in takers(audience[e["id"]], e["kind"], "email")
         }
         digests = {}
         if digest_users:
@@ -60,7 +68,7 @@ def fan_out(deps: FlowDeps, org_id: str, now: datetime, limit: int = BATCH) -> d
                 events.mark(cur, event["id"], "erased", now)
                 counts["erased"] += 1
                 continue
-            told = _one(cur, org_id, event, people, digests, now)
+            told = _one(cur, org_id, event, audience[event["id"]], digests, now)
             counts["notified"] += told
             events.mark(cur, event["id"], "fanned" if told else "nobody", now)
     return counts

@@ -1,9 +1,10 @@
 """The org's local time, as the brief's delivery reads it: its time zone and the next instant
 its chosen local time comes round.
 
-``org_time_zone`` is the one place the zone is read. Org time zones arrive with issue 35
-item 4 (a column of the org's, refused at setup when the name does not exist); until that is
-merged every org is on UTC, and this function is what changes then (its callers stay)."""
+``org_time_zone`` is the one place the zone is read: the team's (``org_team.time_zone``, issue
+35 item 4, refused at setup when the name does not exist; UTC for an org that set none).
+Changing it moves the brief from its next delivery on: the one already booked keeps its time.
+"""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ from datetime import UTC, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from colony.store.tenants import team
+
 UTC_ZONE = ZoneInfo("UTC")
 
 
 def org_time_zone(cur: Any) -> ZoneInfo:
-    """The org's time zone (``cur``: a transaction of the org); UTC until orgs have one."""
-    return UTC_ZONE
+    """The org's time zone (``cur``: a transaction of the org)."""
+    return ZoneInfo(str(team.get(cur)["time_zone"]))
 
 
 def next_at(after: datetime, at: time, zone: ZoneInfo) -> datetime:

@@ -27,6 +27,7 @@ import re
 from typing import Any
 
 from colony.errors import NotFound
+from colony.flows.crm import engagements
 from colony.flows.deps import FlowDeps
 from colony.flows.outbound import delivery
 from colony.policy import bounces
@@ -80,6 +81,8 @@ def ingest(
             sentiment=mood,
             received_at=mail.received_at,
         )
+        if reply_id:  # on the contact in the org's HubSpot, if connected
+            engagements.log_later(deps, cur, sender_org, "reply", reply_id)
     # Keyed by the reply itself: a redelivery of the same reply (a new webhook attempt, the
     # mailbox read again) is one event, even after a crash between the two transactions.
     reply_event = "reply-" + hashlib.sha256(f"{sender_org}\n{key}".encode()).hexdigest()[:40]

@@ -14,6 +14,7 @@
            Gmail / Microsoft 365 mailbox through its grant (a refused grant: waits)
         ─► ``sent``  (a refusal: ``bounces.refused``, by its codes: for good ─► ``bounced``,
            address suppressed; for now ─► back to the queue, tried again with back-off)
+        ─► logged on the contact in the org's HubSpot, if connected (``flows.crm``)
 
 Only email steps reach the outbox: a LinkedIn or call step is a task for a person
 (``sequence_task``), and an approved message that names another channel is never queued.
@@ -48,6 +49,7 @@ from typing import Any
 from urllib.parse import quote
 
 from colony.errors import ConfigError, Conflict, GrantRefused, NotFound, ValidationFailed
+from colony.flows.crm import engagements
 from colony.flows.deps import FlowDeps
 from colony.flows.outbound import (
     bounces,
@@ -219,6 +221,7 @@ def send(deps: FlowDeps, org_id: str, outbox_id: str) -> dict[str, Any]:
         outbox.finish_send(cur, outbox_id, "sent")
         senders.sent(cur, outbox_id, ref)
         _record(cur, org_id, row, "message_sent", {"message_id": choice.message_id})
+        engagements.log_later(deps, cur, org_id, "email", outbox_id)  # on the HubSpot contact
         following = sequences.after_sent(deps, cur, org_id, row)
     return {"outbox_id": outbox_id, "status": "sent", "message_id": choice.message_id, **following}
 

@@ -5,7 +5,8 @@ from AGT-006's summary of the call, into the approval queue; approved, it goes t
         competitors redacted (CONST-006), fitted to the task budget ─► KC-05/KC-04 grounding
         ─► the draft, checked in full (sentences, subject, the org's competitors) ─► a
         ``follow_up`` approval item (a durable step: a redelivery drafts nothing twice)
-    approved ─► ``apply_follow_up``: the outbox, once, and the send queue
+    approved ─► ``apply_follow_up``: the outbox, once, and the send queue; the call's
+        summary logged in the org's HubSpot, if connected (``flows.crm.engagements``)
 
 A deal with no contact is ``missing_data`` (CONST-004): nothing is guessed.
 """
@@ -22,6 +23,7 @@ from colony.contracts.outputs.recordings import FollowUpDraft
 from colony.errors import ValidationFailed
 from colony.flows import call_link
 from colony.flows.approvals import flags
+from colony.flows.crm import engagements
 from colony.flows.deps import FlowDeps
 from colony.flows.outbound.sending import schedule_send
 from colony.flows.recordings.recording import (
@@ -156,7 +158,8 @@ def _fit(deps: FlowDeps, summary: str) -> str:
 def apply_follow_up(
     deps: FlowDeps, cur: Any, org_id: str, item_id: str, payload: Mapping[str, Any]
 ) -> None:
-    """Approval applier for ``follow_up``: the approved draft goes to the outbox, once."""
+    """Approval applier for ``follow_up``: the approved draft goes to the outbox, once, and
+    the call's summary to the org's HubSpot (a push per recording: once)."""
     subject, body = payload.get("subject"), payload.get("body")
     if not isinstance(subject, str) or not subject.strip() or not isinstance(body, str):
         raise ValidationFailed("a follow-up needs a subject and a body")
@@ -173,3 +176,8 @@ def apply_follow_up(
         to=to if isinstance(to, str) else None,
     )
     schedule_send(deps, org_id, outbox_id)
+    recording_id = payload.get("recording_id")
+    if isinstance(recording_id, str) and recording_id:
+        # the call's summary, logged on the contact and deal in the org's HubSpot: a model's
+        # words leave only once a person has acted on the call's outcome (this approval)
+        engagements.log_later(deps, cur, org_id, "call", recording_id)

@@ -32,6 +32,7 @@ from colony.contracts.outputs.recordings import CallSignals, CallSummary
 from colony.errors import ContextBudgetExceeded, NotFound, ValidationFailed
 from colony.flows import call_link
 from colony.flows.approvals import flags
+from colony.flows.crm import deal_writes
 from colony.flows.deps import FlowDeps
 from colony.flows.recordings import transcripts
 from colony.knowledge.exemplars import to_exemplars
@@ -166,7 +167,7 @@ def _two_passes(deps: FlowDeps, org: str, recording: Mapping[str, Any]) -> dict[
                 "source": {"recording_id": recording_id},
             }
             payload = flags.flagged(payload, found, untrusted.links_in(changes))
-            approvals.add(
+            item_id = approvals.add(
                 cur,
                 org,
                 "deal_update",
@@ -176,6 +177,7 @@ def _two_passes(deps: FlowDeps, org: str, recording: Mapping[str, Any]) -> dict[
                 run_id=run_id,
                 call_id=call_id,
             )
+            deal_writes.read_later(deps, cur, org, item_id, deal["id"])  # for its card
         for candidate in output["kc_updates"]:
             payload = {**candidate, "source": {"recording_id": recording_id}}
             payload = flags.flagged(payload, found, untrusted.links_in(candidate))

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 from colony.lazy import lazy_names
 
 if TYPE_CHECKING:  # the real names, for type checkers
-    from colony.errors import INTERNAL_MESSAGE
+    from colony.error_bodies import INTERNAL_MESSAGE
     from colony.runtime.edge.http import JsonRequest, http_json
     from colony.runtime.edge.pubsub import (
         Decoded,
@@ -70,7 +70,7 @@ if TYPE_CHECKING:  # the real names, for type checkers
 # Loaded on first use (PEP 562): an HTTP function's main.py takes ``http_json`` and does not
 # load the Pub/Sub edge (its delivery and redelivery rules, and the ports they name).
 _HOMES = {
-    "INTERNAL_MESSAGE": "colony.errors",
+    "INTERNAL_MESSAGE": "colony.error_bodies",
     "JsonRequest": "colony.runtime.edge.http",
     "http_json": "colony.runtime.edge.http",
     "Decoded": "colony.runtime.edge.pubsub",

@@ -59,7 +59,8 @@ from gunicorn import util as gunicorn_util
 from gunicorn.http.errors import ParseException
 from werkzeug.http import HTTP_STATUS_CODES
 
-from colony.errors import INTERNAL_MESSAGE, CallerError, error_body
+from colony.error_bodies import INTERNAL_MESSAGE, error_body
+from colony.errors import CallerError
 
 # What gunicorn's chunked body reader raises while the app reads: a bad chunk size,
 # extension or terminator, a malformed trailer. A body that ends before its last chunk raises

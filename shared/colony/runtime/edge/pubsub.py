@@ -36,6 +36,7 @@ from colony.runtime.edge.responses import (
     log_failure,
     reject_constant,
 )
+from colony.runtime.limiter import RateWait
 
 if TYPE_CHECKING:
     from colony.contracts.events import Event
@@ -258,9 +259,12 @@ def pubsub_handler(
                             deps().transport, spec.topic, payload, event_id, wait
                         )
                         logger.info(
-                            "%s event %s: the model provider asked for %.0f s; put back as %s",
+                            "%s event %s: %s for %.1f s; put back as %s",
                             function_name,
                             event_id,
+                            "waiting its org's share"
+                            if isinstance(error, RateWait)
+                            else "the model provider asked",
                             wait,
                             task,
                         )

@@ -19,8 +19,8 @@ from functions_framework import event_conversion
 from werkzeug.exceptions import ClientDisconnected, HTTPException, RequestEntityTooLarge
 from werkzeug.wrappers import Response as WerkzeugResponse
 
+from colony.error_bodies import INTERNAL_MESSAGE, error_body, public_body
 from colony.errors import (
-    INTERNAL_MESSAGE,
     CallerError,
     ColonyError,
     Conflict,
@@ -29,15 +29,12 @@ from colony.errors import (
     NotFound,
     OrgScopeError,
     PayloadTooLarge,
-    ProviderUnavailable,
     RateLimited,
     Unauthorized,
     Unprocessable,
     UpstreamError,
     ValidationFailed,
-    error_body,
     error_summary,
-    public_body,
 )
 from colony.observability import logs
 from colony.observability.sentry import report
@@ -129,8 +126,10 @@ def error_reply(error: BaseException) -> flask.Response:
         headers["Allow"] = ", ".join(error.allow)
     if isinstance(error, RateLimited):
         headers["Retry-After"] = str(max(1, math.ceil(error.retry_after)))
-    if isinstance(error, ProviderUnavailable) and error.retry_after:
-        headers["Retry-After"] = str(max(1, math.ceil(error.retry_after)))
+    # a provider's Retry-After, or the retry a shared limit booked (runtime.limiter.RateWait)
+    wait = getattr(error, "retry_after", None) if isinstance(error, UpstreamError) else None
+    if wait:
+        headers["Retry-After"] = str(max(1, math.ceil(wait)))
     return json_response(body, status, headers)
 
 

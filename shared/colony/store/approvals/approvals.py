@@ -77,6 +77,12 @@ QUEUE = """a.assignee, a.assignee_role, a.escalated_from,
 MINE = """(%s::text IS NULL OR a.assignee = %s OR (a.assignee_role = 'admin' AND EXISTS (
     SELECT 1 FROM org_members m WHERE m.user_id = %s AND m.status = 'active'
       AND m.role IN ('org:admin', 'admin'))))"""
+# What a capability learns about a pending item after it was queued (what the CRM held when
+# the card was built): one top-level key of its payload, only while no one has decided it.
+NOTE = """
+UPDATE approval_items SET payload = payload || jsonb_build_object(%s::text, %s::jsonb)
+WHERE id = %s AND status = 'pending'
+"""
 PENDING = f"""
 SELECT a.id, a.kind, a.source_agent, a.subject_id, a.payload, a.created_at,
        k.object_name AS kit_object, {QUEUE}
@@ -105,7 +111,7 @@ FROM approval_items a
 LEFT JOIN deployment_kits k ON k.approval_item_id = a.id
 LEFT JOIN contacts c ON c.id = a.payload->>'contact_id'
 LEFT JOIN campaigns g ON g.id = a.payload->>'campaign_id'
-LEFT JOIN deals d ON a.kind = 'deal_update' AND d.id = a.payload->>'deal_id'
+LEFT JOIN deals d ON a.kind IN ('deal_update', 'crm_conflict') AND d.id = a.payload->>'deal_id'
 WHERE a.status = 'pending' AND (%s::text IS NULL OR a.kind = %s)
   AND (%s::text IS NULL OR a.payload->>'campaign_id' = %s) AND {MINE}
 ORDER BY a.created_at DESC, a.id LIMIT %s
@@ -211,6 +217,13 @@ def decided(cur: Any, item_ids: Sequence[str]) -> list[Row]:
 def listen(conn: Any) -> None:
     """``LISTEN`` on the approvals channel (the hub's dedicated autocommit connection)."""
     conn.execute_simple(LISTEN)
+
+
+def note(cur: Any, item_id: str, key: str, value: Any) -> bool:
+    """Set ``key`` of a pending item's payload to ``value``; False once it is decided (or
+    not in this org): a decision is made on what the card showed, never changed after."""
+    cur.execute(NOTE, (key, json.dumps(value), item_id))
+    return bool(cur.rowcount == 1)
 
 
 def kind_of(cur: Any, item_id: str) -> str | None:

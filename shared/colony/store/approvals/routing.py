@@ -29,6 +29,8 @@ IS_ADMIN = """
 SELECT EXISTS (SELECT 1 FROM org_members m WHERE m.user_id = %s AND m.status = 'active'
                AND m.role IN ('org:admin', 'admin'))
 """
+QUEUE_OF = "SELECT assignee, assignee_role FROM approval_items WHERE id = %s"
+ADMIN_ROLES = ("org:admin", "admin")
 # Both at once, for a queue listing: one round trip, not two.
 STANDING = f"SELECT ({WAITING_FOR}) AS waiting, ({IS_ADMIN}) AS admin"
 HAND_OVER = """
@@ -114,3 +116,15 @@ def escalate(cur: Any, backup: str, after_hours: int) -> list[Row]:
     backup's already, moved to ``backup``: ``id, kind, escalated_from`` of each."""
     rows = fetch_all(cur, ESCALATE, (backup, backup, after_hours, CHANNEL))
     return [{k: v for k, v in row.items() if k != "notified"} for row in rows]
+
+
+def in_queue(cur: Any, item_id: str, people: list[Any]) -> list[Any]:
+    """Those of ``people`` (rows with ``user_id`` and ``role``) whose queue the item waits in:
+    its assignee, or the admins when it is the admins', or all of them when it is the team's
+    (or gone: nothing to narrow by)."""
+    row = fetch_one(cur, QUEUE_OF, (item_id,))
+    if row is None or (row["assignee"] is None and row["assignee_role"] is None):
+        return people
+    if row["assignee"] is not None:
+        return [p for p in people if p["user_id"] == row["assignee"]]
+    return [p for p in people if p["role"] in ADMIN_ROLES]

@@ -1,4 +1,4 @@
-"""How messages were refused and how their senders fare (issue 39 item 4; migration 0055).
+"""How messages were refused and how their senders fare (issue 39 item 4; migration 0057).
 
 A refusal is kept on its outbox row as codes (``bounce_smtp``, ``bounce_status``), its class
 and name (``colony.policy.bounces``), never the server's text. A message refused for now

@@ -1,4 +1,4 @@
-"""The org's postal address (``org_settings.postal_address``, migration 0055): the footer of
+"""The org's postal address (``org_settings.postal_address``, migration 0057): the footer of
 every message it sends. A cursor from ``Database.transaction(org_id)``: RLS scopes it."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The breaker per sender (``sender_pauses``, migration 0055): a sending mailbox or domain
+"""The breaker per sender (``sender_pauses``, migration 0057): a sending mailbox or domain
 paused for its bounce or complaint rate, until a person resumes it; and the campaigns the
 breaker paused, as /overview lists them for a person to resume.
 

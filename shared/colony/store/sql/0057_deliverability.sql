@@ -1,4 +1,4 @@
--- Migration 0055 (issue 39 item 4): deliverability that protects the sender. Never edit once
+-- Migration 0057 (issue 39 item 4): deliverability that protects the sender. Never edit once
 -- shipped: append a new migration.
 --
 -- outbox: how a message was refused, as codes only (a server's reply text can quote the

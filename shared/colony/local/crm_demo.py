@@ -1,0 +1,201 @@
+"""The ``make run`` scenes beside the team's CRM (issue 36): the demo org connects a HubSpot
+portal (the stand-in, ``colony.testing.hubspot_server``) through the admin API's real OAuth
+connect and callback, before the campaign runs; so every message the campaign sends is
+logged on its HubSpot contact and deal, and at the end an approved deal update is written
+to the HubSpot deal. What HubSpot then holds is printed.
+
+Until the inbound sync (the backfill, issue 36 item 2) is merged, the portal is filled here
+with the demo org's contacts and deals, and each is linked to ours directly
+(``store.crm.links.link``), as the backfill will link them; the org's stages are mapped to
+HubSpot's default pipeline the same way (``store.crm.stages``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import httpx
+
+from colony.errors import ConfigError
+from colony.local.demo_context import DemoContext
+from colony.store import fetch_all, fetch_one
+from colony.store.crm import links, stages
+from colony.testing.hubspot_server import HubSpotServer
+from colony.testing.hubspot_world import HubSpotWorld
+
+PORTAL = "62515"
+REDIRECT = "http://127.0.0.1/overview/crm/hubspot/callback"  # our page; the demo posts for it
+STAGES = {
+    "discovery": "appointmentscheduled",
+    "demo": "presentationscheduled",
+    "proposal": "decisionmakerboughtin",
+    "negotiation": "contractsent",
+    "closed_won": "closedwon",
+    "closed_lost": "closedlost",
+}
+NEXT = {"discovery": "demo", "demo": "proposal", "proposal": "negotiation"}
+WAIT_SECONDS = 60.0
+
+
+@contextmanager
+def hubspot_stand_in(say: Callable[[str], None]) -> Iterator[tuple[HubSpotServer, dict[str, str]]]:
+    """Serve a HubSpot portal; yield it and the functions' environment that points at it."""
+    with HubSpotServer(HubSpotWorld(PORTAL)) as hubspot:
+        say(f"serving the HubSpot stand-in: portal {PORTAL} on {hubspot.url}")
+        yield (
+            hubspot,
+            {
+                "COLONY_HUBSPOT_BASE_URL": hubspot.url,
+                "COLONY_HUBSPOT_AUTH_URL": hubspot.authorize_url,
+                "COLONY_HUBSPOT_CLIENT_ID": hubspot.accounts.client_id,
+                "COLONY_HUBSPOT_CLIENT_SECRET": hubspot.accounts.client_secret,
+                "COLONY_HUBSPOT_REDIRECT_URI": REDIRECT,
+            },
+        )
+
+
+def connect_hubspot(demo: DemoContext, hubspot: HubSpotServer) -> None:
+    """The demo org's records in the portal, linked; then its admin connects HubSpot."""
+    from colony.local.tokens import mint_local_token
+
+    world, org = hubspot.worlds[PORTAL], demo.org_id
+    linked = _fill_and_link(demo, world)
+    admin = mint_local_token(demo.settings.data_dir, org, "local-admin", org_claim="v2")
+    headers = {"Authorization": f"Bearer {admin}"}
+    base = f"{demo.servers.urls['admin']}/orgs/{org}/crm/hubspot"
+    with httpx.Client(timeout=30, headers=headers) as http:
+        started = http.post(f"{base}/connect", json={})
+        if started.status_code != 201:
+            raise ConfigError(f"connecting HubSpot failed: {started.status_code} {started.text}")
+        hubspot.consent_as(PORTAL)  # the admin, signed in to the portal, allows the app
+        back = httpx.get(started.json()["authorize_url"], follow_redirects=False, timeout=30)
+        query = {k: v[0] for k, v in parse_qs(urlsplit(back.headers["location"]).query).items()}
+        done = http.post(f"{base}/callback", json={"code": query["code"], "state": query["state"]})
+    answer = done.json()
+    demo.say(
+        f"HubSpot connected through OAuth: portal {answer.get('account_id')},"
+        f" {answer.get('status')}; {linked} (linked here until the backfill does it)"
+    )
+
+
+def _fill_and_link(demo: DemoContext, world: HubSpotWorld) -> str:
+    with demo.db.transaction(demo.org_id) as cur:
+        contacts = fetch_all(cur, "SELECT id, name, email FROM contacts ORDER BY external_id")
+        deals = fetch_all(
+            cur,
+            "SELECT id, name, stage, value, close_date, contact_id FROM deals ORDER BY external_id",
+        )
+        ours: dict[str, str] = {}
+        for c in contacts:
+            first, _, last = str(c["name"]).partition(" ")
+            made = world.create(
+                "contacts", {"firstname": first, "lastname": last, "email": c["email"]}
+            )
+            links.link(cur, demo.org_id, "hubspot", "contact", made.id, c["id"])
+            ours[c["id"]] = made.id
+        for stage, stage_id in STAGES.items():
+            stages.map_stage(cur, demo.org_id, "hubspot", stage, "default", stage_id)
+        for d in deals:
+            properties = {
+                "dealname": d["name"],
+                "amount": f"{d['value']:.2f}" if d["value"] is not None else None,
+                "pipeline": "default",
+                "dealstage": STAGES[d["stage"]],
+                "closedate": f"{d['close_date']}T00:00:00.000Z" if d["close_date"] else None,
+            }
+            to = [("contacts", ours[d["contact_id"]])] if d["contact_id"] in ours else []
+            made = world.create("deals", properties, links=to)
+            links.link(cur, demo.org_id, "hubspot", "deal", made.id, d["id"])
+    return f"{len(contacts)} contacts and {len(deals)} deals in the portal"
+
+
+def run_crm_demo(demo: DemoContext, hubspot: HubSpotServer) -> None:
+    """What the campaign's sends logged in HubSpot; then a deal update approved and written."""
+    world, say = hubspot.worlds[PORTAL], demo.say
+    emails = list(world.live("emails"))
+    replies = sum(e.properties.get("hs_email_direction") == "INCOMING_EMAIL" for e in emails)
+    say(
+        f"HubSpot now holds {len(emails)} logged email(s): {len(emails) - replies} the campaign"
+        f" sent, {replies} repl{'y' if replies == 1 else 'ies'} received"
+    )
+    for email in emails[-2:]:
+        to = sorted(world.linked("emails", email.id, "contacts"))
+        deals = sorted(world.linked("emails", email.id, "deals"))
+        subject = email.properties.get("hs_email_subject")
+        say(f"  email {email.id} {subject!r} on contact {to} and deal {deals}")
+    _approved_deal_update(demo, world)
+
+
+def _approved_deal_update(demo: DemoContext, world: HubSpotWorld) -> None:
+    from colony.adapters.transport_local import LocalTransport
+    from colony.flows.pipeline import deals
+    from colony.testing.inline import local_deps
+
+    org, say = demo.org_id, demo.say
+    with demo.db.transaction(org) as cur:
+        deal = fetch_one(
+            cur,
+            "SELECT d.id, d.name, d.stage, d.value, l.remote_id FROM deals d"
+            " JOIN crm_links l ON l.entity_id = d.id AND l.object_type = 'deal'"
+            " WHERE d.stage = ANY(%s) ORDER BY d.external_id LIMIT 1",
+            (list(NEXT),),
+        )
+    if deal is None:
+        return
+    changes = {"stage": NEXT[deal["stage"]], "value": round(float(deal["value"] or 0) * 1.1)}
+    remote = world.get("deals", str(deal["remote_id"]))
+    assert remote is not None
+    before = {k: remote.properties.get(k) for k in ("dealstage", "amount")}
+    transport = LocalTransport(demo.servers.urls)
+    try:
+        item = deals.propose_deal_update(
+            local_deps(demo.settings, demo.db, transport), org, deal["id"], changes
+        )
+        _wait(demo, "the card's read of the HubSpot deal", lambda: _card_read(demo, item))
+        answer = httpx.post(
+            demo.servers.urls["approval"],
+            json={"item_id": item, "action": "approve"},
+            headers={"Authorization": f"Bearer {demo.token}"},
+            timeout=30,
+        )
+        say(f"approved the deal update for {deal['name']!r}: {answer.status_code}")
+        status = _wait(demo, "the write-back", lambda: _pushed(demo, item))
+    finally:
+        transport.close()
+    after = {k: remote.properties.get(k) for k in ("dealstage", "amount")}
+    say(
+        f"  HubSpot deal {remote.id}: {status}; dealstage {before['dealstage']} →"
+        f" {after['dealstage']}, amount {before['amount']} → {after['amount']}"
+    )
+
+
+def _card_read(demo: DemoContext, item: str) -> Any:
+    with demo.db.transaction(demo.org_id) as cur:
+        row = fetch_one(
+            cur, "SELECT payload ? 'crm_read' AS read FROM approval_items WHERE id = %s", (item,)
+        )
+    return row["read"] if row else None
+
+
+def _pushed(demo: DemoContext, item: str) -> Any:
+    with demo.db.transaction(demo.org_id) as cur:
+        row = fetch_one(
+            cur,
+            "SELECT status FROM crm_pushes WHERE source_id = %s AND status <> 'queued'",
+            (item,),
+        )
+    return row["status"] if row else None
+
+
+def _wait(demo: DemoContext, what: str, check: Callable[[], Any]) -> Any:
+    deadline = time.monotonic() + WAIT_SECONDS
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.2)  # polling the queue's outcome for display, bounded by the deadline
+    raise ConfigError(f"{what} did not happen within {WAIT_SECONDS:.0f}s")
