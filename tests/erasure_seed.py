@@ -456,6 +456,15 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
             " WHERE n.org_id = %s",
             org,
         )
+    cur.execute("SELECT to_regclass('sender_pauses') IS NOT NULL")
+    if cur.fetchone()[0]:  # migration 0057: a sending domain the breaker paused
+        ex(
+            "INSERT INTO sender_pauses (org_id, scope, sender, status, reason, judged,"
+            " bounce_rate, complaint_rate, paused_at) VALUES (%s, 'domain', %s, 'paused',"
+            " 'bounce rate over threshold', 100, 0.09, 0, now())",
+            org,
+            f"{org.replace('_', '-')}.example",
+        )
     cur.execute("SELECT to_regclass('crm_links') IS NOT NULL")
     if cur.fetchone()[0]:  # migration 0049: a HubSpot contact linked to the org's contact
         ex(
@@ -473,7 +482,7 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
             f"outbox-{org}",
         )
     cur.execute("SELECT to_regclass('crm_events') IS NOT NULL")
-    if cur.fetchone()[0]:  # migration 0057: a stage mapped (as 0057 keys it), an event kept
+    if cur.fetchone()[0]:  # migration 0058: a stage mapped (as 0058 keys it), an event kept
         ex(
             "INSERT INTO crm_stage_map (org_id, provider, pipeline_id, stage_id, stage,"
             " updated_by) VALUES (%s, 'hubspot', 'default', 'closedwon', 'closed_won', 'u1')",

@@ -1,9 +1,9 @@
-"""One stage mapping (issue 36): migration 0057 re-keys 0055's write-back table,
+"""One stage mapping (issue 36): migration 0058 re-keys 0055's write-back table,
 ``crm_stage_map``, by HubSpot's pipeline and stage, over rows 0055 already held, on the real
 PostgreSQL; then write-back's reading (``remote_stage``, ``our_stage``) answers from what an
 admin edits (``colony.flows.crm.stages.put``), the mapping the sync reads.
 
-The tests' owner role is PostgreSQL's superuser, which RLS never scopes: 0057 lifts FORCE
+The tests' owner role is PostgreSQL's superuser, which RLS never scopes: 0058 lifts FORCE
 for its one DELETE so that a deployer's non-superuser owner sees every org's rows too; that
 part is not exercised here."""
 
@@ -26,7 +26,7 @@ from tests.conftest import APP_ROLE, PgDB
 pytestmark = pytest.mark.covers("ENT-003", "CONST-003")
 DIM = 16
 ALPHA, BETA = "org_alpha", "org_beta"
-ONE_MAPPING = "0057_crm_sync"
+ONE_MAPPING = "0058_crm_sync"
 
 
 def test_0055s_rows_are_kept_as_the_one_editable_mapping_write_back_reads(
@@ -65,11 +65,11 @@ def test_0055s_rows_are_kept_as_the_one_editable_mapping_write_back_reads(
     )
     ensure_app_role_grants(conn, APP_ROLE)
     conn.close()
-    # the one key 0057 could not keep: the stage write-back already read back (first by name)
+    # the one key 0058 could not keep: the stage write-back already read back (first by name)
     assert [(r["org_id"], r["stage_id"], r["stage"], r["updated_by"]) for r in rows] == [
-        (ALPHA, "closedwon", "closed_won", "0057_crm_sync"),
-        (ALPHA, "presentationscheduled", "demo", "0057_crm_sync"),
-        (BETA, "decisionmakerboughtin", "proposal", "0057_crm_sync"),
+        (ALPHA, "closedwon", "closed_won", "0058_crm_sync"),
+        (ALPHA, "presentationscheduled", "demo", "0058_crm_sync"),
+        (BETA, "decisionmakerboughtin", "proposal", "0058_crm_sync"),
     ]
 
     deps = local_deps(testdb.settings, testdb.app(), InlineTransport())

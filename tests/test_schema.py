@@ -83,6 +83,7 @@ ENTITY_TABLES = {
     "budget_alerts",  # issue 38: budget alerts, kept until a notification delivers them
     "budget_holds",  # issue 38: campaign work waiting while the budget is spent
     "rate_limits",  # issue 38: each shared limit and each waiting org's share (no org_id)
+    "sender_pauses",  # issue 39: mailboxes and domains the breaker paused, until resumed
 }
 
 

@@ -39,6 +39,9 @@ Routes (JSON; ``Authorization: Bearer <Clerk session JWT>``):
   who owns which prospect or deal (``colony.admin.team``).
 - ``PUT /orgs/{org}/notifications/slack|brief``: the org's Slack workspace and bot token, the
   brief's local time (``colony.admin.notifications``).
+- ``GET``/``PUT /orgs/{org}/postal-address`` and ``POST /orgs/{org}/sending/resume``: the
+  postal address mail's footer prints, and resuming what the circuit breaker paused
+  (``colony.admin.deliverability``).
 
 A replace body with an unknown field, or a rule that cannot work, is a 422 naming it.
 
@@ -51,12 +54,20 @@ nothing. The erasure itself runs on the erasure queue (``flows.tenants.erasure.s
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from colony.admin import crm, imports, mailboxes, notifications, research, sending_domains, team
+from colony.admin import (
+    crm,
+    deliverability,
+    imports,
+    mailboxes,
+    notifications,
+    research,
+    sending_domains,
+    team,
+)
 from colony.contracts.admin import (
     DriveWatch,
     IcpReplace,
@@ -69,14 +80,13 @@ from colony.errors import NotFound, OrgScopeError, Unauthorized, Unprocessable, 
 from colony.flows.knowledge import notion_workspaces
 from colony.flows.recordings import drive_channels, drive_folders
 from colony.flows.tenants import erasure, org_admin, retention
-from colony.runtime.auth import Principal, verify_bearer
+from colony.runtime.auth import Principal, is_org_admin, verify_bearer
 from colony.runtime.deps import Deps
 from colony.runtime.edge import JsonRequest
 from colony.runtime.edge.responses import MethodNotAllowed
 
 M = TypeVar("M", bound=BaseModel)
 FUNCTION = "admin"
-ADMIN_ROLES = ("org:admin", "admin")  # Clerk v1 ``org_role``; v2 ``o.rol`` is "admin"
 _ID = r"[A-Za-z0-9_.:-]{1,128}"
 ORG_ERASURE = re.compile(rf"^/orgs/(?P<org>{_ID})/erasure$")
 CONTACT_ERASURE = re.compile(rf"^/orgs/(?P<org>{_ID})/contacts/(?P<contact>{_ID})/erasure$")
@@ -86,15 +96,6 @@ ORG_DATA = re.compile(rf"^/orgs/(?P<org>{_ID})/(?P<what>icp|sequences|settings)$
 NOTION = re.compile(rf"^/orgs/(?P<org>{_ID})/notion$")
 DRIVE = re.compile(rf"^/orgs/(?P<org>{_ID})/drive/(?P<what>watch|channels)$")
 DRIVE_FOLDER = re.compile(rf"^/orgs/(?P<org>{_ID})/drive/folders/(?P<folder>[^/]{{1,200}})$")
-
-
-def is_org_admin(claims: Mapping[str, Any]) -> bool:
-    """Whether a verified token carries the org admin role: Clerk v1 puts it in
-    ``org_role`` (``org:admin``), v2 in ``o.rol`` (``admin``)."""
-    nested = claims.get("o")
-    role = claims.get("org_role")
-    v2 = nested.get("rol") if isinstance(nested, Mapping) else None
-    return role in ADMIN_ROLES or v2 == "admin"
 
 
 def _admin_of(deps: Deps, request: JsonRequest, org: str) -> Principal:
@@ -217,6 +218,10 @@ def handle(deps: Deps, request: JsonRequest) -> tuple[dict[str, Any], int] | dic
         org = match["org"]
         principal = _admin_of(deps, request, org)
         return crm.handle(deps, request, principal, org, match["what"])
+    if match := deliverability.DELIVERABILITY.match(path):
+        org = match["org"]
+        principal = _admin_of(deps, request, org)
+        return deliverability.handle(deps, request, principal, org, match["what"])
     if match := team.TEAM.match(path):
         org = match["org"]
         principal = _admin_of(deps, request, org)

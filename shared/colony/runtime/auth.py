@@ -55,6 +55,18 @@ class Principal:
     claims: Mapping[str, Any]
 
 
+ADMIN_ROLES = ("org:admin", "admin")  # Clerk v1 ``org_role``; v2 ``o.rol`` is "admin"
+
+
+def is_org_admin(claims: Mapping[str, Any]) -> bool:
+    """Whether a verified token carries the org admin role: Clerk v1 puts it in
+    ``org_role`` (``org:admin``), v2 in ``o.rol`` (``admin``)."""
+    nested = claims.get("o")
+    role = claims.get("org_role")
+    v2 = nested.get("rol") if isinstance(nested, Mapping) else None
+    return role in ADMIN_ROLES or v2 == "admin"
+
+
 _BEARER_ERRORS: dict[type[rs256.TokenError], str] = {
     rs256.Expired: "the bearer token has expired; sign in again",
     rs256.NotYetValid: "the bearer token is not valid yet",

@@ -80,4 +80,5 @@ ORG_SCOPED_TABLES: tuple[str, ...] = (
     "llm_usage_daily",
     "budget_alerts",
     "budget_holds",
+    "sender_pauses",
 )

@@ -1,6 +1,6 @@
 """A CRM backfill's job row: an ``import_jobs`` row of kind ``crm`` with no file, whose
 position is ``cursor`` (the object type being read and the CRM's paging cursor), moved on
-with each page in the page's own transaction (migration 0057). Its rejected or noted records
+with each page in the page's own transaction (migration 0058). Its rejected or noted records
 go to ``import_errors`` like a file's (``colony.store.tenants.imports.record_errors``).
 
 Every function takes a cursor from ``Database.transaction(org_id)``: RLS scopes it."""

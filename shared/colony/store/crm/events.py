@@ -1,4 +1,4 @@
-"""CRM webhook events kept before they are applied (``crm_events``, migration 0057): ``add``
+"""CRM webhook events kept before they are applied (``crm_events``, migration 0058): ``add``
 keeps a batch (a second delivery of an event id adds nothing), ``pending`` lists what is
 still to apply, oldest first, ``applied`` marks them with their outcome.
 

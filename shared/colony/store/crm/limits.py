@@ -1,5 +1,5 @@
 """HubSpot's per-portal limits as every instance sees them (``crm_rate_usage``, migration
-0057): the calls made in each second of the rolling window and on each day, per portal.
+0058): the calls made in each second of the rolling window and on each day, per portal.
 
 ``take`` is one transaction under an advisory lock per portal: count the window and the day,
 and either record the call or answer how long until a slot frees. Instances therefore share

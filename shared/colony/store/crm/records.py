@@ -1,4 +1,4 @@
-"""CRM records kept as ours (migration 0057): what the sync writes once it has decided what a
+"""CRM records kept as ours (migration 0058): what the sync writes once it has decided what a
 HubSpot contact, company or deal becomes (``colony.flows.crm.apply`` decides; this writes).
 
 - ``links``: the links of a batch of CRM ids (one query), what the sync last applied;

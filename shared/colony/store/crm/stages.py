@@ -1,5 +1,5 @@
 """An org's one mapping between the CRM's pipeline stages and our deal stages
-(``crm_stage_map``: made in migration 0055, made editable in 0057), edited by its admins
+(``crm_stage_map``: made in migration 0055, made editable in 0058), edited by its admins
 (``colony.flows.crm.stages``) and read both ways: the sync reads a CRM stage as ours
 (``mapping``), write-back sends ours as a CRM stage (``remote_stage``) and reads back the
 CRM's value a person kept (``our_stage``). Every function takes a cursor from

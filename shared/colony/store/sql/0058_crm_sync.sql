@@ -1,4 +1,4 @@
--- Migration 0057 (issue 36, the inbound half): HubSpot's records kept in step with ours. Never
+-- Migration 0058 (issue 36, the inbound half): HubSpot's records kept in step with ours. Never
 -- edit once shipped: append a new migration.
 --
 -- crm_stage_map (0055_crm_write_back's, our stage → one CRM stage) becomes the one, editable
@@ -17,7 +17,7 @@ WHERE a.org_id = b.org_id AND a.provider = b.provider AND a.pipeline_id = b.pipe
 ALTER TABLE crm_stage_map FORCE ROW LEVEL SECURITY;
 ALTER TABLE crm_stage_map DROP CONSTRAINT crm_stage_map_pkey;
 ALTER TABLE crm_stage_map ADD PRIMARY KEY (org_id, provider, pipeline_id, stage_id);
-ALTER TABLE crm_stage_map ADD COLUMN updated_by text NOT NULL DEFAULT '0057_crm_sync';
+ALTER TABLE crm_stage_map ADD COLUMN updated_by text NOT NULL DEFAULT '0058_crm_sync';
 ALTER TABLE crm_stage_map ALTER COLUMN updated_by DROP DEFAULT;
 ALTER TABLE crm_stage_map ADD COLUMN updated_at timestamptz NOT NULL DEFAULT now();
 -- What the sync last read of a record (the fields it maps: a company's name and domain, which
