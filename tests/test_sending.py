@@ -18,7 +18,7 @@ from colony.errors import ConfigError, Unauthorized, UpstreamError
 from colony.flows.approvals import approval
 from colony.flows.outbound import delivery, sending
 from colony.knowledge import KnowledgeStore
-from colony.ports import Mail
+from colony.ports import Mail, MailDeferred
 from colony.runtime.deps import Deps
 from colony.settings import Settings
 from colony.store import fetch_all, fetch_one
@@ -85,7 +85,8 @@ def outbox_row(deps: Deps, outbox_id: str) -> dict[str, Any]:
     with deps.db.transaction(ORG) as cur:
         return fetch_one(
             cur,
-            "SELECT status, message_id, to_address, sent_at, send_error FROM outbox WHERE id = %s",
+            "SELECT status, message_id, to_address, sent_at, send_error, send_lease_until"
+            " FROM outbox WHERE id = %s",
             (outbox_id,),
         )
 
@@ -150,12 +151,13 @@ def test_refusals_bounces_and_complaints_suppress_and_retries_reuse_the_message_
     hard = approved_message(deps, "bounce-me@granitepeak.example")
     assert sending.send(deps, ORG, hard)["status"] == "bounced"
     assert outbox_row(deps, hard)["send_error"].endswith("(550)")
-    # a transient one: the row stays 'sending' under its lease; a duplicate waits
+    # a transient refusal (a 4xx: the server took nothing): the claim is released at once,
+    # so the next attempt tries again rather than waiting out a lease
     soft = approved_message(deps, "defer-me@granitepeak.example")
-    with pytest.raises(UpstreamError, match="451"):
+    with pytest.raises(MailDeferred, match="451"):
         sending.send(deps, ORG, soft)
-    assert outbox_row(deps, soft)["status"] == "sending"
-    with pytest.raises(sending.SendInProgress):
+    assert outbox_row(deps, soft)["status"] == "queued"
+    with pytest.raises(MailDeferred, match="451"):
         sending.send(deps, ORG, soft)
     # the crash window: the server accepted, we died before recording it
     crash = approved_message(deps, "kim@granitepeak.example")
@@ -189,6 +191,25 @@ def test_refusals_bounces_and_complaints_suppress_and_retries_reuse_the_message_
     again = approved_message(deps, "kim@granitepeak.example")
     assert sending.send(deps, ORG, again)["status"] == "suppressed"
     assert len(smtp.received) == 2
+
+
+def test_a_message_refused_for_now_is_sent_by_the_next_attempt_once(
+    deps: Deps, smtp: SmtpServer
+) -> None:
+    """Found by the chaos soak: a 4xx held the message under its five-minute lease, so every
+    retry of its task found it "in progress", and a second 4xx outlasted the task's attempts
+    and stranded it in ``sending``. A greylisting server refuses the first attempt; the
+    second, at once, is sent, and the message arrives once."""
+    item = approved_message(deps, "sam@granitepeak.example")
+    with SmtpServer(defer_rate=1.0) as greylisting:
+        busy = SmtpSender(greylisting.host, greylisting.port, starttls=False, timeout=20)
+        with pytest.raises(MailDeferred, match="451"):
+            sending.send(dataclasses.replace(deps, mail_sender=busy), ORG, item)
+        assert greylisting.deferred == 1 and greylisting.received == []
+    state = outbox_row(deps, item)
+    assert state["status"] == "queued" and state["send_lease_until"] is None
+    assert sending.send(deps, ORG, item)["status"] == "sent"
+    assert [r.message["Message-ID"] for r in smtp.received] == [f"<{item}@zoomprop.example>"]
 
 
 @pytest.mark.covers("CONST-005")

@@ -28,7 +28,7 @@ from io import BytesIO
 
 from colony.adapters.dkim import signed
 from colony.errors import ConfigError, UpstreamError
-from colony.ports import Mail, MailRejected
+from colony.ports import Mail, MailDeferred, MailRejected
 from colony.settings import Settings
 
 
@@ -113,7 +113,8 @@ def _refused(code: int, what: str) -> None:
         raise ConfigError(f"the SMTP server refuses this connection's setup ({code})")
     if 500 <= code < 600:
         raise MailRejected(f"the SMTP server refused {what} for good ({code})")
-    raise UpstreamError(f"the SMTP server refused {what} for now ({code}); retry later")
+    # A reply code, not a lost connection: the server did not take the message.
+    raise MailDeferred(f"the SMTP server refused {what} for now ({code}); retry later")
 
 
 def _wire(mail: Mail, international: bool) -> bytes:

@@ -10,7 +10,7 @@ from datetime import datetime
 from email.utils import parseaddr
 from typing import Protocol, runtime_checkable
 
-from colony.errors import ValidationFailed
+from colony.errors import UpstreamError, ValidationFailed
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,6 +67,15 @@ class MailRejected(ValidationFailed):
     code = "mail_rejected"
 
 
+class MailDeferred(UpstreamError):
+    """The mail server refused this message for now (a 4xx), before accepting it: nothing
+    was delivered, so sending it again at once cannot make a duplicate. A failure that may
+    have come after the server accepted it (a dropped connection, a timeout) is a plain
+    ``UpstreamError`` instead."""
+
+    code = "mail_deferred"
+
+
 @dataclass(frozen=True, slots=True)
 class InboundMail:
     """A message someone sent us (a reply, we hope): untrusted from header to body. ``text``
@@ -105,6 +114,7 @@ class Mailbox(Protocol):
 class Sender(Protocol):
     """Hands one message to a mail server. Returns when the server has accepted it (the only
     moment we know it will be delivered or bounced by someone else); raises ``MailRejected``
-    for a permanent refusal and ``UpstreamError`` for a transient one (retry later)."""
+    for a permanent refusal, ``MailDeferred`` for a transient refusal of the message (not
+    accepted) and ``UpstreamError`` for any other failure (retry later)."""
 
     def send(self, mail: Mail) -> None: ...

@@ -16,8 +16,10 @@ deliveries one sends and the others find the row ``sending`` (``SendInProgress``
 later, when they find it ``sent`` and answer so) or already ``sent``. The one window is a
 crash between the server's acceptance and our commit of ``sent``: the row stays ``sending``
 until its lease lapses, and the retry sends again under the same Message-ID, so the
-recipient's mail system sees the same message twice and can tell. A transient refusal
-(``UpstreamError``) leaves the lease to lapse the same way.
+recipient's mail system sees the same message twice and can tell. A failure that may have
+come after the server took the message (``UpstreamError``: a dropped connection) leaves the
+lease to lapse the same way; a refusal for now (``MailDeferred``: a 4xx, nothing taken)
+releases the claim, and the task's retry sends it.
 
 A message refused for its From address, or because it was written in another tier than the
 one decided for its contact (issue 39; its sequence stops there too), is ``suppressed`` with
@@ -42,7 +44,7 @@ from urllib.parse import quote
 from colony.errors import ConfigError, Conflict, NotFound, ValidationFailed
 from colony.flows.deps import FlowDeps
 from colony.flows.outbound import sending_domains, sequences
-from colony.ports import Mail, MailRejected
+from colony.ports import Mail, MailDeferred, MailRejected
 from colony.registry.functions import SEND_QUEUE
 from colony.runtime import signed
 from colony.runtime.transport import enqueue
@@ -211,6 +213,14 @@ def send(deps: FlowDeps, org_id: str, outbox_id: str) -> dict[str, Any]:
     )
     try:
         sender.send(mail)  # UpstreamError propagates: the task retries after the lease
+    except MailDeferred:
+        # Refused for now, not taken: the claim goes at once, so the task's next attempt
+        # sends rather than finding it held until the lease lapses (the chaos soak found a
+        # message held five minutes by one 4xx, and stranded by two: the task's attempts ran
+        # out under the lease).
+        with deps.db.transaction(org_id) as cur:
+            outbox.release(cur, outbox_id)
+        raise
     except MailRejected as error:
         with deps.db.transaction(org_id) as cur:
             outbox.finish_send(cur, outbox_id, "bounced", str(error))
