@@ -26,6 +26,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 
 from colony.errors import CallerError, error_summary
+from colony.runtime.steps import StepBusy
 
 log = logging.getLogger("colony.runtime")
 
@@ -65,6 +66,8 @@ def final_reason(error: BaseException) -> str | None:
     or None when the delivery will be retried."""
     if isinstance(error, CallerError):
         return f"rejected, not retried: {error_summary(error)}"
+    if isinstance(error, StepBusy):  # put back for when the holder's lease lapses, not ended
+        return None
     now = _current.get()
     if now is not None and now.last:
         return f"gave up after {now.number} delivery attempts: {error_summary(error)}"

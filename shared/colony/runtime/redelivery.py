@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from colony.errors import ProviderUnavailable, ValidationFailed
 from colony.registry.functions import FUNCTIONS, QUEUES, REDELIVER_QUEUE
+from colony.runtime import delivery
+from colony.runtime.steps import StepBusy
 from colony.runtime.transport import enqueue, publish
 
 if TYPE_CHECKING:
@@ -27,9 +29,19 @@ SHORT_WAIT = 8.0  # the runner sleeps up to this itself (StructuredRunner.max_de
 LONGEST_WAIT = 3600.0  # a longer Retry-After is held to an hour
 
 
-def worth_deferring(error: BaseException) -> bool:
+def worth_deferring(error: BaseException, attempt: delivery.Attempt | None = None) -> bool:
+    """A provider's long ``Retry-After``; or a step held by another delivery on this event's
+    last delivery attempt: its holder may have died (a killed instance keeps the step until
+    its lease lapses, ten minutes, longer than Pub/Sub's attempts last), so the event is put
+    back for when the lease lapses rather than dead-lettered (found by the chaos soak)."""
     wait = getattr(error, "retry_after", None)
-    return isinstance(error, ProviderUnavailable) and wait is not None and wait > SHORT_WAIT
+    if wait is None:
+        return False
+    if isinstance(error, ProviderUnavailable):
+        return bool(wait > SHORT_WAIT)
+    if isinstance(error, StepBusy):
+        return attempt is not None and attempt.last
+    return False
 
 
 def defer(transport: Transport, topic: str, event: Any, event_id: str, wait: float) -> str:

@@ -29,15 +29,25 @@ from colony.store.db import Database
 # its holder may still be working, so a duplicate delivery waits rather than repeats the
 # model call (tests/test_call_limits.py holds the registry to it).
 LEASE_SECONDS = 600
+LEASE_MARGIN = 5.0  # a busy step's retry comes this long after the lease lapses, to find it so
 
 Apply = Callable[[pg8000.dbapi.Cursor, Any], None]
 
 
 class StepBusy(UpstreamError):
-    """Another delivery is running this step; retry later (its output will be stored)."""
+    """Another delivery is running this step; retry later (its output will be stored).
+
+    ``retry_after``: seconds until the holder's lease lapses (None: not known). A holder that
+    died (a killed instance) keeps the step for that long, longer than Pub/Sub's delivery
+    attempts last: the last attempt puts the event back for then instead of dead-lettering
+    it (``colony.runtime.redelivery``)."""
 
     code = "step_busy"
     expected = True  # duplicate deliveries are normal with Pub/Sub: not an error
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
 
 
 def stored(db: Database, org_id: str, run_id: str, key: str) -> Any | None:
@@ -64,10 +74,13 @@ def step(
     claim = uuid.uuid4().hex
     with db.transaction(org_id) as cur:
         state, output = run_steps.claim_or_stored(cur, org_id, run_id, key, claim, lease_seconds)
+        left = run_steps.lease_left(cur, run_id, key) if state == "busy" else None
+    if left is not None:
+        left += LEASE_MARGIN
     if state == "done":
         return output
     if state == "busy":
-        raise StepBusy(f"step {key!r} of run {run_id!r} is running elsewhere")
+        raise StepBusy(f"step {key!r} of run {run_id!r} is running elsewhere", retry_after=left)
     try:
         output = compute()
     except BaseException:
