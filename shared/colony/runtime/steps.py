@@ -92,9 +92,9 @@ def step(
         lease_seconds = invocation_lease()
     with db.transaction(org_id) as cur:
         state, output = run_steps.claim_or_stored(cur, org_id, run_id, key, claim, lease_seconds)
-        left = run_steps.lease_left(cur, run_id, key) if state == "busy" else None
-    if left is not None:
-        left += LEASE_MARGIN
+        # None: finished or released since the claim was refused; the retry finds out at once
+        left = (run_steps.lease_left(cur, run_id, key) or 0.0) if state == "busy" else 0.0
+    left += LEASE_MARGIN
     if state == "done":
         return output
     if state == "busy":
