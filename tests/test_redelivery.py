@@ -215,3 +215,13 @@ def test_a_step_held_by_a_dead_instance_is_put_back_on_the_last_attempt(
             )
         }
     assert key in steps and done_key(contact["id"]) in steps
+
+
+def test_only_topics_the_redelivery_publishes_on_are_put_back() -> None:
+    """A busy step on the campaign start's topic is not put back (``campaign-resume`` does not
+    publish there: the task would be refused and the acknowledged event lost); it is nacked
+    as before. The model-calling agents' topics are."""
+    from colony.runtime.redelivery import can_put_back
+
+    assert can_put_back(QUALIFICATION)
+    assert not can_put_back(FUNCTIONS["campaign"].topic or "")

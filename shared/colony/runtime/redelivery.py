@@ -29,6 +29,11 @@ SHORT_WAIT = 8.0  # the runner sleeps up to this itself (StructuredRunner.max_de
 LONGEST_WAIT = 3600.0  # a longer Retry-After is held to an hour
 
 
+def can_put_back(topic: str) -> bool:
+    """Whether ``redeliver`` publishes on ``topic`` (the model-calling functions' topics)."""
+    return topic in FUNCTIONS[QUEUES[REDELIVER_QUEUE].target].publishes
+
+
 def worth_deferring(error: BaseException, attempt: delivery.Attempt | None = None) -> bool:
     """A provider's long ``Retry-After``; or a step held by another delivery on this event's
     last delivery attempt: its holder may have died (a killed instance keeps the step until

@@ -253,7 +253,11 @@ def pubsub_handler(
                 except CallerError as error:
                     _reject(event_id, decoded.org_id, f"{error.code}: {error}")
                 except Exception as error:
-                    if spec.topic and redelivery.worth_deferring(error, attempt):
+                    if (
+                        spec.topic
+                        and redelivery.can_put_back(spec.topic)
+                        and redelivery.worth_deferring(error, attempt)
+                    ):
                         wait = float(getattr(error, "retry_after", 0.0))
                         task = redelivery.defer(
                             deps().transport, spec.topic, payload, event_id, wait
