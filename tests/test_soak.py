@@ -37,6 +37,7 @@ TINY = Config(
     # invocation's time is up (two and a half minutes; five for a send), long for a test;
     # the default soak kills every kind and leaves that time to settle.
     victims=("approval", "delivery-events", "campaign-resume"),
+    sample_every_s=0.5,  # enough memory readings in a minute or two
 )
 
 
