@@ -26,6 +26,7 @@ from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
 from colony.local.demo import load_demo
 from colony.registry.functions import FUNCTIONS, QUEUES, REDELIVER_QUEUE
+from colony.registry.functions import topic as registered_topic
 from colony.runtime.deps import set_deps_for_tests
 from colony.settings import Settings
 from colony.store import fetch_all
@@ -145,3 +146,82 @@ def test_only_model_topics_and_the_tasks_own_org_are_redelivered(
         assert transport.pending == type(transport.pending)()  # nothing published
     finally:
         set_deps_for_tests(None)
+
+
+def test_a_step_held_by_a_dead_instance_is_put_back_on_the_last_attempt(
+    testdb: PgDB, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by the chaos soak: an instance killed mid-step keeps the step under its lease
+    (ten minutes), Pub/Sub's five attempts of the event all find it busy within about two
+    and a half, and the event was dead-lettered: the contact never went on. Now every
+    attempt but the last is nacked (the holder may be alive and about to finish), and the
+    last puts the event back for when the lease lapses; the redelivery then takes the step
+    over and the contact goes on."""
+    db = testdb.app()
+    knowledge = KnowledgeStore(db, OfflineHashEmbedder())
+    load_demo(db, knowledge, say=lambda _: None)
+    transport = InlineTransport()
+    settings = Settings.from_env({})
+    deps = local_deps(settings, db, transport, llm_from_settings(settings, db), knowledge)
+    with db.transaction(ORG) as cur:
+        (contact,) = fetch_all(cur, "SELECT id FROM contacts WHERE external_id = 'P-001'")
+    campaign_id = campaign.create_campaign(
+        deps, ORG, name="Dead holder", angle="Signal", tier="T1", contact_ids=[contact["id"]]
+    )
+    run_id = campaign.launch(deps, ORG, campaign_id)
+    while transport.pending and transport.pending[0].topic != QUALIFICATION:
+        sent = transport.pending.popleft()
+        handler = PUBSUB_HANDLERS[TOPIC_FUNCTIONS[sent.topic]]
+        handler(deps, EVENT_ADAPTER.validate_json(sent.data), sent.message_id)
+    handoff = transport.pending.popleft()
+    key = step_key("AGT-004", contact["id"])
+    with db.transaction(ORG) as cur:  # what a SIGKILLed holder leaves: a live lease
+        cur.execute(
+            "INSERT INTO run_steps (org_id, run_id, step_key, status, claim, lease_until)"
+            " VALUES (%s, %s, %s, 'running', 'killed-instance', now() + interval '600 s')",
+            (ORG, run_id, key),
+        )
+    limit = registered_topic(QUALIFICATION).max_delivery_attempts
+    set_deps_for_tests(deps)
+    try:
+        qualification = registered_app("qualification", monkeypatch)
+        early = qualification.post("/", json={**push(handoff), "deliveryAttempt": 1})
+        assert early.status_code == 503 and not transport.tasks  # nacked: Pub/Sub retries
+        last = qualification.post("/", json={**push(handoff), "deliveryAttempt": limit})
+        assert last.status_code in (200, 204), last.text  # acknowledged, put back
+        (task,) = transport.tasks.values()
+        assert task.queue == REDELIVER_QUEUE and 595 <= task.delay_seconds <= 610
+        with db.transaction(ORG) as cur:  # ten minutes on, the dead holder's lease lapses
+            cur.execute(
+                "UPDATE run_steps SET lease_until = now() - interval '1 s'"
+                " WHERE run_id = %s AND step_key = %s",
+                (run_id, key),
+            )
+        resume = registered_app("campaign-resume", monkeypatch)
+        done = resume.post("/", data=task.body, headers={"Content-Type": "application/json"})
+        assert done.status_code == 200, done.get_json()
+        (again,) = transport.pending
+        assert again.topic == QUALIFICATION
+    finally:
+        set_deps_for_tests(None)
+    run_until_idle(deps, transport)
+    with db.transaction(ORG) as cur:
+        steps = {
+            r["step_key"]
+            for r in fetch_all(
+                cur,
+                "SELECT step_key FROM run_steps WHERE run_id = %s AND status = 'done'",
+                (run_id,),
+            )
+        }
+    assert key in steps and done_key(contact["id"]) in steps
+
+
+def test_only_topics_the_redelivery_publishes_on_are_put_back() -> None:
+    """A busy step on the campaign start's topic is not put back (``campaign-resume`` does not
+    publish there: the task would be refused and the acknowledged event lost); it is nacked
+    as before. The model-calling agents' topics are."""
+    from colony.runtime.redelivery import can_put_back
+
+    assert can_put_back(QUALIFICATION)
+    assert not can_put_back(FUNCTIONS["campaign"].topic or "")

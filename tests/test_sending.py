@@ -87,7 +87,8 @@ def outbox_row(deps: Deps, outbox_id: str) -> dict[str, Any]:
     with deps.db.transaction(ORG) as cur:
         return fetch_one(
             cur,
-            "SELECT status, message_id, to_address, sent_at, send_error FROM outbox WHERE id = %s",
+            "SELECT status, message_id, to_address, sent_at, send_error, send_lease_until"
+            " FROM outbox WHERE id = %s",
             (outbox_id,),
         )
 
@@ -198,6 +199,25 @@ def test_refusals_bounces_and_complaints_suppress_and_retries_reuse_the_message_
     again = approved_message(deps, "kim@granitepeak.example")
     assert sending.send(deps, ORG, again)["status"] == "suppressed"
     assert len(smtp.received) == 2
+
+
+def test_a_message_refused_for_now_is_sent_by_the_next_attempt_once(
+    deps: Deps, smtp: SmtpServer
+) -> None:
+    """Found by the chaos soak: a 4xx held the message under its five-minute lease, so every
+    retry of its task found it "in progress", and a second 4xx outlasted the task's attempts
+    and stranded it in ``sending``. A greylisting server refuses the first attempt; the
+    second, at once, is sent, and the message arrives once."""
+    item = approved_message(deps, "sam@granitepeak.example")
+    with SmtpServer(defer_rate=1.0) as greylisting:
+        busy = SmtpSender(greylisting.host, greylisting.port, starttls=False, timeout=20)
+        answer = sending.send(dataclasses.replace(deps, mail_sender=busy), ORG, item)
+        assert answer["status"] == "deferred"  # back in the queue with its back-off
+        assert greylisting.deferred == 1 and greylisting.received == []
+    state = outbox_row(deps, item)
+    assert state["status"] == "queued" and state["send_lease_until"] is None
+    assert sending.send(deps, ORG, item)["status"] == "sent"
+    assert [r.message["Message-ID"] for r in smtp.received] == [f"<{item}@zoomprop.example>"]
 
 
 @pytest.mark.covers("CONST-005")

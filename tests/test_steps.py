@@ -7,7 +7,14 @@ import threading
 
 import pytest
 
-from colony.runtime.steps import StepBusy, step, stored
+from colony.deadline import WRAP_UP_SECONDS, model_window
+from colony.runtime.steps import (
+    INVOCATION_SLACK,
+    LEASE_SECONDS,
+    StepBusy,
+    step,
+    stored,
+)
 from colony.store import fetch_all
 from colony.store import steps as run_steps
 from tests.conftest import PgDB
@@ -158,3 +165,33 @@ def test_replaying_a_done_step_neither_locks_nor_waits_for_its_row(db, testdb: P
     finally:
         holder.rollback()
         holder.close()
+
+
+def _lease_left(db, run_id: str) -> float:
+    with db.transaction(ORG) as cur:
+        (row,) = fetch_all(
+            cur,
+            "SELECT extract(epoch FROM lease_until - now())::float8 AS s FROM run_steps"
+            " WHERE run_id = %s",
+            (run_id,),
+        )
+    return float(row["s"])
+
+
+def test_a_step_in_a_function_is_leased_until_just_after_its_invocation_ends(db) -> None:
+    """Found by the chaos soak: a holder killed mid-step, or whose release a database restart
+    swallowed, kept the step ten minutes whatever its function's timeout. Within an
+    invocation the lease now ends just after the invocation must have (its model window, the
+    wrap-up after it and a slack); outside one it is still ``LEASE_SECONDS``."""
+    seen: dict[str, float] = {}
+
+    def compute(label: str, run_id: str) -> dict[str, str]:
+        seen[label] = _lease_left(db, run_id)
+        return {"ok": label}
+
+    with model_window(100.0):
+        step(db, ORG, "run-lease-fn", "k", lambda: compute("fn", "run-lease-fn"))
+    step(db, ORG, "run-lease-tool", "k", lambda: compute("tool", "run-lease-tool"))
+    expected = 100 + WRAP_UP_SECONDS + INVOCATION_SLACK
+    assert expected - 5 <= seen["fn"] <= expected + 1
+    assert LEASE_SECONDS - 5 <= seen["tool"] <= LEASE_SECONDS + 1

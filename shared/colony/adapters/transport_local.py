@@ -88,6 +88,7 @@ class LocalTransport:
         dead_letter: DeadLetterSink | None = None,
         request_timeout: float = 30.0,
         copies: int = 1,
+        duplicate: Callable[[], bool] | None = None,
         clock: Callable[[], float] = time.monotonic,
         jitter: Callable[[], float] = random.random,
     ) -> None:
@@ -100,6 +101,9 @@ class LocalTransport:
         # Pub/Sub delivers at least once; copies > 1 makes every message arrive that many
         # times with the same message id (duplicate-delivery tests and benchmarks).
         self.copies = copies
+        # And ``duplicate``, asked once per message, delivers that one once more (a soak's
+        # share of duplicated pushes).
+        self._duplicate = duplicate
         base, cap = backoff
         if base < 0 or cap < base:
             raise ValidationFailed("backoff must be (base, cap) with 0 <= base <= cap")
@@ -141,7 +145,8 @@ class LocalTransport:
             return message_id
         url = function_url(self.function_urls, subscriber.name)
         published = datetime.now(UTC)
-        for _ in range(self.copies):
+        extra = 1 if self._duplicate is not None and self._duplicate() else 0
+        for _ in range(self.copies + extra):
             delivery = _Delivery("message", topic, message_id, url, payload, attrs, published)
             self._enqueue(delivery, self._clock())
         return message_id
@@ -198,6 +203,14 @@ class LocalTransport:
         """Deliveries queued or in flight (scheduled tasks not yet due included)."""
         with self._cond:
             return len(self._heap) + self._in_flight
+
+    def pending_due(self, within: float) -> int:
+        """Deliveries in flight or due within ``within`` seconds (a retry whenever it is due)."""
+        with self._cond:
+            deadline = self._clock() + within
+            return self._in_flight + sum(
+                1 for due, _, item in self._heap if due <= deadline or item.attempts > 0
+            )
 
     def close(self) -> None:
         """Stop the workers (after their current attempt). Anything still queued is logged and

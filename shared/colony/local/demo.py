@@ -131,17 +131,22 @@ def sequence_library(steps: list[dict[str, Any]]) -> SequenceLibrary:
 
 
 def load_demo(
-    db: Database, knowledge: KnowledgeStore, *, say: Callable[[str], None] = print
+    db: Database,
+    knowledge: KnowledgeStore,
+    *,
+    say: Callable[[str], None] = print,
+    org_id: str | None = None,
 ) -> DemoSummary:
+    """Load the demo org; ``org_id`` loads the same data as another org (a bench's tenants)."""
     org = read_json("org.json")
-    org_id = org["id"]
+    org_id = org_id or org["id"]
     icp = read_json("icp.json")
     contacts = read_json("contacts.json")
     deals = read_json("deals.json")
     sequences = read_json("sequences.json")
     library = sequence_library(sequences).model_dump(mode="json")["sequences"]
     with db.transaction(org_id) as cur:
-        cur.execute(_ORG, (org_id, org["name"]))
+        cur.execute(_ORG, (org_id, org["name"] if org_id == org["id"] else org_id))
         # its prospects were researched by hand (their signals are written in contacts.json):
         # the campaign chain does not research them again (issue 33; Harbor's are researched)
         cur.execute(_NO_RESEARCH, (org_id,))

@@ -126,6 +126,28 @@ def stop_cluster(pgdata: Path) -> bool:
     return True
 
 
+def migrate_database(settings: Settings) -> None:
+    """Migrate the database of ``settings`` (dsn mode) and grant the application role."""
+    from colony.store import connect_factory, ensure_app_role_grants, migrate
+
+    owner = connect_factory(settings, "owner")()
+    try:
+        migrate(owner, dim=settings.embedding_dim)
+        ensure_app_role_grants(owner, settings.db_app_role)
+    finally:
+        owner.close()
+
+
+def restart_cluster(pgdata: Path) -> None:
+    """Restart the embedded server of ``pgdata`` at once (``-m fast``: every session is
+    ended, as a Cloud SQL restart or failover ends them); its socket stays where it was."""
+    _runtime_dir()
+    from pgserver import pg_ctl  # type: ignore[attr-defined]  # re-exported at runtime
+
+    user = "pgserver" if os.geteuid() == 0 else None
+    pg_ctl(["-w", "-m", "fast", "restart"], pgdata=pgdata, user=user)
+
+
 @contextmanager
 def scratch_database(base: Settings, prefix: str, *, dim: int | None = None) -> Iterator[Settings]:
     """A new, migrated database in the local stack's cluster, dropped on exit (benchmarks).
@@ -133,8 +155,6 @@ def scratch_database(base: Settings, prefix: str, *, dim: int | None = None) -> 
     Yields settings in ``dsn`` mode for it (application and owner roles), with the local
     stack's data directory and the embedding dimension ``dim`` (default: the base's).
     """
-    from colony.store import connect_factory, ensure_app_role_grants, migrate
-
     pgdata = (base.data_dir / "pgdata").resolve()
     ensure_database(pgdata, base.db_name, base.db_app_role)
     name = f"{prefix}_{uuid.uuid4().hex[:8]}"
@@ -150,12 +170,7 @@ def scratch_database(base: Settings, prefix: str, *, dim: int | None = None) -> 
                 "COLONY_EMBEDDING_DIM": str(dim or base.embedding_dim),
             }
         )
-        owner = connect_factory(settings, "owner")()
-        try:
-            migrate(owner, dim=settings.embedding_dim)
-            ensure_app_role_grants(owner, settings.db_app_role)
-        finally:
-            owner.close()
+        migrate_database(settings)
         yield settings
     finally:
         admin.cursor().execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")

@@ -20,11 +20,13 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterable, Mapping
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -90,9 +92,13 @@ class FunctionServers:
         self._bundles = dict(bundles or {})
         self._processes: dict[str, subprocess.Popen[bytes]] = {}
         self._logs: list[IO[bytes]] = []
+        self._log_of: dict[str, IO[bytes]] = {}
         self._output: dict[str, tuple[Path, int]] = {}  # name → its log, where this run began
         self._scratch: tempfile.TemporaryDirectory[str] | None = None
         self._started = False
+        self._launch_env: dict[str, str] = {}
+        self.supervised = False  # set by a Supervisor: a server that exits is started again
+        self.restarts: dict[str, int] = dict.fromkeys(self.names, 0)
 
     def add_env(self, values: Mapping[str, str]) -> None:
         """More environment for the functions before they start (say, one naming ``urls``)."""
@@ -115,43 +121,48 @@ class FunctionServers:
     def _launch(self) -> None:
         env = {**os.environ, **self._env, "COLONY_FUNCTION_URLS": json.dumps(self.urls)}
         env.setdefault("THREADS", "8")
-        binary = Path(sys.executable).parent / "functions-framework"
+        self._launch_env = env
         log_dir = self._log_dir
         if log_dir is None:  # output is still kept, to quote when a server dies
             self._scratch = tempfile.TemporaryDirectory(prefix="colony-functions-")
             log_dir = Path(self._scratch.name)
         log_dir.mkdir(parents=True, exist_ok=True)
         for name in self.names:
-            function = FUNCTIONS[name]
-            sock = self._sockets.pop(name)
             path = log_dir / f"{name}.log"
             log = open(path, "ab")  # noqa: SIM115 - closed on stop
             self._logs.append(log)
+            self._log_of[name] = log
             self._output[name] = (path, log.tell())
-            bundle = self._bundles.get(name)
-            # A bundle runs from its own directory (its colony/ copy first on sys.path).
-            python = str(bundle.python) if bundle else sys.executable
-            launcher = [python, "-m", "functions_framework"] if bundle else [str(binary)]
-            source = "main.py" if bundle else str(FUNCTIONS_DIR / name / "main.py")
-            signature = "cloudevent" if function.trigger == "pubsub" else "http"
-            own = {**env, "K_SERVICE": name}  # as Cloud Run sets it: names the log lines
-            port = str(sock.getsockname()[1])  # shown in ps; gunicorn serves the socket
-            with sock:  # the server holds its own copy from here
-                self._processes[name] = subprocess.Popen(
-                    [
-                        *(python, "-c", _ACTIVATE, str(os.getpid()), str(sock.fileno())),
-                        *launcher,
-                        *("--source", source, "--target", function.entry_point),
-                        *("--host", HOST, "--port", port, "--signature-type", signature),
-                    ],
-                    # nothing from this checkout may leak into a bundle's interpreter
-                    env={k: v for k, v in own.items() if k != "PYTHONPATH"} if bundle else own,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    pass_fds=(sock.fileno(),),
-                    start_new_session=True,
-                    cwd=str(bundle.directory if bundle else REPO),
-                )
+            self._processes[name] = self._spawn(name, self._sockets.pop(name), log)
+
+    def _spawn(self, name: str, sock: socket.socket, log: IO[bytes]) -> subprocess.Popen[bytes]:
+        """One server for ``name`` on ``sock`` (handed over: closed here once it holds it)."""
+        function = FUNCTIONS[name]
+        binary = Path(sys.executable).parent / "functions-framework"
+        bundle = self._bundles.get(name)
+        # A bundle runs from its own directory (its colony/ copy first on sys.path).
+        python = str(bundle.python) if bundle else sys.executable
+        launcher = [python, "-m", "functions_framework"] if bundle else [str(binary)]
+        source = "main.py" if bundle else str(FUNCTIONS_DIR / name / "main.py")
+        signature = "cloudevent" if function.trigger == "pubsub" else "http"
+        own = {**self._launch_env, "K_SERVICE": name}  # as Cloud Run sets it: names log lines
+        port = str(sock.getsockname()[1])  # shown in ps; gunicorn serves the socket
+        with sock:  # the server holds its own copy from here
+            return subprocess.Popen(
+                [
+                    *(python, "-c", _ACTIVATE, str(os.getpid()), str(sock.fileno())),
+                    *launcher,
+                    *("--source", source, "--target", function.entry_point),
+                    *("--host", HOST, "--port", port, "--signature-type", signature),
+                ],
+                # nothing from this checkout may leak into a bundle's interpreter
+                env={k: v for k, v in own.items() if k != "PYTHONPATH"} if bundle else own,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                pass_fds=(sock.fileno(),),
+                start_new_session=True,
+                cwd=str(bundle.directory if bundle else REPO),
+            )
 
     def _wait_serving(self) -> None:
         """Until every server accepts connections: all watched at once, so one that exits is
@@ -189,6 +200,34 @@ class FunctionServers:
         with open(path, "rb") as log:
             log.seek(begun)
             return log.read().decode("utf-8", "replace")[-_TAIL:]
+
+    def restart_if_exited(self, name: str) -> bool:
+        """Start ``name`` again on its port if its server has exited; whether it did.
+
+        What the server left behind in its session (a worker its master's death has not
+        reached yet still holds the listening socket) is killed first; the port is then bound
+        again (``SO_REUSEADDR``: past the dead server's connections in TIME_WAIT, never past a
+        listener) and handed to the new server as at the start.
+        """
+        process = self._processes[name]
+        if process.poll() is None:
+            return False
+        with suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((HOST, self._port(name)))
+        except OSError:  # a leftover still leaving: the supervisor's next look tries again
+            sock.close()
+            return False
+        self._processes[name] = self._spawn(name, sock, self._log_of[name])
+        self.restarts[name] += 1
+        return True
+
+    def processes(self) -> dict[str, int]:
+        """Each function's server pid now (they change when a supervisor restarts one)."""
+        return {name: process.pid for name, process in self._processes.items()}
 
     def pid(self, name: str) -> int:
         """The process id serving ``name`` (benchmarks read its peak memory)."""

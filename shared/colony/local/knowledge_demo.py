@@ -79,7 +79,7 @@ def connect_demo_workspace(settings: Settings, db: Database, org_id: str) -> Non
         notion_workspaces.connect(cur, org_id, NOTION_WORKSPACE, name, domains)
 
 
-def _demo_channel(db: Database, org_id: str) -> None:
+def bind_demo_folder(db: Database, org_id: str) -> None:
     """The watch channel the demo's notification names, and the folder bound to the org, as
     ``flows.recordings.drive_channels.watch`` stores them once it has found the org's marker (the
     stand-in's Drive does not call back; the demo posts the push itself)."""
@@ -103,7 +103,7 @@ def run_knowledge_demo(demo: DemoContext) -> None:
     db, knowledge, org_id = demo.db, demo.knowledge, demo.org_id
     servers, token, say = demo.servers, demo.token, demo.say
     connect_demo_workspace(demo.settings, db, org_id)
-    _demo_channel(db, org_id)
+    bind_demo_folder(db, org_id)
 
     with httpx.Client(timeout=60) as http:
         say("Drive: a Meet Notes transcript lands in the watched folder; Drive notifies us…")

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from colony.errors import CallerError, error_summary
 from colony.runtime.redelivery import worth_deferring
+from colony.runtime.steps import StepBusy
 
 log = logging.getLogger("colony.runtime")
 
@@ -68,6 +69,8 @@ def final_reason(error: BaseException) -> str | None:
     or None when the delivery will be retried."""
     if isinstance(error, CallerError):
         return f"rejected, not retried: {error_summary(error)}"
+    if isinstance(error, StepBusy):  # put back for when the holder's lease lapses, not ended
+        return None
     if worth_deferring(error):  # the edge puts the event back for later: not the end of it
         return None
     now = _current.get()

@@ -20,22 +20,38 @@ from typing import TYPE_CHECKING, Any
 from colony.errors import ProviderUnavailable, ValidationFailed
 from colony.registry.functions import FUNCTIONS, QUEUES, REDELIVER_QUEUE
 from colony.runtime.limiter import RateWait
+from colony.runtime.steps import StepBusy
 from colony.runtime.transport import enqueue, publish
 
 if TYPE_CHECKING:
     from colony.ports import Transport
+    from colony.runtime import delivery
 
 SHORT_WAIT = 8.0  # the runner sleeps up to this itself (StructuredRunner.max_delay)
 LONGEST_WAIT = 3600.0  # a longer Retry-After is held to an hour
 
 
-def worth_deferring(error: BaseException) -> bool:
-    """A limiter's wait always is (its retry is booked: sooner would be refused again); a
-    provider's only past what the runner would sleep itself."""
+def can_put_back(topic: str) -> bool:
+    """Whether ``redeliver`` publishes on ``topic`` (the model-calling functions' topics)."""
+    return topic in FUNCTIONS[QUEUES[REDELIVER_QUEUE].target].publishes
+
+
+def worth_deferring(error: BaseException, attempt: delivery.Attempt | None = None) -> bool:
+    """A limiter's wait always (its retry is booked: sooner would be refused again); a
+    provider's long ``Retry-After``; or a step held by another delivery on this event's last
+    delivery attempt: its holder may have died (a killed instance keeps the step until its
+    lease lapses, longer than Pub/Sub's attempts last), so the event is put back for when the
+    lease lapses rather than dead-lettered (found by the chaos soak)."""
     if isinstance(error, RateWait):
         return True
     wait = getattr(error, "retry_after", None)
-    return isinstance(error, ProviderUnavailable) and wait is not None and wait > SHORT_WAIT
+    if wait is None:
+        return False
+    if isinstance(error, ProviderUnavailable):
+        return bool(wait > SHORT_WAIT)
+    if isinstance(error, StepBusy):
+        return attempt is not None and attempt.last
+    return False
 
 
 def defer(transport: Transport, topic: str, event: Any, event_id: str, wait: float) -> str:

@@ -15,29 +15,55 @@ A claimant that dies leaves a lease that expires; the next delivery takes the st
 
 from __future__ import annotations
 
+import math
 import uuid
 from collections.abc import Callable
 from typing import Any
 
 import pg8000.dbapi
 
+from colony.deadline import WRAP_UP_SECONDS, time_left
 from colony.errors import UpstreamError
 from colony.store import steps as run_steps
 from colony.store.db import Database
 
 # Longer than any function may run (the longest timeout is 540 s): a lease never lapses while
 # its holder may still be working, so a duplicate delivery waits rather than repeats the
-# model call (tests/test_call_limits.py holds the registry to it).
+# model call (tests/test_call_limits.py holds the registry to it). Within a function's
+# invocation the lease is what is left of the invocation instead (``invocation_lease``), so a
+# holder killed mid-step (or whose release the database did not take: a restart) frees the
+# step minutes sooner; the chaos soak found contacts waiting the full ten minutes.
 LEASE_SECONDS = 600
+INVOCATION_SLACK = 30  # past the invocation's end: the platform has ended it by then
+LEASE_MARGIN = 5.0  # a busy step's retry comes this long after the lease lapses, to find it so
 
 Apply = Callable[[pg8000.dbapi.Cursor, Any], None]
 
 
 class StepBusy(UpstreamError):
-    """Another delivery is running this step; retry later (its output will be stored)."""
+    """Another delivery is running this step; retry later (its output will be stored).
+
+    ``retry_after``: seconds until the holder's lease lapses (None: not known). A holder that
+    died (a killed instance) keeps the step for that long, longer than Pub/Sub's delivery
+    attempts last: the last attempt puts the event back for then instead of dead-lettering
+    it (``colony.runtime.redelivery``)."""
 
     code = "step_busy"
     expected = True  # duplicate deliveries are normal with Pub/Sub: not an error
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+def invocation_lease() -> int:
+    """A step's lease: until just after the current invocation must have ended (its model
+    window, the wrap-up after it, and ``INVOCATION_SLACK``), or ``LEASE_SECONDS`` outside a
+    function (tools, tests, the local scenario: no window)."""
+    left = time_left()
+    if left is None:
+        return LEASE_SECONDS
+    return min(LEASE_SECONDS, math.ceil(max(left, 0.0)) + WRAP_UP_SECONDS + INVOCATION_SLACK)
 
 
 def stored(db: Database, org_id: str, run_id: str, key: str) -> Any | None:
@@ -54,7 +80,7 @@ def step(
     compute: Callable[[], Any],
     apply: Apply | None = None,
     *,
-    lease_seconds: int = LEASE_SECONDS,
+    lease_seconds: int | None = None,
 ) -> Any:
     """Run step ``key`` of ``run_id`` to completion at most once; return its output.
 
@@ -62,12 +88,17 @@ def step(
     without effects (those three, then begin, finish, commit): see ``colony.store.steps``.
     """
     claim = uuid.uuid4().hex
+    if lease_seconds is None:
+        lease_seconds = invocation_lease()
     with db.transaction(org_id) as cur:
         state, output = run_steps.claim_or_stored(cur, org_id, run_id, key, claim, lease_seconds)
+        # None: finished or released since the claim was refused; the retry finds out at once
+        left = (run_steps.lease_left(cur, run_id, key) or 0.0) if state == "busy" else 0.0
+    left += LEASE_MARGIN
     if state == "done":
         return output
     if state == "busy":
-        raise StepBusy(f"step {key!r} of run {run_id!r} is running elsewhere")
+        raise StepBusy(f"step {key!r} of run {run_id!r} is running elsewhere", retry_after=left)
     try:
         output = compute()
     except BaseException:

@@ -48,6 +48,10 @@ FINISH = """
 UPDATE run_steps SET status = 'done', output = %s::jsonb, claim = NULL, lease_until = NULL
 WHERE run_id = %s AND step_key = %s AND status = 'running' AND claim = %s
 """
+LEASE_LEFT = """
+SELECT greatest(extract(epoch FROM lease_until - now()), 0)::float8 FROM run_steps
+WHERE run_id = %s AND step_key = %s AND status = 'running'
+"""
 RELEASE = """
 DELETE FROM run_steps WHERE run_id = %s AND step_key = %s AND status = 'running' AND claim = %s
 """
@@ -72,6 +76,12 @@ def claim_or_stored(
     if row is None:
         return "busy", None
     return ("done", row["output"]) if row["status"] == "done" else ("claimed", None)
+
+
+def lease_left(cur: Any, run_id: str, key: str) -> float | None:
+    """Seconds until the holder's lease of a running step lapses (None: not running)."""
+    row = fetch_one(cur, LEASE_LEFT, (run_id, key))
+    return None if row is None else float(next(iter(row.values())))
 
 
 def finish(cur: Any, run_id: str, key: str, claim: str, output: Any) -> bool:

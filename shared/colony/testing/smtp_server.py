@@ -6,7 +6,8 @@ recipient whose mailbox starts with ``bounce`` and 451 to one that starts with `
 (scripted permanent and transient refusals); ``answer(address, "421 4.7.0 …", …)`` scripts the
 next replies to one recipient's RCPT, one per attempt (then it is accepted), so a test can
 have a mailbox refuse for now twice and take the third try, or answer 550 5.1.1, 452 4.2.2,
-550 5.7.1 as a real server would. Every accepted message is kept as received:
+550 5.7.1 as a real server would; with ``defer_rate``, 451 to that share of the others (a
+seeded draw: the soak's transient SMTP faults). Every accepted message is kept as received:
 envelope, raw bytes and the parsed message. Given a way to read DNS (``dkim_dns``: the TXT
 records at a name, e.g. ``DnsPythonResolver(...).txt`` pointed at
 ``colony.testing.dns_server``), it verifies each message's DKIM signature with ``dkimpy`` as
@@ -16,6 +17,7 @@ a receiving server does, and keeps the verdict (``Received.dkim``).
 from __future__ import annotations
 
 import asyncio
+import random
 import secrets
 import socket
 import ssl
@@ -64,6 +66,8 @@ class _Handler:
             return "550 5.1.1 no such mailbox"
         if mailbox.startswith("defer"):
             return "451 4.3.0 try again later"
+        if self._server._defer_now():
+            return "451 4.7.1 greylisted, try again later"
         envelope.rcpt_tos.append(address)
         return "250 OK"
 
@@ -112,8 +116,15 @@ class SmtpServer:
         starttls: bool = False,
         credentials: tuple[str, str] | None = None,
         dkim_dns: Callable[[str], list[str]] | None = None,
+        defer_rate: float = 0.0,
+        seed: int = 38,
     ):
         self._dkim_dns = dkim_dns
+        # A fault for soaks: this share of recipients (a seeded draw per RCPT) is refused
+        # with a 4xx, as a greylisting or busy relay does; ``deferred`` counts them.
+        self._defer = random.Random(f"{seed}:smtp") if defer_rate else None
+        self._defer_rate = defer_rate
+        self.deferred = 0
         self._lock = threading.Lock()
         self._received: list[Received] = []
         self._credentials = credentials
@@ -168,6 +179,15 @@ class SmtpServer:
         if self._dkim_dns is None or "DKIM-Signature" not in parsed:
             return None
         return dkim_verifies(raw, self._dkim_dns)
+
+    def _defer_now(self) -> bool:
+        if self._defer is None:
+            return False
+        with self._lock:
+            if self._defer.random() >= self._defer_rate:
+                return False
+            self.deferred += 1
+            return True
 
     def _keep(self, received: Received) -> None:
         with self._lock:

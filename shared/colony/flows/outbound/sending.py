@@ -24,8 +24,10 @@ deliveries one sends and the others find the row ``sending`` (``SendInProgress``
 later, when they find it ``sent`` and answer so) or already ``sent``. The one window is a
 crash between the server's acceptance and our commit of ``sent``: the row stays ``sending``
 until its lease lapses, and the retry sends again under the same Message-ID, so the
-recipient's mail system sees the same message twice and can tell. A transient refusal
-(``UpstreamError``) leaves the lease to lapse the same way.
+recipient's mail system sees the same message twice and can tell. A failure that may have
+come after the server took the message (``UpstreamError``: a dropped connection) leaves the
+lease to lapse the same way; a refusal for now (``MailDeferred``: a 4xx, nothing taken)
+releases the claim, and the task's retry sends it.
 
 A message refused for its From address, or because it was written in another tier than the
 one decided for its contact (issue 39; its sequence stops there too), is ``suppressed`` with

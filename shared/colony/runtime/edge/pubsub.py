@@ -18,7 +18,7 @@ import flask
 
 from colony import startup
 from colony.deadline import model_window, window_seconds
-from colony.errors import CallerError, Unauthorized, describe_validation
+from colony.errors import CallerError, Unauthorized, describe_validation, error_summary
 from colony.observability import logs
 from colony.observability.sentry import error_scope
 from colony.observability.telemetry import flush_telemetry
@@ -36,7 +36,6 @@ from colony.runtime.edge.responses import (
     log_failure,
     reject_constant,
 )
-from colony.runtime.limiter import RateWait
 
 if TYPE_CHECKING:
     from colony.contracts.events import Event
@@ -243,28 +242,31 @@ def pubsub_handler(
                 run_id = payload.envelope.parent_run_id
             event_id = decoded.event_id
             with logs.bind(org_id=decoded.org_id, run_id=run_id, event_id=event_id):
+                attempt: delivery.Attempt | None = None
                 try:
                     with (
                         error_scope(decoded.org_id, run_id, spec.agent),
-                        delivery.attempt(delivery_attempt(cloud_event), limit),
+                        delivery.attempt(delivery_attempt(cloud_event), limit) as attempt,
                         model_window(window),
                     ):
                         flow(payload, event_id)
                 except CallerError as error:
                     _reject(event_id, decoded.org_id, f"{error.code}: {error}")
                 except Exception as error:
-                    if spec.topic and redelivery.worth_deferring(error):
+                    if (
+                        spec.topic
+                        and redelivery.can_put_back(spec.topic)
+                        and redelivery.worth_deferring(error, attempt)
+                    ):
                         wait = float(getattr(error, "retry_after", 0.0))
                         task = redelivery.defer(
                             deps().transport, spec.topic, payload, event_id, wait
                         )
                         logger.info(
-                            "%s event %s: %s for %.1f s; put back as %s",
+                            "%s event %s: %s; put back for %.0f s as %s",
                             function_name,
                             event_id,
-                            "waiting its org's share"
-                            if isinstance(error, RateWait)
-                            else "the model provider asked",
+                            error_summary(error),
                             wait,
                             task,
                         )

@@ -38,6 +38,7 @@ from colony.testing.wire.openai import (
     openai_embeddings,
 )
 from colony.testing.wire.replies import (
+    NO_ANSWER,
     RecordedRequest,
     Reply,
     Responder,
@@ -58,6 +59,7 @@ from colony.testing.wire.server import (
 __all__ = [
     "DEFAULT_ROUTES",
     "GEMINI_DEFAULT_DIM",
+    "NO_ANSWER",
     "OPENAI_DEFAULT_DIM",
     "ProviderServer",
     "RecordedRequest",

@@ -42,6 +42,9 @@ class RecordedRequest:
         return self.headers.get(name.lower())
 
 
+NO_ANSWER = 0  # a Reply with this status closes the connection without a response
+
+
 @dataclass(frozen=True, slots=True)
 class Reply:
     """What to send back. ``body`` is JSON-encoded unless it is ``bytes``.
@@ -49,7 +52,9 @@ class Reply:
     With ``events`` the body is streamed instead (``text/event-stream``, no length: the
     connection's end ends it): each event written and flushed on its own, ``first_delay``
     seconds before the first (a model's time to first token) and ``gap`` seconds before each
-    later one. ``None`` delays are the server's (``WireServer.pace``, 0 unless set)."""
+    later one. ``None`` delays are the server's (``WireServer.pace``, 0 unless set).
+    ``status=NO_ANSWER`` sends nothing at all: the connection is closed, as an upstream that
+    timed out behind a proxy or died mid-request leaves it."""
 
     status: int = 200
     body: Any = None

@@ -23,7 +23,14 @@ from urllib.parse import parse_qs, urlsplit
 
 from colony.testing.serving import ServingThread
 from colony.testing.wire import gemini, openai
-from colony.testing.wire.replies import RecordedRequest, Reply, Route, Scripted, error_reply
+from colony.testing.wire.replies import (
+    NO_ANSWER,
+    RecordedRequest,
+    Reply,
+    Route,
+    Scripted,
+    error_reply,
+)
 
 DEFAULT_ROUTES: tuple[Route, ...] = openai.ROUTES + gemini.ROUTES
 
@@ -58,6 +65,9 @@ class _Handler(BaseHTTPRequestHandler):
         headers = {name.lower(): value for name, value in self.headers.items()}
         wire = cast(_HTTPServer, self.server).wire
         reply = wire._dispatch(self.command, self.path, headers, raw)
+        if reply.status == NO_ANSWER:  # the connection closes with nothing sent
+            self.close_connection = True
+            return
         if reply.events is not None:
             self._stream(reply, wire)
             return
