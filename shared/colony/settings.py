@@ -143,6 +143,7 @@ class Settings:
     hubspot_redirect_uri: str | None = None  # where HubSpot sends the person back (our page)
     mailbox_apps: MailboxApps = field(default_factory=MailboxApps)  # issue 39: Gmail, Graph
     recording_parallelism: int = 8  # AGT-006 pass-1 chunks in flight at once
+    soft_bounce_retry_seconds: int = 600  # first retry after a 4xx, doubled (policy.bounces)
     # The deployed function this process serves (K_SERVICE, which Cloud Run sets on a gen2
     # function, and on a function's own service, to its name); None locally. Sizes the
     # connection pool (registry.pool_size).
@@ -336,6 +337,9 @@ class Settings:
             hubspot_redirect_uri=get("COLONY_HUBSPOT_REDIRECT_URI"),
             mailbox_apps=MailboxApps.from_env(get),
             recording_parallelism=bounded_int("COLONY_RECORDING_PARALLELISM", 8, 1, 32),
+            soft_bounce_retry_seconds=bounded_int(
+                "COLONY_SOFT_BOUNCE_RETRY_SECONDS", 600, 1, 21600
+            ),
             function_name=get("K_SERVICE"),
             assets_bucket=get("COLONY_ASSETS_BUCKET") or "colony-assets",
             # V4 signed URLs live at most seven days

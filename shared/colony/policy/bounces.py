@@ -145,10 +145,11 @@ def _class(digit: str, reported: str | None) -> BounceClass:
     return "permanent" if (reported or "").lower() in ("permanent", "hard") else "transient"
 
 
-def retry_delay(soft_bounces: int) -> int:
-    """Seconds before the next try of a message refused for now ``soft_bounces`` times."""
+def retry_delay(soft_bounces: int, base: int = RETRY_BASE_SECONDS) -> int:
+    """Seconds before the next try of a message refused for now ``soft_bounces`` times:
+    ``base`` (``COLONY_SOFT_BOUNCE_RETRY_SECONDS``), doubled each time, at most six hours."""
     tries = max(1, soft_bounces)
-    return int(min(RETRY_MAX_SECONDS, RETRY_BASE_SECONDS * 2 ** (tries - 1)))
+    return int(min(RETRY_MAX_SECONDS, base * 2 ** (tries - 1)))
 
 
 def exhausted(bounces: int, lasting: timedelta) -> bool:

@@ -56,7 +56,7 @@ def refused(
                 "status": "deferred",
                 "reason": f"refused for now ({bounce.code})",
                 "bounce": detail,
-                "retry_in": policy.retry_delay(kept),
+                "retry_in": policy.retry_delay(kept, deps.settings.soft_bounce_retry_seconds),
             }
         why = "soft bounces exhausted" if exhausted else "hard bounce"
         outbox.finish_send(cur, outbox_id, "bounced", f"{why} ({bounce.code} {bounce.label})")

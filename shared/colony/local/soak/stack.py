@@ -124,6 +124,9 @@ def soak_stack(
                 "COLONY_LLM_PROVIDER": "openai",
                 "COLONY_OPENAI_BASE_URL": model.openai_base_url,
                 "OPENAI_API_KEY": "sk-soak-not-a-key",
+                # a message refused for now (the injected 4xx) is tried again within the run,
+                # not after deliverability's ten minutes (policy.bounces)
+                "COLONY_SOFT_BOUNCE_RETRY_SECONDS": "5",
                 **(extra_env or {}),
             }
         )
