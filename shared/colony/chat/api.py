@@ -41,8 +41,10 @@
     GET  /prospects[/<id>], /deals[/<id>], /calls[/<id>]
                                     prospects, deals and calls as records
                                     (``colony.chat.records_routes``)
-    GET  /overview/kc.js, /overview/records.js
-                                    the page's Knowledge and Prospects views (static)
+    GET|PUT /setup…                 the org's ICP, sequences and settings, for its admins
+                                    (``colony.chat.setup_routes``)
+    GET  /overview/kc.js, /overview/records.js, /overview/setup.js
+                                    the page's Knowledge, Prospects and Setup views (static)
     GET|PUT /notifications[/slack]  the person's own notification settings; POST
                                     /slack/interactions: Slack's Approve / Reject clicks
                                     (``colony.chat.notify_routes``)
@@ -106,6 +108,7 @@ _GROUPS = {
     "/deals": _RECORDS,
     "/calls": _RECORDS,
     "/notifications": "colony.chat.notify_routes",
+    "/setup": "colony.chat.setup_routes",
 }
 _SESSION = re.compile(r"^/sessions/([A-Za-z0-9_.:-]{1,200})(/events)?$")
 _EXPLAIN = re.compile(r"^/explain/([A-Za-z0-9_.:-]{1,200})$")
