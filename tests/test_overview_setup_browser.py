@@ -17,6 +17,7 @@ import pytest
 from selenium import webdriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support import expected_conditions as EC
 from selenium.webdriver.support.ui import WebDriverWait
 
 from colony.local.tokens import mint_local_token
@@ -86,6 +87,22 @@ def test_an_admin_mends_each_fault_beside_its_field_and_saves(
         wait.until(lambda d: words(d.find_element(By.ID, "setup-status")) == "ICP saved")
         assert at(browser, "anti_icp_rules.1.value").get_attribute("aria-invalid") is None
 
+        # A new rule, by keyboard alone: Add puts the focus in its first field, Tab walks on.
+        rules = len(
+            browser.find_elements(
+                By.CSS_SELECTOR, '[data-field^="anti_icp_rules."][data-field$=".id"]'
+            )
+        )
+        form = browser.find_element(By.CSS_SELECTOR, "#setup-icp form")
+        add = form.find_element(By.XPATH, ".//button[.='Add rule']")
+        add.send_keys(Keys.ENTER)
+        assert browser.switch_to.active_element == at(browser, f"anti_icp_rules.{rules}.id")
+        for typed in ("AICP-99", "title", "contains", "intern", "Interns do not buy."):
+            browser.switch_to.active_element.send_keys(typed, Keys.TAB)
+        submit(browser, "icp")
+        wait.until(EC.staleness_of(form))  # saved: the form is drawn again from the server
+        assert at(browser, f"anti_icp_rules.{rules}.op").get_attribute("value") == "contains"
+
         # A sequence step delayed by a negative number of days: pydantic's loc, by the field.
         delay = at(browser, "sequences.0.steps.1.delay_days")
         retype(delay, "-2")
@@ -123,10 +140,17 @@ def test_an_admin_mends_each_fault_beside_its_field_and_saves(
             "SELECT actor, channel, action FROM audit_log WHERE action LIKE '%%.replace'"
             " ORDER BY id",
         )
-    rule = rules[0]["anti_icp_rules"][1]
+    rule, added = rules[0]["anti_icp_rules"][1], rules[0]["anti_icp_rules"][-1]
     assert (rule["op"], rule["value"]) == ("lt", 40)
+    assert added == {
+        "id": "AICP-99",
+        "field": "title",
+        "op": "contains",
+        "value": "intern",
+        "reason": "Interns do not buy.",
+    }
     assert steps[1]["delay_days"] == 5
     assert entries == [
         {"actor": "user_ada", "channel": "ui", "action": f"{what}.replace"}
-        for what in ("icp", "sequences", "settings")
+        for what in ("icp", "icp", "sequences", "settings")
     ]

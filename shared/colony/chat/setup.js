@@ -126,6 +126,7 @@ window.ColonySetup = (() => {
     form.appendChild(body);
     const collect = draw(body, held);
     collect();  // every control carries its path from the start (collecting binds them)
+    form.addEventListener("sf-rows", () => collect());
     const summary = el("p", "bad sf-summary");
     summary.setAttribute("role", "alert"); summary.tabIndex = -1; summary.hidden = true;
     const save = el("button", "primary", "Save " + heading.toLowerCase());
@@ -154,12 +155,15 @@ window.ColonySetup = (() => {
     const list = [];
     const holder = el("div", "sf-rows");
     parent.appendChild(holder);
+    // Rows moved: the form binds every control's path again (section's "sf-rows" listener).
+    const moved = () => holder.dispatchEvent(new Event("sf-rows", { bubbles: true }));
     const add = (item) => {
       const set = group(holder, `${label} ${list.length + 1}`);
       const row = { set, get: drawRow(set, item) };
       set.appendChild(button("Remove " + label.toLowerCase(), () => {
         list.splice(list.indexOf(row), 1); set.remove();
         list.forEach((r, i) => { r.set.querySelector("legend").textContent = `${label} ${i + 1}`; });
+        moved();
         adder.focus();
       }));
       list.push(row);
@@ -168,6 +172,7 @@ window.ColonySetup = (() => {
     for (const item of items) add(item);
     const adder = button("Add " + label.toLowerCase(), () => {
       const set = add(fresh());
+      moved();
       set.querySelector("input, select, textarea").focus();
     });
     parent.appendChild(adder);
