@@ -22,12 +22,15 @@ that neither bounced, replied nor unsubscribed; 1 for those that replied or unsu
 0 for a bounce), ``duplicates`` (a Message-ID received twice), ``to_suppressed`` (messages
 received after their address was suppressed or their contact's sequence stopped),
 ``invalid_headers`` (a message whose ``List-Unsubscribe`` is not a link that verifies for
-its recipient, whose ``List-Unsubscribe-Post`` is not RFC 8058's, or whose footer lacks
-the link) and ``messages_per_s`` (messages received / wall seconds of the three send
-phases: the send step, SMTP exchange and commit; drafting is ``drafting_s``). ``ok``: every
-target met (received = expected, no duplicate, nothing to a suppressed address, no invalid
-header). Each share is at least one contact, so below 20 contacts the one hard bounce is
-over the campaign's 5% breaker threshold and, rightly, pauses it.
+its recipient, whose ``List-Unsubscribe-Post`` is not RFC 8058's, or whose footer lacks the
+link or the org's postal address), ``messages_per_s`` (messages received / wall seconds of
+the send phases: send step, SMTP exchange, commit; drafting is ``drafting_s``) and ``lost``
+(a message left queued or sending). ``ok``: every target met (received = expected, nothing
+duplicated, lost or sent to a suppressed address, no invalid header, the deliverability
+phase's own). Each share is at least one contact, so below 20 contacts the one hard bounce
+is over the campaign's 5% breaker threshold and, rightly, pauses it. The deliverability phase
+(``bench/outbound_deliverability.py``) follows, under ``deliverability``; ``lost`` and
+``sent_twice`` count both.
 
     python bench/outbound.py [--contacts 1000] [--deliveries 3]
 """
@@ -46,11 +49,13 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+from outbound_deliverability import measure as deliverability  # beside this file
+from outbound_deliverability import valid_headers
+
 from colony.adapters.embedding import OfflineHashEmbedder
 from colony.adapters.smtp import SmtpSender
 from colony.contracts.events import SequenceStep
 from colony.contracts.tasks import SendMessage
-from colony.errors import ColonyError
 from colony.flows.approvals import approval
 from colony.flows.campaigns import campaign
 from colony.flows.outbound import delivery, sending, sequences
@@ -303,7 +308,9 @@ def measure(
             for r in fetch_all(cur, OUTBOX_STATES, (run,))
         }
         waiting = {f"{r['step']}:{r['flagged']}": r["n"] for r in fetch_all(cur, WAITING, (run,))}
-    invalid = sum(1 for r in received if not _valid_headers(deps, r.message, r.rcpt_tos))
+    invalid = sum(1 for r in received if not valid_headers(deps, ORG, r.message, r.rcpt_tos))
+    lost = sum(n for k, n in outbox_states.items() if k.split(":")[1] in ("queued", "sending"))
+    figures = deliverability(deps, smtp, ORG, max(20, contacts // 10), say)
     result = {
         "bench": "outbound",
         "contacts": contacts,
@@ -326,6 +333,9 @@ def measure(
         "drafting_s": round(drafting, 2),
         "messages_per_s": round(len(received) / sending_s, 1) if sending_s else None,
         "messages_per_s_measures": "SMTP messages received / wall s of the send phases",
+        "deliverability": figures,
+        "lost": lost + figures["lost"],
+        "sent_twice": sum(n - 1 for n in ids_seen.values()) + figures["sent_twice"],
     }
     result["ok"] = (
         result["received"] == expected
@@ -333,6 +343,8 @@ def measure(
         and to_suppressed == 0
         and invalid == 0
         and len(suppressed) == len(bounced) + len(unsubscribes)
+        and result["lost"] == 0 == result["sent_twice"]
+        and figures["ok"]
     )
     return result
 
@@ -361,22 +373,6 @@ def _stop_some(
         if index[address] in unsubscribes | replies:  # stopped from here on
             stopped_at[address] = len(smtp.received)
     _drain(deps)
-
-
-def _valid_headers(deps: Deps, message: Any, rcpts: tuple[str, ...]) -> bool:
-    header = str(message.get("List-Unsubscribe") or "")
-    if message.get("List-Unsubscribe-Post") != "List-Unsubscribe=One-Click":
-        return False
-    if not (header.startswith("<https://") and header.endswith(">")):
-        return False
-    link = header[1:-1]
-    try:
-        token = parse_qs(urlparse(link).query)["t"][0]
-        org, address = sending.check_unsubscribe(deps, token, FIXED_NOW)
-    except (KeyError, ColonyError):
-        return False
-    body = message.get_content() if not message.is_multipart() else ""
-    return org == ORG and [address.lower()] == [r.lower() for r in rcpts] and link in body
 
 
 def main() -> None:

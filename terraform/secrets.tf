@@ -193,8 +193,9 @@ resource "google_project_iam_member" "lifecycle_crm_secret_delete" {
 }
 
 # roles/secretmanager.secretAccessor for the crm function on colony-crm-* only: the CRM
-# queue's tasks write approved deal updates and log engagements with the org's own token
-# (colony.flows.crm.pushes).
+# queue's tasks write approved deal updates and log engagements (colony.flows.crm.pushes),
+# and run the org's backfill, webhook events and reconciliation (colony.runtime.crm_access),
+# with the org's own token.
 resource "google_project_iam_member" "crm_secret_read" {
   project = var.project_id
   role    = "roles/secretmanager.secretAccessor"

@@ -104,8 +104,8 @@ class CrmWorld:
         conn.commit()
         conn.close()
         with self.deps.db.transaction(org) as tx:
-            for ours, theirs in STAGES.items():
-                stages.map_stage(tx, org, "hubspot", ours, "default", theirs)
+            mapped = [("default", theirs, ours) for ours, theirs in STAGES.items()]
+            stages.put(tx, org, "hubspot", mapped, "u-admin")
             if linked:
                 links.link(tx, org, "hubspot", "contact", str(1001 + n), contact)
                 links.link(tx, org, "hubspot", "deal", str(9001 + n), deal)

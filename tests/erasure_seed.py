@@ -456,6 +456,15 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
             " WHERE n.org_id = %s",
             org,
         )
+    cur.execute("SELECT to_regclass('sender_pauses') IS NOT NULL")
+    if cur.fetchone()[0]:  # migration 0057: a sending domain the breaker paused
+        ex(
+            "INSERT INTO sender_pauses (org_id, scope, sender, status, reason, judged,"
+            " bounce_rate, complaint_rate, paused_at) VALUES (%s, 'domain', %s, 'paused',"
+            " 'bounce rate over threshold', 100, 0.09, 0, now())",
+            org,
+            f"{org.replace('_', '-')}.example",
+        )
     cur.execute("SELECT to_regclass('crm_links') IS NOT NULL")
     if cur.fetchone()[0]:  # migration 0049: a HubSpot contact linked to the org's contact
         ex(
@@ -465,16 +474,23 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
             org,
         )
     cur.execute("SELECT to_regclass('crm_pushes') IS NOT NULL")
-    if cur.fetchone()[0]:  # migration 0053: a sent email logged in HubSpot, a stage mapped
+    if cur.fetchone()[0]:  # migration 0055: a sent email logged in HubSpot
         ex(
             "INSERT INTO crm_pushes (org_id, provider, kind, source_id, status, remote_id)"
             " VALUES (%s, 'hubspot', 'email', %s, 'written', '70001')",
             org,
             f"outbox-{org}",
         )
+    cur.execute("SELECT to_regclass('crm_events') IS NOT NULL")
+    if cur.fetchone()[0]:  # migration 0058: a stage mapped (as 0058 keys it), an event kept
         ex(
-            "INSERT INTO crm_stage_map (org_id, provider, stage, pipeline_id, stage_id)"
-            " VALUES (%s, 'hubspot', 'demo', 'default', 'presentationscheduled')",
+            "INSERT INTO crm_stage_map (org_id, provider, pipeline_id, stage_id, stage,"
+            " updated_by) VALUES (%s, 'hubspot', 'default', 'closedwon', 'closed_won', 'u1')",
+            org,
+        )
+        ex(
+            "INSERT INTO crm_events (org_id, provider, event_id, object_type, object_id, action,"
+            " occurred_at) VALUES (%s, 'hubspot', '1', 'contact', '1001', 'change', now())",
             org,
         )
     cur.execute("SELECT to_regclass('research_sources') IS NOT NULL")

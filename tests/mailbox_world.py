@@ -25,7 +25,7 @@ from colony.flows.outbound import mailboxes, sending, sending_domains
 from colony.runtime.deps import Deps
 from colony.settings import Settings
 from colony.store import fetch_all, fetch_one
-from colony.store.outbound import outbox
+from colony.store.outbound import outbox, postal_address
 from colony.testing.dns_server import DnsServer, publish
 from colony.testing.gmail_server import GmailServer
 from colony.testing.graph_server import GraphServer
@@ -179,6 +179,8 @@ def mail_world(testdb: PgDB, tmp_path: Path, no_ambient_config: None) -> Iterato
     for org in (ACME, RIVAL):
         with db.transaction(org) as cur:
             cur.execute("INSERT INTO organizations (id, name) VALUES (%s, %s)", (org, org))
+            # campaign email needs the org's postal address for its footer (issue 39 item 4)
+            postal_address.set_address(cur, org, f"{org} Inc., 1 Main Street, Austin TX 78701")
     with DnsServer() as dns:
         checker = DnsPythonResolver((dns.host, dns.port), timeout=2.0)
         with SmtpServer(dkim_dns=checker.txt) as smtp:

@@ -19,7 +19,7 @@ from colony.contracts.events import EVENT_ADAPTER, CampaignResume
 from colony.flows.approvals import approval
 from colony.flows.campaigns import campaign
 from colony.flows.handlers import PUBSUB_HANDLERS
-from colony.flows.outbound import delivery
+from colony.flows.outbound import breaker, delivery
 from colony.knowledge import KnowledgeStore
 from colony.llm.agent_call import llm_from_settings
 from colony.llm.runner import StructuredRunner
@@ -254,11 +254,15 @@ def _breaker_pauses_blocks_sends_and_resume_completes(testdb: PgDB, sentry: Sent
     bounced = outbox[9]["id"]
     late = delivery.record(deps, ORG, bounced, "delivered", "evt-late")
     assert late["ignored"] == "delivered" and late["status"] == "bounced"
-    # the pause scheduled exactly one resume, named by the pause, however many events came
+    # nothing resumes it by itself (issue 39): a person does, and that schedules one resume,
+    # named by the pause, due now
+    resumes = [t for t in deps.transport.tasks.values() if t.target == "campaign-resume"]
+    assert resumes == []
+    breaker.resume(deps, ORG, "campaign", campaign_id, "founder", "ui")
     resumes = [t for t in deps.transport.tasks.values() if t.target == "campaign-resume"]
     assert len(resumes) == 1
     task = resumes[0]
-    assert task.delay_seconds == delivery.RESUME_AFTER_SECONDS
+    assert task.delay_seconds == 0
     # every message approved while the campaign ran went to the send step; the blocked one not
     sends = {t.task_id for t in deps.transport.tasks.values() if t.target == "send"}
     assert len(sends) == len(deps.transport.tasks) - 1 and f"send-{blocked_id}" not in sends

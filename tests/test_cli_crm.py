@@ -74,6 +74,26 @@ def test_the_operator_connects_shows_and_disconnects_hubspot(
         assert main(["crm", "hubspot", "status", ORG]) == 0
         shown = json.loads(capsys.readouterr().out)
         assert (shown["account_id"], shown["connected_by"]) == ("303", "user_ops")
+        # a stage mapped, the backfill run here to its end; deals of other stages kept apart
+        assert main(["crm", "hubspot", "map", ORG, "default", "closedwon", "closed_won"]) == 0
+        mapped = json.loads(capsys.readouterr().out)
+        assert [(m["stage_id"], m["stage"]) for m in mapped["stages"]] == [
+            ("closedwon", "closed_won")
+        ]
+        assert main(["crm", "hubspot", "map", ORG, "default", "closedwon", "won"]) == 2
+        capsys.readouterr()
+        assert main(["crm", "hubspot", "backfill", ORG, "--as", "user_ops"]) == 0
+        job = json.loads(capsys.readouterr().out)
+        world = hubspot.world("303")
+        won = sum(1 for d in world.live("deals") if d.properties["dealstage"] == "closedwon")
+        assert (job["status"], job["rows_done"], job["rows_rejected"]) == (
+            "completed",
+            130,
+            10 - won,
+        )
+        assert main(["crm", "hubspot", "stages", ORG]) == 0
+        waiting = json.loads(capsys.readouterr().out)["unmapped"]
+        assert sum(w["deals"] for w in waiting) == 10 - won
         assert main(["crm", "hubspot", "disconnect", ORG, "--as", "user_ops"]) == 0
         assert json.loads(capsys.readouterr().out)["status"] == "disconnected"
         assert list((tmp_path / "secrets").glob("*")) == []

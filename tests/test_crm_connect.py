@@ -123,13 +123,7 @@ def world(
 ) -> Iterator[World]:
     portals = (seeded_world(1, portal_id="101"), seeded_world(2, portal_id="202"))
     with HubSpotServer(*portals) as hubspot:
-        settings = org_settings(
-            testdb,
-            tmp_path,
-            ALPHA,
-            BETA,
-            **hubspot_env(hubspot),
-        )
+        settings = org_settings(testdb, tmp_path, ALPHA, BETA, **hubspot_env(hubspot))
         clock = Clock()
         deps = local_deps(settings, testdb.app(), InlineTransport(), clock=clock)
         set_deps_for_tests(deps)

@@ -18,6 +18,7 @@ import json
 import shutil
 import subprocess
 import sys
+import time
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,6 +33,7 @@ from colony.local.tokens import mint_local_token
 from colony.registry.functions import FUNCTIONS
 from colony.runtime import secret_manager
 from colony.store import fetch_one, fetch_value
+from colony.testing import hubspot_webhooks
 from colony.testing.wire import Reply, Route, WireServer
 from tests.conftest import APP_ROLE, PgDB
 from tests.test_clerk_webhook import SECRET as CLERK_SECRET
@@ -214,7 +216,10 @@ def test_each_bundle_installs_cleanly_and_imports_its_whole_graph(bundles, venvs
         assert done.returncode == 0, f"{[b.name for b in group]}: {done.stderr[-2000:]}"
 
 
-MODEL_FREE_MB = 60  # a function that calls no model or embedder (issue 12)
+# a function that calls no model or embedder (issue 12); the crm function, which carries
+# HubSpot's SDK (hubspot-api-client, 18.3 MB of its 57.8 MB installed, measured as below),
+# is held to it too, with no allowance of its own
+MODEL_FREE_MB = 60
 ANY_BUNDLE_MB = 160
 
 
@@ -244,11 +249,12 @@ def test_bundles_stay_small_installed(bundles, venvs) -> None:
         "notion-webhook",
         "clerk-webhook",
     } <= model_free
-    too_big = {
-        n: round(mb, 1)
-        for n, mb in sizes.items()
-        if mb > (MODEL_FREE_MB if n in model_free else ANY_BUNDLE_MB)
+    crm_sdk = {
+        b.name for b in bundles if any(r.startswith("hubspot-api-client==") for r in b.requirements)
     }
+    assert crm_sdk == {"crm"}  # the data lifecycle and the webhooks stay without it
+    limit = {n: MODEL_FREE_MB if n in model_free else ANY_BUNDLE_MB for n in sizes}
+    too_big = {n: round(mb, 1) for n, mb in sizes.items() if mb > limit[n]}
     assert too_big == {}, f"installed MB over the limit: {too_big} (all: {sizes})"
     for bundle in bundles:
         assert not any(
@@ -257,6 +263,7 @@ def test_bundles_stay_small_installed(bundles, venvs) -> None:
         ), bundle.name
 
 
+HUBSPOT_SECRET = "bundle-hubspot-app-secret"  # the HubSpot app's client secret (signs webhooks)
 DELIVERY_SECRET = (
     "whsec_YnVuZGxlLWRlbGl2ZXJ5LXNlY3JldC0tLS0t"  # served only by the Secret Manager stand-in
 )
@@ -369,6 +376,7 @@ def test_every_bundle_runs_the_demo_scenario_from_its_own_virtualenv(
         "COLONY_GCP_PROJECT": "colony-bundle-test",
         "COLONY_SECRET_MANAGER_ENDPOINT": secret_store.base_url,
         "COLONY_CLERK_WEBHOOK_SECRET": CLERK_SECRET,
+        "COLONY_HUBSPOT_CLIENT_SECRET": HUBSPOT_SECRET,
         "HOME": str(tmp_path),
     }
     with (
@@ -456,7 +464,23 @@ def test_every_bundle_runs_the_demo_scenario_from_its_own_virtualenv(
         clerk = {**svix_headers(renamed, "msg_bundle_1"), "Content-Type": "application/json"}
         applied = http.post(servers.urls["clerk-webhook"], content=renamed, headers=clerk)
         assert applied.status_code == 200, applied.text
-    assert set(EVIDENCE) | {"campaign-resume", "data-lifecycle"} == set(FUNCTIONS)
+        # HubSpot signs a batch for a portal no org connected: verified, refused, recorded
+        # (the admin bundle serves HubSpot's webhook)
+        hubspot_url = servers.urls["admin"].rstrip("/") + "/crm/hubspot/webhook"
+        event = {"eventId": 1, "portalId": 999999, "occurredAt": int(time.time() * 1000)}
+        event |= {"subscriptionType": "contact.creation", "objectId": 1001}
+        body, signed = hubspot_webhooks.signed(
+            HUBSPOT_SECRET, hubspot_url, [event], int(time.time() * 1000)
+        )
+        stranger = http.post(hubspot_url, content=body, headers=signed)
+        assert stranger.status_code == 403, stranger.text
+        # the crm bundle (HubSpot's SDK) takes a task: the demo org has no HubSpot
+        crm_task = {"task": {"kind": "crm.reconcile", "org_id": org_id}}
+        reconciled = http.post(servers.urls["crm"], json=crm_task)
+        assert reconciled.status_code == 200 and reconciled.json()["status"] == "skipped"
+    # (crm's work needs a HubSpot portal: the task above shows its bundle serving, and
+    # tests/test_crm_*.py run it from its real main.py against the stand-in)
+    assert set(EVIDENCE) | {"campaign-resume", "data-lifecycle", "crm"} == set(FUNCTIONS)
     missing = []
     with db.transaction(org_id) as cur:
         for name, (sql, params) in EVIDENCE.items():

@@ -263,6 +263,9 @@ def test_every_secret_exists_and_is_granted_only_to_the_functions_that_read_it()
     assert readers["COLONY_DB_OWNER_PASSWORD"] == set()  # migrations only (the deployer)
     assert readers["COLONY_DELIVERY_WEBHOOK_SECRET"] == {"delivery-events"}
     assert readers["COLONY_CLERK_WEBHOOK_SECRET"] == {"clerk-webhook"}
+    # the HubSpot app's secret: connecting (admin), verifying the webhook's v3 signature and
+    # refreshing an org's token for the CRM queue's tasks (crm)
+    assert readers["COLONY_HUBSPOT_CLIENT_SECRET"] == {"admin", "crm"}
     assert "COLONY_APPROVAL_TOKEN_KEY" not in spec["functions"]["enrichment"]["secrets"]
     # the model provider keys: only functions that build a model client or an embedder (the
     # internet-facing webhooks and the resume target never do, and start without them)
@@ -337,7 +340,7 @@ def test_notion_tokens_are_reached_by_the_admin_reembed_and_lifecycle_functions_
 def test_crm_tokens_are_reached_by_the_admin_lifecycle_and_crm_functions_only() -> None:
     """Each org's CRM tokens (``colony-crm-*``, issue 36): the admin function writes,
     refreshes and deletes them; the data lifecycle deletes them when the org is erased; the
-    crm function reads (and refreshes) them for the CRM queue's pushes."""
+    crm function reads (and refreshes) them for the CRM queue's tasks, both ways."""
     grants = _grants_on('resource.name.startsWith(\\"${local.crm_secret_prefix}\\")')
     member = 'serviceAccount:${google_service_account.function["%s"].email}'
     assert grants == {

@@ -76,6 +76,7 @@ def deps_for(testdb: PgDB) -> Iterator[PgDB]:
             "COLONY_NOTION_TOKEN": "notion-token",
             "COLONY_APPROVAL_TOKEN_KEY": "approval-key",
             "COLONY_CLERK_WEBHOOK_SECRET": "whsec_Y2xlcmstd2ViaG9vay1zZWNyZXQ=",
+            "COLONY_HUBSPOT_CLIENT_SECRET": "hubspot-app-secret",
         }
     )
     built = build_deps(settings, transport=InlineTransport())

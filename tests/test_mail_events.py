@@ -180,15 +180,41 @@ def test_delivery_events_are_verified_mapped_and_applied_once(stack: Stack, test
     assert stack.post(event, msg_id="msg_1").json() == {"duplicate": True}  # Svix retried
     assert stack.status(delivered_id) == "delivered"
 
-    # a soft bounce changes nothing; a hard one bounces and suppresses; so does a complaint
+    # a soft bounce is counted, not suppressed; a hard one bounces and suppresses; so does a
+    # complaint. The diagnostic code decides over the type, and only codes are kept.
     soft_id, soft = stack.send("lee@granitepeak.example")
-    transient = delivery_event("bounced", soft, bounce={"type": "Transient", "message": "full"})
-    assert stack.post(transient).json()["reason"] == "soft bounce"
+    full = {"type": "Transient", "message": "full", "diagnosticCode": ["smtp; 452 4.2.2 full"]}
+    counted = stack.post(delivery_event("bounced", soft, bounce=full)).json()
+    assert counted["soft_bounce"] is True and counted["bounce"] == {
+        "code": "452 4.2.2",
+        "class": "transient",
+    }
     assert stack.status(soft_id) == "sent"
     hard_id, hard = stack.send("gone@granitepeak.example")
-    permanent = delivery_event("bounced", hard, bounce={"type": "Permanent", "message": "no"})
-    assert stack.post(permanent).json()["status"] == "bounced"
+    permanent = delivery_event(
+        "bounced",
+        hard,
+        bounce={
+            "type": "Transient",
+            "subType": "General",
+            "message": "gone <gone@x>",
+            "diagnosticCode": ["smtp; 550 5.1.1 <gone@granitepeak.example>: no such user"],
+        },
+    )
+    assert stack.post(permanent).json()["status"] == "bounced"  # 5.x.x: for good, whatever
     assert stack.status(hard_id) == "bounced"
+    with stack.deps.db.transaction(ORG) as cur:
+        kept = fetch_all(
+            cur,
+            "SELECT id, bounce_smtp, bounce_status, bounce_class, bounce_label, soft_bounces"
+            " FROM outbox WHERE id = ANY(%s) ORDER BY soft_bounces",
+            ([soft_id, hard_id],),
+        )
+    assert [(r["bounce_status"], r["bounce_class"], r["soft_bounces"]) for r in kept] == [
+        ("5.1.1", "permanent", 0),
+        ("4.2.2", "transient", 1),
+    ]
+    assert kept[0]["bounce_label"] == "bad_mailbox" and kept[1]["bounce_label"] == "mailbox_full"
     complained_id, complained = stack.send("angry@granitepeak.example")
     assert stack.post(delivery_event("complained", complained)).json()["status"] == "complained"
     assert stack.post(delivery_event("opened", complained)).json()["status"] == "ignored"

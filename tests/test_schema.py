@@ -63,6 +63,9 @@ ENTITY_TABLES = {
     "crm_oauth_states",  # issue 36: OAuth flows in progress, bound to org and person
     "crm_writes",  # issue 36: what was written to the CRM under an idempotency key
     "crm_links",  # issue 36: which CRM record is which of ours, archived or merged ones
+    "crm_stage_map",  # issue 36: the one editable mapping of CRM stages and our deal stages
+    "crm_events",  # issue 36: CRM webhook events, kept until applied (idempotent on event id)
+    "crm_rate_usage",  # issue 36: HubSpot's limits per portal across instances (no org)
     "org_members",  # issue 35: an org's people from Clerk, their role and address
     "org_team",  # issue 35: time zone, brief time, backup, escalation, assignment rules
     "assignment_cursors",  # issue 35: round robin's place in each pool of people
@@ -73,7 +76,6 @@ ENTITY_TABLES = {
     "notifications",  # issue 35: what is sent, once each
     "notification_items",  # issue 35: which event a notification carries for whom
     "crm_pushes",  # issue 36: what is written to an org's CRM, and what became of it
-    "crm_stage_map",  # issue 36: our deal stages as the org's CRM names them
     "sending_domains",  # issue 39: an org's sending domains, their DKIM keys' names, checks
     "sender_mailboxes",  # issue 39: the mailboxes an org sends from, limits, ramps, grants
     "mailbox_oauth_states",  # issue 39: a mailbox's OAuth flow in progress (state hash)
@@ -81,6 +83,7 @@ ENTITY_TABLES = {
     "budget_alerts",  # issue 38: budget alerts, kept until a notification delivers them
     "budget_holds",  # issue 38: campaign work waiting while the budget is spent
     "rate_limits",  # issue 38: each shared limit and each waiting org's share (no org_id)
+    "sender_pauses",  # issue 39: mailboxes and domains the breaker paused, until resumed
 }
 
 

@@ -252,7 +252,8 @@ def test_an_org_without_mailboxes_still_sends_from_its_from_setting(
     w = mail_world
     with w.deps.db.transaction(RIVAL) as cur:
         cur.execute(
-            "INSERT INTO org_settings (org_id, mail_from) VALUES (%s, %s)",
+            "INSERT INTO org_settings (org_id, mail_from) VALUES (%s, %s)"
+            " ON CONFLICT (org_id) DO UPDATE SET mail_from = EXCLUDED.mail_from",
             (RIVAL, f"Mal <mal@{RIVAL_DOMAIN}>"),
         )
     sent = w.send(RIVAL, w.message(RIVAL, w.contact(RIVAL, "z@gp.example")))

@@ -23,7 +23,7 @@ from colony.runtime.deps import Deps
 from colony.settings import Settings
 from colony.store import fetch_all, fetch_one
 from colony.store.campaigns import campaigns
-from colony.store.outbound import suppressions
+from colony.store.outbound import postal_address, suppressions
 from colony.testing.inline import InlineTransport, fixed_clock, local_deps
 from colony.testing.smtp_server import SmtpServer
 from tests.conftest import PgDB
@@ -37,6 +37,7 @@ SETTINGS = {
     "COLONY_UNSUBSCRIBE_URL": "https://colony.example/unsubscribe",
     "COLONY_UNSUBSCRIBE_TOKEN_KEY": "u" * 40,
 }
+POSTAL = "ZoomProp Inc., 100 Congress Ave, Austin, TX 78701"
 
 
 @pytest.fixture
@@ -44,6 +45,7 @@ def deps(testdb: PgDB, smtp: SmtpServer) -> Deps:
     db = testdb.app()
     with db.transaction(ORG) as cur:
         cur.execute("INSERT INTO organizations (id, name) VALUES (%s, 'ZoomProp')", (ORG,))
+        postal_address.set_address(cur, ORG, POSTAL)  # campaign email needs one (issue 39)
     sender = SmtpSender(smtp.host, smtp.port, starttls=False, timeout=10)
     # approving a message makes it a KC-08 exemplar: the Knowledge Core is a real part here
     knowledge = KnowledgeStore(db, OfflineHashEmbedder())
@@ -110,6 +112,7 @@ def test_an_approved_message_is_sent_once_with_its_unsubscribe_headers(
     link = message["List-Unsubscribe"].strip("<>")
     assert link.startswith("https://colony.example/unsubscribe?t=")
     assert link in message.get_content()  # the footer carries the same link
+    assert f"\r\n--\r\n{POSTAL}\r\nTo stop receiving" in message.get_content()  # its address
     row = outbox_row(deps, outbox_id)
     assert row["status"] == "sent" and row["sent_at"] is not None
     with deps.db.transaction(ORG) as cur:
@@ -146,17 +149,23 @@ def test_unsubscribe_links_that_are_forged_or_expired_are_refused(deps: Deps) ->
 def test_refusals_bounces_and_complaints_suppress_and_retries_reuse_the_message_id(
     deps: Deps, smtp: SmtpServer
 ) -> None:
-    # a permanent refusal: bounced, and the address suppressed
+    # a permanent refusal: bounced, and the address suppressed; its codes kept, not its text
     hard = approved_message(deps, "bounce-me@granitepeak.example")
     assert sending.send(deps, ORG, hard)["status"] == "bounced"
-    assert outbox_row(deps, hard)["send_error"].endswith("(550)")
-    # a transient one: the row stays 'sending' under its lease; a duplicate waits
+    assert outbox_row(deps, hard)["send_error"] == "hard bounce (550 5.1.1 bad_mailbox)"
+    # a transient one: back in the queue, tried again later (tests/test_deliverability.py)
     soft = approved_message(deps, "defer-me@granitepeak.example")
-    with pytest.raises(UpstreamError, match="451"):
-        sending.send(deps, ORG, soft)
-    assert outbox_row(deps, soft)["status"] == "sending"
+    assert sending.send(deps, ORG, soft)["status"] == "deferred"
+    assert outbox_row(deps, soft)["status"] == "queued"
+    # a server that cannot be reached: the row stays 'sending' under its lease; a duplicate
+    # waits
+    unreachable = approved_message(deps, "lee@granitepeak.example")
+    down = dataclasses.replace(deps, mail_sender=SmtpSender("127.0.0.1", 9, starttls=False))
+    with pytest.raises(UpstreamError, match="cannot reach"):
+        sending.send(down, ORG, unreachable)
+    assert outbox_row(deps, unreachable)["status"] == "sending"
     with pytest.raises(sending.SendInProgress):
-        sending.send(deps, ORG, soft)
+        sending.send(deps, ORG, unreachable)
     # the crash window: the server accepted, we died before recording it
     crash = approved_message(deps, "kim@granitepeak.example")
     real = deps.sender
@@ -243,8 +252,8 @@ def test_caps_defer_and_never_drop(deps: Deps, smtp: SmtpServer) -> None:
     message back in the queue with a send task for later: deferred, never dropped."""
     with deps.db.transaction(ORG) as cur:
         cur.execute(
-            "INSERT INTO org_settings (org_id, daily_send_cap, per_domain_hourly_cap)"
-            " VALUES (%s, 2, 1)",
+            "UPDATE org_settings SET daily_send_cap = 2, per_domain_hourly_cap = 1"
+            " WHERE org_id = %s",
             (ORG,),
         )
     first = approved_message(deps, "ann@granitepeak.example")

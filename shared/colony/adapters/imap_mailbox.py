@@ -7,6 +7,12 @@ once the message is dealt with, so a crash in between reads it again (and ingest
 idempotent). TLS (``IMAP4_SSL``, the server's certificate verified) unless turned off for a
 local server. Errors: a refused login is ``ConfigError``; anything else on the wire is
 ``UpstreamError`` (poll again later).
+
+A bounce returned by mail (a delivery status notification, RFC 3464: ``multipart/report;
+report-type=delivery-status``) lands in the same mailbox. It is read as a ``DeliveryReport``
+(the first recipient's ``Action``, ``Status`` and the codes of its ``Diagnostic-Code``, and the
+returned message's Message-ID from its ``text/rfc822-headers`` or ``message/rfc822`` part),
+so the replies flow files it as a bounce by its codes, never as a reply.
 """
 
 from __future__ import annotations
@@ -14,11 +20,13 @@ from __future__ import annotations
 import imaplib
 import ssl
 from email import message_from_bytes, policy
-from email.message import EmailMessage
+from email.message import EmailMessage, Message
+from email.parser import HeaderParser
 from email.utils import parsedate_to_datetime
 
 from colony.errors import ConfigError, UpstreamError
-from colony.ports import InboundMail
+from colony.policy.bounces import parse
+from colony.ports import DeliveryReport, InboundMail
 from colony.settings import Settings
 
 MAX_MESSAGES = 200  # per poll: a flooded mailbox is worked through over several polls
@@ -134,4 +142,44 @@ def inbound(raw: bytes) -> InboundMail:
         in_reply_to=str(message["In-Reply-To"] or "").strip() or None,
         references=tuple(str(message["References"] or "").split()),
         received_at=received,
+        report=delivery_report(message),
+    )
+
+
+def delivery_report(message: EmailMessage) -> DeliveryReport | None:
+    """The report a delivery status notification makes (None: the message is not one)."""
+    if message.get_content_type() != "multipart/report":
+        return None
+    if str(message.get_param("report-type") or "").lower() != "delivery-status":
+        return None
+    fields: list[Message] = []
+    original = None
+    for part in message.walk():
+        kind = part.get_content_type()
+        if kind == "message/delivery-status":
+            payload = part.get_payload()
+            fields = (
+                [f for f in payload if isinstance(f, Message)] if isinstance(payload, list) else []
+            )
+        elif kind == "text/rfc822-headers" and original is None:
+            raw = part.get_payload(decode=True)
+            text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else ""
+            original = HeaderParser().parsestr(text)
+        elif kind == "message/rfc822" and original is None:
+            inner = part.get_payload()
+            first = inner[0] if isinstance(inner, list) and inner else None
+            original = first if isinstance(first, Message) else None
+    recipient = next((f for f in fields if f.get("Action")), None)  # per-recipient fields
+    if recipient is None:
+        return None
+    smtp, status = parse(
+        f"{recipient.get('Diagnostic-Code') or ''} {recipient.get('Status') or ''}"
+    )
+    explicit = parse(str(recipient.get("Status") or ""))[1]
+    found = str(original.get("Message-ID") or "").strip() if original is not None else ""
+    return DeliveryReport(
+        action=str(recipient.get("Action") or "").strip().lower()[:20],
+        status=explicit or status,
+        smtp=smtp,
+        original_message_id=found or None,
     )

@@ -12,8 +12,11 @@ that go on the wire (``colony.adapters.dkim``), so what the server receives is e
 was signed.
 
 Refusals are sorted the way SMTP sorts them: a 5xx reply is permanent (``MailRejected``: do
-not retry), a 4xx reply or a broken connection is transient (``UpstreamError``: retry), and a
-refused login is our configuration's fault (``ConfigError``).
+not retry), a 4xx reply is transient (``MailDeferred``: the message is tried again later), a
+broken connection is ``UpstreamError`` (retry), and a refused login is our configuration's
+fault (``ConfigError``). A refusal carries its reply code and enhanced status code (``550``,
+``5.1.1``; ``colony.policy.bounces.parse``), never the server's text, which can quote the
+recipient.
 """
 
 from __future__ import annotations
@@ -24,7 +27,8 @@ from email.utils import parseaddr
 
 from colony.adapters.mail_wire import wire
 from colony.errors import ConfigError, UpstreamError
-from colony.ports import Mail, MailRejected
+from colony.policy.bounces import parse
+from colony.ports import Mail, MailDeferred, MailRejected
 from colony.settings import Settings
 
 
@@ -91,10 +95,10 @@ class SmtpSender:
                 f"the SMTP server {self._host}'s certificate does not verify"
             ) from None
         except smtplib.SMTPRecipientsRefused as error:
-            code = min((c for c, _ in error.recipients.values()), default=550)
-            _refused(code, "the recipient")
+            code, reply = min(error.recipients.values(), default=(550, b""))
+            _refused(code, reply, "the recipient")
         except smtplib.SMTPResponseException as error:  # sender refused, data refused…
-            _refused(error.smtp_code, "the message")
+            _refused(error.smtp_code, error.smtp_error, "the message")
         except (smtplib.SMTPException, ssl.SSLError, OSError) as error:
             raise UpstreamError(f"cannot reach the SMTP server: {type(error).__name__}") from None
 
@@ -104,9 +108,20 @@ class SmtpSender:
 _OURS = {530, 535, 538}
 
 
-def _refused(code: int, what: str) -> None:
+def _refused(code: int, reply: bytes | str, what: str) -> None:
     if code in _OURS:
         raise ConfigError(f"the SMTP server refuses this connection's setup ({code})")
+    text = reply.decode("utf-8", "replace") if isinstance(reply, bytes) else str(reply)
+    status = parse(f"{code} {text}")[1]  # the codes only: the text may quote the recipient
+    said = f"{code} {status}" if status else str(code)
     if 500 <= code < 600:
-        raise MailRejected(f"the SMTP server refused {what} for good ({code})")
-    raise UpstreamError(f"the SMTP server refused {what} for now ({code}); retry later")
+        raise MailRejected(
+            f"the SMTP server refused {what} for good ({said})", smtp=code, status=status
+        )
+    if 400 <= code < 500:
+        raise MailDeferred(
+            f"the SMTP server refused {what} for now ({said}); retry later",
+            smtp=code,
+            status=status,
+        )
+    raise UpstreamError(f"the SMTP server answered {what} with {code}; retry later")

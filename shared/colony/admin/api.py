@@ -30,13 +30,18 @@ Routes (JSON; ``Authorization: Bearer <Clerk session JWT>``):
   which checks its SPF, DKIM and DMARC in DNS (``colony.admin.sending_domains``).
 - ``/orgs/{org}/mailboxes…``: the org's sender mailboxes, their limits and warm-up, and
   connecting a Google Workspace or Microsoft 365 mailbox (``colony.admin.mailboxes``).
-- ``/orgs/{org}/crm/hubspot…``: connect HubSpot through OAuth, its status, disconnect it
-  (``colony.admin.crm``).
+- ``/orgs/{org}/crm/hubspot…``: connect HubSpot through OAuth, its status, disconnect it,
+  the stage mapping and the backfill (``colony.admin.crm``);
+- ``POST /crm/hubspot/webhook``: HubSpot's webhook, authenticated by HubSpot's v3 signature
+  instead of a bearer token (``colony.admin.crm.webhook``).
 - ``/orgs/{org}/team``, ``/members…``, ``/owners…``: the team's settings (time zone, brief
   time, backup, escalation, assignment rules), its people (and a resync from Clerk), and
   who owns which prospect or deal (``colony.admin.team``).
 - ``PUT /orgs/{org}/notifications/slack|brief``: the org's Slack workspace and bot token, the
   brief's local time (``colony.admin.notifications``).
+- ``GET``/``PUT /orgs/{org}/postal-address`` and ``POST /orgs/{org}/sending/resume``: the
+  postal address mail's footer prints, and resuming what the circuit breaker paused
+  (``colony.admin.deliverability``).
 
 A replace body with an unknown field, or a rule that cannot work, is a 422 naming it.
 
@@ -54,7 +59,16 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from colony.admin import crm, imports, mailboxes, notifications, research, sending_domains, team
+from colony.admin import (
+    crm,
+    deliverability,
+    imports,
+    mailboxes,
+    notifications,
+    research,
+    sending_domains,
+    team,
+)
 from colony.contracts.admin import (
     DriveWatch,
     IcpReplace,
@@ -126,6 +140,8 @@ _ORG_DATA: dict[str, tuple[Any, Any, type[Any]]] = {
 
 def handle(deps: Deps, request: JsonRequest) -> tuple[dict[str, Any], int] | dict[str, Any]:
     path = request.path
+    if path == crm.WEBHOOK:  # signed by HubSpot, not by a person: no bearer token
+        return crm.webhook(deps, request)
     if match := ORG_ERASURE.match(path):
         _method(request, "POST")
         org = match["org"]
@@ -198,6 +214,10 @@ def handle(deps: Deps, request: JsonRequest) -> tuple[dict[str, Any], int] | dic
         org = match["org"]
         principal = _admin_of(deps, request, org)
         return crm.handle(deps, request, principal, org, match["what"])
+    if match := deliverability.DELIVERABILITY.match(path):
+        org = match["org"]
+        principal = _admin_of(deps, request, org)
+        return deliverability.handle(deps, request, principal, org, match["what"])
     if match := team.TEAM.match(path):
         org = match["org"]
         principal = _admin_of(deps, request, org)

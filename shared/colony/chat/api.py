@@ -32,8 +32,11 @@
                                     the new counts), or ``reload`` when the stream fell behind
     GET  /audit[?item_id=&limit=]   the org's audit log, newest first
     GET  /imports                   the org's five newest import jobs (counts and status)
-    GET  /alerts                    what needs a person now: each paused sending domain, why,
-                                    and the TXT records that mend it
+    GET  /alerts                    what needs a person now (``flows.outbound.alerts``): a
+                                    paused sending domain and the TXT records that mend it,
+                                    what the breaker paused, mail waiting for a postal address
+    POST /alerts/resume             {"kind", "target"}: an org admin resumes what the breaker
+                                    paused (audited; 403 for anyone else)
     GET  /usage[?month=YYYY-MM]     what the org spent on model calls in a month (UTC): in all,
                                     by agent, campaign and day, unpriced calls, and for the
                                     current month the budget's standing (the page's banner)
@@ -74,7 +77,8 @@ import flask
 
 from colony.chat import notify_routes, page
 from colony.chat.hub import hub_for
-from colony.errors import NotFound, ValidationFailed, error_summary
+from colony.contracts.deliverability import SendingResume
+from colony.errors import Forbidden, NotFound, ValidationFailed, error_summary
 from colony.flows.approvals.approval_queue import audit_trail, pending_cards, queue_changes
 from colony.flows.chat import (
     check_message,
@@ -87,10 +91,11 @@ from colony.flows.chat import events as ev
 from colony.flows.deps import FlowDeps
 from colony.flows.insights.explain import explain
 from colony.flows.insights.workbench import funnels, pipeline
-from colony.flows.outbound.sending_domains import alerts
+from colony.flows.outbound import breaker
+from colony.flows.outbound.alerts import alerts
 from colony.flows.tenants.import_progress import recent as recent_imports
 from colony.flows.tenants.usage import report as usage_report
-from colony.runtime.auth import verify_bearer
+from colony.runtime.auth import is_org_admin, verify_bearer
 from colony.runtime.edge import JsonRequest, MethodNotAllowed, error_response
 
 log = logging.getLogger("colony.chat")
@@ -162,6 +167,12 @@ def handle(deps: FlowDeps, request: JsonRequest) -> Any:
     if path == "/alerts":
         _allow(method, "GET")
         return alerts(deps, who.org_id)
+    if path == "/alerts/resume":
+        _allow(method, "POST")
+        if not is_org_admin(who.claims):  # a person with the authority: the org's admin
+            raise Forbidden("resuming sending needs the organisation's admin role")
+        asked = request.parse(SendingResume)
+        return breaker.resume(deps, who.org_id, asked.kind, asked.target, who.user_id, "ui")
     if path == "/usage":
         _allow(method, "GET")
         return usage_report(deps, who.org_id, request.args.get("month"))

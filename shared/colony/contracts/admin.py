@@ -216,3 +216,22 @@ class CrmCallback(Strict):
 
     code: SecretStr = Field(min_length=1, max_length=512)
     state: SecretStr = Field(min_length=1, max_length=200)
+
+
+CrmId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.:-]{1,64}$")]
+DealStage = Literal["discovery", "demo", "proposal", "negotiation", "closed_won", "closed_lost"]
+
+
+class CrmStageEntry(Strict):
+    """One CRM pipeline stage and the deal stage of ours it means (None: remove the mapping;
+    deals synced in that stage afterwards wait, flagged, for a new one)."""
+
+    pipeline_id: CrmId
+    stage_id: CrmId
+    stage: DealStage | None
+
+
+class CrmStageMapping(Strict):
+    """An admin's edit of the org's stage mapping (``PUT /orgs/{org}/crm/hubspot/stages``)."""
+
+    stages: list[CrmStageEntry] = Field(min_length=1, max_length=500)

@@ -68,6 +68,7 @@ ScheduleName = Literal[
     "research-sweep",
     "approval-escalation",
     "notify",
+    "crm-reconcile",
 ]
 
 

@@ -1,7 +1,7 @@
 """The bodies of Cloud Tasks that are not Pub/Sub events: a send, a redelivery, a budget's
-release, a daily brief's request and a write to an org's CRM. (``SequenceStep`` and
-``CampaignResume`` are both: they stay with the events, ``colony.contracts.events``; the
-re-embed worker's three are ``colony.contracts.reembed``.)
+release and a daily brief's request. (``SequenceStep`` and ``CampaignResume`` are both: they
+stay with the events, ``colony.contracts.events``; the re-embed worker's three are
+``colony.contracts.reembed``; the crm function's are ``colony.contracts.crm_tasks``.)
 
 Apart from the events so that a task function loads its own bodies and no event model.
 """
@@ -9,7 +9,7 @@ Apart from the events so that a task function loads its own bodies and no event 
 from __future__ import annotations
 
 from datetime import date
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -63,27 +63,3 @@ class BriefRequest(Strict):
 
     org_id: str = ID
     brief_date: date | None = None
-
-
-class CrmPush(Strict):
-    """Write one push to the org's CRM: an approved deal update, or an engagement
-    (``colony.flows.crm.outgoing.run``)."""
-
-    kind: Literal["crm.push"] = "crm.push"
-    org_id: str = ID
-    push_id: str = ID
-
-
-class CrmCardRead(Strict):
-    """Read the HubSpot deal a pending deal update's card shows beside ours
-    (``colony.flows.crm.deal_writes.read_card``)."""
-
-    kind: Literal["crm.read"] = "crm.read"
-    org_id: str = ID
-    item_id: str = ID
-
-
-class CrmTaskBody(Strict):
-    """The crm function's one body shape: ``{"task": {"kind": ...}}``."""
-
-    task: Annotated[CrmPush | CrmCardRead, Field(discriminator="kind")]

@@ -1,5 +1,8 @@
-"""``colony crm hubspot status|connect|callback|disconnect ORG``: the admin API's HubSpot
-connection, for the operator, through the same flows (``flows.crm.connections``). The
+"""``colony crm hubspot status|connect|callback|disconnect|stages|map|backfill ORG``: the admin
+API's HubSpot routes, for the operator, through the same flows (``flows.crm.connections``,
+``flows.crm.stages``, ``flows.crm.backfill``). ``map ORG PIPELINE STAGE OURS`` maps one
+HubSpot stage (``OURS`` ``none`` removes it); ``backfill`` runs the org's backfill here to
+its end (waiting out HubSpot's limits) and prints the job. The
 operator acts as the org's admin named by ``--as`` (the audit log says who): ``connect``
 prints the URL a person of the org opens to allow the app; ``callback`` takes the ``code``
 and ``state`` HubSpot sent their browser back with (the state is bound to the same
@@ -18,6 +21,9 @@ ACTIONS = {
     "connect": "print the URL that allows the app on a HubSpot portal",
     "callback": "finish connecting with the code and state HubSpot sent back",
     "disconnect": "revoke and delete the org's HubSpot tokens",
+    "stages": "show the stage mapping and the unmapped stages deals wait in",
+    "map": "map one HubSpot pipeline stage to a deal stage of ours ('none' removes it)",
+    "backfill": "backfill the org's contacts, companies and deals from HubSpot, here",
 }
 
 
@@ -37,6 +43,8 @@ def cmd_crm(settings: Settings, args: argparse.Namespace) -> int:
     try:
         if args.action == "status":
             result = connections.status(deps, args.org_id)
+        elif args.action in ("stages", "map", "backfill"):
+            result = _sync(deps, args)
         else:
             auth = hubspot_oauth(settings)
             try:
@@ -56,6 +64,38 @@ def cmd_crm(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def _sync(deps: Any, args: argparse.Namespace) -> Any:
+    import time
+
+    from colony.contracts.admin import CrmStageMapping
+    from colony.errors import ValidationFailed
+    from colony.flows.crm import backfill, stages
+
+    if args.action == "stages":
+        return stages.view(deps, args.org_id)
+    if args.action == "map":
+        ours = None if args.ours == "none" else args.ours
+        if ours is not None and ours not in stages.OUR_STAGES:
+            known = ", ".join((*stages.OUR_STAGES, "none"))
+            raise ValidationFailed(f"{ours!r} is not a deal stage of ours: one of {known}")
+        entry = {"pipeline_id": args.pipeline, "stage_id": args.stage, "stage": ours}
+        edit = CrmStageMapping.model_validate({"stages": [entry]})
+        return stages.put(deps, args.org_id, edit, args.actor)
+    from colony.runtime.crm_access import HubSpotAccess
+
+    access = HubSpotAccess(deps)
+    try:
+        job = backfill.start(deps, args.org_id, args.actor, schedule=False)
+        while job["status"] in ("queued", "running"):
+            job = backfill.run_job(deps, access, args.org_id, job["id"], schedule=False)
+            wait = job.pop("waiting_seconds", None)
+            if wait:
+                time.sleep(min(float(wait), 60.0))  # the operator's terminal waits, no task
+        return job
+    finally:
+        access.close()
+
+
 def add_commands(sub: Any) -> None:
     """Register ``colony crm hubspot …``."""
     crm = sub.add_parser("crm", help="the team's CRM").add_subparsers(dest="crm", required=True)
@@ -67,6 +107,12 @@ def add_commands(sub: Any) -> None:
         if action != "status":
             command.add_argument(
                 "--as", dest="actor", default="operator", help="the admin acting (audited)"
+            )
+        if action == "map":
+            command.add_argument("pipeline")
+            command.add_argument("stage")
+            command.add_argument(
+                "ours", help="discovery|demo|proposal|negotiation|closed_won|closed_lost|none"
             )
         if action == "callback":
             command.add_argument("--code", required=True)

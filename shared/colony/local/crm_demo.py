@@ -4,10 +4,11 @@ connect and callback, before the campaign runs; so every message the campaign se
 logged on its HubSpot contact and deal, and at the end an approved deal update is written
 to the HubSpot deal. What HubSpot then holds is printed.
 
-Until the inbound sync (the backfill, issue 36 item 2) is merged, the portal is filled here
-with the demo org's contacts and deals, and each is linked to ours directly
-(``store.crm.links.link``), as the backfill will link them; the org's stages are mapped to
-HubSpot's default pipeline the same way (``store.crm.stages``).
+The portal is filled here with the demo org's contacts and deals, each linked to ours
+directly (``store.crm.links.link``), not by the backfill (``colony.flows.crm.backfill``): the
+backfill adopts a contact of ours by its email, but it has no key to adopt a deal of ours
+that no CRM record is linked to yet, so it would twin every demo deal. The org's stages are
+mapped to HubSpot's default pipeline in the one editable mapping (``store.crm.stages``).
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ def connect_hubspot(demo: DemoContext, hubspot: HubSpotServer) -> None:
     answer = done.json()
     demo.say(
         f"HubSpot connected through OAuth: portal {answer.get('account_id')},"
-        f" {answer.get('status')}; {linked} (linked here until the backfill does it)"
+        f" {answer.get('status')}; {linked} (linked here: the backfill would twin our deals)"
     )
 
 
@@ -97,8 +98,8 @@ def _fill_and_link(demo: DemoContext, world: HubSpotWorld) -> str:
             )
             links.link(cur, demo.org_id, "hubspot", "contact", made.id, c["id"])
             ours[c["id"]] = made.id
-        for stage, stage_id in STAGES.items():
-            stages.map_stage(cur, demo.org_id, "hubspot", stage, "default", stage_id)
+        mapped = [("default", stage_id, stage) for stage, stage_id in STAGES.items()]
+        stages.put(cur, demo.org_id, "hubspot", mapped, "local-admin")
         for d in deals:
             properties = {
                 "dealname": d["name"],

@@ -140,6 +140,8 @@ def run_new_customer_demo(
         icp = admin("PUT", f"{base}/icp", json=HARBOR["icp"]).json()
         library = admin("PUT", f"{base}/sequences", json=HARBOR["sequences"]).json()
         admin("PUT", f"{base}/settings", json=HARBOR["settings"])
+        # campaign email carries it in its footer; without it the launch below is refused
+        admin("PUT", f"{base}/postal-address", json={"postal_address": HARBOR["postal_address"]})
         steps = sum(len(s["steps"]) for s in library["sequences"])
         say(
             f"  admin API: ICP v{icp['version']} ({len(HARBOR['icp']['anti_icp_rules'])}"

@@ -19,9 +19,11 @@ from colony.errors import ValidationFailed, describe_validation
 from colony.knowledge import ChunkIn, KnowledgeStore, chunk_text
 from colony.local.progress import Progress
 from colony.store import Database
+from colony.store.outbound import postal_address
 from colony.store.tenants import org_admin
 
 DEMO_DIR = Path(__file__).parent / "demo"
+DEMO_POSTAL = "ZoomProp Inc., 100 Demo Street, Suite 4, Austin, TX 78701"
 
 _ORG = """
 INSERT INTO organizations (id, name) VALUES (%s, %s)
@@ -143,6 +145,8 @@ def load_demo(
         # its prospects were researched by hand (their signals are written in contacts.json):
         # the campaign chain does not research them again (issue 33; Harbor's are researched)
         cur.execute(_NO_RESEARCH, (org_id,))
+        # the footer of its mail (issue 39 item 4: campaign email needs one)
+        postal_address.set_address(cur, org_id, org.get("postal_address") or DEMO_POSTAL)
         cur.execute(
             _ICP,
             (

@@ -10,7 +10,7 @@ from datetime import datetime
 from email.utils import parseaddr
 from typing import Protocol, runtime_checkable
 
-from colony.errors import ValidationFailed
+from colony.errors import UpstreamError, ValidationFailed
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,16 +62,50 @@ class Mail:
 
 class MailRejected(ValidationFailed):
     """The mail server refused this message for good (an unknown mailbox, a policy block):
-    sending it again cannot succeed. A transient refusal is ``UpstreamError`` instead."""
+    sending it again cannot succeed. A transient refusal is ``MailDeferred`` instead.
+    ``smtp`` and ``status`` are the server's reply code and enhanced status code (RFC 3463)
+    where it gave them (``colony.policy.bounces`` classifies them); never its reply text."""
 
     code = "mail_rejected"
+
+    def __init__(self, message: str, *, smtp: int | None = None, status: str | None = None):
+        super().__init__(message)
+        self.smtp, self.status = smtp, status
+
+
+class MailDeferred(UpstreamError):
+    """The mail server refused this message for now (421, 451, a full mailbox: a 4xx about
+    the message or its recipient, not an unreachable server): it is tried again later, and
+    an address that keeps refusing is suppressed. ``smtp`` / ``status`` as ``MailRejected``."""
+
+    code = "mail_deferred"
+
+    def __init__(self, message: str, *, smtp: int | None = None, status: str | None = None):
+        super().__init__(message)
+        self.smtp, self.status = smtp, status
+
+
+@dataclass(frozen=True, slots=True)
+class DeliveryReport:
+    """What a delivery status notification (RFC 3464, ``multipart/report;
+    report-type=delivery-status``) says of the message it returns: its first recipient's
+    ``action`` (``failed``, ``delayed``, ``delivered``…), the enhanced ``status`` and the
+    reply code from its ``Diagnostic-Code`` (codes only, never the text), and the returned
+    message's Message-ID (from its headers, when the report carries them)."""
+
+    action: str
+    status: str | None = None
+    smtp: int | None = None
+    original_message_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class InboundMail:
     """A message someone sent us (a reply, we hope): untrusted from header to body. ``text``
     is the plain-text body as received, quoted history included; ``in_reply_to`` and
-    ``references`` are the Message-IDs it answers (``<local@domain>``, as written)."""
+    ``references`` are the Message-IDs it answers (``<local@domain>``, as written).
+    ``report``: set when the message is a delivery status notification (a bounce returned by
+    mail), which is never a reply."""
 
     message_id: str
     sender: str
@@ -80,6 +114,7 @@ class InboundMail:
     in_reply_to: str | None = None
     references: tuple[str, ...] = ()
     received_at: datetime | None = None
+    report: DeliveryReport | None = None
 
 
 @runtime_checkable
@@ -105,6 +140,7 @@ class Mailbox(Protocol):
 class Sender(Protocol):
     """Hands one message to a mail server. Returns when the server has accepted it (the only
     moment we know it will be delivered or bounced by someone else); raises ``MailRejected``
-    for a permanent refusal and ``UpstreamError`` for a transient one (retry later)."""
+    for a permanent refusal, ``MailDeferred`` for a transient refusal of this message, and
+    ``UpstreamError`` when the server cannot be reached (retry later)."""
 
     def send(self, mail: Mail) -> None: ...

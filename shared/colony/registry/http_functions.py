@@ -195,15 +195,20 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         topic=None,
         agent=None,
         purpose=(
-            "Cloud Tasks target: write an approved deal update back to an org's HubSpot, log"
-            " a sent message, reply or call summary there, read the deal a card shows"
+            "Cloud Tasks target of an org's HubSpot both ways: approved deal updates written"
+            " back, sent messages, replies and call summaries logged, the deal a card shows"
+            " read; backfill pages, the webhook's events applied, the daily reconciliation"
         ),
         # reads (and refreshes) each org's token from its own secret (colony-crm-*,
         # terraform/secrets.tf); the app's secret refreshes it
         secrets=(*MODEL_FREE_SECRETS, "COLONY_HUBSPOT_CLIENT_SECRET"),
+        # a backfill queues its continuation, a drain itself after HubSpot's wait
+        enqueues=(CRM_QUEUE,),
+        timeout_seconds=540,  # a backfill task runs pages for a while, then queues the rest
         # the only bundle with the HubSpot SDK (about 50 MB installed: docs/crm.md)
-        # one task at a time: a write is one or two HubSpot calls, the queue dispatches 5 a
-        # second, and the connection budget has room for one more connection, not four
+        # one task at a time: a write is one or two HubSpot calls, a portal's own limit (10
+        # calls a second) paces the sync anyway, and the connection budget has room for
+        # one more connection, not four (docs/deploy.md)
         concurrency=1,
         max_instances=1,
     ),
@@ -224,8 +229,9 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
         purpose=(
             "org admin API: erasure requests and reports, retention periods, org data,"
             " imports, Notion workspace connections, Drive folder watches, company research,"
-            " HubSpot connections, sender mailboxes and their grants, the team (owners, backup,"
-            " time zone, people from Clerk)"
+            " HubSpot connections, stage mapping, backfills and HubSpot's webhook, sender"
+            " mailboxes and their grants, the team (owners, backup, time zone, people from"
+            " Clerk)"
         ),
         # the Drive channel token signs the token of a folder watch it creates; the HubSpot
         # app's secret exchanges an org's OAuth code (and revokes its token on disconnect);
@@ -249,7 +255,9 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
             RESEARCH_QUEUE,
             CAMPAIGN_RESUME_QUEUE,
             SEND_QUEUE,
-            CRM_QUEUE,  # a HubSpot reconnect queues again the pushes that waited
+            # a HubSpot reconnect queues again the pushes that waited; HubSpot's webhook
+            # (POST /crm/hubspot/webhook) a drain per org; a backfill started its first page
+            CRM_QUEUE,
         ),
         # signs upload URLs under imports/<org>/ (a signed PUT acts as its signer, so it
         # needs object create) and reads an upload's size before queueing it
@@ -303,7 +311,7 @@ HTTP_FUNCTIONS: tuple[Function, ...] = (
             RESEARCH_QUEUE,
             CAMPAIGN_RESUME_QUEUE,  # the budget-release schedule's tasks
             SEND_QUEUE,  # the notify schedule's tasks (the send function runs them)
-            CRM_QUEUE,  # a polled reply is logged in the org's HubSpot
+            CRM_QUEUE,  # a polled reply logged in HubSpot; the crm-reconcile schedule's tasks
         ),
         assets="write",  # deletes transcripts, kits and imports
         timeout_seconds=540,

@@ -19,6 +19,7 @@ from typing import Literal
 from colony.errors import ValidationFailed
 from colony.registry.functions import (
     CAMPAIGN_RESUME_QUEUE,
+    CRM_QUEUE,
     DAILY_BRIEF_QUEUE,
     LIFECYCLE_QUEUE,
     NOTION_REEMBED_QUEUE,
@@ -30,7 +31,7 @@ from colony.registry.functions import (
 # once, those with a stalled research pass, those with campaign work held by a spent budget,
 # those whose daily brief is due in their own time zone, those with an approval item undecided
 # past their escalation window, those with a notification to fan out or send or a brief to
-# deliver, or none (one task for the deployment).
+# deliver, those with a connected CRM (HubSpot), or none (one task for the deployment).
 Serves = Literal[
     "orgs",
     "notion",
@@ -41,6 +42,7 @@ Serves = Literal[
     "brief_due",
     "escalation",
     "notify",
+    "crm",
     "deployment",
 ]
 
@@ -135,6 +137,16 @@ SCHEDULES: dict[str, Schedule] = {
             SEND_QUEUE,
             "notify",
             "notifications fanned out and sent, and the brief at each org's local time",
+        ),
+        # HubSpot's webhooks are at-least-once but not always: what they missed (a delivery
+        # HubSpot gave up on, events kept while the connection was paused) is found by
+        # searching what changed since the last run (colony.flows.crm.reconcile)
+        Schedule(
+            "crm-reconcile",
+            "50 4 * * *",
+            CRM_QUEUE,
+            "crm",
+            "each connected HubSpot searched for what changed since the last sync",
         ),
         # an SMTP relay's replies land in one mailbox (COLONY_REPLY_MAILBOX_*); each reply
         # names the message, and so the org, it answers

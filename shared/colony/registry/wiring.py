@@ -172,15 +172,21 @@ QUEUES: dict[str, Queue] = {
             max_attempts=20,
             max_dispatches_per_second=20.0,
         ),
-        # One task per push to an org's CRM (named by the push row: an approved deal update
-        # or an engagement) and per card whose HubSpot deal is read; a paused connection's
-        # pushes wait in PostgreSQL (crm_pushes), not here, until an admin reconnects.
-        # HubSpot allows 110 requests per 10 s per portal: this stays well under it.
+        # Everything Colony does with an org's CRM (issue 36): one task per push (named by
+        # the push row: an approved deal update or an engagement) and per card whose HubSpot
+        # deal is read; a backfill's next pages, the webhook's events applied, the daily
+        # reconciliation. A paused connection's pushes wait in PostgreSQL (crm_pushes), not
+        # here, until an admin reconnects. HubSpot allows 110 requests per 10 s per portal:
+        # the sync counts them in PostgreSQL (colony.flows.crm.limits) and a task that meets
+        # the limit queues itself after the wait; the dispatch rate stays under it.
         Queue(
             CRM_QUEUE,
             target="crm",
-            purpose="write one approved deal update or log one engagement in an org's CRM",
-            max_attempts=10,
+            purpose=(
+                "an org's CRM both ways: write-back and engagements, backfill, webhook"
+                " events and reconciliation"
+            ),
+            max_attempts=20,
             max_dispatches_per_second=5.0,
         ),
     )

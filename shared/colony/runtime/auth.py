@@ -53,7 +53,6 @@ LEEWAY_SECONDS = 30  # clock skew tolerated on a Google OIDC token's exp / iat
 PRIVATE_KEY_FILE = "jwt_private.pem"
 PUBLIC_KEY_FILE = "jwt_public.pem"
 LOCAL_ISSUER = "colony-local"
-ADMIN_ROLES = ("org:admin", "admin")  # Clerk v1 ``org_role``; v2 ``o.rol`` is "admin"
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +62,18 @@ class Principal:
     org_id: str
     user_id: str
     claims: Mapping[str, Any]
+
+
+ADMIN_ROLES = ("org:admin", "admin")  # Clerk v1 ``org_role``; v2 ``o.rol`` is "admin"
+
+
+def is_org_admin(claims: Mapping[str, Any]) -> bool:
+    """Whether a verified token carries the org admin role: Clerk v1 puts it in
+    ``org_role`` (``org:admin``), v2 in ``o.rol`` (``admin``)."""
+    nested = claims.get("o")
+    role = claims.get("org_role")
+    v2 = nested.get("rol") if isinstance(nested, Mapping) else None
+    return role in ADMIN_ROLES or v2 == "admin"
 
 
 _BEARER_ERRORS: dict[type[rs256.TokenError], str] = {
@@ -103,15 +114,6 @@ def verify_bearer(header_value: str | None, settings: Settings) -> Principal:
     principal = Principal(_org_of(claims), user, claims)
     sentry.tag(org_id=principal.org_id)  # the request's events name its (verified) org
     return principal
-
-
-def is_org_admin(claims: Mapping[str, Any]) -> bool:
-    """Whether a verified token carries the org admin role: Clerk v1 puts it in
-    ``org_role`` (``org:admin``), v2 in ``o.rol`` (``admin``)."""
-    nested = claims.get("o")
-    role = claims.get("org_role")
-    v2 = nested.get("rol") if isinstance(nested, Mapping) else None
-    return role in ADMIN_ROLES or v2 == "admin"
 
 
 def require_org_admin(principal: Principal, org: str, record: Callable[[str], None]) -> None:

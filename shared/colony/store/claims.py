@@ -47,6 +47,7 @@ ELSEWHERE = """
 SELECT 1 FROM resource_claims WHERE kind = %s AND resource_id = %s AND org_id <> %s
 """
 RELEASE = "DELETE FROM resource_claims WHERE kind = %s AND resource_id = %s"
+OWNER = "SELECT org_id FROM resource_claims WHERE kind = %s AND resource_id = %s"
 
 
 def _probe(kind: str, resource_id: str) -> str:
@@ -75,6 +76,18 @@ def claimed_elsewhere(cur: Any, org_id: str, kind: str, resource_id: str) -> boo
         return fetch_one(cur, ELSEWHERE, (kind, resource_id, org_id)) is not None
     finally:
         cur.execute(UNPROBE)
+
+
+def owner(cur: Any, kind: str, resource_id: str) -> str | None:
+    """The org that holds ``resource_id`` (None: no org), for routing an event that names
+    only the resource (HubSpot's webhooks name the portal). Read through the same probe as
+    ``claim``, cleared before returning: the caller learns the one owner and nothing else."""
+    cur.execute(PROBE, (_probe(kind, resource_id),))
+    try:
+        row = fetch_one(cur, OWNER, (kind, resource_id))
+    finally:
+        cur.execute(UNPROBE)
+    return str(row["org_id"]) if row else None
 
 
 def held(cur: Any, kind: str, resource_id: str) -> bool:

@@ -368,4 +368,11 @@ def migrations(dim: int) -> list[Migration]:
         Migration("0055_crm_write_back", _sql("0055_crm_write_back")),  # RLS in its file
         # Issue 38 item 1: each shared limit, its AIMD factor and each waiting org's share.
         Migration("0056_rate_limits", _sql("0056_rate_limits")),
+        # Issue 39 item 4: bounces recorded as codes and classes, soft bounces counted,
+        # rates per sending mailbox and domain, the breaker per sender, a campaign's pause
+        # waiting for a person, and the org's postal address for the footer.
+        Migration("0057_deliverability", _sql("0057_deliverability") + _rls("sender_pauses")),
+        # Issue 36 inbound: the stage mapping made editable, backfill jobs, webhook events,
+        # HubSpot's limits (see its file).
+        Migration("0058_crm_sync", _sql("0058_crm_sync")),  # its RLS is in its file
     ]

@@ -7,6 +7,11 @@ Time is logical and deterministic: the world starts at ``EPOCH`` and every write
 by one second, so a seeded world (``colony.testing.hubspot_seed``) is the same on every run,
 and a test that changes a field "in HubSpot" after we read it gets a later timestamp.
 Ids are HubSpot-like: numeric strings, counted per object type, in creation order.
+
+``journal`` (off until set to a list) is what HubSpot's webhooks would say of each change of
+a contact, company or deal, as its v3 event objects (``creation``, one ``propertyChange`` per
+property, ``associationChange``, ``deletion``, ``merge``): ``colony.testing.hubspot_webhooks``
+signs and delivers them in batches.
 """
 
 from __future__ import annotations
@@ -108,6 +113,8 @@ class HubSpotWorld:
         # (from type, to type) → from id → to id → association type ids
         self._links: dict[tuple[str, str], dict[str, dict[str, set[int]]]] = {}
         self.pipelines: list[dict[str, Any]] = [default_pipeline()]
+        self.journal: list[dict[str, Any]] | None = None
+        self._event_ids = 0
 
     # -- time ----------------------------------------------------------------------------------
 
@@ -141,6 +148,7 @@ class HubSpotWorld:
         self._order[object_type].append(number)
         for to_type, to_id in links:
             self.associate(object_type, obj.id, to_type, to_id)
+        self._note(object_type, obj.id, "creation")
         return obj
 
     def update(
@@ -155,13 +163,75 @@ class HubSpotWorld:
         obj = self.get(object_type, object_id)
         if obj is None:
             raise KeyError(object_id)
+        before = dict(obj.properties)
         self._set(obj, properties, self.tick(), source)
+        for name, value in properties.items():
+            if before.get(name) != obj.properties.get(name) or name not in before:
+                self._note(
+                    object_type, object_id, "propertyChange", propertyName=name, propertyValue=value
+                )
         return obj
 
     def archive(self, object_type: str, object_id: str) -> None:
         obj = self._objects[object_type][object_id]
         obj.archived = True
         obj.updated_at = self.tick()
+        self._note(object_type, object_id, "deletion")
+
+    def merge(self, object_type: str, primary_id: str, merged_id: str) -> Obj:
+        """Merge ``merged_id`` into ``primary_id`` as HubSpot does: the primary keeps its id
+        and its values (a property it lacks is taken from the other), takes the other's
+        associations, and the other is gone (reads of it find nothing)."""
+        primary, merged = self.get(object_type, primary_id), self.get(object_type, merged_id)
+        if primary is None or merged is None:
+            raise KeyError(merged_id if primary else primary_id)
+        for (a_type, b_type), links in list(self._links.items()):
+            if a_type == object_type and merged_id in links:
+                for to_id in list(links[merged_id]):
+                    self.associate(object_type, primary_id, b_type, to_id)
+        taken = {
+            k: v
+            for k, v in merged.properties.items()
+            if v is not None and primary.properties.get(k) is None and k in DEFAULTS[object_type]
+        }
+        merged.archived = True
+        self._set(primary, {**taken, "hs_merged_object_ids": merged_id}, self.tick(), "CRM_UI")
+        merged.updated_at = primary.updated_at
+        self._note(object_type, primary_id, "merge", merged=(merged_id,))
+        return primary
+
+    def _note(
+        self,
+        object_type: str,
+        object_id: str,
+        change: str,
+        *,
+        merged: tuple[str, ...] = (),
+        **extra: Any,
+    ) -> None:
+        """Journal one webhook event (contacts, companies and deals only)."""
+        if self.journal is None or object_type not in ("contacts", "companies", "deals"):
+            return
+        self._event_ids += 1
+        event: dict[str, Any] = {
+            "eventId": self._event_ids,
+            "subscriptionId": 4000 + OBJECT_TYPES.index(object_type),
+            "portalId": int(self.portal_id),
+            "appId": 1_000_001,
+            "occurredAt": int(self._now.timestamp() * 1000),
+            "subscriptionType": f"{SINGULAR[object_type]}.{change}",
+            "attemptNumber": 0,
+            "objectId": int(object_id),
+            "changeSource": "CRM_UI",
+            **extra,
+        }
+        if change == "merge":
+            event |= {
+                "primaryObjectId": int(object_id),
+                "mergedObjectIds": [int(m) for m in merged],
+                "newObjectId": int(object_id),
+            }
+        self.journal.append(event)
 
     def _set(self, obj: Obj, properties: Mapping[str, str | None], when: str, source: str) -> None:
         for name, value in properties.items():

@@ -3,7 +3,10 @@
 It speaks SMTP as a relay would: EHLO, optional STARTTLS (with a self-signed certificate
 written for it, so a client can verify it), optional AUTH LOGIN/PLAIN, and replies 550 to a
 recipient whose mailbox starts with ``bounce`` and 451 to one that starts with ``defer``
-(scripted permanent and transient refusals). Every accepted message is kept as received:
+(scripted permanent and transient refusals); ``answer(address, "421 4.7.0 …", …)`` scripts the
+next replies to one recipient's RCPT, one per attempt (then it is accepted), so a test can
+have a mailbox refuse for now twice and take the third try, or answer 550 5.1.1, 452 4.2.2,
+550 5.7.1 as a real server would. Every accepted message is kept as received:
 envelope, raw bytes and the parsed message. Given a way to read DNS (``dkim_dns``: the TXT
 records at a name, e.g. ``DnsPythonResolver(...).txt`` pointed at
 ``colony.testing.dns_server``), it verifies each message's DKIM signature with ``dkimpy`` as
@@ -53,6 +56,9 @@ class _Handler:
     async def handle_RCPT(
         self, server: Any, session: Any, envelope: Any, address: str, rcpt_options: Any
     ) -> str:
+        scripted = self._server._scripted(address)
+        if scripted is not None:
+            return scripted
         mailbox = address.split("@", 1)[0].lower()
         if mailbox.startswith("bounce"):
             return "550 5.1.1 no such mailbox"
@@ -123,6 +129,24 @@ class SmtpServer:
                 authenticator=self._authenticate, auth_required=True, auth_require_tls=starttls
             )
         self._controller: _ServingSocket | None = None
+        self._answers: dict[str, list[str]] = {}
+        self.attempts: dict[str, int] = {}  # RCPTs per recipient (lower-cased), answered or not
+
+    def answer(self, address: str, *replies: str) -> None:
+        """Answer the next RCPTs to ``address`` with ``replies`` (``"451 4.3.0 later"``), one
+        per attempt, in order; once they are used up the recipient is accepted."""
+        for reply in replies:
+            if not (reply[:3].isdigit() and reply[0] in "45"):
+                raise ValueError(f"a scripted refusal is a 4xx or 5xx reply, not {reply!r}")
+        with self._lock:
+            self._answers.setdefault(address.lower(), []).extend(replies)
+
+    def _scripted(self, address: str) -> str | None:
+        with self._lock:
+            key = address.lower()
+            self.attempts[key] = self.attempts.get(key, 0) + 1
+            queued = self._answers.get(key)
+            return queued.pop(0) if queued else None
 
     @property
     def port(self) -> int:

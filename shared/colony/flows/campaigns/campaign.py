@@ -27,6 +27,7 @@ from colony.contracts import HandoffEnvelope
 from colony.contracts.events import CampaignResume, CampaignStart, Handoff
 from colony.errors import NotFound, ValidationFailed
 from colony.flows.deps import FlowDeps
+from colony.flows.outbound import postal_address
 from colony.flows.outbound.sending import schedule_send
 from colony.flows.tenants import budget
 from colony.policy.anti_icp import match_rules
@@ -104,8 +105,10 @@ def create_campaign(
 
 def launch(deps: FlowDeps, org_id: str, campaign_id: str) -> str:
     """Publish a start event for a new run of ``campaign_id``; return the run id. Refused
-    (``BudgetCapped``, saying why) while the org's spent budget holds campaign work back."""
+    (``BudgetCapped``, saying why) while the org's spent budget holds campaign work back, and
+    (``PostalAddressMissing``) while the org has no postal address for its mail's footer."""
     budget.check_launch(deps, org_id)
+    postal_address.require(deps, org_id)
     run_id = f"run-{uuid.uuid4().hex[:16]}"
     event = CampaignStart(org_id=org_id, campaign_id=campaign_id, run_id=run_id)
     publish(deps.transport, CAMPAIGN_TOPIC, event)

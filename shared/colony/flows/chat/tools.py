@@ -52,6 +52,7 @@ from colony.errors import CallerError, Forbidden, ValidationFailed
 from colony.flows.approvals.approval_kinds import HELD_TOOLS, tool_arguments
 from colony.flows.approvals.approval_queue import pending_cards
 from colony.flows.deps import FlowDeps
+from colony.flows.outbound import postal_address
 from colony.flows.research import requests as research
 from colony.flows.tenants import budget
 from colony.knowledge.exemplars import to_exemplars
@@ -129,6 +130,7 @@ def launch_campaign(ctx: ToolContext, args: LaunchCampaignArgs) -> dict[str, Any
     from colony.contracts.events import CampaignStart
 
     budget.check_launch(ctx.deps, ctx.org_id)  # the model is told why, and says so
+    postal_address.require(ctx.deps, ctx.org_id)
     campaign_id = _stable_id("cmp", ctx.org_id, ctx.call_id)
     run_id = _stable_id("run", ctx.org_id, ctx.call_id)
     wanted = args.contact_external_ids

@@ -53,6 +53,7 @@ from colony.ports import CrmAuthorizer, CrmClient, CrmTokens, SecretStore
 from colony.store import claims, orgdata
 from colony.store.approvals import audit
 from colony.store.crm import connections as repo
+from colony.store.crm import records
 
 T = TypeVar("T")
 PROVIDER = "hubspot"
@@ -276,11 +277,17 @@ def status(deps: FlowDeps, org_id: str) -> dict[str, Any]:
     """The org's HubSpot connection as an admin sees it (never a token)."""
     with deps.db.transaction(org_id) as cur:
         row = repo.get(cur, PROVIDER)
+        waiting = records.unmapped(cur, PROVIDER)
     if row is None:
         return {"provider": PROVIDER, "status": "not_connected"}
     keys = ("account_id", "status", "paused_reason", "scopes", "access_expires_at")
     answer = {"provider": PROVIDER} | {k: row[k] for k in keys}
     answer |= {"connected_by": row["connected_by"], "connected_at": row["connected_at"]}
+    answer |= {"synced_through": row["synced_through"]}
+    # deals kept in a HubSpot stage with no mapping, for an admin to map (flows.crm.stages)
+    answer["unmapped_stages"] = [
+        {"stage": str(r["unmapped_stage"]), "deals": int(r["deals"])} for r in waiting
+    ]
     return {k: (v.isoformat() if hasattr(v, "isoformat") else v) for k, v in answer.items()}
 
 

@@ -113,7 +113,7 @@ def read_later(deps: FlowDeps, cur: Any, org_id: str, item_id: str, deal_id: str
     if row is None or row["status"] != "connected" or _linked_deal(cur, deal_id) is None:
         return False
     # lazy: the task model loads with the first read (pydantic models)
-    from colony.contracts.tasks import CrmCardRead, CrmTaskBody
+    from colony.contracts.crm_tasks import CrmCardRead, CrmTaskBody
 
     body = CrmTaskBody(task=CrmCardRead(org_id=org_id, item_id=item_id))
     enqueue(deps.transport, CRM_QUEUE, body, task_id=f"crm-read-{item_id}", delay_seconds=0)

@@ -101,7 +101,7 @@ def queue(
 def schedule(deps: FlowDeps, org_id: str, push_id: str, *, attempt: str = "") -> str:
     """The push's task (named by the row; ``attempt`` names a later hand-over: a resume)."""
     # lazy: the task model loads with the first push (pydantic models)
-    from colony.contracts.tasks import CrmPush, CrmTaskBody
+    from colony.contracts.crm_tasks import CrmPush, CrmTaskBody
 
     body = CrmTaskBody(task=CrmPush(org_id=org_id, push_id=push_id))
     name = f"crm-{push_id}" + (f"-{attempt}" if attempt else "")

@@ -1,14 +1,14 @@
-"""Delivery events and the circuit breaker (CONST-005; SPEC §6.2).
+"""Delivery events (SPEC §6.2) and what they tell the circuit breaker (CONST-005).
 
 An ESP reports delivered / bounced / complained / replied for outbox messages. Each event
 (idempotent on its id, recorded in the same transaction as its effects) moves the message
-forward, never back (a late "delivered" cannot erase a bounce), then the campaign's bounce and
-complaint rates since its last resume are judged; crossing a threshold with enough messages
-to judge pauses the campaign: its running runs stop taking new work, queued outbox rows are
-blocked, and a Cloud Tasks resume is scheduled, named by the pause so that every pause gets
-its own resume and a redelivered event never schedules a second one. A trip is reported to
-Sentry as the ``circuit_breaker`` category (tagged with the org and the campaign), once: only
-the event whose transaction paused the campaign reports it.
+forward, never back (a late "delivered" cannot erase a bounce). A bounce comes classified by
+its codes (``bounces.reported``: a transient one is counted, and only bounces the message once
+its address's soft bounces are exhausted); a bounce or a complaint suppresses the address and
+has the campaign's, the mailbox's and the domain's rates judged (``breaker.judge``): crossing
+a threshold pauses them until a person resumes them (``breaker.resume``; nothing resumes by
+itself). A trip is reported to Sentry as the ``circuit_breaker`` category, once: only the
+event whose transaction paused it reports it.
 
 An event that moves the message forward is also its KC-08 exemplar's outcome
 (``colony.knowledge.outcomes``): ``replied`` with the reply's sentiment when it is known, so
@@ -19,23 +19,17 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from colony.contracts.events import CampaignResume
 from colony.errors import NotFound, ValidationFailed
 from colony.flows.deps import FlowDeps
-from colony.flows.outbound import sequences
+from colony.flows.outbound import bounces, breaker, sequences
 from colony.knowledge import outcomes as exemplar_outcomes
-from colony.observability import categories
-from colony.registry.functions import CAMPAIGN_RESUME_QUEUE
-from colony.runtime.transport import enqueue
+from colony.policy.bounces import Bounce
 from colony.store import processed_events
-from colony.store.campaigns import campaigns
 from colony.store.knowledge import provenance
 from colony.store.outbound import outbox, suppressions
 
 DeliveryEvent = Literal["delivered", "bounced", "complained", "replied"]
 EVENTS: tuple[str, ...] = ("delivered", "bounced", "complained", "replied")
-MIN_SAMPLE = 10  # messages that left before a rate can trip the breaker
-RESUME_AFTER_SECONDS = 24 * 3600
 HANDLER = "delivery-events"
 
 
@@ -47,8 +41,10 @@ def record(
     event_id: str,
     *,
     sentiment: str | None = None,
+    bounce: Bounce | None = None,
 ) -> dict[str, Any]:
-    """Record one delivery event (``sentiment``: a reply's, ``colony.policy.replies``)."""
+    """Record one delivery event (``sentiment``: a reply's, ``colony.policy.replies``;
+    ``bounce``: a ``bounced`` event's classification, when the report carried one)."""
     if event not in EVENTS:
         raise ValidationFailed(f"unknown delivery event {event!r}; expected {', '.join(EVENTS)}")
     exemplar_outcome = f"replied_{sentiment}" if event == "replied" and sentiment else event
@@ -60,6 +56,9 @@ def record(
         campaign_id = message["campaign_id"]
         if not processed_events.mark(cur, org_id, HANDLER, event_id, detail=event):
             outcome = {"duplicate": True}
+        elif bounce is not None and not bounces.reported(cur, org_id, outbox_id, bounce):
+            outcome = {"outbox_id": outbox_id, "status": message["status"], "soft_bounce": True}
+            outcome["bounce"] = {"code": bounce.code, "class": bounce.klass}
         elif not outbox.set_status(cur, outbox_id, event):
             outcome = {"outbox_id": outbox_id, "status": message["status"], "ignored": event}
         else:
@@ -75,48 +74,9 @@ def record(
                     suppressions.add(cur, org_id, address, event)
             if event != "delivered" and message["contact_id"]:  # the sequence ends here
                 sequences.stop_contacts(cur, [message["contact_id"]], event)
-            if campaign_id:
-                outcome.update(_breaker(cur, campaign_id))
-        paused = campaigns.pause_state(cur, campaign_id) if campaign_id else None
-    if outcome.get("paused"):  # this event tripped it (committed): worth a person's look
-        runs = list(outcome.get("paused_runs") or ())
-        categories.report(
-            "circuit_breaker",
-            org_id=org_id,
-            run_id=runs[0] if len(runs) == 1 else None,
-            agent_id="AGT-002",  # the campaign's runs are AGT-002's
-            tags={"campaign_id": str(campaign_id), "paused_runs": str(len(runs))},
-        )
-    if paused and paused["status"] == "paused" and paused["paused_at"] is not None:
-        # Every event of a paused campaign re-asks for its resume: the task name is the
-        # pause's, so this is created once, even after a crash right after the pause.
-        resume = CampaignResume(org_id=org_id, campaign_id=campaign_id)
-        enqueue(
-            deps.transport,
-            CAMPAIGN_RESUME_QUEUE,
-            resume,
-            task_id=f"resume-{campaign_id}-{int(paused['paused_at'].timestamp())}",
-            delay_seconds=RESUME_AFTER_SECONDS,
-        )
+            harm = event in ("bounced", "complained")  # what the sender's rates count
+            if campaign_id or harm:
+                sender = message["sender_address"] if harm else None
+                outcome.update(breaker.judge(cur, org_id, campaign_id, sender))
+    breaker.report(org_id, campaign_id, outcome)  # a trip this event made (committed)
     return outcome
-
-
-def _breaker(cur: Any, campaign_id: str) -> dict[str, Any]:
-    campaign = campaigns.get(cur, campaign_id)
-    rates = outbox.rates(cur, campaign_id)
-    if campaign is None or rates is None or rates["judged"] < MIN_SAMPLE:
-        return {}
-    bounce = rates["bounced"] / rates["judged"]
-    complaint = rates["complained"] / rates["judged"]
-    result: dict[str, Any] = {
-        "bounce_rate": round(bounce, 4),
-        "complaint_rate": round(complaint, 4),
-    }
-    tripped = bounce > float(campaign["bounce_threshold"]) or complaint > float(
-        campaign["complaint_threshold"]
-    )
-    if tripped and campaign["status"] == "active":
-        reason = f"circuit breaker: bounce {bounce:.1%}, complaints {complaint:.2%}"
-        paused = campaigns.pause(cur, campaign_id, reason)
-        result.update(paused=True, reason=reason, paused_runs=paused)
-    return result

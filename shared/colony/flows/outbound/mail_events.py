@@ -2,20 +2,24 @@
 
     Resend (via Svix) ─► verify svix-id / svix-timestamp / svix-signature over the raw body
         (``colony.webhooks.verify_svix``: 5-minute window, a replay outside it is refused)
-        ─► email.delivered / .bounced (Permanent only) / .complained / .suppressed
+        ─► email.delivered / .bounced / .complained / .suppressed
               ─► the message named by our tags ─► ``colony.flows.outbound.delivery.record``
+                 (a bounce classified by its codes first: ``colony.policy.bounces``)
         ─► email.received ─► the body and headers, read back through the API
               ─► ``colony.flows.outbound.replies.ingest``
            (no reader configured: held, answered 202, drained once there is one:
             ``colony.flows.outbound.held_mail``)
-        ─► anything else (sent, opened, clicked, delivery_delayed, a soft bounce): ignored
+        ─► anything else (sent, opened, clicked, delivery_delayed): ignored
 
-Event names, theirs → ours: ``email.delivered`` → delivered; ``email.bounced`` with
-``bounce.type`` ``Permanent`` → bounced (suppresses the address), any other bounce type
-(``Transient``, ``Undetermined``) is a soft bounce and changes nothing (Resend retries it);
-``email.complained`` → complained; ``email.suppressed`` (Resend refused to send to an address
-on its own suppression list) → bounced. Our message is named by the ``org_id`` and
-``outbox_id`` tags the send attached, else by its Message-ID.
+Event names, theirs → ours: ``email.delivered`` → delivered; ``email.bounced`` → bounced, as
+its codes say: the enhanced status code in ``bounce.diagnosticCode`` (``smtp; 550 5.1.1 …``)
+decides, else ``bounce.type`` (``Permanent``: hard; ``Transient``, ``Undetermined``: soft). A
+hard bounce suppresses the address; a soft one is counted on the message and against the
+address, which is suppressed once its soft bounces are exhausted (Resend has retried the
+message itself before it reports one). ``email.complained`` → complained;
+``email.suppressed`` (Resend refused to send to an address on its own suppression list) →
+bounced, for good. Our message is named by the ``org_id`` and ``outbox_id`` tags the send
+attached, else by its Message-ID. Only the codes are kept, never the report's text.
 
 A delivery that does not verify, or cannot be read, is recorded in ``rejected_deliveries``
 and refused (401 / 422); one naming no message of ours (or another org's) is recorded and
@@ -32,6 +36,7 @@ from typing import Any, Protocol
 from colony.errors import ConfigError, NotFound, Unauthorized, Unprocessable, ValidationFailed
 from colony.flows.deps import FlowDeps
 from colony.flows.outbound import delivery, held_mail, replies
+from colony.policy import bounces
 from colony.ports import RejectionRecorder
 from colony.store.outbound import replies as replies_store
 from colony.svix import verify_svix
@@ -78,10 +83,9 @@ def receive(
             return replies.ingest(deps, reader.received(email_id), event_id=event_id)
         if kind not in DELIVERY:
             return {"status": "ignored", "event": kind}
-        if kind == "email.bounced" and _bounce_type(data) != "permanent":
-            return {"status": "ignored", "event": kind, "reason": "soft bounce"}
+        bounce = _bounce(kind, data)
         org_id, outbox_id = _message_of(deps, data)
-        return delivery.record(deps, org_id, outbox_id, DELIVERY[kind], event_id)
+        return delivery.record(deps, org_id, outbox_id, DELIVERY[kind], event_id, bounce=bounce)
     except NotFound as error:
         rejections.record(HANDLER, event_id, None, f"{error.code}: {error}")
         raise
@@ -107,10 +111,20 @@ def _text(data: dict[str, Any], name: str) -> str:
     return value
 
 
-def _bounce_type(data: dict[str, Any]) -> str:
+def _bounce(kind: str, data: dict[str, Any]) -> bounces.Bounce | None:
+    """A bounce event's classification: its diagnostic code's, else its type's."""
+    if kind == "email.suppressed":
+        return bounces.classify(reported="permanent")
+    if kind != "email.bounced":
+        return None
     bounce = data.get("bounce")
-    kind = bounce.get("type") if isinstance(bounce, dict) else None
-    return str(kind or "").lower()
+    bounce = bounce if isinstance(bounce, dict) else {}
+    diagnostic = bounce.get("diagnosticCode")
+    if isinstance(diagnostic, list):
+        diagnostic = next((d for d in diagnostic if isinstance(d, str)), None)
+    smtp, status = bounces.parse(diagnostic if isinstance(diagnostic, str) else None)
+    reported = bounce.get("type")
+    return bounces.classify(smtp, status, reported=reported if isinstance(reported, str) else None)
 
 
 def _message_of(deps: FlowDeps, data: dict[str, Any]) -> tuple[str, str]:

@@ -13,6 +13,11 @@ stored and shown as data, never logged, and it never reaches an exception messag
 Two ways in: the provider's inbound webhook (``colony.flows.outbound.mail_events``) and, for SMTP
 relay users, ``poll`` over a ``Mailbox`` (``colony.adapters.imap_mailbox``): the deployment's
 reply mailbox, read every few minutes by the ``replies-poll`` schedule.
+
+A bounce returned by mail (a delivery status notification: ``InboundMail.report``) is never a
+reply: ``bounced`` files it as its message's bounce, by its codes (``colony.policy.bounces``:
+``Action: failed`` with a 5.x.x status suppresses the address, a 4.x.x one or ``delayed`` is
+counted as a soft bounce), idempotent on the report's Message-ID.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from colony.errors import NotFound
 from colony.flows.crm import engagements
 from colony.flows.deps import FlowDeps
 from colony.flows.outbound import delivery
+from colony.policy import bounces
 from colony.policy.replies import own_text, sentiment
 from colony.ports import InboundMail, Mailbox, RejectionRecorder
 from colony.store.outbound import replies
@@ -51,6 +57,8 @@ def ingest(
     ``org_id``: the org whose mailbox it came from (a polled mailbox); None for the
     provider's inbound webhook, which serves every org, where the message names its org.
     Idempotent on the reply's Message-ID (``event_id`` when it has none)."""
+    if mail.report is not None:
+        return bounced(deps, mail, event_id=event_id, org_id=org_id)
     ids = answered_ids(mail)
     if not ids:
         raise NotFound("the reply names no message (no In-Reply-To or References)")
@@ -91,6 +99,28 @@ def ingest(
     }
 
 
+def bounced(
+    deps: FlowDeps, mail: InboundMail, *, event_id: str, org_id: str | None = None
+) -> dict[str, Any]:
+    """File a delivery status notification as the bounce of the message it returns
+    (``NotFound`` for one that names no message of ours, or of ``org_id``'s)."""
+    report = mail.report
+    assert report is not None
+    original = report.original_message_id or ""
+    found = replies.org_of_message(deps.db, [original[:500]]) if original else None
+    if found is None or (org_id is not None and found != org_id):
+        raise NotFound("the delivery report returns no message this organisation sent")
+    if report.action not in ("failed", "delayed"):  # delivered, relayed, expanded: no bounce
+        return {"status": "ignored", "org_id": found, "action": report.action}
+    reported = "permanent" if report.action == "failed" else "transient"
+    bounce = bounces.classify(report.smtp, report.status, reported=reported)
+    key = mail.message_id.strip() or f"<{event_id}>"
+    report_event = "dsn-" + hashlib.sha256(f"{found}\n{key}".encode()).hexdigest()[:40]
+    outbox_id = original.strip("<>").partition("@")[0]
+    outcome = delivery.record(deps, found, outbox_id, "bounced", report_event, bounce=bounce)
+    return {"status": "bounce", "org_id": found, "outbox_id": outbox_id, "delivery": outcome}
+
+
 def poll(
     deps: FlowDeps, rejections: RejectionRecorder, mailbox: Mailbox, org_id: str | None = None
 ) -> dict[str, int]:
@@ -98,11 +128,12 @@ def poll(
     names its org, as for the inbound webhook) or one bound to ``org_id``. Each is marked
     read once stored, or once its rejection (no message of ours, or of that org's) is
     recorded; a failure to store leaves it unread for the next poll."""
-    counts = {"stored": 0, "duplicate": 0, "rejected": 0}
+    counts = {"stored": 0, "duplicate": 0, "rejected": 0}  # and "bounce", "ignored" as found
     for key, mail in mailbox.unread():
         event_id = f"imap-{org_id or 'deployment'}-{key}"[:200]
         try:
-            counts[ingest(deps, mail, event_id=event_id, org_id=org_id)["status"]] += 1
+            status = ingest(deps, mail, event_id=event_id, org_id=org_id)["status"]
+            counts[status] = counts.get(status, 0) + 1
         except NotFound as error:
             rejections.record(HANDLER, event_id, org_id, f"{error.code}: {error}")
             counts["rejected"] += 1

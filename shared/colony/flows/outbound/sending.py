@@ -8,9 +8,12 @@
            org's ready mailboxes within their limits; none: the org's From setting), its
            domain verified (else refused), paused or at its limit (waits); Message-ID on
            the mailbox's domain
+        ─► that mailbox or its domain paused by the breaker, or a campaign message and the
+           org has no postal address? (waits: ``breaker``, ``postal_address``)
         ─► sent: the relay (``Sender``), DKIM-signed with the domain's key, or the org's own
            Gmail / Microsoft 365 mailbox through its grant (a refused grant: waits)
-        ─► ``sent``  (a permanent refusal: ``bounced``, address suppressed)
+        ─► ``sent``  (a refusal: ``bounces.refused``, by its codes: for good ─► ``bounced``,
+           address suppressed; for now ─► back to the queue, tried again with back-off)
         ─► logged on the contact in the org's HubSpot, if connected (``flows.crm``)
 
 Only email steps reach the outbox: a LinkedIn or call step is a task for a person
@@ -33,24 +36,33 @@ back to the queue and its task scheduled again: nothing waiting is dropped.
 The suppression list is read at send time, not only when the message was drafted: an
 address unsubscribed or bounced after the approval is never mailed. Every message carries
 ``List-Unsubscribe`` (an expiring signed link) with ``List-Unsubscribe-Post:
-List-Unsubscribe=One-Click`` (RFC 8058), and the same link in its footer.
+List-Unsubscribe=One-Click`` (RFC 8058), and the same link in its footer, under the org's
+postal address (CAN-SPAM).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime, timedelta
+from email.utils import parseaddr
 from typing import Any
 from urllib.parse import quote
 
 from colony.errors import ConfigError, Conflict, GrantRefused, NotFound, ValidationFailed
 from colony.flows.crm import engagements
 from colony.flows.deps import FlowDeps
-from colony.flows.outbound import senders, sending_domains, sequences
+from colony.flows.outbound import (
+    bounces,
+    breaker,
+    postal_address,
+    senders,
+    sending_domains,
+    sequences,
+)
+from colony.flows.outbound.bounces import effect as _record  # the send's audit entries
 from colony.flows.outbound.send_queue import schedule_send
-from colony.ports import Mail, MailRejected
+from colony.ports import Mail, MailDeferred, MailRejected
 from colony.runtime import signed
-from colony.store.approvals import audit
 from colony.store.campaigns import campaigns
 from colony.store.outbound import outbox, suppressions
 from colony.store.tenants import org_admin
@@ -90,6 +102,7 @@ def queue_approved(
     campaign_id = payload.get("campaign_id")
     paused = False
     if campaign_id:
+        postal_address.require_for(cur, org_id)  # campaign email carries the org's address
         # Share-locked: a breaker pause cannot commit between this read and the outbox insert.
         paused = campaigns.status_for_share(cur, campaign_id) == "paused"
     outbox_id = outbox.queue(
@@ -157,9 +170,15 @@ def send(deps: FlowDeps, org_id: str, outbox_id: str) -> dict[str, Any]:
             return {"outbox_id": outbox_id, "status": "refused", "reason": choice.reason}
         if choice is not None and choice.action == "wait":
             wait = (choice.reason, choice.delay)
+        postal = postal_address.for_footer(cur, row)
+        from_address = parseaddr(choice.mail_from)[1].lower() if choice is not None else ""
+        held = (breaker.held_by(cur, from_address) if from_address else None) or postal.waiting
+        if wait is None and held:  # the breaker, or the footer's address, holds it
+            wait = (held, PAUSED_DOMAIN_RETRY_SECONDS)
         if wait is not None:  # deferred, never dropped: back to the queue, sent later
             return _defer(deps, cur, org_id, outbox_id, *wait)
         assert choice is not None
+        bounces.sending_from(cur, outbox_id, from_address)  # its mailbox's and domain's rates
         thread = sequences.thread_headers(cur, row)
     dkim = None
     if choice.verdict is not None and choice.verdict.action == "sign":
@@ -175,7 +194,7 @@ def send(deps: FlowDeps, org_id: str, outbox_id: str) -> dict[str, Any]:
         sender=choice.mail_from,
         to=address,
         subject=row["subject"],
-        text=f"{row['body']}\n\n--\nTo stop receiving these emails: {link}\n",
+        text=f"{row['body']}\n\n--\n{postal.footer}To stop receiving these emails: {link}\n",
         headers={
             "List-Unsubscribe": f"<{link}>",
             "List-Unsubscribe-Post": "List-Unsubscribe=One-Click",
@@ -191,12 +210,13 @@ def send(deps: FlowDeps, org_id: str, outbox_id: str) -> dict[str, Any]:
         with deps.db.transaction(org_id) as cur:
             why = f"the mailbox's grant was refused ({refused.reason}): connect it again"
             return _defer(deps, cur, org_id, outbox_id, why, senders.MAILBOX_RETRY_SECONDS)
-    except MailRejected as error:
-        with deps.db.transaction(org_id) as cur:
-            outbox.finish_send(cur, outbox_id, "bounced", str(error))
-            suppressions.add(cur, org_id, address, "bounced")
-            _record(cur, org_id, row, "message_bounced", {"error": str(error)})
-        return {"outbox_id": outbox_id, "status": "bounced"}
+    except (MailRejected, MailDeferred) as error:  # the server's answer, by its codes
+        outcome = bounces.refused(deps, org_id, row, error, from_address)
+        if "retry_in" in outcome:  # refused for now: tried again later, never dropped
+            retry = outcome.pop("retry_in")
+            due = int(deps.clock().timestamp() + retry)
+            schedule_send(deps, org_id, outbox_id, attempt=f"soft-{due}", delay=retry)
+        return outcome
     with deps.db.transaction(org_id) as cur:
         outbox.finish_send(cur, outbox_id, "sent")
         senders.sent(cur, outbox_id, ref)
@@ -225,19 +245,6 @@ def _not_claimed(cur: Any, outbox_id: str) -> dict[str, Any]:
     if state["status"] == "blocked":  # its campaign is paused: the resume re-queues it
         return {"outbox_id": outbox_id, "status": "blocked", "deferred": True}
     return {"outbox_id": outbox_id, "status": state["status"], "duplicate": True}
-
-
-def _record(cur: Any, org_id: str, row: Any, action: str, detail: dict[str, Any]) -> None:
-    entry = audit.Entry(
-        "effect",
-        "system",
-        "system",
-        action,
-        approval_item_id=row["approval_item_id"],
-        item_kind="outbound_message",
-        detail={"outbox_id": row["id"], **detail},
-    )
-    audit.append(cur, org_id, entry)
 
 
 # ─── unsubscribe ─────────────────────────────────────────────────────────────────────────

@@ -17,6 +17,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from colony.contracts.common import Strict
+from colony.contracts.crm_tasks import CrmReconcile, CrmTaskBody
 from colony.contracts.lifecycle import (
     DomainCheck,
     DriveRenewal,
@@ -68,6 +69,8 @@ def _org_task(name: str, org_id: str, slot: datetime, day: date | None = None) -
         return NotionReconcile(org_id=org_id)
     if name == "research-sweep":
         return LifecycleBody(task=ResearchSweep(org_id=org_id))
+    if name == "crm-reconcile":
+        return CrmTaskBody(task=CrmReconcile(org_id=org_id))
     if name == "domain-check":
         return LifecycleBody(task=DomainCheck(org_id=org_id))
     if name == "budget-release":

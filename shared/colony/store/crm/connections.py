@@ -35,7 +35,7 @@ ON CONFLICT (org_id, provider) DO UPDATE SET account_id = EXCLUDED.account_id,
     connected_by = EXCLUDED.connected_by, connected_at = now(), updated_at = now()
 """
 _COLUMNS = """org_id, provider, account_id, status, secret_name, scopes, access_expires_at,
-    paused_reason, connected_by, connected_at, updated_at"""
+    paused_reason, connected_by, connected_at, updated_at, synced_through"""
 GET = f"SELECT {_COLUMNS} FROM crm_connections WHERE provider = %s"
 # The refresh takes the row's lock: two instances that find the token near its expiry take
 # turns, and the second finds it fresh.
@@ -54,6 +54,11 @@ UPDATE crm_connections SET status = 'disconnected', access_expires_at = NULL,
     paused_reason = NULL, updated_at = now()
 WHERE provider = %s AND status <> 'disconnected'
 RETURNING account_id, secret_name
+"""
+# The reconciliation's watermark moves forward only (a slow run never moves it back).
+SYNCED = """
+UPDATE crm_connections SET synced_through = greatest(synced_through, %s), updated_at = now()
+WHERE provider = %s
 """
 SECRET_NAMES = "SELECT secret_name FROM crm_connections ORDER BY provider"
 
@@ -107,6 +112,11 @@ def pause(cur: Any, provider: str, reason: str) -> bool:
 def disconnect(cur: Any, provider: str) -> Row | None:
     """Mark it disconnected; its account and secret name (None: nothing to disconnect)."""
     return fetch_one(cur, DISCONNECT, (provider,))
+
+
+def synced(cur: Any, provider: str, through: datetime) -> None:
+    """Every change of the CRM up to ``through`` (the CRM's own clock) is applied."""
+    cur.execute(SYNCED, (through, provider))
 
 
 def secret_names(cur: Any) -> list[str]:

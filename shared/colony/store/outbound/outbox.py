@@ -21,7 +21,9 @@ ON CONFLICT (org_id, approval_item_id) DO NOTHING RETURNING id
 BY_ITEM = "SELECT id FROM outbox WHERE approval_item_id = %s"
 SET_ADDRESS = "UPDATE outbox SET to_address = lower(%s) WHERE id = %s AND to_address IS NULL"
 QUEUED_IN_CAMPAIGN = "SELECT id FROM outbox WHERE campaign_id = %s AND status = 'queued'"
-MESSAGE = "SELECT campaign_id, contact_id, status, approval_item_id FROM outbox WHERE id = %s"
+MESSAGE = """
+SELECT campaign_id, contact_id, status, approval_item_id, sender_address FROM outbox WHERE id = %s
+"""
 # Forward only: bounced and complained are final; replied is not undone by a late delivered.
 SET_STATUS = """
 UPDATE outbox SET status = %s, updated_at = now()
@@ -123,7 +125,8 @@ def queued_in_campaign(cur: Any, campaign_id: str) -> list[str]:
 
 
 def message(cur: Any, outbox_id: str) -> Row | None:
-    """The message's campaign, contact, status and approval item (None: not in this org)."""
+    """The message's campaign, contact, status, approval item and the From address it left
+    from (None: not in this org)."""
     return fetch_one(cur, MESSAGE, (outbox_id,))
 
 
