@@ -156,6 +156,11 @@ def test_a_member_and_another_orgs_admin_are_refused_and_recorded(api: Api) -> N
                 "reason": why,
             }
     assert len(api.rejections()) == 6
+    for header in ({}, {"Authorization": "Bearer not-a-token"}):
+        answer = api.http.put(f"{api.base}/setup/{ORG}/icp", json=ICP, headers=header)
+        assert answer.status_code == 401, answer.text
+        assert api.rejections()[-1]["reason"].startswith("unauthorized: ")
+    assert len(api.rejections()) == 8
     assert [e["action"] for e in api.audit()] == ["icp.replace"]  # nothing else changed
     assert api.call("GET", f"/setup/{ORG}/icp").json()["version"] == 1
     with api.db.transaction(OTHER) as cur:

@@ -113,11 +113,13 @@ window.ColonySetup = (() => {
   // save button, and a summary the screen reader hears.
   async function section(what, heading, draw) {
     const box = $("setup-" + what);
+    let held, failed = null;
+    try { held = await ctx.api(`/setup/${encodeURIComponent(ctx.org)}/${what}`); }
+    catch (error) { failed = error; }
+    // Replaced only once the server has answered: the form never vanishes while it asks.
     box.textContent = "";
     box.appendChild(el("h3", null, heading));
-    let held;
-    try { held = await ctx.api(`/setup/${encodeURIComponent(ctx.org)}/${what}`); }
-    catch (error) { box.appendChild(el("p", "bad", "Could not load it: " + error.message)); return; }
+    if (failed) { box.appendChild(el("p", "bad", "Could not load it: " + failed.message)); return; }
     const form = el("form", "sf-form");
     form.noValidate = true;  // the server's rules decide, and its messages go beside the fields
     form.setAttribute("aria-label", heading);
@@ -140,9 +142,10 @@ window.ColonySetup = (() => {
       try {
         await ctx.api(`/setup/${encodeURIComponent(ctx.org)}/${what}`,
           { method: "PUT", body: JSON.stringify(collect()) });
+        await section(what, heading, draw);  // drawn again from what the server now holds
         say(`${heading} saved`);
-        await section(what, heading, draw);
-        $("setup-" + what).querySelector("button[type=submit]").focus();
+        const again = $("setup-" + what).querySelector("button[type=submit]");
+        if (again) again.focus();
       } catch (error) {
         save.disabled = false;
         showErrors(form, summary, error);

@@ -10,9 +10,10 @@ and replaced through the admin API's own contracts and flows (``colony.contracts
                                        read or replace one (``IcpReplace``,
                                        ``SequenceLibrary``, ``OrgSettingsReplace``)
 
-Who may: the admin API's check (``runtime.auth.require_org_admin``): the verified token's
-org is ``<org>`` (a form loaded for one org never writes another the session has since
-switched to) and it carries the admin role; a refusal is a 403, recorded as the admin API
+Who may: the admin API's check (``runtime.auth.require_org_admin``): a verified bearer
+token (verified here, not by ``chat.api``, so a refused token is recorded too) whose org is
+``<org>`` (a form loaded for one org never writes another the session has since switched to)
+and which carries the admin role; a refusal is a 401 or 403, recorded as the admin API
 records it. Each replace is on the audit log as the person's (channel ``ui``).
 
 A body that breaks its contract is a 422 whose ``error.fields`` lists ``{"field",
@@ -27,8 +28,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from colony.errors import FieldsInvalid, NotFound, ValidationFailed
-from colony.runtime.auth import Principal, is_org_admin, require_org_admin
+from colony.errors import FieldsInvalid, NotFound, Unauthorized, ValidationFailed
+from colony.runtime.auth import is_org_admin, require_org_admin, verify_bearer
 from colony.runtime.edge import JsonRequest
 from colony.runtime.edge.responses import MethodNotAllowed
 
@@ -43,15 +44,21 @@ _PATH = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*): (.+)$", re.D
 _FIELDS_SHOWN = 50  # a form with more faults than this shows the first fifty
 
 
-def handle(deps: Deps, who: Principal, request: JsonRequest) -> Any:
+def handle(deps: Deps, request: JsonRequest) -> Any:
     if request.path == "/setup":
         _allow(request.method, "GET")
+        who = verify_bearer(request.authorization, deps.settings)
         return {"org_id": who.org_id, "admin": is_org_admin(who.claims)}
     match = _ONE.match(request.path)
     if match is None:
         raise NotFound("there is nothing at this path")
     _allow(request.method, "GET", "PUT")
     org = match["org"]
+    try:
+        who = verify_bearer(request.authorization, deps.settings)
+    except Unauthorized as error:
+        deps.rejections.record(FUNCTION, None, org, f"unauthorized: {error}")
+        raise
     require_org_admin(who, org, lambda why: deps.rejections.record(FUNCTION, None, org, why))
     # lazy: the contracts and their flow load with the first setup request, not with the page
     from colony.contracts.admin import IcpReplace, OrgSettingsReplace, SequenceLibrary
