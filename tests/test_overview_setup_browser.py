@@ -5,7 +5,8 @@ from the server with its message beside the field it concerns (that field marked
 focused), and once mended it is saved, as a new ICP version and on the audit log as the
 person's. A member without the admin role sees no forms. axe-core finds no serious or
 critical violation, with the errors shown or not. The screenshot is
-``artifacts/overview-setup.png`` (git-ignored).
+``artifacts/overview-setup.png`` (git-ignored): a refused anti-ICP rule, its message beside
+the field.
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ def test_an_admin_mends_each_fault_beside_its_field_and_saves(
         assert browser.switch_to.active_element == value  # focus goes to what to mend
         assert beside(browser, "anti_icp_rules.0.value") == ""
         assert serious_violations(browser) == [], "the Setup view, a fault shown"
-        screenshot(browser, "overview-setup", browser.find_element(By.ID, "setup-view"))
+        screenshot(browser, "overview-setup", at(browser, "anti_icp_rules.1"))  # the fault
         retype(value, "40")
         submit(browser, "icp")
         wait.until(lambda d: words(d.find_element(By.ID, "setup-status")) == "ICP saved")
