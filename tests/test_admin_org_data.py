@@ -121,6 +121,18 @@ def test_an_admin_replaces_the_icp_as_a_new_version(api: Api) -> None:
     versions = api.rows("SELECT version, active FROM icp_definitions ORDER BY version")
     assert versions == [{"version": 1, "active": False}, {"version": 2, "active": True}]
     assert api.call("GET", f"/orgs/{BETA}/icp", api.token(BETA)).get_json()["icp"] is None
+    audited = api.rows("SELECT org_id, actor, channel, action, detail FROM audit_log ORDER BY id")
+    rules = len(ICP["anti_icp_rules"])
+    assert audited == [  # each replace, as its admin's, in the transaction that made it
+        {
+            "org_id": ALPHA,
+            "actor": "user_1",
+            "channel": "admin",
+            "action": "icp.replace",
+            "detail": {"version": version, "anti_icp_rules": rules},
+        }
+        for version in (1, 2)
+    ]
 
 
 def _with(path: tuple[Any, ...], value: Any) -> dict[str, Any]:

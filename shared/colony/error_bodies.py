@@ -12,6 +12,7 @@ from colony.errors import (
     CallerError,
     ColonyError,
     DomainUnverified,
+    FieldsInvalid,
     UpstreamError,
 )
 
@@ -36,6 +37,8 @@ def public_body(error: BaseException) -> dict[str, Any]:
             body["error"]["decided"] = error.detail
         if isinstance(error, DomainUnverified):  # the org's own DNS names and our public key
             body["error"]["domain"] = error.detail
+        if isinstance(error, FieldsInvalid):  # paths, and sentences written for the caller
+            body["error"]["fields"] = error.fields
         return body
     if isinstance(error, UpstreamError):
         return error_body(error.code, UNAVAILABLE_MESSAGE)

@@ -6,7 +6,8 @@
     │   │   ├── UnknownDomain    a Knowledge Core domain id that is not KC-01..KC-10
     │   │   ├── DimensionMismatch  an embedding of the wrong length
     │   │   └── Unprocessable    well-formed JSON whose content cannot be used (HTTP 422)
-    │   │       └── DomainUnverified  a sending domain whose DNS is not ready: what to publish
+    │   │       ├── DomainUnverified  a sending domain whose DNS is not ready: what to publish
+    │   │       └── FieldsInvalid  names each field at fault and what is wrong with it
     │   ├── OrgScopeError        no org, or an org that is not the caller's (CONST-003)
     │   ├── Forbidden            authenticated, but this person may not do this (HTTP 403)
     │   │   ├── OwnershipUnproven  something outside our database the org has not proved its own
@@ -106,6 +107,20 @@ class DomainUnverified(Unprocessable):
             f"{domain} cannot send yet: {said}. Publish the TXT records listed, then add it again"
         )
         self.detail = {"domain": domain, "problems": problems, "publish": publish}
+
+
+class FieldsInvalid(Unprocessable):
+    """Fields that break their contract, each by its dotted path (``fields``: ``[{"field":
+    "anti_icp_rules.2.op", "message"}]``), so a form can put each message beside its field."""
+
+    def __init__(self, message: str, fields: list[dict[str, str]]) -> None:
+        super().__init__(message)
+        self.fields = fields
+
+    def under(self, prefix: str) -> FieldsInvalid:
+        """The same fields, below ``prefix`` (a rule list's error, as its definition's)."""
+        moved = [{**f, "field": f"{prefix}.{f['field']}"} for f in self.fields]
+        return FieldsInvalid(f"{prefix}: {self}", moved)
 
 
 class OrgScopeError(CallerError):

@@ -46,7 +46,8 @@ Routes (JSON; ``Authorization: Bearer <Clerk session JWT>``):
 A replace body with an unknown field, or a rule that cannot work, is a 422 naming it.
 
 Who may: a verified bearer token (``runtime.auth.verify_bearer``) whose org is the target
-org (else 403) and which carries the org admin role (``is_org_admin``; else 403). A refusal
+org (else 403) and which carries the org admin role (``runtime.auth.require_org_admin``;
+else 403). A change of the ICP, the sequences or the settings is on the audit log. A refusal
 is recorded (``RejectionRecorder``: ids and the reason, never the token) and changes
 nothing. The erasure itself runs on the erasure queue (``flows.tenants.erasure.schedule``).
 """
@@ -76,11 +77,11 @@ from colony.contracts.admin import (
     SequenceLibrary,
 )
 from colony.contracts.lifecycle import RetentionUpdate
-from colony.errors import NotFound, OrgScopeError, Unauthorized, Unprocessable, ValidationFailed
+from colony.errors import NotFound, Unauthorized, Unprocessable, ValidationFailed
 from colony.flows.knowledge import notion_workspaces
 from colony.flows.recordings import drive_channels, drive_folders
 from colony.flows.tenants import erasure, org_admin, retention
-from colony.runtime.auth import Principal, is_org_admin, verify_bearer
+from colony.runtime.auth import Principal, require_org_admin, verify_bearer
 from colony.runtime.deps import Deps
 from colony.runtime.edge import JsonRequest
 from colony.runtime.edge.responses import MethodNotAllowed
@@ -105,12 +106,7 @@ def _admin_of(deps: Deps, request: JsonRequest, org: str) -> Principal:
     except Unauthorized as error:
         deps.rejections.record(FUNCTION, None, org, f"unauthorized: {error}")
         raise
-    if principal.org_id != org:
-        deps.rejections.record(FUNCTION, None, org, "forbidden: the token is for another org")
-        raise OrgScopeError("you can only administer your own organisation")
-    if not is_org_admin(principal.claims):
-        deps.rejections.record(FUNCTION, None, org, "forbidden: not an org admin")
-        raise OrgScopeError("this needs the organisation's admin role")
+    require_org_admin(principal, org, lambda why: deps.rejections.record(FUNCTION, None, org, why))
     return principal
 
 
@@ -127,11 +123,12 @@ def _replacement(request: JsonRequest, model: type[M]) -> M:
         raise Unprocessable(str(error)) from None
 
 
-def _org_data(deps: Deps, request: JsonRequest, org: str, what: str) -> dict[str, Any]:
+def _org_data(deps: Deps, request: JsonRequest, who: Principal, what: str) -> dict[str, Any]:
     read, replace, model = _ORG_DATA[what]
+    org = who.org_id
     if request.method == "GET":
         return read(deps, org)
-    return replace(deps, org, _replacement(request, model))
+    return replace(deps, org, _replacement(request, model), actor=who.user_id, channel="admin")
 
 
 _ORG_DATA: dict[str, tuple[Any, Any, type[Any]]] = {
@@ -177,9 +174,8 @@ def handle(deps: Deps, request: JsonRequest) -> tuple[dict[str, Any], int] | dic
         return retention.set_periods(deps, org, dict(update.days.items()))
     if match := ORG_DATA.match(path):
         _method(request, "GET", "PUT")
-        org = match["org"]
-        _admin_of(deps, request, org)
-        return _org_data(deps, request, org, match["what"])
+        principal = _admin_of(deps, request, match["org"])
+        return _org_data(deps, request, principal, match["what"])
     if match := NOTION.match(path):
         _method(request, "GET", "POST")
         org = match["org"]

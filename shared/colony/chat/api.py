@@ -44,8 +44,10 @@
     GET  /prospects[/<id>], /deals[/<id>], /calls[/<id>]
                                     prospects, deals and calls as records
                                     (``colony.chat.records_routes``)
-    GET  /overview/kc.js, /overview/records.js
-                                    the page's Knowledge and Prospects views (static)
+    GET|PUT /setup…                 the org's ICP, sequences and settings, for its admins
+                                    (``colony.chat.setup_routes``)
+    GET  /overview/kc.js, /overview/records.js, /overview/setup.js
+                                    the page's Knowledge, Prospects and Setup views (static)
     GET|PUT /notifications[/slack]  the person's own notification settings; POST
                                     /slack/interactions: Slack's Approve / Reject clicks
                                     (``colony.chat.notify_routes``)
@@ -112,6 +114,9 @@ _GROUPS = {
     "/calls": _RECORDS,
     "/notifications": "colony.chat.notify_routes",
 }
+# The admins' Setup routes verify the bearer themselves: a refusal, even of the token, is
+# recorded as the admin API records it.
+_SETUP = "colony.chat.setup_routes"
 _SESSION = re.compile(r"^/sessions/([A-Za-z0-9_.:-]{1,200})(/events)?$")
 _EXPLAIN = re.compile(r"^/explain/([A-Za-z0-9_.:-]{1,200})$")
 _STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
@@ -128,6 +133,8 @@ def handle(deps: FlowDeps, request: JsonRequest) -> Any:
         return page.script(page.SCRIPTS[path])
     if path == notify_routes.INTERACTIONS:  # Slack-signed, no bearer
         return notify_routes.interactions(deps, request)
+    if path.split("/", 2)[1] == "setup":
+        return importlib.import_module(_SETUP).handle(deps, request)
     who = verify_bearer(request.authorization, deps.settings)
     if group := _GROUPS.get("/" + path.split("/", 2)[1]):
         return importlib.import_module(group).handle(deps, who, request)

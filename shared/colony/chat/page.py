@@ -16,6 +16,7 @@ SCRIPTS = {
     "/overview/views.js": Path(__file__).with_name("views.js"),
     "/overview/kc.js": Path(__file__).with_name("kc.js"),
     "/overview/records.js": Path(__file__).with_name("records.js"),
+    "/overview/setup.js": Path(__file__).with_name("setup.js"),
 }
 
 

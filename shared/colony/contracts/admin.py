@@ -131,7 +131,7 @@ class SendingLimits(Strict):
     @model_validator(mode="after")
     def _possible(self) -> SendingLimits:
         if self.per_domain_hourly > self.daily_cap:
-            raise ValueError("sending: per_domain_hourly cannot exceed daily_cap")
+            raise ValueError("sending.per_domain_hourly: cannot exceed daily_cap")
         if self.mail_from is not None:
             address = parseaddr(self.mail_from)[1]
             local, _, domain = address.rpartition("@")

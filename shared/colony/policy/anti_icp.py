@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from colony.errors import ValidationFailed
+from colony.errors import FieldsInvalid, ValidationFailed
 
 OPS = ("eq", "neq", "lt", "lte", "gt", "gte", "in", "not_in", "contains", "missing")
 _NUMERIC_OPS = ("lt", "lte", "gt", "gte")
@@ -58,19 +58,25 @@ def _rule_name(rule: Any, index: int) -> str:
 
 
 def validate_rules(rules: Sequence[Mapping[str, Any]]) -> None:
-    """Raise ``ValidationFailed`` naming the first malformed rule; return if all are sound."""
+    """Raise ``ValidationFailed`` naming the first malformed rule (``FieldsInvalid``, its
+    field as ``<index>.<key>``: a form puts the message beside it); return if all are sound."""
     if isinstance(rules, str | bytes) or not isinstance(rules, Sequence):
         raise ValidationFailed("anti-ICP rules must be a list of rule objects")
     seen: set[str] = set()
     for index, rule in enumerate(rules):
         name = _rule_name(rule, index)
+
+        def bad(key: str, problem: str, index: int = index, name: str = name) -> FieldsInvalid:
+            message, path = f"{name} {problem}", f"{index}.{key}" if key else str(index)
+            return FieldsInvalid(message, [{"field": path, "message": message}])
+
         if not isinstance(rule, Mapping):
-            raise ValidationFailed(f"{name} is not an object")
+            raise bad("", "is not an object")
         rule_id = rule.get("id")
         if not isinstance(rule_id, str) or not rule_id.strip():
-            raise ValidationFailed(f"{name} has no id")
+            raise bad("id", "has no id")
         if rule_id in seen:
-            raise ValidationFailed(f"{name} is defined twice")
+            raise bad("id", "is defined twice")
         seen.add(rule_id)
         field = rule.get("field")
         if (
@@ -78,23 +84,23 @@ def validate_rules(rules: Sequence[Mapping[str, Any]]) -> None:
             or not field.strip()
             or any(not part for part in field.split("."))
         ):
-            raise ValidationFailed(f"{name} has no valid field path (got {field!r})")
+            raise bad("field", f"has no valid field path (got {field!r})")
         op = rule.get("op")
         if op not in OPS:
-            raise ValidationFailed(f"{name} has unknown op {op!r}; expected one of {OPS}")
+            raise bad("op", f"has unknown op {op!r}; expected one of {OPS}")
         if op == "missing":
             continue
         if "value" not in rule or rule["value"] is None:
-            raise ValidationFailed(f"{name} (op {op!r}) has no value")
+            raise bad("value", f"(op {op!r}) has no value")
         value = rule["value"]
         if op in _NUMERIC_OPS and not _is_number(value):
-            raise ValidationFailed(f"{name} (op {op!r}) needs a numeric value, got {value!r}")
+            raise bad("value", f"(op {op!r}) needs a numeric value, got {value!r}")
         if op in _LIST_OPS and (isinstance(value, str | bytes) or not isinstance(value, Sequence)):
-            raise ValidationFailed(f"{name} (op {op!r}) needs a list value, got {value!r}")
+            raise bad("value", f"(op {op!r}) needs a list value, got {value!r}")
         if op in _LIST_OPS and not value:
-            raise ValidationFailed(f"{name} (op {op!r}) has an empty list value")
+            raise bad("value", f"(op {op!r}) has an empty list value")
         if op == "contains" and (isinstance(value, str) and not value.strip()):
-            raise ValidationFailed(f"{name} (op 'contains') has an empty value")
+            raise bad("value", "(op 'contains') has an empty value")
 
 
 def resolve(contact: Mapping[str, Any], path: str) -> Any:

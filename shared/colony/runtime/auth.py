@@ -6,6 +6,9 @@
   ``COLONY_JWT_AUTHORIZED_PARTIES`` when that is set; keys from Clerk's JWKS in production,
   or a PEM (``COLONY_JWT_PUBLIC_KEY``, else the local key pair under the data dir) locally.
   The org comes from the claims — ``org_id`` (Clerk v1) or ``o.id`` (v2) — never from a body.
+- ``is_org_admin`` / ``require_org_admin``: whether a verified token carries its org's admin
+  role, and the refusal (recorded) of one that is not an admin of the org it acts on; the
+  admin API and the chat function's setup routes share them.
 - ``sign_approval_token`` / ``verify_approval_token``: a compact HMAC-SHA256 token for
   approval links (``<base64url payload>.<base64url signature>``), expiring, bound to the
   person it was sent to and to a nonce that one decision spends.
@@ -26,13 +29,19 @@ from __future__ import annotations
 import functools
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from colony.errors import ConfigError, Unauthorized, UpstreamError, ValidationFailed
+from colony.errors import (
+    ConfigError,
+    OrgScopeError,
+    Unauthorized,
+    UpstreamError,
+    ValidationFailed,
+)
 from colony.observability import sentry
 from colony.runtime import rs256, signed
 from colony.settings import Settings
@@ -105,6 +114,17 @@ def verify_bearer(header_value: str | None, settings: Settings) -> Principal:
     principal = Principal(_org_of(claims), user, claims)
     sentry.tag(org_id=principal.org_id)  # the request's events name its (verified) org
     return principal
+
+
+def require_org_admin(principal: Principal, org: str, record: Callable[[str], None]) -> None:
+    """Refuse (``OrgScopeError``, 403) a caller who is not an admin of ``org``, telling
+    ``record`` why first (its caller's rejection log: ids and the reason, never the token)."""
+    if principal.org_id != org:
+        record("forbidden: the token is for another org")
+        raise OrgScopeError("you can only administer your own organisation")
+    if not is_org_admin(principal.claims):
+        record("forbidden: not an org admin")
+        raise OrgScopeError("this needs the organisation's admin role")
 
 
 def _check_authorized_party(claims: Mapping[str, Any], allowed: tuple[str, ...]) -> None:

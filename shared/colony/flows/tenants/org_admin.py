@@ -2,6 +2,11 @@
 the sequence library (ENT-004) and the org's settings (competitors for CONST-006, sending
 limits, research, the monthly budget). Called by the admin API and the CLI alike, with a body
 already parsed into its contract (``colony.contracts.admin``); the caller has checked who may.
+
+Every replace is on the audit log in the transaction that makes it, as its ``actor``'s, on
+the ``channel`` it came by (``admin``: the admin API; ``ui``: /overview's Setup view;
+``system``: the operator's CLI). A rule the contract cannot judge alone (an anti-ICP rule's
+semantics, a From address's domain) is ``FieldsInvalid`` naming its field.
 """
 
 from __future__ import annotations
@@ -11,12 +16,13 @@ from email.utils import parseaddr
 from typing import Any
 
 from colony.contracts.admin import IcpReplace, OrgSettingsReplace, SequenceLibrary
-from colony.errors import NotFound, Unprocessable, ValidationFailed
+from colony.errors import FieldsInvalid, NotFound
 from colony.flows.deps import FlowDeps
 from colony.flows.tenants import budget
 from colony.flows.tenants.budget import money
 from colony.policy.anti_icp import validate_rules
 from colony.store import orgdata
+from colony.store.approvals import audit
 from colony.store.outbound import sending_domains
 from colony.store.tenants import org_admin
 
@@ -45,16 +51,32 @@ def icp(deps: FlowDeps, org_id: str) -> dict[str, Any]:
     return {"version": version, "icp": row}
 
 
-def replace_icp(deps: FlowDeps, org_id: str, definition: IcpReplace) -> dict[str, Any]:
-    """Write a new ICP version; an impossible anti-ICP rule is ``Unprocessable``."""
+def _audited(
+    cur: Any, org_id: str, actor: str, channel: audit.Channel, what: str, detail: dict[str, Any]
+) -> None:
+    entry = audit.Entry("decision", actor, channel, f"{what}.replace", detail=detail)
+    audit.append(cur, org_id, entry)
+
+
+def replace_icp(
+    deps: FlowDeps,
+    org_id: str,
+    definition: IcpReplace,
+    *,
+    actor: str = "system",
+    channel: audit.Channel = "system",
+) -> dict[str, Any]:
+    """Write a new ICP version; an impossible anti-ICP rule is ``FieldsInvalid``."""
     body = definition.model_dump(mode="json", exclude_none=True)  # a "missing" rule has no value
     try:
         validate_rules(body["anti_icp_rules"])
-    except ValidationFailed as error:
-        raise Unprocessable(f"anti_icp_rules: {error}") from None
+    except FieldsInvalid as error:
+        raise error.under("anti_icp_rules") from None
     with deps.db.transaction(org_id) as cur:
         _org(cur, org_id)
         version = org_admin.replace_icp(cur, org_id, body)
+        detail = {"version": version, "anti_icp_rules": len(body["anti_icp_rules"])}
+        _audited(cur, org_id, actor, channel, "icp", detail)
     return {"version": version, "icp": body}
 
 
@@ -79,11 +101,20 @@ def sequences(deps: FlowDeps, org_id: str) -> dict[str, Any]:
     return {"sequences": list(library.values())}
 
 
-def replace_sequences(deps: FlowDeps, org_id: str, library: SequenceLibrary) -> dict[str, Any]:
+def replace_sequences(
+    deps: FlowDeps,
+    org_id: str,
+    library: SequenceLibrary,
+    *,
+    actor: str = "system",
+    channel: audit.Channel = "system",
+) -> dict[str, Any]:
     body = library.model_dump(mode="json")
     with deps.db.transaction(org_id) as cur:
         _org(cur, org_id)
         steps = org_admin.replace_sequences(cur, org_id, body["sequences"])
+        detail = {"sequences": len(body["sequences"]), "steps": steps}
+        _audited(cur, org_id, actor, channel, "sequences", detail)
     return {**body, "steps": steps}
 
 
@@ -112,7 +143,14 @@ def settings(deps: FlowDeps, org_id: str) -> dict[str, Any]:
     }
 
 
-def replace_settings(deps: FlowDeps, org_id: str, update: OrgSettingsReplace) -> dict[str, Any]:
+def replace_settings(
+    deps: FlowDeps,
+    org_id: str,
+    update: OrgSettingsReplace,
+    *,
+    actor: str = "system",
+    channel: audit.Channel = "system",
+) -> dict[str, Any]:
     """Replace the org's settings; a From address must be on one of the org's sending
     domains (added, if not yet passing: a send from it waits or is refused until it does);
     a budget that no longer holds campaign work back has what it held published again
@@ -123,10 +161,12 @@ def replace_settings(deps: FlowDeps, org_id: str, update: OrgSettingsReplace) ->
         if mail_from is not None:
             domain = parseaddr(mail_from)[1].rpartition("@")[2].lower().rstrip(".")
             if sending_domains.get(cur, domain) is None:
-                raise Unprocessable(
-                    f"sending.mail_from: {domain} is not one of this organisation's sending"
-                    " domains; add it first (POST /orgs/{org}/sending-domains)"
+                why = (
+                    f"{domain} is not one of this organisation's sending domains; add it"
+                    " first (POST /orgs/{org}/sending-domains)"
                 )
+                field = {"field": "sending.mail_from", "message": why}
+                raise FieldsInvalid(f"sending.mail_from: {why}", [field])
         org_admin.replace_settings(
             cur,
             org_id,
@@ -138,6 +178,7 @@ def replace_settings(deps: FlowDeps, org_id: str, update: OrgSettingsReplace) ->
             mail_from,
             budget=(spend.monthly_usd, spend.alert_share, spend.hard_cap),
         )
+        _audited(cur, org_id, actor, channel, "settings", update.model_dump(mode="json"))
     budget.release_soon(deps, org_id)
     return settings(deps, org_id)  # as kept (the budget in cents)
 
