@@ -298,7 +298,8 @@ def _report(
     by_id: dict[str, Received] = {str(m.message["Message-ID"]): m for m in mail.smtp.received}
     mine = [by_id[r["message_id"]] for r in sent if r["message_id"] in by_id]
     firsts = {str(r["contact_id"]): r for r in sent if r["step"] == 1}
-    from_mailbox, threaded = {}, 0
+    from_mailbox: dict[str, str] = {}
+    threaded = 0
     for r in sent:
         contact = str(r["contact_id"])
         from_mailbox.setdefault(contact, r["mailbox"])
