@@ -311,7 +311,7 @@ def measure(
     invalid = sum(1 for r in received if not valid_headers(deps, ORG, r.message, r.rcpt_tos))
     lost = sum(n for k, n in outbox_states.items() if k.split(":")[1] in ("queued", "sending"))
     figures = deliverability(deps, smtp, ORG, max(20, contacts // 10), say)
-    boxes = outbound_mailboxes.measure(deps.settings, deps.db, max(20, contacts // 25), say)
+    boxes = outbound_mailboxes.measure(deps.settings, deps.db, max(40, contacts // 25), say)
     result = {
         "bench": "outbound",
         "contacts": contacts,

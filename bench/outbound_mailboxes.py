@@ -21,12 +21,17 @@ Reported: ``max_over_limit`` (the most any mailbox sent on a UTC day above its r
 that day: 0), ``threaded_share`` (follow-ups whose ``In-Reply-To`` is their contact's first
 message: 1.0), ``non_email_emailed`` (task steps that reached the outbox or whose talking
 points reached the SMTP server: 0), ``dkim_verified_share`` (1.0), ``lost`` and
-``sent_twice`` (0), beside ``deferred_by_limit``, ``bounces`` and ``days``.
+``sent_twice`` (0), beside ``deferred_by_limit`` (deliveries a limit put off to a later day;
+each task is delivered twice), the bounces and ``days``. A campaign whose
+breaker trips (its one hard bounce among under 20 judged messages) holds its later mail for a
+person: ``held_by_a_paused_campaign``, not lost; ``bench/outbound.py`` gives each org at least
+40 contacts, so at its sizes it does not trip.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import re
 import zlib
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -207,9 +212,17 @@ def _draft(deps: Any, org: Org, contact: str, step: int) -> None:
 
 
 def _take(deps: Any, queue: str) -> list[bytes]:
-    tasks = deps.transport.tasks
-    names = [n for n, t in tasks.items() if t.queue == queue]
+    """The tasks on ``queue`` due now, taken off it as Cloud Tasks delivers them: a send the
+    limits or a soft bounce put off names its due time (``deferred-<epoch>``, ``soft-…``) and
+    waits for it; any other task is due at once (sequence steps: the bench plays the days)."""
+    tasks, now = deps.transport.tasks, deps.clock().timestamp()
+    names = [n for n, t in tasks.items() if t.queue == queue and _due_at(t.task_id) <= now]
     return [tasks.pop(n).body for n in names]
+
+
+def _due_at(task_id: str) -> float:
+    found = re.search(r"-(?:deferred|soft)-(\d+)$", task_id)
+    return float(found.group(1)) if found else 0.0
 
 
 def _run(
@@ -236,7 +249,7 @@ def _run(
                         progressed = True
             if not deps.transport.tasks:
                 break
-            days += 1
+            days += 1  # nothing more can go today: the next day's first hour
             now[0] = START + timedelta(days=days)
     say(f"mailboxes: {days + 1} days, {dict(tally)}")
     return _figures(deps, smtp, orgs, tally, days + 1)
@@ -254,7 +267,8 @@ def _figures(
     deps: Any, smtp: SmtpServer, orgs: list[Org], tally: Counter[str], days: int
 ) -> dict[str, Any]:
     received = {str(r.message["Message-ID"]): r for r in smtp.received}
-    over, followups, threaded, tasks_out, lost, steps_ended = 0, 0, 0, 0, 0, Counter[str]()
+    over, followups, threaded, tasks_out, lost, held = 0, 0, 0, 0, 0, 0
+    steps_ended: Counter[str] = Counter()
     for org in orgs:
         with deps.db.transaction(org.id) as cur:
             rows = fetch_all(cur, SENT, (org.campaign,))
@@ -264,7 +278,9 @@ def _figures(
                 " FROM sender_mailboxes",
             )
             states = fetch_all(cur, "SELECT status FROM sequence_enrollments")
-        per_day = Counter((r["mailbox_id"], r["send_day"]) for r in rows if r["status"] == "sent")
+            paused = fetch_all(cur, "SELECT 1 FROM campaigns WHERE status = 'paused'")
+        # every message its mailbox took on a day, whatever became of it (a bounce left too)
+        per_day = Counter((r["mailbox_id"], r["send_day"]) for r in rows if r["send_day"])
         ramps = {b["id"]: _ramp(b) for b in boxes}
         for (box, day), n in per_day.items():
             over = max(over, n - ramps[box].limit_on(day))
@@ -276,8 +292,10 @@ def _figures(
                 followups += 1
                 got = received[r["message_id"]].message["In-Reply-To"]
                 threaded += int(str(got) == firsts[r["contact_id"]])
-            lost += int(r["status"] not in ("sent", "bounced", "suppressed"))
-        steps_ended.update(s["status"] for s in states)
+            lost += int(r["status"] not in ("sent", "bounced", "suppressed", "blocked"))
+            held += int(r["status"] == "blocked")
+        # a campaign its breaker paused holds its mail for a person (blocked), lost to no one
+        steps_ended.update(f"{s['status']}{' (paused)' * bool(paused)}" for s in states)
     talking = sum(1 for r in smtp.received if b"(linkedin)" in r.raw or b"(call)" in r.raw)
     ids = Counter(str(r.message["Message-ID"]) for r in smtp.received)
     verified = sum(1 for r in smtp.received if r.dkim)
@@ -292,6 +310,7 @@ def _figures(
         "soft_bounce_retries": tally["deferred_soft"],
         "hard_bounced": tally["bounced"],
         "enrollments": dict(steps_ended),
+        "held_by_a_paused_campaign": held,
         "max_over_limit": over,
         "threaded_share": round(threaded / followups, 4) if followups else None,
         "follow_ups": followups,
