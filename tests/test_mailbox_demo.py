@@ -19,7 +19,13 @@ from colony.knowledge import KnowledgeStore
 from colony.local.campaign_demo import demo_functions, run_demo_campaign
 from colony.local.demo import load_demo
 from colony.local.demo_context import DemoContext
-from colony.local.mailbox_demo import DOMAIN, MAILBOXES, demo_mail, run_mailbox_demo
+from colony.local.mailbox_demo import (
+    DOMAIN,
+    MAILBOXES,
+    connect_mailboxes,
+    demo_mail,
+    run_mailbox_demo,
+)
 from colony.store import fetch_all
 from tests.conftest import APP_ROLE, PgDB
 
@@ -42,9 +48,10 @@ def test_make_run_sends_a_three_step_sequence_from_two_mailboxes_signed(
         ),
     ):
         demo = DemoContext(settings, db, knowledge, org, servers, token, said.append, mail.smtp)
+        boxes = connect_mailboxes(demo, mail)  # as make run does: before its campaigns
         run_demo_campaign(demo)
         before = len(mail.smtp.received)
-        shown = run_mailbox_demo(demo, mail)
+        shown = run_mailbox_demo(demo, mail, boxes)
     assert shown is not None, said[-3:]
 
     # two contacts, each from its own mailbox of the org; every message of one contact from

@@ -239,7 +239,7 @@ def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
     from colony.local.crm_demo import connect_hubspot, hubspot_stand_in, run_crm_demo
     from colony.local.customer_demo import run_new_customer_demo
     from colony.local.knowledge_demo import knowledge_stand_ins, run_knowledge_demo
-    from colony.local.mailbox_demo import demo_mail, run_mailbox_demo
+    from colony.local.mailbox_demo import connect_mailboxes, demo_mail, run_mailbox_demo
     from colony.local.research_demo import research_web
 
     org_id = summary.org_id
@@ -255,12 +255,13 @@ def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
     ):
         demo = DemoContext(settings, db, knowledge, org_id, servers, token, _say, mail.smtp)
         connect_hubspot(demo, hubspot)  # first: what the campaign sends is logged there
+        boxes = connect_mailboxes(demo, mail)  # and goes from the org's own mailboxes
         run_demo_campaign(demo)
         run_knowledge_demo(demo)
         run_new_customer_demo(demo)
         run_brief_demo(settings, db, org_id, servers, token, _say)
         run_crm_demo(demo, hubspot)
-        run_mailbox_demo(demo, mail)  # last: from here on the org sends from its mailboxes
+        run_mailbox_demo(demo, mail, boxes)
         db.close()
         _say(f"the local stack is described in {settings.data_dir / 'stack.json'}")
         run_chat_demo(settings, servers, token, _say, serve=args.serve)
