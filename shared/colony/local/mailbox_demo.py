@@ -38,6 +38,7 @@ from colony.local.progress import wait_until
 from colony.ports import DkimKey
 from colony.runtime.dkim_keys import new_key
 from colony.store import fetch_all
+from colony.store.outbound import suppressions
 from colony.testing.dns_server import DnsServer, publish
 from colony.testing.gmail_server import GmailServer
 from colony.testing.mail_accounts import redirect_code
@@ -54,11 +55,14 @@ ANGLE, TIER = "Insight", "T1"  # the demo library's three-step sequence (email, 
 WAIT = 120.0
 RETRY_AFTER = 15.0  # seconds before a send task the local transport dropped is handed on again
 CONTACTS = """
-SELECT DISTINCT c.id, c.external_id, c.name FROM contacts c
+SELECT DISTINCT c.id, c.external_id, c.name, c.email FROM contacts c
 JOIN approval_items a ON a.subject_id = c.id AND a.kind = 'outbound_message'
-WHERE a.status = 'pending' AND c.icp_tier = %s
-  AND lower(c.email) NOT IN (SELECT lower(address) FROM suppressions)
-ORDER BY c.external_id LIMIT 2
+WHERE a.status = 'pending' AND c.icp_tier = %s AND c.email IS NOT NULL
+ORDER BY c.external_id
+"""
+QUEUED = """
+SELECT DISTINCT subject_id AS id FROM approval_items
+WHERE payload->>'campaign_id' = %s AND (payload->>'sequence_step')::int = 1
 """
 STEPS = """
 SELECT a.id, a.kind, a.status, a.subject_id AS contact_id, a.decided_by,
@@ -163,8 +167,9 @@ def run_mailbox_demo(
     from colony.testing.inline import local_deps
 
     say, org, urls = demo.say, demo.org_id, demo.servers.urls
-    with demo.db.transaction(org) as cur:
-        contacts = fetch_all(cur, CONTACTS, (TIER,))
+    with demo.db.transaction(org) as cur:  # two that can still be written to
+        rows = fetch_all(cur, CONTACTS, (TIER,))
+        contacts = [c for c in rows if suppressions.reason_for(cur, c["email"]) is None][:2]
     if len(contacts) < 2:
         say("two mailboxes: fewer than two T1 prospects left to write to; scene skipped")
         return None
@@ -179,6 +184,8 @@ def run_mailbox_demo(
         )
         run_id = campaign.launch(deps, org, campaign_id)
         wait_for_run(demo.db, org, run_id, len(ids), timeout=WAIT, alive=demo.servers.check)
+        with demo.db.transaction(org) as cur:  # AGT-005 wrote to (AGT-004 may hold one back)
+            ids = [str(r["id"]) for r in fetch_all(cur, QUEUED, (campaign_id,))]
         names = {str(c["id"]): c["name"] for c in contacts}
         for step in (1, 2, 3):
             if step > 1:
