@@ -26,11 +26,10 @@ its recipient, whose ``List-Unsubscribe-Post`` is not RFC 8058's, or whose foote
 link or the org's postal address), ``messages_per_s`` (messages received / wall seconds of
 the send phases: send step, SMTP exchange, commit; drafting is ``drafting_s``) and ``lost``
 (a message left queued or sending). ``ok``: every target met (received = expected, nothing
-duplicated, lost or sent to a suppressed address, no invalid header, the deliverability
-phase's own). Each share is at least one contact, so below 20 contacts the one hard bounce
-is over the campaign's 5% breaker threshold and, rightly, pauses it. The deliverability phase
-(``bench/outbound_deliverability.py``) follows, under ``deliverability``; ``lost`` and
-``sent_twice`` count both.
+duplicated, lost or sent to a suppressed address, no invalid header, the later phases' own).
+Below 20 contacts the one hard bounce trips the campaign's 5% breaker, rightly. Then the
+deliverability phase (``outbound_deliverability.py``) and the mailbox phase
+(``outbound_mailboxes.py``: 3 orgs x 4 mailboxes; its targets also at the top).
 
     python bench/outbound.py [--contacts 1000] [--deliveries 3]
 """
@@ -49,6 +48,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+import outbound_mailboxes
 from outbound_deliverability import measure as deliverability  # beside this file
 from outbound_deliverability import valid_headers
 
@@ -311,6 +311,7 @@ def measure(
     invalid = sum(1 for r in received if not valid_headers(deps, ORG, r.message, r.rcpt_tos))
     lost = sum(n for k, n in outbox_states.items() if k.split(":")[1] in ("queued", "sending"))
     figures = deliverability(deps, smtp, ORG, max(20, contacts // 10), say)
+    boxes = outbound_mailboxes.measure(deps.settings, deps.db, max(40, contacts // 25), say)
     result = {
         "bench": "outbound",
         "contacts": contacts,
@@ -321,7 +322,7 @@ def measure(
         "hard_bounced": len(bounced),
         "received": len(received),
         "expected": expected,
-        "duplicates": sum(n - 1 for n in ids_seen.values()),
+        "duplicates": (twice := sum(n - 1 for n in ids_seen.values())),
         "to_suppressed": to_suppressed,
         "suppressed_addresses": len(suppressed),
         "invalid_headers": invalid,
@@ -334,8 +335,10 @@ def measure(
         "messages_per_s": round(len(received) / sending_s, 1) if sending_s else None,
         "messages_per_s_measures": "SMTP messages received / wall s of the send phases",
         "deliverability": figures,
-        "lost": lost + figures["lost"],
-        "sent_twice": sum(n - 1 for n in ids_seen.values()) + figures["sent_twice"],
+        "mailboxes": boxes,
+        **{k: boxes[k] for k in outbound_mailboxes.HEADLINE},
+        "lost": lost + figures["lost"] + boxes["lost"],
+        "sent_twice": twice + figures["sent_twice"] + boxes["sent_twice"],
     }
     result["ok"] = (
         result["received"] == expected
@@ -345,6 +348,7 @@ def measure(
         and len(suppressed) == len(bounced) + len(unsubscribes)
         and result["lost"] == 0 == result["sent_twice"]
         and figures["ok"]
+        and boxes["ok"]
     )
     return result
 

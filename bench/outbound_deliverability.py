@@ -101,7 +101,7 @@ def measure(
         # shows as lost instead of running forever
         while rounds < MAX_ROUNDS and (due := [_outbox_id(t) for t in _take(deps) for _ in "ab"]):
             rounds += 1
-            for outcome in pool.map(lambda oid: _send(deps, org, oid), due):
+            for outcome in pool.map(lambda oid: send_once(deps, org, oid), due):
                 tally[outcome] += 1
             with deps.db.transaction(org) as cur:  # an hour passes before the next round
                 cur.execute(
@@ -157,7 +157,9 @@ def _take(deps: Deps) -> list[Any]:
     return [tasks.pop(n) for n in names]
 
 
-def _send(deps: Deps, org: str, outbox_id: str) -> str:
+def send_once(deps: Deps, org: str, outbox_id: str) -> str:
+    """One delivery of a send task, as its outcome's name (``bench/outbound_mailboxes.py``
+    shares it)."""
     try:
         result = sending.send(deps, org, outbox_id)
     except sending.SendInProgress:  # its twin holds it: Cloud Tasks retries it later

@@ -226,7 +226,7 @@ def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
             hits = knowledge.retrieve(summary.org_id, text, [domain], 2)
             _print_hits(hits, (time.perf_counter() - started) * 1000)
     _print_bundles(db, knowledge, summary.org_id)
-    from colony.local.campaign_demo import demo_functions, local_mail, run_demo_campaign
+    from colony.local.campaign_demo import demo_functions, run_demo_campaign
     from colony.local.demo_context import DemoContext
 
     app_dsn = settings.db_dsn or ""
@@ -239,6 +239,7 @@ def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
     from colony.local.crm_demo import connect_hubspot, hubspot_stand_in, run_crm_demo
     from colony.local.customer_demo import run_new_customer_demo
     from colony.local.knowledge_demo import knowledge_stand_ins, run_knowledge_demo
+    from colony.local.mailbox_demo import connect_mailboxes, demo_mail, run_mailbox_demo
     from colony.local.research_demo import research_web
 
     org_id = summary.org_id
@@ -246,19 +247,21 @@ def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
         local_storage(settings, _say),
         knowledge_stand_ins(settings, org_id) as stand_ins,
         research_web(_say) as web,
-        local_mail(_say) as mail,
+        demo_mail(_say) as mail,
         hubspot_stand_in(_say) as (hubspot, crm),
         demo_functions(
             settings, org_id, app_dsn, _say, extra_env={**stand_ins, **web, **mail.env(), **crm}
         ) as (servers, token),
     ):
-        demo = DemoContext(settings, db, knowledge, org_id, servers, token, _say, mail)
+        demo = DemoContext(settings, db, knowledge, org_id, servers, token, _say, mail.smtp)
         connect_hubspot(demo, hubspot)  # first: what the campaign sends is logged there
+        boxes = connect_mailboxes(demo, mail)  # and goes from the org's own mailboxes
         run_demo_campaign(demo)
         run_knowledge_demo(demo)
         run_new_customer_demo(demo)
         run_brief_demo(settings, db, org_id, servers, token, _say)
         run_crm_demo(demo, hubspot)
+        run_mailbox_demo(demo, mail, boxes)
         db.close()
         _say(f"the local stack is described in {settings.data_dir / 'stack.json'}")
         run_chat_demo(settings, servers, token, _say, serve=args.serve)

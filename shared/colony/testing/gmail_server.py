@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Callable
 
 from colony.testing.mail_accounts import CLIENT_ID, CLIENT_SECRET, Delivered, MailAccounts
 from colony.testing.wire import ProviderServer, RecordedRequest, Reply, Route
@@ -38,8 +39,12 @@ class GmailServer(ProviderServer):
     unauthorised = ("authError", "Request had invalid authentication credentials.")
     rate_limited = ("rateLimitExceeded", "User-rate limit exceeded.")
 
-    def __init__(self, relay: tuple[str, int] | None = None) -> None:
-        self.accounts = MailAccounts(relay)
+    def __init__(
+        self,
+        relay: tuple[str, int] | None = None,
+        sign: Callable[[str, bytes], bytes] | None = None,
+    ) -> None:
+        self.accounts = MailAccounts(relay, sign=sign)
         super().__init__(
             routes=[
                 Route.of("google.auth", "GET", r"/o/oauth2/v2/auth", self.accounts.consent),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import secrets
 import smtplib
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from email import message_from_bytes
 from email.message import EmailMessage
@@ -38,7 +39,13 @@ class Delivered:
 class MailAccounts:
     """Mailboxes, grants and sent mail of one stand-in."""
 
-    def __init__(self, relay: tuple[str, int] | None = None, expires_in: int = 3600) -> None:
+    def __init__(
+        self,
+        relay: tuple[str, int] | None = None,
+        expires_in: int = 3600,
+        sign: Callable[[str, bytes], bytes] | None = None,
+    ) -> None:
+        self._sign = sign
         self.mailboxes: set[str] = set()
         self.sign_in_as: str | None = None  # consent given by this mailbox, whatever the hint
         self.expires_in = expires_in
@@ -142,8 +149,9 @@ class MailAccounts:
         with self._lock:
             self.delivered.append(delivered)
         if self._relay is not None:
+            relayed = self._sign(mailbox, raw) if self._sign is not None else raw
             with smtplib.SMTP(*self._relay, timeout=10) as smtp:
-                smtp.sendmail(mailbox, recipients, raw)
+                smtp.sendmail(mailbox, recipients, relayed)
         return delivered
 
 
