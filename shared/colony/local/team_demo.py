@@ -108,13 +108,19 @@ class _As:
 
 
 def run_team_demo(demo: DemoContext, slack: SlackServer, *, timeout: float = 60) -> TeamDay:
+    from colony.adapters.transport_local import LocalTransport
     from colony.local.tokens import mint_local_token
+    from colony.testing.inline import local_deps
 
     started = time.perf_counter()
     say, org, urls = demo.say, demo.org_id, demo.servers.urls
     data_dir = demo.settings.data_dir
     say(f"the team: two people join {org} through Clerk, own its prospects and hear the news…")
-    with httpx.Client(timeout=30) as http:
+    # one transport for the scene: what the flows enqueue (the deal update's CRM read) is
+    # delivered to the functions before it closes
+    transport = LocalTransport(urls)
+    flow_deps = local_deps(demo.settings, demo.db, transport)
+    with transport, httpx.Client(timeout=30) as http:
         _join(demo, http)
         maya = _As(http, mint_local_token(data_dir, org, "user_maya", org_claim="v2"))
         base = f"{urls['admin']}/orgs/{org}"
@@ -134,10 +140,10 @@ def run_team_demo(demo: DemoContext, slack: SlackServer, *, timeout: float = 60)
             person("PUT", f"{urls['chat']}/notifications/slack", json={"slack_user_id": slack_id})
             person("PUT", f"{urls['chat']}/notifications", json={"channels": CHANNELS[user]})
         say(f"  Slack workspace {SLACK_TEAM} connected; each person chose their channels")
-        item, queue = _routed_item(demo, http)
+        item, queue = _routed_item(demo, flow_deps, http)
         posted_before = len(slack.posted)
         mail_before = len(demo.mail.received) if demo.mail else 0
-        _positive_reply(demo)
+        _positive_reply(demo, flow_deps)
         _notify_schedule(http, urls["data-lifecycle"])
         reply_post = wait_until(
             "the positive reply in Slack",
@@ -147,20 +153,26 @@ def run_team_demo(demo: DemoContext, slack: SlackServer, *, timeout: float = 60)
         )
         digest = wait_until(
             "Theo's email digest",
-            lambda: _mail_to(demo, "theo@zoomprop.example", mail_before),
+            lambda: _digest(demo, "user_theo", "theo@zoomprop.example", mail_before),
             timeout,
             alive=demo.servers.check,
         )
         say(f"  Slack to Maya (U0MAYA): {reply_post.text!r}")
-        say(f"  email digest to Theo: {digest['Subject']!r}")
+        say(f"  email digest to Theo: {digest}")
         brief = maya("PUT", f"{base}/notifications/brief", json={"brief_at": BRIEF_AT})
+        transport.drain(timeout)
     at = datetime.fromisoformat(brief["next_at"]).astimezone(UTC)
     local = at.astimezone(ZoneInfo(ZONE))
     subjects = _brief_at(demo, slack, at, mail_before, len(slack.posted))
+    shown = "; ".join(repr(s) for s in subjects)
     say(
         f"  the brief at {BRIEF_AT} {ZONE}: next due {at:%Y-%m-%d %H:%M} UTC; with the local"
-        f" clock moved there, delivered {local:%a %d %b %H:%M %Z}: "
-        + "; ".join(repr(s) for s in subjects)
+        f" clock moved there, "
+        + (
+            f"delivered {local:%a %d %b %H:%M %Z}: {shown}"
+            if subjects
+            else "none to send: an earlier run delivered that day's brief"
+        )
         + f" (the team scene took {time.perf_counter() - started:.1f}s)"
     )
     return TeamDay(
@@ -168,7 +180,7 @@ def run_team_demo(demo: DemoContext, slack: SlackServer, *, timeout: float = 60)
         item,
         queue,
         reply_post.text,
-        str(digest["Subject"]),
+        digest,
         local.isoformat(),
         subjects,
     )
@@ -199,31 +211,24 @@ def _owners(demo: DemoContext) -> dict[str, int]:
         return {user: ownership.owned(cur, "contact", user) for user, *_ in PEOPLE}
 
 
-def _routed_item(demo: DemoContext, http: httpx.Client) -> tuple[str, str | None]:
+def _routed_item(demo: DemoContext, flow_deps: Any, http: httpx.Client) -> tuple[str, str | None]:
     """A deal update proposed as AGT-006 proposes one; the chat API's card says whose queue
     it waits in (the deal's owner, by routing when it was added)."""
-    from colony.adapters.transport_local import LocalTransport
     from colony.flows.pipeline import deals
     from colony.local.tokens import mint_local_token
     from colony.store import fetch_one
-    from colony.testing.inline import local_deps
 
     with demo.db.transaction(demo.org_id) as cur:
         deal = fetch_one(cur, DEAL_OF, (DEAL,))
     if deal is None:
         raise ConfigError(f"the demo org has no deal {DEAL}")
-    transport = LocalTransport(demo.servers.urls)
-    try:
-        flow_deps = local_deps(demo.settings, demo.db, transport)
-        item = deals.propose_deal_update(
-            flow_deps,
-            demo.org_id,
-            deal["id"],
-            {"next_action": "Send the pilot's utilization baseline"},
-            source={"demo": "make run, team scene"},
-        )
-    finally:
-        transport.close()
+    item = deals.propose_deal_update(
+        flow_deps,
+        demo.org_id,
+        deal["id"],
+        {"next_action": "Send the pilot's utilization baseline"},
+        source={"demo": "make run, team scene"},
+    )
     owner = _As(http, mint_local_token(demo.settings.data_dir, demo.org_id, deal["owner_id"]))
     cards = owner("GET", f"{demo.servers.urls['chat']}/approvals", params={"kind": "deal_update"})
     queue = next(c for c in cards["items"] if c["id"] == item)["queue"]
@@ -235,32 +240,31 @@ def _routed_item(demo: DemoContext, http: httpx.Client) -> tuple[str, str | None
     return item, queue["assignee"]
 
 
-def _positive_reply(demo: DemoContext) -> None:
-    """A prospect answers the last message the campaign sent, through the reply path the
-    mailbox poll uses; its trigger records the ``positive_reply`` event."""
-    from colony.adapters.transport_local import LocalTransport
+def _positive_reply(demo: DemoContext, deps: Any) -> None:
+    """A prospect answers the newest message the org sent, through the reply path the
+    mailbox poll uses; its trigger records the ``positive_reply`` event. The local SMTP
+    server holds every org's mail (the new customer's too): another org's message is
+    refused by the reply path and the one before it tried."""
+    from colony.errors import NotFound
     from colony.flows.outbound import replies
     from colony.ports import InboundMail
-    from colony.testing.inline import local_deps
 
     sent = [m for m in (demo.mail.received if demo.mail else []) if m.message["Message-ID"]]
-    if not sent:
-        raise ConfigError("no message was sent for a prospect to reply to")
-    last = sent[-1]
-    reply = InboundMail(
-        message_id=f"<team-{uuid.uuid4().hex[:12]}@prospect.example>",
-        sender=last.rcpt_tos[0],
-        subject=f"Re: {last.message['Subject']}",
-        text=REPLY,
-        in_reply_to=str(last.message["Message-ID"]),
-    )
-    transport = LocalTransport(demo.servers.urls)
-    try:
-        deps = local_deps(demo.settings, demo.db, transport)
-        got = replies.ingest(deps, reply, event_id=reply.message_id, org_id=demo.org_id)
-    finally:
-        transport.close()
-    demo.say(f"  {last.rcpt_tos[0]} replied: {got['sentiment']}")
+    for last in reversed(sent):
+        reply = InboundMail(
+            message_id=f"<team-{uuid.uuid4().hex[:12]}@prospect.example>",
+            sender=last.rcpt_tos[0],
+            subject=f"Re: {last.message['Subject']}",
+            text=REPLY,
+            in_reply_to=str(last.message["Message-ID"]),
+        )
+        try:
+            got = replies.ingest(deps, reply, event_id=reply.message_id, org_id=demo.org_id)
+        except NotFound:
+            continue
+        demo.say(f"  {last.rcpt_tos[0]} replied: {got['sentiment']}")
+        return
+    raise ConfigError(f"no message {demo.org_id} sent is on the local SMTP server to reply to")
 
 
 def _notify_schedule(http: httpx.Client, url: str) -> None:
@@ -276,10 +280,18 @@ def _notify_schedule(http: httpx.Client, url: str) -> None:
         raise ConfigError(f"the notify schedule: {answer.status_code} {answer.text[:300]}")
 
 
-def _mail_to(demo: DemoContext, address: str, after: int) -> Any:
+def _digest(demo: DemoContext, user: str, address: str, after: int) -> str | None:
+    """The digest's subject once the SMTP server has it; or, when the person's open digest
+    is due later (one went out within the hour: a second ``make run``), when it will go."""
+    from colony.store.notifications import outbox
+
     for got in demo.mail.received[after:] if demo.mail else []:
         if address in got.rcpt_tos:
-            return got.message
+            return repr(str(got.message["Subject"]))
+    with demo.db.transaction(demo.org_id) as cur:
+        due = outbox.open_digest_due(cur, user)
+    if due is not None and due > datetime.now(UTC):
+        return f"held in the open digest until {due:%a %d %b %H:%M} UTC (at most one an hour)"
     return None
 
 
