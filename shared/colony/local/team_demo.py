@@ -29,7 +29,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -44,6 +44,7 @@ ZONE = "America/New_York"
 BRIEF_AT = "08:00"
 SLACK_TEAM = "T0ZOOMPROP"
 SLACK_URL = "COLONY_SLACK_API_URL"
+LAST_NOTIFY = "team_demo_notify_minute"  # in .colony/stack.json: the minute last posted
 # (user id, Clerk role, email, first name, last name, Slack member id)
 PEOPLE = (
     ("user_maya", "org:admin", "maya@zoomprop.example", "Maya", "Chen", "U0MAYA"),
@@ -144,7 +145,7 @@ def run_team_demo(demo: DemoContext, slack: SlackServer, *, timeout: float = 60)
         posted_before = len(slack.posted)
         mail_before = len(demo.mail.received) if demo.mail else 0
         _positive_reply(demo, flow_deps)
-        _notify_schedule(http, urls["data-lifecycle"])
+        _notify_schedule(demo, http)
         reply_post = wait_until(
             "the positive reply in Slack",
             lambda: next((p for p in slack.posted[posted_before:] if p.to == "U0MAYA"), None),
@@ -267,12 +268,21 @@ def _positive_reply(demo: DemoContext, deps: Any) -> None:
     raise ConfigError(f"no message {demo.org_id} sent is on the local SMTP server to reply to")
 
 
-def _notify_schedule(http: httpx.Client, url: str) -> None:
+def _notify_schedule(demo: DemoContext, http: httpx.Client) -> None:
     """What Cloud Scheduler posts each minute: the fan-out enqueues each org's notify task on
-    the send queue, which the local transport delivers to the send function."""
+    the send queue (named by the minute and the org), which the local transport delivers to
+    the send function. A make run started again within the minute its last one posted waits
+    for the next minute, as the scheduler would: that minute's task has run already."""
+    from colony.local.stack import read_stack, update_stack
+
     minute = datetime.now(UTC).replace(second=0, microsecond=0)
+    if read_stack(demo.settings).get(LAST_NOTIFY) == minute.isoformat():
+        demo.say("  (an earlier make run took this minute's notify run: the next minute's…)")
+        minute += timedelta(minutes=1)
+        time.sleep(max(0.0, (minute - datetime.now(UTC)).total_seconds()))
+    update_stack(demo.settings, **{LAST_NOTIFY: minute.isoformat()})
     answer = http.post(
-        url,
+        demo.servers.urls["data-lifecycle"],
         json={"task": {"kind": "schedule", "name": "notify"}},
         headers={"X-CloudScheduler-ScheduleTime": minute.isoformat().replace("+00:00", "Z")},
     )
