@@ -17,6 +17,10 @@ Every step takes the path production takes::
     the org's notify turn run with a clock moved to that instant (as the send function would
     run it then: the functions keep the real clock, and waiting for a real 08:00 is no demo)
 
+The moved clock is the scene's own, but what that turn sends is stored with its instant: a
+digest still open then goes with it, so on a later ``make run`` the person's next digest is
+due an hour after that instant (shown as such), not an hour after the real one.
+
 The Slack stand-in must be up before the functions start (``slack_stand_in``: they inherit
 its address); the clerk-webhook secret is the local one every function is given.
 """
