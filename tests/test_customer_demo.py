@@ -13,19 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from colony.adapters.embedding import OfflineHashEmbedder
-from colony.knowledge import KnowledgeStore
 from colony.local.brief_demo import local_storage
 from colony.local.campaign_demo import demo_functions
 from colony.local.customer_demo import HARBOR, NewCustomer, run_new_customer_demo
-from colony.local.demo import load_demo
 from colony.local.demo_context import DemoContext
 from colony.local.knowledge_demo import knowledge_stand_ins
 from colony.local.research_demo import research_web
 from colony.local.secrets import local_secrets
-from colony.settings import Settings
 from colony.store import fetch_all
 from tests.conftest import APP_ROLE, PgDB
+from tests.demo_org import loaded_demo
 
 HARBOR_ID = HARBOR["org"]["id"]
 PAGES = {p["id"] for p in HARBOR["notion"]["pages"]}
@@ -34,17 +31,8 @@ PAGES = {p["id"] for p in HARBOR["notion"]["pages"]}
 def test_a_new_customer_signs_up_imports_is_backfilled_and_runs_a_campaign(
     testdb: PgDB, tmp_path: Path, no_ambient_config: None, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    settings = Settings.from_env(
-        {
-            "COLONY_DATA_DIR": str(tmp_path),
-            "COLONY_DB_MODE": "dsn",
-            "COLONY_DB_DSN": testdb.dsn(APP_ROLE),
-            "COLONY_DB_OWNER_DSN": testdb.dsn("postgres"),
-        }
-    )
-    db = testdb.app()
-    knowledge = KnowledgeStore(db, OfflineHashEmbedder())
-    demo_org = load_demo(db, knowledge, say=lambda _: None).org_id
+    loaded = loaded_demo(testdb, tmp_path)
+    settings, db, knowledge, demo_org = loaded.settings, loaded.db, loaded.knowledge, loaded.org_id
     said: list[str] = []
     with (
         local_storage(settings, said.append),

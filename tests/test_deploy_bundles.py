@@ -343,31 +343,19 @@ def test_every_bundle_runs_the_demo_scenario_from_its_own_virtualenv(
     (its secret read through Secret Manager by the bundle) and a campaign resume. Each
     function must have done its real work: assembled context, counted tokens, called the
     offline model and written its result, or verified and enqueued."""
-    from colony.adapters.embedding import OfflineHashEmbedder
-    from colony.knowledge import KnowledgeStore
     from colony.local.brief_demo import local_storage, run_brief_demo
     from colony.local.campaign_demo import demo_functions, local_mail, run_demo_campaign
     from colony.local.chat_demo import run_chat_demo
-    from colony.local.demo import load_demo
     from colony.local.demo_context import DemoContext
     from colony.local.functions import BundleSource
     from colony.local.knowledge_demo import knowledge_stand_ins, run_knowledge_demo
     from colony.local.progress import wait_until
     from colony.local.research_demo import research_web
-    from colony.settings import Settings
     from colony.testing.resend_server import signed
+    from tests.demo_org import loaded_demo
 
-    settings = Settings.from_env(
-        {
-            "COLONY_DATA_DIR": str(tmp_path),
-            "COLONY_DB_MODE": "dsn",
-            "COLONY_DB_DSN": testdb.dsn(APP_ROLE),
-            "COLONY_DB_OWNER_DSN": testdb.dsn("postgres"),
-        }
-    )
-    db = testdb.app()
-    knowledge = KnowledgeStore(db, OfflineHashEmbedder())
-    org_id = load_demo(db, knowledge, say=lambda _: None).org_id
+    loaded = loaded_demo(testdb, tmp_path)
+    settings, db, knowledge, org_id = loaded.settings, loaded.db, loaded.knowledge, loaded.org_id
     sources = {b.name: BundleSource(venvs[_lines(b)], b.directory) for b in bundles}
     said: list[str] = []
     env = {

@@ -241,6 +241,7 @@ def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
     from colony.local.knowledge_demo import knowledge_stand_ins, run_knowledge_demo
     from colony.local.mailbox_demo import connect_mailboxes, demo_mail, run_mailbox_demo
     from colony.local.research_demo import research_web
+    from colony.local.team_demo import run_team_demo, slack_stand_in
 
     org_id = summary.org_id
     with (
@@ -249,6 +250,7 @@ def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
         research_web(_say) as web,
         demo_mail(_say) as mail,
         hubspot_stand_in(_say) as (hubspot, crm),
+        slack_stand_in(_say) as slack,  # before the functions: they inherit its address
         demo_functions(
             settings, org_id, app_dsn, _say, extra_env={**stand_ins, **web, **mail.env(), **crm}
         ) as (servers, token),
@@ -262,6 +264,7 @@ def cmd_demo(settings: Settings, args: argparse.Namespace) -> int:
         run_brief_demo(settings, db, org_id, servers, token, _say)
         run_crm_demo(demo, hubspot)
         run_mailbox_demo(demo, mail, boxes)
+        run_team_demo(demo, slack)
         db.close()
         _say(f"the local stack is described in {settings.data_dir / 'stack.json'}")
         run_chat_demo(settings, servers, token, _say, serve=args.serve)

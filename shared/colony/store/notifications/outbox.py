@@ -92,6 +92,10 @@ BUDGET_DELIVERED = """
 UPDATE budget_alerts SET delivered_at = %s
 WHERE id = ANY(%s::bigint[]) AND delivered_at IS NULL
 """
+OPEN_DIGEST_DUE = """
+SELECT due_at FROM notifications
+WHERE user_id = %s AND channel = 'email' AND kind = 'digest' AND status = 'pending'
+"""
 NOTICES = """
 SELECT id, channel, kind, status, error, due_at, sent_at, attempts FROM notifications
 WHERE user_id = %s AND status IN ('failed', 'held')
@@ -176,3 +180,9 @@ def budget_delivered(cur: Any, alert_ids: Sequence[int], now: datetime) -> None:
 def notices(cur: Any, user_id: str, limit: int = 20) -> list[Row]:
     """The person's notifications that could not reach them (failed, or held)."""
     return fetch_all(cur, NOTICES, (user_id, limit))
+
+
+def open_digest_due(cur: Any, user_id: str) -> datetime | None:
+    """When the person's open email digest is due (None: none is open)."""
+    row = fetch_one(cur, OPEN_DIGEST_DUE, (user_id,))
+    return None if row is None else row["due_at"]
