@@ -137,7 +137,7 @@ class HubSpotCrm:
         after: str | None = None,
         limit: int = 100,
     ) -> RecordPage:
-        extra = {"after": after} if after else {}
+        extra: dict[str, Any] = {"after": after} if after else {}
         answer = self._call(
             self._basic.get_page_with_http_info,
             object_type,
