@@ -109,18 +109,30 @@ def _finished(answer: httpx.Response) -> Any:
 
 def _fill(demo: DemoContext, world: HubSpotWorld) -> str:
     with demo.db.transaction(demo.org_id) as cur:
-        contacts = fetch_all(cur, "SELECT id, name, email FROM contacts ORDER BY external_id")
+        contacts = fetch_all(
+            cur,
+            "SELECT id, name, email, title, company, company_domain FROM contacts"
+            " ORDER BY external_id",
+        )
         deals = fetch_all(
             cur,
             "SELECT id, name, stage, value, close_date, contact_id FROM deals ORDER BY external_id",
         )
     ours: dict[str, str] = {}
+    # as the team's HubSpot has them (the backfill writes HubSpot's values over ours: the CRM
+    # is the record, so the portal holds the same names, titles and companies)
+    firms: dict[tuple[str, str], str] = {}
     # the team keeps in HubSpot the people it can email: a contact of ours without an email
     # has no key a HubSpot record could be matched by, so it would come in as a twin
     contacts = [c for c in contacts if c["email"]]
     for c in contacts:
         first, _, last = str(c["name"]).partition(" ")
-        made = world.create("contacts", {"firstname": first, "lastname": last, "email": c["email"]})
+        firm = (str(c["company"] or ""), str(c["company_domain"] or ""))
+        if firm[0] and firm not in firms:
+            firms[firm] = world.create("companies", {"name": firm[0], "domain": firm[1]}).id
+        properties = {"firstname": first, "lastname": last, "email": c["email"]}
+        to = [("companies", firms[firm])] if firm in firms else []
+        made = world.create("contacts", properties | {"jobtitle": c["title"]}, links=to)
         ours[c["id"]] = made.id
     for d in deals:
         properties = {
@@ -133,7 +145,7 @@ def _fill(demo: DemoContext, world: HubSpotWorld) -> str:
         }
         to = [("contacts", ours[d["contact_id"]])] if d["contact_id"] in ours else []
         world.create("deals", properties, links=to)
-    return f"{len(contacts)} contacts and {len(deals)} deals"
+    return f"{len(firms)} companies, {len(contacts)} contacts and {len(deals)} deals"
 
 
 def run_crm_demo(demo: DemoContext, hubspot: HubSpotServer) -> None:
