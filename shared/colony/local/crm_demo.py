@@ -88,8 +88,8 @@ def connect_hubspot(demo: DemoContext, hubspot: HubSpotServer) -> None:
         _ok(http.post(f"{base}/backfill", json={}), "starting the backfill")
         job = _wait(demo, "the backfill", lambda: _finished(http.get(f"{base}/backfill")))
     demo.say(
-        f"  backfilled: {job['rows_done']} records read, {job['rows_created']} new here (each company"
-        " is a new link: we keep no company table),"
+        f"  backfilled: {job['rows_done']} records read, {job['rows_created']} new here"
+        " (each company is a new link: we keep no company table),"
         f" {job['rows_updated']} already ours (contacts by email, deals by colony_deal_id),"
         f" {job['rows_rejected']} held; status {job['status']}"
     )
