@@ -137,17 +137,8 @@ def _snapshot(world: Any) -> dict[str, dict[str, Any]]:
     }
 
 
-def _peak(times: list[float], window: float = 10.0) -> int:
-    """The most calls HubSpot admitted in any rolling ``window`` seconds."""
-    peak, start = 0, 0
-    for end, moment in enumerate(times):
-        while moment - times[start] >= window:
-            start += 1
-        peak = max(peak, end - start + 1)
-    return peak
-
-
 def _serve(conn: Connection, companies: int, contacts: int, deals: int) -> None:
+    from colony.testing.hubspot_accounts import peak
     from colony.testing.hubspot_seed import seeded_world  # in the child only
     from colony.testing.hubspot_server import HubSpotServer
 
@@ -179,7 +170,7 @@ def _serve(conn: Connection, companies: int, contacts: int, deals: int) -> None:
             if command == "stats":
                 crm = [r for r in server.requests if r.path.startswith("/crm/")]
                 conn.send(
-                    {"calls": len(crm), "rate_limited": refused[0], "peak_10s": _peak(admitted)}
+                    {"calls": len(crm), "rate_limited": refused[0], "peak_10s": peak(admitted)}
                 )
             elif command == "snapshot":
                 conn.send(_snapshot(world))

@@ -18,18 +18,13 @@ Body: ``{"task": {"kind": ..., ...}}`` (``colony.contracts.crm_tasks.CrmTaskBody
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import functions_framework
 
 from colony.runtime.deps import deps
 from colony.runtime.edge import JsonRequest, http_json
 from colony.runtime.edge.invoker import invoker_only
-
-if TYPE_CHECKING:
-    from colony.runtime.crm_access import HubSpotAccess
-
-_hubspot: HubSpotAccess | None = None  # the sync's access, built with its first task
 
 
 @functions_framework.http
@@ -56,13 +51,11 @@ def handle(request: JsonRequest) -> dict[str, Any]:
         return deal_writes.read_card(d, crm_parts(d), task.org_id, task.item_id)
     # lazy: the sync's flows and the SDK, with the first backfill, drain or reconciliation
     from colony.flows.crm import backfill, events, reconcile
-    from colony.runtime.crm_access import HubSpotAccess
+    from colony.runtime.crm_clients import hubspot_access
 
-    global _hubspot
-    if _hubspot is None:
-        _hubspot = HubSpotAccess(d)
+    access = hubspot_access(d)  # write-back's too: one count per portal
     if isinstance(task, CrmBackfillTask):
-        return backfill.run_job(d, _hubspot, task.org_id, task.job_id)
+        return backfill.run_job(d, access, task.org_id, task.job_id)
     if isinstance(task, CrmEventsTask):
-        return events.drain(d, _hubspot, task.org_id)
-    return reconcile.run(d, _hubspot, task.org_id)
+        return events.drain(d, access, task.org_id)
+    return reconcile.run(d, access, task.org_id)

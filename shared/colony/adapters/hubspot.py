@@ -13,7 +13,9 @@ Limits. urllib3's own retries are off (``sdk_client`` says why). Each answer's
 how long (``Retry-After``) and that is at most ``max_wait``, up to ``attempts`` times; a daily
 limit, a longer wait or the last attempt raises ``ProviderUnavailable`` carrying the wait, so
 a durable task is rescheduled instead of sleeping. 5xx and a refused connection are retried
-the same bounded way.
+the same bounded way. Every HTTP request (a retry too) first takes a slot of the given
+``RequestBudget`` (the portal's shared count); ``update_deal`` takes its two at once, never
+left half done, and archiving a concurrent duplicate engagement is counted, never refused.
 
 Conflicts. HubSpot has no conditional update, so ``update_deal`` reads each field's latest
 version (``propertiesWithHistory``) and compares it with what we read; only when none changed
@@ -86,6 +88,7 @@ from colony.ports import (
     Pipeline,
     RateLimit,
     RecordPage,
+    RequestBudget,
     SearchQuery,
     Stage,
     WriteLedger,
@@ -109,8 +112,10 @@ class HubSpotCrm:
         max_wait: float = 10.0,
         sleep: Callable[[float], None] = time.sleep,
         timeout: float = 30.0,
+        budget: RequestBudget | None = None,
     ) -> None:
         self._ledger, self._attempts, self._max_wait = ledger, attempts, max_wait
+        self._budget = budget
         self._sleep, self._timeout = sleep, timeout
         objects = client.crm.objects
         self._basic, self._batch, self._search = (
@@ -132,7 +137,7 @@ class HubSpotCrm:
         after: str | None = None,
         limit: int = 100,
     ) -> RecordPage:
-        extra = {"after": after} if after else {}
+        extra: dict[str, Any] = {"after": after} if after else {}
         answer = self._call(
             self._basic.get_page_with_http_info,
             object_type,
@@ -230,7 +235,9 @@ class HubSpotCrm:
         _, versions = self._versions(deal_id, names)
         return {n: FieldVersion(*versions.get(n, (None, None))) for n in names}
 
-    def _versions(self, deal_id: str, names: Sequence[str]) -> tuple[Any, Latest]:
+    def _versions(
+        self, deal_id: str, names: Sequence[str], paid: bool = False
+    ) -> tuple[Any, Latest]:
         """The deal, and each field's newest version (value, when it was set)."""
         deal = self._call(
             self._basic.get_by_id_with_http_info,
@@ -238,6 +245,7 @@ class HubSpotCrm:
             deal_id,
             properties=list(names),
             properties_with_history=list(names),
+            _paid=paid,
         )
         history = deal.properties_with_history or {}
         latest = {
@@ -248,13 +256,15 @@ class HubSpotCrm:
         return deal, latest
 
     def update_deal(self, deal_id: str, changes: Sequence[FieldChange]) -> CrmRecord:
-        deal, latest = self._versions(deal_id, [c.name for c in changes])
+        if self._budget is not None:  # the read and the PATCH, or neither
+            self._budget.take(2)
+        deal, latest = self._versions(deal_id, [c.name for c in changes], paid=True)
         pending, conflicts = decide(changes, latest)
         if conflicts:
             raise conflict_error(deal_id, conflicts)
-        if pending:
+        if pending:  # (none pending: its slot is spent unused, counted high, never low)
             body = SimplePublicObjectInput(properties=pending)
-            deal = self._call(self._basic.update_with_http_info, "deals", deal_id, body)
+            deal = self._call(self._basic.update_with_http_info, "deals", deal_id, body, _paid=True)
         return _record("deals", deal)
 
     def log_engagement(self, engagement: Engagement) -> EngagementRef:
@@ -285,16 +295,24 @@ class HubSpotCrm:
         made = self._call(self._basic.create_with_http_info, object_type, body)
         kept = self._ledger.record(engagement.key, engagement.kind, str(made.id))
         if kept != str(made.id):  # a concurrent write of the same key kept its own first
-            self._call(self._basic.archive_with_http_info, object_type, str(made.id))
+            if self._budget is not None:
+                self._budget.spend(1)
+            archive = self._basic.archive_with_http_info
+            self._call(archive, object_type, str(made.id), _paid=True)
             return EngagementRef(engagement.kind, kept, created=False)
         return EngagementRef(engagement.kind, kept, created=True)
 
     # -- the one way out -----------------------------------------------------------------------
 
-    def _call(self, method: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    def _call(
+        self, method: Callable[..., Any], *args: Any, _paid: bool = False, **kwargs: Any
+    ) -> Any:
         """One logical call: the SDK's ``*_with_http_info`` (so headers are seen), retried
-        within the bounds above; HubSpot's refusals mapped to ours."""
+        within the bounds above; HubSpot's refusals mapped to ours. ``_paid``: the first
+        request's slot was taken by the caller."""
         for attempt in range(1, self._attempts + 1):
+            if self._budget is not None and (attempt > 1 or not _paid):
+                self._budget.take(1)
             self.calls += 1
             try:
                 data, _status, headers = method(*args, _request_timeout=self._timeout, **kwargs)
@@ -371,10 +389,11 @@ def hubspot_for_token(
     *,
     attempts: int = 4,
     sleep: Callable[[float], None] | None = None,
+    budget: RequestBudget | None = None,
 ) -> HubSpotCrm:
-    """The client of one connected portal, calling with ``access_token``."""
+    """The client of one connected portal, calling with ``access_token`` within ``budget``."""
     if not access_token:
         raise ConfigError("a connected HubSpot portal has an empty access token")
     client = sdk_client(settings.hubspot_base_url or DEFAULT_HOST, access_token)
     extra: dict[str, Any] = {"sleep": sleep} if sleep else {}
-    return HubSpotCrm(client, ledger, attempts=attempts, **extra)
+    return HubSpotCrm(client, ledger, attempts=attempts, budget=budget, **extra)

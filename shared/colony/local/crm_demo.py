@@ -4,11 +4,13 @@ connect and callback, before the campaign runs; so every message the campaign se
 logged on its HubSpot contact and deal, and at the end an approved deal update is written
 to the HubSpot deal. What HubSpot then holds is printed.
 
-The portal is filled here with the demo org's contacts and deals, each linked to ours
-directly (``store.crm.links.link``), not by the backfill (``colony.flows.crm.backfill``): the
-backfill adopts a contact of ours by its email, but it has no key to adopt a deal of ours
-that no CRM record is linked to yet, so it would twin every demo deal. The org's stages are
-mapped to HubSpot's default pipeline in the one editable mapping (``store.crm.stages``).
+The portal holds what the team's HubSpot would: the demo org's people (same emails) and the
+demo's deals as the team brought them into HubSpot, each naming ours in ``colony_deal_id``.
+After the OAuth connect the admin maps the stages (the admin API's one editable mapping) and
+starts the backfill
+(``colony.flows.crm.backfill``, run by the crm function): it adopts our contacts by email and
+our deals by that key (nothing twinned, nothing linked by hand; a record it could not match
+would come in as new), and its counts are printed.
 """
 
 from __future__ import annotations
@@ -24,7 +26,6 @@ import httpx
 from colony.errors import ConfigError
 from colony.local.demo_context import DemoContext
 from colony.store import fetch_all, fetch_one
-from colony.store.crm import links, stages
 from colony.testing.hubspot_server import HubSpotServer
 from colony.testing.hubspot_world import HubSpotWorld
 
@@ -60,11 +61,12 @@ def hubspot_stand_in(say: Callable[[str], None]) -> Iterator[tuple[HubSpotServer
 
 
 def connect_hubspot(demo: DemoContext, hubspot: HubSpotServer) -> None:
-    """The demo org's records in the portal, linked; then its admin connects HubSpot."""
+    """The team's records in the portal; its admin connects HubSpot, maps the stages and
+    backfills the org from it."""
     from colony.local.tokens import mint_local_token
 
     world, org = hubspot.worlds[PORTAL], demo.org_id
-    linked = _fill_and_link(demo, world)
+    filled = _fill(demo, world)
     admin = mint_local_token(demo.settings.data_dir, org, "local-admin", org_claim="v2")
     headers = {"Authorization": f"Bearer {admin}"}
     base = f"{demo.servers.urls['admin']}/orgs/{org}/crm/hubspot"
@@ -76,42 +78,75 @@ def connect_hubspot(demo: DemoContext, hubspot: HubSpotServer) -> None:
         back = httpx.get(started.json()["authorize_url"], follow_redirects=False, timeout=30)
         query = {k: v[0] for k, v in parse_qs(urlsplit(back.headers["location"]).query).items()}
         done = http.post(f"{base}/callback", json={"code": query["code"], "state": query["state"]})
-    answer = done.json()
+        answer = done.json()
+        demo.say(
+            f"HubSpot connected through OAuth: portal {answer.get('account_id')},"
+            f" {answer.get('status')}; the team's portal holds {filled}"
+        )
+        mapped = [{"pipeline_id": "default", "stage_id": s, "stage": o} for o, s in STAGES.items()]
+        _ok(http.put(f"{base}/stages", json={"stages": mapped}), "mapping the stages")
+        _ok(http.post(f"{base}/backfill", json={}), "starting the backfill")
+        job = _wait(demo, "the backfill", lambda: _finished(http.get(f"{base}/backfill")))
     demo.say(
-        f"HubSpot connected through OAuth: portal {answer.get('account_id')},"
-        f" {answer.get('status')}; {linked} (linked here: the backfill would twin our deals)"
+        f"  backfilled: {job['rows_done']} records read, {job['rows_created']} new here"
+        " (each company is a new link: we keep no company table),"
+        f" {job['rows_updated']} already ours (contacts by email, deals by colony_deal_id),"
+        f" {job['rows_rejected']} held; status {job['status']}"
     )
 
 
-def _fill_and_link(demo: DemoContext, world: HubSpotWorld) -> str:
+def _ok(answer: httpx.Response, what: str) -> None:
+    if answer.status_code >= 300:
+        raise ConfigError(f"{what} failed: {answer.status_code} {answer.text}")
+
+
+def _finished(answer: httpx.Response) -> Any:
+    _ok(answer, "reading the backfill")
+    job = answer.json()
+    if job["status"] in ("failed", "paused"):
+        raise ConfigError(f"the backfill stopped: {job['status']} {job.get('failure')}")
+    return job if job["status"] == "completed" else None
+
+
+def _fill(demo: DemoContext, world: HubSpotWorld) -> str:
     with demo.db.transaction(demo.org_id) as cur:
-        contacts = fetch_all(cur, "SELECT id, name, email FROM contacts ORDER BY external_id")
+        contacts = fetch_all(
+            cur,
+            "SELECT id, name, email, title, company, company_domain FROM contacts"
+            " ORDER BY external_id",
+        )
         deals = fetch_all(
             cur,
             "SELECT id, name, stage, value, close_date, contact_id FROM deals ORDER BY external_id",
         )
-        ours: dict[str, str] = {}
-        for c in contacts:
-            first, _, last = str(c["name"]).partition(" ")
-            made = world.create(
-                "contacts", {"firstname": first, "lastname": last, "email": c["email"]}
-            )
-            links.link(cur, demo.org_id, "hubspot", "contact", made.id, c["id"])
-            ours[c["id"]] = made.id
-        mapped = [("default", stage_id, stage) for stage, stage_id in STAGES.items()]
-        stages.put(cur, demo.org_id, "hubspot", mapped, "local-admin")
-        for d in deals:
-            properties = {
-                "dealname": d["name"],
-                "amount": f"{d['value']:.2f}" if d["value"] is not None else None,
-                "pipeline": "default",
-                "dealstage": STAGES[d["stage"]],
-                "closedate": f"{d['close_date']}T00:00:00.000Z" if d["close_date"] else None,
-            }
-            to = [("contacts", ours[d["contact_id"]])] if d["contact_id"] in ours else []
-            made = world.create("deals", properties, links=to)
-            links.link(cur, demo.org_id, "hubspot", "deal", made.id, d["id"])
-    return f"{len(contacts)} contacts and {len(deals)} deals in the portal"
+    ours: dict[str, str] = {}
+    # as the team's HubSpot has them (the backfill writes HubSpot's values over ours: the CRM
+    # is the record, so the portal holds the same names, titles and companies)
+    firms: dict[tuple[str, str], str] = {}
+    # the team keeps in HubSpot the people it can email: a contact of ours without an email
+    # has no key a HubSpot record could be matched by, so it would come in as a twin
+    contacts = [c for c in contacts if c["email"]]
+    for c in contacts:
+        first, _, last = str(c["name"]).partition(" ")
+        firm = (str(c["company"] or ""), str(c["company_domain"] or ""))
+        if firm[0] and firm not in firms:
+            firms[firm] = world.create("companies", {"name": firm[0], "domain": firm[1]}).id
+        properties = {"firstname": first, "lastname": last, "email": c["email"]}
+        to = [("companies", firms[firm])] if firm in firms else []
+        made = world.create("contacts", properties | {"jobtitle": c["title"]}, links=to)
+        ours[c["id"]] = made.id
+    for d in deals:
+        properties = {
+            "dealname": d["name"],
+            "amount": f"{d['value']:.2f}" if d["value"] is not None else None,
+            "pipeline": "default",
+            "dealstage": STAGES[d["stage"]],
+            "closedate": f"{d['close_date']}T00:00:00.000Z" if d["close_date"] else None,
+            "colony_deal_id": d["id"],  # the key the team kept when it brought our deals in
+        }
+        to = [("contacts", ours[d["contact_id"]])] if d["contact_id"] in ours else []
+        world.create("deals", properties, links=to)
+    return f"{len(firms)} companies, {len(contacts)} contacts and {len(deals)} deals"
 
 
 def run_crm_demo(demo: DemoContext, hubspot: HubSpotServer) -> None:

@@ -215,6 +215,22 @@ class CrmClient(Protocol):
 
 
 @runtime_checkable
+class RequestBudget(Protocol):
+    """A CRM account's request limit as the adapter spends it: one slot per HTTP request
+    (production: the portal's count shared by every instance, ``flows.crm.limits``)."""
+
+    def take(self, calls: int = 1) -> None:
+        """Room for ``calls`` requests now, or ``ProviderUnavailable`` with the wait (then
+        none is counted and none may be made)."""
+        ...
+
+    def spend(self, calls: int = 1) -> None:
+        """Count ``calls`` requests that must be made whatever the count (undoing our own
+        write); never refused."""
+        ...
+
+
+@runtime_checkable
 class WriteLedger(Protocol):
     """Where the writes made under an idempotency key are kept (the org's
     ``crm_writes`` rows in production: ``colony.store.crm.writes``)."""

@@ -244,3 +244,14 @@ class HubSpotAccounts:
     def used(self, portal_id: str) -> int:
         """Requests counted against the portal's daily limit today."""
         return self._usage.get(portal_id, _Usage()).today
+
+
+def peak(times: list[float], window: float = 10.0) -> int:
+    """The most requests in any rolling ``window`` seconds of ``times`` (ascending): what
+    HubSpot's rolling limit would have counted at its busiest."""
+    most, start = 0, 0
+    for end, moment in enumerate(times):
+        while moment - times[start] >= window:
+            start += 1
+        most = max(most, end - start + 1)
+    return most

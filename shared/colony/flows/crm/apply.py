@@ -11,7 +11,9 @@ backfill's pages, the webhook's and the reconciliation's reads alike).
 
 A record is applied only if it is newer than what its link says was applied last
 (``updatedAt``): a duplicate or an out-of-order read changes nothing. A contact of ours that
-no CRM record is linked to yet (an earlier CSV import) is adopted by its email, not twinned.
+no CRM record is linked to yet (an earlier CSV import) is adopted by its email, not twinned;
+a deal of ours is adopted when the HubSpot deal names it in ``colony_deal_id`` (``ADOPT_KEY``:
+our deal's id or external id, as a team that brought our deals into HubSpot keeps them).
 What a person should know (a contact without email, an amount that is not a number, a held
 deal) comes back as ``notes``; nothing is dropped.
 """
@@ -38,8 +40,9 @@ SINGULAR: dict[CrmObjectType, str] = {
 PROPERTIES: dict[CrmObjectType, tuple[str, ...]] = {
     "companies": ("name", "domain"),
     "contacts": ("email", "firstname", "lastname", "jobtitle"),
-    "deals": ("dealname", "dealstage", "pipeline", "amount", "closedate"),
+    "deals": ("dealname", "dealstage", "pipeline", "amount", "closedate", "colony_deal_id"),
 }
+ADOPT_KEY = "colony_deal_id"  # a HubSpot deal property naming our deal (docs/crm.md)
 # Whose associations a record's row needs: a contact its company, a deal its contact.
 ASSOCIATED: dict[CrmObjectType, CrmObjectType | None] = {
     "companies": None,
@@ -214,6 +217,13 @@ def _deals(
 ) -> None:
     people = [ids[0] for r in fresh if (ids := associated.get(r.id))]
     contacts = repo.links(cur, PROVIDER, "contact", people)
+    keys = [
+        k
+        for r in fresh
+        if (k := (r.properties.get(ADOPT_KEY) or "").strip())
+        and not (seen.get(r.id) or {}).get("entity_id")
+    ]
+    adoptable = repo.unlinked_deals_by_key(cur, keys)
     rows, links = [], []
     for record in fresh:
         p = record.properties
@@ -228,7 +238,10 @@ def _deals(
             properties = {**p, "_contacts": contact_ids}
             links.append({**_link(record, None, held), "properties": properties})
             continue
-        entity = (seen.get(record.id) or {}).get("entity_id")
+        key = (p.get(ADOPT_KEY) or "").strip()
+        entity = (seen.get(record.id) or {}).get("entity_id") or (
+            adoptable.pop(key, None) if key else None
+        )
         out.created += entity is None
         out.updated += entity is not None
         entity = entity or str(uuid.uuid4())

@@ -29,6 +29,7 @@ from colony.contracts.crm_tasks import CrmBackfillTask, CrmTaskBody
 from colony.errors import ConnectionPaused, NotFound, ProviderUnavailable, UpstreamError
 from colony.flows.crm.apply import ASSOCIATED, PROPERTIES, Outcome, apply
 from colony.flows.crm.connections import PROVIDER, status
+from colony.flows.crm.limits import DEFAULT_WAIT
 from colony.flows.deps import FlowDeps
 from colony.ports import CrmClient, CrmObjectType, CrmRecord
 from colony.registry.functions import CRM_QUEUE
@@ -44,7 +45,6 @@ CrmAccess = Callable[[str, Callable[[CrmClient], Any]], Any]
 PHASES: tuple[CrmObjectType, ...] = ("companies", "contacts", "deals")
 PAGE = 100
 PAGES_PER_RUN = 50
-DEFAULT_WAIT = 10.0  # seconds, when HubSpot asks us to wait without saying how long
 _HIDDEN = ("object_name", "declared_bytes", "size_bytes", "content_sha256", "encoding")
 
 

@@ -29,7 +29,8 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from colony.contracts.deals import parse_update
-from colony.errors import CrmConflict, NotFound, ValidationFailed
+from colony.errors import CrmConflict, NotFound, ProviderUnavailable, ValidationFailed
+from colony.flows.crm.limits import limit_wait
 from colony.flows.crm.pushes import (
     PROVIDER,
     CrmParts,
@@ -112,12 +113,16 @@ def read_later(deps: FlowDeps, cur: Any, org_id: str, item_id: str, deal_id: str
     row = connection_rows.get(cur, PROVIDER)
     if row is None or row["status"] != "connected" or _linked_deal(cur, deal_id) is None:
         return False
+    body = _read_task(org_id, item_id)
+    enqueue(deps.transport, CRM_QUEUE, body, task_id=f"crm-read-{item_id}", delay_seconds=0)
+    return True
+
+
+def _read_task(org_id: str, item_id: str) -> Any:
     # lazy: the task model loads with the first read (pydantic models)
     from colony.contracts.crm_tasks import CrmCardRead, CrmTaskBody
 
-    body = CrmTaskBody(task=CrmCardRead(org_id=org_id, item_id=item_id))
-    enqueue(deps.transport, CRM_QUEUE, body, task_id=f"crm-read-{item_id}", delay_seconds=0)
-    return True
+    return CrmTaskBody(task=CrmCardRead(org_id=org_id, item_id=item_id))
 
 
 def read_card(deps: FlowDeps, parts: CrmParts, org_id: str, item_id: str) -> dict[str, Any]:
@@ -136,6 +141,12 @@ def read_card(deps: FlowDeps, parts: CrmParts, org_id: str, item_id: str) -> dic
     names = [FIELDS[f] for f in update.changes.model_dump(exclude_none=True)]
     try:
         read = with_client(deps, parts, org_id, lambda crm: crm.deal_fields(remote, names))
+    except ProviderUnavailable as limited:  # HubSpot's limit: read again after its wait
+        wait = limit_wait(limited)
+        body = _read_task(org_id, item_id)
+        name = f"crm-read-{item_id}-limit-{int(deps.clock().timestamp())}"
+        enqueue(deps.transport, CRM_QUEUE, body, task_id=name, delay_seconds=wait)
+        return {"item_id": item_id, "status": "waiting", "waiting_seconds": wait}
     except Unavailable as why:
         return {"item_id": item_id, "status": why.status}
     except NotFound:

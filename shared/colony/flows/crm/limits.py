@@ -1,7 +1,9 @@
-"""HubSpot's limits, kept by us before HubSpot has to: every call of an org's client first
+"""HubSpot's limits, kept by us before HubSpot has to: every HTTP request the adapter makes
+for an org (the sync's reads, write-back's read and PATCH, an engagement's create) first
 takes a slot in its portal's shared count (``colony.store.crm.limits``: PostgreSQL, so every
-instance sees the same count), and a call that finds no slot is not made: it raises
-``ProviderUnavailable`` with the wait, so a durable task is rescheduled instead of sleeping.
+instance sees the same count; the adapter takes it through ``RequestBudget``), and a request
+that finds no slot is not made: it raises ``ProviderUnavailable`` with the wait, so a durable
+task is rescheduled instead of sleeping.
 
 HubSpot's limit for a public app is per portal (110 requests per rolling 10 seconds, and a
 daily count); a portal is one org's (``resource_claims``), so one org's backfill never eats
@@ -14,35 +16,26 @@ queues its continuation behind the other orgs' tasks.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
-from typing import ParamSpec, TypeVar
+from collections.abc import Callable
 
 from colony.errors import ProviderUnavailable
-from colony.ports import (
-    CrmClient,
-    CrmObjectType,
-    CrmRecord,
-    Engagement,
-    EngagementRef,
-    FieldChange,
-    FieldVersion,
-    Pipeline,
-    RateLimit,
-    RecordPage,
-    SearchQuery,
-)
 from colony.store import Database
 from colony.store.crm import limits
 
-P = ParamSpec("P")
-T = TypeVar("T")
 BURST = 100  # of HubSpot's 110 per rolling window
 WINDOW = 10  # seconds
 DAILY = 250_000
+DEFAULT_WAIT = 10.0  # seconds, when HubSpot asks us to wait without saying how long
+
+
+def limit_wait(limited: ProviderUnavailable) -> float:
+    """How long a task waits for HubSpot's limit: its word, else ``DEFAULT_WAIT``; >= 1 s."""
+    told = limited.retry_after
+    return max(1.0, float(told if told is not None else DEFAULT_WAIT))
 
 
 class SharedLimit:
-    """One portal's slot-taker over the shared count."""
+    """One portal's slot-taker over the shared count (a ``colony.ports.RequestBudget``)."""
 
     def __init__(
         self,
@@ -59,7 +52,7 @@ class SharedLimit:
         self._burst, self._window, self._daily, self._clock = burst, window, daily, clock
         self.taken = 0
 
-    def take(self) -> None:
+    def take(self, calls: int = 1) -> None:
         with self._db.transaction(None) as cur:
             wait = limits.take(
                 cur,
@@ -69,6 +62,7 @@ class SharedLimit:
                 burst=self._burst,
                 window=self._window,
                 daily=self._daily,
+                calls=calls,
             )
         if wait is not None:
             raise ProviderUnavailable(
@@ -76,54 +70,9 @@ class SharedLimit:
                 retry_after=wait,
                 reason="shared_limit",
             )
-        self.taken += 1
+        self.taken += calls
 
-
-class LimitedCrm:
-    """A ``CrmClient`` whose every call first takes a slot of ``limit``."""
-
-    def __init__(self, client: CrmClient, limit: SharedLimit) -> None:
-        self._client, self._limit = client, limit
-
-    def _call(self, method: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
-        self._limit.take()
-        return method(*args, **kwargs)
-
-    def page(
-        self,
-        object_type: CrmObjectType,
-        properties: Sequence[str],
-        after: str | None = None,
-        limit: int = 100,
-    ) -> RecordPage:
-        return self._call(self._client.page, object_type, properties, after, limit)
-
-    def read(
-        self, object_type: CrmObjectType, ids: Sequence[str], properties: Sequence[str]
-    ) -> list[CrmRecord]:
-        return self._call(self._client.read, object_type, ids, properties)
-
-    def search(self, object_type: CrmObjectType, query: SearchQuery) -> RecordPage:
-        return self._call(self._client.search, object_type, query)
-
-    def associations(
-        self, from_type: CrmObjectType, ids: Sequence[str], to_type: CrmObjectType
-    ) -> dict[str, tuple[str, ...]]:
-        if not ids:
-            return {}
-        return self._call(self._client.associations, from_type, ids, to_type)
-
-    def pipelines(self) -> list[Pipeline]:
-        return self._call(self._client.pipelines)
-
-    def deal_fields(self, deal_id: str, names: Sequence[str]) -> dict[str, FieldVersion]:
-        return self._call(self._client.deal_fields, deal_id, names)
-
-    def update_deal(self, deal_id: str, changes: Sequence[FieldChange]) -> CrmRecord:
-        return self._call(self._client.update_deal, deal_id, changes)
-
-    def log_engagement(self, engagement: Engagement) -> EngagementRef:
-        return self._call(self._client.log_engagement, engagement)
-
-    def rate_limit(self) -> RateLimit:
-        return self._client.rate_limit()
+    def spend(self, calls: int = 1) -> None:
+        with self._db.transaction(None) as cur:
+            limits.spend(cur, self._provider, self._account, self._clock(), calls=calls)
+        self.taken += calls

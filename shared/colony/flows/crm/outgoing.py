@@ -12,7 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from colony.contracts.admin import CrmCallback
+from colony.errors import ProviderUnavailable
 from colony.flows.crm import connections, deal_writes, engagements
+from colony.flows.crm.limits import limit_wait
 from colony.flows.crm.pushes import (
     LIVE,
     NOT_CONNECTED,
@@ -70,6 +72,10 @@ def run(deps: FlowDeps, parts: CrmParts, org_id: str, push_id: str) -> dict[str,
     write = deal_writes.write if push["kind"] == "deal_update" else engagements.log
     try:
         settled = write(deps, parts, org_id, push)
+    except ProviderUnavailable as limited:  # HubSpot's limit: again after its wait
+        wait = limit_wait(limited)
+        schedule(deps, org_id, push_id, attempt=f"limit-{push['attempts']}", delay=wait)
+        return _answer(push) | {"waiting_seconds": wait}
     except Unavailable as why:
         with deps.db.transaction(org_id) as cur:
             repo.settle(cur, push_id, why.status, why.outcome)

@@ -17,8 +17,9 @@ commit (a task that runs before the commit is visible finds no row and is retrie
 Exactly once: a settled row is never written again, HubSpot's update is idempotent (a field
 holding our value is no conflict), and an engagement's key is ours (``crm_writes``), so a
 retried task logs one. A paused connection keeps its pushes ``waiting``; reconnecting queues
-them again (``outgoing.resume``): nothing is lost. A limit HubSpot will not let us wait out here
-(``ProviderUnavailable``) propagates, and the task is retried.
+them again (``outgoing.resume``): nothing is lost. HubSpot's limit (``ProviderUnavailable``:
+the portal's shared count is full, or HubSpot answered 429) queues the task again after the
+wait (``outgoing.run``, ``deal_writes.read_card``): nothing sleeps, the push stays queued.
 
 Every read and write is under the org's RLS and with the org's token only: another org's
 push, deal or link is not found at all.
@@ -98,14 +99,17 @@ def queue(
     return push_id
 
 
-def schedule(deps: FlowDeps, org_id: str, push_id: str, *, attempt: str = "") -> str:
-    """The push's task (named by the row; ``attempt`` names a later hand-over: a resume)."""
+def schedule(
+    deps: FlowDeps, org_id: str, push_id: str, *, attempt: str = "", delay: float = 0.0
+) -> str:
+    """The push's task (named by the row; ``attempt`` names a later hand-over: a resume, or
+    a wait for HubSpot's limit of ``delay`` seconds)."""
     # lazy: the task model loads with the first push (pydantic models)
     from colony.contracts.crm_tasks import CrmPush, CrmTaskBody
 
     body = CrmTaskBody(task=CrmPush(org_id=org_id, push_id=push_id))
     name = f"crm-{push_id}" + (f"-{attempt}" if attempt else "")
-    return enqueue(deps.transport, CRM_QUEUE, body, task_id=name, delay_seconds=0)
+    return enqueue(deps.transport, CRM_QUEUE, body, task_id=name, delay_seconds=delay)
 
 
 def with_client(deps: FlowDeps, parts: CrmParts, org_id: str, work: Callable[[CrmClient], T]) -> T:

@@ -33,6 +33,17 @@ WHERE lower(c.email) = ANY(%s::text[])
   AND NOT EXISTS (SELECT 1 FROM crm_links l WHERE l.entity_id = c.id AND l.object_type = 'contact')
 ORDER BY lower(c.email), c.created_at
 """
+# A HubSpot deal naming ours (``colony_deal_id``: our id or external id) that no CRM record
+# is linked to yet; our id first, then the oldest.
+DEALS_BY_KEY = """
+SELECT k.key, d.id FROM unnest(%s::text[]) AS k(key)
+JOIN LATERAL (
+    SELECT d.id FROM deals d
+    WHERE (d.id = k.key OR d.external_id = k.key) AND d.archived_at IS NULL
+      AND NOT EXISTS (SELECT 1 FROM crm_links l WHERE l.entity_id = d.id AND l.object_type = 'deal')
+    ORDER BY d.id = k.key DESC, d.created_at LIMIT 1
+) d ON true
+"""
 PUT_CONTACTS = """
 INSERT INTO contacts (org_id, id, external_id, name, title, email, company, company_domain)
 SELECT %s, r.id, r.external_id, r.name, r.title, r.email, r.company, r.company_domain
@@ -118,6 +129,15 @@ def unlinked_contacts_by_email(cur: Any, emails: Sequence[str]) -> dict[str, str
         return {}
     rows = fetch_all(cur, CONTACTS_BY_EMAIL, (sorted({e.lower() for e in emails}),))
     return {str(r["email"]): str(r["id"]) for r in rows}
+
+
+def unlinked_deals_by_key(cur: Any, keys: Sequence[str]) -> dict[str, str]:
+    """Deals of ours no CRM record is linked to yet, by the key a CRM deal names them with
+    (our id or external id): the sync adopts them rather than create a twin."""
+    if not keys:
+        return {}
+    rows = fetch_all(cur, DEALS_BY_KEY, (sorted(set(keys)),))
+    return {str(r["key"]): str(r["id"]) for r in rows}
 
 
 def put_contacts(cur: Any, org_id: str, rows: Sequence[Mapping[str, Any]]) -> None:
