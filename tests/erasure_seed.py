@@ -411,6 +411,12 @@ def seed_org(conn: Any, blobs: BlobStore, org: str, dim: int) -> Seeded:
     if cur.fetchone()[0]:  # migration 0053: owners, the team's settings, round robin's place
         ex("UPDATE contacts SET owner_id = 'user_1' WHERE org_id = %s", org)
         ex("UPDATE deals SET owner_id = 'user_1' WHERE org_id = %s", org)
+        cur.execute(
+            "SELECT 1 FROM information_schema.columns"
+            " WHERE table_name = 'sender_mailboxes' AND column_name = 'user_id'"
+        )
+        if cur.fetchone():  # migration 0059: the mailbox is the person's
+            ex("UPDATE sender_mailboxes SET user_id = 'user_1' WHERE org_id = %s", org)
         ex(
             "INSERT INTO org_team (org_id, time_zone, backup_user_id) VALUES (%s,"
             " 'Europe/Berlin', 'user_1')",

@@ -19,13 +19,16 @@ DisplayName = Annotated[
     ),
 ]
 Limit = Annotated[int, Field(ge=1, le=5000)]
+# A person of the org (a Clerk user id); whether they are one, and still active, is the flow's
+UserId = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=128)]
 
 
 class MailboxAdd(Strict):
     """A mailbox the org's mail is to go from: its address, the name recipients see, how
     mail leaves it (``provider``: the deployment's relay, DKIM-signed with the domain's key;
     ``gmail`` / ``graph``: the org's own Google Workspace / Microsoft 365 mailbox, connected
-    through OAuth), its daily limit and its warm-up ramp."""
+    through OAuth), its daily limit, its warm-up ramp, and the person it belongs to
+    (``user_id``; none: the team's)."""
 
     address: str = Field(min_length=3, max_length=320)
     display_name: DisplayName
@@ -34,10 +37,12 @@ class MailboxAdd(Strict):
     warmup_start: date | None = None
     warmup_days: int = Field(default=0, ge=0, le=180)
     warmup_first: Limit = 10
+    user_id: UserId | None = None
 
 
 class MailboxChange(Strict):
-    """What an admin may change on a mailbox (its address and kind are its identity)."""
+    """What an admin may change on a mailbox (its address and kind are its identity);
+    ``user_id`` null gives it back to the team."""
 
     display_name: DisplayName | None = None
     daily_limit: Limit | None = None
@@ -45,6 +50,7 @@ class MailboxChange(Strict):
     warmup_days: int | None = Field(default=None, ge=0, le=180)
     warmup_first: Limit | None = None
     status: Literal["active", "paused"] | None = None
+    user_id: UserId | None = None
 
 
 class MailboxCallback(Strict):

@@ -3,7 +3,8 @@ org's sender mailboxes, for the operator, through the flows the admin API uses
 (``flows.outbound.mailboxes``). Without an option it lists them (today's limit, what each
 sent today, and why one waits). ``--add`` adds one on a verified sending domain of the org
 (``--kind gmail|graph`` for the org's own Google Workspace / Microsoft 365 mailbox, connected
-through the admin API); ``--set ID`` changes one (``--pause`` / ``--resume`` included). A
+through the admin API; ``--owner USER_ID``: a person's own); ``--set ID`` changes one
+(``--pause`` / ``--resume``, ``--owner`` / ``--no-owner`` included). A
 refusal is printed with its reason and the command exits 2."""
 
 from __future__ import annotations
@@ -33,9 +34,12 @@ def cmd_org_mailboxes(settings: Settings, args: argparse.Namespace) -> int:
             ("warmup_start", args.warmup_start),
             ("warmup_days", args.warmup_days),
             ("warmup_first", args.warmup_first),
+            ("user_id", args.owner),
         )
         if v is not None
     }
+    if args.no_owner:
+        ramp["user_id"] = None
     result: Any
     try:
         if args.add is not None:
@@ -71,6 +75,9 @@ def add_commands(org: Any) -> None:
     command.add_argument("--warmup-start", help="the day the ramp begins (YYYY-MM-DD)")
     command.add_argument("--warmup-days", type=int, help="days the ramp takes to the limit")
     command.add_argument("--warmup-first", type=int, help="messages on the ramp's first day")
+    whose = command.add_mutually_exclusive_group()
+    whose.add_argument("--owner", metavar="USER_ID", help="the person the mailbox belongs to")
+    whose.add_argument("--no-owner", action="store_true", help="with --set: the team's again")
     state = command.add_mutually_exclusive_group()
     state.add_argument("--pause", action="store_true", help="with --set: stop sending")
     state.add_argument("--resume", action="store_true", help="with --set: send again")

@@ -375,4 +375,6 @@ def migrations(dim: int) -> list[Migration]:
         # Issue 36 inbound: the stage mapping made editable, backfill jobs, webhook events,
         # HubSpot's limits (see its file).
         Migration("0058_crm_sync", _sql("0058_crm_sync")),  # its RLS is in its file
+        # Issue 35 item 1: a mailbox may be a person's (its contacts' first mail goes from it).
+        Migration("0059_mailbox_owners", _sql("0059_mailbox_owners")),
     ]

@@ -4,10 +4,12 @@ its admins (``colony.admin.mailboxes``, ``colony org mailboxes``).
     ``add``: the address must be on one of the org's verified sending domains (a pending,
         paused or unknown domain, or another org's, is refused: 422 naming what to do), not
         already one of its mailboxes (409), with a display name, a daily limit and a
-        warm-up ramp whose numbers agree (``policy.mailboxes.check_ramp``); audited
-    ``change``: display name, limit, ramp, or ``status`` (``paused``: its contacts' mail
-        waits and new contacts go to the others; ``active`` again: what waited in the org
-        is handed back to the send step); audited
+        warm-up ramp whose numbers agree (``policy.mailboxes.check_ramp``), and optionally
+        the person it belongs to (``user_id``: an active person of the org, else 422); audited
+    ``change``: display name, limit, ramp, its person (``user_id``; null: the team's; a
+        mailbox of someone who left resumes only once given to someone else), or ``status``
+        (``paused``: its contacts' mail waits and new contacts go to the others; ``active``
+        again: what waited in the org is handed back to the send step); audited
     ``listing``: each with today's limit (from the ramp), what it sent today, and whether
         it takes mail now and, when not, why (paused, its domain paused, its grant not
         connected or revoked)
@@ -34,6 +36,7 @@ from colony.store.approvals import audit
 from colony.store.db import Row
 from colony.store.outbound import mailboxes as repo
 from colony.store.outbound import sending_domains as domains_repo
+from colony.store.tenants import members
 
 DOMAIN_KIND = "sending_domain"  # resource_claims kind of a verified domain
 
@@ -81,6 +84,7 @@ def shown(row: Row, today: date, used: int = 0) -> dict[str, Any]:
         "limit_today": ramp.limit_on(today),
         "sent_today": used,
         "status": row["status"],
+        "user_id": row["user_id"],
         "domain_status": row["domain_status"],
         "grant": {
             "status": row["grant_status"],
@@ -129,9 +133,12 @@ def add(deps: FlowDeps, org_id: str, body: MailboxAdd, actor: str) -> dict[str, 
         "warmup_start": ramp.warmup_start,
         "warmup_days": ramp.warmup_days,
         "warmup_first": ramp.warmup_first,
+        "user_id": body.user_id,
     }
     with deps.db.transaction(org_id) as cur:
         _org(cur, org_id)
+        if body.user_id is not None:
+            _person(cur, body.user_id)
         verified = domains_repo.get(cur, domain)
         held = claims.held(cur, DOMAIN_KIND, domain)
         if verified is None or verified["status"] != "verified" or not held:
@@ -174,8 +181,15 @@ def change(
             rules.check_ramp(rules.Ramp(**merged))
         except ValidationFailed as error:
             raise Unprocessable(str(error)) from None
-        if any(v is None for k, v in changes.items() if k != "warmup_start"):
-            raise Unprocessable("only warmup_start may be set to null")
+        if any(v is None for k, v in changes.items() if k not in ("warmup_start", "user_id")):
+            raise Unprocessable("only warmup_start and user_id may be set to null")
+        if changes.get("user_id") is not None:
+            _person(cur, changes["user_id"])
+        owner = changes.get("user_id", row["user_id"])
+        if changes.get("status") == "active" and owner is not None:
+            # a leaver's mailbox was paused when they left: it sends again only once it is
+            # given to an active person or to the team
+            _person(cur, owner, "status: its person")
         repo.update(cur, mailbox_id, changes)
         _audit(cur, org_id, actor, "mailbox.change", {"mailbox_id": mailbox_id, **_named(changes)})
         resumed = repo.waiting(cur) if changes.get("status") == "active" else []
@@ -194,6 +208,14 @@ def _named(changes: dict[str, Any]) -> dict[str, Any]:
 def _org(cur: Any, org_id: str) -> None:
     if not orgdata.org_exists(cur, org_id):
         raise NotFound(f"org {org_id!r} does not exist")
+
+
+def _person(cur: Any, user_id: str, field: str = "user_id:") -> None:
+    """Refuse anyone but an active person of the org (another org's user is not seen: RLS)."""
+    person = members.get(cur, user_id)
+    if person is None or not person.active:
+        state = "has left" if person is not None else "is not a person of"
+        raise Unprocessable(f"{field} {user_id[:128]!r} {state} this organisation")
 
 
 def _mailbox(cur: Any, mailbox_id: str) -> Row:

@@ -8,8 +8,9 @@
         message (and its Gmail thread), whatever its room today: a sequence never changes
         mailbox; if that mailbox is at its limit the message waits for tomorrow
     ─► a new contact: ``pick_mailbox_for_contact`` over the ready mailboxes (active, domain
-        verified, grant connected), the one with most room left today; none with room:
-        it waits for tomorrow
+        verified, grant connected): its owner's mailbox with most room left today when the
+        owner has one with room (issue 35), else the one with most room left today; none
+        with room: it waits for tomorrow
     ─► the mailbox cannot send now (paused, its domain paused, its grant missing or
         revoked): the message waits, saying why; nothing is dropped
     ─► assigned: mailbox and UTC day on the row (its count), Message-ID on the mailbox's
@@ -139,9 +140,14 @@ def on_cards(cur: Any, drafts: list[Row]) -> dict[str, dict[str, Any]]:
 
 def pick_mailbox_for_contact(cur: Any, row: Row, rooms: list[rules.Room]) -> rules.Room | None:
     """The mailbox a new contact's first message goes from, among ``rooms`` (the org's ready
-    mailboxes and their room today). The seam where "a person's mailbox follows ownership"
-    goes: when the contact has an owner with a mailbox among ``rooms`` that still has room,
-    theirs should be preferred; until owners exist it is rotation alone."""
+    mailboxes and their room today): its owner's, when the owner has one there with room
+    left today (the one with most room); otherwise rotation over them all. Only a first
+    message comes here: later steps keep their first mailbox, whoever owns the contact now."""
+    if row["contact_id"]:
+        theirs = repo.of_contact_owner(cur, str(row["contact_id"]))
+        own = rules.rotate([r for r in rooms if r.mailbox_id in theirs]) if theirs else None
+        if own is not None:
+            return own
     return rules.rotate(rooms)
 
 

@@ -3,7 +3,9 @@ people; a person who leaves hands everything on; an admin may reassign; rules as
 
     a person leaves (Clerk, or a resync) ─► hand_over: their prospects, deals and waiting
         items to the org's named backup (else its longest-standing admin, else any active
-        person; nobody left: the team's, unassigned), one 'assignment' audit entry
+        person; nobody left: the team's, unassigned), one 'assignment' audit entry; their
+        sender mailboxes are paused, not handed on (docs/mailboxes.md), one 'mailbox.pause'
+        entry
     an admin reassigns (admin API, CLI) ─► reassign: one record, to an active person of the
         org (anyone else is refused, another org's user included), its waiting items follow,
         audited with who did it and from whom to whom
@@ -24,6 +26,7 @@ from colony.flows.deps import FlowDeps
 from colony.policy import assignment
 from colony.store import orgdata
 from colony.store.approvals import audit, routing
+from colony.store.outbound import mailboxes
 from colony.store.tenants import members, ownership, team
 from colony.store.tenants.ownership import Subject
 
@@ -43,7 +46,21 @@ def hand_over(cur: Any, org_id: str, leaver: str, actor: str) -> dict[str, Any]:
     if any(moved.values()):
         entry = audit.Entry("assignment", actor, "system", "hand_over", detail=detail)
         audit.append(cur, org_id, entry)
-    return detail
+    # their address and name are theirs (and an API mailbox's grant their own consent): it
+    # stops taking new contacts and its threads wait until an admin gives it to someone
+    paused = mailboxes.pause_person(cur, leaver)
+    if paused:
+        why = "its person left the organisation"
+        entry = audit.Entry(
+            "effect",
+            actor,
+            "system",
+            "mailbox.pause",
+            reason=why,
+            detail={"user_id": leaver, "mailboxes": paused},
+        )
+        audit.append(cur, org_id, entry)
+    return detail | {"mailboxes_paused": len(paused)}
 
 
 def reassign(

@@ -21,13 +21,13 @@ from colony.store.rows import Row, fetch_all, fetch_one
 
 COLUMNS = """m.id, m.address, m.domain, m.display_name, m.kind, m.daily_limit,
     m.warmup_start, m.warmup_days, m.warmup_first, m.status, m.grant_status, m.grant_secret,
-    m.grant_reason, m.grant_expires_at, m.created_by, m.created_at, m.updated_at,
+    m.grant_reason, m.grant_expires_at, m.created_by, m.created_at, m.updated_at, m.user_id,
     d.status AS domain_status"""
 _FROM = "sender_mailboxes m JOIN sending_domains d ON d.domain = m.domain"
 ADD = """
 INSERT INTO sender_mailboxes (org_id, address, domain, display_name, kind, daily_limit,
-    warmup_start, warmup_days, warmup_first, created_by)
-VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
+    warmup_start, warmup_days, warmup_first, user_id, created_by)
+VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)
 ON CONFLICT (org_id, address) DO NOTHING RETURNING id
 """
 GET = f"SELECT {COLUMNS} FROM {_FROM} WHERE m.id = %s"
@@ -39,6 +39,16 @@ SELECT {COLUMNS} FROM {_FROM}
 WHERE m.status = 'active' AND d.status = 'verified'
   AND (m.kind = 'provider' OR m.grant_status = 'connected')
 ORDER BY m.address
+"""
+# The mailboxes of a contact's owner (none when it has no owner or they have none).
+OF_OWNER = """
+SELECT m.id FROM sender_mailboxes m JOIN contacts c ON c.owner_id = m.user_id
+WHERE c.id = %s ORDER BY m.id
+"""
+# A person who left: their active mailboxes stop taking new contacts (and sending).
+PAUSE_PERSON = """
+UPDATE sender_mailboxes SET status = 'paused', updated_at = now()
+WHERE user_id = %s AND status = 'active' RETURNING id
 """
 LOCK = "SELECT id FROM sender_mailboxes WHERE id = ANY(%s::text[]) ORDER BY id FOR UPDATE"
 # What each mailbox has on ``day`` besides this message (a retry's own row is not counted
@@ -81,7 +91,15 @@ SELECT id FROM outbox WHERE status = 'queued' AND wait_reason IS NOT NULL
 ORDER BY created_at LIMIT %s
 """
 _EDITABLE = frozenset(
-    {"display_name", "daily_limit", "warmup_start", "warmup_days", "warmup_first", "status"}
+    {
+        "display_name",
+        "daily_limit",
+        "warmup_start",
+        "warmup_days",
+        "warmup_first",
+        "status",
+        "user_id",
+    }
 )
 GRANT_CONNECT = """
 UPDATE sender_mailboxes SET grant_status = 'connected', grant_secret = %s, grant_reason = NULL,
@@ -119,9 +137,10 @@ SELECT grant_secret FROM sender_mailboxes WHERE grant_secret IS NOT NULL ORDER B
 
 def add(cur: Any, org_id: str, fields: dict[str, Any], actor: str) -> str | None:
     """A new mailbox (``fields``: address, domain, display_name, kind, daily_limit,
-    warmup_start, warmup_days, warmup_first); its id, None when the org has the address."""
+    warmup_start, warmup_days, warmup_first, user_id); its id, None when the org has the
+    address."""
     keys = ("address", "domain", "display_name", "kind", "daily_limit")
-    ramp = ("warmup_start", "warmup_days", "warmup_first")
+    ramp = ("warmup_start", "warmup_days", "warmup_first", "user_id")
     params = (org_id, *(fields[k] for k in keys), *(fields[k] for k in ramp), actor)
     row = fetch_one(cur, ADD, params)
     return None if row is None else str(row["id"])
@@ -154,6 +173,16 @@ def update(cur: Any, mailbox_id: str, changes: dict[str, Any]) -> bool:
 def ready(cur: Any) -> list[Row]:
     """The mailboxes that take new contacts."""
     return fetch_all(cur, READY)
+
+
+def of_contact_owner(cur: Any, contact_id: str) -> set[str]:
+    """The ids of the mailboxes that belong to ``contact_id``'s owner."""
+    return {str(r["id"]) for r in fetch_all(cur, OF_OWNER, (contact_id,))}
+
+
+def pause_person(cur: Any, user_id: str) -> list[str]:
+    """Pause ``user_id``'s active mailboxes (they left); the ids paused."""
+    return [str(r["id"]) for r in fetch_all(cur, PAUSE_PERSON, (user_id,))]
 
 
 def lock(cur: Any, mailbox_ids: list[str]) -> None:
