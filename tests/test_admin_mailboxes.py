@@ -3,7 +3,8 @@ functions-framework process, the DNS stand-in on the wire, the Gmail stand-in fo
 grant. An admin verifies a domain, adds a Gmail mailbox on it, connects it through Google's
 consent and the callback; a second tenant can neither add a mailbox on that domain, nor see,
 change or connect the first tenant's mailbox, nor spend its OAuth state; bad bodies are
-422s naming the field; the CLI lists and pauses mailboxes through the same flows."""
+422s naming the field; a mailbox is given only to an active person of its own org (issue 35);
+the CLI lists, pauses and gives mailboxes through the same flows."""
 
 from __future__ import annotations
 
@@ -174,3 +175,48 @@ def test_the_cli_lists_adds_and_pauses_mailboxes(
     assert main(["org", "mailboxes", ALPHA]) == 0
     (listed,) = json.loads(capsys.readouterr().out)["mailboxes"]
     assert (listed["address"], listed["status"], listed["daily_limit"]) == (ADA, "paused", 12)
+
+
+def test_a_mailbox_is_given_only_to_an_active_person_of_its_org(
+    api: Api, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def seed(conn: Any) -> None:
+        conn.cursor().execute(
+            "INSERT INTO org_members (org_id, user_id, role, status, left_at) VALUES"
+            " (%s, 'user_ada', 'org:admin', 'active', NULL),"
+            " (%s, 'user_gone', 'org:member', 'left', now()),"
+            " (%s, 'user_mal', 'org:admin', 'active', NULL)",
+            (ALPHA, ALPHA, BETA),
+        )
+        conn.commit()
+
+    api.db.as_owner(seed)
+    body = {"address": ADA, "display_name": "Ada", "daily_limit": 30}
+    for who, why in (
+        ("user_nobody", "is not a person of"),
+        ("user_gone", "has left"),
+        ("user_mal", "is not a person of"),  # the second tenant's person
+    ):
+        refused = api.call("POST", ALPHA, json=body | {"user_id": who})
+        assert refused.status_code == 422, refused.text
+        assert f"user_id: '{who}' {why}" in refused.json()["error"]["message"]
+    # the second tenant cannot give a mailbox to the first's person, nor touch its mailbox
+    theirs = api.call("POST", BETA, json=body | {"address": f"m@{DOMAIN}", "user_id": "user_ada"})
+    assert theirs.status_code == 422 and "user_id: 'user_ada'" in theirs.text
+    added = api.call("POST", ALPHA, json=body | {"user_id": "user_ada"})
+    assert added.status_code == 201 and added.json()["user_id"] == "user_ada"
+    mailbox = added.json()["id"]
+    stolen = api.call("PUT", BETA, f"/{mailbox}", json={"user_id": "user_mal"})
+    assert stolen.status_code == 404
+    stolen = api.call("PUT", ALPHA, f"/{mailbox}", json={"user_id": "user_mal"}, as_org=BETA)
+    assert stolen.status_code == 403
+    assert api.call("PUT", ALPHA, f"/{mailbox}", json={"user_id": ""}).status_code == 422
+    rows = api.db.owner_rows("SELECT org_id, user_id FROM sender_mailboxes")
+    assert rows == [{"org_id": ALPHA, "user_id": "user_ada"}]
+
+    # the CLI, through the same flow
+    assert main(["org", "mailboxes", ALPHA, "--set", mailbox, "--owner", "user_gone"]) == 2
+    assert "user_id: 'user_gone' has left this organisation" in capsys.readouterr().err
+    assert main(["org", "mailboxes", ALPHA, "--set", mailbox, "--no-owner"]) == 0
+    assert json.loads(capsys.readouterr().out)["user_id"] is None
+    assert api.call("GET", ALPHA, f"/{mailbox}").json()["user_id"] is None

@@ -34,7 +34,8 @@ PAGE = 500
 
 
 def hand_over(cur: Any, org_id: str, leaver: str, actor: str) -> dict[str, Any]:
-    """Everything ``leaver`` owned or had waiting, to their successor; audited. Runs inside
+    """Everything ``leaver`` owned or had waiting, to their successor, and their mailboxes
+    paused (``mailboxes_paused`` in the result when there were any); audited. Runs inside
     the caller's transaction (the one that marked them gone)."""
     to = ownership.successor(cur, leaver)
     moved = {
@@ -60,7 +61,8 @@ def hand_over(cur: Any, org_id: str, leaver: str, actor: str) -> dict[str, Any]:
             detail={"user_id": leaver, "mailboxes": paused},
         )
         audit.append(cur, org_id, entry)
-    return detail | {"mailboxes_paused": len(paused)}
+        detail = detail | {"mailboxes_paused": len(paused)}
+    return detail
 
 
 def reassign(
