@@ -118,11 +118,16 @@ def test_a_leavers_mailbox_is_paused_audited_and_resumes_only_once_given_on(
     shown = mailboxes.get(w.deps, ACME, bob)
     assert (shown["status"], shown["user_id"], shown["sending"]) == ("paused", "user_bob", False)
     assert ("effect", "mailbox.pause", "its person left the organisation") in w.audit(ACME)
+    assert (
+        shown["waits_because"]
+        == "paused: its person user_bob left; give it to someone to resume it"
+    )
 
     # dana is ada's now; her next step waits for its own (paused) mailbox, a new contact of
     # ada's goes from ada's
     step2 = w.send(ACME, w.message(ACME, dana, campaign=campaign, step=2))
-    assert step2["status"] == "deferred" and f"bob@{SECOND}" in step2["reason"]
+    assert step2["status"] == "deferred"
+    assert step2["reason"] == f"bob@{SECOND}: {shown['waits_because']}"
     erin = w.send(ACME, w.message(ACME, _owned(w, "erin@erin.example", "user_ada")))
     assert w.outbox(ACME, erin["outbox_id"])["mailbox_id"] == ada
     sent_before = len(w.smtp.received)

@@ -56,6 +56,8 @@ def ramp_of(row: Row) -> rules.Ramp:
 
 def why_not(row: Row) -> str | None:
     """Why the mailbox sends nothing now (None: it sends)."""
+    if row["status"] != "active" and row["person_status"] == "left":
+        return f"paused: its person {row['user_id']} left; give it to someone to resume it"
     if row["status"] != "active":
         return "paused by an admin"
     if row["domain_status"] != "verified":

@@ -22,8 +22,9 @@ from colony.store.rows import Row, fetch_all, fetch_one
 COLUMNS = """m.id, m.address, m.domain, m.display_name, m.kind, m.daily_limit,
     m.warmup_start, m.warmup_days, m.warmup_first, m.status, m.grant_status, m.grant_secret,
     m.grant_reason, m.grant_expires_at, m.created_by, m.created_at, m.updated_at, m.user_id,
-    d.status AS domain_status"""
-_FROM = "sender_mailboxes m JOIN sending_domains d ON d.domain = m.domain"
+    d.status AS domain_status, p.status AS person_status"""
+_FROM = """sender_mailboxes m JOIN sending_domains d ON d.domain = m.domain
+    LEFT JOIN org_members p ON p.org_id = m.org_id AND p.user_id = m.user_id"""
 ADD = """
 INSERT INTO sender_mailboxes (org_id, address, domain, display_name, kind, daily_limit,
     warmup_start, warmup_days, warmup_first, user_id, created_by)
