@@ -78,9 +78,10 @@ def test_a_path_inside_another_is_not_measured_twice(tmp_path: Path) -> None:
 def test_the_data_lifecycle_tasks_are_measured_one_by_one() -> None:
     paths = request_paths(REPO / "functions" / "data-lifecycle" / "main.py")
     common = {"colony.contracts.lifecycle.LifecycleBody", "colony.runtime.auth.verify_google_oidc"}
-    # schedule, replies.poll, research.sweep, domains.check, import, the Drive tasks (erasure
-    # and drive.renew share a helper) and kc.tier with retention (the tail): one path each
-    assert len(paths) == 7 and all(common <= set(p) for p in paths)
+    # schedule, replies.poll, research.sweep, domains.check, import, approvals.escalate, the
+    # Drive tasks (erasure and drive.renew share a helper) and kc.tier with retention (the
+    # tail): one path each
+    assert len(paths) == 8 and all(common <= set(p) for p in paths)
     assert sum("colony.flows.outbound.sending_domains" in p for p in paths) == 1
     assert sum("colony.flows.research.requests" in p for p in paths) == 1
     erasure = next(p for p in paths if "colony.flows.tenants.erasure" in p)

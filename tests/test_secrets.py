@@ -139,9 +139,12 @@ def test_locally_the_environment_is_used_as_it_is(store) -> None:
 
 
 def test_every_credential_setting_is_declared_a_secret() -> None:
-    """Each environment name settings.py reads that looks like a credential is in SECRETS,
-    and every SECRETS name is one that settings.py actually reads."""
-    source = (REPO / "shared/colony/settings.py").read_text()
+    """Each environment name settings.py (and its mailbox apps' part) reads that looks like a
+    credential is in SECRETS, and every SECRETS name is one that they actually read."""
+    source = "".join(
+        (REPO / "shared/colony" / name).read_text()
+        for name in ("settings.py", "settings_mailboxes.py")
+    )
     read = set(re.findall(r'get\("([A-Z0-9_]+)"\)', source))
     read |= set(re.findall(r'(?:require|bounded_int)\(\s*"([A-Z0-9_]+)"', source))
     read |= {"LANGFUSE_PUBLIC_KEY", "LANGFUSE_SECRET_KEY"}  # read through a loop over names

@@ -281,6 +281,26 @@ def test_local_dead_letters_into_the_org_and_loses_nothing(
     assert any("no org_id" in r.getMessage() and orphan in r.getMessage() for r in caplog.records)
 
 
+def test_a_dead_task_is_recorded_in_the_org_its_body_names(testdb: PgDB) -> None:
+    """A Cloud Task has no attributes: its body's ``org_id`` (``{"task": {"org_id"}}`` or at
+    the top) says whose dead letter it is; a body naming none is kept in memory, logged."""
+    db = testdb.app()
+    with db.transaction("org_a") as cur:
+        cur.execute("INSERT INTO organizations (id, name) VALUES ('org_a', 'A')")
+    sink = DbDeadLetters(db)
+    send = b'{"org_id": "org_a", "outbox_id": "m-1"}'
+    lifecycle = b'{"task": {"kind": "crm.reconcile", "org_id": "org_a"}}'
+    for n, body in enumerate((send, lifecycle, b'{"task": {"kind": "schedule"}}')):
+        sink(DeadLetter("colony-send", f"task-{n}", body, {}, 10, "HTTP 404: not_queued"))
+    with db.transaction("org_a") as cur:
+        rows = fetch_all(cur, "SELECT message_id, last_error FROM dead_letters ORDER BY id")
+    assert [(r["message_id"], r["last_error"]) for r in rows] == [
+        ("task-0", "HTTP 404: not_queued"),
+        ("task-1", "HTTP 404: not_queued"),
+    ]
+    assert [letter.message_id for letter in sink.unrecorded] == ["task-2"]
+
+
 def test_local_dead_letters_when_the_function_is_unreachable() -> None:
     url = f"http://127.0.0.1:{closed_port()}/"  # nothing listens there
     with LocalTransport({"enrichment": url}, max_attempts=2, backoff=(0.01, 0.01)) as transport:

@@ -7,6 +7,7 @@ attribute names, as a Pub/Sub dead-letter topic keeps what Pub/Sub gave up on.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Callable, Mapping
@@ -38,7 +39,8 @@ DeadLetterSink = Callable[[DeadLetter], None]
 
 
 class DbDeadLetters:
-    """A dead-letter sink writing to ``dead_letters`` in the org of ``attributes["org_id"]``.
+    """A dead-letter sink writing to ``dead_letters`` in the org of ``attributes["org_id"]`` (a
+    Pub/Sub message's) or of its body's ``org_id`` (a Cloud Task's, which has no attributes).
 
     A letter without an org, or one the database refuses, is logged as an error and kept in
     ``unrecorded``: never dropped silently.
@@ -50,7 +52,7 @@ class DbDeadLetters:
         self._lock = threading.Lock()
 
     def __call__(self, letter: DeadLetter) -> None:
-        org_id = letter.attributes.get("org_id")
+        org_id = letter.attributes.get("org_id") or _task_org(letter.data)
         if not org_id:
             log.error(
                 "dead letter %s/%s has no org_id attribute; kept in memory, not recorded",
@@ -84,3 +86,16 @@ class DbDeadLetters:
     def _keep(self, letter: DeadLetter) -> None:
         with self._lock:
             self.unrecorded.append(letter)
+
+
+def _task_org(data: bytes) -> str | None:
+    """The org a task's JSON body names (``{"org_id"}`` or ``{"task": {"org_id"}}``), if any."""
+    try:
+        body = json.loads(data)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(body, dict):
+        return None
+    inner = body.get("task")
+    found = body.get("org_id") or (inner.get("org_id") if isinstance(inner, dict) else None)
+    return found if isinstance(found, str) and found else None

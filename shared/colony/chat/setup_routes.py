@@ -82,6 +82,7 @@ def _allow(method: str, *allowed: str) -> None:
 
 def _parse(request: JsonRequest, model: type[pydantic.BaseModel]) -> Any:
     """The body as ``model``; its faults as ``FieldsInvalid``, never quoting a value."""
+    # lazy: pydantic loads with the first setup form saved, not with the page
     import pydantic
 
     if request.body is None:

@@ -34,6 +34,7 @@ def hubspot_access(deps: Deps) -> HubSpotAccess:
 
 def crm_parts(deps: Deps) -> CrmParts:
     """This instance's ``CrmParts`` for ``deps``: the sync's access, seen as write-back's."""
+    # lazy: write-back's flow loads with the first push or card read, not with a sync task
     from colony.flows.crm.pushes import CrmParts
 
     access = hubspot_access(deps)
