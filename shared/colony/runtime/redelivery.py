@@ -25,7 +25,6 @@ from colony.runtime.transport import enqueue, publish
 
 if TYPE_CHECKING:
     from colony.ports import Transport
-    from colony.runtime import delivery
 
 SHORT_WAIT = 8.0  # the runner sleeps up to this itself (StructuredRunner.max_delay)
 LONGEST_WAIT = 3600.0  # a longer Retry-After is held to an hour
@@ -36,7 +35,7 @@ def can_put_back(topic: str) -> bool:
     return topic in FUNCTIONS[QUEUES[REDELIVER_QUEUE].target].publishes
 
 
-def worth_deferring(error: BaseException, attempt: delivery.Attempt | None = None) -> bool:
+def worth_deferring(error: BaseException, last_attempt: bool = False) -> bool:
     """A limiter's wait always (its retry is booked: sooner would be refused again); a
     provider's long ``Retry-After``; or a step held by another delivery on this event's last
     delivery attempt: its holder may have died (a killed instance keeps the step until its
@@ -50,7 +49,7 @@ def worth_deferring(error: BaseException, attempt: delivery.Attempt | None = Non
     if isinstance(error, ProviderUnavailable):
         return bool(wait > SHORT_WAIT)
     if isinstance(error, StepBusy):
-        return attempt is not None and attempt.last
+        return last_attempt
     return False
 
 

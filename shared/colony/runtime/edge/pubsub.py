@@ -256,7 +256,7 @@ def pubsub_handler(
                     if (
                         spec.topic
                         and redelivery.can_put_back(spec.topic)
-                        and redelivery.worth_deferring(error, attempt)
+                        and redelivery.worth_deferring(error, attempt is not None and attempt.last)
                     ):
                         wait = float(getattr(error, "retry_after", 0.0))
                         task = redelivery.defer(
