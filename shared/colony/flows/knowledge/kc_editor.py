@@ -26,7 +26,7 @@ from colony.errors import Conflict, NotFound, ValidationFailed
 from colony.flows.deps import FlowDeps
 from colony.knowledge import documents
 from colony.knowledge.store import MAX_K, ChunkIn, SyncResult
-from colony.knowledge.sync import SOURCES, Source
+from colony.knowledge.sync import Source, check_source
 from colony.registry import DOMAINS, check_domains
 from colony.store.approvals import audit
 
@@ -217,10 +217,9 @@ def _summary(row: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _check_ref(source: str, source_id: str) -> None:
-    if source not in SOURCES:
-        raise ValidationFailed(f"unknown source {source!r}; expected one of {', '.join(SOURCES)}")
     if not source_id or len(source_id) > _ID_CHARS:
         raise ValidationFailed(f"a document id is 1 to {_ID_CHARS} characters")
+    check_source(source, source_id)  # the store's own check of the source
 
 
 def _notion_url(page_id: str) -> str:
